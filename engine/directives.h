@@ -1,0 +1,40 @@
+// Parsing of a message table's comment into TableSettings.
+//
+// A table is a message table when its comment contains "vitess_message". The
+// comment is split on ',' and each piece on '='; spaces around keys and values
+// are ignored. Durations are seconds and may be fractional ("0.5"); counts are
+// integers. See docs/tables.md for the full list.
+//
+// Example:
+//   absl::StatusOr<TableSettings> s = ParseDirectives(
+//       "vitess_message,vt_ack_wait=30,vt_purge_after=86400,vt_batch_size=10,"
+//       "vt_cache_size=10000,vt_poller_interval=30");
+//
+// Thread-safe (pure functions).
+#ifndef MSGQ_ENGINE_DIRECTIVES_H_
+#define MSGQ_ENGINE_DIRECTIVES_H_
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engine/table_settings.h"
+
+namespace msgq {
+
+// True when `comment` marks a message table (contains "vitess_message").
+bool IsMessageTableComment(absl::string_view comment);
+
+// Parses the directives of a message table's comment.
+// Returns INVALID_ARGUMENT, with a message naming the directive, when: a
+// required directive (vt_ack_wait, vt_purge_after, vt_batch_size,
+// vt_cache_size, vt_poller_interval) is missing; a value is empty, not a
+// number, zero or negative, or not an integer where a count is expected; a
+// directive appears twice; vt_min_backoff > vt_max_backoff; vt_message_cols is
+// empty or does not start with `id`; an unknown vt_* directive is present.
+// Pieces that do not start with "vt_" (other than "vitess_message") are
+// ignored, so applications may keep their own notes in the comment.
+// Column existence is not checked here (see table_schema.h).
+absl::StatusOr<TableSettings> ParseDirectives(absl::string_view comment);
+
+}  // namespace msgq
+
+#endif  // MSGQ_ENGINE_DIRECTIVES_H_

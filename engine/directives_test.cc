@@ -1,0 +1,2 @@
+#include "engine/directives.h"
+#include "gtest/gtest.h"

@@ -1,0 +1,36 @@
+// TableSettings: the parsed directives of a message table's comment
+// ('vitess_message,vt_ack_wait=30,...'). A plain value type.
+#ifndef MSGQ_ENGINE_TABLE_SETTINGS_H_
+#define MSGQ_ENGINE_TABLE_SETTINGS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace msgq {
+
+struct TableSettings {
+  // Wait for the first send to be acked before resending (vt_ack_wait).
+  absl::Duration ack_wait;
+  // Acked rows older than this are purged (vt_purge_after).
+  absl::Duration purge_after;
+  // Messages per streamed response (vt_batch_size).
+  int batch_size = 0;
+  // Messages held queued in memory (vt_cache_size).
+  int cache_size = 0;
+  // Interval of the safety-net poll and of purging (vt_poller_interval).
+  absl::Duration poller_interval;
+  // Backoff bounds; min defaults to ack_wait, max to absl::InfiniteDuration().
+  absl::Duration min_backoff;
+  absl::Duration max_backoff = absl::InfiniteDuration();
+  // Streamed columns from vt_message_cols (id first); empty = the default set
+  // (every column but priority, time_next, epoch, time_acked, in table order).
+  std::vector<std::string> message_cols;
+
+  friend bool operator==(const TableSettings&, const TableSettings&) = default;
+};
+
+}  // namespace msgq
+
+#endif  // MSGQ_ENGINE_TABLE_SETTINGS_H_
