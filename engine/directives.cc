@@ -1,5 +1,239 @@
 #include "engine/directives.h"
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "engine/status_macros.h"
+
 namespace msgq {
-bool IsMessageTableComment(absl::string_view comment) { return false; }
-absl::StatusOr<TableSettings> ParseDirectives(absl::string_view) { return TableSettings{}; }
+namespace {
+
+constexpr absl::string_view kMarker = "vitess_message";
+constexpr absl::string_view kDirectivePrefix = "vt_";
+
+constexpr absl::string_view kAckWait = "vt_ack_wait";
+constexpr absl::string_view kPurgeAfter = "vt_purge_after";
+constexpr absl::string_view kBatchSize = "vt_batch_size";
+constexpr absl::string_view kCacheSize = "vt_cache_size";
+constexpr absl::string_view kPollerInterval = "vt_poller_interval";
+constexpr absl::string_view kMinBackoff = "vt_min_backoff";
+constexpr absl::string_view kMaxBackoff = "vt_max_backoff";
+constexpr absl::string_view kMessageCols = "vt_message_cols";
+
+constexpr absl::string_view kKnownDirectives[] = {
+    kAckWait,        kPurgeAfter, kBatchSize,  kCacheSize,
+    kPollerInterval, kMinBackoff, kMaxBackoff, kMessageCols,
+};
+
+// Directive name -> trimmed raw value. Views point into the comment.
+using RawDirectives = absl::flat_hash_map<absl::string_view, absl::string_view>;
+
+bool IsKnownDirective(absl::string_view key) {
+  for (absl::string_view known : kKnownDirectives) {
+    if (key == known) return true;
+  }
+  return false;
+}
+
+size_t SkipDigits(absl::string_view s, size_t i) {
+  while (i < s.size() &&
+         absl::ascii_isdigit(static_cast<unsigned char>(s[i]))) {
+    ++i;
+  }
+  return i;
+}
+
+// SimpleAtod also accepts "inf", "nan" and hex floats, none of which is a
+// number of seconds anyone means to write, so the text must first look like a
+// plain decimal (with an optional exponent, which Vitess's ParseFloat allows).
+bool IsPlainDecimal(absl::string_view s) {
+  size_t i = 0;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+  const size_t int_start = i;
+  i = SkipDigits(s, i);
+  size_t digits = i - int_start;
+  if (i < s.size() && s[i] == '.') {
+    const size_t frac_start = ++i;
+    i = SkipDigits(s, i);
+    digits += i - frac_start;
+  }
+  if (digits == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    const size_t exp_start = i;
+    i = SkipDigits(s, i);
+    if (i == exp_start) return false;
+  }
+  return i == s.size();
+}
+
+absl::StatusOr<absl::Duration> ParseSeconds(absl::string_view name,
+                                            absl::string_view value) {
+  double seconds = 0;
+  if (!IsPlainDecimal(value) || !absl::SimpleAtod(value, &seconds)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: \"%s\" is not a number of seconds", name, value));
+  }
+  if (seconds <= 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: \"%s\" must be a positive number of seconds", name, value));
+  }
+  // SimpleAtod turns overflow into infinity, and absl::Seconds saturates.
+  if (!std::isfinite(seconds) ||
+      absl::Seconds(seconds) == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: \"%s\" is too large a number of seconds", name, value));
+  }
+  // Values below absl::Duration's resolution would otherwise become zero.
+  const absl::Duration duration = absl::Seconds(seconds);
+  if (duration <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: \"%s\" must be a positive number of seconds", name, value));
+  }
+  return duration;
+}
+
+absl::StatusOr<int> ParseCount(absl::string_view name,
+                               absl::string_view value) {
+  int count = 0;
+  if (!absl::SimpleAtoi(value, &count) || count <= 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: \"%s\" must be a positive integer no larger than %d", name, value,
+        std::numeric_limits<int>::max()));
+  }
+  return count;
+}
+
+absl::StatusOr<std::vector<std::string>> ParseMessageCols(
+    absl::string_view value) {
+  std::vector<std::string> cols;
+  // Lowercased, because MySQL column names are case-insensitive.
+  absl::flat_hash_set<std::string> seen;
+  for (absl::string_view piece : absl::StrSplit(value, '|')) {
+    const absl::string_view col = absl::StripAsciiWhitespace(piece);
+    if (col.empty()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: \"%s\" has an empty column name", kMessageCols, value));
+    }
+    if (!seen.insert(absl::AsciiStrToLower(col)).second) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: \"%s\" names column %s twice", kMessageCols, value, col));
+    }
+    cols.emplace_back(col);
+  }
+  if (!absl::EqualsIgnoreCase(cols.front(), "id")) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: \"%s\" must start with id", kMessageCols, value));
+  }
+  return cols;
+}
+
+// Splits the comment into vt_* directives, rejecting the malformed ones.
+absl::StatusOr<RawDirectives> SplitDirectives(absl::string_view comment) {
+  RawDirectives raw;
+  for (absl::string_view piece : absl::StrSplit(comment, ',')) {
+    const size_t eq = piece.find('=');
+    const absl::string_view key =
+        absl::StripAsciiWhitespace(piece.substr(0, eq));
+    // Everything else is the marker or an application's own note.
+    if (!absl::StartsWith(key, kDirectivePrefix)) continue;
+    if (!IsKnownDirective(key)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown directive ", key));
+    }
+    const absl::string_view value =
+        eq == absl::string_view::npos
+            ? absl::string_view()
+            : absl::StripAsciiWhitespace(piece.substr(eq + 1));
+    if (value.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(key, ": missing value (expected ", key, "=value)"));
+    }
+    if (!raw.emplace(key, value).second) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: given twice (\"%s\" and \"%s\")", key,
+                          raw.find(key)->second, value));
+    }
+  }
+  return raw;
+}
+
+absl::StatusOr<absl::string_view> Required(const RawDirectives& raw,
+                                           absl::string_view name) {
+  const auto it = raw.find(name);
+  if (it == raw.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("missing required directive ", name));
+  }
+  return it->second;
+}
+
+}  // namespace
+
+bool IsMessageTableComment(absl::string_view comment) {
+  return absl::StrContains(comment, kMarker);
+}
+
+absl::StatusOr<TableSettings> ParseDirectives(absl::string_view comment) {
+  ASSIGN_OR_RETURN(const RawDirectives raw, SplitDirectives(comment));
+  TableSettings settings;
+
+  ASSIGN_OR_RETURN(const absl::string_view ack_wait, Required(raw, kAckWait));
+  ASSIGN_OR_RETURN(settings.ack_wait, ParseSeconds(kAckWait, ack_wait));
+  ASSIGN_OR_RETURN(const absl::string_view purge_after,
+                   Required(raw, kPurgeAfter));
+  ASSIGN_OR_RETURN(settings.purge_after,
+                   ParseSeconds(kPurgeAfter, purge_after));
+  ASSIGN_OR_RETURN(const absl::string_view batch_size,
+                   Required(raw, kBatchSize));
+  ASSIGN_OR_RETURN(settings.batch_size, ParseCount(kBatchSize, batch_size));
+  ASSIGN_OR_RETURN(const absl::string_view cache_size,
+                   Required(raw, kCacheSize));
+  ASSIGN_OR_RETURN(settings.cache_size, ParseCount(kCacheSize, cache_size));
+  ASSIGN_OR_RETURN(const absl::string_view poller_interval,
+                   Required(raw, kPollerInterval));
+  ASSIGN_OR_RETURN(settings.poller_interval,
+                   ParseSeconds(kPollerInterval, poller_interval));
+
+  // The error below quotes the values as written, so remember where min came
+  // from when it is the default.
+  std::string min_backoff_text = absl::StrCat(ack_wait, " s, from ", kAckWait);
+  settings.min_backoff = settings.ack_wait;
+  if (const auto it = raw.find(kMinBackoff); it != raw.end()) {
+    ASSIGN_OR_RETURN(settings.min_backoff,
+                     ParseSeconds(kMinBackoff, it->second));
+    min_backoff_text = absl::StrCat(it->second, " s");
+  }
+  if (const auto it = raw.find(kMaxBackoff); it != raw.end()) {
+    ASSIGN_OR_RETURN(settings.max_backoff,
+                     ParseSeconds(kMaxBackoff, it->second));
+    if (settings.max_backoff < settings.min_backoff) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s (%s s) is less than %s (%s)", kMaxBackoff,
+                          it->second, kMinBackoff, min_backoff_text));
+    }
+  }
+
+  if (const auto it = raw.find(kMessageCols); it != raw.end()) {
+    ASSIGN_OR_RETURN(settings.message_cols, ParseMessageCols(it->second));
+  }
+  return settings;
+}
+
 }  // namespace msgq

@@ -12,10 +12,10 @@
 #define MSGQ_CONCAT_INNER_(a, b) a##b
 #define MSGQ_CONCAT_(a, b) MSGQ_CONCAT_INNER_(a, b)
 
-#define RETURN_IF_ERROR(expr)                      \
-  do {                                             \
-    const ::absl::Status msgq_status_ = (expr);    \
-    if (!msgq_status_.ok()) return msgq_status_;   \
+#define RETURN_IF_ERROR(expr)                    \
+  do {                                           \
+    const ::absl::Status msgq_status_ = (expr);  \
+    if (!msgq_status_.ok()) return msgq_status_; \
   } while (0)
 
 #define ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \

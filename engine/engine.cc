@@ -1,0 +1,209 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "engine/log.h"
+#include "engine/mysql_message_store.h"
+
+namespace msgq {
+
+Engine::Engine(Options options, Clock* clock, JitterSource* jitter)
+    : options_(std::move(options)),
+      default_keyspace_(options_.databases.empty() ? ""
+                                                   : options_.databases[0]),
+      clock_(clock),
+      jitter_(jitter) {}
+
+Engine::~Engine() { Stop(); }
+
+absl::Status Engine::Start() {
+  absl::Status status = Reload();
+  thread_ = std::thread([this] { ReloadLoop(); });
+  return status;
+}
+
+void Engine::Stop() {
+  std::map<Key, Entry> tables;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    wake_.SignalAll();
+    tables.swap(tables_);
+  }
+  if (thread_.joinable()) thread_.join();
+  for (auto& [key, entry] : tables) {
+    if (entry.manager != nullptr) {
+      entry.manager->Stop(absl::UnavailableError("server shutting down"));
+    }
+  }
+}
+
+void Engine::ReloadLoop() {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    // Retry sooner while the schema has never been read.
+    absl::Duration wait =
+        loaded_once_ ? options_.reload_interval
+                     : std::min(options_.reload_interval, absl::Seconds(1));
+    wake_.WaitWithTimeout(&mu_, wait);
+    if (stopping_) break;
+    mu_.Unlock();
+    (void)Reload();
+    mu_.Lock();
+  }
+}
+
+absl::Status Engine::Reload() {
+  absl::MutexLock reload_lock(&reload_mu_);
+  absl::StatusOr<SchemaSnapshot> snapshot;
+  if (reload_conn_ == nullptr || reload_conn_->broken()) {
+    reload_conn_.reset();
+    auto conn = MysqlConnection::Connect(options_.mysql);
+    if (conn.ok())
+      reload_conn_ = *std::move(conn);
+    else
+      snapshot = conn.status();
+  }
+  if (reload_conn_ != nullptr) {
+    snapshot = LoadSchema(*reload_conn_, options_.databases);
+  }
+  if (!snapshot.ok()) {
+    absl::MutexLock lock(&mu_);
+    if (last_error_.ok() ||
+        last_error_.message() != snapshot.status().message()) {
+      LogWarning("cannot read the schema: ", snapshot.status().message());
+    }
+    last_error_ = snapshot.status();
+    return snapshot.status();
+  }
+  for (const std::string& db : options_.databases) {
+    if (std::find(snapshot->databases.begin(), snapshot->databases.end(), db) ==
+        snapshot->databases.end()) {
+      absl::MutexLock lock(&mu_);
+      if (!loaded_once_) LogWarning("database `", db, "` does not exist (yet)");
+    }
+  }
+
+  // Decide under the lock, build managers outside it, swap under it, stop
+  // the replaced ones outside it.
+  std::vector<TableDefinition> changed;
+  std::vector<Key> removed;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::UnavailableError("engine stopping");
+    std::map<Key, const TableDefinition*> seen;
+    for (const TableDefinition& def : snapshot->tables) {
+      Key key{def.keyspace, def.name};
+      seen[key] = &def;
+      auto it = tables_.find(key);
+      if (it == tables_.end() || !(it->second.definition == def)) {
+        changed.push_back(def);
+      }
+    }
+    for (const auto& [key, entry] : tables_) {
+      if (!seen.contains(key)) removed.push_back(key);
+    }
+  }
+  std::vector<std::pair<Key, Entry>> fresh;
+  for (TableDefinition& def : changed) {
+    Entry entry;
+    entry.definition = def;
+    absl::StatusOr<MessageTable> table =
+        BuildMessageTable(def.keyspace, def.name, def.comment, def.columns);
+    if (table.ok()) {
+      auto store = std::make_unique<MysqlMessageStore>(*table, options_.mysql);
+      entry.manager =
+          std::make_shared<MessageManager>(*std::move(table), std::move(store),
+                                           clock_, jitter_, options_.manager);
+      LogInfo("table `", def.keyspace, "`.`", def.name, "` loaded");
+    } else {
+      entry.error = std::string(table.status().message());
+      LogWarning(entry.error);
+    }
+    fresh.emplace_back(Key{def.keyspace, def.name}, std::move(entry));
+  }
+  std::vector<std::shared_ptr<MessageManager>> retired;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::UnavailableError("engine stopping");
+    for (auto& [key, entry] : fresh) {
+      auto it = tables_.find(key);
+      if (it != tables_.end() && it->second.manager != nullptr) {
+        retired.push_back(it->second.manager);
+      }
+      if (entry.manager != nullptr) entry.manager->Start();
+      tables_[key] = std::move(entry);
+    }
+    for (const Key& key : removed) {
+      auto it = tables_.find(key);
+      if (it->second.manager != nullptr) retired.push_back(it->second.manager);
+      LogInfo("table `", key.first, "`.`", key.second, "` is gone");
+      tables_.erase(it);
+    }
+    if (!loaded_once_ || !last_error_.ok()) {
+      LogInfo("schema loaded: ", tables_.size(), " message table(s)");
+    }
+    loaded_once_ = true;
+    last_error_ = absl::OkStatus();
+  }
+  for (auto& manager : retired) {
+    manager->Stop(absl::UnavailableError(
+        "message table was changed or dropped: reconnect"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<MessageManager>> Engine::Find(
+    absl::string_view keyspace, absl::string_view name) const {
+  if (name.empty()) return absl::InvalidArgumentError("table name is empty");
+  const std::string ks =
+      keyspace.empty() ? default_keyspace_ : std::string(keyspace);
+  if (std::find(options_.databases.begin(), options_.databases.end(), ks) ==
+      options_.databases.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("keyspace \"", absl::CHexEscape(ks), "\" is not served"));
+  }
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return absl::UnavailableError("server shutting down");
+  auto it = tables_.find(Key{ks, std::string(name)});
+  if (it == tables_.end()) {
+    if (!loaded_once_) {
+      return absl::UnavailableError(
+          absl::StrCat("schema not loaded yet: ", last_error_.message()));
+    }
+    return absl::NotFoundError(absl::StrCat(
+        "message table `", ks, "`.`", absl::CHexEscape(name), "` not found"));
+  }
+  if (it->second.manager == nullptr) {
+    return absl::FailedPreconditionError(it->second.error);
+  }
+  return it->second.manager;
+}
+
+std::vector<Engine::TableInfo> Engine::ListTables() const {
+  std::vector<std::pair<TableInfo, std::shared_ptr<MessageManager>>> rows;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [key, entry] : tables_) {
+      TableInfo info;
+      info.keyspace = key.first;
+      info.name = key.second;
+      info.loaded = entry.manager != nullptr;
+      info.error = entry.error;
+      if (entry.manager != nullptr) {
+        info.settings = entry.manager->table().settings;
+      }
+      rows.emplace_back(std::move(info), entry.manager);
+    }
+  }
+  std::vector<TableInfo> out;
+  for (auto& [info, manager] : rows) {
+    if (manager != nullptr) info.stats = manager->stats();
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+}  // namespace msgq

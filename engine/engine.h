@@ -1,0 +1,116 @@
+// Engine: every message table of the configured databases, each run by its
+// own MessageManager, kept in step with the schema.
+//
+// Start() loads the schema once (a MySQL outage at start is not fatal: the
+// engine keeps retrying) and then reloads it every reload_interval on a
+// thread of its own: new message tables get a manager; a table whose
+// definition (comment or columns) changed gets a new manager and the old
+// one's streams end with UNAVAILABLE; a dropped table's manager stops; a
+// table that fails to load is kept with its error and affects only itself.
+//
+// Thread-safety: all methods are thread-safe. No lock is held across MySQL.
+#ifndef MSGQ_ENGINE_ENGINE_H_
+#define MSGQ_ENGINE_ENGINE_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "engine/backoff.h"
+#include "engine/clock.h"
+#include "engine/message_manager.h"
+#include "engine/mysql_connection.h"
+#include "engine/schema_loader.h"
+
+namespace msgq {
+
+class Engine {
+ public:
+  struct Options {
+    MysqlOptions mysql;
+    // The databases served; the first is the default keyspace.
+    std::vector<std::string> databases;
+    absl::Duration reload_interval = absl::Seconds(10);
+    MessageManager::Options manager;
+  };
+
+  struct TableInfo {
+    std::string keyspace;
+    std::string name;
+    bool loaded = false;
+    std::string error;
+    TableSettings settings;  // when loaded
+    MessageManager::Stats stats;
+    std::string discovery = "poll";
+  };
+
+  Engine(Options options, Clock* clock, JitterSource* jitter);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Loads the schema once and starts the reload thread. Returns the first
+  // load's status (UNAVAILABLE when MySQL is unreachable); the engine runs
+  // either way and keeps retrying.
+  absl::Status Start();
+  // Stops the reload thread and every manager; their streams end with
+  // UNAVAILABLE "server shutting down".
+  void Stop();
+  // Reloads the schema now (also run by the reload thread).
+  absl::Status Reload();
+
+  // The manager of a loaded table. keyspace "" is the default database.
+  // INVALID_ARGUMENT: empty name. NOT_FOUND: keyspace not served, or no
+  // message table by that name. FAILED_PRECONDITION: the table failed to
+  // load (the message says why). UNAVAILABLE: the schema could not be read
+  // yet (MySQL unreachable) or the engine is stopping.
+  absl::StatusOr<std::shared_ptr<MessageManager>> Find(
+      absl::string_view keyspace, absl::string_view name) const;
+
+  // Every message table, loaded or not, ordered by keyspace then name.
+  std::vector<TableInfo> ListTables() const;
+
+  const std::string& default_keyspace() const { return default_keyspace_; }
+
+ private:
+  struct Entry {
+    TableDefinition definition;
+    std::shared_ptr<MessageManager> manager;  // null when failed
+    std::string error;
+  };
+  using Key = std::pair<std::string, std::string>;
+
+  void ReloadLoop();
+
+  // Constant after construction.
+  const Options options_;
+  const std::string default_keyspace_;
+  Clock* const clock_;
+  JitterSource* const jitter_;
+
+  // Serializes reloads (the reload thread and tests); held across MySQL by
+  // design: it guards only reload_conn_, never request paths.
+  absl::Mutex reload_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::unique_ptr<MysqlConnection> reload_conn_ ABSL_GUARDED_BY(reload_mu_);
+
+  mutable absl::Mutex mu_;
+  absl::CondVar wake_;
+  std::map<Key, Entry> tables_ ABSL_GUARDED_BY(mu_);
+  bool loaded_once_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status last_error_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace msgq
+
+#endif  // MSGQ_ENGINE_ENGINE_H_

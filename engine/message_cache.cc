@@ -1,0 +1,47 @@
+#include "engine/message_cache.h"
+
+namespace msgq {
+
+MessageCache::AddResult MessageCache::Add(Message message) {
+  if (queued_.contains(message.id) || in_flight_.contains(message.id)) {
+    return AddResult::kAlreadyPresent;
+  }
+  if (full()) return AddResult::kFull;
+  Key key{message.priority, message.time_next, message.id};
+  std::string id = message.id;
+  auto [it, inserted] = order_.emplace(std::move(key), std::move(message));
+  queued_.emplace(std::move(id), it);
+  return AddResult::kAdded;
+}
+
+MessageBatch MessageCache::PopBatch(size_t max) {
+  MessageBatch batch;
+  batch.reserve(std::min(max, order_.size()));
+  while (batch.size() < max && !order_.empty()) {
+    auto it = order_.begin();
+    queued_.erase(it->second.id);
+    in_flight_.insert(it->second.id);
+    batch.push_back(std::move(it->second));
+    order_.erase(it);
+  }
+  return batch;
+}
+
+bool MessageCache::RemoveQueued(absl::string_view id) {
+  auto it = queued_.find(id);
+  if (it == queued_.end()) return false;
+  order_.erase(it->second);
+  queued_.erase(it);
+  return true;
+}
+
+void MessageCache::MarkInFlight(absl::string_view id) {
+  RemoveQueued(id);
+  in_flight_.insert(std::string(id));
+}
+
+void MessageCache::ReleaseInFlight(absl::string_view id) {
+  in_flight_.erase(id);
+}
+
+}  // namespace msgq

@@ -1,0 +1,72 @@
+// MessageCache: the in-memory queue of one message table.
+//
+// Holds up to `capacity` queued messages ordered by priority ascending, then
+// time_next ascending, then id (oldest first, so nothing starves), plus the
+// set of ids in flight (handed to a subscriber or being acked, not yet
+// settled in MySQL). Invariant: an id is at most once in the cache, queued or
+// in flight, never both.
+//
+// Not thread-safe: the owning MessageManager guards it with its mutex.
+#ifndef MSGQ_ENGINE_MESSAGE_CACHE_H_
+#define MSGQ_ENGINE_MESSAGE_CACHE_H_
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/string_view.h"
+#include "engine/message.h"
+
+namespace msgq {
+
+class MessageCache {
+ public:
+  enum class AddResult {
+    kAdded,
+    kAlreadyPresent,  // queued or in flight: a no-op
+    kFull,            // capacity reached: not added
+  };
+
+  explicit MessageCache(size_t capacity) : capacity_(capacity) {}
+
+  AddResult Add(Message message);
+
+  // Moves up to `max` messages, best first, from the queue to in flight.
+  MessageBatch PopBatch(size_t max);
+
+  // Removes a queued id (e.g. acked while waiting); false if not queued.
+  bool RemoveQueued(absl::string_view id);
+  // Marks an id in flight (e.g. while an ack of it commits). Removes it from
+  // the queue if it was there.
+  void MarkInFlight(absl::string_view id);
+  // Forgets an in-flight id once its postpone or ack has committed.
+  void ReleaseInFlight(absl::string_view id);
+
+  bool IsQueued(absl::string_view id) const { return queued_.contains(id); }
+  bool IsInFlight(absl::string_view id) const {
+    return in_flight_.contains(id);
+  }
+  size_t queued() const { return queued_.size(); }
+  size_t in_flight() const { return in_flight_.size(); }
+  size_t capacity() const { return capacity_; }
+  bool full() const { return queued_.size() >= capacity_; }
+  bool empty() const { return queued_.empty(); }
+  // The queued message that would be sent next (requires !empty()).
+  const Message& Front() const { return order_.begin()->second; }
+
+ private:
+  using Key = std::tuple<int64_t, int64_t, std::string>;  // priority, t, id
+  using Order = std::map<Key, Message>;
+
+  const size_t capacity_;
+  Order order_;
+  absl::flat_hash_map<std::string, Order::iterator> queued_;
+  absl::flat_hash_set<std::string> in_flight_;
+};
+
+}  // namespace msgq
+
+#endif  // MSGQ_ENGINE_MESSAGE_CACHE_H_

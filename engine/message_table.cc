@@ -1,0 +1,126 @@
+#include "engine/message_table.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/directives.h"
+
+namespace msgq {
+namespace {
+
+constexpr const char* kRequiredColumns[] = {"id", "priority", "time_next",
+                                            "epoch", "time_acked"};
+
+const Column* FindColumn(const std::vector<Column>& columns,
+                         absl::string_view name) {
+  for (const Column& c : columns) {
+    if (absl::EqualsIgnoreCase(c.name, name)) return &c;
+  }
+  return nullptr;
+}
+
+bool IsBookkeeping(absl::string_view name) {
+  for (const char* n : {"priority", "time_next", "epoch", "time_acked"}) {
+    if (absl::EqualsIgnoreCase(name, n)) return true;
+  }
+  return false;
+}
+
+IdKind KindOf(const Column& id) {
+  const std::string type = absl::AsciiStrToLower(id.data_type);
+  if (type == "tinyint" || type == "smallint" || type == "mediumint" ||
+      type == "int" || type == "bigint") {
+    return absl::StrContains(absl::AsciiStrToLower(id.column_type), "unsigned")
+               ? IdKind::kUnsignedInteger
+               : IdKind::kSignedInteger;
+  }
+  if (type == "binary" || type == "varbinary" || absl::EndsWith(type, "blob")) {
+    return IdKind::kBinary;
+  }
+  return IdKind::kText;
+}
+
+}  // namespace
+
+absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
+                                               absl::string_view name,
+                                               absl::string_view comment,
+                                               std::vector<Column> columns) {
+  const std::string where = absl::StrCat("table `", keyspace, "`.`", name, "`");
+  absl::StatusOr<TableSettings> settings = ParseDirectives(comment);
+  if (!settings.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where, ": ", settings.status().message()));
+  }
+  std::vector<std::string> missing;
+  for (const char* required : kRequiredColumns) {
+    if (FindColumn(columns, required) == nullptr) missing.push_back(required);
+  }
+  if (!missing.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        where, ": missing required column", missing.size() > 1 ? "s " : " ",
+        absl::StrJoin(missing, ", ")));
+  }
+  MessageTable table;
+  table.keyspace = std::string(keyspace);
+  table.name = std::string(name);
+  table.settings = *std::move(settings);
+  table.columns = std::move(columns);
+  const Column* id = FindColumn(table.columns, "id");
+  table.id_kind = KindOf(*id);
+  if (!table.settings.message_cols.empty()) {
+    for (const std::string& col : table.settings.message_cols) {
+      const Column* c = FindColumn(table.columns, col);
+      if (c == nullptr) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(where, ": vt_message_cols names column ", col,
+                         " which the table does not have"));
+      }
+      table.streamed.push_back(*c);
+    }
+  } else {
+    table.streamed.push_back(*id);
+    for (const Column& c : table.columns) {
+      if (&c == id || IsBookkeeping(c.name)) continue;
+      table.streamed.push_back(c);
+    }
+  }
+  return table;
+}
+
+absl::StatusOr<std::string> CanonicalId(IdKind kind, absl::string_view id) {
+  if (id.empty()) return absl::InvalidArgumentError("empty message id");
+  switch (kind) {
+    case IdKind::kSignedInteger: {
+      int64_t v;
+      if (!absl::SimpleAtoi(id, &v) || absl::StrContains(id, ' ') ||
+          absl::StartsWith(id, "+")) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("malformed message id \"", absl::CHexEscape(id),
+                         "\": the id column is an integer"));
+      }
+      return absl::StrCat(v);
+    }
+    case IdKind::kUnsignedInteger: {
+      uint64_t v;
+      if (!absl::SimpleAtoi(id, &v) || absl::StrContains(id, ' ') ||
+          absl::StartsWith(id, "+") || absl::StartsWith(id, "-")) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("malformed message id \"", absl::CHexEscape(id),
+                         "\": the id column is an unsigned integer"));
+      }
+      return absl::StrCat(v);
+    }
+    case IdKind::kBinary:
+    case IdKind::kText:
+      return std::string(id);
+  }
+  return std::string(id);
+}
+
+}  // namespace msgq

@@ -1,0 +1,66 @@
+// MessageTable: everything the engine knows about one loaded message table,
+// built from information_schema (columns, comment) and validated.
+//
+// BuildMessageTable() is the single place a table definition is judged: it
+// parses the comment's directives and checks the required columns. Its errors
+// name the table and the cause; the engine shows them in ListTables and
+// returns them (FAILED_PRECONDITION) to requests on the table.
+//
+// Thread-safe: a MessageTable is an immutable value once built.
+#ifndef MSGQ_ENGINE_MESSAGE_TABLE_H_
+#define MSGQ_ENGINE_MESSAGE_TABLE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engine/table_settings.h"
+
+namespace msgq {
+
+struct Column {
+  std::string name;
+  // information_schema.COLUMNS.DATA_TYPE, lower case ("bigint", "json").
+  std::string data_type;
+  // information_schema.COLUMNS.COLUMN_TYPE ("bigint(20) unsigned").
+  std::string column_type;
+
+  friend bool operator==(const Column&, const Column&) = default;
+};
+
+// How an id is validated and written into SQL.
+enum class IdKind {
+  kSignedInteger,    // decimal literal, validated as int64
+  kUnsignedInteger,  // decimal literal, validated as uint64
+  kBinary,           // hex literal X'..'
+  kText,             // quoted, escaped string literal
+};
+
+struct MessageTable {
+  std::string keyspace;  // the database
+  std::string name;
+  TableSettings settings;
+  std::vector<Column> columns;   // all columns, table order
+  std::vector<Column> streamed;  // the streamed columns, id first
+  IdKind id_kind = IdKind::kText;
+};
+
+// Builds and validates a message table. FAILED_PRECONDITION, with a message
+// "table `db`.`t`: <cause>", when the directives are invalid (see
+// directives.h), a required column (id, priority, time_next, epoch,
+// time_acked) is missing, or vt_message_cols names a missing column.
+absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
+                                               absl::string_view name,
+                                               absl::string_view comment,
+                                               std::vector<Column> columns);
+
+// Validates an id given by a client and returns its canonical text form (the
+// form the stream uses: "7" for "007" on an integer id). INVALID_ARGUMENT when
+// it is empty or not a valid integer for an integer id column.
+absl::StatusOr<std::string> CanonicalId(IdKind kind, absl::string_view id);
+
+}  // namespace msgq
+
+#endif  // MSGQ_ENGINE_MESSAGE_TABLE_H_

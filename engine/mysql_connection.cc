@@ -1,0 +1,173 @@
+#include "engine/mysql_connection.h"
+
+#include <errmsg.h>
+#include <mysql.h>
+#include <mysqld_error.h>
+
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+
+namespace msgq {
+namespace {
+
+bool IsConnectionError(unsigned int code) {
+  switch (code) {
+    case CR_CONNECTION_ERROR:
+    case CR_CONN_HOST_ERROR:
+    case CR_SERVER_GONE_ERROR:
+    case CR_SERVER_LOST:
+    case CR_SERVER_LOST_EXTENDED:
+    case CR_UNKNOWN_HOST:
+    case CR_COMMANDS_OUT_OF_SYNC:
+    case ER_CONNECTION_KILLED:
+    case ER_SERVER_SHUTDOWN:
+    case ER_QUERY_INTERRUPTED:
+    case ER_CON_COUNT_ERROR:
+    case ER_TOO_MANY_USER_CONNECTIONS:
+      return true;
+    default:
+      return code >= 2000 && code < 3000;  // any client-side error
+  }
+}
+
+void LibraryInitOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { mysql_library_init(0, nullptr, nullptr); });
+}
+
+unsigned int Seconds(absl::Duration d) {
+  int64_t s = absl::ToInt64Seconds(d);
+  return s < 1 ? 1 : static_cast<unsigned int>(s);
+}
+
+}  // namespace
+
+std::string QuoteIdentifier(absl::string_view name) {
+  return absl::StrCat("`", absl::StrReplaceAll(name, {{"`", "``"}}), "`");
+}
+
+absl::StatusOr<std::unique_ptr<MysqlConnection>> MysqlConnection::Connect(
+    const MysqlOptions& options) {
+  LibraryInitOnce();
+  MYSQL* mysql = mysql_init(nullptr);
+  if (mysql == nullptr) {
+    return absl::ResourceExhaustedError("mysql_init failed");
+  }
+  unsigned int connect_timeout = Seconds(options.connect_timeout);
+  unsigned int io_timeout = Seconds(options.io_timeout);
+  mysql_optionsv(mysql, MYSQL_OPT_CONNECT_TIMEOUT, &connect_timeout);
+  mysql_optionsv(mysql, MYSQL_OPT_READ_TIMEOUT, &io_timeout);
+  mysql_optionsv(mysql, MYSQL_OPT_WRITE_TIMEOUT, &io_timeout);
+  mysql_optionsv(mysql, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+  const bool use_socket = !options.socket.empty();
+  if (use_socket) {
+    unsigned int protocol = MYSQL_PROTOCOL_SOCKET;
+    mysql_optionsv(mysql, MYSQL_OPT_PROTOCOL, &protocol);
+  }
+  if (mysql_real_connect(mysql, use_socket ? "localhost" : options.host.c_str(),
+                         options.user.c_str(), options.password.c_str(),
+                         nullptr, use_socket ? 0 : options.port,
+                         use_socket ? options.socket.c_str() : nullptr,
+                         CLIENT_MULTI_RESULTS) == nullptr) {
+    absl::Status status = absl::UnavailableError(
+        absl::StrCat("cannot connect to MySQL at ",
+                     use_socket ? options.socket
+                                : absl::StrCat(options.host, ":", options.port),
+                     ": ", mysql_error(mysql)));
+    mysql_close(mysql);
+    return status;
+  }
+  return std::unique_ptr<MysqlConnection>(new MysqlConnection(mysql));
+}
+
+MysqlConnection::~MysqlConnection() { mysql_close(mysql_); }
+
+absl::Status MysqlConnection::ErrorStatus(absl::string_view what) {
+  const unsigned int code = mysql_errno(mysql_);
+  std::string message =
+      absl::StrCat(what, ": MySQL error ", code, ": ", mysql_error(mysql_));
+  if (IsConnectionError(code)) {
+    broken_ = true;
+    return absl::UnavailableError(message);
+  }
+  switch (code) {
+    case ER_LOCK_WAIT_TIMEOUT:
+    case ER_LOCK_DEADLOCK:
+      return absl::AbortedError(message);
+    case ER_NO_SUCH_TABLE:
+    case ER_BAD_DB_ERROR:
+      return absl::NotFoundError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+absl::Status MysqlConnection::StartQuery(absl::string_view sql) {
+  if (broken_) return absl::UnavailableError("MySQL connection is broken");
+  if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) {
+    return ErrorStatus("query failed");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<QueryResult> MysqlConnection::Query(absl::string_view sql) {
+  QueryResult result;
+  absl::Status status = ForEachRow(
+      sql, [&result](char** values, unsigned long* lengths, unsigned int n) {
+        auto& row = result.rows.emplace_back();
+        row.reserve(n);
+        for (unsigned int i = 0; i < n; ++i) {
+          if (values[i] == nullptr) {
+            row.emplace_back(std::nullopt);
+          } else {
+            row.emplace_back(std::string(values[i], lengths[i]));
+          }
+        }
+      });
+  if (!status.ok()) return status;
+  return result;
+}
+
+absl::Status MysqlConnection::ForEachRowImpl(
+    absl::string_view sql,
+    void (*cb)(void*, char**, unsigned long*, unsigned int), void* ctx) {
+  if (absl::Status s = StartQuery(sql); !s.ok()) return s;
+  MYSQL_RES* res = mysql_use_result(mysql_);
+  if (res == nullptr) {
+    if (mysql_field_count(mysql_) == 0) return absl::OkStatus();
+    return ErrorStatus("reading result failed");
+  }
+  const unsigned int n = mysql_num_fields(res);
+  MYSQL_ROW row;
+  while ((row = mysql_fetch_row(res)) != nullptr) {
+    cb(ctx, row, mysql_fetch_lengths(res), n);
+  }
+  absl::Status status = absl::OkStatus();
+  if (mysql_errno(mysql_) != 0) status = ErrorStatus("reading rows failed");
+  mysql_free_result(res);
+  return status;
+}
+
+absl::StatusOr<uint64_t> MysqlConnection::Execute(absl::string_view sql) {
+  if (absl::Status s = StartQuery(sql); !s.ok()) return s;
+  MYSQL_RES* res = mysql_store_result(mysql_);
+  if (res != nullptr) mysql_free_result(res);
+  const my_ulonglong affected = mysql_affected_rows(mysql_);
+  return affected == static_cast<my_ulonglong>(-1) ? 0 : affected;
+}
+
+std::string MysqlConnection::QuoteString(absl::string_view value) {
+  std::string out(value.size() * 2 + 3, '\0');
+  out[0] = '\'';
+  unsigned long n =
+      mysql_real_escape_string(mysql_, &out[1], value.data(), value.size());
+  out.resize(n + 1);
+  out.push_back('\'');
+  return out;
+}
+
+uint64_t MysqlConnection::ThreadId() const { return mysql_thread_id(mysql_); }
+
+}  // namespace msgq

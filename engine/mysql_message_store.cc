@@ -1,0 +1,188 @@
+#include "engine/mysql_message_store.h"
+
+#include <map>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace msgq {
+namespace {
+
+int64_t ParseInt(const char* value, unsigned long length) {
+  int64_t v = 0;
+  if (value != nullptr) {
+    (void)absl::SimpleAtoi(absl::string_view(value, length), &v);
+  }
+  return v;
+}
+
+}  // namespace
+
+MysqlMessageStore::MysqlMessageStore(MessageTable table, MysqlOptions options)
+    : table_(std::move(table)),
+      options_(std::move(options)),
+      quoted_table_(absl::StrCat(QuoteIdentifier(table_.keyspace), ".",
+                                 QuoteIdentifier(table_.name))) {
+  // Columns 0..3 are bookkeeping; the streamed ones follow, id first.
+  std::vector<std::string> cols = {"`priority`", "`time_next`", "`epoch`"};
+  for (const Column& c : table_.streamed)
+    cols.push_back(QuoteIdentifier(c.name));
+  select_prefix_ = absl::StrCat("SELECT ", absl::StrJoin(cols, ", "), " FROM ",
+                                quoted_table_);
+}
+
+absl::StatusOr<MysqlConnection*> MysqlMessageStore::Conn() {
+  if (conn_ == nullptr || conn_->broken()) {
+    conn_.reset();
+    absl::StatusOr<std::unique_ptr<MysqlConnection>> conn =
+        MysqlConnection::Connect(options_);
+    if (!conn.ok()) return conn.status();
+    conn_ = *std::move(conn);
+  }
+  return conn_.get();
+}
+
+absl::Status MysqlMessageStore::Check(absl::Status status) {
+  if (conn_ != nullptr && conn_->broken()) conn_.reset();
+  return status;
+}
+
+std::string MysqlMessageStore::IdLiteral(const std::string& id) {
+  switch (table_.id_kind) {
+    case IdKind::kSignedInteger:
+    case IdKind::kUnsignedInteger:
+      return id;  // validated by CanonicalId before it got here
+    case IdKind::kBinary:
+      return absl::StrCat("X'", absl::BytesToHexString(id), "'");
+    case IdKind::kText:
+      return conn_->QuoteString(id);
+  }
+  return conn_->QuoteString(id);
+}
+
+std::string MysqlMessageStore::IdList(const std::vector<std::string>& ids) {
+  std::string out;
+  out.reserve(ids.size() * 12);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    out += IdLiteral(ids[i]);
+  }
+  return out;
+}
+
+std::string MysqlMessageStore::PollSql(int64_t now, int limit) const {
+  return absl::StrCat(select_prefix_,
+                      " WHERE `time_acked` IS NULL AND `time_next` <= ", now,
+                      " ORDER BY `priority`, `time_next`, `id` LIMIT ", limit);
+}
+
+absl::StatusOr<std::vector<Message>> MysqlMessageStore::PollDue(int64_t now,
+                                                                int limit) {
+  absl::StatusOr<MysqlConnection*> conn = Conn();
+  if (!conn.ok()) return conn.status();
+  std::vector<Message> out;
+  out.reserve(limit);
+  absl::Status status = (*conn)->ForEachRow(
+      PollSql(now, limit),
+      [&out](char** values, unsigned long* lengths, unsigned int n) {
+        Message& m = out.emplace_back();
+        m.priority = ParseInt(values[0], lengths[0]);
+        m.time_next = ParseInt(values[1], lengths[1]);
+        m.epoch = ParseInt(values[2], lengths[2]);
+        m.id.assign(values[3], lengths[3]);
+        auto row = std::make_shared<PackedRow>();
+        row->lengths.reserve(n - 3);
+        size_t total = 0;
+        for (unsigned int i = 3; i < n; ++i) total += lengths[i];
+        row->values.reserve(total);
+        for (unsigned int i = 3; i < n; ++i) {
+          if (values[i] == nullptr) {
+            row->lengths.push_back(-1);
+          } else {
+            row->lengths.push_back(static_cast<int64_t>(lengths[i]));
+            row->values.append(values[i], lengths[i]);
+          }
+        }
+        m.row = std::move(row);
+      });
+  if (!status.ok()) return Check(status);
+  return out;
+}
+
+absl::StatusOr<std::optional<int64_t>> MysqlMessageStore::NextDueAfter(
+    int64_t now) {
+  absl::StatusOr<MysqlConnection*> conn = Conn();
+  if (!conn.ok()) return conn.status();
+  // GROUP BY priority lets MariaDB answer with one index dive per priority
+  // ("Using index for group-by") on the poller index instead of scanning
+  // every unacked row.
+  absl::StatusOr<QueryResult> r = (*conn)->Query(
+      absl::StrCat("SELECT `priority`, MIN(`time_next`) FROM ", quoted_table_,
+                   " WHERE `time_acked` IS NULL AND `time_next` > ", now,
+                   " GROUP BY `priority`"));
+  if (!r.ok()) return Check(r.status());
+  std::optional<int64_t> earliest;
+  for (const auto& row : r->rows) {
+    if (!row[1].has_value()) continue;
+    int64_t t = 0;
+    if (!absl::SimpleAtoi(*row[1], &t)) continue;
+    if (!earliest.has_value() || t < *earliest) earliest = t;
+  }
+  return earliest;
+}
+
+absl::StatusOr<std::vector<int64_t>> MysqlMessageStore::Write(
+    const WriteBatch& batch) {
+  absl::StatusOr<MysqlConnection*> conn_or = Conn();
+  if (!conn_or.ok()) return conn_or.status();
+  MysqlConnection* conn = *conn_or;
+  std::map<int64_t, std::vector<std::string>> by_time;
+  for (const Postponement& p : batch.postpones)
+    by_time[p.time_next].push_back(p.id);
+  std::vector<std::string> statements;
+  for (const auto& [time_next, ids] : by_time) {
+    statements.push_back(
+        absl::StrCat("UPDATE ", quoted_table_, " SET `time_next` = ", time_next,
+                     ", `epoch` = IFNULL(`epoch`, 0) + 1 WHERE `id` IN (",
+                     IdList(ids), ") AND `time_acked` IS NULL"));
+  }
+  const size_t first_ack = statements.size();
+  for (const auto& ids : batch.ack_groups) {
+    statements.push_back(absl::StrCat(
+        "UPDATE ", quoted_table_, " SET `time_acked` = ", batch.now,
+        ", `time_next` = NULL WHERE `id` IN (", IdList(ids),
+        ") AND `time_acked` IS NULL"));
+  }
+  std::vector<int64_t> acked;
+  if (statements.empty()) return acked;
+  const bool txn = statements.size() > 1;
+  if (txn) {
+    if (auto s = conn->Execute("BEGIN"); !s.ok()) return Check(s.status());
+  }
+  for (size_t i = 0; i < statements.size(); ++i) {
+    absl::StatusOr<uint64_t> n = conn->Execute(statements[i]);
+    if (!n.ok()) {
+      if (txn && !conn->broken()) (void)conn->Execute("ROLLBACK");
+      return Check(n.status());
+    }
+    if (i >= first_ack) acked.push_back(static_cast<int64_t>(*n));
+  }
+  if (txn) {
+    if (auto s = conn->Execute("COMMIT"); !s.ok()) return Check(s.status());
+  }
+  return acked;
+}
+
+absl::StatusOr<int64_t> MysqlMessageStore::Purge(int64_t cutoff, int limit) {
+  absl::StatusOr<MysqlConnection*> conn = Conn();
+  if (!conn.ok()) return conn.status();
+  absl::StatusOr<uint64_t> n = (*conn)->Execute(
+      absl::StrCat("DELETE FROM ", quoted_table_, " WHERE `time_acked` < ",
+                   cutoff, " LIMIT ", limit));
+  if (!n.ok()) return Check(n.status());
+  return static_cast<int64_t>(*n);
+}
+
+}  // namespace msgq

@@ -1,0 +1,46 @@
+// MysqlMessageStore: MessageStore over one MySQL connection of its own.
+//
+// The connection is opened lazily and replaced after it breaks, so a store
+// survives MySQL restarts: calls return UNAVAILABLE while MySQL is away and
+// work again once it is back. Not thread-safe (one manager thread uses it).
+#ifndef MSGQ_ENGINE_MYSQL_MESSAGE_STORE_H_
+#define MSGQ_ENGINE_MYSQL_MESSAGE_STORE_H_
+
+#include <memory>
+#include <string>
+
+#include "engine/message_store.h"
+#include "engine/message_table.h"
+#include "engine/mysql_connection.h"
+
+namespace msgq {
+
+class MysqlMessageStore final : public MessageStore {
+ public:
+  MysqlMessageStore(MessageTable table, MysqlOptions options);
+
+  absl::StatusOr<std::vector<Message>> PollDue(int64_t now, int limit) override;
+  absl::StatusOr<std::optional<int64_t>> NextDueAfter(int64_t now) override;
+  absl::StatusOr<std::vector<int64_t>> Write(const WriteBatch& batch) override;
+  absl::StatusOr<int64_t> Purge(int64_t cutoff, int limit) override;
+
+  // The SQL of a poll (for EXPLAIN in tests).
+  std::string PollSql(int64_t now, int limit) const;
+
+ private:
+  absl::StatusOr<MysqlConnection*> Conn();
+  // Drops the connection when `status` says it broke; returns `status`.
+  absl::Status Check(absl::Status status);
+  std::string IdList(const std::vector<std::string>& ids);
+  std::string IdLiteral(const std::string& id);
+
+  const MessageTable table_;
+  const MysqlOptions options_;
+  const std::string quoted_table_;  // `db`.`t`
+  std::string select_prefix_;       // SELECT id, priority, ... FROM `db`.`t`
+  std::unique_ptr<MysqlConnection> conn_;
+};
+
+}  // namespace msgq
+
+#endif  // MSGQ_ENGINE_MYSQL_MESSAGE_STORE_H_

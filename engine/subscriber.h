@@ -1,0 +1,31 @@
+// Subscriber: a consumer of one message table as the engine sees it.
+//
+// The gRPC stream implements it (server/stream_sink.h); tests implement it
+// too. The manager hands batches with Send() and the subscriber reports back
+// with MessageManager::OnSendDone() once per batch, when it was written or
+// failed. A subscriber has at most MessageManager::Options::
+// max_batches_per_subscriber batches outstanding, so a slow one is skipped,
+// never waited for.
+#ifndef MSGQ_ENGINE_SUBSCRIBER_H_
+#define MSGQ_ENGINE_SUBSCRIBER_H_
+
+#include "absl/status/status.h"
+#include "engine/message.h"
+
+namespace msgq {
+
+class Subscriber {
+ public:
+  virtual ~Subscriber() = default;
+  // Takes a batch to deliver. Called without engine locks held, from an
+  // engine thread or from a thread inside OnSendDone/Subscribe. Must not
+  // block.
+  virtual void Send(MessageBatch batch) = 0;
+  // The table's manager is going away (table reloaded or dropped, server
+  // stopping): end the stream with `status`. No Send follows.
+  virtual void Close(absl::Status status) = 0;
+};
+
+}  // namespace msgq
+
+#endif  // MSGQ_ENGINE_SUBSCRIBER_H_

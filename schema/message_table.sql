@@ -1,0 +1,24 @@
+-- A msgq message table. Copy it, rename it, add your own columns.
+--
+-- Required columns: id, priority, epoch, time_next, time_acked (bookkeeping,
+-- maintained by msgqd). Times are Unix epoch nanoseconds. Every other column
+-- is streamed to subscribers (or only those named by vt_message_cols).
+--
+-- Enqueue inside your own transaction:
+--   INSERT INTO demo (id, message) VALUES (1, '{"hello": "world"}');
+-- Schedule for later (time_next in ns):
+--   INSERT INTO demo (id, message, time_next)
+--     VALUES (2, '{}', UNIX_TIMESTAMP(NOW(6) + INTERVAL 1 HOUR) * 1000000000);
+CREATE TABLE IF NOT EXISTS demo (
+  id bigint NOT NULL COMMENT 'unique message id (event id, auto-increment, ...)',
+  priority tinyint NOT NULL DEFAULT 50 COMMENT 'lower is sent first',
+  epoch bigint NOT NULL DEFAULT 0 COMMENT 'sends so far; drives backoff',
+  -- DEFAULT 0, never NULL for an unacked row: a NULL time_next is never sent.
+  time_next bigint DEFAULT 0 COMMENT 'earliest send time, epoch ns; NULL once acked',
+  time_acked bigint DEFAULT NULL COMMENT 'ack time, epoch ns; NULL until acked',
+  message json,
+  PRIMARY KEY (id),
+  -- Matches the poll: WHERE time_acked IS NULL AND time_next <= now
+  -- ORDER BY priority, time_next, id, so it never needs a filesort.
+  INDEX poller_idx (time_acked, priority, time_next)
+) COMMENT 'vitess_message,vt_ack_wait=30,vt_purge_after=86400,vt_batch_size=10,vt_cache_size=10000,vt_poller_interval=30';

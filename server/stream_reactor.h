@@ -1,0 +1,85 @@
+// StreamReactor: one MessageStream call, as a gRPC callback-API write
+// reactor, and StreamSink, the engine-facing Subscriber it owns.
+//
+// The sink is shared (the table's manager holds it); the reactor is owned by
+// gRPC and deletes itself in OnDone, after unsubscribing. The sink's mutex
+// guards its outbox and the write/finish token: exactly one write is in
+// flight at a time, the outgoing response lives in the sink until
+// OnWriteDone, and Finish is called once, only when no write is in flight,
+// so the reactor cannot be deleted under a StartWrite. After Finish the sink
+// drops whatever it is given. The outbox is bounded by the manager's
+// max_batches_per_subscriber (plus the fields response).
+//
+// Reactions never block: Send and OnWriteDone only move data and call
+// StartWrite/Finish.
+#ifndef MSGQ_SERVER_STREAM_REACTOR_H_
+#define MSGQ_SERVER_STREAM_REACTOR_H_
+
+#include <deque>
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/engine.h"
+#include "engine/subscriber.h"
+#include "grpcpp/grpcpp.h"
+#include "msgq/v1/messaging.grpc.pb.h"
+
+namespace msgq {
+
+class StreamReactor;
+
+class StreamSink final : public Subscriber {
+ public:
+  StreamSink(StreamReactor* reactor, std::shared_ptr<MessageManager> manager);
+
+  // Subscriber:
+  void Send(MessageBatch batch) override;
+  void Close(absl::Status status) override;
+
+  // Queues the first response (fields only) before subscribing.
+  void SendFields(v1::MessageStreamResponse fields);
+  // From the reactor.
+  void OnWriteDone(bool ok);
+  void RequestFinish(grpc::Status status);
+
+ private:
+  struct Item {
+    v1::MessageStreamResponse response;
+    bool is_batch = false;
+  };
+  // Starts the next write or the finish, outside the lock.
+  void Advance(absl::ReleasableMutexLock& lock)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Enqueue(Item item);
+
+  StreamReactor* const reactor_;
+  const std::shared_ptr<MessageManager> manager_;
+
+  absl::Mutex mu_;
+  std::deque<Item> outbox_ ABSL_GUARDED_BY(mu_);
+  Item current_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status finish_status_ ABSL_GUARDED_BY(mu_);
+};
+
+class StreamReactor final
+    : public grpc::ServerWriteReactor<v1::MessageStreamResponse> {
+ public:
+  // Looks up the table and subscribes, or finishes with the lookup's error.
+  StreamReactor(Engine* engine, const v1::MessageStreamRequest& request);
+
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  std::shared_ptr<MessageManager> manager_;
+  std::shared_ptr<StreamSink> sink_;
+};
+
+}  // namespace msgq
+
+#endif  // MSGQ_SERVER_STREAM_REACTOR_H_
