@@ -114,25 +114,32 @@ absl::Status MysqlConnection::StartQuery(absl::string_view sql) {
 
 absl::StatusOr<QueryResult> MysqlConnection::Query(absl::string_view sql) {
   QueryResult result;
-  absl::Status status = ForEachRow(
-      sql, [&result](char** values, unsigned long* lengths, unsigned int n) {
-        auto& row = result.rows.emplace_back();
-        row.reserve(n);
-        for (unsigned int i = 0; i < n; ++i) {
-          if (values[i] == nullptr) {
-            row.emplace_back(std::nullopt);
-          } else {
-            row.emplace_back(std::string(values[i], lengths[i]));
-          }
-        }
-      });
+  auto on_row = [&result](char** values, unsigned long* lengths,
+                          unsigned int n) {
+    auto& row = result.rows.emplace_back();
+    row.reserve(n);
+    for (unsigned int i = 0; i < n; ++i) {
+      if (values[i] == nullptr) {
+        row.emplace_back(std::nullopt);
+      } else {
+        row.emplace_back(std::string(values[i], lengths[i]));
+      }
+    }
+  };
+  auto trampoline = [](void* ctx, char** values, unsigned long* lengths,
+                       unsigned int n) {
+    (*static_cast<decltype(on_row)*>(ctx))(values, lengths, n);
+  };
+  absl::Status status =
+      ForEachRowImpl(sql, trampoline, &on_row, &result.columns);
   if (!status.ok()) return status;
   return result;
 }
 
 absl::Status MysqlConnection::ForEachRowImpl(
     absl::string_view sql,
-    void (*cb)(void*, char**, unsigned long*, unsigned int), void* ctx) {
+    void (*cb)(void*, char**, unsigned long*, unsigned int), void* ctx,
+    std::vector<std::string>* columns) {
   if (absl::Status s = StartQuery(sql); !s.ok()) return s;
   MYSQL_RES* res = mysql_use_result(mysql_);
   if (res == nullptr) {
@@ -140,6 +147,10 @@ absl::Status MysqlConnection::ForEachRowImpl(
     return ErrorStatus("reading result failed");
   }
   const unsigned int n = mysql_num_fields(res);
+  if (columns != nullptr) {
+    MYSQL_FIELD* fields = mysql_fetch_fields(res);
+    for (unsigned int i = 0; i < n; ++i) columns->emplace_back(fields[i].name);
+  }
   MYSQL_ROW row;
   while ((row = mysql_fetch_row(res)) != nullptr) {
     cb(ctx, row, mysql_fetch_lengths(res), n);

@@ -86,7 +86,8 @@ class MysqlConnection {
   absl::Status ForEachRowImpl(absl::string_view sql,
                               void (*cb)(void*, char**, unsigned long*,
                                          unsigned int),
-                              void* ctx);
+                              void* ctx,
+                              std::vector<std::string>* columns = nullptr);
 
   st_mysql* mysql_;
   bool broken_ = false;

@@ -1,0 +1,71 @@
+// MsgqTest: a gtest fixture with a private MariaDB (database `msgq` created)
+// and helpers to start msgqd against it.
+#ifndef MSGQ_TESTS_FIXTURE_H_
+#define MSGQ_TESTS_FIXTURE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/test_env.h"
+
+namespace msgq::testing {
+
+class MsgqTest : public ::testing::Test {
+ protected:
+  virtual PrivateMariaDb::Options DbOptions() { return {}; }
+
+  void SetUp() override {
+    auto db = PrivateMariaDb::Start(DbOptions());
+    ASSERT_TRUE(db.ok()) << db.status();
+    db_ = *std::move(db);
+    ASSERT_TRUE(db_->Exec("CREATE DATABASE msgq").ok());
+  }
+
+  // Starts msgqd serving `msgq` (unless --databases is given) with a short
+  // schema reload interval.
+  void StartServer(std::vector<std::string> args = {}) {
+    bool has_db = false, has_reload = false;
+    for (const auto& a : args) {
+      has_db |= a.rfind("--databases=", 0) == 0;
+      has_reload |= a.rfind("--schema_reload_interval=", 0) == 0;
+    }
+    if (!has_db) args.push_back("--databases=msgq");
+    if (!has_reload) args.push_back("--schema_reload_interval=200ms");
+    auto server = Msgqd::Start(*db_, args);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    stub_ = server_->Stub();
+  }
+
+  void Exec(const std::string& sql) {
+    absl::Status s = db_->Exec(sql);
+    ASSERT_TRUE(s.ok()) << sql << ": " << s;
+  }
+
+  void CreateTable(const std::string& name, const std::string& overrides = "",
+                   const std::string& extra_columns = "") {
+    Exec("USE msgq");
+    Exec(MessageTableDdl(name, MessageComment(overrides), extra_columns));
+  }
+
+  // Inserts ids [from, to] into msgq.`table` with message {"n": id}.
+  void InsertRange(const std::string& table, int from, int to) {
+    std::string sql = "INSERT INTO msgq.`" + table + "` (id, message) VALUES ";
+    for (int i = from; i <= to; ++i) {
+      if (i > from) sql += ",";
+      sql +=
+          "(" + std::to_string(i) + ", '{\"n\": " + std::to_string(i) + "}')";
+    }
+    Exec(sql);
+  }
+
+  std::unique_ptr<PrivateMariaDb> db_;
+  std::unique_ptr<Msgqd> server_;
+  std::unique_ptr<v1::Messaging::Stub> stub_;
+};
+
+}  // namespace msgq::testing
+
+#endif  // MSGQ_TESTS_FIXTURE_H_

@@ -1,0 +1,305 @@
+// Loading message tables: directives, failures isolated per table, status
+// codes, schema reload, the schema/ DDL and its index; msgqd shutdown.
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "engine/message_table.h"
+#include "engine/mysql_message_store.h"
+#include "engine/schema_loader.h"
+#include "gmock/gmock.h"
+#include "tests/fixture.h"
+
+namespace msgq::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class LoadingTest : public MsgqTest {};
+
+TEST_F(LoadingTest, LoadsTableWithExactSettings) {
+  CreateTable("jobs",
+              "vt_ack_wait=2.5,vt_purge_after=3600,vt_batch_size=7,"
+              "vt_cache_size=123,vt_poller_interval=0.5,vt_min_backoff=1,"
+              "vt_max_backoff=60,vt_message_cols=id|message");
+  StartServer();
+  v1::TableStatus t = FindTable(stub_.get(), "jobs");
+  EXPECT_TRUE(t.loaded());
+  EXPECT_EQ(t.error(), "");
+  EXPECT_EQ(t.settings().ack_wait(), 2.5);
+  EXPECT_EQ(t.settings().purge_after(), 3600);
+  EXPECT_EQ(t.settings().batch_size(), 7);
+  EXPECT_EQ(t.settings().cache_size(), 123);
+  EXPECT_EQ(t.settings().poller_interval(), 0.5);
+  EXPECT_EQ(t.settings().min_backoff(), 1);
+  EXPECT_EQ(t.settings().max_backoff(), 60);
+  EXPECT_THAT(t.settings().message_cols(),
+              ::testing::ElementsAre("id", "message"));
+  EXPECT_EQ(t.subscribers(), 0);
+}
+
+TEST_F(LoadingTest, SchemaDirectoryDdlLoads) {
+  std::ifstream in(std::string(MSGQ_SOURCE_DIR) + "/schema/message_table.sql");
+  std::stringstream ddl;
+  ddl << in.rdbuf();
+  Exec("USE msgq");
+  Exec(ddl.str());
+  StartServer();
+  v1::TableStatus t = FindTable(stub_.get(), "demo");
+  EXPECT_TRUE(t.loaded()) << t.error();
+  EXPECT_EQ(t.settings().ack_wait(), 30);
+  EXPECT_EQ(t.settings().batch_size(), 10);
+}
+
+struct BadTable {
+  std::string name;
+  std::string ddl;
+  std::string cause;  // expected in the error
+};
+
+TEST_F(LoadingTest, BadTablesFailAloneWithPreciseErrors) {
+  const std::string all =
+      "vitess_message,vt_ack_wait=30,vt_purge_after=86400,vt_batch_size=10,"
+      "vt_cache_size=10000,vt_poller_interval=30";
+  std::vector<BadTable> bad = {
+      {"no_ack_wait",
+       MessageTableDdl("no_ack_wait",
+                       "vitess_message,vt_purge_after=86400,vt_batch_size=10,"
+                       "vt_cache_size=10000,vt_poller_interval=30"),
+       "vt_ack_wait"},
+      {"not_number", MessageTableDdl("not_number", all + ",vt_min_backoff=abc"),
+       "vt_min_backoff"},
+      {"zero_batch",
+       MessageTableDdl("zero_batch", MessageComment("vt_batch_size=0")),
+       "vt_batch_size"},
+      {"negative",
+       MessageTableDdl("negative", MessageComment("vt_ack_wait=-1")),
+       "vt_ack_wait"},
+      {"min_over_max",
+       MessageTableDdl("min_over_max",
+                       all + ",vt_min_backoff=10,vt_max_backoff=5"),
+       "vt_max_backoff"},
+      {"typo", MessageTableDdl("typo", all + ",vt_ack_wiat=3"), "vt_ack_wiat"},
+      {"cols_not_id_first",
+       MessageTableDdl("cols_not_id_first",
+                       all + ",vt_message_cols=message|id"),
+       "vt_message_cols"},
+      {"cols_missing",
+       MessageTableDdl("cols_missing", all + ",vt_message_cols=id|nope"),
+       "nope"},
+      {"no_epoch",
+       "CREATE TABLE no_epoch (id bigint PRIMARY KEY, priority tinyint NOT "
+       "NULL DEFAULT 50, time_next bigint DEFAULT 0, time_acked bigint) "
+       "COMMENT '" +
+           all + "'",
+       "missing required column epoch"},
+  };
+  Exec("USE msgq");
+  for (const BadTable& b : bad) Exec(b.ddl);
+  CreateTable("good");
+  InsertRange("good", 1, 3);
+  StartServer();
+
+  for (const BadTable& b : bad) {
+    SCOPED_TRACE(b.name);
+    v1::TableStatus t = FindTable(stub_.get(), b.name);
+    EXPECT_EQ(t.name(), b.name);
+    EXPECT_FALSE(t.loaded());
+    EXPECT_THAT(t.error(), HasSubstr(absl::StrCat("`msgq`.`", b.name, "`")));
+    EXPECT_THAT(t.error(), HasSubstr(b.cause));
+
+    StreamCollector stream(stub_.get(), b.name);
+    ASSERT_TRUE(stream.WaitForEnd(absl::Seconds(10)));
+    EXPECT_EQ(stream.status().error_code(),
+              grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_EQ(stream.status().error_message(), t.error());
+
+    int64_t acked = -1;
+    grpc::Status ack = AckIds(stub_.get(), b.name, {"1"}, &acked);
+    EXPECT_EQ(ack.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_EQ(ack.error_message(), t.error());
+  }
+
+  // The good table is served as if nothing were wrong.
+  StreamCollector good(stub_.get(), "good");
+  ASSERT_TRUE(good.WaitForRows(3, absl::Seconds(10)));
+  EXPECT_THAT(good.ids(), ::testing::ElementsAre("1", "2", "3"));
+  int64_t acked = 0;
+  EXPECT_TRUE(AckIds(stub_.get(), "good", {"1", "2", "3"}, &acked).ok());
+  EXPECT_EQ(acked, 3);
+}
+
+TEST_F(LoadingTest, StatusCodesForBadRequests) {
+  CreateTable("good");
+  Exec("CREATE TABLE msgq.plain (id bigint PRIMARY KEY)");
+  StartServer();
+  struct Case {
+    std::string keyspace, name;
+    grpc::StatusCode code;
+  };
+  std::vector<Case> cases = {
+      {"", "nosuch", grpc::StatusCode::NOT_FOUND},
+      {"otherdb", "good", grpc::StatusCode::NOT_FOUND},
+      {"", "plain", grpc::StatusCode::NOT_FOUND},
+      {"", "", grpc::StatusCode::INVALID_ARGUMENT},
+      {"", "good`; DROP TABLE good; --", grpc::StatusCode::NOT_FOUND},
+      {"", "x' OR '1'='1", grpc::StatusCode::NOT_FOUND},
+      {"msgq`", "good", grpc::StatusCode::NOT_FOUND},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.keyspace + "/" + c.name);
+    StreamCollector stream(stub_.get(), c.name, c.keyspace);
+    ASSERT_TRUE(stream.WaitForEnd(absl::Seconds(10)));
+    EXPECT_EQ(stream.status().error_code(), c.code);
+    grpc::Status ack = AckIds(stub_.get(), c.name, {"1"}, nullptr, c.keyspace);
+    EXPECT_EQ(ack.error_code(), c.code);
+  }
+  grpc::Status malformed = AckIds(stub_.get(), "good", {"1", "abc"}, nullptr);
+  EXPECT_EQ(malformed.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(malformed.error_message(), HasSubstr("abc"));
+  // The explicit keyspace works like the default one.
+  int64_t acked = -1;
+  EXPECT_TRUE(AckIds(stub_.get(), "good", {"1"}, &acked, "msgq").ok());
+  EXPECT_EQ(acked, 0);
+  // Nothing was dropped by the odd names.
+  EXPECT_EQ(db_->Scalar("SELECT COUNT(*) FROM information_schema.TABLES "
+                        "WHERE TABLE_SCHEMA='msgq'"),
+            "2");
+}
+
+TEST_F(LoadingTest, UnavailableWhileMysqlIsDown) {
+  CreateTable("good");
+  StartServer();
+  ASSERT_TRUE(FindTable(stub_.get(), "good").loaded());
+  ASSERT_TRUE(db_->Stop().ok());
+  grpc::Status ack = AckIds(stub_.get(), "good", {"1"}, nullptr);
+  EXPECT_EQ(ack.error_code(), grpc::StatusCode::UNAVAILABLE);
+  // The server itself keeps serving.
+  EXPECT_TRUE(FindTable(stub_.get(), "good").loaded());
+  ASSERT_TRUE(db_->Restart().ok());
+  InsertRange("good", 1, 1);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        int64_t acked = 0;
+        return AckIds(stub_.get(), "good", {"1"}, &acked).ok() && acked == 1;
+      },
+      absl::Seconds(30)));
+}
+
+TEST_F(LoadingTest, StartsWithoutMysqlAndLoadsWhenItComes) {
+  CreateTable("good");
+  InsertRange("good", 1, 2);
+  ASSERT_TRUE(db_->Stop().ok());
+  StartServer();
+  StreamCollector early(stub_.get(), "good");
+  ASSERT_TRUE(early.WaitForEnd(absl::Seconds(10)));
+  EXPECT_EQ(early.status().error_code(), grpc::StatusCode::UNAVAILABLE);
+  ASSERT_TRUE(db_->Restart().ok());
+  EXPECT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "good").loaded(); },
+                 absl::Seconds(30)));
+  StreamCollector stream(stub_.get(), "good");
+  EXPECT_TRUE(stream.WaitForRows(2, absl::Seconds(10)));
+}
+
+TEST_F(LoadingTest, SchemaReloadAddsChangesFixesAndDrops) {
+  CreateTable("first");
+  StartServer();
+  ASSERT_TRUE(FindTable(stub_.get(), "first").loaded());
+
+  // A new table is served.
+  CreateTable("second", "vt_batch_size=3");
+  ASSERT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "second").loaded(); },
+                 absl::Seconds(10)));
+  InsertRange("second", 1, 1);
+  StreamCollector second(stub_.get(), "second");
+  ASSERT_TRUE(second.WaitForRows(1, absl::Seconds(10)));
+
+  // A changed comment is applied; the table's streams end with UNAVAILABLE.
+  Exec("ALTER TABLE msgq.second COMMENT '" + MessageComment("vt_batch_size=5") +
+       "'");
+  ASSERT_TRUE(second.WaitForEnd(absl::Seconds(10)));
+  EXPECT_EQ(second.status().error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(FindTable(stub_.get(), "second").settings().batch_size(), 5);
+
+  // Breaking the comment fails the table; fixing it loads it again.
+  Exec("ALTER TABLE msgq.second COMMENT '" + MessageComment("vt_batch_size=x") +
+       "'");
+  ASSERT_TRUE(
+      Eventually([&] { return !FindTable(stub_.get(), "second").loaded(); },
+                 absl::Seconds(10)));
+  EXPECT_THAT(FindTable(stub_.get(), "second").error(),
+              HasSubstr("vt_batch_size"));
+  Exec("ALTER TABLE msgq.second COMMENT '" + MessageComment("vt_batch_size=4") +
+       "'");
+  ASSERT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "second").loaded(); },
+                 absl::Seconds(10)));
+  EXPECT_EQ(FindTable(stub_.get(), "second").settings().batch_size(), 4);
+
+  // A dropped table disappears and its streams end.
+  StreamCollector first(stub_.get(), "first");
+  ASSERT_TRUE(first.WaitForFields(absl::Seconds(10)));
+  Exec("DROP TABLE msgq.first");
+  ASSERT_TRUE(first.WaitForEnd(absl::Seconds(10)));
+  EXPECT_EQ(first.status().error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(FindTable(stub_.get(), "first").name(), "");
+  StreamCollector gone(stub_.get(), "first");
+  ASSERT_TRUE(gone.WaitForEnd(absl::Seconds(10)));
+  EXPECT_EQ(gone.status().error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(LoadingTest, PollQueryUsesPollerIndexWithoutFilesort) {
+  std::ifstream in(std::string(MSGQ_SOURCE_DIR) + "/schema/message_table.sql");
+  std::stringstream ddl;
+  ddl << in.rdbuf();
+  Exec("USE msgq");
+  Exec(ddl.str());
+  std::string values;
+  for (int i = 1; i <= 2000; ++i) {
+    absl::StrAppend(&values, i > 1 ? "," : "", "(", i, ",", i % 7, ",",
+                    i % 3 == 0 ? "NULL" : "0", ",", i % 3 == 0 ? "5" : "NULL",
+                    ")");
+  }
+  Exec("INSERT INTO msgq.demo (id, priority, time_next, time_acked) VALUES " +
+       values);
+  Exec("ANALYZE TABLE msgq.demo");
+  auto conn = db_->Connect();
+  ASSERT_TRUE(conn.ok());
+  auto schema = LoadSchema(**conn, {"msgq"});
+  ASSERT_TRUE(schema.ok());
+  ASSERT_EQ(schema->tables.size(), 1u);
+  const TableDefinition& def = schema->tables[0];
+  auto table =
+      BuildMessageTable(def.keyspace, def.name, def.comment, def.columns);
+  ASSERT_TRUE(table.ok()) << table.status();
+  MysqlMessageStore store(*table, db_->mysql_options());
+  auto explain = db_->Query("EXPLAIN " + store.PollSql(NowNanos(), 1000));
+  ASSERT_TRUE(explain.ok()) << explain.status();
+  ASSERT_EQ(explain->rows.size(), 1u);
+  int key_col = -1, extra_col = -1;
+  for (size_t i = 0; i < explain->columns.size(); ++i) {
+    if (explain->columns[i] == "key") key_col = static_cast<int>(i);
+    if (explain->columns[i] == "Extra") extra_col = static_cast<int>(i);
+  }
+  ASSERT_GE(key_col, 0);
+  ASSERT_GE(extra_col, 0);
+  const auto& row = explain->rows[0];
+  EXPECT_EQ(row[key_col].value_or(""), "poller_idx");
+  EXPECT_THAT(row[extra_col].value_or(""),
+              ::testing::Not(HasSubstr("filesort")));
+}
+
+TEST_F(LoadingTest, SigtermEndsStreamsWithUnavailableAndExitsZero) {
+  CreateTable("good");
+  StartServer();
+  StreamCollector stream(stub_.get(), "good");
+  ASSERT_TRUE(stream.WaitForFields(absl::Seconds(10)));
+  EXPECT_EQ(server_->Terminate(absl::Seconds(10)), 0);
+  ASSERT_TRUE(stream.WaitForEnd(absl::Seconds(10)));
+  EXPECT_EQ(stream.status().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+}  // namespace
+}  // namespace msgq::testing

@@ -1,0 +1,168 @@
+// Test environment for integration tests: a private MariaDB started with
+// tools/mariadb-private in a temporary directory, a real msgqd process, and a
+// gRPC stream collector. Everything is torn down in destructors.
+//
+// Example:
+//   auto db = PrivateMariaDb::Start({});
+//   ASSERT_TRUE(db.ok());
+//   (*db)->Exec("CREATE DATABASE app");
+//   auto server = Msgqd::Start(**db, {"--databases=app"});
+//   auto stub = (*server)->Stub();
+#ifndef MSGQ_TESTS_TEST_ENV_H_
+#define MSGQ_TESTS_TEST_ENV_H_
+
+#include <sys/types.h>
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "engine/mysql_connection.h"
+#include "grpcpp/grpcpp.h"
+#include "msgq/v1/messaging.grpc.pb.h"
+
+namespace msgq::testing {
+
+// The comment of a message table with the given overrides, e.g.
+// MessageComment("vt_ack_wait=1") keeps the other defaults.
+std::string MessageComment(const std::string& overrides = "");
+
+// CREATE TABLE statement of a message table shaped like schema/'s.
+std::string MessageTableDdl(const std::string& name, const std::string& comment,
+                            const std::string& extra_columns = "");
+
+int64_t NowNanos();
+
+class PrivateMariaDb {
+ public:
+  struct Options {
+    bool binlog = true;
+  };
+  static absl::StatusOr<std::unique_ptr<PrivateMariaDb>> Start(Options options);
+  ~PrivateMariaDb();
+
+  // Stops the server (clean shutdown). Restart() starts it on the same port
+  // and socket with the same data.
+  absl::Status Stop();
+  absl::Status Restart();
+
+  const std::string& socket() const { return socket_; }
+  int port() const { return port_; }
+  MysqlOptions mysql_options() const;
+
+  // Runs SQL on the test's own connection (reconnecting when needed).
+  absl::Status Exec(const std::string& sql);
+  absl::StatusOr<QueryResult> Query(const std::string& sql);
+  // The single value of a one-row, one-column query (CHECK-fails otherwise).
+  std::string Scalar(const std::string& sql);
+  // A fresh connection (e.g. to hold a transaction open).
+  absl::StatusOr<std::unique_ptr<MysqlConnection>> Connect() const;
+
+ private:
+  PrivateMariaDb() = default;
+  absl::Status RunLauncher(const std::string& args);
+
+  Options options_;
+  std::string dir_;
+  std::string socket_;
+  int port_ = 0;
+  std::unique_ptr<MysqlConnection> conn_;
+};
+
+class Msgqd {
+ public:
+  // Starts build/server/msgqd against `db` with --listen=127.0.0.1:0 and
+  // `args`, waiting until it prints its listening line.
+  static absl::StatusOr<std::unique_ptr<Msgqd>> Start(
+      const PrivateMariaDb& db, const std::vector<std::string>& args);
+  ~Msgqd();
+
+  const std::string& address() const { return address_; }
+  std::unique_ptr<v1::Messaging::Stub> Stub() const;
+  // SIGTERM; returns the exit status (-1 if it had to be killed).
+  int Terminate(absl::Duration timeout = absl::Seconds(10));
+  // SIGKILL, no cleanup.
+  void Kill();
+  // What msgqd wrote on stderr so far.
+  std::string Log() const;
+
+ private:
+  Msgqd() = default;
+  pid_t pid_ = -1;
+  std::string dir_;
+  std::string log_path_;
+  std::string address_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+// Reads one MessageStream on a thread of its own and collects what arrives.
+class StreamCollector {
+ public:
+  StreamCollector(v1::Messaging::Stub* stub, const std::string& name,
+                  const std::string& keyspace = "");
+  ~StreamCollector();  // cancels and joins
+
+  // Waits until at least `n` rows in total arrived; false on timeout.
+  bool WaitForRows(size_t n, absl::Duration timeout);
+  // Waits until the stream ended; false on timeout.
+  bool WaitForEnd(absl::Duration timeout);
+  // Waits until the first response (fields) arrived.
+  bool WaitForFields(absl::Duration timeout);
+  void Cancel();
+
+  grpc::Status status() const;
+  std::vector<v1::MessageStreamResponse> responses() const;
+  // Column 0 (the id) of every row, in arrival order.
+  std::vector<std::string> ids() const;
+  size_t row_count() const;
+  // The value of column `col` of every row (NULL as "<NULL>").
+  std::vector<std::string> column(int col) const;
+
+ private:
+  void Run();
+
+  grpc::ClientContext context_;
+  v1::Messaging::Stub* stub_;
+  v1::MessageStreamRequest request_;
+  mutable absl::Mutex mu_;
+  std::vector<v1::MessageStreamResponse> responses_ ABSL_GUARDED_BY(mu_);
+  size_t rows_ ABSL_GUARDED_BY(mu_) = 0;
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status status_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+// Column `col` of a packed row.
+std::string RowValue(const v1::Row& row, int col);
+
+// Acks ids on `table`; returns the RPC status and sets *acked.
+grpc::Status AckIds(v1::Messaging::Stub* stub, const std::string& table,
+                    const std::vector<std::string>& ids, int64_t* acked,
+                    const std::string& keyspace = "");
+
+// ListTables entry of `table` (default TableStatus if absent).
+v1::TableStatus FindTable(v1::Messaging::Stub* stub, const std::string& table,
+                          const std::string& keyspace = "msgq");
+
+// Polls `predicate` every 20 ms until true or timeout (for state owned by
+// other processes, where no notification exists).
+template <typename F>
+bool Eventually(F predicate, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (predicate()) return true;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return predicate();
+}
+
+}  // namespace msgq::testing
+
+#endif  // MSGQ_TESTS_TEST_ENV_H_
