@@ -1,13 +1,23 @@
 #include "engine/message_cache.h"
 
+#include "absl/strings/numbers.h"
+
 namespace msgq {
+
+MessageCache::Key MessageCache::KeyOf(const Message& m) {
+  int64_t n = 0;
+  if (absl::SimpleAtoi(m.id, &n)) {
+    return Key{m.priority, m.time_next, false, n, std::string()};
+  }
+  return Key{m.priority, m.time_next, true, 0, m.id};
+}
 
 MessageCache::AddResult MessageCache::Add(Message message) {
   if (queued_.contains(message.id) || in_flight_.contains(message.id)) {
     return AddResult::kAlreadyPresent;
   }
   if (full()) return AddResult::kFull;
-  Key key{message.priority, message.time_next, message.id};
+  Key key = KeyOf(message);
   std::string id = message.id;
   auto [it, inserted] = order_.emplace(std::move(key), std::move(message));
   queued_.emplace(std::move(id), it);

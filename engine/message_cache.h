@@ -1,7 +1,8 @@
 // MessageCache: the in-memory queue of one message table.
 //
 // Holds up to `capacity` queued messages ordered by priority ascending, then
-// time_next ascending, then id (oldest first, so nothing starves), plus the
+// time_next ascending, then id (oldest first, so nothing starves; integer ids
+// compare as numbers, like MySQL orders an integer column), plus the
 // set of ids in flight (handed to a subscriber or being acked, not yet
 // settled in MySQL). Invariant: an id is at most once in the cache, queued or
 // in flight, never both.
@@ -58,8 +59,11 @@ class MessageCache {
   const Message& Front() const { return order_.begin()->second; }
 
  private:
-  using Key = std::tuple<int64_t, int64_t, std::string>;  // priority, t, id
+  // priority, time_next, then integer ids (by value) before other ids.
+  using Key = std::tuple<int64_t, int64_t, bool, int64_t, std::string>;
   using Order = std::map<Key, Message>;
+
+  static Key KeyOf(const Message& m);
 
   const size_t capacity_;
   Order order_;

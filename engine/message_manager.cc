@@ -316,8 +316,10 @@ void MessageManager::Run() {
 }
 
 void MessageManager::DoWork(Work work) {
-  DoWrites(work);
-  if (work.poll) DoPoll(work);
+  // When MySQL is unreachable the round ends: one failure per round sets the
+  // backoff, and no further statement waits on a dead server.
+  if (!DoWrites(work)) return;
+  if (work.poll && !DoPoll(work)) return;
   if (work.purge) DoPurge(work);
 }
 
@@ -351,8 +353,10 @@ void MessageManager::ReleaseAckingLocked(const std::vector<std::string>& ids) {
   }
 }
 
-void MessageManager::DoWrites(Work& work) {
-  if (work.writes.postpones.empty() && work.writes.ack_groups.empty()) return;
+bool MessageManager::DoWrites(Work& work) {
+  if (work.writes.postpones.empty() && work.writes.ack_groups.empty()) {
+    return true;
+  }
   absl::StatusOr<std::vector<int64_t>> result = store_->Write(work.writes);
   std::vector<std::pair<AckCallback, absl::StatusOr<int64_t>>> replies;
   {
@@ -407,9 +411,10 @@ void MessageManager::DoWrites(Work& work) {
     }
   }
   for (auto& [done, value] : replies) done(std::move(value));
+  return !IsUnavailable(result.status());
 }
 
-void MessageManager::DoPoll(const Work& work) {
+bool MessageManager::DoPoll(const Work& work) {
   absl::StatusOr<std::vector<Message>> rows =
       store_->PollDue(work.now, work.poll_limit);
   std::optional<int64_t> next_due;
@@ -422,7 +427,7 @@ void MessageManager::DoPoll(const Work& work) {
       } else {
         LogError(log_name_, ": poll failed: ", rows.status().message());
       }
-      return;
+      return !IsUnavailable(rows.status());
     }
     MysqlOkLocked();
     ++counters_.polls;
@@ -450,11 +455,14 @@ void MessageManager::DoPoll(const Work& work) {
     }
   }
   Sends sends;
+  bool ok;
   {
     absl::MutexLock lock(&mu_);
     sends = PumpLocked();
+    ok = mysql_ok_;
   }
   Deliver(std::move(sends));
+  return ok;
 }
 
 void MessageManager::DoPurge(const Work& work) {

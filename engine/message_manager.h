@@ -142,8 +142,9 @@ class MessageManager {
   bool PollDueLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Work TakeWorkLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DoWork(Work work);
-  void DoWrites(Work& work);
-  void DoPoll(const Work& work);
+  // Each returns false when MySQL turned out to be unreachable.
+  bool DoWrites(Work& work);
+  bool DoPoll(const Work& work);
   void DoPurge(const Work& work);
   // Hands queued messages to free subscribers; returns the sends to make
   // once the lock is released.

@@ -93,13 +93,26 @@ absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
   return table;
 }
 
+namespace {
+
+// Digits with an optional leading '-': no spaces, no '+', nothing else.
+bool IsPlainInteger(absl::string_view s, bool allow_minus) {
+  if (allow_minus && !s.empty() && s[0] == '-') s.remove_prefix(1);
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> CanonicalId(IdKind kind, absl::string_view id) {
   if (id.empty()) return absl::InvalidArgumentError("empty message id");
   switch (kind) {
     case IdKind::kSignedInteger: {
       int64_t v;
-      if (!absl::SimpleAtoi(id, &v) || absl::StrContains(id, ' ') ||
-          absl::StartsWith(id, "+")) {
+      if (!IsPlainInteger(id, true) || !absl::SimpleAtoi(id, &v)) {
         return absl::InvalidArgumentError(
             absl::StrCat("malformed message id \"", absl::CHexEscape(id),
                          "\": the id column is an integer"));
@@ -108,8 +121,7 @@ absl::StatusOr<std::string> CanonicalId(IdKind kind, absl::string_view id) {
     }
     case IdKind::kUnsignedInteger: {
       uint64_t v;
-      if (!absl::SimpleAtoi(id, &v) || absl::StrContains(id, ' ') ||
-          absl::StartsWith(id, "+") || absl::StartsWith(id, "-")) {
+      if (!IsPlainInteger(id, false) || !absl::SimpleAtoi(id, &v)) {
         return absl::InvalidArgumentError(
             absl::StrCat("malformed message id \"", absl::CHexEscape(id),
                          "\": the id column is an unsigned integer"));

@@ -1,5 +1,6 @@
 #include "engine/mysql_message_store.h"
 
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/escaping.h"
@@ -83,7 +84,7 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::PollDue(int64_t now,
   absl::StatusOr<MysqlConnection*> conn = Conn();
   if (!conn.ok()) return conn.status();
   std::vector<Message> out;
-  out.reserve(limit);
+  out.reserve(std::min(limit, 4096));
   absl::Status status = (*conn)->ForEachRow(
       PollSql(now, limit),
       [&out](char** values, unsigned long* lengths, unsigned int n) {

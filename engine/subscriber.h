@@ -22,7 +22,8 @@ class Subscriber {
   // block.
   virtual void Send(MessageBatch batch) = 0;
   // The table's manager is going away (table reloaded or dropped, server
-  // stopping): end the stream with `status`. No Send follows.
+  // stopping): end the stream with `status`. A Send already under way on
+  // another thread may still arrive afterwards and must be dropped.
   virtual void Close(absl::Status status) = 0;
 };
 

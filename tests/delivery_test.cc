@@ -190,9 +190,10 @@ TEST_F(DeliveryTest, RedeliversWithExponentialBackoff) {
                          absl::Seconds(5)));
   const int64_t after = NowNanos();
   const int64_t t1 = Int("SELECT time_next FROM msgq.q");
-  // epoch 0: backoff = clamp(0.5 * 1 * [0.666, 1.333)) = 0.5 s (min clamps).
-  EXPECT_GE(t1, before + 1'500'000'000);
-  EXPECT_LE(t1, after + 1'500'000'000);
+  // epoch 0: backoff = clamp(0.5 s * [0.666, 1.333), 0.5 s, 1.5 s), so
+  // time_next = send time + 1 s + [0.5, 0.667) s.
+  EXPECT_GE(t1, before + 1'500'000'000LL);
+  EXPECT_LE(t1, after + 1'667'000'000LL);
 
   // Redelivered once due, long before the 30 s poll; epoch 2 next.
   ASSERT_TRUE(s.WaitForRows(2, absl::Seconds(10)));

@@ -1,0 +1,93 @@
+#include "client/cli.h"
+
+#include "absl/strings/string_view.h"
+#include "client/cli_common.h"
+
+namespace msgq {
+namespace {
+
+constexpr absl::string_view kUsage =
+    R"(Usage: msgq [--server=HOST:PORT] [--timeout=DURATION] COMMAND [ARGS...]
+
+Talks to msgqd, which turns MySQL/MariaDB tables into message queues.
+
+Commands:
+  tables               list every message table: keyspace, name, loaded or
+                       the error, settings, subscribers
+  tail TABLE           print messages of TABLE as they arrive
+  ack TABLE ID...      acknowledge messages by id
+  help [COMMAND]       show this help, or a command's
+
+Run 'msgq COMMAND --help' for a command's flags. --server and --timeout may
+also follow the command.
+
+Exit codes:
+  0  success
+  1  other error (e.g. the table failed to load, a malformed id)
+  2  usage error
+  3  server unreachable or not answering in time
+  4  table not found
+)";
+
+using Command = int (*)(absl::Span<const std::string>, std::ostream&,
+                        std::ostream&, const CliEnvironment&);
+
+Command FindCommand(absl::string_view name) {
+  if (name == "tables") return &RunTables;
+  if (name == "tail") return &RunTail;
+  if (name == "ack") return &RunAck;
+  return nullptr;
+}
+
+}  // namespace
+
+int RunCli(absl::Span<const std::string> args, std::ostream& out,
+           std::ostream& err, const CliEnvironment& env) {
+  // Flags before the command are the common ones; they are handed on to the
+  // command, which parses them again along with its own.
+  CommonFlags common{.server = env.default_server};
+  FlagParser flags;
+  AddCommonFlags(flags, &common);
+  absl::StatusOr<std::vector<std::string>> rest =
+      flags.Parse(args, /*stop_at_positional=*/true);
+  if (!rest.ok()) {
+    err << "msgq: " << rest.status().message() << "\n"
+        << "Run 'msgq --help' for usage.\n";
+    return kExitUsage;
+  }
+  if (rest->empty()) {
+    if (flags.help()) {
+      out << kUsage;
+      return kExitOk;
+    }
+    err << kUsage;
+    return kExitUsage;
+  }
+  const std::string name = (*rest)[0];
+  if (name == "help") {
+    if (rest->size() == 1) {
+      out << kUsage;
+      return kExitOk;
+    }
+    Command command = FindCommand((*rest)[1]);
+    if (command == nullptr) {
+      err << "msgq: unknown command '" << (*rest)[1] << "'\n";
+      return kExitUsage;
+    }
+    const std::vector<std::string> help_args = {"--help"};
+    return command(help_args, out, err, env);
+  }
+  Command command = FindCommand(name);
+  if (command == nullptr) {
+    err << "msgq: unknown command '" << name << "'\n"
+        << "Run 'msgq --help' for usage.\n";
+    return kExitUsage;
+  }
+  const size_t consumed = args.size() - rest->size();
+  std::vector<std::string> command_args(args.begin(), args.begin() + consumed);
+  if (flags.help()) command_args.push_back("--help");
+  command_args.insert(command_args.end(), rest->begin() + 1, rest->end());
+  return command(command_args, out, err, env);
+}
+
+}  // namespace msgq

@@ -1,0 +1,60 @@
+// Pieces shared by the msgq subcommands (internal to the tool): the flags
+// every command takes, error reporting and exit codes.
+//
+// Example:
+//   CommonFlags common{.server = env.default_server};
+//   FlagParser flags;
+//   AddCommonFlags(flags, &common);
+//   ...
+//   if (!tables.ok()) return ReportError(err, "tables", common,
+//   tables.status());
+//
+// Thread-compatible.
+#ifndef MSGQ_CLIENT_CLI_COMMON_H_
+#define MSGQ_CLIENT_CLI_COMMON_H_
+
+#include <ostream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "client/cli.h"
+#include "client/cli_flags.h"
+
+namespace msgq {
+
+struct CommonFlags {
+  std::string server = "127.0.0.1:15999";
+  absl::Duration timeout = absl::Seconds(10);
+};
+
+// Declares --server and --timeout.
+void AddCommonFlags(FlagParser& flags, CommonFlags* common);
+
+// kExitUnavailable, kExitNotFound, kExitUsage (INVALID_ARGUMENT raised by the
+// tool itself is reported by the caller) or kExitError.
+int ExitCodeFor(const absl::Status& status);
+
+// Writes "msgq COMMAND: <explanation>" to `err` and returns ExitCodeFor().
+// UNAVAILABLE and DEADLINE_EXCEEDED name the server; other codes show the
+// server's code and message.
+int ReportError(std::ostream& err, absl::string_view command,
+                const CommonFlags& common, const absl::Status& status);
+
+// Writes "msgq COMMAND: MESSAGE" and a hint to `err`; returns kExitUsage.
+int ReportUsageError(std::ostream& err, absl::string_view command,
+                     absl::string_view message);
+
+// The subcommands; `args` excludes the command name.
+int RunTables(absl::Span<const std::string> args, std::ostream& out,
+              std::ostream& err, const CliEnvironment& env);
+int RunTail(absl::Span<const std::string> args, std::ostream& out,
+            std::ostream& err, const CliEnvironment& env);
+int RunAck(absl::Span<const std::string> args, std::ostream& out,
+           std::ostream& err, const CliEnvironment& env);
+
+}  // namespace msgq
+
+#endif  // MSGQ_CLIENT_CLI_COMMON_H_

@@ -1,0 +1,242 @@
+#include "client/cli_format.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace msgq {
+namespace {
+
+// Length of the valid UTF-8 sequence at the start of `s`, or 0.
+size_t Utf8SequenceLength(absl::string_view s) {
+  const auto b0 = static_cast<unsigned char>(s[0]);
+  size_t n;
+  uint32_t min;
+  if (b0 < 0x80) return 1;
+  if ((b0 & 0xE0) == 0xC0) {
+    n = 2;
+    min = 0x80;
+  } else if ((b0 & 0xF0) == 0xE0) {
+    n = 3;
+    min = 0x800;
+  } else if ((b0 & 0xF8) == 0xF0) {
+    n = 4;
+    min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (s.size() < n) return 0;
+  uint32_t cp = b0 & (0x7F >> n);
+  for (size_t i = 1; i < n; ++i) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if ((b & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+bool IsNumericType(absl::string_view type) {
+  static constexpr absl::string_view kTypes[] = {
+      "tinyint", "smallint", "mediumint", "int",   "integer",
+      "bigint",  "decimal",  "numeric",   "float", "double"};
+  return std::find(std::begin(kTypes), std::end(kTypes), type) !=
+         std::end(kTypes);
+}
+
+// True when `s` matches JSON's number grammar.
+bool IsJsonNumber(absl::string_view s) {
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t start = i;
+    while (i < s.size() && absl::ascii_isdigit(s[i])) ++i;
+    return i > start;
+  };
+  if (i < s.size() && s[i] == '-') ++i;
+  if (i < s.size() && s[i] == '0') {
+    ++i;
+  } else if (i >= s.size() || s[i] < '1' || s[i] > '9' || !digits()) {
+    return false;
+  }
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == s.size();
+}
+
+bool IsBareWord(absl::string_view s) {
+  if (s.empty() || s == "NULL") return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return absl::ascii_isalnum(c) ||
+           absl::string_view("._:/@+-").find(c) != absl::string_view::npos;
+  });
+}
+
+std::string Seconds(double seconds) { return absl::StrFormat("%gs", seconds); }
+
+}  // namespace
+
+std::string JsonQuote(absl::string_view text) {
+  std::string out = "\"";
+  out.reserve(text.size() + 2);
+  while (!text.empty()) {
+    const auto c = static_cast<unsigned char>(text[0]);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      default:
+        if (c < 0x20) {
+          absl::StrAppendFormat(&out, "\\u%04x", c);
+        } else if (c < 0x80) {
+          out += static_cast<char>(c);
+        } else if (size_t n = Utf8SequenceLength(text); n > 0) {
+          out.append(text.data(), n);
+          text.remove_prefix(n);
+          continue;
+        } else {
+          absl::StrAppendFormat(&out, "\\u%04x", c);
+        }
+    }
+    text.remove_prefix(1);
+  }
+  out += '"';
+  return out;
+}
+
+std::string FormatSettings(const v1::TableSettings& s) {
+  std::string out = absl::StrCat(
+      "ack_wait=", Seconds(s.ack_wait()),
+      " purge_after=", Seconds(s.purge_after()), " batch_size=", s.batch_size(),
+      " cache_size=", s.cache_size(),
+      " poller_interval=", Seconds(s.poller_interval()));
+  if (s.min_backoff() > 0) {
+    absl::StrAppend(&out, " min_backoff=", Seconds(s.min_backoff()));
+  }
+  if (s.max_backoff() > 0) {
+    absl::StrAppend(&out, " max_backoff=", Seconds(s.max_backoff()));
+  }
+  if (!s.message_cols().empty()) {
+    absl::StrAppend(&out,
+                    " message_cols=", absl::StrJoin(s.message_cols(), ","));
+  }
+  return out;
+}
+
+std::string FormatTablesText(const std::vector<v1::TableStatus>& tables) {
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"KEYSPACE", "NAME", "STATUS", "DISCOVERY", "SUBSCRIBERS",
+                  "CACHED", "IN_FLIGHT", "DETAILS"});
+  for (const v1::TableStatus& t : tables) {
+    if (t.loaded()) {
+      rows.push_back({t.keyspace(), t.name(), "loaded",
+                      t.discovery().empty() ? "-" : t.discovery(),
+                      absl::StrCat(t.subscribers()), absl::StrCat(t.cached()),
+                      absl::StrCat(t.in_flight()),
+                      FormatSettings(t.settings())});
+    } else {
+      rows.push_back({t.keyspace(), t.name(), "error", "-",
+                      absl::StrCat(t.subscribers()), "-", "-", t.error()});
+    }
+  }
+  std::vector<size_t> widths(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (i + 1 == row.size()) {
+        absl::StrAppend(&line, row[i]);  // no trailing padding
+      } else {
+        absl::StrAppendFormat(&line, "%-*s  ", static_cast<int>(widths[i]),
+                              row[i]);
+      }
+    }
+    absl::StrAppend(&out, absl::StripTrailingAsciiWhitespace(line), "\n");
+  }
+  return out;
+}
+
+std::string FormatTablesJson(const std::vector<v1::TableStatus>& tables) {
+  v1::ListTablesResponse response;
+  for (const v1::TableStatus& t : tables) *response.add_tables() = t;
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string out;
+  // Cannot fail for a message without Any fields.
+  (void)google::protobuf::util::MessageToJsonString(response, &out, options);
+  return out;
+}
+
+std::string FormatMessageJson(const Message& message) {
+  std::string out = "{";
+  for (size_t i = 0; i < message.size(); ++i) {
+    const Schema::Column& column = message.schema().column(i);
+    if (i > 0) out += ',';
+    absl::StrAppend(&out, JsonQuote(column.name), ":");
+    std::optional<absl::string_view> value = message.Get(i);
+    if (!value.has_value()) {
+      out += "null";
+    } else if (IsNumericType(column.type) && IsJsonNumber(*value)) {
+      out.append(value->data(), value->size());
+    } else {
+      out += JsonQuote(*value);
+    }
+  }
+  out += '}';
+  return out;
+}
+
+std::string FormatMessageText(const Message& message) {
+  std::string out;
+  for (size_t i = 0; i < message.size(); ++i) {
+    if (i > 0) out += ' ';
+    absl::StrAppend(&out, message.schema().column(i).name, "=");
+    std::optional<absl::string_view> value = message.Get(i);
+    if (!value.has_value()) {
+      out += "NULL";
+    } else if (IsBareWord(*value)) {
+      out.append(value->data(), value->size());
+    } else {
+      out += JsonQuote(*value);
+    }
+  }
+  return out;
+}
+
+}  // namespace msgq

@@ -1,0 +1,53 @@
+// Text and JSON renderings used by the msgq tool: the table listing of
+// `msgq tables` and the per-message lines of `msgq tail`.
+//
+// Values are the text-protocol bytes MySQL sends. JSON output is always valid
+// JSON: numeric columns whose text is a JSON number become numbers, NULL
+// becomes null, everything else a string in which bytes that are not valid
+// UTF-8 are written as \u00XX (one per byte, i.e. read as Latin-1).
+//
+// Example:
+//   std::cout << FormatTablesText(tables);
+//   std::cout << FormatMessageJson(msg) << "\n";  // {"id":1,"message":"hi"}
+//   std::cout << FormatMessageText(msg) << "\n";  // id=1 message=hi
+//
+// Thread-safe (pure functions).
+#ifndef MSGQ_CLIENT_CLI_FORMAT_H_
+#define MSGQ_CLIENT_CLI_FORMAT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "client/message.h"
+#include "msgq/v1/messaging.pb.h"
+
+namespace msgq {
+
+// `text` as a JSON string literal, quotes included.
+std::string JsonQuote(absl::string_view text);
+
+// One line per table under a header, columns aligned:
+//   KEYSPACE NAME STATUS DISCOVERY SUBSCRIBERS CACHED IN_FLIGHT DETAILS
+// STATUS is "loaded" or "error"; DETAILS holds the settings of a loaded table
+// ("ack_wait=30s purge_after=86400s batch_size=10 ...") or the load error.
+// Ends with a newline.
+std::string FormatTablesText(const std::vector<v1::TableStatus>& tables);
+
+// {"tables":[...]} with the proto's field names, every field present.
+std::string FormatTablesJson(const std::vector<v1::TableStatus>& tables);
+
+// The settings of a loaded table in the DETAILS form above.
+std::string FormatSettings(const v1::TableSettings& settings);
+
+// One JSON object with a member per column, in column order. No newline.
+std::string FormatMessageJson(const Message& message);
+
+// "name=value" per column, space separated. A value is written bare when it
+// is non-empty, made only of letters, digits and ._:/@+- and is not "NULL";
+// otherwise as a JSON string. A NULL is written as NULL. No newline.
+std::string FormatMessageText(const Message& message);
+
+}  // namespace msgq
+
+#endif  // MSGQ_CLIENT_CLI_FORMAT_H_

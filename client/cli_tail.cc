@@ -1,0 +1,210 @@
+// `msgq tail`: prints the messages of a table as they arrive.
+#include <pthread.h>
+#include <signal.h>
+
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "client/cli_common.h"
+#include "client/cli_format.h"
+#include "client/client.h"
+#include "client/subscriber.h"
+
+namespace msgq {
+namespace {
+
+constexpr char kTailUsage[] = R"(Usage: msgq tail TABLE [flags]
+
+Subscribes to TABLE and prints its messages as they arrive, one per line:
+"id=1 message=hello ..." (values with spaces or quotes are JSON-quoted, NULL
+is NULL), or with --json one JSON object per line ({"id":1,"message":"hello"};
+numeric columns as numbers, NULL as null). Messages are acknowledged only with
+--ack; otherwise the server redelivers them after the table's ack_wait.
+Reconnects when the stream ends (server restart, table reload); fails at once
+if the first connection cannot be made or the table is unknown. Stops on
+Ctrl-C, or with --count N after N messages (exit 0).
+
+Flags:
+)";
+
+// Shared by the handler, the signal thread and RunTail.
+class TailState {
+ public:
+  TailState(std::ostream& out, std::ostream& err, bool json, int64_t count)
+      : out_(out), err_(err), json_(json), count_(count) {}
+
+  absl::Status Print(const Message& message) {
+    absl::MutexLock lock(&mu_);
+    if (count_ > 0 && printed_ >= count_) {
+      return absl::CancelledError("--count reached");
+    }
+    out_ << (json_ ? FormatMessageJson(message) : FormatMessageText(message))
+         << "\n";
+    out_.flush();
+    if (++printed_ == count_) StopLocked();
+    return absl::OkStatus();
+  }
+
+  void Stop() {
+    absl::MutexLock lock(&mu_);
+    StopLocked();
+  }
+
+  // Hands over the subscriber so Stop() can reach it; honours a stop that
+  // came first.
+  void Attach(Subscriber* subscriber) {
+    absl::MutexLock lock(&mu_);
+    subscriber_ = subscriber;
+    if (stop_) subscriber_->RequestStop();
+  }
+
+  void Note(absl::string_view text) {
+    absl::MutexLock lock(&mu_);
+    err_ << "msgq tail: " << text << "\n";
+    err_.flush();
+  }
+
+  void AckFailed(const absl::Status& status) {
+    absl::MutexLock lock(&mu_);
+    ack_error_ = status;
+    err_ << "msgq tail: acknowledging failed: "
+         << absl::StatusCodeToString(status.code()) << ": " << status.message()
+         << "\n";
+    err_.flush();
+  }
+
+  absl::Status ack_error() const {
+    absl::MutexLock lock(&mu_);
+    return ack_error_;
+  }
+
+ private:
+  void StopLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    stop_ = true;
+    if (subscriber_ != nullptr) subscriber_->RequestStop();
+  }
+
+  std::ostream& out_;
+  std::ostream& err_;
+  const bool json_;
+  const int64_t count_;
+
+  mutable absl::Mutex mu_;
+  int64_t printed_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  Subscriber* subscriber_ ABSL_GUARDED_BY(mu_) = nullptr;
+  absl::Status ack_error_ ABSL_GUARDED_BY(mu_);
+};
+
+// Turns SIGINT, SIGTERM and SIGHUP into TailState::Stop() on a thread of its
+// own, for as long as it lives. Must be created before any other thread.
+class SignalStopper {
+ public:
+  explicit SignalStopper(TailState& state) {
+    sigemptyset(&set_);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) sigaddset(&set_, sig);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+    thread_ = std::thread([this, &state] {
+      int sig = 0;
+      if (sigwait(&set_, &sig) == 0 && sig != SIGUSR1) state.Stop();
+    });
+  }
+
+  ~SignalStopper() {
+    pthread_kill(thread_.native_handle(), SIGUSR1);
+    thread_.join();
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+
+  SignalStopper(const SignalStopper&) = delete;
+  SignalStopper& operator=(const SignalStopper&) = delete;
+
+ private:
+  sigset_t set_;
+  sigset_t old_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+int RunTail(absl::Span<const std::string> args, std::ostream& out,
+            std::ostream& err, const CliEnvironment& env) {
+  CommonFlags common{.server = env.default_server};
+  std::string keyspace;
+  bool ack = false;
+  bool json = false;
+  int64_t count = 0;
+  FlagParser flags;
+  AddCommonFlags(flags, &common);
+  flags.AddString("keyspace", &keyspace, "K",
+                  "keyspace (database) of TABLE; empty = the server's default");
+  flags.AddBool("ack", &ack, "acknowledge each message once printed");
+  flags.AddCount("count", &count, "N",
+                 "exit after N messages; 0 = run until interrupted");
+  flags.AddBool("json", &json, "print one JSON object per message");
+  absl::StatusOr<std::vector<std::string>> positional = flags.Parse(args);
+  if (!positional.ok()) {
+    return ReportUsageError(err, "tail", positional.status().message());
+  }
+  if (flags.help()) {
+    out << kTailUsage << flags.Usage();
+    return kExitOk;
+  }
+  if (positional->empty())
+    return ReportUsageError(err, "tail", "missing TABLE");
+  if (positional->size() > 1) {
+    return ReportUsageError(err, "tail",
+                            "unexpected argument '" + (*positional)[1] + "'");
+  }
+  if (common.server.empty()) {
+    return ReportUsageError(err, "tail", "empty --server");
+  }
+
+  TailState state(out, err, json, count);
+  std::optional<SignalStopper> signals;
+  if (env.handle_signals) signals.emplace(state);
+
+  SubscriberOptions options;
+  options.concurrency = 1;  // print in arrival order
+  options.auto_ack = ack;
+  options.ack_timeout = common.timeout;
+  options.retry_initial_connect = false;
+  int64_t streams = 0;  // only touched on the stream thread
+  options.on_connected = [&state, &streams](const Schema&) {
+    if (++streams > 1) state.Note("reconnected");
+  };
+  options.on_stream_error = [&state](const absl::Status& status,
+                                     absl::Duration retry_in) {
+    state.Note(absl::StrCat("stream ended (",
+                            absl::StatusCodeToString(status.code()), ": ",
+                            status.message(), "); reconnecting in ",
+                            absl::FormatDuration(retry_in)));
+  };
+  options.on_ack_error = [&state](const absl::Status& status) {
+    state.AckFailed(status);
+  };
+  absl::StatusOr<std::unique_ptr<Subscriber>> subscriber = Subscriber::Start(
+      NewChannel(common.server), TableRef(keyspace, (*positional)[0]),
+      [&state](const Message& message) { return state.Print(message); },
+      std::move(options));
+  if (!subscriber.ok()) {
+    return ReportUsageError(err, "tail", subscriber.status().message());
+  }
+  state.Attach(subscriber->get());
+  absl::Status status = (*subscriber)->Wait();
+  (*subscriber)->Stop();  // waits for the handler and flushes acks
+  subscriber->reset();
+  signals.reset();
+  if (!status.ok()) return ReportError(err, "tail", common, status);
+  if (absl::Status ack_error = state.ack_error(); !ack_error.ok()) {
+    return ExitCodeFor(ack_error);
+  }
+  return kExitOk;
+}
+
+}  // namespace msgq

@@ -1,0 +1,94 @@
+// Client makes the unary calls of the msgq.v1.Messaging API: acknowledging
+// messages and listing tables. For receiving messages, see subscriber.h.
+//
+// Every call carries a deadline (ClientOptions::timeout). Errors are
+// absl::Status values with the server's code and message unchanged, plus
+// gRPC's own codes for transport problems: UNAVAILABLE when the server cannot
+// be reached (retry later) and DEADLINE_EXCEEDED when it did not answer in
+// time. Calls fail fast while the server is down rather than waiting for it.
+//
+// Example:
+//   absl::StatusOr<std::unique_ptr<Client>> client =
+//       Client::Connect("127.0.0.1:15999");
+//   if (!client.ok()) return client.status();
+//   absl::StatusOr<int64_t> acked = (*client)->Ack("orders", {"17", "18"});
+//   absl::StatusOr<std::vector<v1::TableStatus>> tables =
+//       (*client)->ListTables();
+//
+// Thread-safe: calls may be made concurrently from any thread.
+#ifndef MSGQ_CLIENT_CLIENT_H_
+#define MSGQ_CLIENT_CLIENT_H_
+
+#include <grpcpp/channel.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "client/table_ref.h"
+#include "msgq/v1/messaging.grpc.pb.h"
+
+namespace msgq {
+
+struct ClientOptions {
+  // Deadline of each call, measured from its start.
+  absl::Duration timeout = absl::Seconds(10);
+};
+
+// A channel to `target` ("host:port", or any gRPC target URI) without TLS.
+// Connects lazily; never fails here. Unlike gRPC's defaults (1s growing to
+// 120s), the channel retries a lost connection after 100ms growing to 5s, so
+// a Subscriber's own backoff is not stretched by the transport's, and it
+// sends a keepalive ping every 6 minutes on an idle connection (slower than
+// the 5-minute minimum gRPC servers accept by default) so that a silently
+// dropped connection is noticed.
+std::shared_ptr<grpc::Channel> NewChannel(absl::string_view target);
+
+class Client {
+ public:
+  // A client of the server at `target`. Returns INVALID_ARGUMENT when `target`
+  // is empty or `options.timeout` is not positive. Does not contact the
+  // server: an unreachable server shows up as UNAVAILABLE on the first call.
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(
+      absl::string_view target, const ClientOptions& options = {});
+
+  // A client over an existing channel (which may be shared, e.g. with a
+  // Subscriber). Requires a non-null channel.
+  explicit Client(std::shared_ptr<grpc::ChannelInterface> channel,
+                  const ClientOptions& options = {});
+
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Acknowledges the messages of `table` with the given ids (as streamed in
+  // column 0). Returns how many went from unacked to acked; unknown and
+  // already-acked ids are not errors. An empty `ids` returns 0 without a call.
+  // Errors: NOT_FOUND (unknown table), INVALID_ARGUMENT (malformed id or empty
+  // name), FAILED_PRECONDITION (table failed to load), UNAVAILABLE (server or
+  // its MySQL unreachable: retry), DEADLINE_EXCEEDED.
+  absl::StatusOr<int64_t> Ack(const TableRef& table,
+                              absl::Span<const std::string> ids);
+
+  // Every message table of the server's databases, loaded or not, in the
+  // server's order. Errors: UNAVAILABLE, DEADLINE_EXCEEDED.
+  absl::StatusOr<std::vector<v1::TableStatus>> ListTables();
+
+  const std::shared_ptr<grpc::ChannelInterface>& channel() const {
+    return channel_;
+  }
+
+ private:
+  // Constant after construction.
+  const std::shared_ptr<grpc::ChannelInterface> channel_;
+  const ClientOptions options_;
+  const std::unique_ptr<v1::Messaging::Stub> stub_;
+};
+
+}  // namespace msgq
+
+#endif  // MSGQ_CLIENT_CLIENT_H_

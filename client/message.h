@@ -1,0 +1,117 @@
+// Decoded messages of a msgq message table.
+//
+// MessageStream first sends the table's columns (`Schema`), then rows packed as
+// the concatenation of each column's text-protocol bytes with one length per
+// column (-1 for NULL). `DecodeRow` turns such a row into a `Message` whose
+// columns are reachable by name or position; NULL stays distinguishable from
+// the empty string.
+//
+// Example:
+//   absl::StatusOr<std::shared_ptr<const Schema>> schema =
+//       Schema::FromFields(first_response.fields());
+//   absl::StatusOr<Message> msg = DecodeRow(*schema, response.rows(0));
+//   std::optional<absl::string_view> body = msg->Get("message");
+//   if (!body.has_value()) { /* NULL, or no column "message" */ }
+//   Ack(table, {msg->id()});
+//
+// Schema and Message are immutable after construction and safe to read from
+// many threads. A Message shares its Schema and owns a copy of its bytes.
+#ifndef MSGQ_CLIENT_MESSAGE_H_
+#define MSGQ_CLIENT_MESSAGE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "google/protobuf/repeated_field.h"
+#include "msgq/v1/messaging.pb.h"
+
+namespace msgq {
+
+// The columns of a message table, as announced by the first
+// MessageStreamResponse. Column 0 is the message id.
+class Schema {
+ public:
+  struct Column {
+    std::string name;
+    // information_schema.COLUMNS.DATA_TYPE, lower case ("bigint", "json"...).
+    std::string type;
+  };
+
+  // Builds a schema from the stream's `fields`.
+  // Returns INVALID_ARGUMENT when `fields` is empty or a name is empty.
+  static absl::StatusOr<std::shared_ptr<const Schema>> FromFields(
+      const google::protobuf::RepeatedPtrField<v1::Field>& fields);
+  static absl::StatusOr<std::shared_ptr<const Schema>> FromColumns(
+      std::vector<Column> columns);
+
+  size_t size() const { return columns_.size(); }
+  const Column& column(size_t i) const { return columns_[i]; }
+  const std::vector<Column>& columns() const { return columns_; }
+
+  // Position of the column called `name` (exact, case-sensitive match; the
+  // first one if the server ever sent duplicates), or nullopt.
+  std::optional<size_t> IndexOf(absl::string_view name) const;
+
+ private:
+  explicit Schema(std::vector<Column> columns);
+
+  std::vector<Column> columns_;
+  absl::flat_hash_map<std::string, size_t> index_;
+};
+
+// One message: a row of the table, decoded.
+class Message {
+ public:
+  // The id as streamed in column 0 (text form); what MessageAck takes.
+  const std::string& id() const { return id_; }
+
+  const Schema& schema() const { return *schema_; }
+  size_t size() const { return offsets_.size(); }
+
+  // The text form of the column called `name`. nullopt when the value is NULL
+  // or there is no such column; use HasColumn() to tell the two apart.
+  // The view points into this Message and lives as long as it does.
+  std::optional<absl::string_view> Get(absl::string_view name) const;
+  // The same by position; nullopt when NULL or `index` >= size().
+  std::optional<absl::string_view> Get(size_t index) const;
+
+  bool HasColumn(absl::string_view name) const {
+    return schema_->IndexOf(name).has_value();
+  }
+  // True when the column exists and its value is NULL.
+  bool IsNull(absl::string_view name) const;
+
+ private:
+  friend absl::StatusOr<Message> DecodeRow(std::shared_ptr<const Schema>,
+                                           const v1::Row&);
+  struct Span {
+    size_t offset;
+    int64_t length;  // -1 = NULL
+  };
+  Message(std::shared_ptr<const Schema> schema, std::string values,
+          std::vector<Span> offsets);
+
+  std::shared_ptr<const Schema> schema_;
+  std::string values_;
+  std::vector<Span> offsets_;
+  std::string id_;
+};
+
+// Decodes one packed row of a table with `schema`.
+// Returns INTERNAL (the server broke the protocol) when the number of lengths
+// differs from the number of columns, a length is below -1, the lengths do not
+// add up to the size of `values`, or the id (column 0) is NULL.
+absl::StatusOr<Message> DecodeRow(std::shared_ptr<const Schema> schema,
+                                  const v1::Row& row);
+
+}  // namespace msgq
+
+#endif  // MSGQ_CLIENT_MESSAGE_H_

@@ -1,0 +1,205 @@
+"""Tests of msgq_consume against an in-process fake Messaging server.
+
+Run by ctest (msgq_consume_py_test), or by hand:
+  PYTHONPATH=build/client/python:client/python /usr/bin/python3 \
+      -m unittest -v msgq_consume_test
+"""
+
+import io
+import queue
+import random
+import threading
+import unittest
+from concurrent import futures
+from contextlib import redirect_stderr, redirect_stdout
+
+import grpc
+
+import msgq_consume
+from msgq.v1 import messaging_pb2
+from msgq.v1 import messaging_pb2_grpc
+
+
+def fields(*names):
+    return messaging_pb2.MessageStreamResponse(fields=[
+        messaging_pb2.Field(name=n, type="bigint" if i == 0 else "text")
+        for i, n in enumerate(names)])
+
+
+def rows(*rows_values):
+    response = messaging_pb2.MessageStreamResponse()
+    for values in rows_values:
+        row = response.rows.add()
+        for v in values:
+            row.lengths.append(-1 if v is None else len(v))
+            if v is not None:
+                row.values += v
+    return response
+
+
+class FakeMessaging(messaging_pb2_grpc.MessagingServicer):
+    """Plays back scripts: (responses, end) with end a StatusCode, or None to
+    hold the stream open until the client goes away."""
+
+    def __init__(self):
+        self.scripts = queue.Queue()
+        self.acks = []
+        self.stream_requests = []
+
+    def MessageStream(self, request, context):
+        self.stream_requests.append(request)
+        responses, end = self.scripts.get(timeout=10)
+        for r in responses:
+            yield r
+        if end is None:
+            done = threading.Event()
+            context.add_callback(done.set)
+            done.wait(10)
+            return
+        context.abort(end[0], end[1])
+
+    def MessageAck(self, request, context):
+        self.acks.append(request)
+        return messaging_pb2.MessageAckResponse(acked=len(request.ids))
+
+
+class DecodeTest(unittest.TestCase):
+    def test_decodes_values_and_nulls(self):
+        f = list(fields("id", "message", "note").fields)
+        row = rows([b"42", b"hello", None]).rows[0]
+        self.assertEqual(msgq_consume.decode_row(f, row),
+                         [b"42", b"hello", None])
+
+    def test_empty_is_not_null(self):
+        f = list(fields("id", "message").fields)
+        self.assertEqual(msgq_consume.decode_row(f, rows([b"1", b""]).rows[0]),
+                         [b"1", b""])
+
+    def test_rejects_malformed_rows(self):
+        f = list(fields("id", "message").fields)
+        bad = [
+            messaging_pb2.Row(lengths=[1], values=b"1"),
+            messaging_pb2.Row(lengths=[1, 5], values=b"1ab"),
+            messaging_pb2.Row(lengths=[1, 1], values=b"1abc"),
+            messaging_pb2.Row(lengths=[1, -2], values=b"1"),
+            messaging_pb2.Row(lengths=[-1, 1], values=b"a"),
+        ]
+        for row in bad:
+            with self.assertRaises(msgq_consume.ProtocolError, msg=str(row)):
+                msgq_consume.decode_row(f, row)
+
+    def test_json_matches_msgq_tail(self):
+        f = [messaging_pb2.Field(name="id", type="bigint"),
+             messaging_pb2.Field(name="price", type="decimal"),
+             messaging_pb2.Field(name="message", type="text"),
+             messaging_pb2.Field(name="note", type="text"),
+             messaging_pb2.Field(name="raw", type="blob")]
+        msg = msgq_consume.Message(
+            f, [b"7", b"1.50", "h\u00e9 \"x\"\n".encode(), None, b"\xff"])
+        self.assertEqual(
+            msg.to_json(),
+            '{"id":7,"price":1.50,"message":"h\u00e9 \\"x\\"\\n",'
+            '"note":null,"raw":"\u00ff"}')
+        self.assertEqual(msg.id, b"7")
+        self.assertIsNone(msg.get("note"))
+        self.assertTrue(msg.has("note"))
+        self.assertFalse(msg.has("nope"))
+
+
+class BackoffTest(unittest.TestCase):
+    def test_capped_exponential_with_jitter(self):
+        b = msgq_consume.Backoff(rng=random.Random(1))
+        nominal = 0.1
+        for _ in range(20):
+            d = b.next()
+            self.assertGreaterEqual(d, nominal * 0.8 - 1e-9)
+            self.assertLessEqual(d, min(5.0, nominal * 1.2) + 1e-9)
+            nominal = min(5.0, nominal * 2)
+        b.reset()
+        self.assertLessEqual(b.next(), 0.12 + 1e-9)
+
+
+class ConsumeTest(unittest.TestCase):
+    def setUp(self):
+        self.fake = FakeMessaging()
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        messaging_pb2_grpc.add_MessagingServicer_to_server(self.fake,
+                                                           self.server)
+        port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+        self.address = "127.0.0.1:%d" % port
+        self.channel = grpc.insecure_channel(self.address)
+
+    def tearDown(self):
+        self.channel.close()
+        self.server.stop(0)
+
+    def test_acks_each_batch_in_one_call_and_reconnects(self):
+        self.fake.scripts.put(([fields("id", "message"),
+                                rows([b"1", b"a"], [b"2", b"b"])],
+                               (grpc.StatusCode.UNAVAILABLE, "reloaded")))
+        self.fake.scripts.put(([fields("id", "message"), rows([b"3", b"c"])],
+                               None))
+        seen, reconnects = [], []
+        handled = msgq_consume.consume(
+            self.channel, "orders", lambda m: seen.append(m.get("message")),
+            keyspace="ks", count=3,
+            on_reconnect=lambda code, details, delay: reconnects.append(
+                (code, details)),
+            sleep=lambda s: None)
+        self.assertEqual(handled, 3)
+        self.assertEqual(seen, [b"a", b"b", b"c"])
+        self.assertEqual([list(a.ids) for a in self.fake.acks],
+                         [[b"1", b"2"], [b"3"]])
+        self.assertEqual(self.fake.acks[0].keyspace, "ks")
+        self.assertEqual(self.fake.acks[0].name, "orders")
+        self.assertEqual(reconnects,
+                         [(grpc.StatusCode.UNAVAILABLE, "reloaded")])
+
+    def test_failed_handler_is_not_acked(self):
+        self.fake.scripts.put(([fields("id", "message"),
+                                rows([b"1", b"a"], [b"2", b"b"])], None))
+        msgq_consume.consume(self.channel, "orders",
+                             lambda m: m.id != b"1", count=2)
+        self.assertEqual([list(a.ids) for a in self.fake.acks], [[b"2"]])
+
+    def test_no_ack(self):
+        self.fake.scripts.put(([fields("id", "message"), rows([b"1", b"a"])],
+                               None))
+        msgq_consume.consume(self.channel, "orders", lambda m: True,
+                             ack=False, count=1)
+        self.assertEqual(self.fake.acks, [])
+
+    def test_not_found_is_raised(self):
+        self.fake.scripts.put(([], (grpc.StatusCode.NOT_FOUND, "no table")))
+        with self.assertRaises(grpc.RpcError) as ctx:
+            msgq_consume.consume(self.channel, "nope", lambda m: True)
+        self.assertEqual(ctx.exception.code(), grpc.StatusCode.NOT_FOUND)
+
+    def test_main_prints_json_lines(self):
+        self.fake.scripts.put(([fields("id", "message"),
+                                rows([b"1", b"hi"], [b"2", None])], None))
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = msgq_consume.main(["--server", self.address, "--count",
+                                      "2", "orders"])
+        self.assertEqual(code, msgq_consume.EXIT_OK, err.getvalue())
+        self.assertEqual(out.getvalue(),
+                         '{"id":1,"message":"hi"}\n{"id":2,"message":null}\n')
+
+    def test_main_exit_codes(self):
+        self.fake.scripts.put(([], (grpc.StatusCode.NOT_FOUND, "no table")))
+        err = io.StringIO()
+        with redirect_stderr(err):
+            code = msgq_consume.main(["--server", self.address, "nope"])
+        self.assertEqual(code, msgq_consume.EXIT_NOT_FOUND)
+        self.assertIn("NOT_FOUND: no table", err.getvalue())
+
+        self.server.stop(0)
+        with redirect_stderr(err):
+            code = msgq_consume.main(["--server", self.address, "orders"])
+        self.assertEqual(code, msgq_consume.EXIT_UNAVAILABLE)
+
+
+if __name__ == "__main__":
+    unittest.main()
