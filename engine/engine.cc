@@ -21,10 +21,58 @@ Engine::~Engine() { Stop(); }
 absl::Status Engine::Start() {
   absl::Status status = Reload();
   thread_ = std::thread([this] { ReloadLoop(); });
+  if (options_.binlog) {
+    BinlogWatcher::Options binlog;
+    binlog.mysql = options_.mysql;
+    binlog.server_id = options_.binlog_server_id;
+    binlog_ = std::make_unique<BinlogWatcher>(
+        binlog, static_cast<BinlogWatcher::Listener*>(this));
+    binlog_->Start();
+  } else {
+    LogInfo(
+        "binlog: disabled (--binlog=false); discovering messages by "
+        "polling");
+  }
   return status;
 }
 
+std::shared_ptr<MessageManager> Engine::FindLoaded(
+    const std::string& db, const std::string& table) const {
+  absl::MutexLock lock(&mu_);
+  auto it = tables_.find(Key{db, table});
+  if (it == tables_.end()) return nullptr;
+  return it->second.manager;
+}
+
+std::optional<BookkeepingColumns> Engine::Columns(const std::string& db,
+                                                  const std::string& table) {
+  std::shared_ptr<MessageManager> manager = FindLoaded(db, table);
+  if (manager == nullptr) return std::nullopt;
+  return BookkeepingOf(manager->table());
+}
+
+void Engine::OnRowChanges(const std::string& db, const std::string& table,
+                          std::vector<RowChange> changes) {
+  std::shared_ptr<MessageManager> manager = FindLoaded(db, table);
+  if (manager != nullptr) manager->OnRowChanges(changes);
+}
+
+void Engine::OnStreaming(bool streaming, const std::string& /*reason*/) {
+  std::vector<std::shared_ptr<MessageManager>> managers;
+  {
+    absl::MutexLock lock(&mu_);
+    binlog_streaming_ = streaming;
+    if (!streaming) return;
+    for (const auto& [key, entry] : tables_) {
+      if (entry.manager != nullptr) managers.push_back(entry.manager);
+    }
+  }
+  // Cover whatever happened while the stream was not followed.
+  for (auto& manager : managers) manager->RequestPoll();
+}
+
 void Engine::Stop() {
+  if (binlog_ != nullptr) binlog_->Stop();
   std::map<Key, Entry> tables;
   {
     absl::MutexLock lock(&mu_);
@@ -188,6 +236,7 @@ std::vector<Engine::TableInfo> Engine::ListTables() const {
     absl::MutexLock lock(&mu_);
     for (const auto& [key, entry] : tables_) {
       TableInfo info;
+      info.discovery = binlog_streaming_ ? "binlog" : "poll";
       info.keyspace = key.first;
       info.name = key.second;
       info.loaded = entry.manager != nullptr;

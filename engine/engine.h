@@ -8,6 +8,9 @@
 // one's streams end with UNAVAILABLE; a dropped table's manager stops; a
 // table that fails to load is kept with its error and affects only itself.
 //
+// New messages are learned of from the binlog when the server allows it
+// (see binlog_watcher.h), otherwise by polling every vt_poller_interval.
+//
 // Thread-safety: all methods are thread-safe. No lock is held across MySQL.
 #ifndef MSGQ_ENGINE_ENGINE_H_
 #define MSGQ_ENGINE_ENGINE_H_
@@ -26,6 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "engine/backoff.h"
+#include "engine/binlog_watcher.h"
 #include "engine/clock.h"
 #include "engine/message_manager.h"
 #include "engine/mysql_connection.h"
@@ -33,7 +37,7 @@
 
 namespace msgq {
 
-class Engine {
+class Engine : private BinlogWatcher::Listener {
  public:
   struct Options {
     MysqlOptions mysql;
@@ -41,6 +45,10 @@ class Engine {
     std::vector<std::string> databases;
     absl::Duration reload_interval = absl::Seconds(10);
     MessageManager::Options manager;
+    // Follow the binlog for instant delivery (falls back to polling when the
+    // server does not allow it).
+    bool binlog = true;
+    uint32_t binlog_server_id = BinlogWatcher::DefaultServerId();
   };
 
   struct TableInfo {
@@ -90,6 +98,15 @@ class Engine {
   using Key = std::pair<std::string, std::string>;
 
   void ReloadLoop();
+  std::shared_ptr<MessageManager> FindLoaded(const std::string& db,
+                                             const std::string& table) const;
+
+  // BinlogWatcher::Listener:
+  std::optional<BookkeepingColumns> Columns(const std::string& db,
+                                            const std::string& table) override;
+  void OnRowChanges(const std::string& db, const std::string& table,
+                    std::vector<RowChange> changes) override;
+  void OnStreaming(bool streaming, const std::string& reason) override;
 
   // Constant after construction.
   const Options options_;
@@ -108,7 +125,9 @@ class Engine {
   bool loaded_once_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status last_error_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool binlog_streaming_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
+  std::unique_ptr<BinlogWatcher> binlog_;
 };
 
 }  // namespace msgq

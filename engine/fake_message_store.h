@@ -54,7 +54,7 @@ class FakeMessageStore final : public MessageStore {
     std::optional<std::string> payload = std::string();  // nullopt = NULL
   };
 
-  enum class Op { kPollDue, kNextDueAfter, kWrite, kPurge };
+  enum class Op { kPollDue, kFetchDue, kNextDueAfter, kWrite, kPurge };
 
   struct PollCall {
     int64_t now = 0;
@@ -179,6 +179,30 @@ class FakeMessageStore final : public MessageStore {
       out.push_back(ToMessage(*row));
     }
     return out;
+  }
+
+  absl::StatusOr<std::vector<Message>> FetchDue(
+      const std::vector<std::string>& ids, int64_t now) override {
+    ++statements_;
+    fetches_.push_back(ids);
+    if (absl::Status s = Begin(Op::kFetchDue); !s.ok()) return s;
+    std::vector<const Row*> due;
+    for (const std::string& id : ids) {
+      auto it = rows_.find(id);
+      if (it == rows_.end()) continue;
+      const Row& row = it->second;
+      if (!row.time_acked.has_value() && row.time_next.has_value() &&
+          *row.time_next <= now) {
+        due.push_back(&row);
+      }
+    }
+    std::vector<Message> out;
+    for (const Row* row : due) out.push_back(ToMessage(*row));
+    return out;
+  }
+  // The id lists FetchDue was called with.
+  const std::vector<std::vector<std::string>>& fetches() const {
+    return fetches_;
   }
 
   absl::StatusOr<std::optional<int64_t>> NextDueAfter(int64_t now) override {
@@ -306,6 +330,7 @@ class FakeMessageStore final : public MessageStore {
   std::vector<PollCall> polls_;
   std::vector<WriteCall> writes_;
   std::vector<PurgeCall> purges_;
+  std::vector<std::vector<std::string>> fetches_;
 };
 
 }  // namespace msgq

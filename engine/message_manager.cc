@@ -107,6 +107,32 @@ void MessageManager::OnSendDone(const Subscriber* subscriber) {
   Deliver(std::move(sends));
 }
 
+void MessageManager::OnSendFailed(const Subscriber* subscriber,
+                                  MessageBatch batch) {
+  Sends sends;
+  {
+    absl::MutexLock lock(&mu_);
+    for (SubscriberSlot& slot : subscribers_) {
+      if (slot.subscriber.get() == subscriber) {
+        if (slot.outstanding > 0) --slot.outstanding;
+        break;
+      }
+    }
+    counters_.sent -= static_cast<int64_t>(batch.size());
+    for (Message& m : batch) {
+      if (!cache_.IsInFlight(m.id) || acking_.contains(m.id)) continue;
+      // Never delivered: no postpone is owed, and it may go out again now.
+      to_postpone_.erase(m.id);
+      cache_.ReleaseInFlight(m.id);
+      if (cache_.Add(std::move(m)) == MessageCache::AddResult::kFull) {
+        more_due_ = true;  // still due in MySQL (or due after its postpone)
+      }
+    }
+    sends = PumpLocked();
+  }
+  Deliver(std::move(sends));
+}
+
 void MessageManager::Ack(std::vector<std::string> ids, AckCallback done) {
   if (ids.size() > static_cast<size_t>(options_.max_ids_per_ack)) {
     done(absl::InvalidArgumentError(
@@ -160,10 +186,50 @@ void MessageManager::Ack(std::vector<std::string> ids, AckCallback done) {
 
 void MessageManager::NoteDueAt(int64_t time_next) {
   absl::MutexLock lock(&mu_);
+  NoteDueAtLocked(time_next);
+}
+
+void MessageManager::NoteDueAtLocked(int64_t time_next) {
   if (!next_due_ns_.has_value() || time_next < *next_due_ns_) {
     next_due_ns_ = time_next;
     wake_.Signal();
   }
+}
+
+void MessageManager::RequestPoll() {
+  absl::MutexLock lock(&mu_);
+  poll_requested_ = true;
+  wake_.Signal();
+}
+
+void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
+  absl::MutexLock lock(&mu_);
+  const int64_t now = clock_->NowNanos();
+  bool fetch = false;
+  for (const RowChange& c : changes) {
+    if (c.deleted || c.time_acked.has_value() || !c.time_next.has_value()) {
+      cache_.RemoveQueued(c.id);
+      fetch_ids_.erase(c.id);
+      continue;
+    }
+    if (cache_.IsInFlight(c.id)) continue;
+    // Priority, schedule or payload may have changed: read it again.
+    cache_.RemoveQueued(c.id);
+    if (*c.time_next > now) {
+      fetch_ids_.erase(c.id);
+      NoteDueAtLocked(*c.time_next);
+      continue;
+    }
+    if (subscribers_.empty()) continue;  // the first subscriber polls
+    if (cache_.full() ||
+        fetch_ids_.size() >= static_cast<size_t>(table_.settings.cache_size)) {
+      more_due_ = true;  // a backlog: the poll at drain picks it up
+      continue;
+    }
+    fetch_ids_.insert(c.id);
+    fetch = true;
+  }
+  if (fetch) wake_.Signal();
 }
 
 MessageManager::Stats MessageManager::stats() const {
@@ -193,8 +259,10 @@ MessageManager::Sends MessageManager::PumpLocked() {
         cache_.PopBatch(static_cast<size_t>(table_.settings.batch_size));
     for (const Message& m : batch) to_postpone_[m.id] = m.epoch;
     counters_.sent += static_cast<int64_t>(batch.size());
-    ++subscribers_[chosen].outstanding;
-    sends.emplace_back(subscribers_[chosen].subscriber, std::move(batch));
+    SubscriberSlot& slot = subscribers_[chosen];
+    ++slot.outstanding;
+    sends.push_back(
+        Send{slot.subscriber, slot.next_sequence++, std::move(batch)});
     next_subscriber_ = (chosen + 1) % n;
   }
   // Refill before the cache runs dry, so subscribers never wait on a poll.
@@ -206,7 +274,9 @@ MessageManager::Sends MessageManager::PumpLocked() {
 }
 
 void MessageManager::Deliver(Sends sends) {
-  for (auto& [subscriber, batch] : sends) subscriber->Send(std::move(batch));
+  for (Send& send : sends) {
+    send.subscriber->Send(send.sequence, std::move(send.batch));
+  }
 }
 
 bool MessageManager::PollDueLocked(absl::Time now) const {
@@ -218,6 +288,9 @@ bool MessageManager::PollDueLocked(absl::Time now) const {
 bool MessageManager::HaveWorkLocked(absl::Time now) const {
   if (!mysql_ok_ && now < retry_at_) return false;
   if (!to_postpone_.empty() || !acks_.empty()) return true;
+  if (!fetch_ids_.empty() && !subscribers_.empty() && !cache_.full()) {
+    return true;
+  }
   if (purge_more_ || now >= next_purge_at_) return true;
   return PollDueLocked(now);
 }
@@ -269,6 +342,10 @@ MessageManager::Work MessageManager::TakeWorkLocked(absl::Time now) {
     if (next_due_ns_.has_value() && *next_due_ns_ <= work.now) {
       next_due_ns_.reset();
     }
+    fetch_ids_.clear();  // the poll reads them, or marks a backlog
+  } else if (!fetch_ids_.empty() && !subscribers_.empty() && !cache_.full()) {
+    work.fetch_ids.assign(fetch_ids_.begin(), fetch_ids_.end());
+    fetch_ids_.clear();
   }
   if (purge_more_ || now >= next_purge_at_) {
     work.purge = true;
@@ -320,6 +397,7 @@ void MessageManager::DoWork(Work work) {
   // backoff, and no further statement waits on a dead server.
   if (!DoWrites(work)) return;
   if (work.poll && !DoPoll(work)) return;
+  if (!work.fetch_ids.empty() && !DoFetch(work)) return;
   if (work.purge) DoPurge(work);
 }
 
@@ -431,14 +509,8 @@ bool MessageManager::DoPoll(const Work& work) {
     }
     MysqlOkLocked();
     ++counters_.polls;
-    bool full = false;
-    for (Message& m : *rows) {
-      if (cache_.Add(std::move(m)) == MessageCache::AddResult::kFull) {
-        full = true;
-        break;
-      }
-    }
-    more_due_ = full || rows->size() >= static_cast<size_t>(work.poll_limit);
+    more_due_ = rows->size() >= static_cast<size_t>(work.poll_limit);
+    AddToCacheLocked(*rows);
     need_next_due = !more_due_;
   }
   if (need_next_due) {
@@ -463,6 +535,38 @@ bool MessageManager::DoPoll(const Work& work) {
   }
   Deliver(std::move(sends));
   return ok;
+}
+
+void MessageManager::AddToCacheLocked(std::vector<Message>& rows) {
+  for (Message& m : rows) {
+    if (cache_.Add(std::move(m)) == MessageCache::AddResult::kFull) {
+      more_due_ = true;
+      return;
+    }
+  }
+}
+
+bool MessageManager::DoFetch(const Work& work) {
+  absl::StatusOr<std::vector<Message>> rows =
+      store_->FetchDue(work.fetch_ids, work.now);
+  Sends sends;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!rows.ok()) {
+      if (IsUnavailable(rows.status())) {
+        MysqlFailedLocked(rows.status());
+        return false;
+      }
+      LogError(log_name_, ": fetch failed: ", rows.status().message());
+      poll_requested_ = true;  // the poll finds them instead
+      return true;
+    }
+    MysqlOkLocked();
+    AddToCacheLocked(*rows);
+    sends = PumpLocked();
+  }
+  Deliver(std::move(sends));
+  return true;
 }
 
 void MessageManager::DoPurge(const Work& work) {

@@ -31,6 +31,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -40,6 +41,7 @@
 #include "engine/message_cache.h"
 #include "engine/message_store.h"
 #include "engine/message_table.h"
+#include "engine/row_change.h"
 #include "engine/subscriber.h"
 
 namespace msgq {
@@ -92,8 +94,11 @@ class MessageManager {
   // already in progress on another thread. Its unacked messages come back
   // after their time_next.
   void Unsubscribe(const Subscriber* subscriber);
-  // A batch handed to `subscriber` was written (or failed): frees its slot.
+  // A batch handed to `subscriber` was written: frees its slot.
   void OnSendDone(const Subscriber* subscriber);
+  // A batch handed to `subscriber` was not delivered (its stream ended):
+  // frees its slot and queues the messages again for other subscribers.
+  void OnSendFailed(const Subscriber* subscriber, MessageBatch batch);
 
   // Acks `ids` (text form as streamed). `done` runs exactly once, on the
   // manager's thread or inline, with the number of rows that went from
@@ -104,6 +109,15 @@ class MessageManager {
 
   // Tells the manager a committed row is due at `time_next` (binlog, tests).
   void NoteDueAt(int64_t time_next);
+
+  // Committed changes from the binlog: new or rescheduled rows that are due
+  // are fetched by id in the next round (one statement for all of them),
+  // future ones are scheduled, acked or deleted ones leave the cache. Rows
+  // in flight are msgq's own postpones and acks and are left alone.
+  void OnRowChanges(const std::vector<RowChange>& changes);
+
+  // Polls in the next round (e.g. after the binlog stream restarted).
+  void RequestPoll();
 
   // One round of MySQL work at the clock's current time, synchronously:
   // pending writes, then a poll and a purge step if due. The thread calls it;
@@ -117,6 +131,12 @@ class MessageManager {
   struct SubscriberSlot {
     std::shared_ptr<Subscriber> subscriber;
     int outstanding = 0;
+    uint64_t next_sequence = 0;
+  };
+  struct Send {
+    std::shared_ptr<Subscriber> subscriber;
+    uint64_t sequence = 0;
+    MessageBatch batch;
   };
   struct PendingAck {
     std::vector<std::string> ids;
@@ -131,10 +151,10 @@ class MessageManager {
     std::vector<std::pair<std::string, int64_t>> postponed;  // id, epoch
     bool poll = false;
     int poll_limit = 0;
+    std::vector<std::string> fetch_ids;
     bool purge = false;
   };
-  using Sends =
-      std::vector<std::pair<std::shared_ptr<Subscriber>, MessageBatch>>;
+  using Sends = std::vector<Send>;
 
   void Run();
   bool HaveWorkLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -145,6 +165,11 @@ class MessageManager {
   // Each returns false when MySQL turned out to be unreachable.
   bool DoWrites(Work& work);
   bool DoPoll(const Work& work);
+  bool DoFetch(const Work& work);
+  // Adds polled or fetched rows to the cache; notes when it overflowed.
+  void AddToCacheLocked(std::vector<Message>& rows)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void NoteDueAtLocked(int64_t time_next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DoPurge(const Work& work);
   // Hands queued messages to free subscribers; returns the sends to make
   // once the lock is released.
@@ -175,6 +200,8 @@ class MessageManager {
   // Ids with an ack in progress (count of requests naming them).
   absl::flat_hash_map<std::string, int> acking_ ABSL_GUARDED_BY(mu_);
   bool poll_requested_ ABSL_GUARDED_BY(mu_) = false;
+  // Due rows named by the binlog, to read by primary key.
+  absl::flat_hash_set<std::string> fetch_ids_ ABSL_GUARDED_BY(mu_);
   // The last poll could not take every due row: poll again on drain.
   bool more_due_ ABSL_GUARDED_BY(mu_) = false;
   bool purge_more_ ABSL_GUARDED_BY(mu_) = false;

@@ -41,7 +41,7 @@ absl::Time Start() { return absl::FromUnixSeconds(1'700'000'000); }
 // has reported back with OnSendDone.
 class FakeSubscriber final : public Subscriber {
  public:
-  void Send(MessageBatch batch) override {
+  void Send(uint64_t /*sequence*/, MessageBatch batch) override {
     ASSERT_EQ(close_calls, 0) << "Send after Close";
     batches.push_back(std::move(batch));
   }

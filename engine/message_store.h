@@ -43,6 +43,11 @@ class MessageStore {
   virtual absl::StatusOr<std::vector<Message>> PollDue(int64_t now,
                                                        int limit) = 0;
 
+  // The rows among `ids` that are unacked with time_next <= now (a primary
+  // key lookup, used when the binlog names new or changed rows).
+  virtual absl::StatusOr<std::vector<Message>> FetchDue(
+      const std::vector<std::string>& ids, int64_t now) = 0;
+
   // The earliest time_next > now among unacked rows; nullopt when none.
   virtual absl::StatusOr<std::optional<int64_t>> NextDueAfter(int64_t now) = 0;
 

@@ -107,6 +107,19 @@ bool IsPlainInteger(absl::string_view s, bool allow_minus) {
 
 }  // namespace
 
+BookkeepingColumns BookkeepingOf(const MessageTable& table) {
+  BookkeepingColumns b;
+  b.column_count = static_cast<uint32_t>(table.columns.size());
+  for (uint32_t i = 0; i < table.columns.size(); ++i) {
+    const std::string& name = table.columns[i].name;
+    if (absl::EqualsIgnoreCase(name, "id")) b.id = i;
+    if (absl::EqualsIgnoreCase(name, "priority")) b.priority = i;
+    if (absl::EqualsIgnoreCase(name, "time_next")) b.time_next = i;
+    if (absl::EqualsIgnoreCase(name, "time_acked")) b.time_acked = i;
+  }
+  return b;
+}
+
 absl::StatusOr<std::string> CanonicalId(IdKind kind, absl::string_view id) {
   if (id.empty()) return absl::InvalidArgumentError("empty message id");
   switch (kind) {

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/row_change.h"
 #include "engine/table_settings.h"
 
 namespace msgq {
@@ -55,6 +56,9 @@ absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
                                                absl::string_view name,
                                                absl::string_view comment,
                                                std::vector<Column> columns);
+
+// Where the bookkeeping columns sit in the table's rows (binlog images).
+BookkeepingColumns BookkeepingOf(const MessageTable& table);
 
 // Validates an id given by a client and returns its canonical text form (the
 // form the stream uses: "7" for "007" on an integer id). INVALID_ARGUMENT when

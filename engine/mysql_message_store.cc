@@ -79,15 +79,14 @@ std::string MysqlMessageStore::PollSql(int64_t now, int limit) const {
                       " ORDER BY `priority`, `time_next`, `id` LIMIT ", limit);
 }
 
-absl::StatusOr<std::vector<Message>> MysqlMessageStore::PollDue(int64_t now,
-                                                                int limit) {
+absl::StatusOr<std::vector<Message>> MysqlMessageStore::ReadMessages(
+    const std::string& sql, int expected) {
   absl::StatusOr<MysqlConnection*> conn = Conn();
   if (!conn.ok()) return conn.status();
   std::vector<Message> out;
-  out.reserve(std::min(limit, 4096));
+  out.reserve(std::min(expected, 4096));
   absl::Status status = (*conn)->ForEachRow(
-      PollSql(now, limit),
-      [&out](char** values, unsigned long* lengths, unsigned int n) {
+      sql, [&out](char** values, unsigned long* lengths, unsigned int n) {
         Message& m = out.emplace_back();
         m.priority = ParseInt(values[0], lengths[0]);
         m.time_next = ParseInt(values[1], lengths[1]);
@@ -110,6 +109,23 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::PollDue(int64_t now,
       });
   if (!status.ok()) return Check(status);
   return out;
+}
+
+absl::StatusOr<std::vector<Message>> MysqlMessageStore::PollDue(int64_t now,
+                                                                int limit) {
+  return ReadMessages(PollSql(now, limit), limit);
+}
+
+absl::StatusOr<std::vector<Message>> MysqlMessageStore::FetchDue(
+    const std::vector<std::string>& ids, int64_t now) {
+  if (ids.empty()) return std::vector<Message>();
+  absl::StatusOr<MysqlConnection*> conn = Conn();  // IdList needs it
+  if (!conn.ok()) return conn.status();
+  return ReadMessages(
+      absl::StrCat(select_prefix_, " WHERE `id` IN (", IdList(ids),
+                   ") AND `time_acked` IS NULL AND `time_next` <= ", now,
+                   " ORDER BY `priority`, `time_next`, `id`"),
+      static_cast<int>(ids.size()));
 }
 
 absl::StatusOr<std::optional<int64_t>> MysqlMessageStore::NextDueAfter(

@@ -20,6 +20,8 @@ class MysqlMessageStore final : public MessageStore {
   MysqlMessageStore(MessageTable table, MysqlOptions options);
 
   absl::StatusOr<std::vector<Message>> PollDue(int64_t now, int limit) override;
+  absl::StatusOr<std::vector<Message>> FetchDue(
+      const std::vector<std::string>& ids, int64_t now) override;
   absl::StatusOr<std::optional<int64_t>> NextDueAfter(int64_t now) override;
   absl::StatusOr<std::vector<int64_t>> Write(const WriteBatch& batch) override;
   absl::StatusOr<int64_t> Purge(int64_t cutoff, int limit) override;
@@ -29,6 +31,9 @@ class MysqlMessageStore final : public MessageStore {
 
  private:
   absl::StatusOr<MysqlConnection*> Conn();
+  // Runs a SELECT of select_prefix_ columns and decodes the rows.
+  absl::StatusOr<std::vector<Message>> ReadMessages(const std::string& sql,
+                                                    int expected);
   // Drops the connection when `status` says it broke; returns `status`.
   absl::Status Check(absl::Status status);
   std::string IdList(const std::vector<std::string>& ids);

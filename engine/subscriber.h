@@ -9,6 +9,8 @@
 #ifndef MSGQ_ENGINE_SUBSCRIBER_H_
 #define MSGQ_ENGINE_SUBSCRIBER_H_
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "engine/message.h"
 
@@ -19,8 +21,11 @@ class Subscriber {
   virtual ~Subscriber() = default;
   // Takes a batch to deliver. Called without engine locks held, from an
   // engine thread or from a thread inside OnSendDone/Subscribe. Must not
-  // block.
-  virtual void Send(MessageBatch batch) = 0;
+  // block. `sequence` numbers the batches given to this subscriber 0, 1,
+  // 2, ... in the order the manager picked them; calls from different
+  // threads may arrive out of that order, and the subscriber delivers in
+  // sequence order (every number does arrive).
+  virtual void Send(uint64_t sequence, MessageBatch batch) = 0;
   // The table's manager is going away (table reloaded or dropped, server
   // stopping): end the stream with `status`. A Send already under way on
   // another thread may still arrive afterwards and must be dropped.

@@ -42,6 +42,12 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:15999",
           "gRPC listen address; port 0 picks a free port");
 ABSL_FLAG(absl::Duration, schema_reload_interval, absl::Seconds(10),
           "How often message tables are re-read from information_schema");
+ABSL_FLAG(bool, binlog, true,
+          "Follow the binlog for instant delivery (needs binlog_format=ROW and "
+          "REPLICATION SLAVE); without it, messages are found by polling");
+ABSL_FLAG(uint32_t, binlog_server_id, 0,
+          "Replica server id used to follow the binlog; 0 picks one from the "
+          "process id (0x6dXXXXXX) that does not collide with usual replicas");
 ABSL_FLAG(int, max_batches_per_subscriber, 2,
           "Batches written to one stream and not yet acknowledged by gRPC");
 
@@ -89,6 +95,10 @@ int main(int argc, char** argv) {
   if (options.reload_interval <= absl::ZeroDuration()) {
     msgq::LogError("--schema_reload_interval must be positive");
     return 2;
+  }
+  options.binlog = absl::GetFlag(FLAGS_binlog);
+  if (absl::GetFlag(FLAGS_binlog_server_id) != 0) {
+    options.binlog_server_id = absl::GetFlag(FLAGS_binlog_server_id);
   }
   options.manager.max_batches_per_subscriber =
       std::max(1, absl::GetFlag(FLAGS_max_batches_per_subscriber));

@@ -9,10 +9,12 @@ StreamSink::StreamSink(StreamReactor* reactor,
     : reactor_(reactor), manager_(std::move(manager)) {}
 
 void StreamSink::SendFields(v1::MessageStreamResponse fields) {
-  Enqueue(Item{std::move(fields), false});
+  Item item;
+  item.response = std::move(fields);
+  Enqueue(std::move(item));
 }
 
-void StreamSink::Send(MessageBatch batch) {
+void StreamSink::Send(uint64_t sequence, MessageBatch batch) {
   Item item;
   item.is_batch = true;
   auto* rows = item.response.mutable_rows();
@@ -22,17 +24,35 @@ void StreamSink::Send(MessageBatch batch) {
     row->mutable_lengths()->Add(m.row->lengths.begin(), m.row->lengths.end());
     row->set_values(m.row->values);
   }
-  Enqueue(std::move(item));
+  item.batch = std::move(batch);
+  EnqueueBatch(sequence, std::move(item));
+}
+
+void StreamSink::EnqueueBatch(uint64_t sequence, Item item) {
+  absl::ReleasableMutexLock lock(&mu_);
+  if (finish_requested_) {
+    lock.Release();
+    manager_->OnSendFailed(this, std::move(item.batch));
+    return;
+  }
+  early_.emplace(sequence, std::move(item));
+  // Release what is now in order; a gap waits for its batch.
+  for (auto it = early_.begin();
+       it != early_.end() && it->first == next_sequence_;
+       it = early_.erase(it)) {
+    outbox_.push_back(std::move(it->second));
+    ++next_sequence_;
+  }
+  Advance(lock);
 }
 
 void StreamSink::Enqueue(Item item) {
   absl::ReleasableMutexLock lock(&mu_);
   if (finish_requested_) {
-    // The stream is ending: the batch's messages come back after their
-    // time_next. Still free the manager's slot.
+    // The stream is ending: give the messages back at once.
     const bool is_batch = item.is_batch;
     lock.Release();
-    if (is_batch) manager_->OnSendDone(this);
+    if (is_batch) manager_->OnSendFailed(this, std::move(item.batch));
     return;
   }
   outbox_.push_back(std::move(item));
@@ -43,26 +63,50 @@ void StreamSink::Close(absl::Status status) {
   RequestFinish(ToGrpcStatus(status));
 }
 
-void StreamSink::RequestFinish(grpc::Status status) {
-  absl::ReleasableMutexLock lock(&mu_);
-  if (finish_requested_) return;
+void StreamSink::BeginFinishLocked(grpc::Status status) {
   finish_requested_ = true;
   finish_status_ = std::move(status);
+}
+
+void StreamSink::Unsubscribe() { manager_->Unsubscribe(this); }
+
+void StreamSink::RequestFinish(grpc::Status status) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (finish_requested_) return;
+    BeginFinishLocked(std::move(status));
+  }
+  // Stop being offered batches before handing back the queued ones.
+  Unsubscribe();
+  absl::ReleasableMutexLock lock(&mu_);
   Advance(lock);
 }
 
 void StreamSink::OnWriteDone(bool ok) {
-  absl::ReleasableMutexLock lock(&mu_);
-  writing_ = false;
-  const bool was_batch = current_.is_batch;
-  current_ = Item{};
-  if (!ok && !finish_requested_) {
-    // The client is gone; gRPC will call OnDone after Finish.
-    finish_requested_ = true;
-    finish_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "write failed");
+  bool unsubscribe = false;
+  Item done;
+  {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    done = std::move(current_);
+    current_ = Item{};
+    if (!ok && !finish_requested_) {
+      // The client is gone; gRPC will call OnDone after Finish.
+      BeginFinishLocked(
+          grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
+      unsubscribe = true;
+    }
   }
+  if (unsubscribe) Unsubscribe();
+  if (done.is_batch) {
+    if (ok) {
+      manager_->OnSendDone(this);
+    } else {
+      manager_->OnSendFailed(this, std::move(done.batch));
+    }
+  }
+  absl::ReleasableMutexLock lock(&mu_);
   Advance(lock);
-  if (was_batch) manager_->OnSendDone(this);
 }
 
 void StreamSink::Advance(absl::ReleasableMutexLock& lock) {
@@ -72,12 +116,15 @@ void StreamSink::Advance(absl::ReleasableMutexLock& lock) {
   }
   if (finish_requested_) {
     finished_ = true;
-    size_t dropped = 0;
-    for (const Item& item : outbox_) dropped += item.is_batch ? 1 : 0;
-    outbox_.clear();
+    std::deque<Item> unsent;
+    unsent.swap(outbox_);
+    for (auto& [sequence, item] : early_) unsent.push_back(std::move(item));
+    early_.clear();
     grpc::Status status = finish_status_;
     lock.Release();
-    for (size_t i = 0; i < dropped; ++i) manager_->OnSendDone(this);
+    for (Item& item : unsent) {
+      if (item.is_batch) manager_->OnSendFailed(this, std::move(item.batch));
+    }
     reactor_->Finish(status);
     return;
   }

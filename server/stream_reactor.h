@@ -7,7 +7,9 @@
 // flight at a time, the outgoing response lives in the sink until
 // OnWriteDone, and Finish is called once, only when no write is in flight,
 // so the reactor cannot be deleted under a StartWrite. After Finish the sink
-// drops whatever it is given. The outbox is bounded by the manager's
+// unsubscribes and hands back to the manager every batch it could not write,
+// so a leaving subscriber never swallows messages. The outbox is bounded by
+// the manager's
 // max_batches_per_subscriber (plus the fields response).
 //
 // Reactions never block: Send and OnWriteDone only move data and call
@@ -16,6 +18,7 @@
 #define MSGQ_SERVER_STREAM_REACTOR_H_
 
 #include <deque>
+#include <map>
 #include <memory>
 
 #include "absl/base/thread_annotations.h"
@@ -34,7 +37,7 @@ class StreamSink final : public Subscriber {
   StreamSink(StreamReactor* reactor, std::shared_ptr<MessageManager> manager);
 
   // Subscriber:
-  void Send(MessageBatch batch) override;
+  void Send(uint64_t sequence, MessageBatch batch) override;
   void Close(absl::Status status) override;
 
   // Queues the first response (fields only) before subscribing.
@@ -46,18 +49,28 @@ class StreamSink final : public Subscriber {
  private:
   struct Item {
     v1::MessageStreamResponse response;
+    MessageBatch batch;  // handed back to the manager if never written
     bool is_batch = false;
   };
   // Starts the next write or the finish, outside the lock.
   void Advance(absl::ReleasableMutexLock& lock)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Enqueue(Item item);
+  void EnqueueBatch(uint64_t sequence, Item item);
+  // Marks the stream as ending (under mu_) ; the caller then unsubscribes.
+  void BeginFinishLocked(grpc::Status status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Unsubscribe();
 
   StreamReactor* const reactor_;
   const std::shared_ptr<MessageManager> manager_;
 
   absl::Mutex mu_;
   std::deque<Item> outbox_ ABSL_GUARDED_BY(mu_);
+  // Batches that arrived ahead of their turn, by sequence (bounded by the
+  // manager's max_batches_per_subscriber).
+  std::map<uint64_t, Item> early_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   Item current_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_requested_ ABSL_GUARDED_BY(mu_) = false;

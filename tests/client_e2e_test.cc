@@ -1,1 +1,482 @@
+// The client tools end to end: the msgq CLI and the Python consumer run as
+// child processes against a real msgqd and a real private MariaDB.
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
 #include "tests/fixture.h"
+
+#ifndef MSGQ_CLI_PATH
+#error "MSGQ_CLI_PATH must be defined"
+#endif
+#ifndef MSGQ_PYTHON_STUBS
+#error "MSGQ_PYTHON_STUBS must be defined"
+#endif
+
+namespace msgq::testing {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using ::testing::UnorderedElementsAreArray;
+
+// Every child is killed after this long, so a hang fails instead of blocking.
+constexpr int kChildTimeoutSeconds = 60;
+
+struct Result {
+  int exit_code = -1;  // 124 when `timeout` killed the child
+  std::string out;
+  std::string err;
+};
+
+std::ostream& operator<<(std::ostream& os, const Result& r) {
+  return os << "exit " << r.exit_code << "\n--- stdout:\n"
+            << r.out << "--- stderr:\n"
+            << r.err;
+}
+
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs `argv` (with `env` assignments) under `timeout`, capturing stdout,
+// stderr and the exit code. stdin is /dev/null.
+Result RunChild(const std::vector<std::string>& argv,
+                const std::vector<std::string>& env = {}) {
+  char err_path[] = "/tmp/msgq-e2e-stderr-XXXXXX";
+  const int fd = mkstemp(err_path);
+  EXPECT_GE(fd, 0);
+  if (fd >= 0) close(fd);
+  std::string command = "env -u MSGQ_SERVER";
+  for (const auto& e : env) absl::StrAppend(&command, " ", ShellQuote(e));
+  absl::StrAppend(&command, " timeout --kill-after=5 ", kChildTimeoutSeconds);
+  for (const auto& a : argv) absl::StrAppend(&command, " ", ShellQuote(a));
+  absl::StrAppend(&command, " </dev/null 2>", err_path);
+  Result r;
+  FILE* pipe = popen(command.c_str(), "r");
+  EXPECT_NE(pipe, nullptr) << command;
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) r.out.append(buf, n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = ReadFile(err_path);
+  unlink(err_path);
+  return r;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  return absl::StrSplit(text, '\n', absl::SkipEmpty());
+}
+
+// What `msgq tail --json` and msgq_consume.py print for a row of InsertRange.
+std::string JsonLine(int id) {
+  return absl::StrCat("{\"id\":", id, ",\"message\":\"{\\\"n\\\": ", id,
+                      "}\"}");
+}
+
+std::vector<std::string> JsonLines(int from, int to) {
+  std::vector<std::string> lines;
+  for (int i = from; i <= to; ++i) lines.push_back(JsonLine(i));
+  return lines;
+}
+
+class ClientE2eTest : public MsgqTest {
+ protected:
+  // The msgq CLI against this test's msgqd; `args` follow --server.
+  Result Cli(std::vector<std::string> args) {
+    args.insert(args.begin(), "--server=" + server_->address());
+    args.insert(args.begin(), MSGQ_CLI_PATH);
+    return RunChild(args);
+  }
+
+  // msgq_consume.py against this test's msgqd; `args` follow --server.
+  Result Python(std::vector<std::string> args) {
+    std::vector<std::string> argv = {
+        "/usr/bin/python3",
+        std::string(MSGQ_SOURCE_DIR) + "/client/python/msgq_consume.py",
+        "--server", server_->address()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunChild(argv, {std::string("PYTHONPATH=") + MSGQ_PYTHON_STUBS,
+                           "PYTHONDONTWRITEBYTECODE=1"});
+  }
+
+  int64_t Int(const std::string& sql) {
+    int64_t v = -1;
+    EXPECT_TRUE(absl::SimpleAtoi(db_->Scalar(sql), &v)) << sql;
+    return v;
+  }
+
+  int64_t Acked(const std::string& table) {
+    return Int("SELECT COUNT(*) FROM msgq.`" + table +
+               "` WHERE time_acked IS NOT NULL");
+  }
+  int64_t Unacked(const std::string& table) {
+    return Int("SELECT COUNT(*) FROM msgq.`" + table +
+               "` WHERE time_acked IS NULL");
+  }
+
+  // Waits until msgqd lists `table` (loaded or not).
+  void WaitForTable(const std::string& table) {
+    ASSERT_TRUE(Eventually(
+        [&] { return FindTable(stub_.get(), table).name() == table; },
+        absl::Seconds(10)))
+        << table;
+  }
+};
+
+// 1. `msgq tables` lists loaded and failed tables, as text and as JSON.
+TEST_F(ClientE2eTest, TablesListsLoadedAndFailedTables) {
+  CreateTable("demo");
+  Exec(MessageTableDdl("broken", MessageComment("vt_batch_size=0")));
+  StartServer();
+  WaitForTable("demo");
+  WaitForTable("broken");
+  const v1::TableStatus broken = FindTable(stub_.get(), "broken");
+  ASSERT_FALSE(broken.loaded());
+  EXPECT_THAT(broken.error(),
+              AllOf(HasSubstr("`msgq`.`broken`"), HasSubstr("vt_batch_size")));
+  // Discovery reads "poll" until the binlog stream is up.
+  ASSERT_TRUE(Eventually(
+      [&] { return FindTable(stub_.get(), "demo").discovery() == "binlog"; },
+      absl::Seconds(10)))
+      << server_->Log();
+
+  Result text = Cli({"tables"});
+  ASSERT_EQ(text.exit_code, 0) << text;
+  EXPECT_EQ(text.err, "");
+  // Columns are padded to the widest cell plus two spaces.
+  const std::string expected = absl::StrCat(
+      "KEYSPACE  NAME    STATUS  DISCOVERY  SUBSCRIBERS  CACHED  IN_FLIGHT  "
+      "DETAILS\n",
+      "msgq      broken  error   -          0            -       -          ",
+      broken.error(), "\n",
+      "msgq      demo    loaded  binlog     0            0       0          "
+      "ack_wait=30s purge_after=86400s batch_size=10 cache_size=10000 "
+      "poller_interval=30s min_backoff=30s\n");
+  EXPECT_EQ(text.out, expected);
+
+  Result json = Cli({"tables", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json;
+  EXPECT_EQ(json.err, "");
+  EXPECT_THAT(json.out, StartsWith("{\"tables\":["));
+  EXPECT_EQ(json.out.back(), '\n');
+  EXPECT_EQ(Lines(json.out).size(), 1u) << json;
+  EXPECT_THAT(json.out, HasSubstr("\"name\":\"demo\""));
+  EXPECT_THAT(json.out, HasSubstr("\"name\":\"broken\""));
+  EXPECT_THAT(json.out, HasSubstr("\"keyspace\":\"msgq\""));
+  EXPECT_THAT(json.out, HasSubstr("\"loaded\":true"));
+  EXPECT_THAT(json.out, HasSubstr("\"loaded\":false"));
+  EXPECT_THAT(json.out, HasSubstr("\"discovery\":\"binlog\""));
+  EXPECT_THAT(json.out, HasSubstr("\"batch_size\":10"));
+  EXPECT_THAT(json.out, HasSubstr("\"ack_wait\":30"));
+  // The error is JSON-escaped (it quotes the bad value).
+  EXPECT_THAT(broken.error(), HasSubstr("\"0\""));
+  EXPECT_THAT(
+      json.out,
+      HasSubstr("\"error\":\"" +
+                absl::StrReplaceAll(broken.error(), {{"\"", "\\\""}}) + "\""));
+  // Every field present, also the default-valued ones.
+  EXPECT_THAT(json.out, HasSubstr("\"error\":\"\""));
+  EXPECT_THAT(json.out, HasSubstr("\"subscribers\":0"));
+
+  // The subscriber count follows live subscriptions.
+  StreamCollector s(stub_.get(), "demo");
+  ASSERT_TRUE(s.WaitForFields(absl::Seconds(10)));
+  ASSERT_TRUE(Eventually(
+      [&] { return FindTable(stub_.get(), "demo").subscribers() == 1; },
+      absl::Seconds(10)));
+  Result with_sub = Cli({"tables", "--json"});
+  ASSERT_EQ(with_sub.exit_code, 0) << with_sub;
+  EXPECT_THAT(with_sub.out, HasSubstr("\"subscribers\":1"));
+}
+
+// 2. `tail --ack --count 3 --json` prints exactly the 3 messages, exits 0 and
+// leaves them acked in MySQL.
+TEST_F(ClientE2eTest, TailAckCountJsonPrintsAndAcks) {
+  CreateTable("demo");
+  StartServer();
+  InsertRange("demo", 1, 3);
+  Result r = Cli({"tail", "demo", "--ack", "--count", "3", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_EQ(r.out, absl::StrCat(absl::StrJoin(JsonLines(1, 3), "\n"), "\n"));
+  EXPECT_EQ(r.err, "");
+  // Acks are flushed before exit: no waiting needed.
+  EXPECT_EQ(Acked("demo"), 3);
+  EXPECT_EQ(Unacked("demo"), 0);
+
+  // Acked messages are gone for good: a later message is the next one seen.
+  InsertRange("demo", 4, 4);
+  Result next = Cli({"tail", "demo", "--ack", "--count=1", "--json"});
+  ASSERT_EQ(next.exit_code, 0) << next;
+  EXPECT_EQ(next.out, JsonLine(4) + "\n");
+  EXPECT_EQ(Acked("demo"), 4);
+}
+
+// 2b. Without --ack the rows stay unacked and are redelivered after ack_wait.
+TEST_F(ClientE2eTest, TailWithoutAckLeavesRowsUnacked) {
+  CreateTable("demo", "vt_ack_wait=1,vt_poller_interval=0.2");
+  InsertRange("demo", 1, 3);
+  StartServer();
+  Result r = Cli({"tail", "demo", "--count", "3", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_EQ(r.out, absl::StrCat(absl::StrJoin(JsonLines(1, 3), "\n"), "\n"));
+  EXPECT_EQ(Acked("demo"), 0);
+  EXPECT_EQ(Unacked("demo"), 3);
+  // Each was sent once.
+  EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.demo WHERE epoch = 1"), 3);
+
+  // The same three come back (after ack_wait) and can be acked then.
+  Result again = Cli({"tail", "demo", "--count", "3", "--json", "--ack"});
+  ASSERT_EQ(again.exit_code, 0) << again;
+  EXPECT_EQ(again.out,
+            absl::StrCat(absl::StrJoin(JsonLines(1, 3), "\n"), "\n"));
+  EXPECT_EQ(Acked("demo"), 3);
+}
+
+// 2c. The default text format.
+TEST_F(ClientE2eTest, TailTextFormat) {
+  CreateTable("demo", "", "tenant varchar(20), note text");
+  Exec(
+      "INSERT INTO msgq.demo (id, message, tenant, note) VALUES "
+      "(1, '{\"n\": 1}', 'acme', NULL), (2, NULL, 'a b', 'x\"y')");
+  StartServer();
+  Result r = Cli({"tail", "demo", "--count=2", "--ack"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_EQ(r.out,
+            "id=1 message=\"{\\\"n\\\": 1}\" tenant=acme note=NULL\n"
+            "id=2 message=NULL tenant=\"a b\" note=\"x\\\"y\"\n");
+  EXPECT_EQ(Acked("demo"), 2);
+}
+
+// 3. `msgq ack` and the exit codes of the error cases.
+TEST_F(ClientE2eTest, AckAndErrorExitCodes) {
+  CreateTable("demo");
+  Exec(MessageTableDdl("broken", MessageComment("vt_ack_wait=-1")));
+  InsertRange("demo", 1, 3);
+  StartServer();
+  WaitForTable("broken");
+
+  Result ack = Cli({"ack", "demo", "1", "2", "999"});
+  ASSERT_EQ(ack.exit_code, 0) << ack;
+  EXPECT_EQ(ack.out, "acked 2 of 3\n");
+  EXPECT_EQ(ack.err, "");
+  EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.demo WHERE time_acked IS NOT NULL "
+                "AND id IN (1, 2)"),
+            2);
+  EXPECT_EQ(Unacked("demo"), 1);
+  // Acking again is not an error and counts nothing.
+  Result again = Cli({"ack", "demo", "1", "2"});
+  ASSERT_EQ(again.exit_code, 0) << again;
+  EXPECT_EQ(again.out, "acked 0 of 2\n");
+
+  Result malformed = Cli({"ack", "demo", "abc"});
+  EXPECT_EQ(malformed.exit_code, 1) << malformed;
+  EXPECT_EQ(malformed.out, "");
+  EXPECT_THAT(malformed.err, StartsWith("msgq ack: INVALID_ARGUMENT: "));
+  EXPECT_THAT(malformed.err, HasSubstr("abc"));
+  EXPECT_EQ(Unacked("demo"), 1);
+
+  Result tail_missing = Cli({"tail", "nosuch", "--count", "1"});
+  EXPECT_EQ(tail_missing.exit_code, 4) << tail_missing;
+  EXPECT_EQ(tail_missing.out, "");
+  EXPECT_THAT(tail_missing.err, StartsWith("msgq tail: NOT_FOUND: "));
+  EXPECT_THAT(tail_missing.err, HasSubstr("nosuch"));
+
+  Result ack_missing = Cli({"ack", "nosuch", "1"});
+  EXPECT_EQ(ack_missing.exit_code, 4) << ack_missing;
+  EXPECT_THAT(ack_missing.err, StartsWith("msgq ack: NOT_FOUND: "));
+
+  Result wrong_keyspace =
+      Cli({"tail", "demo", "--keyspace", "nosuchdb", "--count", "1"});
+  EXPECT_EQ(wrong_keyspace.exit_code, 4) << wrong_keyspace;
+
+  // A table that failed to load: exit 1, the load error on stderr.
+  const std::string error = FindTable(stub_.get(), "broken").error();
+  ASSERT_FALSE(error.empty());
+  Result tail_broken = Cli({"tail", "broken", "--count", "1"});
+  EXPECT_EQ(tail_broken.exit_code, 1) << tail_broken;
+  EXPECT_EQ(tail_broken.err, "msgq tail: FAILED_PRECONDITION: " + error + "\n");
+  Result ack_broken = Cli({"ack", "broken", "1"});
+  EXPECT_EQ(ack_broken.exit_code, 1) << ack_broken;
+  EXPECT_EQ(ack_broken.err, "msgq ack: FAILED_PRECONDITION: " + error + "\n");
+
+  // Nothing listens on port 1.
+  Result unreachable =
+      RunChild({MSGQ_CLI_PATH, "--server=127.0.0.1:1", "tables"});
+  EXPECT_EQ(unreachable.exit_code, 3) << unreachable;
+  EXPECT_EQ(unreachable.out, "");
+  EXPECT_THAT(unreachable.err,
+              StartsWith("msgq tables: server 127.0.0.1:1 is unavailable: "));
+  Result tail_unreachable =
+      RunChild({MSGQ_CLI_PATH, "--server=127.0.0.1:1", "tail", "demo"});
+  EXPECT_EQ(tail_unreachable.exit_code, 3) << tail_unreachable;
+  Result ack_unreachable =
+      RunChild({MSGQ_CLI_PATH, "ack", "--server=127.0.0.1:1", "demo", "3"});
+  EXPECT_EQ(ack_unreachable.exit_code, 3) << ack_unreachable;
+  EXPECT_EQ(Unacked("demo"), 1);
+
+  // Usage errors.
+  Result no_ids = Cli({"ack", "demo"});
+  EXPECT_EQ(no_ids.exit_code, 2) << no_ids;
+  Result unknown = Cli({"frobnicate"});
+  EXPECT_EQ(unknown.exit_code, 2) << unknown;
+  Result bad_flag = Cli({"tail", "demo", "--nope"});
+  EXPECT_EQ(bad_flag.exit_code, 2) << bad_flag;
+}
+
+// $MSGQ_SERVER is the default of --server.
+TEST_F(ClientE2eTest, ServerFromEnvironment) {
+  CreateTable("demo");
+  StartServer();
+  WaitForTable("demo");
+  Result r = RunChild({MSGQ_CLI_PATH, "ack", "demo", "1"},
+                      {"MSGQ_SERVER=" + server_->address()});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_EQ(r.out, "acked 0 of 1\n");
+}
+
+// 4. The Python consumer prints and acks every message, each exactly once.
+// Unordered: with several batches in flight msgqd may hand them to the stream
+// out of order (a race between its poll thread and gRPC's write-done
+// callbacks, both delivering outside the manager's lock).
+TEST_F(ClientE2eTest, PythonConsumerPrintsAndAcks) {
+  CreateTable("demo");
+  InsertRange("demo", 1, 50);
+  StartServer();
+  Result r = Python({"--count", "50", "demo"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_THAT(Lines(r.out), UnorderedElementsAreArray(JsonLines(1, 50))) << r;
+  EXPECT_EQ(r.out.back(), '\n');
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(Acked("demo"), 50);
+  EXPECT_EQ(Unacked("demo"), 0);
+
+  // Messages inserted while it is subscribed arrive too (binlog discovery).
+  InsertRange("demo", 51, 55);
+  Result more = Python({"--count=5", "demo"});
+  ASSERT_EQ(more.exit_code, 0) << more;
+  EXPECT_THAT(Lines(more.out), UnorderedElementsAreArray(JsonLines(51, 55)))
+      << more;
+  EXPECT_EQ(Acked("demo"), 55);
+}
+
+// 4b. With --no-ack the rows stay unacked.
+TEST_F(ClientE2eTest, PythonConsumerNoAckLeavesRowsUnacked) {
+  CreateTable("demo");
+  InsertRange("demo", 1, 50);
+  StartServer();
+  Result r = Python({"--count", "50", "--no-ack", "demo"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_THAT(Lines(r.out), UnorderedElementsAreArray(JsonLines(1, 50))) << r;
+  EXPECT_EQ(Acked("demo"), 0);
+  EXPECT_EQ(Unacked("demo"), 50);
+}
+
+// 4c. The Python consumer's exit codes.
+TEST_F(ClientE2eTest, PythonConsumerErrorExitCodes) {
+  Exec("USE msgq");
+  Exec(MessageTableDdl("broken", "vitess_message,vt_ack_wait=30"));
+  StartServer();
+  WaitForTable("broken");
+  Result missing = Python({"--count", "1", "nosuch"});
+  EXPECT_EQ(missing.exit_code, 4) << missing;
+  EXPECT_EQ(missing.out, "");
+  EXPECT_THAT(missing.err, StartsWith("msgq_consume: NOT_FOUND: "));
+
+  Result broken = Python({"--count", "1", "broken"});
+  EXPECT_EQ(broken.exit_code, 1) << broken;
+  EXPECT_EQ(broken.err, "msgq_consume: FAILED_PRECONDITION: " +
+                            FindTable(stub_.get(), "broken").error() + "\n");
+
+  Result unreachable =
+      RunChild({"/usr/bin/python3",
+                std::string(MSGQ_SOURCE_DIR) + "/client/python/msgq_consume.py",
+                "--server", "127.0.0.1:1", "--count", "1", "demo"},
+               {std::string("PYTHONPATH=") + MSGQ_PYTHON_STUBS});
+  EXPECT_EQ(unreachable.exit_code, 3) << unreachable;
+  EXPECT_THAT(unreachable.err, StartsWith("msgq_consume: UNAVAILABLE: "));
+
+  Result usage = Python({"--count", "-1", "demo"});
+  EXPECT_EQ(usage.exit_code, 2) << usage;
+}
+
+// The CLI and the Python consumer print the same JSON for the same row.
+TEST_F(ClientE2eTest, CliAndPythonAgreeOnJson) {
+  CreateTable("a", "", "n_int int, n_dec decimal(6,2), txt varchar(40)");
+  CreateTable("b", "", "n_int int, n_dec decimal(6,2), txt varchar(40)");
+  const std::string values =
+      " (id, message, n_int, n_dec, txt) VALUES "
+      "(7, '[1, \"two\"]', -3, 12.50, 'tab\\there \\\\ q\"'), "
+      "(8, NULL, NULL, NULL, '')";
+  Exec("INSERT INTO msgq.a" + values);
+  Exec("INSERT INTO msgq.b" + values);
+  StartServer();
+  Result cli = Cli({"tail", "a", "--json", "--count=2", "--ack"});
+  ASSERT_EQ(cli.exit_code, 0) << cli;
+  Result py = Python({"--count=2", "b"});
+  ASSERT_EQ(py.exit_code, 0) << py;
+  EXPECT_EQ(cli.out, py.out);
+  EXPECT_THAT(Lines(cli.out),
+              ElementsAreArray({
+                  "{\"id\":7,\"message\":\"[1, \\\"two\\\"]\",\"n_int\":-3,"
+                  "\"n_dec\":12.50,\"txt\":\"tab\\there \\\\ q\\\"\"}",
+                  "{\"id\":8,\"message\":null,\"n_int\":null,\"n_dec\":null,"
+                  "\"txt\":\"\"}",
+              }));
+}
+
+// 5. The README quickstart: the table of schema/message_table.sql, an INSERT
+// with the mariadb command-line client, `msgq tail demo --ack --count 1`.
+TEST_F(ClientE2eTest, ReadmeQuickstart) {
+  Exec("USE msgq");
+  Exec(ReadFile(std::string(MSGQ_SOURCE_DIR) + "/schema/message_table.sql"));
+  StartServer();
+  WaitForTable("demo");
+
+  Result insert = RunChild({"mariadb", "--no-defaults", "-S", db_->socket(),
+                            "-uroot", "msgq", "-e",
+                            "INSERT INTO demo (id, message) VALUES (1, "
+                            "'{\"hello\": \"world\"}')"});
+  ASSERT_EQ(insert.exit_code, 0) << insert;
+
+  Result tail = Cli({"tail", "demo", "--ack", "--count", "1"});
+  ASSERT_EQ(tail.exit_code, 0) << tail;
+  EXPECT_EQ(tail.out, "id=1 message=\"{\\\"hello\\\": \\\"world\\\"}\"\n");
+  EXPECT_EQ(tail.err, "");
+  EXPECT_EQ(Acked("demo"), 1);
+  EXPECT_EQ(Unacked("demo"), 0);
+}
+
+}  // namespace
+}  // namespace msgq::testing

@@ -1,0 +1,332 @@
+#include "engine/binlog_watcher.h"
+
+// mysql.h must come before mariadb_rpl.h, which uses its types.
+#include <mysql.h>
+// clang-format off
+#include <errmsg.h>
+#include <mariadb_rpl.h>
+#include <mysqld_error.h>
+// clang-format on
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <memory>
+#include <unordered_map>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "engine/log.h"
+
+namespace msgq {
+namespace {
+
+bool IsRowsEvent(int type) {
+  switch (type) {
+    case WRITE_ROWS_EVENT_V1:
+    case UPDATE_ROWS_EVENT_V1:
+    case DELETE_ROWS_EVENT_V1:
+    case WRITE_ROWS_EVENT:
+    case UPDATE_ROWS_EVENT:
+    case DELETE_ROWS_EVENT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsUpdate(int type) {
+  return type == UPDATE_ROWS_EVENT_V1 || type == UPDATE_ROWS_EVENT;
+}
+bool IsDelete(int type) {
+  return type == DELETE_ROWS_EVENT_V1 || type == DELETE_ROWS_EVENT;
+}
+
+std::optional<int64_t> IntValue(const MARIADB_RPL_VALUE& v) {
+  if (v.is_null) return std::nullopt;
+  switch (v.field_type) {
+    case MYSQL_TYPE_TINY:
+    case MYSQL_TYPE_SHORT:
+    case MYSQL_TYPE_INT24:
+    case MYSQL_TYPE_LONG:
+    case MYSQL_TYPE_LONGLONG:
+      return v.val.ll;
+    default: {
+      // Decimal or string encodings: parse the text.
+      int64_t n = 0;
+      if (absl::SimpleAtoi(absl::string_view(v.val.str.str, v.val.str.length),
+                           &n)) {
+        return n;
+      }
+      return std::nullopt;
+    }
+  }
+}
+
+std::string IdText(const MARIADB_RPL_VALUE& v) {
+  switch (v.field_type) {
+    case MYSQL_TYPE_TINY:
+    case MYSQL_TYPE_SHORT:
+    case MYSQL_TYPE_INT24:
+    case MYSQL_TYPE_LONG:
+    case MYSQL_TYPE_LONGLONG:
+      // Unsigned columns decode into ull; an unsigned id above INT64_MAX
+      // would print negative through ll.
+      return v.is_signed ? absl::StrCat(v.val.ll) : absl::StrCat(v.val.ull);
+    default:
+      return std::string(v.val.str.str, v.val.str.length);
+  }
+}
+
+struct EventDeleter {
+  void operator()(MARIADB_RPL_EVENT* e) const { mariadb_free_rpl_event(e); }
+};
+using EventPtr = std::unique_ptr<MARIADB_RPL_EVENT, EventDeleter>;
+
+struct MappedTable {
+  EventPtr table_map;
+  std::string db, table;
+  std::optional<BookkeepingColumns> columns;
+};
+
+}  // namespace
+
+BinlogWatcher::BinlogWatcher(Options options, Listener* listener)
+    : options_(std::move(options)), listener_(listener) {}
+
+BinlogWatcher::~BinlogWatcher() { Stop(); }
+
+uint32_t BinlogWatcher::DefaultServerId() {
+  return 0x6d000000u | (static_cast<uint32_t>(getpid()) & 0x00ffffffu);
+}
+
+void BinlogWatcher::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void BinlogWatcher::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    // Unblocks a fetch waiting for the next event.
+    if (socket_ >= 0) shutdown(socket_, SHUT_RDWR);
+    wake_.SignalAll();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string BinlogWatcher::ConnectState() const {
+  std::vector<std::string> parts;
+  for (const auto& [domain, gtid] : resume_) parts.push_back(gtid);
+  return absl::StrJoin(parts, ",");
+}
+
+void BinlogWatcher::Run() {
+  absl::Duration delay = options_.retry_min;
+  std::string last_problem;
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+    }
+    absl::Status status = StreamOnce();
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+    }
+    listener_->OnStreaming(false, std::string(status.message()));
+    absl::Duration wait;
+    if (status.code() == absl::StatusCode::kFailedPrecondition) {
+      if (last_problem != status.message()) {
+        LogWarning(
+            "binlog: cannot follow the binary log, falling back to "
+            "polling (vt_poller_interval): ",
+            status.message());
+      }
+      wait = options_.recheck_interval;
+      delay = options_.retry_min;
+    } else {
+      if (last_problem != status.message()) {
+        LogWarning("binlog: stream interrupted, reconnecting with backoff: ",
+                   status.message());
+      }
+      wait = delay;
+      delay = std::min(delay * 2, options_.retry_max);
+    }
+    last_problem = std::string(status.message());
+    absl::MutexLock lock(&mu_);
+    if (!stopping_) wake_.WaitWithTimeout(&mu_, wait);
+  }
+}
+
+absl::Status BinlogWatcher::StreamOnce() {
+  MysqlOptions mysql = options_.mysql;
+  // Heartbeats arrive every second; a silent server for longer is dead.
+  mysql.io_timeout = absl::Seconds(10);
+  absl::StatusOr<std::unique_ptr<MysqlConnection>> conn_or =
+      MysqlConnection::Connect(mysql);
+  if (!conn_or.ok()) return absl::UnavailableError(conn_or.status().message());
+  std::unique_ptr<MysqlConnection> conn = *std::move(conn_or);
+
+  absl::StatusOr<QueryResult> vars = conn->Query(
+      "SELECT @@log_bin, @@binlog_format, @@binlog_row_image, "
+      "@@gtid_binlog_pos");
+  if (!vars.ok()) return absl::UnavailableError(vars.status().message());
+  const auto& row = vars->rows.at(0);
+  if (row[0].value_or("0") != "1") {
+    return absl::FailedPreconditionError(
+        "the binary log is off; start the server with --log-bin "
+        "--binlog-format=ROW for instant delivery");
+  }
+  const std::string format = absl::AsciiStrToUpper(row[1].value_or(""));
+  if (format != "ROW") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "binlog_format is ", format,
+        "; set binlog_format=ROW (SET GLOBAL "
+        "binlog_format='ROW' or --binlog-format=ROW) for instant delivery"));
+  }
+  const std::string image = absl::AsciiStrToUpper(row[2].value_or(""));
+  if (image == "MINIMAL") {
+    return absl::FailedPreconditionError(
+        "binlog_row_image is MINIMAL; set it to FULL or NOBLOB for instant "
+        "delivery");
+  }
+  if (resume_.empty()) {
+    // Start at the current position: what came before is found by polls.
+    for (absl::string_view gtid :
+         absl::StrSplit(row[3].value_or(""), ',', absl::SkipEmpty())) {
+      gtid = absl::StripAsciiWhitespace(gtid);
+      uint32_t domain = 0;
+      if (absl::SimpleAtoi(gtid.substr(0, gtid.find('-')), &domain)) {
+        resume_[domain] = std::string(gtid);
+      }
+    }
+  }
+  for (const std::string& sql :
+       {std::string("SET @master_heartbeat_period=1000000000"),
+        std::string("SET @master_binlog_checksum=@@global.binlog_checksum"),
+        std::string("SET @mariadb_slave_capability=4"),
+        absl::StrCat("SET @slave_connect_state=",
+                     conn->QuoteString(ConnectState())),
+        std::string("SET @slave_gtid_strict_mode=0")}) {
+    if (auto s = conn->Execute(sql); !s.ok()) {
+      return absl::UnavailableError(s.status().message());
+    }
+  }
+  MYSQL* mysql_handle = conn->raw();
+  MARIADB_RPL* rpl = mariadb_rpl_init_ex(mysql_handle, MARIADB_RPL_VERSION);
+  if (rpl == nullptr) return absl::InternalError("mariadb_rpl_init failed");
+  std::unique_ptr<MARIADB_RPL, void (*)(MARIADB_RPL*)> rpl_guard(
+      rpl, [](MARIADB_RPL* r) { mariadb_rpl_close(r); });
+  mariadb_rpl_optionsv(rpl, MARIADB_RPL_SERVER_ID, options_.server_id);
+  mariadb_rpl_optionsv(rpl, MARIADB_RPL_START, 4);
+  mariadb_rpl_optionsv(rpl, MARIADB_RPL_FLAGS, 0);
+  if (mariadb_rpl_open(rpl) != 0) {
+    const unsigned int code = mysql_errno(mysql_handle);
+    std::string message = mysql_error(mysql_handle);
+    if (code == ER_SPECIFIC_ACCESS_DENIED_ERROR ||
+        code == ER_ACCESS_DENIED_ERROR || code == ER_DBACCESS_DENIED_ERROR) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "missing privilege to read the binlog (", message,
+          "); GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO the msgqd "
+          "user for instant delivery"));
+    }
+    return absl::UnavailableError(
+        absl::StrCat("binlog dump failed: ", message));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::OkStatus();
+    socket_ = static_cast<int>(mysql_get_socket(mysql_handle));
+  }
+  auto clear_socket = [this] {
+    absl::MutexLock lock(&mu_);
+    socket_ = -1;
+  };
+  LogInfo("binlog: following from GTID '", ConnectState(), "' as server id ",
+          options_.server_id);
+  listener_->OnStreaming(true, "");
+
+  std::unordered_map<uint64_t, MappedTable> tables;
+  std::string pending_gtid;
+  uint32_t pending_domain = 0;
+  while (true) {
+    EventPtr event(mariadb_rpl_fetch(rpl, nullptr));
+    if (event == nullptr) {
+      clear_socket();
+      std::string message = mysql_error(mysql_handle);
+      if (message.empty()) message = mariadb_rpl_error(rpl);
+      return absl::UnavailableError(
+          absl::StrCat("binlog stream ended: ", message));
+    }
+    const int type = event->event_type;
+    if (type == GTID_EVENT) {
+      pending_domain = event->event.gtid.domain_id;
+      pending_gtid = absl::StrCat(pending_domain, "-", event->server_id, "-",
+                                  event->event.gtid.sequence_nr);
+      // A GTID event without a commit flag is a standalone statement (DDL):
+      // it is complete once its query event arrives.
+    } else if (type == XID_EVENT || type == QUERY_EVENT) {
+      const bool commit =
+          type == XID_EVENT ||
+          absl::string_view(event->event.query.statement.str,
+                            event->event.query.statement.length) != "BEGIN";
+      if (commit && !pending_gtid.empty()) {
+        resume_[pending_domain] = pending_gtid;
+        pending_gtid.clear();
+      }
+    } else if (type == TABLE_MAP_EVENT) {
+      const auto& tm = event->event.table_map;
+      MappedTable mapped;
+      mapped.db.assign(tm.database.str, tm.database.length);
+      mapped.table.assign(tm.table.str, tm.table.length);
+      mapped.columns = listener_->Columns(mapped.db, mapped.table);
+      if (mapped.columns.has_value() &&
+          mapped.columns->column_count != tm.column_count) {
+        // The table changed under us; the schema reload will catch up and
+        // the poll covers the rows.
+        mapped.columns.reset();
+      }
+      const uint64_t id = tm.table_id;
+      mapped.table_map = std::move(event);
+      tables[id] = std::move(mapped);
+    } else if (IsRowsEvent(type)) {
+      auto it = tables.find(event->event.rows.table_id);
+      if (it == tables.end() || !it->second.columns.has_value()) continue;
+      const BookkeepingColumns& cols = *it->second.columns;
+      MARIADB_RPL_ROW* rows = mariadb_rpl_extract_rows(
+          rpl, it->second.table_map.get(), event.get());
+      std::vector<RowChange> changes;
+      const bool update = IsUpdate(type);
+      const bool deleted = IsDelete(type);
+      int index = 0;
+      for (MARIADB_RPL_ROW* r = rows; r != nullptr; r = r->next, ++index) {
+        if (update && index % 2 == 0) continue;  // before image
+        if (r->column_count <= std::max({cols.id, cols.priority, cols.time_next,
+                                         cols.time_acked})) {
+          continue;
+        }
+        RowChange change;
+        change.deleted = deleted;
+        change.id = IdText(r->columns[cols.id]);
+        change.priority = IntValue(r->columns[cols.priority]).value_or(0);
+        change.time_next = IntValue(r->columns[cols.time_next]);
+        change.time_acked = IntValue(r->columns[cols.time_acked]);
+        changes.push_back(std::move(change));
+      }
+      if (!changes.empty()) {
+        listener_->OnRowChanges(it->second.db, it->second.table,
+                                std::move(changes));
+      }
+    }
+    absl::MutexLock lock(&mu_);
+    if (stopping_) {
+      socket_ = -1;
+      return absl::OkStatus();
+    }
+  }
+}
+
+}  // namespace msgq

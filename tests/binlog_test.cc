@@ -1,0 +1,243 @@
+// Instant delivery from the binlog: a real MariaDB with binlog_format=ROW,
+// a real msgqd, real gRPC streams. vt_poller_interval is 30 s throughout, so
+// anything delivered within seconds came through the binlog (or a poll msgq
+// ran because of it), not the interval poll.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "tests/fixture.h"
+
+namespace msgq::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class BinlogTest : public MsgqTest {
+ protected:
+  // Waits until msgqd follows the binlog (ListTables says so).
+  void WaitForBinlog(const std::string& table) {
+    ASSERT_TRUE(Eventually(
+        [&] { return FindTable(stub_.get(), table).discovery() == "binlog"; },
+        absl::Seconds(10)))
+        << server_->Log();
+  }
+  int64_t Int(const std::string& sql) {
+    int64_t v = 0;
+    EXPECT_TRUE(absl::SimpleAtoi(db_->Scalar(sql), &v)) << sql;
+    return v;
+  }
+};
+
+TEST_F(BinlogTest, CommittedInsertArrivesLongBeforeThePoll) {
+  CreateTable("q", "vt_poller_interval=30");
+  StartServer();
+  WaitForBinlog("q");
+  StreamCollector s(stub_.get(), "q");
+  ASSERT_TRUE(s.WaitForFields(absl::Seconds(10)));
+  ASSERT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "q").subscribers() == 1; },
+                 absl::Seconds(5)));
+  for (int i = 1; i <= 5; ++i) {
+    InsertRange("q", i, i);
+    ASSERT_TRUE(s.WaitForRows(static_cast<size_t>(i), absl::Seconds(5)))
+        << "message " << i << " waited for a poll";
+  }
+  EXPECT_THAT(s.ids(), ElementsAre("1", "2", "3", "4", "5"));
+}
+
+TEST_F(BinlogTest, RolledBackInsertIsNeverDelivered) {
+  CreateTable("q", "vt_poller_interval=30");
+  StartServer();
+  WaitForBinlog("q");
+  StreamCollector s(stub_.get(), "q");
+  ASSERT_TRUE(s.WaitForFields(absl::Seconds(10)));
+  auto txn = db_->Connect();
+  ASSERT_TRUE(txn.ok());
+  ASSERT_TRUE((*txn)->Execute("BEGIN").ok());
+  ASSERT_TRUE((*txn)->Execute("INSERT INTO msgq.q (id) VALUES (1)").ok());
+  ASSERT_TRUE((*txn)->Execute("ROLLBACK").ok());
+  InsertRange("q", 2, 2);
+  ASSERT_TRUE(s.WaitForRows(1, absl::Seconds(5)));
+  EXPECT_FALSE(s.WaitForRows(2, absl::Seconds(1)));
+  EXPECT_THAT(s.ids(), ElementsAre("2"));
+}
+
+TEST_F(BinlogTest, FutureInsertIsDeliveredWhenDue) {
+  CreateTable("q", "vt_poller_interval=30");
+  StartServer();
+  WaitForBinlog("q");
+  StreamCollector s(stub_.get(), "q");
+  ASSERT_TRUE(s.WaitForFields(absl::Seconds(10)));
+  const int64_t due = NowNanos() + 1'500'000'000LL;
+  Exec(
+      absl::StrCat("INSERT INTO msgq.q (id, time_next) VALUES (1, ", due, ")"));
+  ASSERT_TRUE(s.WaitForRows(1, absl::Seconds(10)));
+  const int64_t arrived = NowNanos();
+  EXPECT_GE(arrived, due);
+  EXPECT_LE(arrived - due, 1'000'000'000LL) << "late by " << (arrived - due);
+}
+
+// DML on queued messages: the cache follows. One stuck subscriber (1 MB rows,
+// a client that never reads) keeps the rest queued in the cache.
+TEST_F(BinlogTest, DmlAckRescheduleAndDeleteUpdateTheCache) {
+  CreateTable("q", "vt_poller_interval=30,vt_batch_size=1,vt_ack_wait=60");
+  StartServer({"--max_batches_per_subscriber=1"});
+  WaitForBinlog("q");
+  Exec("INSERT INTO msgq.q (id, message) VALUES " + [] {
+    std::string v;
+    for (int i = 1; i <= 12; ++i) {
+      absl::StrAppend(&v, i > 1 ? "," : "", "(", i,
+                      ", JSON_OBJECT('pad', REPEAT('x', 1500000)))");
+    }
+    return v;
+  }());
+  // A subscriber in another process, stopped with SIGSTOP: nothing reads
+  // its socket, so once the kernel buffers are full it takes no more.
+  pid_t stuck = fork();
+  ASSERT_GE(stuck, 0);
+  if (stuck == 0) {
+    const std::string server = "--server=" + server_->address();
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, STDOUT_FILENO);
+    execl(MSGQ_CLI_PATH, MSGQ_CLI_PATH, server.c_str(), "tail", "q",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "q").subscribers() == 1; },
+                 absl::Seconds(10)));
+  ASSERT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "q").cached() < 12; },
+                 absl::Seconds(10)));
+  kill(stuck, SIGSTOP);
+  // Once the stopped client's buffers are full, the rest stay queued,
+  // highest ids last.
+  int64_t cached = -1;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const int64_t before = FindTable(stub_.get(), "q").cached();
+        absl::SleepFor(absl::Milliseconds(300));
+        cached = FindTable(stub_.get(), "q").cached();
+        return cached >= 3 && cached == before;
+      },
+      absl::Seconds(10)))
+      << "cached " << cached;
+  const int64_t now = NowNanos();
+  Exec(absl::StrCat("UPDATE msgq.q SET time_acked = ", now,
+                    ", time_next = NULL WHERE id = 12"));
+  Exec("DELETE FROM msgq.q WHERE id = 11");
+  Exec(absl::StrCat("UPDATE msgq.q SET time_next = ", now + 3'600'000'000'000LL,
+                    " WHERE id = 10"));
+  EXPECT_TRUE(Eventually(
+      [&] { return FindTable(stub_.get(), "q").cached() == cached - 3; },
+      absl::Seconds(5)))
+      << "cached before " << cached << ", now "
+      << FindTable(stub_.get(), "q").cached() << ", in flight "
+      << FindTable(stub_.get(), "q").in_flight() << ", unacked in db "
+      << db_->Scalar(
+             "SELECT GROUP_CONCAT(id) FROM msgq.q WHERE time_acked IS NULL AND "
+             "time_next < UNIX_TIMESTAMP()*1000000000");
+  kill(stuck, SIGKILL);
+  waitpid(stuck, nullptr, 0);
+  // A reader gets what is left: not 10 (next hour), 11 (deleted) or 12
+  // (acked).
+  StreamCollector s(stub_.get(), "q");
+  ASSERT_TRUE(s.WaitForRows(static_cast<size_t>(cached - 3), absl::Seconds(10)))
+      << "cached " << cached << " got " << s.row_count() << " "
+      << s.status().error_message() << " / "
+      << FindTable(stub_.get(), "q").cached();
+  EXPECT_FALSE(
+      s.WaitForRows(static_cast<size_t>(cached - 2), absl::Seconds(1)));
+  for (const std::string& id : s.ids()) {
+    EXPECT_NE(id, "10");
+    EXPECT_NE(id, "11");
+    EXPECT_NE(id, "12");
+  }
+}
+
+TEST_F(BinlogTest, KilledBinlogConnectionResumesWithoutLoss) {
+  CreateTable("q", "vt_poller_interval=30");
+  StartServer();
+  WaitForBinlog("q");
+  StreamCollector s(stub_.get(), "q");
+  ASSERT_TRUE(s.WaitForFields(absl::Seconds(10)));
+  InsertRange("q", 1, 10);
+  ASSERT_TRUE(s.WaitForRows(10, absl::Seconds(5)));
+  for (int round = 0; round < 3; ++round) {
+    auto dump = db_->Query(
+        "SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE "
+        "'Binlog Dump%'");
+    ASSERT_TRUE(dump.ok());
+    ASSERT_EQ(dump->rows.size(), 1u);
+    Exec("KILL " + *dump->rows[0][0]);
+    // Inserts while the stream is down are found after the resume.
+    InsertRange("q", 11 + round * 10, 20 + round * 10);
+    ASSERT_TRUE(s.WaitForRows(20 + round * 10, absl::Seconds(10)))
+        << "round " << round << ": " << s.row_count();
+  }
+  std::set<std::string> unique;
+  for (const auto& id : s.ids()) unique.insert(id);
+  EXPECT_EQ(unique.size(), 40u);
+  EXPECT_THAT(server_->Log(), HasSubstr("binlog: stream interrupted"));
+}
+
+class NoBinlogTest : public BinlogTest {
+ protected:
+  PrivateMariaDb::Options DbOptions() override {
+    PrivateMariaDb::Options o;
+    o.binlog = false;
+    return o;
+  }
+};
+
+TEST_F(NoBinlogTest, FallsBackToPollingWithOneClearWarning) {
+  CreateTable("q", "vt_poller_interval=0.3");
+  StartServer();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return server_->Log().find("binary log is off") != std::string::npos;
+      },
+      absl::Seconds(10)));
+  EXPECT_THAT(server_->Log(), HasSubstr("--log-bin"));
+  EXPECT_EQ(FindTable(stub_.get(), "q").discovery(), "poll");
+  StreamCollector s(stub_.get(), "q");
+  ASSERT_TRUE(s.WaitForFields(absl::Seconds(10)));
+  InsertRange("q", 1, 3);
+  ASSERT_TRUE(s.WaitForRows(3, absl::Seconds(5)));
+  // One warning, not one per attempt.
+  const std::string log = server_->Log();
+  size_t count = 0;
+  for (size_t at = log.find("binary log is off"); at != std::string::npos;
+       at = log.find("binary log is off", at + 1)) {
+    ++count;
+  }
+  EXPECT_EQ(count, 1u);
+}
+
+TEST_F(BinlogTest, StatementFormatFallsBackWithTheReason) {
+  Exec("SET GLOBAL binlog_format = 'STATEMENT'");
+  CreateTable("q", "vt_poller_interval=0.3");
+  StartServer();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return server_->Log().find("binlog_format is STATEMENT") !=
+               std::string::npos;
+      },
+      absl::Seconds(10)))
+      << server_->Log();
+  EXPECT_EQ(FindTable(stub_.get(), "q").discovery(), "poll");
+  StreamCollector s(stub_.get(), "q");
+  InsertRange("q", 1, 2);
+  EXPECT_TRUE(s.WaitForRows(2, absl::Seconds(5)));
+}
+
+}  // namespace
+}  // namespace msgq::testing
