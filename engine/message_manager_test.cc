@@ -1126,3 +1126,105 @@ TEST_F(MessageManagerTest, LastUnsubscribeStopsPolling) {
 
 }  // namespace
 }  // namespace msgq
+
+namespace msgq {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Binlog row changes and undelivered batches
+
+RowChange Upsert(const std::string& id, int64_t time_next,
+                 int64_t priority = 0) {
+  RowChange c;
+  c.id = id;
+  c.priority = priority;
+  c.time_next = time_next;
+  return c;
+}
+
+TEST_F(MessageManagerTest, BinlogInsertsAreFetchedByIdInOneStatement) {
+  Init({.batch_size = 10});
+  auto sub = Subscribe();
+  RunOnce();  // the subscribe poll: nothing yet
+  ASSERT_EQ(store_->poll_calls(), 1);
+  PutDue(Range(101, 103));
+  manager_->OnRowChanges({Upsert("101", Now() - kSecond),
+                          Upsert("102", Now() - kSecond),
+                          Upsert("103", Now() - kSecond)});
+  RunOnce();
+  EXPECT_EQ(store_->poll_calls(), 1);  // no poll: a fetch by id
+  ASSERT_EQ(store_->fetches().size(), 1u);
+  EXPECT_THAT(store_->fetches()[0], UnorderedElementsAre("101", "102", "103"));
+  EXPECT_THAT(sub->ids(), ElementsAre("101", "102", "103"));
+}
+
+TEST_F(MessageManagerTest, BinlogFutureRowIsScheduledNotFetched) {
+  Init({.poller_interval_s = 3600});
+  auto sub = Subscribe();
+  RunOnce();
+  store_->PutDue("101", Now() + 5 * kSecond);
+  manager_->OnRowChanges({Upsert("101", Now() + 5 * kSecond)});
+  RunOnce();
+  EXPECT_TRUE(store_->fetches().empty());
+  EXPECT_EQ(store_->poll_calls(), 1);
+  Advance(absl::Seconds(5));
+  RunOnce();
+  EXPECT_EQ(store_->poll_calls(), 2);
+  EXPECT_THAT(sub->ids(), ElementsAre("101"));
+}
+
+TEST_F(MessageManagerTest, BinlogAckDeleteAndRescheduleLeaveTheQueue) {
+  Init({.batch_size = 1}, {.max_batches_per_subscriber = 1});
+  PutDue(Range(101, 104));
+  auto sub = Subscribe();
+  RunOnce();
+  ASSERT_THAT(sub->ids(), ElementsAre("101"));  // 102..104 queued
+  ASSERT_EQ(stats().queued, 3);
+  RowChange acked;
+  acked.id = "102";
+  acked.time_acked = Now();
+  RowChange deleted = Upsert("103", Now() - kSecond);
+  deleted.deleted = true;
+  manager_->OnRowChanges(
+      {acked, deleted, Upsert("104", Now() + 3600 * kSecond)});
+  EXPECT_EQ(stats().queued, 0);
+  // msgq's own postpone of 101 (in flight) is ignored.
+  manager_->OnRowChanges({Upsert("101", Now() + 60 * kSecond)});
+  EXPECT_EQ(stats().in_flight, 1);
+  Complete(*sub);
+  RunOnce();
+  EXPECT_THAT(sub->ids(), ElementsAre("101"));
+  EXPECT_TRUE(store_->fetches().empty());
+}
+
+TEST_F(MessageManagerTest, BinlogChangesWithoutSubscribersFetchNothing) {
+  Init();
+  PutDue(Range(101, 102));
+  manager_->OnRowChanges({Upsert("101", Now() - kSecond)});
+  RunOnce();
+  EXPECT_TRUE(store_->fetches().empty());
+  EXPECT_EQ(store_->poll_calls(), 0);
+}
+
+TEST_F(MessageManagerTest, UndeliveredBatchGoesToAnotherSubscriberAtOnce) {
+  Init({.batch_size = 2}, {.max_batches_per_subscriber = 1});
+  PutDue(Range(101, 104));
+  auto a = Subscribe();
+  auto b = Subscribe();
+  RunOnce();
+  ASSERT_THAT(a->ids(), ElementsAre("101", "102"));
+  ASSERT_THAT(b->ids(), ElementsAre("103", "104"));
+  // a's stream ends before writing its batch: no postpone is owed for it.
+  manager_->Unsubscribe(a.get());
+  manager_->OnSendFailed(a.get(), a->batches[0]);
+  Complete(*b);
+  EXPECT_THAT(b->ids(), ElementsAre("103", "104", "101", "102"));
+  RunOnce();
+  ASSERT_EQ(store_->write_calls(), 1);
+  EXPECT_THAT(PostponedIds(store_->writes()[0].batch),
+              UnorderedElementsAre("101", "102", "103", "104"));
+  EXPECT_EQ(stats().sent, 4);
+}
+
+}  // namespace
+}  // namespace msgq
