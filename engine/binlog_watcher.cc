@@ -44,40 +44,36 @@ bool IsDelete(int type) {
   return type == DELETE_ROWS_EVENT_V1 || type == DELETE_ROWS_EVENT;
 }
 
-std::optional<int64_t> IntValue(const MARIADB_RPL_VALUE& v) {
-  if (v.is_null) return std::nullopt;
+bool IsInteger(const MARIADB_RPL_VALUE& v) {
   switch (v.field_type) {
     case MYSQL_TYPE_TINY:
     case MYSQL_TYPE_SHORT:
     case MYSQL_TYPE_INT24:
     case MYSQL_TYPE_LONG:
     case MYSQL_TYPE_LONGLONG:
-      return v.val.ll;
-    default: {
-      // Decimal or string encodings: parse the text.
-      int64_t n = 0;
-      if (absl::SimpleAtoi(absl::string_view(v.val.str.str, v.val.str.length),
-                           &n)) {
-        return n;
-      }
-      return std::nullopt;
-    }
+      return true;
+    default:
+      return false;
   }
 }
 
-std::string IdText(const MARIADB_RPL_VALUE& v) {
-  switch (v.field_type) {
-    case MYSQL_TYPE_TINY:
-    case MYSQL_TYPE_SHORT:
-    case MYSQL_TYPE_INT24:
-    case MYSQL_TYPE_LONG:
-    case MYSQL_TYPE_LONGLONG:
-      // Unsigned columns decode into ull; an unsigned id above INT64_MAX
-      // would print negative through ll.
-      return v.is_signed ? absl::StrCat(v.val.ll) : absl::StrCat(v.val.ull);
-    default:
-      return std::string(v.val.str.str, v.val.str.length);
+std::optional<int64_t> IntValue(const MARIADB_RPL_VALUE& v) {
+  if (v.is_null) return std::nullopt;
+  if (IsInteger(v)) return v.val.ll;
+  // Decimal or string encodings: parse the text.
+  int64_t n = 0;
+  if (absl::SimpleAtoi(absl::string_view(v.val.str.str, v.val.str.length),
+                       &n)) {
+    return n;
   }
+  return std::nullopt;
+}
+
+std::string IdText(const MARIADB_RPL_VALUE& v) {
+  if (!IsInteger(v)) return std::string(v.val.str.str, v.val.str.length);
+  // Unsigned columns decode into ull; an unsigned id above INT64_MAX would
+  // print negative through ll.
+  return v.is_signed ? absl::StrCat(v.val.ll) : absl::StrCat(v.val.ull);
 }
 
 struct EventDeleter {

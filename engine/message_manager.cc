@@ -96,15 +96,19 @@ void MessageManager::OnSendDone(const Subscriber* subscriber) {
   Sends sends;
   {
     absl::MutexLock lock(&mu_);
-    for (SubscriberSlot& slot : subscribers_) {
-      if (slot.subscriber.get() == subscriber) {
-        if (slot.outstanding > 0) --slot.outstanding;
-        break;
-      }
-    }
+    FreeSlotLocked(subscriber);
     sends = PumpLocked();
   }
   Deliver(std::move(sends));
+}
+
+void MessageManager::FreeSlotLocked(const Subscriber* subscriber) {
+  for (SubscriberSlot& slot : subscribers_) {
+    if (slot.subscriber.get() == subscriber) {
+      if (slot.outstanding > 0) --slot.outstanding;
+      return;
+    }
+  }
 }
 
 void MessageManager::OnSendFailed(const Subscriber* subscriber,
@@ -112,12 +116,7 @@ void MessageManager::OnSendFailed(const Subscriber* subscriber,
   Sends sends;
   {
     absl::MutexLock lock(&mu_);
-    for (SubscriberSlot& slot : subscribers_) {
-      if (slot.subscriber.get() == subscriber) {
-        if (slot.outstanding > 0) --slot.outstanding;
-        break;
-      }
-    }
+    FreeSlotLocked(subscriber);
     counters_.sent -= static_cast<int64_t>(batch.size());
     for (Message& m : batch) {
       if (!cache_.IsInFlight(m.id) || acking_.contains(m.id)) continue;

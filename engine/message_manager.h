@@ -174,6 +174,9 @@ class MessageManager {
   // Hands queued messages to free subscribers; returns the sends to make
   // once the lock is released.
   Sends PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One batch of `subscriber` is no longer outstanding.
+  void FreeSlotLocked(const Subscriber* subscriber)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void Deliver(Sends sends);
   void MysqlFailedLocked(const absl::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
