@@ -1,0 +1,195 @@
+#include "tools/msgq_bench/options.h"
+
+#include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+#ifndef MSGQ_BENCH_MSGQD_PATH
+#define MSGQ_BENCH_MSGQD_PATH "msgqd"
+#endif
+#ifndef MSGQ_BENCH_SOURCE_DIR
+#define MSGQ_BENCH_SOURCE_DIR "."
+#endif
+
+ABSL_FLAG(std::string, mode, "all",
+          "drain (relay baseline + msgq drain), sustained, or all");
+ABSL_FLAG(bool, relay, true, "Run the relay baseline in drain mode");
+ABSL_FLAG(int64_t, messages, 1000000, "Drain: messages preloaded");
+ABSL_FLAG(int, subscribers, 4,
+          "gRPC subscriber streams (each its own channel)");
+ABSL_FLAG(int, relay_workers, 5, "Relay baseline: worker connections");
+ABSL_FLAG(int, relay_batch, 1000, "Relay baseline: rows per SELECT ... LIMIT");
+ABSL_FLAG(int, preload_connections, 2, "Connections inserting the backlog");
+ABSL_FLAG(std::string, batch_size, "100",
+          "vt_batch_size of the message table; a comma-separated list runs "
+          "one msgq drain per value (a sweep)");
+ABSL_FLAG(int, cache_size, 10000, "vt_cache_size of the message tables");
+ABSL_FLAG(double, poller_interval, 0.1,
+          "vt_poller_interval (s) of the message tables");
+ABSL_FLAG(double, ack_wait, 30, "vt_ack_wait (s) of the message tables");
+ABSL_FLAG(double, drain_timeout, 1800, "Drain: give up after this many s");
+ABSL_FLAG(int, producers, 8, "Sustained: producer connections");
+ABSL_FLAG(double, rate, 5000, "Sustained: total offered msgs/s");
+ABSL_FLAG(double, duration, 60, "Sustained: seconds of producing");
+ABSL_FLAG(double, tail_timeout, 120,
+          "Sustained: s to wait after producing for every message to arrive");
+ABSL_FLAG(std::string, ack_mode, "async",
+          "async: ack each batch with a callback RPC (reading never waits); "
+          "sync: the reader acks each batch and waits for the reply");
+ABSL_FLAG(int, max_acks_in_flight, 32,
+          "async ack mode: ack RPCs in flight per stream (8 caps a 1M drain "
+          "at ~13k msgs/s: msgqd settles the acks it holds once per round)");
+ABSL_FLAG(std::string, mysql_socket, "",
+          "Use this MySQL/MariaDB server (Unix socket) instead of starting a "
+          "private one");
+ABSL_FLAG(std::string, msgq_server, "",
+          "Use this msgqd (HOST:PORT, serving --database) instead of starting "
+          "one; its CPU and RSS are then not measured");
+ABSL_FLAG(std::string, msgqd_path, MSGQ_BENCH_MSGQD_PATH, "msgqd binary");
+ABSL_FLAG(std::string, msgqd_args, "",
+          "Extra msgqd flags, space-separated (e.g. "
+          "--max_batches_per_subscriber=4)");
+ABSL_FLAG(std::string, source_dir, MSGQ_BENCH_SOURCE_DIR,
+          "msgq source tree (for tools/mariadb-private)");
+ABSL_FLAG(std::string, work_dir, "",
+          "Directory for the private MariaDB and logs (default: a new "
+          "temporary directory, removed afterwards)");
+ABSL_FLAG(bool, keep_work_dir, false, "Keep the temporary work directory");
+ABSL_FLAG(bool, durable, true,
+          "Private MariaDB: innodb_flush_log_at_trx_commit=1, sync_binlog=1");
+ABSL_FLAG(bool, binlog, true, "Private MariaDB: binlog on (ROW)");
+ABSL_FLAG(std::string, mariadb_args, "",
+          "Private MariaDB: extra mariadbd options, space-separated (e.g. "
+          "\"--slow-query-log=1 --long-query-time=0\" to see where MySQL's "
+          "time goes; summarise with tools/msgq_bench/slowlog_summary.py)");
+ABSL_FLAG(std::string, database, "msgq_bench",
+          "Database created (dropped first) for the bench tables");
+ABSL_FLAG(std::string, out_dir, "bench-out",
+          "Where bench.json, timeseries.csv, bench.png and logs go");
+ABSL_FLAG(int, payload_bytes, 60, "Bytes of each JSON payload");
+ABSL_FLAG(double, sample_interval, 1.0, "Time series sampling period (s)");
+ABSL_FLAG(bool, perf, false,
+          "Record `perf record -g` of msgqd and mariadbd during each drain "
+          "phase into out_dir/{msgqd,mariadbd}-PHASE.perf.{data,txt}");
+ABSL_FLAG(bool, plot, true, "Draw bench.png with gnuplot");
+ABSL_FLAG(bool, settle, true,
+          "Before each measured phase, wait for InnoDB purge to catch up so "
+          "one phase's cleanup does not slow the next");
+
+namespace msgq::bench {
+namespace {
+
+absl::Status Invalid(const std::string& flag, const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", why));
+}
+
+}  // namespace
+
+absl::StatusOr<BenchOptions> OptionsFromFlags() {
+  BenchOptions o;
+  const std::string mode = absl::GetFlag(FLAGS_mode);
+  if (mode == "drain") {
+    o.run_sustained = false;
+  } else if (mode == "sustained") {
+    o.run_drain = false;
+  } else if (mode != "all") {
+    return Invalid("mode", "must be drain, sustained or all");
+  }
+  o.run_relay = absl::GetFlag(FLAGS_relay);
+  o.messages = absl::GetFlag(FLAGS_messages);
+  o.subscribers = absl::GetFlag(FLAGS_subscribers);
+  o.relay_workers = absl::GetFlag(FLAGS_relay_workers);
+  o.relay_batch = absl::GetFlag(FLAGS_relay_batch);
+  o.preload_connections = absl::GetFlag(FLAGS_preload_connections);
+  o.batch_sizes.clear();
+  for (absl::string_view piece : absl::StrSplit(absl::GetFlag(FLAGS_batch_size),
+                                                ',', absl::SkipEmpty())) {
+    int v = 0;
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(piece), &v) || v <= 0) {
+      return Invalid("batch_size", "positive integers, comma-separated");
+    }
+    o.batch_sizes.push_back(v);
+  }
+  if (o.batch_sizes.empty()) return Invalid("batch_size", "empty");
+  o.cache_size = absl::GetFlag(FLAGS_cache_size);
+  o.poller_interval_s = absl::GetFlag(FLAGS_poller_interval);
+  o.ack_wait_s = absl::GetFlag(FLAGS_ack_wait);
+  o.drain_timeout_s = absl::GetFlag(FLAGS_drain_timeout);
+  o.producers = absl::GetFlag(FLAGS_producers);
+  o.rate = absl::GetFlag(FLAGS_rate);
+  o.duration_s = absl::GetFlag(FLAGS_duration);
+  o.tail_timeout_s = absl::GetFlag(FLAGS_tail_timeout);
+  const std::string ack_mode = absl::GetFlag(FLAGS_ack_mode);
+  if (ack_mode == "async") {
+    o.ack_mode = AckMode::kAsync;
+  } else if (ack_mode == "sync") {
+    o.ack_mode = AckMode::kSync;
+  } else {
+    return Invalid("ack_mode", "must be async or sync");
+  }
+  o.max_acks_in_flight = absl::GetFlag(FLAGS_max_acks_in_flight);
+  o.mysql_socket = absl::GetFlag(FLAGS_mysql_socket);
+  o.msgq_server = absl::GetFlag(FLAGS_msgq_server);
+  o.msgqd_path = absl::GetFlag(FLAGS_msgqd_path);
+  for (absl::string_view a : absl::StrSplit(absl::GetFlag(FLAGS_msgqd_args),
+                                            ' ', absl::SkipEmpty())) {
+    o.msgqd_args.emplace_back(a);
+  }
+  o.source_dir = absl::GetFlag(FLAGS_source_dir);
+  o.work_dir = absl::GetFlag(FLAGS_work_dir);
+  o.keep_work_dir = absl::GetFlag(FLAGS_keep_work_dir);
+  o.durable = absl::GetFlag(FLAGS_durable);
+  o.binlog = absl::GetFlag(FLAGS_binlog);
+  for (absl::string_view a : absl::StrSplit(absl::GetFlag(FLAGS_mariadb_args),
+                                            ' ', absl::SkipEmpty())) {
+    o.mariadb_args.emplace_back(a);
+  }
+  o.database = absl::GetFlag(FLAGS_database);
+  o.out_dir = absl::GetFlag(FLAGS_out_dir);
+  o.payload_bytes = absl::GetFlag(FLAGS_payload_bytes);
+  o.sample_interval_s = absl::GetFlag(FLAGS_sample_interval);
+  o.perf = absl::GetFlag(FLAGS_perf);
+  o.plot = absl::GetFlag(FLAGS_plot);
+  o.settle = absl::GetFlag(FLAGS_settle);
+
+  if (o.messages <= 0) return Invalid("messages", "must be positive");
+  if (o.subscribers <= 0) return Invalid("subscribers", "must be positive");
+  if (o.relay_workers <= 0) return Invalid("relay_workers", "must be positive");
+  if (o.relay_batch <= 0) return Invalid("relay_batch", "must be positive");
+  if (o.preload_connections <= 0) {
+    return Invalid("preload_connections", "must be positive");
+  }
+  if (o.cache_size <= 0) return Invalid("cache_size", "must be positive");
+  if (o.poller_interval_s <= 0) {
+    return Invalid("poller_interval", "must be positive");
+  }
+  if (o.ack_wait_s <= 0) return Invalid("ack_wait", "must be positive");
+  if (o.producers <= 0) return Invalid("producers", "must be positive");
+  if (o.rate <= 0) return Invalid("rate", "must be positive");
+  if (o.duration_s <= 0) return Invalid("duration", "must be positive");
+  if (o.max_acks_in_flight <= 0) {
+    return Invalid("max_acks_in_flight", "must be positive");
+  }
+  if (o.payload_bytes < 32) return Invalid("payload_bytes", "at least 32");
+  if (o.sample_interval_s <= 0) {
+    return Invalid("sample_interval", "must be positive");
+  }
+  if (o.database.empty()) return Invalid("database", "empty");
+  for (char c : o.database) {
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '_')) {
+      return Invalid("database", "letters, digits and _ only");
+    }
+  }
+  return o;
+}
+
+std::string MessageTableComment(const BenchOptions& options, int batch_size) {
+  return absl::StrCat("vitess_message,vt_ack_wait=", options.ack_wait_s,
+                      ",vt_purge_after=86400,vt_batch_size=", batch_size,
+                      ",vt_cache_size=", options.cache_size,
+                      ",vt_poller_interval=", options.poller_interval_s);
+}
+
+}  // namespace msgq::bench

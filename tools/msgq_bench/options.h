@@ -1,0 +1,81 @@
+// BenchOptions: everything one msgq-bench run is configured with, filled from
+// command-line flags (options.cc defines them; `msgq-bench --help` lists
+// them). A plain value type.
+#ifndef MSGQ_TOOLS_MSGQ_BENCH_OPTIONS_H_
+#define MSGQ_TOOLS_MSGQ_BENCH_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace msgq::bench {
+
+enum class AckMode {
+  kAsync,  // each batch acked by a non-blocking callback RPC
+  kSync,   // the stream's reader thread acks each batch and waits
+};
+
+struct BenchOptions {
+  bool run_drain = true;
+  bool run_sustained = true;
+  bool run_relay = true;
+
+  // Drain.
+  int64_t messages = 1000000;
+  int subscribers = 4;
+  int relay_workers = 5;
+  int relay_batch = 1000;
+  int preload_connections = 2;
+  int preload_rows_per_insert = 1000;
+  // One msgq drain per value (a sweep when there are several).
+  std::vector<int> batch_sizes = {100};
+  double drain_timeout_s = 1800;
+
+  // Sustained.
+  int producers = 8;
+  double rate = 5000;
+  double duration_s = 60;
+  // How long to wait after the producers stop for the rest to arrive.
+  double tail_timeout_s = 120;
+
+  // The message tables' comment.
+  int cache_size = 10000;
+  double poller_interval_s = 0.1;
+  double ack_wait_s = 30;
+
+  // Subscribers.
+  AckMode ack_mode = AckMode::kAsync;
+  int max_acks_in_flight = 32;
+
+  // Environment.
+  std::string mysql_socket;  // empty: start a private MariaDB
+  std::string msgq_server;   // empty: start msgqd
+  std::string msgqd_path;
+  std::vector<std::string> msgqd_args;
+  std::string source_dir;
+  std::string work_dir;  // empty: a fresh temporary directory
+  bool keep_work_dir = false;
+  bool durable = true;
+  bool binlog = true;
+  // Extra mariadbd options for the private server (e.g. a slow log).
+  std::vector<std::string> mariadb_args;
+  std::string database = "msgq_bench";
+  std::string out_dir = "bench-out";
+  int payload_bytes = 60;
+  double sample_interval_s = 1.0;
+  bool perf = false;
+  bool plot = true;
+  bool settle = true;
+};
+
+// Reads the parsed flags. INVALID_ARGUMENT names the bad flag.
+absl::StatusOr<BenchOptions> OptionsFromFlags();
+
+// The comment of a message table for `batch_size` and the options.
+std::string MessageTableComment(const BenchOptions& options, int batch_size);
+
+}  // namespace msgq::bench
+
+#endif  // MSGQ_TOOLS_MSGQ_BENCH_OPTIONS_H_

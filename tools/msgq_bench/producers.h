@@ -1,0 +1,74 @@
+// ProducerPool: P producer connections inserting one message per
+// transaction (BEGIN; INSERT; COMMIT, like an application's outbox write) at
+// a fixed total offered rate. Message k (id k+1) is due at start + k/rate and
+// belongs to producer k mod P, so the offered load is evenly spaced; a
+// producer that falls behind sends at once (its lag is reported).
+//
+// For each id it records when COMMIT was sent and when it returned (bench
+// clock), so latency can be measured from either.
+//
+// Run() blocks; the accessors are valid after it returns. `committed()` may
+// be read concurrently (sampling).
+#ifndef MSGQ_TOOLS_MSGQ_BENCH_PRODUCERS_H_
+#define MSGQ_TOOLS_MSGQ_BENCH_PRODUCERS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "engine/mysql_connection.h"
+
+namespace msgq::bench {
+
+class ProducerPool {
+ public:
+  struct Options {
+    std::string qualified_table;
+    int producers = 8;
+    double rate = 5000;
+    double duration_s = 60;
+    int payload_bytes = 60;
+  };
+
+  ProducerPool(MysqlOptions mysql, Options options);
+
+  // Produces every message; the first producer's lasting error otherwise
+  // (its unsent messages have commit_end_ns == 0).
+  absl::Status Run();
+
+  int64_t messages() const { return messages_; }
+  int64_t committed() const { return committed_.load(); }
+  int64_t errors() const { return errors_.load(); }
+  int64_t start_ns() const { return start_ns_; }
+  int64_t end_ns() const { return end_ns_; }
+  // Worst delay of a COMMIT's start behind its schedule.
+  int64_t max_lag_ns() const { return max_lag_ns_; }
+  // Per id (1..messages()); 0 when the id was never committed.
+  int64_t commit_start_ns(int64_t id) const {
+    return commit_start_[static_cast<size_t>(id)];
+  }
+  int64_t commit_end_ns(int64_t id) const {
+    return commit_end_[static_cast<size_t>(id)];
+  }
+
+ private:
+  absl::Status Produce(int p);
+
+  const MysqlOptions mysql_;
+  const Options options_;
+  const int64_t messages_;
+  std::vector<int64_t> commit_start_;
+  std::vector<int64_t> commit_end_;
+  std::vector<int64_t> lag_by_producer_;
+  std::atomic<int64_t> committed_{0};
+  std::atomic<int64_t> errors_{0};
+  int64_t start_ns_ = 0;
+  int64_t end_ns_ = 0;
+  int64_t max_lag_ns_ = 0;
+};
+
+}  // namespace msgq::bench
+
+#endif  // MSGQ_TOOLS_MSGQ_BENCH_PRODUCERS_H_

@@ -1,0 +1,28 @@
+// The report of a run: a readable table on stdout, bench.json, the time
+// series timeseries.csv, and bench.png drawn by gnuplot from the CSV.
+//
+// Thread-compatible. The writers return INTERNAL when a file cannot be
+// written (or gnuplot fails), naming the file.
+#ifndef MSGQ_TOOLS_MSGQ_BENCH_REPORT_H_
+#define MSGQ_TOOLS_MSGQ_BENCH_REPORT_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "tools/msgq_bench/options.h"
+#include "tools/msgq_bench/results.h"
+
+namespace msgq::bench {
+
+std::string FormatTable(const BenchOptions& options,
+                        const BenchResults& results);
+absl::Status WriteJson(const BenchOptions& options, const BenchResults& results,
+                       const std::string& path);
+absl::Status WriteCsv(const BenchResults& results, const std::string& path);
+// Writes `png`'s gnuplot script next to it (.gp) and runs gnuplot.
+absl::Status WritePlot(const BenchOptions& options, const BenchResults& results,
+                       const std::string& csv, const std::string& png);
+
+}  // namespace msgq::bench
+
+#endif  // MSGQ_TOOLS_MSGQ_BENCH_REPORT_H_

@@ -1,0 +1,96 @@
+// SubscriberPool: S subscribers of one message table, each a MessageStream on
+// its own gRPC channel (its own TCP connection over loopback) read by its own
+// thread with the sync ClientReader. Every received batch is recorded in a
+// DeliveryLog and acked with one MessageAck, either asynchronously (callback
+// API; up to max_acks_in_flight per stream, so reading never waits on an
+// ack's MySQL commit) or synchronously on the reader thread. A failed ack's
+// ids are retried with the stream's next ack; a stream that ends is reopened.
+//
+// Thread-safe. Start() once; Stop() (also run by the destructor) cancels the
+// streams, waits for acks in flight and joins.
+#ifndef MSGQ_TOOLS_MSGQ_BENCH_SUBSCRIBERS_H_
+#define MSGQ_TOOLS_MSGQ_BENCH_SUBSCRIBERS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "tools/msgq_bench/delivery_log.h"
+#include "tools/msgq_bench/options.h"
+
+namespace msgq::bench {
+
+class SubscriberPool {
+ public:
+  struct Options {
+    std::string address;
+    std::string keyspace;
+    std::string table;
+    int streams = 4;
+    AckMode ack_mode = AckMode::kAsync;
+    int max_acks_in_flight = 32;
+  };
+  struct Stats {
+    int64_t batches = 0;
+    int64_t rows = 0;
+    int64_t ack_rpcs = 0;
+    int64_t ack_errors = 0;
+    int64_t acked = 0;  // rows msgqd reported as newly acked
+    int64_t stream_restarts = 0;
+  };
+
+  SubscriberPool(Options options, DeliveryLog* log);
+  ~SubscriberPool();
+  SubscriberPool(const SubscriberPool&) = delete;
+  SubscriberPool& operator=(const SubscriberPool&) = delete;
+
+  void Start();
+  void Stop();
+
+  // Blocks until msgqd has reported `n` rows acked, or `timeout`. Returns
+  // whether it got there.
+  bool WaitAcked(int64_t n, absl::Duration timeout);
+  // When the acked count first reached the WaitAcked target (bench clock),
+  // 0 if not yet.
+  int64_t reached_ns() const;
+
+  int64_t acked() const { return acked_.load(std::memory_order_relaxed); }
+  Stats stats() const;
+
+ private:
+  struct Stream;
+  struct AckCall;
+
+  void ReadLoop(Stream* stream);
+  void SendAck(Stream* stream, std::unique_ptr<AckCall> call);
+  void OnAckDone(Stream* stream, AckCall* call, bool ok, int64_t acked);
+
+  const Options options_;
+  DeliveryLog* const log_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+  std::vector<std::thread> threads_;
+
+  std::atomic<int64_t> batches_{0};
+  std::atomic<int64_t> rows_{0};
+  std::atomic<int64_t> ack_rpcs_{0};
+  std::atomic<int64_t> ack_errors_{0};
+  std::atomic<int64_t> restarts_{0};
+  std::atomic<int64_t> acked_{0};
+  std::atomic<bool> stopping_{false};
+
+  mutable absl::Mutex mu_;
+  int64_t target_ ABSL_GUARDED_BY(mu_) = -1;
+  int64_t reached_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace msgq::bench
+
+#endif  // MSGQ_TOOLS_MSGQ_BENCH_SUBSCRIBERS_H_
