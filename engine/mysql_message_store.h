@@ -26,8 +26,9 @@ class MysqlMessageStore final : public MessageStore {
   absl::StatusOr<std::vector<int64_t>> Write(const WriteBatch& batch) override;
   absl::StatusOr<int64_t> Purge(int64_t cutoff, int limit) override;
 
-  // The SQL of a poll (for EXPLAIN in tests).
+  // The SQL of a poll and of the next-due query (for EXPLAIN in tests).
   std::string PollSql(int64_t now, int limit) const;
+  std::string NextDueSql(int64_t now) const;
 
  private:
   absl::StatusOr<MysqlConnection*> Conn();

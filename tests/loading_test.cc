@@ -250,7 +250,7 @@ TEST_F(LoadingTest, SchemaReloadAddsChangesFixesAndDrops) {
   EXPECT_EQ(gone.status().error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
-TEST_F(LoadingTest, PollQueryUsesPollerIndexWithoutFilesort) {
+TEST_F(LoadingTest, PollAndNextDueQueriesUseThePollerIndex) {
   std::ifstream in(std::string(MSGQ_SOURCE_DIR) + "/schema/message_table.sql");
   std::stringstream ddl;
   ddl << in.rdbuf();
@@ -289,6 +289,14 @@ TEST_F(LoadingTest, PollQueryUsesPollerIndexWithoutFilesort) {
   EXPECT_EQ(row[key_col].value_or(""), "poller_idx");
   EXPECT_THAT(row[extra_col].value_or(""),
               ::testing::Not(HasSubstr("filesort")));
+
+  // The next-due query reads one index entry per priority, not every row.
+  auto next_due = db_->Query("EXPLAIN " + store.NextDueSql(NowNanos()));
+  ASSERT_TRUE(next_due.ok()) << next_due.status();
+  ASSERT_EQ(next_due->rows.size(), 1u);
+  EXPECT_EQ(next_due->rows[0][key_col].value_or(""), "poller_idx");
+  EXPECT_THAT(next_due->rows[0][extra_col].value_or(""),
+              HasSubstr("Using index for group-by"));
 }
 
 TEST_F(LoadingTest, SigtermEndsStreamsWithUnavailableAndExitsZero) {
