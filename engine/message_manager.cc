@@ -220,6 +220,11 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
       continue;
     }
     if (subscribers_.empty()) continue;  // the first subscriber polls
+    if (!options_.binlog_fetch_by_id) {
+      poll_requested_ = true;
+      fetch = true;
+      continue;
+    }
     if (cache_.full() ||
         fetch_ids_.size() >= static_cast<size_t>(table_.settings.cache_size)) {
       more_due_ = true;  // a backlog: the poll at drain picks it up

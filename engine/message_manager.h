@@ -57,6 +57,10 @@ class MessageManager {
     int max_pending_acks = 10000;
     // Ids in one MessageAck request.
     int max_ids_per_ack = 100000;
+    // How rows the binlog names are read: true = by primary key (only those
+    // rows); false = the event just triggers a poll of the table. Kept to
+    // measure the two (docs/benchmarks.md).
+    bool binlog_fetch_by_id = true;
     // Reconnect backoff after MySQL errors: doubles from min to max.
     absl::Duration retry_min = absl::Milliseconds(100);
     absl::Duration retry_max = absl::Seconds(10);

@@ -1228,3 +1228,27 @@ TEST_F(MessageManagerTest, UndeliveredBatchGoesToAnotherSubscriberAtOnce) {
 
 }  // namespace
 }  // namespace msgq
+
+namespace msgq {
+namespace {
+
+TEST_F(MessageManagerTest, BinlogCanTriggerAPollInsteadOfAFetch) {
+  MessageManager::Options options;
+  options.binlog_fetch_by_id = false;
+  Init({}, options);
+  auto sub = Subscribe();
+  RunOnce();
+  ASSERT_EQ(store_->poll_calls(), 1);
+  PutDue(Range(101, 102));
+  RowChange c;
+  c.id = "101";
+  c.time_next = Now() - kSecond;
+  manager_->OnRowChanges({c});
+  RunOnce();
+  EXPECT_TRUE(store_->fetches().empty());
+  EXPECT_EQ(store_->poll_calls(), 2);
+  EXPECT_THAT(sub->ids(), ElementsAre("101", "102"));
+}
+
+}  // namespace
+}  // namespace msgq

@@ -48,6 +48,10 @@ ABSL_FLAG(bool, binlog, true,
 ABSL_FLAG(uint32_t, binlog_server_id, 0,
           "Replica server id used to follow the binlog; 0 picks one from the "
           "process id (0x6dXXXXXX) that does not collide with usual replicas");
+ABSL_FLAG(std::string, binlog_discovery, "fetch",
+          "How rows named by the binlog are read: 'fetch' (by primary key, "
+          "only those rows) or 'poll' (the event triggers a poll); for "
+          "measurements");
 ABSL_FLAG(int, max_batches_per_subscriber, 2,
           "Batches written to one stream and not yet acknowledged by gRPC");
 
@@ -100,6 +104,12 @@ int main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_binlog_server_id) != 0) {
     options.binlog_server_id = absl::GetFlag(FLAGS_binlog_server_id);
   }
+  const std::string discovery = absl::GetFlag(FLAGS_binlog_discovery);
+  if (discovery != "fetch" && discovery != "poll") {
+    msgq::LogError("--binlog_discovery must be 'fetch' or 'poll'");
+    return 2;
+  }
+  options.manager.binlog_fetch_by_id = discovery == "fetch";
   options.manager.max_batches_per_subscriber =
       std::max(1, absl::GetFlag(FLAGS_max_batches_per_subscriber));
 
