@@ -1,21 +1,13 @@
 #include "tests/test_env.h"
 
-#include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "tools/launch/child_process.h"
 
 #ifndef MSGQ_SOURCE_DIR
 #error "MSGQ_SOURCE_DIR must be defined"
@@ -27,32 +19,10 @@
 namespace msgq::testing {
 namespace {
 
-absl::StatusOr<std::string> RunCommand(const std::string& command) {
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return absl::InternalError("popen failed");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  int rc = pclose(pipe);
-  if (rc != 0) {
-    return absl::InternalError(
-        absl::StrCat("command failed (", rc, "): ", command, "\n", out));
-  }
-  return out;
-}
-
 std::string MakeTempDir(const char* prefix) {
   std::string templ = absl::StrCat("/tmp/", prefix, "-XXXXXX");
   char* dir = mkdtemp(templ.data());
   return dir == nullptr ? std::string() : std::string(dir);
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace
@@ -103,52 +73,45 @@ int64_t NowNanos() { return absl::ToUnixNanos(absl::Now()); }
 absl::StatusOr<std::unique_ptr<PrivateMariaDb>> PrivateMariaDb::Start(
     Options options) {
   std::unique_ptr<PrivateMariaDb> db(new PrivateMariaDb());
-  db->options_ = options;
-  db->dir_ = MakeTempDir("msgq-test-db");
-  if (db->dir_.empty()) return absl::InternalError("mkdtemp failed");
-  if (absl::Status s = db->RunLauncher(""); !s.ok()) return s;
+  launch::PrivateMariaDb::Options& lo = db->launch_options_;
+  lo.source_dir = MSGQ_SOURCE_DIR;
+  lo.dir = MakeTempDir("msgq-test-db");
+  if (lo.dir.empty()) return absl::InternalError("mkdtemp failed");
+  lo.durable = false;  // tests never lose power; fsyncs only slow them
+  lo.binlog = options.binlog;
+  absl::StatusOr<std::unique_ptr<launch::PrivateMariaDb>> server =
+      launch::PrivateMariaDb::Start(lo);
+  if (!server.ok()) return server.status();
+  db->server_ = *std::move(server);
   return db;
-}
-
-absl::Status PrivateMariaDb::RunLauncher(const std::string& args) {
-  absl::StatusOr<std::string> out = RunCommand(absl::StrCat(
-      MSGQ_SOURCE_DIR, "/tools/mariadb-private start ", dir_,
-      options_.binlog ? "" : " --binlog=off",
-      port_ ? absl::StrCat(" --port=", port_) : "", args, " 2>&1"));
-  if (!out.ok()) return out.status();
-  for (absl::string_view line : absl::StrSplit(*out, '\n')) {
-    if (absl::ConsumePrefix(&line, "MSGQ_MYSQL_SOCKET="))
-      socket_ = std::string(line);
-    if (absl::ConsumePrefix(&line, "MSGQ_MYSQL_PORT=")) {
-      (void)absl::SimpleAtoi(line, &port_);
-    }
-  }
-  if (socket_.empty() || port_ == 0) {
-    return absl::InternalError(absl::StrCat("launcher said: ", *out));
-  }
-  return absl::OkStatus();
 }
 
 PrivateMariaDb::~PrivateMariaDb() {
   conn_.reset();
-  (void)RunCommand(absl::StrCat(MSGQ_SOURCE_DIR, "/tools/mariadb-private stop ",
-                                dir_, " --kill 2>&1"));
-  (void)RunCommand(absl::StrCat("rm -rf ", dir_));
+  // Tests leave no state behind: the data dies with the server, so killing
+  // it is safe and quick. server_ goes before the directory (its destructor
+  // would run the launcher, which recreates the directory). The last kill
+  // also covers a stopped server_ whose failed Restart() left one running.
+  if (server_ != nullptr) {
+    (void)server_->Stop(launch::PrivateMariaDb::StopMode::kKill);
+  }
+  server_.reset();
+  (void)launch::RunCommand(launch::PrivateMariaDb::StopCommand(
+      launch_options_, launch::PrivateMariaDb::StopMode::kKill));
+  (void)launch::RunCommand("rm -rf " + launch::ShellQuote(launch_options_.dir));
 }
 
 absl::Status PrivateMariaDb::Stop() {
   conn_.reset();
-  return RunCommand(absl::StrCat(MSGQ_SOURCE_DIR,
-                                 "/tools/mariadb-private stop ", dir_, " 2>&1"))
-      .status();
+  return server_->Stop();
 }
 
-absl::Status PrivateMariaDb::Restart() { return RunLauncher(""); }
+absl::Status PrivateMariaDb::Restart() { return server_->Restart(); }
 
 MysqlOptions PrivateMariaDb::mysql_options() const {
   MysqlOptions o;
-  o.socket = socket_;
-  o.port = port_;
+  o.socket = socket();
+  o.port = port();
   return o;
 }
 
@@ -187,51 +150,28 @@ absl::StatusOr<std::unique_ptr<Msgqd>> Msgqd::Start(
     const PrivateMariaDb& db, const std::vector<std::string>& args) {
   std::unique_ptr<Msgqd> server(new Msgqd());
   server->dir_ = MakeTempDir("msgq-test-srv");
-  server->log_path_ = server->dir_ + "/msgqd.log";
-  std::vector<std::string> argv = {
-      MSGQ_MSGQD_PATH, "--mysql_socket=" + db.socket(), "--listen=127.0.0.1:0"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  pid_t pid = fork();
-  if (pid < 0) return absl::InternalError("fork failed");
-  if (pid == 0) {
-    int fd =
-        open(server->log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, STDERR_FILENO);
-    dup2(fd, STDOUT_FILENO);
-    std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    execv(cargv[0], cargv.data());
-    _exit(127);
-  }
-  server->pid_ = pid;
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (absl::Now() < deadline) {
-    std::string log = ReadFile(server->log_path_);
-    size_t at = log.find("msgqd listening on ");
-    if (at != std::string::npos) {
-      size_t end = log.find('\n', at);
-      if (end != std::string::npos) {
-        server->address_ = log.substr(at + 19, end - at - 19);
-        server->channel_ = grpc::CreateChannel(
-            server->address_, grpc::InsecureChannelCredentials());
-        return server;
-      }
-    }
-    int status;
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      server->pid_ = -1;
-      return absl::InternalError("msgqd exited at start: " + log);
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return absl::DeadlineExceededError("msgqd did not start: " +
-                                     ReadFile(server->log_path_));
+  if (server->dir_.empty()) return absl::InternalError("mkdtemp failed");
+  launch::MsgqdProcess::Options o;
+  o.path = MSGQ_MSGQD_PATH;
+  o.mysql_socket = db.socket();
+  o.args = args;
+  o.log_path = server->dir_ + "/msgqd.log";
+  o.start_timeout = absl::Seconds(20);
+  absl::StatusOr<std::unique_ptr<launch::MsgqdProcess>> process =
+      launch::MsgqdProcess::Start(o);
+  if (!process.ok()) return process.status();
+  server->process_ = *std::move(process);
+  server->channel_ = grpc::CreateChannel(server->process_->address(),
+                                         grpc::InsecureChannelCredentials());
+  return server;
 }
 
 Msgqd::~Msgqd() {
-  if (pid_ > 0) Terminate(absl::Seconds(5));
-  if (!dir_.empty()) (void)RunCommand("rm -rf " + dir_);
+  if (process_ != nullptr) Terminate(absl::Seconds(5));
+  process_.reset();
+  if (!dir_.empty()) {
+    (void)launch::RunCommand("rm -rf " + launch::ShellQuote(dir_));
+  }
 }
 
 std::unique_ptr<v1::Messaging::Stub> Msgqd::Stub() const {
@@ -239,30 +179,15 @@ std::unique_ptr<v1::Messaging::Stub> Msgqd::Stub() const {
 }
 
 int Msgqd::Terminate(absl::Duration timeout) {
-  if (pid_ <= 0) return -1;
-  kill(pid_, SIGTERM);
-  const absl::Time deadline = absl::Now() + timeout;
-  int status = 0;
-  while (absl::Now() < deadline) {
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    }
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  Kill();
-  return -1;
+  const int code = process_->Stop(timeout);
+  // msgqd itself exits with small codes; >= 128 means a signal ended it
+  // (the SIGKILL after `timeout`, or an earlier Kill()).
+  return code >= 128 ? -1 : code;
 }
 
-void Msgqd::Kill() {
-  if (pid_ <= 0) return;
-  kill(pid_, SIGKILL);
-  int status;
-  waitpid(pid_, &status, 0);
-  pid_ = -1;
-}
+void Msgqd::Kill() { process_->Kill(); }
 
-std::string Msgqd::Log() const { return ReadFile(log_path_); }
+std::string Msgqd::Log() const { return process_->Log(); }
 
 // ---- StreamCollector ----
 

@@ -1,6 +1,8 @@
 // Test environment for integration tests: a private MariaDB started with
 // tools/mariadb-private in a temporary directory, a real msgqd process, and a
-// gRPC stream collector. Everything is torn down in destructors.
+// gRPC stream collector. Everything is torn down in destructors. The process
+// control itself lives in tools/launch (shared with the bench); these wrap it
+// with test defaults and temporary directories.
 //
 // Example:
 //   auto db = PrivateMariaDb::Start({});
@@ -10,8 +12,6 @@
 //   auto stub = (*server)->Stub();
 #ifndef MSGQ_TESTS_TEST_ENV_H_
 #define MSGQ_TESTS_TEST_ENV_H_
-
-#include <sys/types.h>
 
 #include <deque>
 #include <memory>
@@ -27,6 +27,8 @@
 #include "engine/mysql_connection.h"
 #include "grpcpp/grpcpp.h"
 #include "msgq/v1/messaging.grpc.pb.h"
+#include "tools/launch/msgqd_process.h"
+#include "tools/launch/private_mariadb.h"
 
 namespace msgq::testing {
 
@@ -53,8 +55,8 @@ class PrivateMariaDb {
   absl::Status Stop();
   absl::Status Restart();
 
-  const std::string& socket() const { return socket_; }
-  int port() const { return port_; }
+  const std::string& socket() const { return server_->socket(); }
+  int port() const { return server_->port(); }
   MysqlOptions mysql_options() const;
 
   // Runs SQL on the test's own connection (reconnecting when needed).
@@ -67,12 +69,9 @@ class PrivateMariaDb {
 
  private:
   PrivateMariaDb() = default;
-  absl::Status RunLauncher(const std::string& args);
 
-  Options options_;
-  std::string dir_;
-  std::string socket_;
-  int port_ = 0;
+  launch::PrivateMariaDb::Options launch_options_;
+  std::unique_ptr<launch::PrivateMariaDb> server_;
   std::unique_ptr<MysqlConnection> conn_;
 };
 
@@ -84,7 +83,7 @@ class Msgqd {
       const PrivateMariaDb& db, const std::vector<std::string>& args);
   ~Msgqd();
 
-  const std::string& address() const { return address_; }
+  const std::string& address() const { return process_->address(); }
   std::unique_ptr<v1::Messaging::Stub> Stub() const;
   // SIGTERM; returns the exit status (-1 if it had to be killed).
   int Terminate(absl::Duration timeout = absl::Seconds(10));
@@ -95,10 +94,8 @@ class Msgqd {
 
  private:
   Msgqd() = default;
-  pid_t pid_ = -1;
   std::string dir_;
-  std::string log_path_;
-  std::string address_;
+  std::unique_ptr<launch::MsgqdProcess> process_;
   std::shared_ptr<grpc::Channel> channel_;
 };
 

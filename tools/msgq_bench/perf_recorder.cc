@@ -9,10 +9,11 @@ namespace msgq::bench {
 
 absl::StatusOr<std::unique_ptr<PerfRecorder>> PerfRecorder::Start(
     pid_t pid, const std::string& prefix) {
-  absl::StatusOr<std::unique_ptr<ChildProcess>> perf = ChildProcess::Start(
-      {"perf", "record", "-g", "-F", "499", "-p", absl::StrCat(pid), "-o",
-       absl::StrCat(prefix, ".perf.data")},
-      absl::StrCat(prefix, ".perf.log"));
+  absl::StatusOr<std::unique_ptr<launch::ChildProcess>> perf =
+      launch::ChildProcess::Start(
+          {"perf", "record", "-g", "-F", "499", "-p", absl::StrCat(pid), "-o",
+           absl::StrCat(prefix, ".perf.data")},
+          absl::StrCat(prefix, ".perf.log"));
   if (!perf.ok()) return perf.status();
   absl::SleepFor(absl::Milliseconds(300));  // let it attach
   if (!(*perf)->running()) {
@@ -28,14 +29,14 @@ absl::StatusOr<std::string> PerfRecorder::Finish() {
   const std::string data = absl::StrCat(prefix_, ".perf.data");
   const std::string txt = absl::StrCat(prefix_, ".perf.txt");
   const std::string report =
-      absl::StrCat("perf report -i ", ShellQuote(data),
+      absl::StrCat("perf report -i ", launch::ShellQuote(data),
                    " --no-children -g none --stdio 2>/dev/null");
   const std::string trim = " | grep -v -e '^$' -e '^# ' -e '^#$' | cut -c1-160";
-  absl::StatusOr<std::string> out = RunCommand(absl::StrCat(
+  absl::StatusOr<std::string> out = launch::RunCommand(absl::StrCat(
       "{ echo '## by thread'; ", report, " --sort pid", trim, " | head -25;",
       " echo '## by shared object'; ", report, " --sort dso", trim,
       " | head -25;", " echo '## by symbol'; ", report, " --sort dso,symbol",
-      trim, " | head -80; } > ", ShellQuote(txt)));
+      trim, " | head -80; } > ", launch::ShellQuote(txt)));
   if (!out.ok()) return out.status();
   return txt;
 }

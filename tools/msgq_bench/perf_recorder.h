@@ -12,7 +12,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "tools/msgq_bench/child_process.h"
+#include "tools/launch/child_process.h"
 
 namespace msgq::bench {
 
@@ -25,10 +25,10 @@ class PerfRecorder {
   absl::StatusOr<std::string> Finish();
 
  private:
-  PerfRecorder(std::unique_ptr<ChildProcess> perf, std::string prefix)
+  PerfRecorder(std::unique_ptr<launch::ChildProcess> perf, std::string prefix)
       : perf_(std::move(perf)), prefix_(std::move(prefix)) {}
 
-  std::unique_ptr<ChildProcess> perf_;
+  std::unique_ptr<launch::ChildProcess> perf_;
   std::string prefix_;
 };
 

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "tools/msgq_bench/child_process.h"
+#include "tools/launch/child_process.h"
 #include "tools/msgq_bench/json_writer.h"
 
 namespace msgq::bench {
@@ -457,8 +457,8 @@ absl::Status WritePlot(const BenchOptions& o, const BenchResults& r,
     f << gp;
     if (!f) return absl::InternalError(absl::StrCat("cannot write ", script));
   }
-  absl::StatusOr<std::string> out =
-      RunCommand(absl::StrCat("gnuplot ", ShellQuote(script), " 2>&1"));
+  absl::StatusOr<std::string> out = launch::RunCommand(
+      absl::StrCat("gnuplot ", launch::ShellQuote(script), " 2>&1"));
   if (!out.ok()) return out.status();
   return absl::OkStatus();
 }
