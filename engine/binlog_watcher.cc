@@ -76,6 +76,20 @@ std::string IdText(const MARIADB_RPL_VALUE& v) {
   return v.is_signed ? absl::StrCat(v.val.ll) : absl::StrCat(v.val.ull);
 }
 
+// The dump was refused for lack of privileges: a configuration problem, not
+// an outage.
+absl::Status DumpError(unsigned int code, const std::string& message) {
+  if (code == ER_SPECIFIC_ACCESS_DENIED_ERROR ||
+      code == ER_ACCESS_DENIED_ERROR || code == ER_DBACCESS_DENIED_ERROR ||
+      message.find("Access denied") != std::string::npos) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "missing privilege to read the binlog (", message,
+        "); GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO the msgqd "
+        "user for instant delivery"));
+  }
+  return absl::UnavailableError(absl::StrCat("binlog stream ended: ", message));
+}
+
 struct EventDeleter {
   void operator()(MARIADB_RPL_EVENT* e) const { mariadb_free_rpl_event(e); }
 };
@@ -220,17 +234,7 @@ absl::Status BinlogWatcher::StreamOnce() {
   mariadb_rpl_optionsv(rpl, MARIADB_RPL_START, 4);
   mariadb_rpl_optionsv(rpl, MARIADB_RPL_FLAGS, 0);
   if (mariadb_rpl_open(rpl) != 0) {
-    const unsigned int code = mysql_errno(mysql_handle);
-    std::string message = mysql_error(mysql_handle);
-    if (code == ER_SPECIFIC_ACCESS_DENIED_ERROR ||
-        code == ER_ACCESS_DENIED_ERROR || code == ER_DBACCESS_DENIED_ERROR) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "missing privilege to read the binlog (", message,
-          "); GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO the msgqd "
-          "user for instant delivery"));
-    }
-    return absl::UnavailableError(
-        absl::StrCat("binlog dump failed: ", message));
+    return DumpError(mysql_errno(mysql_handle), mysql_error(mysql_handle));
   }
   {
     absl::MutexLock lock(&mu_);
@@ -241,9 +245,9 @@ absl::Status BinlogWatcher::StreamOnce() {
     absl::MutexLock lock(&mu_);
     socket_ = -1;
   };
-  LogInfo("binlog: following from GTID '", ConnectState(), "' as server id ",
-          options_.server_id);
-  listener_->OnStreaming(true, "");
+  // The server refuses a dump (privileges) only at the first read, so the
+  // stream counts as started once the first event arrived.
+  bool started = false;
 
   std::unordered_map<uint64_t, MappedTable> tables;
   std::string pending_gtid;
@@ -252,10 +256,19 @@ absl::Status BinlogWatcher::StreamOnce() {
     EventPtr event(mariadb_rpl_fetch(rpl, nullptr));
     if (event == nullptr) {
       clear_socket();
+      unsigned int code = mysql_errno(mysql_handle);
       std::string message = mysql_error(mysql_handle);
-      if (message.empty()) message = mariadb_rpl_error(rpl);
-      return absl::UnavailableError(
-          absl::StrCat("binlog stream ended: ", message));
+      if (message.empty()) {
+        code = mariadb_rpl_errno(rpl);
+        message = mariadb_rpl_error(rpl);
+      }
+      return DumpError(code, message);
+    }
+    if (!started) {
+      started = true;
+      LogInfo("binlog: following from GTID '", ConnectState(),
+              "' as server id ", options_.server_id);
+      listener_->OnStreaming(true, "");
     }
     const int type = event->event_type;
     if (type == GTID_EVENT) {

@@ -242,5 +242,28 @@ TEST_F(BinlogTest, StatementFormatFallsBackWithTheReason) {
   EXPECT_TRUE(s.WaitForRows(2, absl::Seconds(5)));
 }
 
+TEST_F(BinlogTest, MissingReplicationPrivilegeFallsBackWithTheFix) {
+  CreateTable("q", "vt_poller_interval=0.3");
+  Exec("CREATE USER 'limited'@'localhost'");
+  Exec(
+      "GRANT SELECT, INSERT, UPDATE, DELETE ON msgq.* TO "
+      "'limited'@'localhost'");
+  StartServer({"--mysql_user=limited"});
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return server_->Log().find("GRANT REPLICATION SLAVE") !=
+               std::string::npos;
+      },
+      absl::Seconds(10)))
+      << server_->Log();
+  EXPECT_EQ(FindTable(stub_.get(), "q").discovery(), "poll");
+  StreamCollector s(stub_.get(), "q");
+  InsertRange("q", 1, 2);
+  EXPECT_TRUE(s.WaitForRows(2, absl::Seconds(5)));
+  int64_t acked = 0;
+  EXPECT_TRUE(AckIds(stub_.get(), "q", {"1", "2"}, &acked).ok());
+  EXPECT_EQ(acked, 2);
+}
+
 }  // namespace
 }  // namespace msgq::testing
