@@ -1,0 +1,51 @@
+#include "tools/launch/msgqd_process.h"
+
+#include <signal.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace msgq::launch {
+
+absl::StatusOr<std::unique_ptr<MsgqdProcess>> MsgqdProcess::Start(
+    const Options& options) {
+  std::vector<std::string> argv = {
+      options.path,
+      absl::StrCat("--mysql_socket=", options.mysql_socket),
+      "--listen=127.0.0.1:0",
+  };
+  argv.insert(argv.end(), options.args.begin(), options.args.end());
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child =
+      ChildProcess::Start(argv, options.log_path);
+  if (!child.ok()) return child.status();
+  std::unique_ptr<MsgqdProcess> p(new MsgqdProcess(*std::move(child)));
+  const absl::Time deadline = absl::Now() + options.start_timeout;
+  const std::string kListening = "msgqd listening on ";
+  while (absl::Now() < deadline) {
+    std::string log = p->child_->Log();
+    size_t at = log.find(kListening);
+    if (at != std::string::npos) {
+      size_t end = log.find('\n', at);
+      if (end != std::string::npos) {
+        p->address_ =
+            log.substr(at + kListening.size(), end - at - kListening.size());
+        return p;
+      }
+    }
+    if (!p->child_->running()) break;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  std::string log = p->child_->Log();
+  p->Stop();
+  return absl::UnavailableError(
+      absl::StrCat("msgqd did not start listening; log tail: ",
+                   log.substr(log.size() > 2000 ? log.size() - 2000 : 0)));
+}
+
+int MsgqdProcess::Stop(absl::Duration timeout) {
+  return child_->Stop(SIGTERM, timeout);
+}
+
+void MsgqdProcess::Kill() { child_->Stop(SIGKILL, absl::Seconds(10)); }
+
+}  // namespace msgq::launch
