@@ -209,6 +209,7 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
     if (c.deleted || c.time_acked.has_value() || !c.time_next.has_value()) {
       cache_.RemoveQueued(c.id);
       fetch_ids_.erase(c.id);
+      refetch_.erase(c.id);
       continue;
     }
     if (cache_.IsInFlight(c.id)) continue;
@@ -292,7 +293,8 @@ bool MessageManager::PollDueLocked(absl::Time now) const {
 bool MessageManager::HaveWorkLocked(absl::Time now) const {
   if (!mysql_ok_ && now < retry_at_) return false;
   if (!to_postpone_.empty() || !acks_.empty()) return true;
-  if (!fetch_ids_.empty() && !subscribers_.empty() && !cache_.full()) {
+  if ((!fetch_ids_.empty() || (!refetch_.empty() && now >= refetch_at_)) &&
+      !subscribers_.empty() && !cache_.full()) {
     return true;
   }
   if (purge_more_ || now >= next_purge_at_) return true;
@@ -307,6 +309,7 @@ absl::Time MessageManager::NextDeadlineLocked() const {
     if (next_due_ns_.has_value()) {
       deadline = std::min(deadline, absl::FromUnixNanos(*next_due_ns_));
     }
+    if (!refetch_.empty()) deadline = std::min(deadline, refetch_at_);
   }
   return deadline;
 }
@@ -347,7 +350,11 @@ MessageManager::Work MessageManager::TakeWorkLocked(absl::Time now) {
       next_due_ns_.reset();
     }
     fetch_ids_.clear();  // the poll reads them, or marks a backlog
-  } else if (!fetch_ids_.empty() && !subscribers_.empty() && !cache_.full()) {
+  } else if (!subscribers_.empty() && !cache_.full()) {
+    if (!refetch_.empty() && now >= refetch_at_) {
+      for (const auto& [id, attempts] : refetch_) fetch_ids_.insert(id);
+      refetch_at_ = absl::InfiniteFuture();
+    }
     work.fetch_ids.assign(fetch_ids_.begin(), fetch_ids_.end());
     fetch_ids_.clear();
   }
@@ -566,6 +573,24 @@ bool MessageManager::DoFetch(const Work& work) {
       return true;
     }
     MysqlOkLocked();
+    absl::flat_hash_set<std::string> found;
+    for (const Message& m : *rows) found.insert(m.id);
+    const absl::Time now = clock_->Now();
+    for (const std::string& id : work.fetch_ids) {
+      if (found.contains(id)) {
+        refetch_.erase(id);
+        continue;
+      }
+      // Not visible yet, or acked/rescheduled meanwhile: look again soon,
+      // a few times; the poll remains the safety net.
+      const int attempts = ++refetch_[id];
+      if (attempts > options_.max_refetches) {
+        refetch_.erase(id);
+        continue;
+      }
+      refetch_at_ = std::min(
+          refetch_at_, now + options_.refetch_delay * (1 << (attempts - 1)));
+    }
     AddToCacheLocked(*rows);
     sends = PumpLocked();
   }

@@ -57,6 +57,10 @@ class MessageManager {
     int max_pending_acks = 10000;
     // Ids in one MessageAck request.
     int max_ids_per_ack = 100000;
+    // Reads of a binlog-named row that is not visible yet: first delay,
+    // doubled per attempt, and the number of attempts.
+    absl::Duration refetch_delay = absl::Milliseconds(5);
+    int max_refetches = 5;
     // How rows the binlog names are read: true = by primary key (only those
     // rows); false = the event just triggers a poll of the table. Kept to
     // measure the two (docs/benchmarks.md).
@@ -209,6 +213,11 @@ class MessageManager {
   bool poll_requested_ ABSL_GUARDED_BY(mu_) = false;
   // Due rows named by the binlog, to read by primary key.
   absl::flat_hash_set<std::string> fetch_ids_ ABSL_GUARDED_BY(mu_);
+  // Named rows a fetch did not find: the binlog can run ahead of a commit
+  // becoming visible to other sessions. id -> fetches so far; read again at
+  // refetch_at_ with a doubling delay, then left to the poll.
+  absl::flat_hash_map<std::string, int> refetch_ ABSL_GUARDED_BY(mu_);
+  absl::Time refetch_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   // The last poll could not take every due row: poll again on drain.
   bool more_due_ ABSL_GUARDED_BY(mu_) = false;
   bool purge_more_ ABSL_GUARDED_BY(mu_) = false;

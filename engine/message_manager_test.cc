@@ -1252,3 +1252,51 @@ TEST_F(MessageManagerTest, BinlogCanTriggerAPollInsteadOfAFetch) {
 
 }  // namespace
 }  // namespace msgq
+
+namespace msgq {
+namespace {
+
+TEST_F(MessageManagerTest, BinlogRowNotVisibleYetIsFetchedAgainSoon) {
+  Init();
+  auto sub = Subscribe();
+  RunOnce();
+  // The binlog names 101 before its commit is visible to msgqd's session.
+  RowChange c;
+  c.id = "101";
+  c.time_next = Now() - kSecond;
+  manager_->OnRowChanges({c});
+  RunOnce();
+  ASSERT_EQ(store_->fetches().size(), 1u);
+  EXPECT_THAT(sub->ids(), IsEmpty());
+  // Now it is visible; the next read comes after 5 ms, not at the poll.
+  PutDue({"101"});
+  Advance(absl::Milliseconds(4));
+  RunOnce();
+  EXPECT_EQ(store_->fetches().size(), 1u);
+  Advance(absl::Milliseconds(1));
+  RunOnce();
+  ASSERT_EQ(store_->fetches().size(), 2u);
+  EXPECT_THAT(store_->fetches()[1], ElementsAre("101"));
+  EXPECT_THAT(sub->ids(), ElementsAre("101"));
+  EXPECT_EQ(store_->poll_calls(), 1);
+}
+
+TEST_F(MessageManagerTest, BinlogRowNeverFoundIsGivenUpAfterFiveReads) {
+  Init();
+  auto sub = Subscribe();
+  RunOnce();
+  RowChange c;
+  c.id = "101";
+  c.time_next = Now() - kSecond;
+  manager_->OnRowChanges({c});
+  for (int i = 0; i < 20; ++i) {
+    RunOnce();
+    Advance(absl::Milliseconds(100));
+  }
+  // One read, then five more (5, 10, 20, 40, 80 ms later), then the poll's.
+  EXPECT_EQ(store_->fetches().size(), 6u);
+  EXPECT_THAT(sub->ids(), IsEmpty());
+}
+
+}  // namespace
+}  // namespace msgq
