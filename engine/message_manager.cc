@@ -290,13 +290,15 @@ bool MessageManager::PollDueLocked(absl::Time now) const {
   return next_due_ns_.has_value() && absl::ToUnixNanos(now) >= *next_due_ns_;
 }
 
+bool MessageManager::FetchDueLocked(absl::Time now) const {
+  if (subscribers_.empty() || cache_.full()) return false;
+  return !fetch_ids_.empty() || (!refetch_.empty() && now >= refetch_at_);
+}
+
 bool MessageManager::HaveWorkLocked(absl::Time now) const {
   if (!mysql_ok_ && now < retry_at_) return false;
   if (!to_postpone_.empty() || !acks_.empty()) return true;
-  if ((!fetch_ids_.empty() || (!refetch_.empty() && now >= refetch_at_)) &&
-      !subscribers_.empty() && !cache_.full()) {
-    return true;
-  }
+  if (FetchDueLocked(now)) return true;
   if (purge_more_ || now >= next_purge_at_) return true;
   return PollDueLocked(now);
 }
@@ -350,7 +352,7 @@ MessageManager::Work MessageManager::TakeWorkLocked(absl::Time now) {
       next_due_ns_.reset();
     }
     fetch_ids_.clear();  // the poll reads them, or marks a backlog
-  } else if (!subscribers_.empty() && !cache_.full()) {
+  } else if (FetchDueLocked(now)) {
     if (!refetch_.empty() && now >= refetch_at_) {
       for (const auto& [id, attempts] : refetch_) fetch_ids_.insert(id);
       refetch_at_ = absl::InfiniteFuture();
@@ -431,13 +433,20 @@ void MessageManager::MysqlOkLocked() {
   retry_delay_ = options_.retry_min;
 }
 
+void MessageManager::ReleaseIfSettledLocked(const std::string& id) {
+  // An ack still to commit, or a newer send still owing its postpone, keeps
+  // the id in flight; otherwise MySQL now holds its state.
+  if (acking_.contains(id) || to_postpone_.contains(id)) return;
+  cache_.ReleaseInFlight(id);
+}
+
 void MessageManager::ReleaseAckingLocked(const std::vector<std::string>& ids) {
   for (const std::string& id : ids) {
     auto it = acking_.find(id);
     if (it == acking_.end()) continue;
     if (--it->second == 0) {
       acking_.erase(it);
-      if (!to_postpone_.contains(id)) cache_.ReleaseInFlight(id);
+      ReleaseIfSettledLocked(id);
     }
   }
 }
@@ -454,7 +463,7 @@ bool MessageManager::DoWrites(Work& work) {
       MysqlOkLocked();
       std::optional<int64_t> earliest;
       for (const Postponement& p : work.writes.postpones) {
-        if (!acking_.contains(p.id)) cache_.ReleaseInFlight(p.id);
+        ReleaseIfSettledLocked(p.id);
         if (!earliest.has_value() || p.time_next < *earliest) {
           earliest = p.time_next;
         }
@@ -483,7 +492,7 @@ bool MessageManager::DoWrites(Work& work) {
         LogError(log_name_, ": write failed: ", result.status().message());
         // Leave them due in MySQL: the next poll sends them again.
         for (const auto& [id, epoch] : work.postponed) {
-          if (!acking_.contains(id)) cache_.ReleaseInFlight(id);
+          ReleaseIfSettledLocked(id);
         }
       }
       for (PendingAck& ack : work.acks) {

@@ -168,6 +168,8 @@ class MessageManager {
   bool HaveWorkLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Time NextDeadlineLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool PollDueLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Binlog-named rows are waiting to be read by id, and may be now.
+  bool FetchDueLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Work TakeWorkLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DoWork(Work work);
   // Each returns false when MySQL turned out to be unreachable.
@@ -190,6 +192,9 @@ class MessageManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MysqlOkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseAckingLocked(const std::vector<std::string>& ids)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes `id` out of flight once no ack or postpone is owed for it.
+  void ReleaseIfSettledLocked(const std::string& id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.

@@ -1300,3 +1300,35 @@ TEST_F(MessageManagerTest, BinlogRowNeverFoundIsGivenUpAfterFiveReads) {
 
 }  // namespace
 }  // namespace msgq
+
+namespace msgq {
+namespace {
+
+// A batch handed back while its postpone is being written goes out again at
+// once; when that (older) postpone commits, the new send still owes its own
+// postpone, so the ids must stay in flight (a poll must not re-add them).
+TEST_F(MessageManagerTest, ResentWhilePostponeRunsStaysInFlight) {
+  Init({.batch_size = 2}, {.max_batches_per_subscriber = 1});
+  PutDue(Range(101, 102));
+  auto a = Subscribe();
+  RunOnce();
+  ASSERT_THAT(a->ids(), ElementsAre("101", "102"));
+  std::shared_ptr<FakeSubscriber> b;
+  store_->before_call = [&](Op op) {
+    if (op != Op::kWrite || b != nullptr) return;
+    b = Subscribe();
+    manager_->Unsubscribe(a.get());
+    manager_->OnSendFailed(a.get(), a->batches[0]);
+  };
+  RunOnce();  // the postpone of the first send commits
+  ASSERT_NE(b, nullptr);
+  EXPECT_THAT(b->ids(), ElementsAre("101", "102"));
+  EXPECT_EQ(stats().in_flight, 2);
+  RunOnce();  // the second send's postpone
+  EXPECT_EQ(store_->write_calls(), 2);
+  EXPECT_EQ(stats().in_flight, 0);
+  EXPECT_EQ(store_->Find("101")->epoch, 2);
+}
+
+}  // namespace
+}  // namespace msgq

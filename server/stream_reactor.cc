@@ -9,9 +9,15 @@ StreamSink::StreamSink(StreamReactor* reactor,
     : reactor_(reactor), manager_(std::move(manager)) {}
 
 void StreamSink::SendFields(v1::MessageStreamResponse fields) {
+  absl::ReleasableMutexLock lock(&mu_);
+  if (finish_requested_) {
+    lock.Release();
+    return;
+  }
   Item item;
   item.response = std::move(fields);
-  Enqueue(std::move(item));
+  outbox_.push_back(std::move(item));
+  Advance(lock);
 }
 
 void StreamSink::Send(uint64_t sequence, MessageBatch batch) {
@@ -31,6 +37,7 @@ void StreamSink::Send(uint64_t sequence, MessageBatch batch) {
 void StreamSink::EnqueueBatch(uint64_t sequence, Item item) {
   absl::ReleasableMutexLock lock(&mu_);
   if (finish_requested_) {
+    // The stream is ending: give the messages back at once.
     lock.Release();
     manager_->OnSendFailed(this, std::move(item.batch));
     return;
@@ -43,19 +50,6 @@ void StreamSink::EnqueueBatch(uint64_t sequence, Item item) {
     outbox_.push_back(std::move(it->second));
     ++next_sequence_;
   }
-  Advance(lock);
-}
-
-void StreamSink::Enqueue(Item item) {
-  absl::ReleasableMutexLock lock(&mu_);
-  if (finish_requested_) {
-    // The stream is ending: give the messages back at once.
-    const bool is_batch = item.is_batch;
-    lock.Release();
-    if (is_batch) manager_->OnSendFailed(this, std::move(item.batch));
-    return;
-  }
-  outbox_.push_back(std::move(item));
   Advance(lock);
 }
 

@@ -55,7 +55,6 @@ class StreamSink final : public Subscriber {
   // Starts the next write or the finish, outside the lock.
   void Advance(absl::ReleasableMutexLock& lock)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Enqueue(Item item);
   void EnqueueBatch(uint64_t sequence, Item item);
   // Marks the stream as ending (under mu_) ; the caller then unsubscribes.
   void BeginFinishLocked(grpc::Status status)
