@@ -1,8 +1,15 @@
-// Clock: the source of "now" for the engine, injected so that scheduling and
+// Clock: the sources of "now" for the engine, injected so that scheduling and
 // backoff are testable without sleeping.
 //
-// RealClock reads absl::Now(). FakeClock (tests) only moves when told to.
-// Both are thread-safe.
+// Two readings: Now() is the wall clock (Unix time; message due times
+// time_next and time_acked are in it, since MySQL and producers share it);
+// MonotonicNow() never steps back or jumps with NTP and is used for every
+// interval, deadline and retry delay. Its epoch is arbitrary: only
+// differences between two readings mean anything.
+//
+// RealClock reads absl::Now() and std::chrono::steady_clock. FakeClock
+// (tests) only moves when told to: Advance() moves both readings, Set()
+// steps only the wall clock (as NTP would). Both are thread-safe.
 #ifndef MSGQ_ENGINE_CLOCK_H_
 #define MSGQ_ENGINE_CLOCK_H_
 
@@ -19,6 +26,8 @@ class Clock {
  public:
   virtual ~Clock() = default;
   virtual absl::Time Now() const = 0;
+  // A reading of the monotonic clock.
+  virtual absl::Time MonotonicNow() const = 0;
   // Now as Unix epoch nanoseconds, the unit of time_next and time_acked.
   int64_t NowNanos() const { return absl::ToUnixNanos(Now()); }
 };
@@ -26,21 +35,29 @@ class Clock {
 class RealClock final : public Clock {
  public:
   absl::Time Now() const override { return absl::Now(); }
+  absl::Time MonotonicNow() const override;
   // A process-wide instance.
   static Clock* Get();
 };
 
 class FakeClock final : public Clock {
  public:
-  explicit FakeClock(absl::Time start) : now_(start) {}
+  explicit FakeClock(absl::Time start) : now_(start), mono_(start) {}
   absl::Time Now() const override {
     absl::MutexLock lock(&mu_);
     return now_;
   }
+  absl::Time MonotonicNow() const override {
+    absl::MutexLock lock(&mu_);
+    return mono_;
+  }
+  // Time passes: both readings move by `d`.
   void Advance(absl::Duration d) {
     absl::MutexLock lock(&mu_);
     now_ += d;
+    mono_ += d;
   }
+  // The wall clock is stepped to `t`; the monotonic one does not move.
   void Set(absl::Time t) {
     absl::MutexLock lock(&mu_);
     now_ = t;
@@ -49,6 +66,7 @@ class FakeClock final : public Clock {
  private:
   mutable absl::Mutex mu_;
   absl::Time now_ ABSL_GUARDED_BY(mu_);
+  absl::Time mono_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace msgq

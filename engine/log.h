@@ -1,17 +1,38 @@
-// Minimal logging to stderr (Abseil 20220623 has no absl/log):
+// Logging to stderr (Abseil 20220623 has no absl/log):
 //   LogInfo("table ", name, " loaded");
-// Thread-safe: each call writes one line with a single write().
+//
+// A call formats its line and hands it to a bounded in-memory queue that one
+// background thread writes to stderr, so logging never blocks the caller,
+// even when stderr is a stalled pipe: callers may log while holding a lock
+// (still best avoided). When the queue is full the line is dropped and
+// counted, and the next line written says how many were lost.
+// FlushLogs() waits, up to a bound, until every queued line was written;
+// call it before the process exits.
+//
+// Thread-safe.
 #ifndef MSGQ_ENGINE_LOG_H_
 #define MSGQ_ENGINE_LOG_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace msgq {
 
+// Lines held for the writer; more are dropped.
+inline constexpr size_t kMaxQueuedLogLines = 10000;
+
 void LogLine(absl::string_view severity, absl::string_view message);
+
+// Waits until the queue is empty and written, or `timeout` passed. Returns
+// true when everything was written.
+bool FlushLogs(absl::Duration timeout = absl::Seconds(2));
+
+// Lines dropped so far because the queue was full.
+int64_t DroppedLogLines();
 
 template <typename... Args>
 void LogInfo(const Args&... args) {

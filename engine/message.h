@@ -23,6 +23,9 @@ struct Message {
   int64_t priority = 0;
   int64_t time_next = 0;  // Unix epoch ns
   int64_t epoch = 0;      // sends so far
+  // When the manager handed it to a subscriber (Unix ns; 0 = not sent), so
+  // a batch handed back later is known to be still this send's.
+  int64_t sent_at = 0;
   std::shared_ptr<const PackedRow> row;
 };
 

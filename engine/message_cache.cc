@@ -13,9 +13,7 @@ MessageCache::Key MessageCache::KeyOf(const Message& m) {
 }
 
 MessageCache::AddResult MessageCache::Add(Message message) {
-  if (queued_.contains(message.id) || in_flight_.contains(message.id)) {
-    return AddResult::kAlreadyPresent;
-  }
+  if (queued_.contains(message.id)) return AddResult::kAlreadyPresent;
   if (full()) return AddResult::kFull;
   Key key = KeyOf(message);
   std::string id = message.id;
@@ -30,7 +28,6 @@ MessageBatch MessageCache::PopBatch(size_t max) {
   while (batch.size() < max && !order_.empty()) {
     auto it = order_.begin();
     queued_.erase(it->second.id);
-    in_flight_.insert(it->second.id);
     batch.push_back(std::move(it->second));
     order_.erase(it);
   }
@@ -43,15 +40,6 @@ bool MessageCache::RemoveQueued(absl::string_view id) {
   order_.erase(it->second);
   queued_.erase(it);
   return true;
-}
-
-void MessageCache::MarkInFlight(absl::string_view id) {
-  RemoveQueued(id);
-  in_flight_.insert(std::string(id));
-}
-
-void MessageCache::ReleaseInFlight(absl::string_view id) {
-  in_flight_.erase(id);
 }
 
 }  // namespace msgq

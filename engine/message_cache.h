@@ -2,10 +2,9 @@
 //
 // Holds up to `capacity` queued messages ordered by priority ascending, then
 // time_next ascending, then id (oldest first, so nothing starves; integer ids
-// compare as numbers, like MySQL orders an integer column), plus the
-// set of ids in flight (handed to a subscriber or being acked, not yet
-// settled in MySQL). Invariant: an id is at most once in the cache, queued or
-// in flight, never both.
+// compare as numbers, like MySQL orders an integer column). An id is queued
+// at most once. Which ids are in flight (sent or being acked, not settled in
+// MySQL) is the SettlementLedger's business: the manager never queues those.
 //
 // Not thread-safe: the owning MessageManager guards it with its mutex.
 #ifndef MSGQ_ENGINE_MESSAGE_CACHE_H_
@@ -27,7 +26,7 @@ class MessageCache {
  public:
   enum class AddResult {
     kAdded,
-    kAlreadyPresent,  // queued or in flight: a no-op
+    kAlreadyPresent,  // already queued: a no-op
     kFull,            // capacity reached: not added
   };
 
@@ -35,23 +34,14 @@ class MessageCache {
 
   AddResult Add(Message message);
 
-  // Moves up to `max` messages, best first, from the queue to in flight.
+  // Removes and returns up to `max` messages, best first.
   MessageBatch PopBatch(size_t max);
 
   // Removes a queued id (e.g. acked while waiting); false if not queued.
   bool RemoveQueued(absl::string_view id);
-  // Marks an id in flight (e.g. while an ack of it commits). Removes it from
-  // the queue if it was there.
-  void MarkInFlight(absl::string_view id);
-  // Forgets an in-flight id once its postpone or ack has committed.
-  void ReleaseInFlight(absl::string_view id);
 
   bool IsQueued(absl::string_view id) const { return queued_.contains(id); }
-  bool IsInFlight(absl::string_view id) const {
-    return in_flight_.contains(id);
-  }
   size_t queued() const { return queued_.size(); }
-  size_t in_flight() const { return in_flight_.size(); }
   size_t capacity() const { return capacity_; }
   bool full() const { return queued_.size() >= capacity_; }
   bool empty() const { return queued_.empty(); }
@@ -68,7 +58,6 @@ class MessageCache {
   const size_t capacity_;
   Order order_;
   absl::flat_hash_map<std::string, Order::iterator> queued_;
-  absl::flat_hash_set<std::string> in_flight_;
 };
 
 }  // namespace msgq

@@ -31,7 +31,6 @@ TEST(MessageCacheTest, StartsEmpty) {
   EXPECT_TRUE(cache.empty());
   EXPECT_FALSE(cache.full());
   EXPECT_EQ(cache.queued(), 0u);
-  EXPECT_EQ(cache.in_flight(), 0u);
   EXPECT_EQ(cache.capacity(), 3u);
   EXPECT_THAT(Ids(cache.PopBatch(10)), IsEmpty());
 }
@@ -71,19 +70,6 @@ TEST(MessageCacheTest, AddOfQueuedIdIsAlreadyPresentAndKeepsTheFirst) {
   EXPECT_EQ(batch[0].time_next, 100);
 }
 
-TEST(MessageCacheTest, AddOfInFlightIdIsAlreadyPresent) {
-  MessageCache cache(10);
-  cache.Add(Msg("a"));
-  ASSERT_THAT(Ids(cache.PopBatch(1)), ElementsAre("a"));
-  EXPECT_EQ(cache.Add(Msg("a")), MessageCache::AddResult::kAlreadyPresent);
-  EXPECT_EQ(cache.queued(), 0u);
-  EXPECT_EQ(cache.in_flight(), 1u);
-
-  cache.MarkInFlight("b");  // e.g. being acked, never queued
-  EXPECT_EQ(cache.Add(Msg("b")), MessageCache::AddResult::kAlreadyPresent);
-  EXPECT_FALSE(cache.IsQueued("b"));
-}
-
 TEST(MessageCacheTest, FullAtCapacity) {
   MessageCache cache(2);
   EXPECT_EQ(cache.Add(Msg("a")), MessageCache::AddResult::kAdded);
@@ -92,13 +78,12 @@ TEST(MessageCacheTest, FullAtCapacity) {
   EXPECT_TRUE(cache.full());
   EXPECT_EQ(cache.Add(Msg("c", -100)), MessageCache::AddResult::kFull);
   EXPECT_FALSE(cache.IsQueued("c"));
-  EXPECT_FALSE(cache.IsInFlight("c"));
   EXPECT_EQ(cache.queued(), 2u);
   // A duplicate is reported as present even when full.
   EXPECT_EQ(cache.Add(Msg("a")), MessageCache::AddResult::kAlreadyPresent);
 }
 
-TEST(MessageCacheTest, InFlightDoesNotCountAgainstCapacity) {
+TEST(MessageCacheTest, PoppedMessagesFreeCapacity) {
   MessageCache cache(2);
   cache.Add(Msg("a"));
   cache.Add(Msg("b"));
@@ -107,25 +92,22 @@ TEST(MessageCacheTest, InFlightDoesNotCountAgainstCapacity) {
   EXPECT_EQ(cache.Add(Msg("c")), MessageCache::AddResult::kAdded);
   EXPECT_EQ(cache.Add(Msg("d")), MessageCache::AddResult::kAdded);
   EXPECT_EQ(cache.Add(Msg("e")), MessageCache::AddResult::kFull);
-  EXPECT_EQ(cache.in_flight(), 2u);
+  // A popped id is no longer the cache's: it may be queued again.
+  EXPECT_EQ(cache.PopBatch(1).size(), 1u);
+  EXPECT_EQ(cache.Add(Msg("a")), MessageCache::AddResult::kAdded);
 }
 
-TEST(MessageCacheTest, PopBatchMovesBestToInFlight) {
+TEST(MessageCacheTest, PopBatchTakesTheBest) {
   MessageCache cache(10);
   for (const char* id : {"c", "a", "d", "b"}) cache.Add(Msg(id));
   const MessageBatch batch = cache.PopBatch(3);
   EXPECT_THAT(Ids(batch), ElementsAre("a", "b", "c"));
   EXPECT_EQ(cache.queued(), 1u);
-  EXPECT_EQ(cache.in_flight(), 3u);
-  for (const char* id : {"a", "b", "c"}) {
-    EXPECT_TRUE(cache.IsInFlight(id)) << id;
-    EXPECT_FALSE(cache.IsQueued(id)) << id;
-  }
+  for (const char* id : {"a", "b", "c"}) EXPECT_FALSE(cache.IsQueued(id)) << id;
   EXPECT_TRUE(cache.IsQueued("d"));
   EXPECT_EQ(cache.Front().id, "d");
   EXPECT_THAT(Ids(cache.PopBatch(3)), ElementsAre("d"));
   EXPECT_TRUE(cache.empty());
-  EXPECT_EQ(cache.in_flight(), 4u);
 }
 
 TEST(MessageCacheTest, PopBatchKeepsMessageContents) {
@@ -151,7 +133,6 @@ TEST(MessageCacheTest, PopBatchOfZeroTakesNothing) {
   cache.Add(Msg("a"));
   EXPECT_THAT(Ids(cache.PopBatch(0)), IsEmpty());
   EXPECT_EQ(cache.queued(), 1u);
-  EXPECT_EQ(cache.in_flight(), 0u);
 }
 
 TEST(MessageCacheTest, RemoveQueued) {
@@ -160,93 +141,15 @@ TEST(MessageCacheTest, RemoveQueued) {
   cache.Add(Msg("b"));
   EXPECT_TRUE(cache.RemoveQueued("a"));
   EXPECT_FALSE(cache.IsQueued("a"));
-  EXPECT_FALSE(cache.IsInFlight("a"));
   EXPECT_EQ(cache.queued(), 1u);
   EXPECT_FALSE(cache.full());
   EXPECT_FALSE(cache.RemoveQueued("a"));
   EXPECT_FALSE(cache.RemoveQueued("zzz"));
-  // In flight is not queued: RemoveQueued leaves it alone.
+  // A popped id is not queued any more.
   ASSERT_THAT(Ids(cache.PopBatch(1)), ElementsAre("b"));
   EXPECT_FALSE(cache.RemoveQueued("b"));
-  EXPECT_TRUE(cache.IsInFlight("b"));
   // A removed id can be added again.
   EXPECT_EQ(cache.Add(Msg("a")), MessageCache::AddResult::kAdded);
-}
-
-TEST(MessageCacheTest, MarkInFlightTakesAQueuedIdOutOfTheQueue) {
-  MessageCache cache(10);
-  cache.Add(Msg("a"));
-  cache.Add(Msg("b"));
-  cache.MarkInFlight("a");
-  EXPECT_FALSE(cache.IsQueued("a"));
-  EXPECT_TRUE(cache.IsInFlight("a"));
-  EXPECT_EQ(cache.queued(), 1u);
-  EXPECT_EQ(cache.in_flight(), 1u);
-  EXPECT_THAT(Ids(cache.PopBatch(10)), ElementsAre("b"));
-}
-
-TEST(MessageCacheTest, MarkInFlightOfUnknownAndInFlightIds) {
-  MessageCache cache(10);
-  cache.MarkInFlight("x");
-  EXPECT_TRUE(cache.IsInFlight("x"));
-  cache.MarkInFlight("x");  // idempotent
-  EXPECT_EQ(cache.in_flight(), 1u);
-  EXPECT_EQ(cache.queued(), 0u);
-}
-
-TEST(MessageCacheTest, ReleaseInFlightAllowsTheIdBack) {
-  MessageCache cache(10);
-  cache.Add(Msg("a"));
-  cache.PopBatch(1);
-  cache.ReleaseInFlight("a");
-  EXPECT_FALSE(cache.IsInFlight("a"));
-  EXPECT_EQ(cache.in_flight(), 0u);
-  EXPECT_EQ(cache.Add(Msg("a", 0, 50)), MessageCache::AddResult::kAdded);
-  EXPECT_TRUE(cache.IsQueued("a"));
-  // Releasing an id that is not in flight changes nothing.
-  cache.ReleaseInFlight("a");
-  cache.ReleaseInFlight("nope");
-  EXPECT_TRUE(cache.IsQueued("a"));
-  EXPECT_EQ(cache.queued(), 1u);
-}
-
-TEST(MessageCacheTest, IdIsNeverBothQueuedAndInFlight) {
-  MessageCache cache(4);
-  const std::vector<std::string> ids = {"a", "b", "c", "d", "e", "f"};
-  auto check = [&](const char* step) {
-    size_t queued = 0;
-    size_t in_flight = 0;
-    for (const std::string& id : ids) {
-      EXPECT_FALSE(cache.IsQueued(id) && cache.IsInFlight(id))
-          << id << " after " << step;
-      queued += cache.IsQueued(id) ? 1 : 0;
-      in_flight += cache.IsInFlight(id) ? 1 : 0;
-    }
-    EXPECT_EQ(queued, cache.queued()) << step;
-    EXPECT_EQ(in_flight, cache.in_flight()) << step;
-    EXPECT_LE(cache.queued(), cache.capacity()) << step;
-  };
-  for (const std::string& id : ids) cache.Add(Msg(id));
-  check("add");
-  cache.PopBatch(2);  // a, b
-  check("pop");
-  for (const std::string& id : ids) cache.Add(Msg(id));
-  check("re-add");
-  cache.MarkInFlight("c");
-  check("mark queued");
-  cache.MarkInFlight("f");
-  check("mark unknown");
-  cache.Add(Msg("c"));
-  cache.Add(Msg("f"));
-  check("add in flight");
-  cache.ReleaseInFlight("a");
-  cache.Add(Msg("a"));
-  check("release and add");
-  cache.RemoveQueued("d");
-  check("remove");
-  cache.PopBatch(10);
-  check("drain");
-  EXPECT_TRUE(cache.empty());
 }
 
 }  // namespace

@@ -1,21 +1,24 @@
 // MessageManager: runs one message table as a queue.
 //
-// It keeps the table's MessageCache filled from MySQL (polls), hands batches
-// round-robin to subscribers, postpones every sent batch (redelivery with
-// backoff), acks, and purges old acked rows. All of its MySQL work runs on
-// one thread of its own, through a MessageStore, and is coalesced: whatever
-// postpones and acks piled up while the previous statement ran go out
-// together in one transaction. Sending is event driven and never waits for
-// MySQL.
-//
-// Scheduling: the manager polls when a subscriber arrives, every
-// vt_poller_interval, as soon as a full cache drains to a low watermark, and
-// at the earliest known future time_next (its own postpones and the
-// NextDueAfter query), so messages due in the future go out on time however
-// long the interval is. A table with no subscribers is not polled.
+// It keeps the table's MessageCache filled from MySQL (polls, and rows the
+// binlog names), hands batches round-robin to subscribers, postpones every
+// sent batch (redelivery with backoff), acks, and purges old acked rows. Its
+// parts, each with one job:
+//   MessageCache      the queued messages, best first;
+//   SettlementLedger  the ids in flight and the write owed for each (an id
+//                     is never queued while MySQL may still hold a stale
+//                     copy of it);
+//   Dispatcher        the subscribers and whose turn it is;
+//   RoundScheduler    when to poll, fetch, purge and retry;
+// and the manager itself: the thread, MySQL health and the statements.
+// All MySQL work runs on the manager's thread through a MessageStore and is
+// coalesced: whatever postpones and acks piled up while the previous
+// statement ran go out together in one transaction. Sending is event driven
+// and never waits for MySQL.
 //
 // Thread-safety: all public methods are thread-safe and never block on MySQL
-// or on subscribers. No lock is held while calling a Subscriber or the store.
+// or on subscribers. One mutex guards the parts; it is never held while
+// calling a Subscriber, the store, or writing a log line.
 // Lifetime: Start() once, Stop() once before destruction.
 #ifndef MSGQ_ENGINE_MESSAGE_MANAGER_H_
 #define MSGQ_ENGINE_MESSAGE_MANAGER_H_
@@ -38,10 +41,13 @@
 #include "absl/time/time.h"
 #include "engine/backoff.h"
 #include "engine/clock.h"
+#include "engine/dispatcher.h"
 #include "engine/message_cache.h"
 #include "engine/message_store.h"
 #include "engine/message_table.h"
+#include "engine/round_scheduler.h"
 #include "engine/row_change.h"
+#include "engine/settlement_ledger.h"
 #include "engine/subscriber.h"
 
 namespace msgq {
@@ -57,6 +63,9 @@ class MessageManager {
     int max_pending_acks = 10000;
     // Ids in one MessageAck request.
     int max_ids_per_ack = 100000;
+    // Ids in all ack requests waiting for their statement; more get
+    // RESOURCE_EXHAUSTED. Bounds memory and the next poll's size.
+    int max_pending_ack_ids = 200000;
     // Reads of a binlog-named row that is not visible yet: first delay,
     // doubled per attempt, and the number of attempts.
     absl::Duration refetch_delay = absl::Milliseconds(5);
@@ -99,20 +108,23 @@ class MessageManager {
   // UNAVAILABLE when the manager is stopping.
   absl::Status Subscribe(std::shared_ptr<Subscriber> subscriber);
   // Removes a subscriber; no Send reaches it after this returns... except one
-  // already in progress on another thread. Its unacked messages come back
-  // after their time_next.
+  // already in progress on another thread. Messages it received and did not
+  // ack come back after their time_next; batches it hands back with
+  // OnSendFailed go to the others at once.
   void Unsubscribe(const Subscriber* subscriber);
   // A batch handed to `subscriber` was written: frees its slot.
   void OnSendDone(const Subscriber* subscriber);
-  // A batch handed to `subscriber` was not delivered (its stream ended):
-  // frees its slot and queues the messages again for other subscribers.
+  // A batch handed to `subscriber` was not written (its stream is ending):
+  // the subscriber gets nothing more, and the messages go to the other
+  // subscribers at once, unless an ack of them is under way or they are
+  // already due again in MySQL (then the next poll sends them).
   void OnSendFailed(const Subscriber* subscriber, MessageBatch batch);
 
   // Acks `ids` (text form as streamed). `done` runs exactly once, on the
   // manager's thread or inline, with the number of rows that went from
   // unacked to acked, or: INVALID_ARGUMENT (malformed id, too many ids),
   // UNAVAILABLE (MySQL unreachable or manager stopping), RESOURCE_EXHAUSTED
-  // (too many acks waiting).
+  // (too many acks or acked ids waiting).
   void Ack(std::vector<std::string> ids, AckCallback done);
 
   // Tells the manager a committed row is due at `time_next` (binlog, tests).
@@ -136,66 +148,44 @@ class MessageManager {
   const MessageTable& table() const { return table_; }
 
  private:
-  struct SubscriberSlot {
-    std::shared_ptr<Subscriber> subscriber;
-    int outstanding = 0;
-    uint64_t next_sequence = 0;
-  };
-  struct Send {
-    std::shared_ptr<Subscriber> subscriber;
-    uint64_t sequence = 0;
-    MessageBatch batch;
-  };
   struct PendingAck {
-    std::vector<std::string> ids;
+    SettlementLedger::AckTicket ticket;
     AckCallback done;
-    // Postpones this ack cancelled: restored if the ack fails.
-    std::vector<std::pair<std::string, int64_t>> cancelled_postpones;
   };
+  // What one round writes and reads, taken under the lock.
   struct Work {
-    int64_t now = 0;
+    int64_t now = 0;     // wall clock, Unix ns
+    absl::Time mono;     // monotonic clock
     WriteBatch writes;
+    std::vector<SettlementLedger::Postpone> postponed;
     std::vector<PendingAck> acks;
-    std::vector<std::pair<std::string, int64_t>> postponed;  // id, epoch
-    bool poll = false;
-    int poll_limit = 0;
-    std::vector<std::string> fetch_ids;
-    bool purge = false;
+    RoundScheduler::Round round;
   };
-  using Sends = std::vector<Send>;
+  using Sends = std::vector<std::pair<Dispatcher::Pick, MessageBatch>>;
+  // A line to log once the lock is released.
+  using Log = std::optional<std::pair<const char*, std::string>>;
 
   void Run();
-  bool HaveWorkLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Time NextDeadlineLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool PollDueLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Binlog-named rows are waiting to be read by id, and may be now.
-  bool FetchDueLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Work TakeWorkLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  RoundScheduler::View ViewLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Work TakeWorkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DoWork(Work work);
   // Each returns false when MySQL turned out to be unreachable.
   bool DoWrites(Work& work);
   bool DoPoll(const Work& work);
   bool DoFetch(const Work& work);
-  // Adds polled or fetched rows to the cache; notes when it overflowed.
+  void DoPurge(const Work& work);
+  // Queues rows read from MySQL, skipping ids in flight.
   void AddToCacheLocked(std::vector<Message>& rows)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void NoteDueAtLocked(int64_t time_next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void DoPurge(const Work& work);
   // Hands queued messages to free subscribers; returns the sends to make
   // once the lock is released.
   Sends PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // One batch of `subscriber` is no longer outstanding.
-  void FreeSlotLocked(const Subscriber* subscriber)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void Deliver(Sends sends);
-  void MysqlFailedLocked(const absl::Status& status)
+  // Records a failed statement; returns the line to log.
+  Log StatementFailedLocked(const char* what, const absl::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void MysqlOkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ReleaseAckingLocked(const std::vector<std::string>& ids)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Takes `id` out of flight once no ack or postpone is owed for it.
-  void ReleaseIfSettledLocked(const std::string& id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Log MysqlOkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static void Emit(Log log);
 
   // Constant after construction.
   const MessageTable table_;
@@ -208,30 +198,11 @@ class MessageManager {
   mutable absl::Mutex mu_;
   absl::CondVar wake_;
   MessageCache cache_ ABSL_GUARDED_BY(mu_);
-  std::vector<SubscriberSlot> subscribers_ ABSL_GUARDED_BY(mu_);
-  size_t next_subscriber_ ABSL_GUARDED_BY(mu_) = 0;
-  // Sent, waiting for their postpone: id -> epoch at send.
-  absl::flat_hash_map<std::string, int64_t> to_postpone_ ABSL_GUARDED_BY(mu_);
+  SettlementLedger ledger_ ABSL_GUARDED_BY(mu_);
+  Dispatcher dispatcher_ ABSL_GUARDED_BY(mu_);
+  RoundScheduler scheduler_ ABSL_GUARDED_BY(mu_);
   std::vector<PendingAck> acks_ ABSL_GUARDED_BY(mu_);
-  // Ids with an ack in progress (count of requests naming them).
-  absl::flat_hash_map<std::string, int> acking_ ABSL_GUARDED_BY(mu_);
-  bool poll_requested_ ABSL_GUARDED_BY(mu_) = false;
-  // Due rows named by the binlog, to read by primary key.
-  absl::flat_hash_set<std::string> fetch_ids_ ABSL_GUARDED_BY(mu_);
-  // Named rows a fetch did not find: the binlog can run ahead of a commit
-  // becoming visible to other sessions. id -> fetches so far; read again at
-  // refetch_at_ with a doubling delay, then left to the poll.
-  absl::flat_hash_map<std::string, int> refetch_ ABSL_GUARDED_BY(mu_);
-  absl::Time refetch_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
-  // The last poll could not take every due row: poll again on drain.
-  bool more_due_ ABSL_GUARDED_BY(mu_) = false;
-  bool purge_more_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Time next_poll_at_ ABSL_GUARDED_BY(mu_);
-  absl::Time next_purge_at_ ABSL_GUARDED_BY(mu_);
-  std::optional<int64_t> next_due_ns_ ABSL_GUARDED_BY(mu_);
-  bool mysql_ok_ ABSL_GUARDED_BY(mu_) = true;
-  absl::Duration retry_delay_ ABSL_GUARDED_BY(mu_);
-  absl::Time retry_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  size_t pending_ack_ids_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   Stats counters_ ABSL_GUARDED_BY(mu_);

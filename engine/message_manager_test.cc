@@ -1,8 +1,5 @@
-// Unit tests of MessageManager's queue logic: an in-memory store, a fake
-// clock and fixed jitter; no MySQL, no sleeps, no threads (RunOnce() is
-// driven directly, Start() is never called).
-#include "engine/message_manager.h"
-
+// Unit tests of MessageManager's queue logic (fixture in
+// message_manager_fixture.h).
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -10,18 +7,11 @@
 #include <utility>
 #include <vector>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "absl/strings/str_cat.h"
-#include "absl/time/time.h"
-#include "engine/backoff.h"
-#include "engine/clock.h"
-#include "engine/fake_message_store.h"
-#include "engine/message_table.h"
+#include "engine/message_manager_fixture.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace msgq {
+namespace msgq::manager_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -30,173 +20,12 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
 using ::testing::UnorderedElementsAreArray;
-using Op = FakeMessageStore::Op;
-
-constexpr int64_t kSecond = 1'000'000'000;
-constexpr int64_t kMilli = 1'000'000;
-
-absl::Time Start() { return absl::FromUnixSeconds(1'700'000'000); }
-
-// Records what the manager hands it. `completed` counts the batches the test
-// has reported back with OnSendDone.
-class FakeSubscriber final : public Subscriber {
- public:
-  void Send(uint64_t /*sequence*/, MessageBatch batch) override {
-    ASSERT_EQ(close_calls, 0) << "Send after Close";
-    batches.push_back(std::move(batch));
-  }
-  void Close(absl::Status status) override {
-    ++close_calls;
-    closed = std::move(status);
-  }
-
-  std::vector<std::string> ids() const {
-    std::vector<std::string> out;
-    for (const MessageBatch& b : batches) {
-      for (const Message& m : b) out.push_back(m.id);
-    }
-    return out;
-  }
-  std::vector<std::vector<std::string>> batch_ids() const {
-    std::vector<std::vector<std::string>> out;
-    for (const MessageBatch& b : batches) {
-      std::vector<std::string>& ids = out.emplace_back();
-      for (const Message& m : b) ids.push_back(m.id);
-    }
-    return out;
-  }
-
-  std::vector<MessageBatch> batches;
-  size_t completed = 0;
-  int close_calls = 0;
-  absl::Status closed;
-};
-
-// A fixed factor that counts its draws.
-class CountingJitter final : public JitterSource {
- public:
-  explicit CountingJitter(double factor) : factor_(factor) {}
-  double Next() override {
-    ++calls;
-    return factor_;
-  }
-  int calls = 0;
-
- private:
-  const double factor_;
-};
-
-struct AckOutcome {
-  int calls = 0;
-  absl::StatusOr<int64_t> result = absl::UnknownError("not called");
-};
-
-struct TableConfig {
-  int batch_size = 10;
-  int cache_size = 100;
-  int ack_wait_s = 30;
-  int purge_after_s = 3600;
-  int poller_interval_s = 3600;
-  std::string extra;  // more directives, e.g. ",vt_min_backoff=1"
-};
-
-std::string Comment(const TableConfig& c) {
-  return absl::StrCat("vitess_message,vt_ack_wait=", c.ack_wait_s,
-                      ",vt_purge_after=", c.purge_after_s,
-                      ",vt_batch_size=", c.batch_size,
-                      ",vt_cache_size=", c.cache_size,
-                      ",vt_poller_interval=", c.poller_interval_s, c.extra);
-}
-
-std::vector<std::string> Range(int first, int last) {
-  std::vector<std::string> ids;
-  for (int i = first; i <= last; ++i) ids.push_back(absl::StrCat(i));
-  return ids;
-}
-
-std::vector<std::string> PostponedIds(const WriteBatch& batch) {
-  std::vector<std::string> ids;
-  for (const Postponement& p : batch.postpones) ids.push_back(p.id);
-  return ids;
-}
-
-class MessageManagerTest : public ::testing::Test {
- protected:
-  void Init(TableConfig config = {}, MessageManager::Options options = {},
-            JitterSource* jitter = nullptr) {
-    auto store = std::make_unique<FakeMessageStore>();
-    store_ = store.get();
-    const std::vector<Column> columns = {
-        {"id", "bigint", "bigint(20)"},
-        {"priority", "tinyint", "tinyint(4)"},
-        {"epoch", "bigint", "bigint(20)"},
-        {"time_next", "bigint", "bigint(20)"},
-        {"time_acked", "bigint", "bigint(20)"},
-        {"payload", "blob", "blob"},
-    };
-    absl::StatusOr<MessageTable> table =
-        BuildMessageTable("db", "queue", Comment(config), columns);
-    ASSERT_TRUE(table.ok()) << table.status();
-    manager_ = std::make_unique<MessageManager>(
-        *std::move(table), std::move(store), &clock_,
-        jitter != nullptr ? jitter : &jitter_, options);
-  }
-
-  int64_t Now() const { return clock_.NowNanos(); }
-  void Advance(absl::Duration d) { clock_.Advance(d); }
-  void RunOnce() { manager_->RunOnce(); }
-
-  // Unacked rows due one second ago, in id order.
-  void PutDue(const std::vector<std::string>& ids, int64_t priority = 0) {
-    for (const std::string& id : ids) {
-      store_->PutDue(id, Now() - kSecond, priority);
-    }
-  }
-
-  std::shared_ptr<FakeSubscriber> Subscribe() {
-    auto sub = std::make_shared<FakeSubscriber>();
-    const absl::Status status = manager_->Subscribe(sub);
-    EXPECT_TRUE(status.ok()) << status;
-    return sub;
-  }
-
-  // Reports every batch `sub` holds as written, including batches that
-  // arrive while doing so.
-  void Complete(FakeSubscriber& sub) {
-    while (sub.completed < sub.batches.size()) {
-      ++sub.completed;
-      manager_->OnSendDone(&sub);
-    }
-  }
-  // Reports the oldest outstanding batch of `sub` as written.
-  void CompleteOne(FakeSubscriber& sub) {
-    ASSERT_LT(sub.completed, sub.batches.size());
-    ++sub.completed;
-    manager_->OnSendDone(&sub);
-  }
-
-  std::shared_ptr<AckOutcome> Ack(std::vector<std::string> ids) {
-    auto outcome = std::make_shared<AckOutcome>();
-    manager_->Ack(std::move(ids), [outcome](absl::StatusOr<int64_t> r) {
-      ++outcome->calls;
-      outcome->result = std::move(r);
-    });
-    return outcome;
-  }
-
-  MessageManager::Stats stats() const { return manager_->stats(); }
-
-  FakeClock clock_{Start()};
-  FixedJitter jitter_{1.0};
-  FakeMessageStore* store_ = nullptr;  // owned by manager_
-  std::unique_ptr<MessageManager> manager_;
-};
 
 // ---------------------------------------------------------------------------
 // Polling and sending
 
 TEST_F(MessageManagerTest, NoSubscribersNoPoll) {
-  Init();
+  ASSERT_NO_FATAL_FAILURE(Init());
   PutDue(Range(101, 103));
   RunOnce();
   Advance(absl::Hours(2));
@@ -211,7 +40,7 @@ TEST_F(MessageManagerTest, NoSubscribersNoPoll) {
 }
 
 TEST_F(MessageManagerTest, SubscribeTriggersOnePollAndBatchesInOrder) {
-  Init({.batch_size = 3, .cache_size = 100});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 3, .cache_size = 100}));
   PutDue(Range(101, 107));
   auto sub = Subscribe();
   EXPECT_THAT(sub->batches, IsEmpty());  // the poll runs on the manager
@@ -250,7 +79,7 @@ TEST_F(MessageManagerTest, SubscribeTriggersOnePollAndBatchesInOrder) {
 }
 
 TEST_F(MessageManagerTest, BatchSizeOneSendsInPriorityTimeNextIdOrder) {
-  Init({.batch_size = 1});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 1}));
   const int64_t t = Now();
   store_->PutDue("105", t - 10 * kSecond, /*priority=*/1);
   store_->PutDue("101", t - 30 * kSecond, /*priority=*/2);
@@ -271,7 +100,7 @@ TEST_F(MessageManagerTest, IntegerIdsAreSentInNumericOrder) {
   // Rows inserted with the schema's time_next DEFAULT 0 differ only by id:
   // the poll orders them numerically (ORDER BY priority, time_next, id), and
   // the cache must keep that order ("oldest first"), not "10" < "9".
-  Init({.batch_size = 1});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 1}));
   for (const char* id : {"9", "10", "11", "100", "1000"}) {
     store_->PutDue(id, 0);
   }
@@ -284,7 +113,7 @@ TEST_F(MessageManagerTest, IntegerIdsAreSentInNumericOrder) {
 }
 
 TEST_F(MessageManagerTest, RoundRobinAcrossThreeSubscribers) {
-  Init({.batch_size = 1}, {.max_batches_per_subscriber = 1});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 1}, {.max_batches_per_subscriber = 1}));
   PutDue(Range(101, 109));
   auto a = Subscribe();
   auto b = Subscribe();
@@ -308,7 +137,7 @@ TEST_F(MessageManagerTest, RoundRobinAcrossThreeSubscribers) {
 }
 
 TEST_F(MessageManagerTest, BusySubscriberIsSkippedUntilSendDone) {
-  Init({.batch_size = 1}, {.max_batches_per_subscriber = 2});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 1}, {.max_batches_per_subscriber = 2}));
   PutDue(Range(101, 108));
   auto a = Subscribe();
   auto b = Subscribe();
@@ -331,7 +160,7 @@ TEST_F(MessageManagerTest, BusySubscriberIsSkippedUntilSendDone) {
 }
 
 TEST_F(MessageManagerTest, LateSubscriberGetsQueuedMessagesAtOnce) {
-  Init({.batch_size = 2}, {.max_batches_per_subscriber = 1});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 2}, {.max_batches_per_subscriber = 1}));
   PutDue(Range(101, 104));
   auto a = Subscribe();
   RunOnce();
@@ -342,7 +171,7 @@ TEST_F(MessageManagerTest, LateSubscriberGetsQueuedMessagesAtOnce) {
 }
 
 TEST_F(MessageManagerTest, FullCacheIsNotPolledUntilItDrains) {
-  Init({.batch_size = 1, .cache_size = 2}, {.max_batches_per_subscriber = 1});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 1, .cache_size = 2}, {.max_batches_per_subscriber = 1}));
   PutDue(Range(101, 106));
   auto sub = Subscribe();
   RunOnce();  // polls 2, sends 101, so the cache is below half: poll again
@@ -368,7 +197,7 @@ TEST_F(MessageManagerTest, FullCacheIsNotPolledUntilItDrains) {
 // Postponing
 
 TEST_F(MessageManagerTest, PostponesEverySentIdInOneWrite) {
-  Init({.batch_size = 3, .ack_wait_s = 30});  // min_backoff = ack_wait
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 3, .ack_wait_s = 30}));  // min_backoff = ack_wait
   PutDue(Range(101, 103));
   auto sub = Subscribe();
   RunOnce();
@@ -403,10 +232,10 @@ TEST_F(MessageManagerTest, PostponesEverySentIdInOneWrite) {
 
 TEST_F(MessageManagerTest, PostponeDelayDependsOnEpochWithOneJitterPerEpoch) {
   CountingJitter jitter(1.0);
-  Init({.batch_size = 10,
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 10,
         .ack_wait_s = 30,
         .extra = ",vt_min_backoff=10,vt_max_backoff=100"},
-       {}, &jitter);
+       {}, &jitter));
   const int64_t due = Now() - kSecond;
   store_->PutDue("101", due, 0, /*epoch=*/0);
   store_->PutDue("102", due, 0, /*epoch=*/2);
@@ -440,7 +269,7 @@ TEST_F(MessageManagerTest, PostponeDelayDependsOnEpochWithOneJitterPerEpoch) {
 
 TEST_F(MessageManagerTest, PostponeUsesTheJitter) {
   FixedJitter low(kMinJitter);
-  Init({.ack_wait_s = 30}, {}, &low);
+  ASSERT_NO_FATAL_FAILURE(Init({.ack_wait_s = 30}, {}, &low));
   store_->PutDue("101", Now() - kSecond, 0, /*epoch=*/1);
   auto sub = Subscribe();
   RunOnce();
@@ -451,7 +280,7 @@ TEST_F(MessageManagerTest, PostponeUsesTheJitter) {
 }
 
 TEST_F(MessageManagerTest, CoalescesPostponesOfSeveralBatchesAndSubscribers) {
-  Init({.batch_size = 2});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 2}));
   PutDue(Range(101, 110));
   auto a = Subscribe();
   auto b = Subscribe();
@@ -470,7 +299,7 @@ TEST_F(MessageManagerTest, CoalescesPostponesOfSeveralBatchesAndSubscribers) {
 }
 
 TEST_F(MessageManagerTest, IdsStayInFlightUntilThePostponeCommits) {
-  Init({.batch_size = 3}, {.retry_min = absl::Milliseconds(100)});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 3}, {.retry_min = absl::Milliseconds(100)}));
   PutDue(Range(101, 103));
   auto sub = Subscribe();
   RunOnce();
@@ -523,7 +352,7 @@ TEST_F(MessageManagerTest, IdsStayInFlightUntilThePostponeCommits) {
 
 TEST_F(MessageManagerTest, AbortedWriteIsRetriedNextRoundWithoutBackoff) {
   // A deadlock or lock wait (ABORTED) is not an outage: retry at once.
-  Init({.batch_size = 2});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 2}));
   PutDue({"101", "102"});
   auto sub = Subscribe();
   RunOnce();
@@ -542,7 +371,7 @@ TEST_F(MessageManagerTest, AbortedWriteIsRetriedNextRoundWithoutBackoff) {
 }
 
 TEST_F(MessageManagerTest, PermanentWriteErrorLeavesMessagesForTheNextPoll) {
-  Init({.batch_size = 3, .poller_interval_s = 600});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 3, .poller_interval_s = 600}));
   PutDue(Range(101, 103));
   auto sub = Subscribe();
   RunOnce();
@@ -565,7 +394,7 @@ TEST_F(MessageManagerTest, PermanentWriteErrorLeavesMessagesForTheNextPoll) {
 // Redelivery and scheduling
 
 TEST_F(MessageManagerTest, RedeliversAtTimeNextWithoutWaitingForTheInterval) {
-  Init({.batch_size = 10, .ack_wait_s = 30, .poller_interval_s = 3600});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 10, .ack_wait_s = 30, .poller_interval_s = 3600}));
   const int64_t t0 = Now();
   PutDue({"101"});
   auto sub = Subscribe();
@@ -595,7 +424,7 @@ TEST_F(MessageManagerTest, RedeliversAtTimeNextWithoutWaitingForTheInterval) {
 }
 
 TEST_F(MessageManagerTest, FutureMessageIsSentWhenItBecomesDue) {
-  Init({.poller_interval_s = 3600});
+  ASSERT_NO_FATAL_FAILURE(Init({.poller_interval_s = 3600}));
   const int64_t t0 = Now();
   store_->PutDue("101", t0 + 5 * kSecond);
   store_->PutDue("102", t0 + 7200 * kSecond);
@@ -617,7 +446,7 @@ TEST_F(MessageManagerTest, FutureMessageIsSentWhenItBecomesDue) {
 }
 
 TEST_F(MessageManagerTest, NoteDueAtSchedulesAPoll) {
-  Init({.poller_interval_s = 3600});
+  ASSERT_NO_FATAL_FAILURE(Init({.poller_interval_s = 3600}));
   auto sub = Subscribe();
   RunOnce();
   ASSERT_EQ(store_->poll_calls(), 1);
@@ -633,7 +462,7 @@ TEST_F(MessageManagerTest, NoteDueAtSchedulesAPoll) {
 }
 
 TEST_F(MessageManagerTest, CacheStaysBoundedAndDrainingTriggersPolls) {
-  Init({.batch_size = 5, .cache_size = 10, .poller_interval_s = 3600});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 5, .cache_size = 10, .poller_interval_s = 3600}));
   PutDue(Range(101, 135));
   auto sub = Subscribe();
   int64_t max_queued = 0;
@@ -664,7 +493,7 @@ TEST_F(MessageManagerTest, CacheStaysBoundedAndDrainingTriggersPolls) {
 // Acking
 
 TEST_F(MessageManagerTest, AckWritesOneGroupPerRequestAndCountsRows) {
-  Init({.batch_size = 2});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 2}));
   PutDue(Range(101, 103));
   auto sub = Subscribe();
   RunOnce();
@@ -706,7 +535,7 @@ TEST_F(MessageManagerTest, AckWritesOneGroupPerRequestAndCountsRows) {
 }
 
 TEST_F(MessageManagerTest, AckOfQueuedMessageMeansItIsNeverSent) {
-  Init({.batch_size = 1}, {.max_batches_per_subscriber = 1});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 1}, {.max_batches_per_subscriber = 1}));
   PutDue(Range(101, 103));
   auto sub = Subscribe();
   RunOnce();
@@ -735,7 +564,7 @@ TEST_F(MessageManagerTest, AckOfQueuedMessageMeansItIsNeverSent) {
 }
 
 TEST_F(MessageManagerTest, AckBeforeThePollKeepsTheMessageFromBeingSent) {
-  Init();
+  ASSERT_NO_FATAL_FAILURE(Init());
   PutDue({"101", "102"});
   auto sub = Subscribe();
   auto a = Ack({"101"});
@@ -745,7 +574,7 @@ TEST_F(MessageManagerTest, AckBeforeThePollKeepsTheMessageFromBeingSent) {
 }
 
 TEST_F(MessageManagerTest, AckCancelsThePendingPostpone) {
-  Init({.batch_size = 2});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 2}));
   PutDue({"101", "102"});
   auto sub = Subscribe();
   RunOnce();
@@ -764,7 +593,7 @@ TEST_F(MessageManagerTest, AckCancelsThePendingPostpone) {
 }
 
 TEST_F(MessageManagerTest, AckFailureReportsUnavailableAndRestoresPostpone) {
-  Init({.batch_size = 2}, {.retry_min = absl::Milliseconds(100)});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 2}, {.retry_min = absl::Milliseconds(100)}));
   PutDue({"101"});
   auto sub = Subscribe();
   RunOnce();
@@ -798,8 +627,8 @@ TEST_F(MessageManagerTest, AckFailureReportsUnavailableAndRestoresPostpone) {
 }
 
 TEST_F(MessageManagerTest, AckOfQueuedMessageThatFailsIsSentLater) {
-  Init({.batch_size = 1},
-       {.max_batches_per_subscriber = 1, .retry_min = absl::Milliseconds(100)});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 1},
+       {.max_batches_per_subscriber = 1, .retry_min = absl::Milliseconds(100)}));
   PutDue({"101", "102"});
   auto sub = Subscribe();
   RunOnce();
@@ -815,7 +644,7 @@ TEST_F(MessageManagerTest, AckOfQueuedMessageThatFailsIsSentLater) {
 }
 
 TEST_F(MessageManagerTest, MalformedAckIsInvalidArgumentAtOnce) {
-  Init();
+  ASSERT_NO_FATAL_FAILURE(Init());
   PutDue({"101"});
   auto bad = Ack({"101", "abc"});
   EXPECT_EQ(bad->calls, 1);
@@ -834,7 +663,7 @@ TEST_F(MessageManagerTest, MalformedAckIsInvalidArgumentAtOnce) {
 }
 
 TEST_F(MessageManagerTest, AckCanonicalizesIntegerIds) {
-  Init();
+  ASSERT_NO_FATAL_FAILURE(Init());
   PutDue({"101"});
   auto a = Ack({"00101"});
   RunOnce();
@@ -845,7 +674,7 @@ TEST_F(MessageManagerTest, AckCanonicalizesIntegerIds) {
 }
 
 TEST_F(MessageManagerTest, AckLimits) {
-  Init({}, {.max_pending_acks = 1, .max_ids_per_ack = 2});
+  ASSERT_NO_FATAL_FAILURE(Init({}, {.max_pending_acks = 1, .max_ids_per_ack = 2}));
   auto too_many = Ack({"1", "2", "3"});
   EXPECT_EQ(too_many->calls, 1);
   EXPECT_EQ(too_many->result.status().code(),
@@ -867,7 +696,7 @@ TEST_F(MessageManagerTest, AckLimits) {
 }
 
 TEST_F(MessageManagerTest, AckOfUnknownIdIsInFlightOnlyUntilCommitted) {
-  Init();
+  ASSERT_NO_FATAL_FAILURE(Init());
   auto a = Ack({"555"});
   EXPECT_EQ(stats().in_flight, 1);
   RunOnce();
@@ -876,7 +705,7 @@ TEST_F(MessageManagerTest, AckOfUnknownIdIsInFlightOnlyUntilCommitted) {
 }
 
 TEST_F(MessageManagerTest, AckArrivingDuringThePostponeWriteWins) {
-  Init();
+  ASSERT_NO_FATAL_FAILURE(Init());
   PutDue({"101"});
   auto sub = Subscribe();
   RunOnce();
@@ -899,7 +728,7 @@ TEST_F(MessageManagerTest, AckArrivingDuringThePostponeWriteWins) {
 }
 
 TEST_F(MessageManagerTest, AckArrivingDuringAFailedPostponeIsStillApplied) {
-  Init({}, {.retry_min = absl::Milliseconds(100)});
+  ASSERT_NO_FATAL_FAILURE(Init({}, {.retry_min = absl::Milliseconds(100)}));
   PutDue({"101"});
   auto sub = Subscribe();
   RunOnce();
@@ -920,7 +749,7 @@ TEST_F(MessageManagerTest, AckArrivingDuringAFailedPostponeIsStillApplied) {
 }
 
 TEST_F(MessageManagerTest, AckArrivingDuringAPollKeepsTheRowOut) {
-  Init();
+  ASSERT_NO_FATAL_FAILURE(Init());
   PutDue({"101", "102"});
   auto sub = Subscribe();
   std::shared_ptr<AckOutcome> a;
@@ -940,7 +769,7 @@ TEST_F(MessageManagerTest, AckArrivingDuringAPollKeepsTheRowOut) {
 // MySQL outages
 
 TEST_F(MessageManagerTest, FailedPollIsRetriedAfterBackoff) {
-  Init({}, {.retry_min = absl::Milliseconds(100)});
+  ASSERT_NO_FATAL_FAILURE(Init({}, {.retry_min = absl::Milliseconds(100)}));
   PutDue({"101"});
   RunOnce();  // the start-up purge, so that only the poll runs below
   ASSERT_EQ(store_->purge_calls(), 1);
@@ -961,8 +790,8 @@ TEST_F(MessageManagerTest, FailedPollIsRetriedAfterBackoff) {
 }
 
 TEST_F(MessageManagerTest, RetryDelayDoublesPerFailedRoundUpToMax) {
-  Init({}, {.retry_min = absl::Milliseconds(100),
-            .retry_max = absl::Milliseconds(1000)});
+  ASSERT_NO_FATAL_FAILURE(Init({}, {.retry_min = absl::Milliseconds(100),
+            .retry_max = absl::Milliseconds(1000)}));
   PutDue({"101"});
   auto sub = Subscribe();
   RunOnce();
@@ -1001,7 +830,7 @@ TEST_F(MessageManagerTest, RetryDelayDoublesPerFailedRoundUpToMax) {
 // Purging
 
 TEST_F(MessageManagerTest, PurgesOldAckedRowsInBatches) {
-  Init({.purge_after_s = 3600, .poller_interval_s = 3600}, {.purge_batch = 2});
+  ASSERT_NO_FATAL_FAILURE(Init({.purge_after_s = 3600, .poller_interval_s = 3600}, {.purge_batch = 2}));
   const int64_t t0 = Now();
   for (const char* id : {"201", "202", "203", "204", "205"}) {
     store_->PutAcked(id, t0 - 7200 * kSecond);
@@ -1035,7 +864,7 @@ TEST_F(MessageManagerTest, PurgesOldAckedRowsInBatches) {
 }
 
 TEST_F(MessageManagerTest, FullPurgeBatchThenEmptyOneStops) {
-  Init({}, {.purge_batch = 2});
+  ASSERT_NO_FATAL_FAILURE(Init({}, {.purge_batch = 2}));
   store_->PutAcked("201", Now() - 7200 * kSecond);
   store_->PutAcked("202", Now() - 7200 * kSecond);
   RunOnce();
@@ -1049,7 +878,7 @@ TEST_F(MessageManagerTest, FullPurgeBatchThenEmptyOneStops) {
 // Lifecycle
 
 TEST_F(MessageManagerTest, StopClosesSubscribersAndFailsPendingAcks) {
-  Init({.batch_size = 1}, {.max_batches_per_subscriber = 1});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 1}, {.max_batches_per_subscriber = 1}));
   PutDue(Range(101, 104));
   auto a = Subscribe();
   auto b = Subscribe();
@@ -1082,7 +911,7 @@ TEST_F(MessageManagerTest, StopClosesSubscribersAndFailsPendingAcks) {
 }
 
 TEST_F(MessageManagerTest, UnsubscribedSubscriberGetsNothingMore) {
-  Init({.batch_size = 2}, {.max_batches_per_subscriber = 1});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 2}, {.max_batches_per_subscriber = 1}));
   PutDue(Range(101, 104));
   auto a = Subscribe();
   auto b = Subscribe();
@@ -1108,7 +937,7 @@ TEST_F(MessageManagerTest, UnsubscribedSubscriberGetsNothingMore) {
 }
 
 TEST_F(MessageManagerTest, LastUnsubscribeStopsPolling) {
-  Init({.poller_interval_s = 60});
+  ASSERT_NO_FATAL_FAILURE(Init({.poller_interval_s = 60}));
   auto a = Subscribe();
   RunOnce();
   ASSERT_EQ(store_->poll_calls(), 1);
@@ -1124,11 +953,6 @@ TEST_F(MessageManagerTest, LastUnsubscribeStopsPolling) {
   EXPECT_THAT(a->ids(), IsEmpty());
 }
 
-}  // namespace
-}  // namespace msgq
-
-namespace msgq {
-namespace {
 
 // ---------------------------------------------------------------------------
 // Binlog row changes and undelivered batches
@@ -1143,7 +967,7 @@ RowChange Upsert(const std::string& id, int64_t time_next,
 }
 
 TEST_F(MessageManagerTest, BinlogInsertsAreFetchedByIdInOneStatement) {
-  Init({.batch_size = 10});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 10}));
   auto sub = Subscribe();
   RunOnce();  // the subscribe poll: nothing yet
   ASSERT_EQ(store_->poll_calls(), 1);
@@ -1159,7 +983,7 @@ TEST_F(MessageManagerTest, BinlogInsertsAreFetchedByIdInOneStatement) {
 }
 
 TEST_F(MessageManagerTest, BinlogFutureRowIsScheduledNotFetched) {
-  Init({.poller_interval_s = 3600});
+  ASSERT_NO_FATAL_FAILURE(Init({.poller_interval_s = 3600}));
   auto sub = Subscribe();
   RunOnce();
   store_->PutDue("101", Now() + 5 * kSecond);
@@ -1174,7 +998,7 @@ TEST_F(MessageManagerTest, BinlogFutureRowIsScheduledNotFetched) {
 }
 
 TEST_F(MessageManagerTest, BinlogAckDeleteAndRescheduleLeaveTheQueue) {
-  Init({.batch_size = 1}, {.max_batches_per_subscriber = 1});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 1}, {.max_batches_per_subscriber = 1}));
   PutDue(Range(101, 104));
   auto sub = Subscribe();
   RunOnce();
@@ -1198,7 +1022,7 @@ TEST_F(MessageManagerTest, BinlogAckDeleteAndRescheduleLeaveTheQueue) {
 }
 
 TEST_F(MessageManagerTest, BinlogChangesWithoutSubscribersFetchNothing) {
-  Init();
+  ASSERT_NO_FATAL_FAILURE(Init());
   PutDue(Range(101, 102));
   manager_->OnRowChanges({Upsert("101", Now() - kSecond)});
   RunOnce();
@@ -1207,7 +1031,7 @@ TEST_F(MessageManagerTest, BinlogChangesWithoutSubscribersFetchNothing) {
 }
 
 TEST_F(MessageManagerTest, UndeliveredBatchGoesToAnotherSubscriberAtOnce) {
-  Init({.batch_size = 2}, {.max_batches_per_subscriber = 1});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 2}, {.max_batches_per_subscriber = 1}));
   PutDue(Range(101, 104));
   auto a = Subscribe();
   auto b = Subscribe();
@@ -1226,16 +1050,11 @@ TEST_F(MessageManagerTest, UndeliveredBatchGoesToAnotherSubscriberAtOnce) {
   EXPECT_EQ(stats().sent, 4);
 }
 
-}  // namespace
-}  // namespace msgq
-
-namespace msgq {
-namespace {
 
 TEST_F(MessageManagerTest, BinlogCanTriggerAPollInsteadOfAFetch) {
   MessageManager::Options options;
   options.binlog_fetch_by_id = false;
-  Init({}, options);
+  ASSERT_NO_FATAL_FAILURE(Init({}, options));
   auto sub = Subscribe();
   RunOnce();
   ASSERT_EQ(store_->poll_calls(), 1);
@@ -1250,14 +1069,9 @@ TEST_F(MessageManagerTest, BinlogCanTriggerAPollInsteadOfAFetch) {
   EXPECT_THAT(sub->ids(), ElementsAre("101", "102"));
 }
 
-}  // namespace
-}  // namespace msgq
-
-namespace msgq {
-namespace {
 
 TEST_F(MessageManagerTest, BinlogRowNotVisibleYetIsFetchedAgainSoon) {
-  Init();
+  ASSERT_NO_FATAL_FAILURE(Init());
   auto sub = Subscribe();
   RunOnce();
   // The binlog names 101 before its commit is visible to msgqd's session.
@@ -1282,7 +1096,7 @@ TEST_F(MessageManagerTest, BinlogRowNotVisibleYetIsFetchedAgainSoon) {
 }
 
 TEST_F(MessageManagerTest, BinlogRowNeverFoundIsGivenUpAfterFiveReads) {
-  Init();
+  ASSERT_NO_FATAL_FAILURE(Init());
   auto sub = Subscribe();
   RunOnce();
   RowChange c;
@@ -1298,17 +1112,12 @@ TEST_F(MessageManagerTest, BinlogRowNeverFoundIsGivenUpAfterFiveReads) {
   EXPECT_THAT(sub->ids(), IsEmpty());
 }
 
-}  // namespace
-}  // namespace msgq
-
-namespace msgq {
-namespace {
 
 // A batch handed back while its postpone is being written goes out again at
 // once; when that (older) postpone commits, the new send still owes its own
 // postpone, so the ids must stay in flight (a poll must not re-add them).
 TEST_F(MessageManagerTest, ResentWhilePostponeRunsStaysInFlight) {
-  Init({.batch_size = 2}, {.max_batches_per_subscriber = 1});
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 2}, {.max_batches_per_subscriber = 1}));
   PutDue(Range(101, 102));
   auto a = Subscribe();
   RunOnce();
@@ -1331,4 +1140,4 @@ TEST_F(MessageManagerTest, ResentWhilePostponeRunsStaysInFlight) {
 }
 
 }  // namespace
-}  // namespace msgq
+}  // namespace msgq::manager_test

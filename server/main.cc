@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,6 +72,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "msgqd: serves MySQL/MariaDB message tables over gRPC (msgq.v1)");
   absl::ParseCommandLine(argc, argv);
+  // Log lines are written by a background thread: write them out at exit.
+  std::atexit([] { msgq::FlushLogs(); });
 
   // Handle SIGINT/SIGTERM synchronously in main; every thread inherits the
   // blocked mask.

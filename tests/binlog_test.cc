@@ -157,9 +157,12 @@ TEST_F(BinlogTest, DmlAckRescheduleAndDeleteUpdateTheCache) {
       << "cached " << cached << " got " << s.row_count() << " "
       << s.status().error_message() << " / "
       << FindTable(stub_.get(), "q").cached();
-  EXPECT_FALSE(
-      s.WaitForRows(static_cast<size_t>(cached - 2), absl::Seconds(1)));
-  for (const std::string& id : s.ids()) {
+  // Batches the killed client never read are handed back and arrive too;
+  // give them a moment, then check what must never come.
+  absl::SleepFor(absl::Seconds(1));
+  const std::vector<std::string> ids = s.ids();
+  EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), ids.size());
+  for (const std::string& id : ids) {
     EXPECT_NE(id, "10");
     EXPECT_NE(id, "11");
     EXPECT_NE(id, "12");

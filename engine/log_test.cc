@@ -1,0 +1,85 @@
+#include "engine/log.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+
+namespace msgq {
+namespace {
+
+// Points stderr at a pipe for the test's lifetime and restores it after.
+class StderrPipe {
+ public:
+  StderrPipe() {
+    EXPECT_EQ(pipe(fds_), 0);
+    saved_ = dup(STDERR_FILENO);
+    dup2(fds_[1], STDERR_FILENO);
+  }
+  ~StderrPipe() {
+    dup2(saved_, STDERR_FILENO);
+    close(saved_);
+    close(fds_[1]);
+    close(fds_[0]);
+  }
+  // Reads what is there without blocking.
+  std::string Drain() {
+    fcntl(fds_[0], F_SETFL, O_NONBLOCK);
+    std::string out;
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(fds_[0], buf, sizeof buf)) > 0) out.append(buf, n);
+    return out;
+  }
+
+ private:
+  int fds_[2];
+  int saved_;
+};
+
+TEST(LogTest, LinesReachStderrInOrder) {
+  StderrPipe pipe;
+  LogInfo("first ", 1);
+  LogWarning("second");
+  ASSERT_TRUE(FlushLogs(absl::Seconds(10)));
+  const std::string out = pipe.Drain();
+  const size_t first = out.find(" first 1\n");
+  ASSERT_NE(first, std::string::npos) << out;
+  EXPECT_EQ(out[0], 'I');
+  const size_t second = out.find(" second\n");
+  ASSERT_NE(second, std::string::npos) << out;
+  EXPECT_LT(first, second);
+  EXPECT_EQ(out[out.rfind('\n', second) + 1], 'W');
+}
+
+// A stalled stderr (a pipe nobody reads) never blocks a caller: lines beyond
+// the queue are dropped, counted, and reported once stderr moves again.
+TEST(LogTest, StalledStderrNeverBlocksAndDropsAreReported) {
+  StderrPipe pipe;
+  const int64_t dropped_before = DroppedLogLines();
+  const std::string filler(1000, 'x');
+  const absl::Time start = absl::Now();
+  // 64 KiB of pipe buffer plus the queue's 10,000 lines, then more.
+  for (size_t i = 0; i < kMaxQueuedLogLines + 2000; ++i) LogInfo(filler);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20));
+  EXPECT_GT(DroppedLogLines(), dropped_before);
+  // Unblock the writer, and see the report of the loss.
+  std::string out;
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (absl::Now() < deadline &&
+         out.find("line(s) dropped: stderr was not being read") ==
+             std::string::npos) {
+    out += pipe.Drain();
+    LogInfo("after");
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_NE(out.find("line(s) dropped: stderr was not being read"),
+            std::string::npos);
+  while (!FlushLogs(absl::Milliseconds(10))) pipe.Drain();
+}
+
+}  // namespace
+}  // namespace msgq
