@@ -1,9 +1,11 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engine/log.h"
 #include "engine/mysql_message_store.h"
 
@@ -11,8 +13,6 @@ namespace msgq {
 
 Engine::Engine(Options options, Clock* clock, JitterSource* jitter)
     : options_(std::move(options)),
-      default_keyspace_(options_.databases.empty() ? ""
-                                                   : options_.databases[0]),
       clock_(clock),
       jitter_(jitter) {}
 
@@ -71,7 +71,8 @@ void Engine::OnStreaming(bool streaming, const std::string& /*reason*/) {
   for (auto& manager : managers) manager->RequestPoll();
 }
 
-void Engine::Stop() {
+bool Engine::Stop(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
   if (binlog_ != nullptr) binlog_->Stop();
   std::map<Key, Entry> tables;
   {
@@ -80,12 +81,42 @@ void Engine::Stop() {
     wake_.SignalAll();
     tables.swap(tables_);
   }
-  if (thread_.joinable()) thread_.join();
-  for (auto& [key, entry] : tables) {
-    if (entry.manager != nullptr) {
-      entry.manager->Stop(absl::UnavailableError("server shutting down"));
+  // Every manager flushes at once, each on a thread of its own, so the
+  // shutdown takes as long as the slowest table, not the sum; the threads
+  // hold the managers alive even if the caller gives up waiting.
+  struct Pending {
+    absl::Mutex mu;
+    int left ABSL_GUARDED_BY(mu) = 0;
+  };
+  auto pending = std::make_shared<Pending>();
+  auto run = [pending](std::function<void()> stop) {
+    {
+      absl::MutexLock lock(&pending->mu);
+      ++pending->left;
     }
+    std::thread([pending, stop = std::move(stop)] {
+      stop();
+      absl::MutexLock lock(&pending->mu);
+      --pending->left;
+    }).detach();
+  };
+  if (thread_.joinable()) {
+    std::thread reload = std::move(thread_);
+    run([reload = std::make_shared<std::thread>(std::move(reload))] {
+      reload->join();
+    });
   }
+  for (auto& [key, entry] : tables) {
+    if (entry.manager == nullptr) continue;
+    run([manager = entry.manager] {
+      manager->Stop(absl::UnavailableError("server shutting down"));
+    });
+  }
+  absl::MutexLock lock(&pending->mu);
+  auto done = [&pending]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pending->mu) {
+    return pending->left == 0;
+  };
+  return pending->mu.AwaitWithDeadline(absl::Condition(&done), deadline);
 }
 
 void Engine::ReloadLoop() {
@@ -172,7 +203,12 @@ absl::Status Engine::Reload() {
     }
     fresh.emplace_back(Key{def.keyspace, def.name}, std::move(entry));
   }
+  // A changed table's successor starts only once its predecessor stopped:
+  // its subscribers closed (handing back what they never wrote) and its
+  // postpones and acks flushed, so two managers never send one table.
+  // Meanwhile the successor already takes subscribers and acks.
   std::vector<std::shared_ptr<MessageManager>> retired;
+  std::vector<std::shared_ptr<MessageManager>> to_start;
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("engine stopping");
@@ -181,7 +217,7 @@ absl::Status Engine::Reload() {
       if (it != tables_.end() && it->second.manager != nullptr) {
         retired.push_back(it->second.manager);
       }
-      if (entry.manager != nullptr) entry.manager->Start();
+      if (entry.manager != nullptr) to_start.push_back(entry.manager);
       tables_[key] = std::move(entry);
     }
     for (const Key& key : removed) {
@@ -200,29 +236,44 @@ absl::Status Engine::Reload() {
     manager->Stop(absl::UnavailableError(
         "message table was changed or dropped: reconnect"));
   }
+  for (auto& manager : to_start) manager->Start();
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::shared_ptr<MessageManager>> Engine::Find(
     absl::string_view keyspace, absl::string_view name) const {
   if (name.empty()) return absl::InvalidArgumentError("table name is empty");
-  const std::string ks =
-      keyspace.empty() ? default_keyspace_ : std::string(keyspace);
-  if (std::find(options_.databases.begin(), options_.databases.end(), ks) ==
-      options_.databases.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("keyspace \"", absl::CHexEscape(ks), "\" is not served"));
+  if (!keyspace.empty() &&
+      std::find(options_.databases.begin(), options_.databases.end(),
+                keyspace) == options_.databases.end()) {
+    return absl::NotFoundError(absl::StrCat(
+        "keyspace \"", absl::CHexEscape(keyspace), "\" is not served"));
   }
   absl::MutexLock lock(&mu_);
   if (stopping_) return absl::UnavailableError("server shutting down");
-  auto it = tables_.find(Key{ks, std::string(name)});
+  auto it = tables_.end();
+  if (keyspace.empty()) {
+    for (const std::string& db : options_.databases) {
+      it = tables_.find(Key{db, std::string(name)});
+      if (it != tables_.end()) break;
+    }
+  } else {
+    it = tables_.find(Key{std::string(keyspace), std::string(name)});
+  }
   if (it == tables_.end()) {
     if (!loaded_once_) {
       return absl::UnavailableError(
           absl::StrCat("schema not loaded yet: ", last_error_.message()));
     }
-    return absl::NotFoundError(absl::StrCat(
-        "message table `", ks, "`.`", absl::CHexEscape(name), "` not found"));
+    if (keyspace.empty()) {
+      return absl::NotFoundError(
+          absl::StrCat("message table `", absl::CHexEscape(name),
+                       "` not found in keyspaces ",
+                       absl::StrJoin(options_.databases, ", ")));
+    }
+    return absl::NotFoundError(
+        absl::StrCat("message table `", keyspace, "`.`",
+                     absl::CHexEscape(name), "` not found"));
   }
   if (it->second.manager == nullptr) {
     return absl::FailedPreconditionError(it->second.error);

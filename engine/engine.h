@@ -41,7 +41,7 @@ class Engine : private BinlogWatcher::Listener {
  public:
   struct Options {
     MysqlOptions mysql;
-    // The databases served; the first is the default keyspace.
+    // The databases served, in the order an empty keyspace searches them.
     std::vector<std::string> databases;
     absl::Duration reload_interval = absl::Seconds(10);
     MessageManager::Options manager;
@@ -70,13 +70,19 @@ class Engine : private BinlogWatcher::Listener {
   // load's status (UNAVAILABLE when MySQL is unreachable); the engine runs
   // either way and keeps retrying.
   absl::Status Start();
-  // Stops the reload thread and every manager; their streams end with
-  // UNAVAILABLE "server shutting down".
-  void Stop();
+  // Stops the reload thread and every manager, in parallel; their streams
+  // end with UNAVAILABLE "server shutting down" and each flushes its
+  // pending postpones and acks. Returns false when that did not finish
+  // within `timeout` (a MySQL that hangs): the caller should then exit the
+  // process without destroying the engine, as stopping threads still use
+  // it. Idempotent.
+  bool Stop(absl::Duration timeout = absl::Seconds(10));
   // Reloads the schema now (also run by the reload thread).
   absl::Status Reload();
 
-  // The manager of a loaded table. keyspace "" is the default database.
+  // The manager of a loaded table. Keyspace "" (as Vitess allows when the
+  // name is unique) means the first configured database that has a message
+  // table by that name, in --databases order.
   // INVALID_ARGUMENT: empty name. NOT_FOUND: keyspace not served, or no
   // message table by that name. FAILED_PRECONDITION: the table failed to
   // load (the message says why). UNAVAILABLE: the schema could not be read
@@ -87,7 +93,6 @@ class Engine : private BinlogWatcher::Listener {
   // Every message table, loaded or not, ordered by keyspace then name.
   std::vector<TableInfo> ListTables() const;
 
-  const std::string& default_keyspace() const { return default_keyspace_; }
 
  private:
   struct Entry {
@@ -110,7 +115,6 @@ class Engine : private BinlogWatcher::Listener {
 
   // Constant after construction.
   const Options options_;
-  const std::string default_keyspace_;
   Clock* const clock_;
   JitterSource* const jitter_;
 

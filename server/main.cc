@@ -10,7 +10,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,8 +36,8 @@ ABSL_FLAG(std::string, mysql_user, "root", "MySQL user");
 ABSL_FLAG(std::string, mysql_password, "",
           "MySQL password (or set MSGQ_MYSQL_PASSWORD)");
 ABSL_FLAG(std::string, databases, "msgq",
-          "Comma-separated databases to serve; the first is the default "
-          "keyspace");
+          "Comma-separated databases to serve; a request with an empty "
+          "keyspace gets the first of them that has the table");
 ABSL_FLAG(std::string, listen, "127.0.0.1:15999",
           "gRPC listen address; port 0 picks a free port");
 ABSL_FLAG(absl::Duration, schema_reload_interval, absl::Seconds(10),
@@ -53,6 +52,9 @@ ABSL_FLAG(std::string, binlog_discovery, "fetch",
           "How rows named by the binlog are read: 'fetch' (by primary key, "
           "only those rows) or 'poll' (the event triggers a poll); for "
           "measurements");
+ABSL_FLAG(absl::Duration, shutdown_timeout, absl::Seconds(10),
+          "On SIGTERM/SIGINT, how long tables may take to flush their "
+          "postpones and acks (in parallel) before msgqd exits anyway");
 ABSL_FLAG(int, max_batches_per_subscriber, 2,
           "Batches written to one stream and not yet acknowledged by gRPC");
 
@@ -144,8 +146,16 @@ int main(int argc, char** argv) {
   sigwait(&signals, &sig);
   msgq::LogInfo("signal ", sig, ": shutting down");
   // End streams first (UNAVAILABLE), then stop serving.
-  engine.Stop();
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
+  const absl::Duration timeout = absl::GetFlag(FLAGS_shutdown_timeout);
+  if (!engine.Stop(timeout)) {
+    msgq::LogError("shutdown: tables did not flush within ",
+                   absl::FormatDuration(timeout),
+                   " (is MySQL hanging?); exiting anyway: unflushed sends "
+                   "are redelivered after their ack wait");
+    msgq::FlushLogs();
+    std::_Exit(1);
+  }
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   server->Wait();
   msgq::LogInfo("msgqd stopped");
   return 0;
