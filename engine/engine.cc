@@ -14,7 +14,9 @@ namespace msgq {
 Engine::Engine(Options options, Clock* clock, JitterSource* jitter)
     : options_(std::move(options)),
       clock_(clock),
-      jitter_(jitter) {}
+      jitter_(jitter),
+      executor_(std::make_shared<RoundExecutor>(options_.worker_threads,
+                                                clock)) {}
 
 Engine::~Engine() { Stop(); }
 
@@ -193,9 +195,9 @@ absl::Status Engine::Reload() {
         BuildMessageTable(def.keyspace, def.name, def.comment, def.columns);
     if (table.ok()) {
       auto store = std::make_unique<MysqlMessageStore>(*table, options_.mysql);
-      entry.manager =
-          std::make_shared<MessageManager>(*std::move(table), std::move(store),
-                                           clock_, jitter_, options_.manager);
+      entry.manager = std::make_shared<MessageManager>(
+          *std::move(table), std::move(store), clock_, jitter_,
+          options_.manager, executor_);
       LogInfo("table `", def.keyspace, "`.`", def.name, "` loaded");
     } else {
       entry.error = std::string(table.status().message());

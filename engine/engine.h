@@ -33,6 +33,7 @@
 #include "engine/clock.h"
 #include "engine/message_manager.h"
 #include "engine/mysql_connection.h"
+#include "engine/round_executor.h"
 #include "engine/schema_loader.h"
 
 namespace msgq {
@@ -45,6 +46,8 @@ class Engine : private BinlogWatcher::Listener {
     std::vector<std::string> databases;
     absl::Duration reload_interval = absl::Seconds(10);
     MessageManager::Options manager;
+    // Threads that run every table's rounds of MySQL work (at least 1).
+    int worker_threads = 4;
     // Follow the binlog for instant delivery (falls back to polling when the
     // server does not allow it).
     bool binlog = true;
@@ -132,6 +135,7 @@ class Engine : private BinlogWatcher::Listener {
   bool binlog_streaming_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
   std::unique_ptr<BinlogWatcher> binlog_;
+  const std::shared_ptr<RoundExecutor> executor_;
 };
 
 }  // namespace msgq

@@ -36,12 +36,14 @@ RoundScheduler::Options SchedulerOptions(const TableSettings& settings,
 MessageManager::MessageManager(MessageTable table,
                                std::unique_ptr<MessageStore> store,
                                Clock* clock, JitterSource* jitter,
-                               Options options)
+                               Options options,
+                               std::shared_ptr<RoundExecutor> executor)
     : table_(std::move(table)),
       store_(std::move(store)),
       clock_(clock),
       jitter_(jitter),
       options_(options),
+      executor_(std::move(executor)),
       log_name_(
           absl::StrCat("table `", table_.keyspace, "`.`", table_.name, "`")),
       cache_(static_cast<size_t>(table_.settings.cache_size)),
@@ -57,7 +59,19 @@ void MessageManager::Start() {
   absl::MutexLock lock(&mu_);
   if (started_ || stopping_) return;
   started_ = true;
-  thread_ = std::thread([this] { Run(); });
+  if (executor_ != nullptr) {
+    executor_->Add(this);
+  } else {
+    thread_ = std::thread([this] { Run(); });
+  }
+}
+
+void MessageManager::WakeLocked() {
+  if (executor_ == nullptr) {
+    wake_.Signal();
+  } else if (started_) {
+    executor_->Wake(this);
+  }
 }
 
 void MessageManager::Stop(absl::Status reason) {
@@ -76,6 +90,16 @@ void MessageManager::Stop(absl::Status reason) {
   // final flush does not postpone messages nobody received.
   for (auto& subscriber : subscribers) subscriber->Close(reason);
   if (thread_.joinable()) thread_.join();
+  bool flush = false;
+  {
+    absl::MutexLock lock(&mu_);
+    flush = executor_ != nullptr && started_;
+    started_ = false;
+  }
+  if (flush) {
+    executor_->Remove(this);  // waits for a round in progress
+    Flush();
+  }
   std::vector<PendingAck> acks;
   {
     absl::MutexLock lock(&mu_);
@@ -98,7 +122,7 @@ absl::Status MessageManager::Subscribe(std::shared_ptr<Subscriber> subscriber) {
     }
     if (dispatcher_.Add(std::move(subscriber))) {
       scheduler_.RequestPoll();
-      wake_.Signal();
+      WakeLocked();
     }
     sends = PumpLocked();
   }
@@ -184,7 +208,7 @@ void MessageManager::Ack(std::vector<std::string> ids, AckCallback done) {
       pending_ack_ids_ += ids.size();
       acks_.push_back(PendingAck{ledger_.BeginAck(std::move(ids)),
                                  std::move(done)});
-      wake_.Signal();
+      WakeLocked();
       return;
     }
   }
@@ -194,13 +218,13 @@ void MessageManager::Ack(std::vector<std::string> ids, AckCallback done) {
 void MessageManager::NoteDueAt(int64_t time_next) {
   absl::MutexLock lock(&mu_);
   scheduler_.NoteDueAt(time_next);
-  wake_.Signal();
+  WakeLocked();
 }
 
 void MessageManager::RequestPoll() {
   absl::MutexLock lock(&mu_);
   scheduler_.RequestPoll();
-  wake_.Signal();
+  WakeLocked();
 }
 
 void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
@@ -230,7 +254,7 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
       scheduler_.NameForFetch(c.id);
     }
   }
-  wake_.Signal();
+  WakeLocked();
 }
 
 MessageManager::Stats MessageManager::stats() const {
@@ -260,7 +284,7 @@ MessageManager::Sends MessageManager::PumpLocked() {
   }
   // Refill before the cache runs dry, so subscribers never wait on a poll.
   scheduler_.CacheLevel(cache_.queued(), cache_.capacity());
-  if (!sends.empty() || scheduler_.backlog()) wake_.Signal();
+  if (!sends.empty() || scheduler_.backlog()) WakeLocked();
   return sends;
 }
 
@@ -330,7 +354,35 @@ void MessageManager::Run() {
     }
     DoWork(std::move(work));
   }
-  // Flush what was sent or acked so a successor does not resend it at once.
+  Flush();
+}
+
+absl::Time MessageManager::RunRound() {
+  Work work;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::InfiniteFuture();
+    const absl::Time mono = clock_->MonotonicNow();
+    const int64_t wall = clock_->NowNanos();
+    const RoundScheduler::View view = ViewLocked();
+    if (!scheduler_.HaveWork(view, mono, wall)) {
+      return scheduler_.NextDeadline(view, mono, wall);
+    }
+    work = TakeWorkLocked();
+  }
+  DoWork(std::move(work));
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return absl::InfiniteFuture();
+  const absl::Time mono = clock_->MonotonicNow();
+  const int64_t wall = clock_->NowNanos();
+  const RoundScheduler::View view = ViewLocked();
+  return scheduler_.HaveWork(view, mono, wall)
+             ? mono
+             : scheduler_.NextDeadline(view, mono, wall);
+}
+
+void MessageManager::Flush() {
+  // What was sent or acked, so a successor does not resend it at once.
   Work last;
   {
     absl::MutexLock lock(&mu_);

@@ -11,8 +11,9 @@
 //   Dispatcher        the subscribers and whose turn it is;
 //   RoundScheduler    when to poll, fetch, purge and retry;
 // and the manager itself: the thread, MySQL health and the statements.
-// All MySQL work runs on the manager's thread through a MessageStore and is
-// coalesced: whatever postpones and acks piled up while the previous
+// All MySQL work runs in rounds, on a RoundExecutor's workers shared by
+// every table (or, without one, on a thread of the manager's own), through
+// a MessageStore, and is coalesced: whatever postpones and acks piled up while the previous
 // statement ran go out together in one transaction. Sending is event driven
 // and never waits for MySQL.
 //
@@ -45,6 +46,7 @@
 #include "engine/message_cache.h"
 #include "engine/message_store.h"
 #include "engine/message_table.h"
+#include "engine/round_executor.h"
 #include "engine/round_scheduler.h"
 #include "engine/row_change.h"
 #include "engine/settlement_ledger.h"
@@ -52,7 +54,7 @@
 
 namespace msgq {
 
-class MessageManager {
+class MessageManager : private RoundExecutor::Task {
  public:
   struct Options {
     // Batches handed to one subscriber and not yet written.
@@ -91,13 +93,15 @@ class MessageManager {
 
   using AckCallback = std::function<void(absl::StatusOr<int64_t>)>;
 
+  // `executor` runs the rounds; null: a thread of the manager's own.
   MessageManager(MessageTable table, std::unique_ptr<MessageStore> store,
-                 Clock* clock, JitterSource* jitter, Options options);
+                 Clock* clock, JitterSource* jitter, Options options,
+                 std::shared_ptr<RoundExecutor> executor = nullptr);
   ~MessageManager();
   MessageManager(const MessageManager&) = delete;
   MessageManager& operator=(const MessageManager&) = delete;
 
-  // Starts the manager's thread.
+  // Starts running rounds (on the executor, or on a thread of its own).
   void Start();
   // Stops the thread (after flushing pending postpones and acks if MySQL is
   // reachable), fails waiting acks with UNAVAILABLE and closes every
@@ -165,7 +169,14 @@ class MessageManager {
   // A line to log once the lock is released.
   using Log = std::optional<std::pair<const char*, std::string>>;
 
+  // The manager's own thread (no executor): rounds until stopped.
   void Run();
+  // RoundExecutor::Task: one round if there is work; the next deadline.
+  absl::Time RunRound() override;
+  // Writes what is owed, without reading (stopping).
+  void Flush();
+  // There may be work: wake the thread or queue a round.
+  void WakeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   RoundScheduler::View ViewLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Work TakeWorkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DoWork(Work work);
@@ -193,6 +204,7 @@ class MessageManager {
   Clock* const clock_;
   JitterSource* const jitter_;
   const Options options_;
+  const std::shared_ptr<RoundExecutor> executor_;  // may be null
   const std::string log_name_;
 
   mutable absl::Mutex mu_;
