@@ -466,5 +466,29 @@ TEST_F(DeliveryTest, ServesTablesOfSeveralDatabases) {
   EXPECT_EQ(acked, 0);
 }
 
+// README: --binlog=false turns instant delivery off; the table says so
+// ("poll" in ListTables) and the poll still delivers.
+TEST_F(DeliveryTest, BinlogFalsePollsAndListTablesSaysSo) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q", "vt_poller_interval=0.5"));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  EXPECT_TRUE(Eventually(
+      [&] { return FindTable(stub_.get(), "q").discovery() == "binlog"; },
+      absl::Seconds(10)))
+      << FindTable(stub_.get(), "q").discovery();
+  EXPECT_EQ(server_->Terminate(), 0);
+
+  ASSERT_NO_FATAL_FAILURE(StartServer({"--binlog=false"}));
+  ASSERT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "q").name() == "q"; },
+                 absl::Seconds(10)));
+  StreamCollector s(stub_.get(), "q");
+  ASSERT_TRUE(s.WaitForFields(absl::Seconds(10)));
+  EXPECT_EQ(FindTable(stub_.get(), "q").discovery(), "poll");
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 1));
+  ASSERT_TRUE(s.WaitForRows(1, absl::Seconds(10)));
+  EXPECT_THAT(s.ids(), ElementsAre("1"));
+  EXPECT_EQ(FindTable(stub_.get(), "q").discovery(), "poll");
+}
+
 }  // namespace
 }  // namespace msgq::testing

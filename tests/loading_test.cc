@@ -1,5 +1,8 @@
 // Loading message tables: directives, failures isolated per table, status
 // codes, schema reload, the schema/ DDL and its index; msgqd shutdown.
+#include <signal.h>
+#include <stdlib.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -13,6 +16,7 @@
 namespace msgq::testing {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 class LoadingTest : public MsgqTest {};
@@ -310,6 +314,61 @@ TEST_F(LoadingTest, SigtermEndsStreamsWithUnavailableAndExitsZero) {
   EXPECT_EQ(server_->Terminate(absl::Seconds(10)), 0);
   ASSERT_TRUE(stream.WaitForEnd(absl::Seconds(10)));
   EXPECT_EQ(stream.status().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+// README: "SIGTERM or SIGINT ends open streams with UNAVAILABLE and exits 0."
+TEST_F(LoadingTest, SigintEndsStreamsWithUnavailableAndExitsZero) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("good"));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  StreamCollector stream(stub_.get(), "good");
+  ASSERT_TRUE(stream.WaitForFields(absl::Seconds(10)));
+  EXPECT_EQ(server_->Terminate(absl::Seconds(10), SIGINT), 0);
+  ASSERT_TRUE(stream.WaitForEnd(absl::Seconds(10)));
+  EXPECT_EQ(stream.status().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+// README: MySQL over TCP as a user with a password, given by
+// --mysql_password or by MSGQ_MYSQL_PASSWORD.
+TEST_F(LoadingTest, ConnectsOverTcpWithAPasswordFromFlagOrEnvironment) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("good"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("good", 1, 2));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("CREATE USER 'app'@'127.0.0.1' IDENTIFIED BY 's3cret pass'"));
+  ASSERT_NO_FATAL_FAILURE(Exec("GRANT ALL ON msgq.* TO 'app'@'127.0.0.1'"));
+  const std::vector<std::string> tcp = {
+      "--mysql_socket=", "--mysql_host=127.0.0.1",
+      absl::StrCat("--mysql_port=", db_->port()), "--mysql_user=app"};
+
+  std::vector<std::string> with_flag = tcp;
+  with_flag.push_back("--mysql_password=s3cret pass");
+  ASSERT_NO_FATAL_FAILURE(StartServer(with_flag));
+  {
+    StreamCollector s(stub_.get(), "good");
+    ASSERT_TRUE(s.WaitForRows(2, absl::Seconds(10)));
+    EXPECT_THAT(s.ids(), ElementsAre("1", "2"));
+    int64_t acked = -1;
+    ASSERT_TRUE(AckIds(stub_.get(), "good", {"1"}, &acked).ok());
+    EXPECT_EQ(acked, 1);
+  }
+  EXPECT_EQ(server_->Terminate(), 0);
+
+  // msgqd inherits this process's environment when it starts.
+  ASSERT_EQ(setenv("MSGQ_MYSQL_PASSWORD", "s3cret pass", 1), 0);
+  StartServer(tcp);
+  const bool started = !HasFatalFailure();
+  unsetenv("MSGQ_MYSQL_PASSWORD");
+  ASSERT_TRUE(started);
+  int64_t acked = -1;
+  ASSERT_TRUE(AckIds(stub_.get(), "good", {"2"}, &acked).ok());
+  EXPECT_EQ(acked, 1);
+  EXPECT_EQ(db_->Scalar("SELECT COUNT(*) FROM msgq.good WHERE time_acked IS "
+                        "NOT NULL"),
+            "2");
+
+  // Without the password the same user is refused: the table is not served.
+  ASSERT_NO_FATAL_FAILURE(StartServer(tcp));
+  EXPECT_EQ(AckIds(stub_.get(), "good", {"2"}, &acked).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
 }
 
 }  // namespace

@@ -193,8 +193,8 @@ std::unique_ptr<v1::Messaging::Stub> Msgqd::Stub() const {
   return v1::Messaging::NewStub(channel_);
 }
 
-int Msgqd::Terminate(absl::Duration timeout) {
-  const int code = process_->Stop(timeout);
+int Msgqd::Terminate(absl::Duration timeout, int sig) {
+  const int code = process_->Stop(timeout, sig);
   // msgqd itself exits with small codes; >= 128 means a signal ended it
   // (the SIGKILL after `timeout`, or an earlier Kill()).
   return code >= 128 ? -1 : code;

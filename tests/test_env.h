@@ -13,6 +13,8 @@
 #ifndef MSGQ_TESTS_TEST_ENV_H_
 #define MSGQ_TESTS_TEST_ENV_H_
 
+#include <signal.h>
+
 #include <deque>
 #include <memory>
 #include <string>
@@ -98,8 +100,9 @@ class Msgqd {
   // Holds msgqd.log; removed with this object.
   const std::string& dir() const { return dir_->path(); }
   std::unique_ptr<v1::Messaging::Stub> Stub() const;
-  // SIGTERM; returns the exit status (-1 if it had to be killed).
-  int Terminate(absl::Duration timeout = absl::Seconds(10));
+  // `sig` (SIGTERM or SIGINT); returns the exit status (-1 if it had to be
+  // killed).
+  int Terminate(absl::Duration timeout = absl::Seconds(10), int sig = SIGTERM);
   // SIGKILL, no cleanup.
   void Kill();
   // What msgqd wrote on stderr so far.
