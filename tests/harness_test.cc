@@ -100,6 +100,45 @@ TEST(HarnessTest, KilledTestLeavesNothingBehind) {
   EXPECT_FALSE(fs::exists(srv_dir));
 }
 
+// Processes whose command line names something inside `dir`.
+int ProcessesOf(const std::string& dir) {
+  int n = 0;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator("/proc", ec)) {
+    const std::string pid = e.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (ReadAll(e.path().string() + "/cmdline").find(dir + "/") !=
+            std::string::npos &&
+        Alive(std::stoi(pid))) {
+      ++n;
+    }
+  }
+  return n;
+}
+
+// The owner may die while the launcher is still starting the server (before
+// mariadbd wrote its pid file): the server must not survive that either.
+TEST(HarnessTest, AServerStartedForADeadOwnerDoesNotSurvive) {
+  auto dir = launch::OwnedDir::Create("msgq-test-deadowner");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  auto owner = launch::ChildProcess::Start({"true"}, (*dir)->path() + "/o.log");
+  ASSERT_TRUE(owner.ok()) << owner.status();
+  const pid_t owner_pid = (*owner)->pid();
+  ASSERT_TRUE(Eventually([&] { return !(*owner)->running(); },  // reaped
+                         absl::Seconds(10)));
+  const std::string launcher = launch::ShellQuote(std::string(MSGQ_SOURCE_DIR) +
+                                                  "/tools/mariadb-private");
+  // Fails ("did not start") when the watchdog is quick, succeeds when the
+  // server answered first; either way it must be gone soon after.
+  (void)launch::RunCommand(
+      absl::StrCat(launcher, " start ", launch::ShellQuote((*dir)->path()),
+                   " --binlog=off --owner-pid=", owner_pid, " 2>/dev/null"));
+  EXPECT_TRUE(Eventually([&] { return ProcessesOf((*dir)->path()) == 0; },
+                         absl::Seconds(10)));
+  (void)launch::RunCommand(absl::StrCat(
+      launcher, " stop ", launch::ShellQuote((*dir)->path()), " --kill"));
+}
+
 // (A prefix of its own: test processes starting in parallel sweep
 // msgq-test-*.)
 TEST(HarnessTest, TheSweepRemovesOnlyDirectoriesWithoutALiveOwner) {
@@ -111,8 +150,8 @@ TEST(HarnessTest, TheSweepRemovesOnlyDirectoriesWithoutALiveOwner) {
   ASSERT_NE(mkdtemp(young), nullptr);
   char old[] = "/tmp/msgq-sweeptest-old-XXXXXX";
   ASSERT_NE(mkdtemp(old), nullptr);
-  fs::last_write_time(old, fs::file_time_type::clock::now() -
-                               std::chrono::hours(1));
+  fs::last_write_time(old,
+                      fs::file_time_type::clock::now() - std::chrono::hours(1));
   // Another old unlocked one where a process still runs: maybe a live test
   // of an older harness, so it stays.
   char busy[] = "/tmp/msgq-sweeptest-busy-XXXXXX";
@@ -121,8 +160,8 @@ TEST(HarnessTest, TheSweepRemovesOnlyDirectoriesWithoutALiveOwner) {
       {"sleep", "600"}, std::string(busy) + "/sleeper.log");
   ASSERT_TRUE(busy_sleeper.ok()) << busy_sleeper.status();
   std::ofstream(std::string(busy) + "/sleeper.pid") << (*busy_sleeper)->pid();
-  fs::last_write_time(busy, fs::file_time_type::clock::now() -
-                                std::chrono::hours(1));
+  fs::last_write_time(busy,
+                      fs::file_time_type::clock::now() - std::chrono::hours(1));
   // A dead owner's directory (unlocked lock file): a process started in it
   // and named by a pid file there, and one that only shares the pid file's
   // number space (this test) are told apart: only the first is killed.
@@ -139,8 +178,8 @@ TEST(HarnessTest, TheSweepRemovesOnlyDirectoriesWithoutALiveOwner) {
   for (pid_t pid : {(*busy_sleeper)->pid(), (*sleeper)->pid()}) {
     ASSERT_TRUE(Eventually(
         [&] {
-          return ReadAll(absl::StrCat("/proc/", pid, "/cmdline")).rfind(
-                     "sleep", 0) == 0;
+          return ReadAll(absl::StrCat("/proc/", pid, "/cmdline"))
+                     .rfind("sleep", 0) == 0;
         },
         absl::Seconds(10)));
   }
