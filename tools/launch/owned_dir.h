@@ -52,8 +52,7 @@ class OwnedDir {
 // right now, or left by an older harness) counts as stale only when it was
 // last modified more than `unlocked_grace_seconds` ago and no process runs
 // in it (it might have a live owner of an older harness).
-int SweepStaleDirs(const std::string& prefix,
-                   int unlocked_grace_seconds = 600);
+int SweepStaleDirs(const std::string& prefix, int unlocked_grace_seconds = 600);
 
 }  // namespace msgq::launch
 
