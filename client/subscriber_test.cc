@@ -1,6 +1,9 @@
 #include "client/subscriber.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,6 +73,9 @@ class Recorder {
 class SubscriberTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    char dir[] = "/tmp/msgq-subscriber-test-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
     ASSERT_TRUE(fake_.Start().ok());
     // Streams not scripted otherwise stay open and silent.
     fake_.SetDefaultStream(
@@ -95,6 +101,18 @@ class SubscriberTest : public ::testing::Test {
     return subscriber.ok() ? *std::move(subscriber) : nullptr;
   }
 
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  // A Unix socket path of this test's own: a server stopped there can be
+  // started there again (a freed TCP port may be taken meanwhile), and
+  // nothing listens there unless the test starts it.
+  std::string SocketPath(const std::string& name) const {
+    return dir_ + "/" + name + ".sock";
+  }
+
+  std::string dir_;
   FakeMessaging fake_;
   Recorder recorder_;
 };
@@ -182,36 +200,42 @@ TEST_F(SubscriberTest, ReconnectsWhenTheStreamEndsUnavailable) {
 }
 
 TEST_F(SubscriberTest, PicksUpARestartedServer) {
-  fake_.AddStream({.responses = {Fields({"id", "message"}), Rows({{"1", "a"}})},
+  const std::string path = SocketPath("restarted");
+  FakeMessaging first;
+  first.AddStream({.responses = {Fields({"id", "message"}), Rows({{"1", "a"}})},
                    .hold_open = true});
+  ASSERT_TRUE(first.StartOnUnixSocket(path).ok());
   SubscriberOptions options = Options();
   options.backoff = {};  // the defaults: 100ms doubling to 5s
-  std::unique_ptr<Subscriber> subscriber = Start(options);
+  absl::StatusOr<std::unique_ptr<Subscriber>> subscriber = Subscriber::Start(
+      NewChannel(first.address()), "orders", recorder_.Handler(), options);
+  ASSERT_TRUE(subscriber.ok()) << subscriber.status();
   ASSERT_TRUE(recorder_.WaitFor(1));
-  const int port = fake_.port();
-  fake_.Shutdown();  // ends the stream with UNAVAILABLE
+  first.Shutdown();  // ends the stream with UNAVAILABLE
 
   FakeMessaging restarted;
   restarted.AddStream(
       {.responses = {Fields({"id", "message"}), Rows({{"2", "b"}})},
        .hold_open = true});
-  ASSERT_TRUE(restarted.Start(port).ok());
+  ASSERT_TRUE(restarted.StartOnUnixSocket(path).ok());
   ASSERT_TRUE(recorder_.WaitFor(2));
   EXPECT_THAT(recorder_.ids(), ElementsAre("1", "2"));
-  subscriber->Stop();
+  (*subscriber)->Stop();
+  // Neither ack was due before the restart: both go to the new server.
+  EXPECT_TRUE(first.acked_ids().empty());
+  EXPECT_THAT(restarted.acked_ids(), ElementsAre("1", "2"));
+  EXPECT_EQ((*subscriber)->stats().streams_started, 2);
 }
 
 TEST_F(SubscriberTest, WaitsForAServerThatIsNotUpYet) {
-  const int port = fake_.port();
-  fake_.Shutdown();
-  absl::StatusOr<std::unique_ptr<Subscriber>> subscriber =
-      Subscriber::Start(NewChannel(absl::StrCat("127.0.0.1:", port)), "orders",
-                        recorder_.Handler(), Options());
+  const std::string path = SocketPath("late");
+  absl::StatusOr<std::unique_ptr<Subscriber>> subscriber = Subscriber::Start(
+      NewChannel("unix:" + path), "orders", recorder_.Handler(), Options());
   ASSERT_TRUE(subscriber.ok());
   FakeMessaging late;
   late.AddStream({.responses = {Fields({"id", "message"}), Rows({{"1", "a"}})},
                   .hold_open = true});
-  ASSERT_TRUE(late.Start(port).ok());
+  ASSERT_TRUE(late.StartOnUnixSocket(path).ok());
   ASSERT_TRUE(recorder_.WaitFor(1));
   (*subscriber)->Stop();
   EXPECT_THAT(late.acked_ids(), ElementsAre("1"));
@@ -233,6 +257,8 @@ TEST_F(SubscriberTest, BacksOffExponentiallyWhileTheServerRefuses) {
   };
   std::unique_ptr<Subscriber> subscriber = Start(options);
   ASSERT_TRUE(recorder_.WaitFor(1));
+  EXPECT_THAT(recorder_.ids(), ElementsAre("9"));
+  EXPECT_EQ(fake_.stream_requests().size(), 4u);
   absl::MutexLock lock(&mu);
   EXPECT_THAT(delays, ElementsAre(absl::Milliseconds(1), absl::Milliseconds(2),
                                   absl::Milliseconds(4)));
@@ -266,6 +292,12 @@ TEST_F(SubscriberTest, RetriesTheFirstConnectionByDefault) {
                    .hold_open = true});
   std::unique_ptr<Subscriber> subscriber = Start(Options());
   ASSERT_TRUE(recorder_.WaitFor(1));
+  EXPECT_THAT(recorder_.ids(), ElementsAre("1"));
+  EXPECT_FALSE(subscriber->done());
+  subscriber->Stop();
+  EXPECT_EQ(fake_.stream_requests().size(), 2u);
+  EXPECT_EQ(subscriber->stats().reconnects, 1);
+  EXPECT_THAT(fake_.acked_ids(), ElementsAre("1"));
 }
 
 TEST_F(SubscriberTest, CanFailFastOnTheFirstConnection) {
@@ -321,10 +353,8 @@ TEST_F(SubscriberTest, StopDuringBackoffReturnsPromptly) {
 }
 
 TEST_F(SubscriberTest, StopWhileWaitingForTheServer) {
-  const int port = fake_.port();
-  fake_.Shutdown();
   absl::StatusOr<std::unique_ptr<Subscriber>> subscriber =
-      Subscriber::Start(NewChannel(absl::StrCat("127.0.0.1:", port)), "orders",
+      Subscriber::Start(NewChannel("unix:" + SocketPath("nobody")), "orders",
                         recorder_.Handler(), Options());
   ASSERT_TRUE(subscriber.ok());
   (*subscriber)->Stop();
@@ -339,6 +369,7 @@ TEST_F(SubscriberTest, HandlersRunConcurrently) {
   absl::Mutex mu;
   int running = 0;
   int most = 0;
+  int saw_all_three = 0;  // handlers that saw three running at once
   SubscriberOptions options = Options();
   options.concurrency = 3;
   absl::StatusOr<std::unique_ptr<Subscriber>> subscriber = Subscriber::Start(
@@ -348,9 +379,11 @@ TEST_F(SubscriberTest, HandlersRunConcurrently) {
         ++running;
         most = std::max(most, running);
         // Holds until all three run at once (or gives up).
-        mu.AwaitWithTimeout(absl::Condition(
-                                +[](int* r) { return *r >= 3; }, &running),
-                            kWait);
+        if (mu.AwaitWithTimeout(absl::Condition(
+                                    +[](int* r) { return *r >= 3; }, &running),
+                                kWait)) {
+          ++saw_all_three;
+        }
         return absl::OkStatus();
       },
       options);
@@ -363,6 +396,9 @@ TEST_F(SubscriberTest, HandlersRunConcurrently) {
   }
   (*subscriber)->Stop();
   EXPECT_THAT(fake_.acked_ids(), UnorderedElementsAre("1", "2", "3"));
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(most, 3);
+  EXPECT_EQ(saw_all_three, 3);
 }
 
 TEST_F(SubscriberTest, RequestStopFromAHandler) {

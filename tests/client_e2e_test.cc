@@ -32,7 +32,6 @@ using ::testing::AllOf;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-using ::testing::UnorderedElementsAreArray;
 
 // Every child is killed after this long, so a hang fails instead of blocking.
 constexpr int kChildTimeoutSeconds = 60;
@@ -157,11 +156,12 @@ class ClientE2eTest : public MsgqTest {
 
 // 1. `msgq tables` lists loaded and failed tables, as text and as JSON.
 TEST_F(ClientE2eTest, TablesListsLoadedAndFailedTables) {
-  CreateTable("demo");
-  Exec(MessageTableDdl("broken", MessageComment("vt_batch_size=0")));
-  StartServer();
-  WaitForTable("demo");
-  WaitForTable("broken");
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo"));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec(MessageTableDdl("broken", MessageComment("vt_batch_size=0"))));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  ASSERT_NO_FATAL_FAILURE(WaitForTable("demo"));
+  ASSERT_NO_FATAL_FAILURE(WaitForTable("broken"));
   const v1::TableStatus broken = FindTable(stub_.get(), "broken");
   ASSERT_FALSE(broken.loaded());
   EXPECT_THAT(broken.error(),
@@ -224,9 +224,9 @@ TEST_F(ClientE2eTest, TablesListsLoadedAndFailedTables) {
 // 2. `tail --ack --count 3 --json` prints exactly the 3 messages, exits 0 and
 // leaves them acked in MySQL.
 TEST_F(ClientE2eTest, TailAckCountJsonPrintsAndAcks) {
-  CreateTable("demo");
-  StartServer();
-  InsertRange("demo", 1, 3);
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo"));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 1, 3));
   Result r = Cli({"tail", "demo", "--ack", "--count", "3", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r;
   EXPECT_EQ(r.out, absl::StrCat(absl::StrJoin(JsonLines(1, 3), "\n"), "\n"));
@@ -236,7 +236,7 @@ TEST_F(ClientE2eTest, TailAckCountJsonPrintsAndAcks) {
   EXPECT_EQ(Unacked("demo"), 0);
 
   // Acked messages are gone for good: a later message is the next one seen.
-  InsertRange("demo", 4, 4);
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 4, 4));
   Result next = Cli({"tail", "demo", "--ack", "--count=1", "--json"});
   ASSERT_EQ(next.exit_code, 0) << next;
   EXPECT_EQ(next.out, JsonLine(4) + "\n");
@@ -245,16 +245,22 @@ TEST_F(ClientE2eTest, TailAckCountJsonPrintsAndAcks) {
 
 // 2b. Without --ack the rows stay unacked and are redelivered after ack_wait.
 TEST_F(ClientE2eTest, TailWithoutAckLeavesRowsUnacked) {
-  CreateTable("demo", "vt_ack_wait=1,vt_poller_interval=0.2");
-  InsertRange("demo", 1, 3);
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("demo", "vt_ack_wait=1,vt_poller_interval=0.2"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 1, 3));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   Result r = Cli({"tail", "demo", "--count", "3", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r;
   EXPECT_EQ(r.out, absl::StrCat(absl::StrJoin(JsonLines(1, 3), "\n"), "\n"));
   EXPECT_EQ(Acked("demo"), 0);
   EXPECT_EQ(Unacked("demo"), 3);
-  // Each was sent once.
-  EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.demo WHERE epoch = 1"), 3);
+  // Each was sent once (the postpone commits after the send: wait for it).
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Int("SELECT COUNT(*) FROM msgq.demo WHERE epoch = 1") == 3;
+      },
+      absl::Seconds(10)));
+  EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.demo WHERE epoch <> 1"), 0);
 
   // The same three come back (after ack_wait) and can be acked then.
   Result again = Cli({"tail", "demo", "--count", "3", "--json", "--ack"});
@@ -266,11 +272,12 @@ TEST_F(ClientE2eTest, TailWithoutAckLeavesRowsUnacked) {
 
 // 2c. The default text format.
 TEST_F(ClientE2eTest, TailTextFormat) {
-  CreateTable("demo", "", "tenant varchar(20), note text");
-  Exec(
-      "INSERT INTO msgq.demo (id, message, tenant, note) VALUES "
-      "(1, '{\"n\": 1}', 'acme', NULL), (2, NULL, 'a b', 'x\"y')");
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("demo", "", "tenant varchar(20), note text"));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("INSERT INTO msgq.demo (id, message, tenant, note) VALUES "
+           "(1, '{\"n\": 1}', 'acme', NULL), (2, NULL, 'a b', 'x\"y')"));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   Result r = Cli({"tail", "demo", "--count=2", "--ack"});
   ASSERT_EQ(r.exit_code, 0) << r;
   EXPECT_EQ(r.out,
@@ -281,11 +288,12 @@ TEST_F(ClientE2eTest, TailTextFormat) {
 
 // 3. `msgq ack` and the exit codes of the error cases.
 TEST_F(ClientE2eTest, AckAndErrorExitCodes) {
-  CreateTable("demo");
-  Exec(MessageTableDdl("broken", MessageComment("vt_ack_wait=-1")));
-  InsertRange("demo", 1, 3);
-  StartServer();
-  WaitForTable("broken");
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo"));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec(MessageTableDdl("broken", MessageComment("vt_ack_wait=-1"))));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 1, 3));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  ASSERT_NO_FATAL_FAILURE(WaitForTable("broken"));
 
   Result ack = Cli({"ack", "demo", "1", "2", "999"});
   ASSERT_EQ(ack.exit_code, 0) << ack;
@@ -357,58 +365,56 @@ TEST_F(ClientE2eTest, AckAndErrorExitCodes) {
 
 // $MSGQ_SERVER is the default of --server.
 TEST_F(ClientE2eTest, ServerFromEnvironment) {
-  CreateTable("demo");
-  StartServer();
-  WaitForTable("demo");
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo"));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  ASSERT_NO_FATAL_FAILURE(WaitForTable("demo"));
   Result r = RunChild({MSGQ_CLI_PATH, "ack", "demo", "1"},
                       {"MSGQ_SERVER=" + server_->address()});
   ASSERT_EQ(r.exit_code, 0) << r;
   EXPECT_EQ(r.out, "acked 0 of 1\n");
 }
 
-// 4. The Python consumer prints and acks every message, each exactly once.
-// Unordered: with several batches in flight msgqd may hand them to the stream
-// out of order (a race between its poll thread and gRPC's write-done
-// callbacks, both delivering outside the manager's lock).
+// 4. The Python consumer prints and acks every message, each exactly once,
+// in the stream's order (priority, time_next, id).
 TEST_F(ClientE2eTest, PythonConsumerPrintsAndAcks) {
-  CreateTable("demo");
-  InsertRange("demo", 1, 50);
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 1, 50));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   Result r = Python({"--count", "50", "demo"});
   ASSERT_EQ(r.exit_code, 0) << r;
-  EXPECT_THAT(Lines(r.out), UnorderedElementsAreArray(JsonLines(1, 50))) << r;
+  EXPECT_THAT(Lines(r.out), ElementsAreArray(JsonLines(1, 50))) << r;
   EXPECT_EQ(r.out.back(), '\n');
   EXPECT_EQ(r.err, "");
   EXPECT_EQ(Acked("demo"), 50);
   EXPECT_EQ(Unacked("demo"), 0);
 
   // Messages inserted while it is subscribed arrive too (binlog discovery).
-  InsertRange("demo", 51, 55);
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 51, 55));
   Result more = Python({"--count=5", "demo"});
   ASSERT_EQ(more.exit_code, 0) << more;
-  EXPECT_THAT(Lines(more.out), UnorderedElementsAreArray(JsonLines(51, 55)))
-      << more;
+  EXPECT_THAT(Lines(more.out), ElementsAreArray(JsonLines(51, 55))) << more;
   EXPECT_EQ(Acked("demo"), 55);
 }
 
 // 4b. With --no-ack the rows stay unacked.
 TEST_F(ClientE2eTest, PythonConsumerNoAckLeavesRowsUnacked) {
-  CreateTable("demo");
-  InsertRange("demo", 1, 50);
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 1, 50));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   Result r = Python({"--count", "50", "--no-ack", "demo"});
   ASSERT_EQ(r.exit_code, 0) << r;
-  EXPECT_THAT(Lines(r.out), UnorderedElementsAreArray(JsonLines(1, 50))) << r;
+  EXPECT_THAT(Lines(r.out), ElementsAreArray(JsonLines(1, 50))) << r;
   EXPECT_EQ(Acked("demo"), 0);
   EXPECT_EQ(Unacked("demo"), 50);
 }
 
 // 4c. The Python consumer's exit codes.
 TEST_F(ClientE2eTest, PythonConsumerErrorExitCodes) {
-  Exec("USE msgq");
-  Exec(MessageTableDdl("broken", "vitess_message,vt_ack_wait=30"));
-  StartServer();
-  WaitForTable("broken");
+  ASSERT_NO_FATAL_FAILURE(Exec("USE msgq"));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec(MessageTableDdl("broken", "vitess_message,vt_ack_wait=30")));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  ASSERT_NO_FATAL_FAILURE(WaitForTable("broken"));
   Result missing = Python({"--count", "1", "nosuch"});
   EXPECT_EQ(missing.exit_code, 4) << missing;
   EXPECT_EQ(missing.out, "");
@@ -433,15 +439,17 @@ TEST_F(ClientE2eTest, PythonConsumerErrorExitCodes) {
 
 // The CLI and the Python consumer print the same JSON for the same row.
 TEST_F(ClientE2eTest, CliAndPythonAgreeOnJson) {
-  CreateTable("a", "", "n_int int, n_dec decimal(6,2), txt varchar(40)");
-  CreateTable("b", "", "n_int int, n_dec decimal(6,2), txt varchar(40)");
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("a", "", "n_int int, n_dec decimal(6,2), txt varchar(40)"));
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("b", "", "n_int int, n_dec decimal(6,2), txt varchar(40)"));
   const std::string values =
       " (id, message, n_int, n_dec, txt) VALUES "
       "(7, '[1, \"two\"]', -3, 12.50, 'tab\\there \\\\ q\"'), "
       "(8, NULL, NULL, NULL, '')";
-  Exec("INSERT INTO msgq.a" + values);
-  Exec("INSERT INTO msgq.b" + values);
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(Exec("INSERT INTO msgq.a" + values));
+  ASSERT_NO_FATAL_FAILURE(Exec("INSERT INTO msgq.b" + values));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   Result cli = Cli({"tail", "a", "--json", "--count=2", "--ack"});
   ASSERT_EQ(cli.exit_code, 0) << cli;
   Result py = Python({"--count=2", "b"});
@@ -459,10 +467,11 @@ TEST_F(ClientE2eTest, CliAndPythonAgreeOnJson) {
 // 5. The README quickstart: the table of schema/message_table.sql, an INSERT
 // with the mariadb command-line client, `msgq tail demo --ack --count 1`.
 TEST_F(ClientE2eTest, ReadmeQuickstart) {
-  Exec("USE msgq");
-  Exec(ReadFile(std::string(MSGQ_SOURCE_DIR) + "/schema/message_table.sql"));
-  StartServer();
-  WaitForTable("demo");
+  ASSERT_NO_FATAL_FAILURE(Exec("USE msgq"));
+  ASSERT_NO_FATAL_FAILURE(Exec(
+      ReadFile(std::string(MSGQ_SOURCE_DIR) + "/schema/message_table.sql")));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  ASSERT_NO_FATAL_FAILURE(WaitForTable("demo"));
 
   Result insert = RunChild({"mariadb", "--no-defaults", "-S", db_->socket(),
                             "-uroot", "msgq", "-e",

@@ -15,6 +15,13 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 
+// The ids from..to as the strings a stream carries.
+std::set<std::string> IdSet(int from, int to) {
+  std::set<std::string> ids;
+  for (int i = from; i <= to; ++i) ids.insert(std::to_string(i));
+  return ids;
+}
+
 class DeliveryTest : public MsgqTest {
  protected:
   int64_t Int(const std::string& sql) {
@@ -30,8 +37,8 @@ class DeliveryTest : public MsgqTest {
 
 // 1. Only committed inserts are delivered, once committed.
 TEST_F(DeliveryTest, DeliversCommittedInsertsOnly) {
-  CreateTable("q", "vt_poller_interval=0.1");
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q", "vt_poller_interval=0.1"));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   StreamCollector s(stub_.get(), "q");
   ASSERT_TRUE(s.WaitForFields(absl::Seconds(10)));
 
@@ -58,14 +65,14 @@ TEST_F(DeliveryTest, DeliversCommittedInsertsOnly) {
 
 // 2. Lower priority first, then older time_next, then id.
 TEST_F(DeliveryTest, OrdersByPriorityThenTimeNextThenId) {
-  CreateTable("q", "vt_batch_size=1");
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q", "vt_batch_size=1"));
   const int64_t t = NowNanos() - 1'000'000'000;
-  Exec(absl::StrCat(
+  ASSERT_NO_FATAL_FAILURE(Exec(absl::StrCat(
       "INSERT INTO msgq.q (id, priority, time_next) VALUES "
       "(1, 50, ",
       t + 3, "), (2, 10, ", t + 9, "), (3, 50, ", t + 1, "), ", "(4, 10, ",
-      t + 9, "), (5, 90, ", t, "), (6, 50, ", t + 1, ")"));
-  StartServer();
+      t + 9, "), (5, 90, ", t, "), (6, 50, ", t + 1, ")")));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   StreamCollector s(stub_.get(), "q");
   ASSERT_TRUE(s.WaitForRows(6, absl::Seconds(10)));
   EXPECT_THAT(s.ids(), ElementsAre("2", "4", "3", "6", "1", "5"));
@@ -74,15 +81,17 @@ TEST_F(DeliveryTest, OrdersByPriorityThenTimeNextThenId) {
 
 // 3. Fields first (id first), then 1..batch_size rows per response.
 TEST_F(DeliveryTest, StreamShapeFieldsThenBoundedBatches) {
-  CreateTable("q", "vt_batch_size=3", "tenant varchar(10), extra int");
-  CreateTable("subset", "vt_message_cols=id|extra",
-              "tenant varchar(10), extra int");
-  Exec(
-      "INSERT INTO msgq.q (id, message, tenant, extra) VALUES "
-      "(1, '{\"a\": 1}', 'x', NULL), (2, NULL, 'y', 7)");
-  InsertRange("q", 3, 10);
-  Exec("INSERT INTO msgq.subset (id, extra) VALUES (1, 42)");
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("q", "vt_batch_size=3", "tenant varchar(10), extra int"));
+  ASSERT_NO_FATAL_FAILURE(CreateTable("subset", "vt_message_cols=id|extra",
+                                      "tenant varchar(10), extra int"));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("INSERT INTO msgq.q (id, message, tenant, extra) VALUES "
+           "(1, '{\"a\": 1}', 'x', NULL), (2, NULL, 'y', 7)"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 3, 10));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("INSERT INTO msgq.subset (id, extra) VALUES (1, 42)"));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   StreamCollector s(stub_.get(), "q");
   ASSERT_TRUE(s.WaitForRows(10, absl::Seconds(10)));
   auto responses = s.responses();
@@ -118,8 +127,9 @@ TEST_F(DeliveryTest, StreamShapeFieldsThenBoundedBatches) {
 
 // 4. Round-robin, not broadcast: each message goes to exactly one subscriber.
 TEST_F(DeliveryTest, RoundRobinAcrossSubscribersWithoutDuplicates) {
-  CreateTable("q", "vt_batch_size=1,vt_poller_interval=0.2");
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("q", "vt_batch_size=1,vt_poller_interval=0.2"));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   StreamCollector a(stub_.get(), "q"), b(stub_.get(), "q"), c(stub_.get(), "q");
   ASSERT_TRUE(a.WaitForFields(absl::Seconds(10)));
   ASSERT_TRUE(b.WaitForFields(absl::Seconds(10)));
@@ -127,7 +137,7 @@ TEST_F(DeliveryTest, RoundRobinAcrossSubscribersWithoutDuplicates) {
   ASSERT_TRUE(
       Eventually([&] { return FindTable(stub_.get(), "q").subscribers() == 3; },
                  absl::Seconds(10)));
-  InsertRange("q", 1, 60);
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 60));
   ASSERT_TRUE(Eventually(
       [&] { return a.row_count() + b.row_count() + c.row_count() >= 60; },
       absl::Seconds(20)));
@@ -153,12 +163,14 @@ TEST_F(DeliveryTest, RoundRobinAcrossSubscribersWithoutDuplicates) {
 // 5. Ack: counts rows that went unacked -> acked; acked rows never come back;
 // a plain UPDATE acks too.
 TEST_F(DeliveryTest, AckCountsAndStopsRedelivery) {
-  CreateTable("q", "vt_ack_wait=0.5,vt_poller_interval=0.2");
-  InsertRange("q", 1, 4);
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("q", "vt_ack_wait=0.5,vt_poller_interval=0.2"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 4));
   const int64_t now = NowNanos();
-  Exec(absl::StrCat("UPDATE msgq.q SET time_acked = ", now,
-                    ", time_next = NULL WHERE id = 4"));
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(
+      Exec(absl::StrCat("UPDATE msgq.q SET time_acked = ", now,
+                        ", time_next = NULL WHERE id = 4")));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   StreamCollector s(stub_.get(), "q");
   ASSERT_TRUE(s.WaitForRows(3, absl::Seconds(10)));
   int64_t acked = -1;
@@ -172,21 +184,24 @@ TEST_F(DeliveryTest, AckCountsAndStopsRedelivery) {
             "2");
   // Only 3 (unacked) comes back after its backoff; 1, 2 and 4 never do.
   ASSERT_TRUE(s.WaitForRows(4, absl::Seconds(10)));
-  s.WaitForRows(6, absl::Milliseconds(1500));
+  // Anything more in the next 1.5 s (three ack waits) must be 3 again.
+  (void)s.WaitForRows(6, absl::Milliseconds(1500));
   const std::vector<std::string> ids = s.ids();
-  for (size_t i = 3; i < ids.size(); ++i) EXPECT_EQ(ids[i], "3");
-  EXPECT_THAT(std::vector<std::string>(ids.begin(), ids.begin() + 3),
-              ::testing::UnorderedElementsAre("1", "2", "3"));
+  ASSERT_GE(ids.size(), 4u);
+  EXPECT_THAT(std::vector<std::string>(ids.begin(), ids.begin() + 4),
+              ElementsAre("1", "2", "3", "3"));
+  for (size_t i = 4; i < ids.size(); ++i) EXPECT_EQ(ids[i], "3") << i;
 }
 
 // 6. Every send is postponed: epoch + 1 and time_next = now + ack_wait +
 // clamp(min_backoff * 2^epoch * jitter); unacked messages are resent.
 TEST_F(DeliveryTest, RedeliversWithExponentialBackoff) {
-  CreateTable("q",
-              "vt_ack_wait=1,vt_min_backoff=0.5,vt_max_backoff=1.5,"
-              "vt_poller_interval=30");
-  InsertRange("q", 1, 1);
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("q",
+                  "vt_ack_wait=1,vt_min_backoff=0.5,vt_max_backoff=1.5,"
+                  "vt_poller_interval=30"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 1));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   const int64_t before = NowNanos();
   StreamCollector s(stub_.get(), "q");
   ASSERT_TRUE(s.WaitForRows(1, absl::Seconds(10)));
@@ -206,8 +221,9 @@ TEST_F(DeliveryTest, RedeliversWithExponentialBackoff) {
   ASSERT_TRUE(Eventually([&] { return Int("SELECT epoch FROM msgq.q") == 2; },
                          absl::Seconds(5)));
   const int64_t t2 = Int("SELECT time_next FROM msgq.q");
-  // epoch 1: clamp(0.5 * 2 * jitter) in [0.666, 1.333) s, max 1.5.
-  EXPECT_GE(t2 - second, 1'000'000'000LL + 666'000'000LL - 300'000'000LL);
+  // epoch 1: clamp(0.5 * 2 * jitter) in [0.666, 1.333) s, max 1.5, after
+  // a resend that came no earlier than t1 and no later than `second`.
+  EXPECT_GE(t2, t1 + 1'000'000'000LL + 666'000'000LL);
   EXPECT_LE(t2 - second, 1'000'000'000LL + 1'333'000'000LL);
   // epoch 2 would be 0.5 * 4 * jitter >= 1.33 -> up to the 1.5 s max.
   ASSERT_TRUE(s.WaitForRows(3, absl::Seconds(10)));
@@ -223,14 +239,18 @@ TEST_F(DeliveryTest, RedeliversWithExponentialBackoff) {
 // msgq learns of the message at the first subscriber's poll, and sends it
 // when it becomes due, not 30 s later at the next interval poll.
 TEST_F(DeliveryTest, ScheduledMessageArrivesWhenDueNotAtNextPoll) {
-  CreateTable("q", "vt_poller_interval=30");
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q", "vt_poller_interval=30"));
   const int64_t due = NowNanos() + 3'000'000'000LL;
-  Exec(
-      absl::StrCat("INSERT INTO msgq.q (id, message, time_next) VALUES "
-                   "(1, '{}', ",
-                   due, "), (2, '{}', ", due + 1'000'000'000LL, ")"));
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(
+      Exec(absl::StrCat("INSERT INTO msgq.q (id, message, time_next) VALUES "
+                        "(1, '{}', ",
+                        due, "), (2, '{}', ", due + 1'000'000'000LL, ")")));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   StreamCollector s(stub_.get(), "q");
+  ASSERT_TRUE(s.WaitForFields(absl::Seconds(10)));
+  // Lateness counts from the later of the due time and the subscription (a
+  // loaded machine may start msgqd after `due`).
+  const int64_t subscribed = NowNanos();
   ASSERT_TRUE(s.WaitForRows(1, absl::Seconds(10)));
   const int64_t first = NowNanos();
   ASSERT_TRUE(s.WaitForRows(2, absl::Seconds(10)));
@@ -240,19 +260,22 @@ TEST_F(DeliveryTest, ScheduledMessageArrivesWhenDueNotAtNextPoll) {
   EXPECT_GE(second, due + 1'000'000'000LL);
   // The 200 ms goal is measured by the benchmark; allow a loaded CI machine
   // slack here while still failing on "waited for the next poll".
-  EXPECT_LE(first - due, 1'000'000'000LL) << "late by " << (first - due);
+  const int64_t from1 = std::max(due, subscribed);
+  const int64_t from2 = std::max<int64_t>(due + 1'000'000'000LL, first);
+  EXPECT_LE(first - from1, 1'000'000'000LL) << "late by " << (first - from1);
   std::printf("scheduled delivery late by %.1f ms and %.1f ms\n",
-              (first - due) / 1e6, (second - due - 1'000'000'000LL) / 1e6);
-  EXPECT_LE(second - due - 1'000'000'000LL, 1'000'000'000LL);
+              (first - from1) / 1e6, (second - from2) / 1e6);
+  EXPECT_LE(second - from2, 1'000'000'000LL);
 }
 
 // 8. A full cache is refilled as soon as it drains, not at the next interval.
 TEST_F(DeliveryTest, SmallCacheDrainsLargeBacklogQuickly) {
-  CreateTable("q", "vt_cache_size=100,vt_poller_interval=30,vt_batch_size=10");
+  ASSERT_NO_FATAL_FAILURE(CreateTable(
+      "q", "vt_cache_size=100,vt_poller_interval=30,vt_batch_size=10"));
   const int n = 10000;
   for (int from = 1; from <= n; from += 1000)
-    InsertRange("q", from, from + 999);
-  StartServer();
+    ASSERT_NO_FATAL_FAILURE(InsertRange("q", from, from + 999));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   StreamCollector s(stub_.get(), "q");
   int64_t max_cached = 0;
   ASSERT_TRUE(Eventually(
@@ -265,48 +288,59 @@ TEST_F(DeliveryTest, SmallCacheDrainsLargeBacklogQuickly) {
   EXPECT_LE(max_cached, 100);
   std::set<std::string> unique;
   for (const auto& id : s.ids()) unique.insert(id);
-  EXPECT_EQ(unique.size(), static_cast<size_t>(n));
+  EXPECT_EQ(unique, IdSet(1, n));
 }
 
 // 9. No subscribers, no polls; the first subscriber polls at once.
 TEST_F(DeliveryTest, NoPollQueriesWithoutSubscribers) {
-  CreateTable("q", "vt_poller_interval=0.1");
-  InsertRange("q", 1, 3);
-  StartServer({"--schema_reload_interval=1h"});
-  auto com_select = [&] {
-    auto r = db_->Query("SHOW GLOBAL STATUS LIKE 'Com_select'");
-    int64_t v = 0;
-    if (r.ok() && !r->rows.empty()) (void)absl::SimpleAtoi(*r->rows[0][1], &v);
-    return v;
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q", "vt_poller_interval=0.1"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 3));
+  // Rows read from the message table itself (user statistics), not
+  // Com_select: msgqd's other threads may query other things meanwhile.
+  ASSERT_NO_FATAL_FAILURE(Exec("SET GLOBAL userstat = 1"));
+  ASSERT_NO_FATAL_FAILURE(StartServer({"--schema_reload_interval=1h"}));
+  auto rows_read = [&] {
+    return Int(
+        "SELECT COALESCE(SUM(ROWS_READ), 0) FROM "
+        "information_schema.TABLE_STATISTICS WHERE TABLE_SCHEMA = 'msgq' AND "
+        "TABLE_NAME = 'q'");
   };
-  const int64_t before = com_select();
+  const int64_t before = rows_read();
   absl::SleepFor(absl::Seconds(1));  // ten poll intervals
-  EXPECT_EQ(com_select() - before, 0);
+  EXPECT_EQ(rows_read() - before, 0);
   StreamCollector s(stub_.get(), "q");
   ASSERT_TRUE(s.WaitForRows(3, absl::Seconds(5)));
-  EXPECT_GT(com_select() - before, 0);
+  EXPECT_GE(rows_read() - before, 3);
 }
 
 // 10. Acked rows older than vt_purge_after are deleted; unacked never.
 TEST_F(DeliveryTest, PurgesOldAckedRowsOnly) {
-  CreateTable("q", "vt_purge_after=1,vt_poller_interval=0.1");
-  InsertRange("q", 1, 1200);
-  const int64_t old = NowNanos() - 5'000'000'000LL;
-  Exec(absl::StrCat("UPDATE msgq.q SET time_acked = ", old,
-                    ", time_next = NULL WHERE id <= 1100"));
-  Exec(absl::StrCat("UPDATE msgq.q SET time_next = ",
-                    NowNanos() + 3'600'000'000'000LL, " WHERE id > 1100"));
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("q", "vt_purge_after=3,vt_poller_interval=0.1"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 1200));
+  const int64_t old = NowNanos() - 10'000'000'000LL;
+  ASSERT_NO_FATAL_FAILURE(
+      Exec(absl::StrCat("UPDATE msgq.q SET time_acked = ", old,
+                        ", time_next = NULL WHERE id <= 1100")));
+  ASSERT_NO_FATAL_FAILURE(Exec(absl::StrCat(
+      "UPDATE msgq.q SET time_next = ", NowNanos() + 3'600'000'000'000LL,
+      " WHERE id > 1100")));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   // 1100 rows need several bounded DELETEs (500 per statement).
   ASSERT_TRUE(
       Eventually([&] { return Int("SELECT COUNT(*) FROM msgq.q") == 100; },
                  absl::Seconds(10)));
   EXPECT_EQ(Int("SELECT MIN(id) FROM msgq.q"), 1101);
-  // A freshly acked row survives until it is older than vt_purge_after.
-  Exec(absl::StrCat("UPDATE msgq.q SET time_acked = ", NowNanos(),
-                    ", time_next = NULL WHERE id = 1101"));
-  absl::SleepFor(absl::Milliseconds(300));
+  // A freshly acked row survives until it is older than vt_purge_after
+  // (3 s): ten purge rounds later (1 s) it is still there.
+  const absl::Time acked_at = absl::Now();
+  ASSERT_NO_FATAL_FAILURE(Exec(absl::StrCat(
+      "UPDATE msgq.q SET time_acked = ", absl::ToUnixNanos(acked_at),
+      ", time_next = NULL WHERE id = 1101")));
+  absl::SleepFor(absl::Seconds(1));
   EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.q WHERE id = 1101"), 1);
+  ASSERT_LT(absl::Now() - acked_at, absl::Seconds(3))
+      << "too slow to tell whether the row was kept";
   ASSERT_TRUE(
       Eventually([&] { return Int("SELECT COUNT(*) FROM msgq.q") == 99; },
                  absl::Seconds(10)));
@@ -315,9 +349,10 @@ TEST_F(DeliveryTest, PurgesOldAckedRowsOnly) {
 // 11. A subscriber that leaves is removed at once; its messages go to others
 // after their time_next.
 TEST_F(DeliveryTest, LeavingSubscriberIsRemovedAndItsMessagesMoveOn) {
-  CreateTable("q", "vt_ack_wait=1,vt_poller_interval=30");
-  InsertRange("q", 1, 1);
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("q", "vt_ack_wait=1,vt_poller_interval=30"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 1));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   auto a = std::make_unique<StreamCollector>(stub_.get(), "q");
   ASSERT_TRUE(a->WaitForRows(1, absl::Seconds(10)));
   EXPECT_EQ(FindTable(stub_.get(), "q").subscribers(), 1);
@@ -332,9 +367,10 @@ TEST_F(DeliveryTest, LeavingSubscriberIsRemovedAndItsMessagesMoveOn) {
 
 // 12. MySQL going away loses nothing and needs no restart.
 TEST_F(DeliveryTest, SurvivesMysqlRestartWithoutLoss) {
-  CreateTable("q", "vt_ack_wait=1,vt_poller_interval=0.5");
-  InsertRange("q", 1, 50);
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("q", "vt_ack_wait=1,vt_poller_interval=0.5"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 50));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   StreamCollector s(stub_.get(), "q");
   ASSERT_TRUE(s.WaitForRows(50, absl::Seconds(10)));
   AckAll(s, "q");
@@ -344,11 +380,12 @@ TEST_F(DeliveryTest, SurvivesMysqlRestartWithoutLoss) {
             grpc::StatusCode::UNAVAILABLE);
   absl::SleepFor(absl::Seconds(1));
   ASSERT_TRUE(db_->Restart().ok());
-  InsertRange("q", 51, 100);
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 51, 100));
   // The open stream carries on (it may also have ended with UNAVAILABLE, and
   // a client would reconnect): everything inserted after the restart, and
   // anything not acked before it, arrives without restarting msgqd.
   std::set<std::string> got;
+  std::vector<std::string> unacked;
   size_t seen = 0;
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   while (Int("SELECT COUNT(*) FROM msgq.q WHERE time_acked IS NULL") > 0 &&
@@ -358,19 +395,25 @@ TEST_F(DeliveryTest, SurvivesMysqlRestartWithoutLoss) {
     std::vector<std::string> fresh(ids.begin() + seen, ids.end());
     seen = ids.size();
     for (const auto& id : fresh) got.insert(id);
-    if (!fresh.empty()) (void)AckIds(stub_.get(), "q", fresh, &acked);
+    // An ack may fail while msgqd reconnects: keep it for the next round.
+    unacked.insert(unacked.end(), fresh.begin(), fresh.end());
+    if (!unacked.empty() && AckIds(stub_.get(), "q", unacked, &acked).ok()) {
+      unacked.clear();
+    }
   }
   EXPECT_FALSE(s.WaitForEnd(absl::Milliseconds(1)))
       << "stream ended: " << s.status().error_message();
   EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.q WHERE time_acked IS NULL"), 0);
-  EXPECT_EQ(got.size(), 100u);
+  EXPECT_EQ(got, IdSet(1, 100));
 }
 
 // 13. kill -9 of msgqd loses nothing: unacked messages are delivered again.
 TEST_F(DeliveryTest, KillNineThenRestartRedeliversEverythingUnacked) {
-  CreateTable("q", "vt_ack_wait=1,vt_poller_interval=30,vt_batch_size=5");
-  InsertRange("q", 1, 500);
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("q", "vt_ack_wait=1,vt_poller_interval=30,vt_batch_size=5"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 500));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  std::set<std::string> unacked = IdSet(1, 500);
   {
     StreamCollector s(stub_.get(), "q");
     ASSERT_TRUE(s.WaitForRows(100, absl::Seconds(10)));
@@ -379,14 +422,15 @@ TEST_F(DeliveryTest, KillNineThenRestartRedeliversEverythingUnacked) {
     int64_t acked;
     ASSERT_TRUE(AckIds(stub_.get(), "q", ids, &acked).ok());
     EXPECT_EQ(acked, 100);
+    for (const auto& id : ids) unacked.erase(id);
     server_->Kill();
   }
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   StreamCollector s(stub_.get(), "q");
   ASSERT_TRUE(s.WaitForRows(400, absl::Seconds(20)));
   std::set<std::string> got;
   for (const auto& id : s.ids()) got.insert(id);
-  EXPECT_EQ(got.size(), 400u);
+  EXPECT_EQ(got, unacked);
   int64_t acked;
   ASSERT_TRUE(AckIds(stub_.get(), "q", s.ids(), &acked).ok());
   EXPECT_EQ(acked, 400);
@@ -395,14 +439,18 @@ TEST_F(DeliveryTest, KillNineThenRestartRedeliversEverythingUnacked) {
 
 // 14. Several databases, each table with its own settings, by keyspace.
 TEST_F(DeliveryTest, ServesTablesOfSeveralDatabases) {
-  Exec("CREATE DATABASE other");
-  Exec("USE msgq");
-  Exec(MessageTableDdl("t", MessageComment("vt_batch_size=2")));
-  Exec("USE other");
-  Exec(MessageTableDdl("t", MessageComment("vt_batch_size=5")));
-  Exec("INSERT INTO msgq.t (id, message) VALUES (1, '\"m\"')");
-  Exec("INSERT INTO other.t (id, message) VALUES (2, '\"o\"')");
-  StartServer({"--databases=msgq,other"});
+  ASSERT_NO_FATAL_FAILURE(Exec("CREATE DATABASE other"));
+  ASSERT_NO_FATAL_FAILURE(Exec("USE msgq"));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec(MessageTableDdl("t", MessageComment("vt_batch_size=2"))));
+  ASSERT_NO_FATAL_FAILURE(Exec("USE other"));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec(MessageTableDdl("t", MessageComment("vt_batch_size=5"))));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("INSERT INTO msgq.t (id, message) VALUES (1, '\"m\"')"));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("INSERT INTO other.t (id, message) VALUES (2, '\"o\"')"));
+  ASSERT_NO_FATAL_FAILURE(StartServer({"--databases=msgq,other"}));
   EXPECT_EQ(FindTable(stub_.get(), "t", "msgq").settings().batch_size(), 2);
   EXPECT_EQ(FindTable(stub_.get(), "t", "other").settings().batch_size(), 5);
   StreamCollector def(stub_.get(), "t");
@@ -416,6 +464,30 @@ TEST_F(DeliveryTest, ServesTablesOfSeveralDatabases) {
   EXPECT_EQ(acked, 1);
   ASSERT_TRUE(AckIds(stub_.get(), "t", {"2"}, &acked, "msgq").ok());
   EXPECT_EQ(acked, 0);
+}
+
+// README: --binlog=false turns instant delivery off; the table says so
+// ("poll" in ListTables) and the poll still delivers.
+TEST_F(DeliveryTest, BinlogFalsePollsAndListTablesSaysSo) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q", "vt_poller_interval=0.5"));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  EXPECT_TRUE(Eventually(
+      [&] { return FindTable(stub_.get(), "q").discovery() == "binlog"; },
+      absl::Seconds(10)))
+      << FindTable(stub_.get(), "q").discovery();
+  EXPECT_EQ(server_->Terminate(), 0);
+
+  ASSERT_NO_FATAL_FAILURE(StartServer({"--binlog=false"}));
+  ASSERT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "q").name() == "q"; },
+                 absl::Seconds(10)));
+  StreamCollector s(stub_.get(), "q");
+  ASSERT_TRUE(s.WaitForFields(absl::Seconds(10)));
+  EXPECT_EQ(FindTable(stub_.get(), "q").discovery(), "poll");
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 1));
+  ASSERT_TRUE(s.WaitForRows(1, absl::Seconds(10)));
+  EXPECT_THAT(s.ids(), ElementsAre("1"));
+  EXPECT_EQ(FindTable(stub_.get(), "q").discovery(), "poll");
 }
 
 }  // namespace

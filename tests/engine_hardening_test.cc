@@ -6,8 +6,8 @@
 #include <atomic>
 #include <fstream>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,13 +31,16 @@ class EngineHardeningTest : public MsgqTest {};
 // 15. An empty keyspace means the first configured database that has the
 // table, for every RPC (Vitess: the name is unique across keyspaces).
 TEST_F(EngineHardeningTest, EmptyKeyspaceFindsTheTableInAnyServedDatabase) {
-  Exec("CREATE DATABASE other");
-  Exec("USE other");
-  Exec(MessageTableDdl("only_here", MessageComment("vt_poller_interval=0.2")));
-  Exec("INSERT INTO other.only_here (id, message) VALUES (7, '{}')");
-  StartServer({"--databases=msgq,other"});
+  ASSERT_NO_FATAL_FAILURE(Exec("CREATE DATABASE other"));
+  ASSERT_NO_FATAL_FAILURE(Exec("USE other"));
+  ASSERT_NO_FATAL_FAILURE(Exec(
+      MessageTableDdl("only_here", MessageComment("vt_poller_interval=0.2"))));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("INSERT INTO other.only_here (id, message) VALUES (7, '{}')"));
+  ASSERT_NO_FATAL_FAILURE(StartServer({"--databases=msgq,other"}));
   StreamCollector s(stub_.get(), "only_here", "");
-  ASSERT_TRUE(s.WaitForRows(1, absl::Seconds(10))) << s.status().error_message();
+  ASSERT_TRUE(s.WaitForRows(1, absl::Seconds(10)))
+      << s.status().error_message();
   EXPECT_THAT(s.ids(), ElementsAre("7"));
   int64_t acked = -1;
   grpc::Status st = AckIds(stub_.get(), "only_here", {"7"}, &acked, "");
@@ -45,7 +48,8 @@ TEST_F(EngineHardeningTest, EmptyKeyspaceFindsTheTableInAnyServedDatabase) {
   EXPECT_EQ(acked, 1);
   st = AckIds(stub_.get(), "nowhere", {"7"}, &acked, "");
   EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_THAT(st.error_message(), HasSubstr("not found in keyspaces msgq, other"));
+  EXPECT_THAT(st.error_message(),
+              HasSubstr("not found in keyspaces msgq, other"));
 }
 
 // Reads a table over and over (a new stream whenever one ends, as a client
@@ -106,7 +110,8 @@ class ReconnectingReader {
   std::atomic<bool> stop_{false};
   mutable absl::Mutex mu_;
   std::shared_ptr<grpc::ClientContext> context_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::pair<std::string, absl::Time>> received_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<std::string, absl::Time>> received_
+      ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 
@@ -117,8 +122,8 @@ class ReconnectingReader {
 // receipts less than 2 s apart are a duplicate inside the ack wait.
 TEST_F(EngineHardeningTest, ReloadUnderLoadSendsNoIdTwiceWithinItsAckWait) {
   const std::string settings = "vt_ack_wait=2,vt_poller_interval=0.5,";
-  CreateTable("q", settings + "vt_batch_size=5");
-  StartServer({"--schema_reload_interval=50ms"});
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q", settings + "vt_batch_size=5"));
+  ASSERT_NO_FATAL_FAILURE(StartServer({"--schema_reload_interval=50ms"}));
   std::vector<std::unique_ptr<ReconnectingReader>> readers;
   for (int i = 0; i < 3; ++i) {
     readers.push_back(std::make_unique<ReconnectingReader>(stub_.get(), "q"));
@@ -136,10 +141,11 @@ TEST_F(EngineHardeningTest, ReloadUnderLoadSendsNoIdTwiceWithinItsAckWait) {
     ASSERT_TRUE((*producer)->Execute(sql).ok());
     if (step % 10 == 5) {
       // A changed comment makes the engine replace the table's manager.
-      Exec(absl::StrCat("ALTER TABLE msgq.q COMMENT '",
-                        MessageComment(absl::StrCat(
-                            settings, "vt_batch_size=", 5 + (step / 10) % 2)),
-                        "'"));
+      ASSERT_NO_FATAL_FAILURE(Exec(
+          absl::StrCat("ALTER TABLE msgq.q COMMENT '",
+                       MessageComment(absl::StrCat(
+                           settings, "vt_batch_size=", 5 + (step / 10) % 2)),
+                       "'")));
     }
     absl::SleepFor(absl::Milliseconds(20));
   }
@@ -151,8 +157,9 @@ TEST_F(EngineHardeningTest, ReloadUnderLoadSendsNoIdTwiceWithinItsAckWait) {
     }
     return ids.size();
   };
-  EXPECT_TRUE(Eventually([&] { return distinct() == static_cast<size_t>(total); },
-                         absl::Seconds(30)))
+  EXPECT_TRUE(
+      Eventually([&] { return distinct() == static_cast<size_t>(total); },
+                 absl::Seconds(30)))
       << distinct() << " of " << total;
   for (auto& r : readers) r->Stop();
   std::map<std::string, std::vector<absl::Time>> receipts;
@@ -177,10 +184,10 @@ TEST_F(EngineHardeningTest, ReloadUnderLoadSendsNoIdTwiceWithinItsAckWait) {
 // 14. Stopping has an overall deadline: with MySQL frozen, msgqd exits
 // within --shutdown_timeout instead of waiting for I/O timeouts per table.
 TEST_F(EngineHardeningTest, ShutdownFinishesWithinItsDeadlineWhenMysqlHangs) {
-  CreateTable("q", "vt_poller_interval=0.2");
-  CreateTable("r", "vt_poller_interval=0.2");
-  InsertRange("q", 1, 1);
-  StartServer({"--shutdown_timeout=2s"});
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q", "vt_poller_interval=0.2"));
+  ASSERT_NO_FATAL_FAILURE(CreateTable("r", "vt_poller_interval=0.2"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 1));
+  ASSERT_NO_FATAL_FAILURE(StartServer({"--shutdown_timeout=2s"}));
   StreamCollector s(stub_.get(), "q");
   ASSERT_TRUE(s.WaitForRows(1, absl::Seconds(10)));
   std::ifstream pid_file(db_->Scalar("SELECT @@pid_file"));

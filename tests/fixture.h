@@ -1,5 +1,9 @@
 // MsgqTest: a gtest fixture with a private MariaDB (database `msgq` created)
 // and helpers to start msgqd against it.
+//
+// The helpers fail with gtest fatal failures, which only leave the helper:
+// call them as ASSERT_NO_FATAL_FAILURE(StartServer()) so a failed one ends
+// the test instead of letting it go on with a null stub_.
 #ifndef MSGQ_TESTS_FIXTURE_H_
 #define MSGQ_TESTS_FIXTURE_H_
 
@@ -20,7 +24,8 @@ class MsgqTest : public ::testing::Test {
     auto db = PrivateMariaDb::Start(DbOptions());
     ASSERT_TRUE(db.ok()) << db.status();
     db_ = *std::move(db);
-    ASSERT_TRUE(db_->Exec("CREATE DATABASE msgq").ok());
+    absl::Status s = db_->Exec("CREATE DATABASE msgq");
+    ASSERT_TRUE(s.ok()) << s;
   }
 
   // Starts msgqd serving `msgq` (unless --databases is given) with a short
@@ -46,8 +51,9 @@ class MsgqTest : public ::testing::Test {
 
   void CreateTable(const std::string& name, const std::string& overrides = "",
                    const std::string& extra_columns = "") {
-    Exec("USE msgq");
-    Exec(MessageTableDdl(name, MessageComment(overrides), extra_columns));
+    ASSERT_NO_FATAL_FAILURE(Exec("USE msgq"));
+    ASSERT_NO_FATAL_FAILURE(
+        Exec(MessageTableDdl(name, MessageComment(overrides), extra_columns)));
   }
 
   // Inserts ids [from, to] into msgq.`table` with message {"n": id}.

@@ -1,5 +1,8 @@
 // Loading message tables: directives, failures isolated per table, status
 // codes, schema reload, the schema/ DDL and its index; msgqd shutdown.
+#include <signal.h>
+#include <stdlib.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -13,16 +16,18 @@
 namespace msgq::testing {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 class LoadingTest : public MsgqTest {};
 
 TEST_F(LoadingTest, LoadsTableWithExactSettings) {
-  CreateTable("jobs",
-              "vt_ack_wait=2.5,vt_purge_after=3600,vt_batch_size=7,"
-              "vt_cache_size=123,vt_poller_interval=0.5,vt_min_backoff=1,"
-              "vt_max_backoff=60,vt_message_cols=id|message");
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("jobs",
+                  "vt_ack_wait=2.5,vt_purge_after=3600,vt_batch_size=7,"
+                  "vt_cache_size=123,vt_poller_interval=0.5,vt_min_backoff=1,"
+                  "vt_max_backoff=60,vt_message_cols=id|message"));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   v1::TableStatus t = FindTable(stub_.get(), "jobs");
   EXPECT_TRUE(t.loaded());
   EXPECT_EQ(t.error(), "");
@@ -42,9 +47,9 @@ TEST_F(LoadingTest, SchemaDirectoryDdlLoads) {
   std::ifstream in(std::string(MSGQ_SOURCE_DIR) + "/schema/message_table.sql");
   std::stringstream ddl;
   ddl << in.rdbuf();
-  Exec("USE msgq");
-  Exec(ddl.str());
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(Exec("USE msgq"));
+  ASSERT_NO_FATAL_FAILURE(Exec(ddl.str()));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   v1::TableStatus t = FindTable(stub_.get(), "demo");
   EXPECT_TRUE(t.loaded()) << t.error();
   EXPECT_EQ(t.settings().ack_wait(), 30);
@@ -94,11 +99,11 @@ TEST_F(LoadingTest, BadTablesFailAloneWithPreciseErrors) {
            all + "'",
        "missing required column epoch"},
   };
-  Exec("USE msgq");
-  for (const BadTable& b : bad) Exec(b.ddl);
-  CreateTable("good");
-  InsertRange("good", 1, 3);
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(Exec("USE msgq"));
+  for (const BadTable& b : bad) ASSERT_NO_FATAL_FAILURE(Exec(b.ddl));
+  ASSERT_NO_FATAL_FAILURE(CreateTable("good"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("good", 1, 3));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
 
   for (const BadTable& b : bad) {
     SCOPED_TRACE(b.name);
@@ -130,9 +135,10 @@ TEST_F(LoadingTest, BadTablesFailAloneWithPreciseErrors) {
 }
 
 TEST_F(LoadingTest, StatusCodesForBadRequests) {
-  CreateTable("good");
-  Exec("CREATE TABLE msgq.plain (id bigint PRIMARY KEY)");
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(CreateTable("good"));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("CREATE TABLE msgq.plain (id bigint PRIMARY KEY)"));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   struct Case {
     std::string keyspace, name;
     grpc::StatusCode code;
@@ -168,8 +174,8 @@ TEST_F(LoadingTest, StatusCodesForBadRequests) {
 }
 
 TEST_F(LoadingTest, UnavailableWhileMysqlIsDown) {
-  CreateTable("good");
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(CreateTable("good"));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   ASSERT_TRUE(FindTable(stub_.get(), "good").loaded());
   ASSERT_TRUE(db_->Stop().ok());
   grpc::Status ack = AckIds(stub_.get(), "good", {"1"}, nullptr);
@@ -177,7 +183,7 @@ TEST_F(LoadingTest, UnavailableWhileMysqlIsDown) {
   // The server itself keeps serving.
   EXPECT_TRUE(FindTable(stub_.get(), "good").loaded());
   ASSERT_TRUE(db_->Restart().ok());
-  InsertRange("good", 1, 1);
+  ASSERT_NO_FATAL_FAILURE(InsertRange("good", 1, 1));
   EXPECT_TRUE(Eventually(
       [&] {
         int64_t acked = 0;
@@ -187,10 +193,10 @@ TEST_F(LoadingTest, UnavailableWhileMysqlIsDown) {
 }
 
 TEST_F(LoadingTest, StartsWithoutMysqlAndLoadsWhenItComes) {
-  CreateTable("good");
-  InsertRange("good", 1, 2);
+  ASSERT_NO_FATAL_FAILURE(CreateTable("good"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("good", 1, 2));
   ASSERT_TRUE(db_->Stop().ok());
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   StreamCollector early(stub_.get(), "good");
   ASSERT_TRUE(early.WaitForEnd(absl::Seconds(10)));
   EXPECT_EQ(early.status().error_code(), grpc::StatusCode::UNAVAILABLE);
@@ -203,36 +209,36 @@ TEST_F(LoadingTest, StartsWithoutMysqlAndLoadsWhenItComes) {
 }
 
 TEST_F(LoadingTest, SchemaReloadAddsChangesFixesAndDrops) {
-  CreateTable("first");
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(CreateTable("first"));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   ASSERT_TRUE(FindTable(stub_.get(), "first").loaded());
 
   // A new table is served.
-  CreateTable("second", "vt_batch_size=3");
+  ASSERT_NO_FATAL_FAILURE(CreateTable("second", "vt_batch_size=3"));
   ASSERT_TRUE(
       Eventually([&] { return FindTable(stub_.get(), "second").loaded(); },
                  absl::Seconds(10)));
-  InsertRange("second", 1, 1);
+  ASSERT_NO_FATAL_FAILURE(InsertRange("second", 1, 1));
   StreamCollector second(stub_.get(), "second");
   ASSERT_TRUE(second.WaitForRows(1, absl::Seconds(10)));
 
   // A changed comment is applied; the table's streams end with UNAVAILABLE.
-  Exec("ALTER TABLE msgq.second COMMENT '" + MessageComment("vt_batch_size=5") +
-       "'");
+  ASSERT_NO_FATAL_FAILURE(Exec("ALTER TABLE msgq.second COMMENT '" +
+                               MessageComment("vt_batch_size=5") + "'"));
   ASSERT_TRUE(second.WaitForEnd(absl::Seconds(10)));
   EXPECT_EQ(second.status().error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(FindTable(stub_.get(), "second").settings().batch_size(), 5);
 
   // Breaking the comment fails the table; fixing it loads it again.
-  Exec("ALTER TABLE msgq.second COMMENT '" + MessageComment("vt_batch_size=x") +
-       "'");
+  ASSERT_NO_FATAL_FAILURE(Exec("ALTER TABLE msgq.second COMMENT '" +
+                               MessageComment("vt_batch_size=x") + "'"));
   ASSERT_TRUE(
       Eventually([&] { return !FindTable(stub_.get(), "second").loaded(); },
                  absl::Seconds(10)));
   EXPECT_THAT(FindTable(stub_.get(), "second").error(),
               HasSubstr("vt_batch_size"));
-  Exec("ALTER TABLE msgq.second COMMENT '" + MessageComment("vt_batch_size=4") +
-       "'");
+  ASSERT_NO_FATAL_FAILURE(Exec("ALTER TABLE msgq.second COMMENT '" +
+                               MessageComment("vt_batch_size=4") + "'"));
   ASSERT_TRUE(
       Eventually([&] { return FindTable(stub_.get(), "second").loaded(); },
                  absl::Seconds(10)));
@@ -241,7 +247,7 @@ TEST_F(LoadingTest, SchemaReloadAddsChangesFixesAndDrops) {
   // A dropped table disappears and its streams end.
   StreamCollector first(stub_.get(), "first");
   ASSERT_TRUE(first.WaitForFields(absl::Seconds(10)));
-  Exec("DROP TABLE msgq.first");
+  ASSERT_NO_FATAL_FAILURE(Exec("DROP TABLE msgq.first"));
   ASSERT_TRUE(first.WaitForEnd(absl::Seconds(10)));
   EXPECT_EQ(first.status().error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(FindTable(stub_.get(), "first").name(), "");
@@ -254,17 +260,18 @@ TEST_F(LoadingTest, PollAndNextDueQueriesUseThePollerIndex) {
   std::ifstream in(std::string(MSGQ_SOURCE_DIR) + "/schema/message_table.sql");
   std::stringstream ddl;
   ddl << in.rdbuf();
-  Exec("USE msgq");
-  Exec(ddl.str());
+  ASSERT_NO_FATAL_FAILURE(Exec("USE msgq"));
+  ASSERT_NO_FATAL_FAILURE(Exec(ddl.str()));
   std::string values;
   for (int i = 1; i <= 2000; ++i) {
     absl::StrAppend(&values, i > 1 ? "," : "", "(", i, ",", i % 7, ",",
                     i % 3 == 0 ? "NULL" : "0", ",", i % 3 == 0 ? "5" : "NULL",
                     ")");
   }
-  Exec("INSERT INTO msgq.demo (id, priority, time_next, time_acked) VALUES " +
-       values);
-  Exec("ANALYZE TABLE msgq.demo");
+  ASSERT_NO_FATAL_FAILURE(Exec(
+      "INSERT INTO msgq.demo (id, priority, time_next, time_acked) VALUES " +
+      values));
+  ASSERT_NO_FATAL_FAILURE(Exec("ANALYZE TABLE msgq.demo"));
   auto conn = db_->Connect();
   ASSERT_TRUE(conn.ok());
   auto schema = LoadSchema(**conn, {"msgq"});
@@ -300,13 +307,68 @@ TEST_F(LoadingTest, PollAndNextDueQueriesUseThePollerIndex) {
 }
 
 TEST_F(LoadingTest, SigtermEndsStreamsWithUnavailableAndExitsZero) {
-  CreateTable("good");
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(CreateTable("good"));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   StreamCollector stream(stub_.get(), "good");
   ASSERT_TRUE(stream.WaitForFields(absl::Seconds(10)));
   EXPECT_EQ(server_->Terminate(absl::Seconds(10)), 0);
   ASSERT_TRUE(stream.WaitForEnd(absl::Seconds(10)));
   EXPECT_EQ(stream.status().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+// README: "SIGTERM or SIGINT ends open streams with UNAVAILABLE and exits 0."
+TEST_F(LoadingTest, SigintEndsStreamsWithUnavailableAndExitsZero) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("good"));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  StreamCollector stream(stub_.get(), "good");
+  ASSERT_TRUE(stream.WaitForFields(absl::Seconds(10)));
+  EXPECT_EQ(server_->Terminate(absl::Seconds(10), SIGINT), 0);
+  ASSERT_TRUE(stream.WaitForEnd(absl::Seconds(10)));
+  EXPECT_EQ(stream.status().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+// README: MySQL over TCP as a user with a password, given by
+// --mysql_password or by MSGQ_MYSQL_PASSWORD.
+TEST_F(LoadingTest, ConnectsOverTcpWithAPasswordFromFlagOrEnvironment) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("good"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("good", 1, 2));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("CREATE USER 'app'@'127.0.0.1' IDENTIFIED BY 's3cret pass'"));
+  ASSERT_NO_FATAL_FAILURE(Exec("GRANT ALL ON msgq.* TO 'app'@'127.0.0.1'"));
+  const std::vector<std::string> tcp = {
+      "--mysql_socket=", "--mysql_host=127.0.0.1",
+      absl::StrCat("--mysql_port=", db_->port()), "--mysql_user=app"};
+
+  std::vector<std::string> with_flag = tcp;
+  with_flag.push_back("--mysql_password=s3cret pass");
+  ASSERT_NO_FATAL_FAILURE(StartServer(with_flag));
+  {
+    StreamCollector s(stub_.get(), "good");
+    ASSERT_TRUE(s.WaitForRows(2, absl::Seconds(10)));
+    EXPECT_THAT(s.ids(), ElementsAre("1", "2"));
+    int64_t acked = -1;
+    ASSERT_TRUE(AckIds(stub_.get(), "good", {"1"}, &acked).ok());
+    EXPECT_EQ(acked, 1);
+  }
+  EXPECT_EQ(server_->Terminate(), 0);
+
+  // msgqd inherits this process's environment when it starts.
+  ASSERT_EQ(setenv("MSGQ_MYSQL_PASSWORD", "s3cret pass", 1), 0);
+  StartServer(tcp);
+  const bool started = !HasFatalFailure();
+  unsetenv("MSGQ_MYSQL_PASSWORD");
+  ASSERT_TRUE(started);
+  int64_t acked = -1;
+  ASSERT_TRUE(AckIds(stub_.get(), "good", {"2"}, &acked).ok());
+  EXPECT_EQ(acked, 1);
+  EXPECT_EQ(db_->Scalar("SELECT COUNT(*) FROM msgq.good WHERE time_acked IS "
+                        "NOT NULL"),
+            "2");
+
+  // Without the password the same user is refused: the table is not served.
+  ASSERT_NO_FATAL_FAILURE(StartServer(tcp));
+  EXPECT_EQ(AckIds(stub_.get(), "good", {"2"}, &acked).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
 }
 
 }  // namespace

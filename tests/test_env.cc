@@ -4,10 +4,12 @@
 
 #include <cstdio>
 
+#include "absl/base/call_once.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "tools/launch/child_process.h"
+#include "tools/launch/owned_dir.h"
 
 #ifndef MSGQ_SOURCE_DIR
 #error "MSGQ_SOURCE_DIR must be defined"
@@ -19,10 +21,14 @@
 namespace msgq::testing {
 namespace {
 
-std::string MakeTempDir(const char* prefix) {
-  std::string templ = absl::StrCat("/tmp/", prefix, "-XXXXXX");
-  char* dir = mkdtemp(templ.data());
-  return dir == nullptr ? std::string() : std::string(dir);
+// A directory of this test process's own. The first call removes what
+// earlier test processes that died without cleaning up left behind (their
+// servers included); directories of live tests are never touched.
+absl::StatusOr<std::unique_ptr<launch::OwnedDir>> MakeTempDir(
+    const char* prefix) {
+  static absl::once_flag swept;
+  absl::call_once(swept, [] { (void)launch::SweepStaleDirs(kTempPrefix); });
+  return launch::OwnedDir::Create(absl::StrCat(kTempPrefix, prefix));
 }
 
 }  // namespace
@@ -75,8 +81,10 @@ absl::StatusOr<std::unique_ptr<PrivateMariaDb>> PrivateMariaDb::Start(
   std::unique_ptr<PrivateMariaDb> db(new PrivateMariaDb());
   launch::PrivateMariaDb::Options& lo = db->launch_options_;
   lo.source_dir = MSGQ_SOURCE_DIR;
-  lo.dir = MakeTempDir("msgq-test-db");
-  if (lo.dir.empty()) return absl::InternalError("mkdtemp failed");
+  absl::StatusOr<std::unique_ptr<launch::OwnedDir>> dir = MakeTempDir("db");
+  if (!dir.ok()) return dir.status();
+  db->dir_ = *std::move(dir);
+  lo.dir = db->dir_->path();
   lo.durable = false;  // tests never lose power; fsyncs only slow them
   lo.binlog = options.binlog;
   absl::StatusOr<std::unique_ptr<launch::PrivateMariaDb>> server =
@@ -96,9 +104,11 @@ PrivateMariaDb::~PrivateMariaDb() {
     (void)server_->Stop(launch::PrivateMariaDb::StopMode::kKill);
   }
   server_.reset();
-  (void)launch::RunCommand(launch::PrivateMariaDb::StopCommand(
-      launch_options_, launch::PrivateMariaDb::StopMode::kKill));
-  (void)launch::RunCommand("rm -rf " + launch::ShellQuote(launch_options_.dir));
+  if (dir_ != nullptr) {
+    (void)launch::RunCommand(launch::PrivateMariaDb::StopCommand(
+        launch_options_, launch::PrivateMariaDb::StopMode::kKill));
+  }
+  dir_.reset();  // removes the directory
 }
 
 absl::Status PrivateMariaDb::Stop() {
@@ -149,18 +159,25 @@ std::string PrivateMariaDb::Scalar(const std::string& sql) {
 absl::StatusOr<std::unique_ptr<Msgqd>> Msgqd::Start(
     const PrivateMariaDb& db, const std::vector<std::string>& args) {
   std::unique_ptr<Msgqd> server(new Msgqd());
-  server->dir_ = MakeTempDir("msgq-test-srv");
-  if (server->dir_.empty()) return absl::InternalError("mkdtemp failed");
+  absl::StatusOr<std::unique_ptr<launch::OwnedDir>> dir = MakeTempDir("srv");
+  if (!dir.ok()) return dir.status();
+  server->dir_ = *std::move(dir);
   launch::MsgqdProcess::Options o;
   o.path = MSGQ_MSGQD_PATH;
   o.mysql_socket = db.socket();
   o.args = args;
-  o.log_path = server->dir_ + "/msgqd.log";
+  o.log_path = server->dir_->path() + "/msgqd.log";
   o.start_timeout = absl::Seconds(20);
   absl::StatusOr<std::unique_ptr<launch::MsgqdProcess>> process =
       launch::MsgqdProcess::Start(o);
   if (!process.ok()) return process.status();
   server->process_ = *std::move(process);
+  // For the sweep, should msgqd outlive this process after all.
+  FILE* pid = fopen((server->dir_->path() + "/msgqd.pid").c_str(), "w");
+  if (pid != nullptr) {
+    fprintf(pid, "%d\n", static_cast<int>(server->process_->pid()));
+    fclose(pid);
+  }
   server->channel_ = grpc::CreateChannel(server->process_->address(),
                                          grpc::InsecureChannelCredentials());
   return server;
@@ -169,17 +186,15 @@ absl::StatusOr<std::unique_ptr<Msgqd>> Msgqd::Start(
 Msgqd::~Msgqd() {
   if (process_ != nullptr) Terminate(absl::Seconds(5));
   process_.reset();
-  if (!dir_.empty()) {
-    (void)launch::RunCommand("rm -rf " + launch::ShellQuote(dir_));
-  }
+  dir_.reset();  // removes the directory
 }
 
 std::unique_ptr<v1::Messaging::Stub> Msgqd::Stub() const {
   return v1::Messaging::NewStub(channel_);
 }
 
-int Msgqd::Terminate(absl::Duration timeout) {
-  const int code = process_->Stop(timeout);
+int Msgqd::Terminate(absl::Duration timeout, int sig) {
+  const int code = process_->Stop(timeout, sig);
   // msgqd itself exits with small codes; >= 128 means a signal ended it
   // (the SIGKILL after `timeout`, or an earlier Kill()).
   return code >= 128 ? -1 : code;

@@ -13,6 +13,8 @@
 #ifndef MSGQ_TESTS_TEST_ENV_H_
 #define MSGQ_TESTS_TEST_ENV_H_
 
+#include <signal.h>
+
 #include <deque>
 #include <memory>
 #include <string>
@@ -28,9 +30,15 @@
 #include "grpcpp/grpcpp.h"
 #include "msgq/v1/messaging.grpc.pb.h"
 #include "tools/launch/msgqd_process.h"
+#include "tools/launch/owned_dir.h"
 #include "tools/launch/private_mariadb.h"
 
 namespace msgq::testing {
+
+// Every directory the harness creates is /tmp/<kTempPrefix>*, owned by the
+// test process (launch::OwnedDir): removed on a normal exit, and swept (with
+// the servers still running in it) by the next test process after a crash.
+inline constexpr char kTempPrefix[] = "msgq-test-";
 
 // The comment of a message table with the given overrides, e.g.
 // MessageComment("vt_ack_wait=1") keeps the other defaults.
@@ -50,12 +58,15 @@ class PrivateMariaDb {
   static absl::StatusOr<std::unique_ptr<PrivateMariaDb>> Start(Options options);
   ~PrivateMariaDb();
 
-  // Stops the server (clean shutdown). Restart() starts it on the same port
-  // and socket with the same data.
+  // Stops the server (clean shutdown). Restart() starts it with the same
+  // socket and data, on the same port when it is still free and on another
+  // one otherwise: port() and mysql_options() follow, msgqd uses the socket.
   absl::Status Stop();
   absl::Status Restart();
 
   const std::string& socket() const { return server_->socket(); }
+  // Holds the data, the socket and mariadbd.pid; removed with this object.
+  const std::string& dir() const { return dir_->path(); }
   int port() const { return server_->port(); }
   MysqlOptions mysql_options() const;
 
@@ -70,6 +81,7 @@ class PrivateMariaDb {
  private:
   PrivateMariaDb() = default;
 
+  std::unique_ptr<launch::OwnedDir> dir_;
   launch::PrivateMariaDb::Options launch_options_;
   std::unique_ptr<launch::PrivateMariaDb> server_;
   std::unique_ptr<MysqlConnection> conn_;
@@ -84,9 +96,13 @@ class Msgqd {
   ~Msgqd();
 
   const std::string& address() const { return process_->address(); }
+  pid_t pid() const { return process_->pid(); }
+  // Holds msgqd.log; removed with this object.
+  const std::string& dir() const { return dir_->path(); }
   std::unique_ptr<v1::Messaging::Stub> Stub() const;
-  // SIGTERM; returns the exit status (-1 if it had to be killed).
-  int Terminate(absl::Duration timeout = absl::Seconds(10));
+  // `sig` (SIGTERM or SIGINT); returns the exit status (-1 if it had to be
+  // killed).
+  int Terminate(absl::Duration timeout = absl::Seconds(10), int sig = SIGTERM);
   // SIGKILL, no cleanup.
   void Kill();
   // What msgqd wrote on stderr so far.
@@ -94,7 +110,7 @@ class Msgqd {
 
  private:
   Msgqd() = default;
-  std::string dir_;
+  std::unique_ptr<launch::OwnedDir> dir_;
   std::unique_ptr<launch::MsgqdProcess> process_;
   std::shared_ptr<grpc::Channel> channel_;
 };

@@ -52,6 +52,19 @@ absl::Status FakeMessaging::Start(int port) {
   return absl::OkStatus();
 }
 
+absl::Status FakeMessaging::StartOnUnixSocket(const std::string& path) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(absl::StrCat("unix:", path),
+                           grpc::InsecureServerCredentials());
+  builder.RegisterService(this);
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr) {
+    return absl::InternalError(absl::StrCat("cannot listen on unix:", path));
+  }
+  unix_path_ = path;
+  return absl::OkStatus();
+}
+
 void FakeMessaging::Shutdown() {
   {
     absl::MutexLock lock(&mu_);
@@ -65,6 +78,7 @@ void FakeMessaging::Shutdown() {
 }
 
 std::string FakeMessaging::address() const {
+  if (!unix_path_.empty()) return absl::StrCat("unix:", unix_path_);
   return absl::StrCat("127.0.0.1:", port_);
 }
 

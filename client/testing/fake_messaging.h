@@ -59,9 +59,14 @@ class FakeMessaging final : public v1::Messaging::Service {
   // Starts listening on 127.0.0.1:`port`, 0 = a free port chosen by the
   // kernel. Returns INTERNAL if that fails.
   absl::Status Start(int port = 0);
+  // Listens on the Unix socket `path` instead (address() is "unix:PATH").
+  // For tests that stop a server and start another at the same address: a
+  // path in the test's own directory cannot be taken meanwhile, a freed TCP
+  // port can.
+  absl::Status StartOnUnixSocket(const std::string& path);
   // Ends held streams and stops the server. Idempotent.
   void Shutdown();
-  // "127.0.0.1:PORT", once started.
+  // "127.0.0.1:PORT" (or "unix:PATH"), once started.
   std::string address() const;
   int port() const { return port_; }
 
@@ -117,6 +122,7 @@ class FakeMessaging final : public v1::Messaging::Service {
 
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+  std::string unix_path_;  // set by StartOnUnixSocket
 };
 
 }  // namespace msgq::testing

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
   if (fd < 0) {
     return absl::InternalError(absl::StrCat("cannot open ", log_path));
   }
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     close(fd);
@@ -37,6 +39,11 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     setpgid(0, 0);  // a terminal's Ctrl-C reaches only the bench
+    // Dies with the thread that started it (a crashed or killed test or
+    // bench), even where no destructor runs. The check after the prctl closes
+    // the race with a parent that died before it.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
     dup2(fd, STDOUT_FILENO);
     dup2(fd, STDERR_FILENO);
     int devnull = open("/dev/null", O_RDONLY);

@@ -1,7 +1,10 @@
 // ChildProcess: a program started by a tool or test (msgqd, perf), its
 // stdout and stderr appended to a log file, its stdin /dev/null. The child
 // runs in a process group of its own with no signals blocked, so a terminal's
-// Ctrl-C reaches only the parent, which owns the child's shutdown.
+// Ctrl-C reaches only the parent, which owns the child's shutdown. The child
+// gets SIGKILL when the thread that started it exits (PR_SET_PDEATHSIG), so
+// it never outlives a crashed, aborted or killed parent: start it from a
+// thread that lives as long as the child should (normally the main thread).
 // RunCommand: a shell command's stdout. ShellQuote: quoting for RunCommand.
 //
 // Not thread-safe: one owner drives a ChildProcess. The destructor stops a

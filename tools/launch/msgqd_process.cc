@@ -42,8 +42,8 @@ absl::StatusOr<std::unique_ptr<MsgqdProcess>> MsgqdProcess::Start(
                    log.substr(log.size() > 2000 ? log.size() - 2000 : 0)));
 }
 
-int MsgqdProcess::Stop(absl::Duration timeout) {
-  return child_->Stop(SIGTERM, timeout);
+int MsgqdProcess::Stop(absl::Duration timeout, int sig) {
+  return child_->Stop(sig, timeout);
 }
 
 void MsgqdProcess::Kill() { child_->Stop(SIGKILL, absl::Seconds(10)); }

@@ -16,6 +16,7 @@
 #ifndef MSGQ_TOOLS_LAUNCH_MSGQD_PROCESS_H_
 #define MSGQ_TOOLS_LAUNCH_MSGQD_PROCESS_H_
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <memory>
@@ -49,10 +50,11 @@ class MsgqdProcess {
   // HOST:PORT from the listening line.
   const std::string& address() const { return address_; }
   pid_t pid() const { return child_->pid(); }
-  // SIGTERM, then SIGKILL after `timeout`; waits for the exit and returns the
-  // exit code (128+signal when killed by a signal). After the first exit,
-  // returns the same code without signalling.
-  int Stop(absl::Duration timeout = absl::Seconds(15));
+  // `sig` (SIGTERM or SIGINT for a clean stop), then SIGKILL after
+  // `timeout`; waits for the exit and returns the exit code (128+signal when
+  // killed by a signal). After the first exit, returns the same code without
+  // signalling.
+  int Stop(absl::Duration timeout = absl::Seconds(15), int sig = SIGTERM);
   // SIGKILL (no cleanup) and wait.
   void Kill();
   // What msgqd wrote so far.

@@ -1,5 +1,7 @@
 #include "tools/launch/private_mariadb.h"
 
+#include <unistd.h>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -25,7 +27,14 @@ absl::StatusOr<std::unique_ptr<PrivateMariaDb>> PrivateMariaDb::Start(
 absl::Status PrivateMariaDb::RunStart() {
   std::string cmd =
       absl::StrCat(Launcher(options_), " start ", ShellQuote(options_.dir));
-  if (options_.port != 0) absl::StrAppend(&cmd, " --port=", options_.port);
+  if (options_.port != 0) {
+    absl::StrAppend(&cmd, " --port=", options_.port);
+  } else if (last_port_ != 0) {
+    absl::StrAppend(&cmd, " --port=", last_port_, " --port-fallback");
+  }
+  if (options_.die_with_this_process) {
+    absl::StrAppend(&cmd, " --owner-pid=", getpid());
+  }
   if (options_.durable) absl::StrAppend(&cmd, " --durable");
   absl::StrAppend(&cmd, " --binlog=", options_.binlog ? "on" : "off");
   if (!options_.extra_args.empty()) {
@@ -52,8 +61,8 @@ absl::Status PrivateMariaDb::RunStart() {
   }
   socket_ = std::move(socket);
   port_ = port;
-  // Restart() reuses the port, so the socket and address stay the same.
-  options_.port = port_;
+  // Restart() prefers the port, so the address usually stays the same.
+  last_port_ = port_;
   stopped_ = false;
   return absl::OkStatus();
 }

@@ -34,6 +34,10 @@ class PrivateMariaDb {
     bool binlog = true;                   // ROW binlog
     std::vector<std::string> extra_args;  // passed to mariadbd
     int port = 0;                         // 0: a free port the launcher picks
+    // The server is SIGKILLed within about a second of this process's exit,
+    // however it exits (the launcher's --owner-pid watchdog), so a crash
+    // never leaves it running.
+    bool die_with_this_process = true;
   };
   // Starts the server and waits until it accepts connections. INTERNAL with
   // the launcher's output when the launcher fails or prints no socket/port.
@@ -54,8 +58,10 @@ class PrivateMariaDb {
   // Stops the server; a no-op when already stopped. INTERNAL with the
   // launcher's output when the launcher fails.
   absl::Status Stop(StopMode mode = StopMode::kClean);
-  // Starts the stopped server again on the same port and socket with the same
-  // data and options. INTERNAL as Start(); the server stays stopped then.
+  // Starts the stopped server again with the same socket, data and options,
+  // on the same port when it is still free and on another free one when it
+  // was taken meanwhile (unless Options::port fixed it): read port() again
+  // afterwards. INTERNAL as Start(); the server stays stopped then.
   absl::Status Restart();
 
   // The shell command that stops the server in `options.dir` (for emergency
@@ -69,6 +75,7 @@ class PrivateMariaDb {
   absl::Status RunStart();
 
   Options options_;
+  int last_port_ = 0;  // preferred by Restart()
   std::string socket_;
   int port_ = 0;
   bool stopped_ = true;
