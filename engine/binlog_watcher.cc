@@ -11,69 +11,27 @@
 #include <unistd.h>
 
 #include <memory>
-#include <unordered_map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "engine/binlog_decoder.h"
 #include "engine/log.h"
 
 namespace msgq {
 namespace {
 
-bool IsRowsEvent(int type) {
-  switch (type) {
-    case WRITE_ROWS_EVENT_V1:
-    case UPDATE_ROWS_EVENT_V1:
-    case DELETE_ROWS_EVENT_V1:
-    case WRITE_ROWS_EVENT:
-    case UPDATE_ROWS_EVENT:
-    case DELETE_ROWS_EVENT:
-      return true;
-    default:
-      return false;
+// The event's bytes (header, body, checksum) without the packet's OK byte.
+absl::string_view RawEvent(const MARIADB_RPL_EVENT& event) {
+  if (event.raw_data == nullptr || event.raw_data_size < event.event_length) {
+    return absl::string_view();
   }
-}
-
-bool IsUpdate(int type) {
-  return type == UPDATE_ROWS_EVENT_V1 || type == UPDATE_ROWS_EVENT;
-}
-bool IsDelete(int type) {
-  return type == DELETE_ROWS_EVENT_V1 || type == DELETE_ROWS_EVENT;
-}
-
-bool IsInteger(const MARIADB_RPL_VALUE& v) {
-  switch (v.field_type) {
-    case MYSQL_TYPE_TINY:
-    case MYSQL_TYPE_SHORT:
-    case MYSQL_TYPE_INT24:
-    case MYSQL_TYPE_LONG:
-    case MYSQL_TYPE_LONGLONG:
-      return true;
-    default:
-      return false;
-  }
-}
-
-std::optional<int64_t> IntValue(const MARIADB_RPL_VALUE& v) {
-  if (v.is_null) return std::nullopt;
-  if (IsInteger(v)) return v.val.ll;
-  // Decimal or string encodings: parse the text.
-  int64_t n = 0;
-  if (absl::SimpleAtoi(absl::string_view(v.val.str.str, v.val.str.length),
-                       &n)) {
-    return n;
-  }
-  return std::nullopt;
-}
-
-std::string IdText(const MARIADB_RPL_VALUE& v) {
-  if (!IsInteger(v)) return std::string(v.val.str.str, v.val.str.length);
-  // Unsigned columns decode into ull; an unsigned id above INT64_MAX would
-  // print negative through ll.
-  return v.is_signed ? absl::StrCat(v.val.ll) : absl::StrCat(v.val.ull);
+  return absl::string_view(
+      reinterpret_cast<const char*>(event.raw_data) + event.raw_data_size -
+          event.event_length,
+      event.event_length);
 }
 
 // The dump was refused for lack of privileges: a configuration problem, not
@@ -94,12 +52,6 @@ struct EventDeleter {
   void operator()(MARIADB_RPL_EVENT* e) const { mariadb_free_rpl_event(e); }
 };
 using EventPtr = std::unique_ptr<MARIADB_RPL_EVENT, EventDeleter>;
-
-struct MappedTable {
-  EventPtr table_map;
-  std::string db, table;
-  std::optional<BookkeepingColumns> columns;
-};
 
 }  // namespace
 
@@ -249,9 +201,11 @@ absl::Status BinlogWatcher::StreamOnce() {
   // stream counts as started once the first event arrived.
   bool started = false;
 
-  std::unordered_map<uint64_t, MappedTable> tables;
-  std::string pending_gtid;
-  uint32_t pending_domain = 0;
+  BinlogDecoder decoder(
+      [this](const std::string& db, const std::string& table) {
+        return listener_->Columns(db, table);
+      });
+  std::string last_decode_error;
   while (true) {
     EventPtr event(mariadb_rpl_fetch(rpl, nullptr));
     if (event == nullptr) {
@@ -270,64 +224,22 @@ absl::Status BinlogWatcher::StreamOnce() {
               "' as server id ", options_.server_id);
       listener_->OnStreaming(true, "");
     }
-    const int type = event->event_type;
-    if (type == GTID_EVENT) {
-      pending_domain = event->event.gtid.domain_id;
-      pending_gtid = absl::StrCat(pending_domain, "-", event->server_id, "-",
-                                  event->event.gtid.sequence_nr);
-      // A GTID event without a commit flag is a standalone statement (DDL):
-      // it is complete once its query event arrives.
-    } else if (type == XID_EVENT || type == QUERY_EVENT) {
-      const bool commit =
-          type == XID_EVENT ||
-          absl::string_view(event->event.query.statement.str,
-                            event->event.query.statement.length) != "BEGIN";
-      if (commit && !pending_gtid.empty()) {
-        resume_[pending_domain] = pending_gtid;
-        pending_gtid.clear();
+    absl::StatusOr<DecodedEvent> decoded = decoder.Decode(RawEvent(*event));
+    if (!decoded.ok()) {
+      if (last_decode_error != decoded.status().message()) {
+        last_decode_error = std::string(decoded.status().message());
+        LogWarning("binlog: cannot decode a ", int{event->event_type},
+                   " event, polling instead: ", decoded.status().message());
       }
-    } else if (type == TABLE_MAP_EVENT) {
-      const auto& tm = event->event.table_map;
-      MappedTable mapped;
-      mapped.db.assign(tm.database.str, tm.database.length);
-      mapped.table.assign(tm.table.str, tm.table.length);
-      mapped.columns = listener_->Columns(mapped.db, mapped.table);
-      if (mapped.columns.has_value() &&
-          mapped.columns->column_count != tm.column_count) {
-        // The table changed under us; the schema reload will catch up and
-        // the poll covers the rows.
-        mapped.columns.reset();
+      // Its rows, if any, are found by a poll.
+      listener_->OnStreaming(true, "");
+    } else {
+      if (decoded->committed_gtid.has_value()) {
+        resume_[decoded->committed_domain] = *decoded->committed_gtid;
       }
-      const uint64_t id = tm.table_id;
-      mapped.table_map = std::move(event);
-      tables[id] = std::move(mapped);
-    } else if (IsRowsEvent(type)) {
-      auto it = tables.find(event->event.rows.table_id);
-      if (it == tables.end() || !it->second.columns.has_value()) continue;
-      const BookkeepingColumns& cols = *it->second.columns;
-      MARIADB_RPL_ROW* rows = mariadb_rpl_extract_rows(
-          rpl, it->second.table_map.get(), event.get());
-      std::vector<RowChange> changes;
-      const bool update = IsUpdate(type);
-      const bool deleted = IsDelete(type);
-      int index = 0;
-      for (MARIADB_RPL_ROW* r = rows; r != nullptr; r = r->next, ++index) {
-        if (update && index % 2 == 0) continue;  // before image
-        if (r->column_count <= std::max({cols.id, cols.priority, cols.time_next,
-                                         cols.time_acked})) {
-          continue;
-        }
-        RowChange change;
-        change.deleted = deleted;
-        change.id = IdText(r->columns[cols.id]);
-        change.priority = IntValue(r->columns[cols.priority]).value_or(0);
-        change.time_next = IntValue(r->columns[cols.time_next]);
-        change.time_acked = IntValue(r->columns[cols.time_acked]);
-        changes.push_back(std::move(change));
-      }
-      if (!changes.empty()) {
-        listener_->OnRowChanges(it->second.db, it->second.table,
-                                std::move(changes));
+      if (!decoded->changes.empty()) {
+        listener_->OnRowChanges(decoded->db, decoded->table,
+                                std::move(decoded->changes));
       }
     }
     absl::MutexLock lock(&mu_);

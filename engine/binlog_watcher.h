@@ -4,6 +4,7 @@
 //
 // It connects as a replica (COM_BINLOG_DUMP through Connector/C's
 // replication API), starting at the server's current GTID position, and
+// hands each event's bytes to a BinlogDecoder (binlog_decoder.h), which
 // decodes only the bookkeeping columns (id, priority, time_next,
 // time_acked) of the row images of tables its Listener recognises. Rolled
 // back transactions never reach the binlog, so everything reported is
