@@ -226,11 +226,13 @@ absl::StatusOr<DecodedEvent> BinlogDecoder::Decode(absl::string_view event) {
   absl::string_view body = event.substr(kBinlogHeaderSize);
   if (type == kFormatDescriptionEvent) {
     out.rotated = true;
+    tables_.clear();
     if (absl::Status s = DecodeFormatDescription(body); !s.ok()) return s;
     return out;
   }
   if (type == kRotateEvent) {
     out.rotated = true;
+    tables_.clear();
     return out;
   }
   if (checksum_) {
@@ -356,6 +358,9 @@ absl::Status BinlogDecoder::DecodeTableMap(absl::string_view body) {
     // The table changed under us; the schema reload catches up and the poll
     // covers the rows.
     mapped.columns.reset();
+  }
+  if (tables_.size() >= max_tables_ && tables_.count(table_id) == 0) {
+    tables_.clear();
   }
   tables_[table_id] = std::move(mapped);
   return absl::OkStatus();

@@ -248,6 +248,34 @@ TEST_F(BinlogDecoderTest, IdOfUnsupportedTypeIsUnimplemented) {
             absl::StatusCode::kUnimplemented);
 }
 
+// The table-id map is cleared on rotate and format description events and
+// never grows past its bound (FLUSH TABLES and ALTERs hand out new ids).
+TEST(BinlogDecoderTableMap, ClearedOnRotateAndBounded) {
+  BinlogDecoder decoder(
+      [](const std::string&, const std::string&) {
+        return std::optional(kDemoColumns);
+      },
+      /*max_tables=*/4);
+  for (uint64_t id = 1; id <= 3; ++id) {
+    ASSERT_TRUE(decoder.Decode(TableMap(id, "app", "q", kDemo)).ok());
+  }
+  EXPECT_EQ(decoder.mapped_tables(), 3u);
+  ASSERT_TRUE(decoder.Decode(binlog_test::Rotate()).ok());
+  EXPECT_EQ(decoder.mapped_tables(), 0u);
+  ASSERT_TRUE(decoder.Decode(TableMap(1, "app", "q", kDemo)).ok());
+  ASSERT_TRUE(decoder.Decode(FormatDescription(false)).ok());
+  EXPECT_EQ(decoder.mapped_tables(), 0u);
+  for (uint64_t id = 1; id <= 100; ++id) {
+    ASSERT_TRUE(decoder.Decode(TableMap(id, "app", "q", kDemo)).ok());
+    EXPECT_LE(decoder.mapped_tables(), 4u);
+    // The newest mapping always works.
+    absl::StatusOr<DecodedEvent> d =
+        decoder.Decode(Rows(kWriteRowsV1, id, 6, {DemoRow(1, 0, 0, 0)}));
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(d->changes.size(), 1u) << id;
+  }
+}
+
 // Real events written by MariaDB (the fuzzer's seed corpus): a stream with
 // inserts, an update and a delete of msgq.q.
 TEST(BinlogDecoderRealEvents, DecodesACapturedStream) {

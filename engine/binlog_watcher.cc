@@ -11,7 +11,10 @@
 #include <unistd.h>
 
 #include <memory>
+#include <random>
+#include <tuple>
 
+#include "absl/hash/hash.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -45,6 +48,13 @@ absl::Status DumpError(unsigned int code, const std::string& message) {
         "); GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO the msgqd "
         "user for instant delivery"));
   }
+  if (code == ER_SLAVE_SAME_ID ||
+      message.find("same server_uuid/server_id") != std::string::npos) {
+    return absl::AlreadyExistsError(message);
+  }
+  if (code == ER_MASTER_FATAL_ERROR_READING_BINLOG) {
+    return absl::OutOfRangeError(message);
+  }
   return absl::UnavailableError(absl::StrCat("binlog stream ended: ", message));
 }
 
@@ -60,8 +70,60 @@ BinlogWatcher::BinlogWatcher(Options options, Listener* listener)
 
 BinlogWatcher::~BinlogWatcher() { Stop(); }
 
-uint32_t BinlogWatcher::DefaultServerId() {
-  return 0x6d000000u | (static_cast<uint32_t>(getpid()) & 0x00ffffffu);
+uint32_t BinlogWatcher::DeriveServerId(const std::string& host,
+                                       const std::string& listen_address,
+                                       int64_t pid, uint64_t random) {
+  const size_t h = absl::Hash<
+      std::tuple<std::string, std::string, int64_t, uint64_t>>{}(
+      std::make_tuple(host, listen_address, pid, random));
+  const uint32_t id = static_cast<uint32_t>(h ^ (uint64_t{h} >> 32));
+  return id == 0 ? 1 : id;
+}
+
+uint32_t BinlogWatcher::DefaultServerId(const std::string& listen_address) {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::random_device random;
+  const uint64_t r = (uint64_t{random()} << 32) | random();
+  return DeriveServerId(host, listen_address, getpid(), r);
+}
+
+bool BinlogWatcher::PositionGone(const std::string& resume,
+                                 const std::string& server) {
+  auto parse = [](const std::string& list) {
+    std::map<uint32_t, uint64_t> seq;
+    for (absl::string_view gtid : absl::StrSplit(list, ',', absl::SkipEmpty())) {
+      std::vector<absl::string_view> parts =
+          absl::StrSplit(absl::StripAsciiWhitespace(gtid), '-');
+      uint32_t domain = 0;
+      uint64_t n = 0;
+      if (parts.size() == 3 && absl::SimpleAtoi(parts[0], &domain) &&
+          absl::SimpleAtoi(parts[2], &n)) {
+        seq[domain] = n;
+      }
+    }
+    return seq;
+  };
+  const std::map<uint32_t, uint64_t> ours = parse(resume);
+  const std::map<uint32_t, uint64_t> theirs = parse(server);
+  for (const auto& [domain, n] : ours) {
+    auto it = theirs.find(domain);
+    if (it == theirs.end() || it->second < n) return true;
+  }
+  return false;
+}
+
+BinlogWatcher::Status BinlogWatcher::status() const {
+  absl::MutexLock lock(&mu_);
+  Status s = status_;
+  s.server_id = options_.server_id;
+  return s;
+}
+
+void BinlogWatcher::SetStreaming(bool streaming) {
+  absl::MutexLock lock(&mu_);
+  status_.streaming = streaming;
+  if (streaming) status_.position = ConnectState();
 }
 
 void BinlogWatcher::Start() {
@@ -93,34 +155,83 @@ void BinlogWatcher::Run() {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
     }
+    stream_started_ = false;
     absl::Status status = StreamOnce();
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
     }
+    SetStreaming(false);
     listener_->OnStreaming(false, std::string(status.message()));
+    if (stream_started_) delay = options_.retry_min;
     absl::Duration wait;
-    if (status.code() == absl::StatusCode::kFailedPrecondition) {
-      if (last_problem != status.message()) {
-        LogWarning(
-            "binlog: cannot follow the binary log, falling back to "
-            "polling (vt_poller_interval): ",
-            status.message());
-      }
-      wait = options_.recheck_interval;
-      delay = options_.retry_min;
-    } else {
-      if (last_problem != status.message()) {
-        LogWarning("binlog: stream interrupted, reconnecting with backoff: ",
-                   status.message());
-      }
-      wait = delay;
-      delay = std::min(delay * 2, options_.retry_max);
+    switch (status.code()) {
+      case absl::StatusCode::kFailedPrecondition:
+        if (last_problem != status.message()) {
+          LogWarning(
+              "binlog: cannot follow the binary log, falling back to "
+              "polling (vt_poller_interval): ",
+              status.message());
+        }
+        wait = options_.recheck_interval;
+        delay = options_.retry_min;
+        break;
+      case absl::StatusCode::kOutOfRange:
+        // The resume position is gone: start over at once from the
+        // server's current position; the restart polls.
+        LogWarning("binlog: resume position is gone (", status.message(),
+                   "); following from the server's current position and "
+                   "polling once to cover the gap");
+        resume_.clear();
+        wait = absl::ZeroDuration();
+        break;
+      case absl::StatusCode::kAlreadyExists:
+        if (evictions_logged_++ == 0) {
+          LogWarning("binlog: dump evicted by another replica with the same "
+                     "server id ", options_.server_id,
+                     " (another msgqd or a real replica); give each msgqd "
+                     "its own --binlog_server_id: ", status.message());
+        }
+        wait = delay;
+        delay = std::min(delay * 2, options_.retry_max);
+        break;
+      default:
+        if (last_problem != status.message()) {
+          LogWarning("binlog: stream interrupted, reconnecting with backoff: ",
+                     status.message());
+        }
+        wait = delay;
+        delay = std::min(delay * 2, options_.retry_max);
     }
     last_problem = std::string(status.message());
     absl::MutexLock lock(&mu_);
+    status_.last_error = last_problem;
+    if (status.code() == absl::StatusCode::kOutOfRange) ++status_.position_resets;
+    if (status.code() == absl::StatusCode::kAlreadyExists) ++status_.evictions;
     if (!stopping_) wake_.WaitWithTimeout(&mu_, wait);
   }
+}
+
+absl::Status BinlogWatcher::CheckPosition(
+    const MysqlOptions& mysql, std::unique_ptr<MysqlConnection>* control) {
+  if (*control == nullptr) {
+    absl::StatusOr<std::unique_ptr<MysqlConnection>> c =
+        MysqlConnection::Connect(mysql);
+    if (!c.ok()) return absl::OkStatus();  // the dump shows real outages
+    *control = *std::move(c);
+  }
+  absl::StatusOr<QueryResult> pos = (*control)->Query("SELECT @@gtid_binlog_pos");
+  if (!pos.ok() || pos->rows.empty()) {
+    control->reset();
+    return absl::OkStatus();
+  }
+  const std::string server = pos->rows[0][0].value_or("");
+  if (PositionGone(ConnectState(), server)) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "the server's binlog position '", server, "' is behind '",
+        ConnectState(), "'"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status BinlogWatcher::StreamOnce() {
@@ -154,6 +265,11 @@ absl::Status BinlogWatcher::StreamOnce() {
     return absl::FailedPreconditionError(
         "binlog_row_image is MINIMAL; set it to FULL or NOBLOB for instant "
         "delivery");
+  }
+  if (!resume_.empty() && PositionGone(ConnectState(), row[3].value_or(""))) {
+    return absl::OutOfRangeError(
+        absl::StrCat("the server's binlog position '", row[3].value_or(""),
+                     "' is behind '", ConnectState(), "'"));
   }
   if (resume_.empty()) {
     // Start at the current position: what came before is found by polls.
@@ -206,6 +322,8 @@ absl::Status BinlogWatcher::StreamOnce() {
         return listener_->Columns(db, table);
       });
   std::string last_decode_error;
+  std::unique_ptr<MysqlConnection> control;  // for position checks
+  absl::Time last_position_check = absl::Now();
   while (true) {
     EventPtr event(mariadb_rpl_fetch(rpl, nullptr));
     if (event == nullptr) {
@@ -220,9 +338,23 @@ absl::Status BinlogWatcher::StreamOnce() {
     }
     if (!started) {
       started = true;
+      stream_started_ = true;
       LogInfo("binlog: following from GTID '", ConnectState(),
               "' as server id ", options_.server_id);
+      SetStreaming(true);
       listener_->OnStreaming(true, "");
+    }
+    if (event->event_type == HEARTBEAT_LOG_EVENT) {
+      // An idle stream: a RESET MASTER leaves the dump waiting on a file
+      // that no longer exists, so compare positions now and then.
+      const absl::Time now = absl::Now();
+      if (now - last_position_check >= absl::Seconds(1)) {
+        last_position_check = now;
+        if (absl::Status s = CheckPosition(mysql, &control); !s.ok()) {
+          clear_socket();
+          return s;
+        }
+      }
     }
     absl::StatusOr<DecodedEvent> decoded = decoder.Decode(RawEvent(*event));
     if (!decoded.ok()) {
@@ -236,6 +368,8 @@ absl::Status BinlogWatcher::StreamOnce() {
     } else {
       if (decoded->committed_gtid.has_value()) {
         resume_[decoded->committed_domain] = *decoded->committed_gtid;
+        absl::MutexLock lock(&mu_);
+        status_.position = ConnectState();
       }
       if (!decoded->changes.empty()) {
         listener_->OnRowChanges(decoded->db, decoded->table,

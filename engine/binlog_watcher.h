@@ -12,18 +12,28 @@
 // GTID, with capped exponential backoff; each (re)start is reported so the
 // engine can poll once to cover any gap.
 //
+// When the resume GTID no longer exists on the server (binlog purged, RESET
+// MASTER, failover: error 1236, or @@gtid_binlog_pos behind the resume
+// position, checked at each reconnect and at most once a second while the
+// stream idles) it logs once, counts a position reset, and follows from
+// the server's current position; the stop/start it reports makes the
+// engine poll once to cover the gap. When the server ends the dump because
+// another replica connected with the same server id (error 4052), it logs
+// one warning naming --binlog_server_id and counts an eviction.
+//
 // When the server cannot be followed (binary log off, binlog_format not
 // ROW, binlog_row_image MINIMAL, missing REPLICATION SLAVE privilege) it
 // logs one warning naming the reason and the fix, reports "not streaming",
 // and checks again every `recheck_interval`.
 //
-// Thread-safety: Start/Stop from one thread; the listener is called on the
-// watcher's thread and must not block for long.
+// Thread-safety: Start/Stop from one thread; status() from any thread; the
+// listener is called on the watcher's thread and must not block for long.
 #ifndef MSGQ_ENGINE_BINLOG_WATCHER_H_
 #define MSGQ_ENGINE_BINLOG_WATCHER_H_
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -65,6 +75,21 @@ class BinlogWatcher {
     absl::Duration recheck_interval = absl::Seconds(30);
   };
 
+  // What the watcher is doing, for ListTables and metrics.
+  struct Status {
+    bool streaming = false;
+    uint32_t server_id = 0;
+    // Why the stream last stopped or could not start ("" if never).
+    std::string last_error;
+    // Times the resume position was gone and following restarted from the
+    // server's current position.
+    int64_t position_resets = 0;
+    // Times another replica with the same server id took the dump over.
+    int64_t evictions = 0;
+    // Last committed GTID per domain ("0-1-42,1-2-7").
+    std::string position;
+  };
+
   BinlogWatcher(Options options, Listener* listener);
   ~BinlogWatcher();
   BinlogWatcher(const BinlogWatcher&) = delete;
@@ -74,9 +99,23 @@ class BinlogWatcher {
   // Stops following (closes the dump connection) and joins the thread.
   void Stop();
 
-  // A default server id unlikely to collide: high bits fixed, low bits from
-  // the process id.
-  static uint32_t DefaultServerId();
+  // A snapshot. Thread-safe.
+  Status status() const;
+
+  // A default server id unlikely to collide, even between two msgqd in
+  // containers (same pid 1, maybe the same host name and address): a hash
+  // of the host name, `listen_address`, the pid and a random value drawn
+  // once per call. Logged by the watcher when it starts following.
+  static uint32_t DefaultServerId(const std::string& listen_address = "");
+  // The derivation itself (deterministic; never 0).
+  static uint32_t DeriveServerId(const std::string& host,
+                                 const std::string& listen_address,
+                                 int64_t pid, uint64_t random);
+  // True if a stream resumed at `resume` ("d-s-n,..." GTIDs) cannot exist in
+  // a server whose @@gtid_binlog_pos is `server`: some domain of `resume` is
+  // missing there or has a lower sequence number (RESET MASTER, failover).
+  static bool PositionGone(const std::string& resume,
+                           const std::string& server);
 
  private:
   void Run();
@@ -84,18 +123,28 @@ class BinlogWatcher {
   // cannot be followed as configured; UNAVAILABLE: retry.
   absl::Status StreamOnce();
   std::string ConnectState() const;
+  // Records `status` as the reason the stream stopped; logs what needs it.
+  void NoteStopped(const absl::Status& status, std::string* last_problem);
+  void SetStreaming(bool streaming);
+  // OUT_OF_RANGE if the server's @@gtid_binlog_pos shows the resume
+  // position is gone; opens `*control` when needed. OK when it cannot tell.
+  absl::Status CheckPosition(const MysqlOptions& mysql,
+                             std::unique_ptr<MysqlConnection>* control);
 
   const Options options_;
   Listener* const listener_;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   absl::CondVar wake_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int socket_ ABSL_GUARDED_BY(mu_) = -1;  // of the dump connection
+  Status status_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 
   // Watcher thread only: last committed GTID per replication domain.
   std::map<uint32_t, std::string> resume_;
+  bool stream_started_ = false;
+  int64_t evictions_logged_ = 0;
 };
 
 }  // namespace msgq

@@ -12,6 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "engine/binlog_watcher.h"
 #include "gmock/gmock.h"
 #include "tests/fixture.h"
 
@@ -190,6 +191,135 @@ TEST_F(BinlogTest, KilledBinlogConnectionResumesWithoutLoss) {
   for (const auto& id : s.ids()) unique.insert(id);
   EXPECT_EQ(unique.size(), 40u);
   EXPECT_THAT(server_->Log(), HasSubstr("binlog: stream interrupted"));
+}
+
+// RESET MASTER (like a purge or a failover) makes the resume GTID unknown to
+// the server (error 1236): msgqd starts again from the current position,
+// polls once to cover the gap, and says so once.
+TEST_F(BinlogTest, ResetMasterKeepsInstantDelivery) {
+  CreateTable("q", "vt_poller_interval=30");
+  StartServer();
+  WaitForBinlog("q");
+  StreamCollector s(stub_.get(), "q");
+  ASSERT_TRUE(s.WaitForFields(absl::Seconds(10)));
+  ASSERT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "q").subscribers() == 1; },
+                 absl::Seconds(5)));
+  InsertRange("q", 1, 1);
+  ASSERT_TRUE(s.WaitForRows(1, absl::Seconds(5)));
+  Exec("RESET MASTER");
+  InsertRange("q", 2, 2);
+  ASSERT_TRUE(s.WaitForRows(2, absl::Seconds(3))) << server_->Log();
+  // Instant again, not only the one recovery poll.
+  for (int i = 3; i <= 4; ++i) {
+    InsertRange("q", i, i);
+    ASSERT_TRUE(s.WaitForRows(static_cast<size_t>(i), absl::Seconds(2)))
+        << "message " << i << "\n" << server_->Log();
+  }
+  EXPECT_THAT(s.ids(), ElementsAre("1", "2", "3", "4"));
+  const std::string log = server_->Log();
+  EXPECT_THAT(log, HasSubstr("binlog: resume position is gone"));
+  EXPECT_EQ(log.find("binlog: resume position is gone"),
+            log.rfind("binlog: resume position is gone"))
+      << log;
+}
+
+// Two msgqd given the same --binlog_server_id evict each other's dump; each
+// eviction is recognised and named once.
+TEST_F(BinlogTest, SameServerIdEvictionIsReportedWithTheFlag) {
+  CreateTable("q", "vt_poller_interval=30");
+  StartServer({"--binlog_server_id=4242"});
+  WaitForBinlog("q");
+  auto second = Msgqd::Start(
+      *db_, {"--databases=msgq", "--schema_reload_interval=200ms",
+             "--binlog_server_id=4242"});
+  ASSERT_TRUE(second.ok()) << second.status();
+  auto log_of_either = [&] { return server_->Log() + (*second)->Log(); };
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return log_of_either().find("evicted by another replica") !=
+               std::string::npos;
+      },
+      absl::Seconds(10)))
+      << log_of_either();
+  EXPECT_THAT(log_of_either(), HasSubstr("--binlog_server_id"));
+}
+
+// The watcher itself, in process: what status() reports and what the
+// listener sees (a stop then a start, which makes the engine poll).
+class RecordingListener : public BinlogWatcher::Listener {
+ public:
+  std::optional<BookkeepingColumns> Columns(const std::string& db,
+                                            const std::string& table) override {
+    if (db != "msgq" || table != "q") return std::nullopt;
+    return BookkeepingColumns{6, 0, 1, 3, 4};
+  }
+  void OnRowChanges(const std::string&, const std::string&,
+                    std::vector<RowChange> changes) override {
+    absl::MutexLock lock(&mu_);
+    for (const RowChange& c : changes) ids_.push_back(c.id);
+  }
+  void OnStreaming(bool streaming, const std::string&) override {
+    absl::MutexLock lock(&mu_);
+    transitions_ += streaming ? "+" : "-";
+  }
+  std::vector<std::string> ids() const {
+    absl::MutexLock lock(&mu_);
+    return ids_;
+  }
+  std::string transitions() const {
+    absl::MutexLock lock(&mu_);
+    return transitions_;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::vector<std::string> ids_ ABSL_GUARDED_BY(mu_);
+  std::string transitions_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST_F(BinlogTest, WatcherStatusCountsPositionResetsAndEvictions) {
+  CreateTable("q", "vt_poller_interval=30");
+  BinlogWatcher::Options options;
+  options.mysql = db_->mysql_options();
+  options.server_id = 5151;
+  RecordingListener listener;
+  BinlogWatcher watcher(options, &listener);
+  watcher.Start();
+  ASSERT_TRUE(Eventually([&] { return watcher.status().streaming; },
+                         absl::Seconds(10)));
+  InsertRange("q", 1, 1);
+  ASSERT_TRUE(Eventually([&] { return listener.ids().size() == 1; },
+                         absl::Seconds(5)));
+  Exec("RESET MASTER");
+  // Row 2 is in the gap the engine's poll covers; row 3 is streamed again.
+  InsertRange("q", 2, 2);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const BinlogWatcher::Status st = watcher.status();
+        return st.position_resets == 1 && st.streaming;
+      },
+      absl::Seconds(3)));
+  InsertRange("q", 3, 3);
+  ASSERT_TRUE(Eventually(
+      [&] { return listener.ids().size() >= 2 && listener.ids().back() == "3"; },
+      absl::Seconds(3)));
+  BinlogWatcher::Status st = watcher.status();
+  EXPECT_EQ(st.position_resets, 1);
+  EXPECT_EQ(st.evictions, 0);
+  EXPECT_EQ(st.server_id, 5151u);
+  EXPECT_THAT(st.last_error, HasSubstr("behind"));
+  EXPECT_EQ(listener.transitions(), "+-+");
+  EXPECT_TRUE(st.streaming);
+  // Another replica with the same server id takes the dump over.
+  RecordingListener other_listener;
+  BinlogWatcher other(options, &other_listener);
+  other.Start();
+  EXPECT_TRUE(Eventually(
+      [&] { return watcher.status().evictions + other.status().evictions > 0; },
+      absl::Seconds(10)));
+  other.Stop();
+  watcher.Stop();
 }
 
 class NoBinlogTest : public BinlogTest {
