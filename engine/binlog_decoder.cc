@@ -309,7 +309,14 @@ absl::Status BinlogDecoder::DecodeQuery(uint32_t /*server_id*/,
     return Malformed("query");
   }
   query = r.rest();
-  if (query != "BEGIN") Commit(out);
+  if (query == "BEGIN") return absl::OkStatus();
+  Commit(out);
+  DdlStatement ddl = ParseDdl(db, query);
+  for (TableName& name : ddl.tables) {
+    if (lookup_(name.db, name.table).has_value()) {
+      out->resets.push_back(std::move(name));
+    }
+  }
   return absl::OkStatus();
 }
 

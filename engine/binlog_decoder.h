@@ -37,6 +37,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/ddl_statement.h"
 #include "engine/row_change.h"
 
 namespace msgq {
@@ -67,6 +68,9 @@ struct DecodedEvent {
   // image for deletes), in event order.
   std::string db, table;
   std::vector<RowChange> changes;
+  // A QUERY event that replaced, emptied, renamed or removed these message
+  // tables (see ddl_statement.h; only names the lookup knows).
+  std::vector<TableName> resets;
   // This event committed a transaction; its GTID ("domain-server-seq") and
   // domain.
   std::optional<std::string> committed_gtid;
@@ -78,7 +82,8 @@ struct DecodedEvent {
 class BinlogDecoder {
  public:
   // The bookkeeping columns of `db`.`table` if it is a message table, else
-  // nullopt (its rows are skipped). Called once per TABLE_MAP event.
+  // nullopt (its rows are skipped). Called once per TABLE_MAP event and
+  // for each table a DDL statement names.
   using ColumnsLookup = std::function<std::optional<BookkeepingColumns>(
       const std::string& db, const std::string& table)>;
 

@@ -371,6 +371,11 @@ absl::Status BinlogWatcher::StreamOnce() {
         absl::MutexLock lock(&mu_);
         status_.position = ConnectState();
       }
+      for (const TableName& name : decoded->resets) {
+        LogInfo("binlog: `", name.db, "`.`", name.table,
+                "` was truncated, altered, renamed or dropped; resetting it");
+        listener_->OnTableReset(name.db, name.table);
+      }
       if (!decoded->changes.empty()) {
         listener_->OnRowChanges(decoded->db, decoded->table,
                                 std::move(decoded->changes));

@@ -63,6 +63,11 @@ class BinlogWatcher {
     // Following started (true: poll once to cover any gap) or stopped.
     // `reason` says why when it could not start.
     virtual void OnStreaming(bool streaming, const std::string& reason) = 0;
+    // A committed TRUNCATE, DROP, ALTER, RENAME or CREATE OR REPLACE named
+    // this message table (one the Columns() lookup knows): rows the engine
+    // holds for it may no longer exist; reset the table.
+    virtual void OnTableReset(const std::string& db, const std::string& table) {
+    }
   };
 
   struct Options {

@@ -267,6 +267,14 @@ class RecordingListener : public BinlogWatcher::Listener {
     absl::MutexLock lock(&mu_);
     return ids_;
   }
+  void OnTableReset(const std::string& db, const std::string& table) override {
+    absl::MutexLock lock(&mu_);
+    resets_.push_back(db + "." + table);
+  }
+  std::vector<std::string> resets() const {
+    absl::MutexLock lock(&mu_);
+    return resets_;
+  }
   std::string transitions() const {
     absl::MutexLock lock(&mu_);
     return transitions_;
@@ -276,7 +284,34 @@ class RecordingListener : public BinlogWatcher::Listener {
   mutable absl::Mutex mu_;
   std::vector<std::string> ids_ ABSL_GUARDED_BY(mu_);
   std::string transitions_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> resets_ ABSL_GUARDED_BY(mu_);
 };
+
+// TRUNCATE, ALTER, RENAME and DROP of a message table reach the listener
+// (the engine resets that table), other tables' do not.
+TEST_F(BinlogTest, WatcherReportsDdlOfMessageTables) {
+  CreateTable("q", "vt_poller_interval=30");
+  Exec("CREATE TABLE msgq.plain (a int)");
+  BinlogWatcher::Options options;
+  options.mysql = db_->mysql_options();
+  options.server_id = 5152;
+  RecordingListener listener;
+  BinlogWatcher watcher(options, &listener);
+  watcher.Start();
+  ASSERT_TRUE(Eventually([&] { return watcher.status().streaming; },
+                         absl::Seconds(10)));
+  Exec("TRUNCATE TABLE msgq.plain");
+  Exec("USE msgq");
+  Exec("TRUNCATE q");
+  Exec("ALTER TABLE `msgq`.`q` ADD COLUMN extra int");
+  Exec("RENAME TABLE msgq.q TO msgq.q2");
+  Exec("DROP TABLE IF EXISTS msgq.plain, msgq.q2");
+  ASSERT_TRUE(Eventually([&] { return listener.resets().size() >= 3; },
+                         absl::Seconds(5)));
+  EXPECT_THAT(listener.resets(),
+              ElementsAre("msgq.q", "msgq.q", "msgq.q"));
+  watcher.Stop();
+}
 
 TEST_F(BinlogTest, WatcherStatusCountsPositionResetsAndEvictions) {
   CreateTable("q", "vt_poller_interval=30");
