@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/backoff.h"
 #include "engine/binlog_decoder.h"
 #include "engine/log.h"
 
@@ -148,7 +149,12 @@ std::string BinlogWatcher::ConnectState() const {
 }
 
 void BinlogWatcher::Run() {
-  absl::Duration delay = options_.retry_min;
+  Backoff backoff(BackoffOptions{.initial = options_.retry_min,
+                                 .multiplier = 2,
+                                 .max = options_.retry_max,
+                                 .jitter = 0.2},
+                  options_.jitter_seed != 0 ? options_.jitter_seed
+                                            : std::random_device{}());
   std::string last_problem;
   while (true) {
     {
@@ -163,7 +169,7 @@ void BinlogWatcher::Run() {
     }
     SetStreaming(false);
     listener_->OnStreaming(false, std::string(status.message()));
-    if (stream_started_) delay = options_.retry_min;
+    if (stream_started_) backoff.Reset();
     absl::Duration wait;
     switch (status.code()) {
       case absl::StatusCode::kFailedPrecondition:
@@ -174,7 +180,7 @@ void BinlogWatcher::Run() {
               status.message());
         }
         wait = options_.recheck_interval;
-        delay = options_.retry_min;
+        backoff.Reset();
         break;
       case absl::StatusCode::kOutOfRange:
         // The resume position is gone: start over at once from the
@@ -192,16 +198,14 @@ void BinlogWatcher::Run() {
                      " (another msgqd or a real replica); give each msgqd "
                      "its own --binlog_server_id: ", status.message());
         }
-        wait = delay;
-        delay = std::min(delay * 2, options_.retry_max);
+        wait = backoff.Next();
         break;
       default:
         if (last_problem != status.message()) {
           LogWarning("binlog: stream interrupted, reconnecting with backoff: ",
                      status.message());
         }
-        wait = delay;
-        delay = std::min(delay * 2, options_.retry_max);
+        wait = backoff.Next();
     }
     last_problem = std::string(status.message());
     absl::MutexLock lock(&mu_);

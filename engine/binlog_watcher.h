@@ -75,8 +75,12 @@ class BinlogWatcher {
     // The replica server id announced to MySQL; must differ from every
     // real replica's and from other msgqd's on the same server.
     uint32_t server_id = 0;
+    // Reconnect delays: common/backoff.h from retry_min doubling to
+    // retry_max, +-20% jitter seeded by jitter_seed (0: random); reset once
+    // a stream has started.
     absl::Duration retry_min = absl::Milliseconds(100);
     absl::Duration retry_max = absl::Seconds(10);
+    uint64_t jitter_seed = 0;
     absl::Duration recheck_interval = absl::Seconds(30);
   };
 
