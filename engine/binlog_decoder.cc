@@ -110,6 +110,16 @@ absl::StatusOr<DecodedEvent> BinlogDecoder::Decode(absl::string_view event) {
       }
       return out;
     default:
+      if (type >= kFirstCompressedRows && type <= kLastCompressedRows) {
+        uint64_t table_id = 0;
+        if (!r.Uint(6, &table_id)) return Malformed("rows header");
+        auto it = tables_.find(table_id);
+        if (it != tables_.end() && it->second.columns.has_value()) {
+          return absl::UnimplementedError(absl::StrCat(
+              "compressed rows events (log_bin_compress) of ",
+              it->second.db, ".", it->second.table, " are not decoded"));
+        }
+      }
       return out;
   }
 }

@@ -57,6 +57,10 @@ enum BinlogEventType : uint8_t {
   kUpdateRowsV2 = 31,
   kDeleteRowsV2 = 32,
   kGtidEvent = 162,
+  // log_bin_compress: rows events with a compressed body (v1 166-168,
+  // v2 169-171).
+  kFirstCompressedRows = 166,
+  kLastCompressedRows = 171,
 };
 
 inline constexpr size_t kBinlogHeaderSize = 19;
@@ -92,8 +96,9 @@ class BinlogDecoder {
   // Decodes one event: the 19-byte header, the body and, once a
   // FORMAT_DESCRIPTION event announced CRC32, the 4-byte checksum (not
   // verified). DATA_LOSS: malformed (the size field must equal
-  // event.size()); UNIMPLEMENTED: a rows event of a message table with a
-  // column type that cannot be measured. On error nothing is reported for
+  // event.size()); UNIMPLEMENTED: a rows event of a message table that
+  // cannot be decoded (a column type that cannot be measured, an id type
+  // not decoded, a compressed body): its rows must be found by a poll. On error nothing is reported for
   // the event (the message names the table of a rows event).
   absl::StatusOr<DecodedEvent> Decode(absl::string_view event);
 

@@ -228,6 +228,17 @@ TEST_F(BinlogDecoderTest, TruncatedEventsAreDataLoss) {
   EXPECT_EQ(Ok(rows).changes.size(), 1u);
 }
 
+TEST_F(BinlogDecoderTest, CompressedRowsOfMessageTablesAreUnimplemented) {
+  Ok(TableMap(7, "app", "q", kDemo));
+  Ok(TableMap(8, "app", "other", kDemo));
+  const std::string body = Le(7, 6) + Le(1, 2) + "zlib...";
+  EXPECT_EQ(decoder_.Decode(Event(169, body)).status().code(),
+            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(decoder_.Decode(Event(166, body)).status().code(),
+            absl::StatusCode::kUnimplemented);
+  EXPECT_TRUE(Ok(Event(169, Le(8, 6) + Le(1, 2) + "zlib")).changes.empty());
+}
+
 // Found by the fuzzer: no column present made every row image empty and the
 // row loop never ended.
 TEST_F(BinlogDecoderTest, RowImageWithoutColumnsIsDataLoss) {

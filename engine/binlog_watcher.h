@@ -21,6 +21,10 @@
 // another replica connected with the same server id (error 4052), it logs
 // one warning naming --binlog_server_id and counts an eviction.
 //
+// An event the decoder cannot decode (see binlog_decoder.h) is logged once
+// per distinct reason and answered with OnStreaming(true, "") again, so the
+// engine polls for the rows it may have carried.
+//
 // When the server cannot be followed (binary log off, binlog_format not
 // ROW, binlog_row_image MINIMAL, missing REPLICATION SLAVE privilege) it
 // logs one warning naming the reason and the fix, reports "not streaming",
