@@ -156,6 +156,7 @@ void BinlogWatcher::Run() {
                   options_.jitter_seed != 0 ? options_.jitter_seed
                                             : std::random_device{}());
   std::string last_problem;
+  bool just_reset = false;  // reset the position, no stream started since
   while (true) {
     {
       absl::MutexLock lock(&mu_);
@@ -169,8 +170,12 @@ void BinlogWatcher::Run() {
     }
     SetStreaming(false);
     listener_->OnStreaming(false, std::string(status.message()));
-    if (stream_started_) backoff.Reset();
+    if (stream_started_) {
+      backoff.Reset();
+      just_reset = false;
+    }
     absl::Duration wait;
+    bool position_reset = false;
     switch (status.code()) {
       case absl::StatusCode::kFailedPrecondition:
         if (last_problem != status.message()) {
@@ -183,12 +188,24 @@ void BinlogWatcher::Run() {
         backoff.Reset();
         break;
       case absl::StatusCode::kOutOfRange:
+        if (resume_.empty() || just_reset) {
+          // Already at the server's own position: resetting again at once
+          // would spin.
+          if (last_problem != status.message()) {
+            LogWarning("binlog: stream interrupted, reconnecting with "
+                       "backoff: ", status.message());
+          }
+          wait = backoff.Next();
+          break;
+        }
         // The resume position is gone: start over at once from the
         // server's current position; the restart polls.
         LogWarning("binlog: resume position is gone (", status.message(),
                    "); following from the server's current position and "
                    "polling once to cover the gap");
         resume_.clear();
+        position_reset = true;
+        just_reset = true;
         wait = absl::ZeroDuration();
         break;
       case absl::StatusCode::kAlreadyExists:
@@ -210,7 +227,7 @@ void BinlogWatcher::Run() {
     last_problem = std::string(status.message());
     absl::MutexLock lock(&mu_);
     status_.last_error = last_problem;
-    if (status.code() == absl::StatusCode::kOutOfRange) ++status_.position_resets;
+    if (position_reset) ++status_.position_resets;
     if (status.code() == absl::StatusCode::kAlreadyExists) ++status_.evictions;
     if (!stopping_) wake_.WaitWithTimeout(&mu_, wait);
   }
