@@ -120,7 +120,8 @@ class BinlogWatcher {
   // of the host name, `listen_address`, the pid and a random value drawn
   // once per call. Logged by the watcher when it starts following.
   static uint32_t DefaultServerId(const std::string& listen_address = "");
-  // The derivation itself (deterministic; never 0).
+  // The derivation itself: never 0; the same inputs give the same id within
+  // one process (absl::Hash is seeded per process).
   static uint32_t DeriveServerId(const std::string& host,
                                  const std::string& listen_address,
                                  int64_t pid, uint64_t random);
