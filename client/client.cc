@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "client/grpc_status.h"
+#include "common/grpc_status.h"
 
 namespace msgq {
 namespace {

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "client/grpc_status.h"
+#include "common/grpc_status.h"
 
 namespace msgq {
 namespace {

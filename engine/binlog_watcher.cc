@@ -11,69 +11,31 @@
 #include <unistd.h>
 
 #include <memory>
-#include <unordered_map>
+#include <random>
+#include <tuple>
 
+#include "absl/hash/hash.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/backoff.h"
+#include "engine/binlog_decoder.h"
 #include "engine/log.h"
 
 namespace msgq {
 namespace {
 
-bool IsRowsEvent(int type) {
-  switch (type) {
-    case WRITE_ROWS_EVENT_V1:
-    case UPDATE_ROWS_EVENT_V1:
-    case DELETE_ROWS_EVENT_V1:
-    case WRITE_ROWS_EVENT:
-    case UPDATE_ROWS_EVENT:
-    case DELETE_ROWS_EVENT:
-      return true;
-    default:
-      return false;
+// The event's bytes (header, body, checksum) without the packet's OK byte.
+absl::string_view RawEvent(const MARIADB_RPL_EVENT& event) {
+  if (event.raw_data == nullptr || event.raw_data_size < event.event_length) {
+    return absl::string_view();
   }
-}
-
-bool IsUpdate(int type) {
-  return type == UPDATE_ROWS_EVENT_V1 || type == UPDATE_ROWS_EVENT;
-}
-bool IsDelete(int type) {
-  return type == DELETE_ROWS_EVENT_V1 || type == DELETE_ROWS_EVENT;
-}
-
-bool IsInteger(const MARIADB_RPL_VALUE& v) {
-  switch (v.field_type) {
-    case MYSQL_TYPE_TINY:
-    case MYSQL_TYPE_SHORT:
-    case MYSQL_TYPE_INT24:
-    case MYSQL_TYPE_LONG:
-    case MYSQL_TYPE_LONGLONG:
-      return true;
-    default:
-      return false;
-  }
-}
-
-std::optional<int64_t> IntValue(const MARIADB_RPL_VALUE& v) {
-  if (v.is_null) return std::nullopt;
-  if (IsInteger(v)) return v.val.ll;
-  // Decimal or string encodings: parse the text.
-  int64_t n = 0;
-  if (absl::SimpleAtoi(absl::string_view(v.val.str.str, v.val.str.length),
-                       &n)) {
-    return n;
-  }
-  return std::nullopt;
-}
-
-std::string IdText(const MARIADB_RPL_VALUE& v) {
-  if (!IsInteger(v)) return std::string(v.val.str.str, v.val.str.length);
-  // Unsigned columns decode into ull; an unsigned id above INT64_MAX would
-  // print negative through ll.
-  return v.is_signed ? absl::StrCat(v.val.ll) : absl::StrCat(v.val.ull);
+  return absl::string_view(
+      reinterpret_cast<const char*>(event.raw_data) + event.raw_data_size -
+          event.event_length,
+      event.event_length);
 }
 
 // The dump was refused for lack of privileges: a configuration problem, not
@@ -87,6 +49,13 @@ absl::Status DumpError(unsigned int code, const std::string& message) {
         "); GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO the msgqd "
         "user for instant delivery"));
   }
+  if (code == ER_SLAVE_SAME_ID ||
+      message.find("same server_uuid/server_id") != std::string::npos) {
+    return absl::AlreadyExistsError(message);
+  }
+  if (code == ER_MASTER_FATAL_ERROR_READING_BINLOG) {
+    return absl::OutOfRangeError(message);
+  }
   return absl::UnavailableError(absl::StrCat("binlog stream ended: ", message));
 }
 
@@ -95,12 +64,6 @@ struct EventDeleter {
 };
 using EventPtr = std::unique_ptr<MARIADB_RPL_EVENT, EventDeleter>;
 
-struct MappedTable {
-  EventPtr table_map;
-  std::string db, table;
-  std::optional<BookkeepingColumns> columns;
-};
-
 }  // namespace
 
 BinlogWatcher::BinlogWatcher(Options options, Listener* listener)
@@ -108,8 +71,60 @@ BinlogWatcher::BinlogWatcher(Options options, Listener* listener)
 
 BinlogWatcher::~BinlogWatcher() { Stop(); }
 
-uint32_t BinlogWatcher::DefaultServerId() {
-  return 0x6d000000u | (static_cast<uint32_t>(getpid()) & 0x00ffffffu);
+uint32_t BinlogWatcher::DeriveServerId(const std::string& host,
+                                       const std::string& listen_address,
+                                       int64_t pid, uint64_t random) {
+  const size_t h = absl::Hash<
+      std::tuple<std::string, std::string, int64_t, uint64_t>>{}(
+      std::make_tuple(host, listen_address, pid, random));
+  const uint32_t id = static_cast<uint32_t>(h ^ (uint64_t{h} >> 32));
+  return id == 0 ? 1 : id;
+}
+
+uint32_t BinlogWatcher::DefaultServerId(const std::string& listen_address) {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::random_device random;
+  const uint64_t r = (uint64_t{random()} << 32) | random();
+  return DeriveServerId(host, listen_address, getpid(), r);
+}
+
+bool BinlogWatcher::PositionGone(const std::string& resume,
+                                 const std::string& server) {
+  auto parse = [](const std::string& list) {
+    std::map<uint32_t, uint64_t> seq;
+    for (absl::string_view gtid : absl::StrSplit(list, ',', absl::SkipEmpty())) {
+      std::vector<absl::string_view> parts =
+          absl::StrSplit(absl::StripAsciiWhitespace(gtid), '-');
+      uint32_t domain = 0;
+      uint64_t n = 0;
+      if (parts.size() == 3 && absl::SimpleAtoi(parts[0], &domain) &&
+          absl::SimpleAtoi(parts[2], &n)) {
+        seq[domain] = n;
+      }
+    }
+    return seq;
+  };
+  const std::map<uint32_t, uint64_t> ours = parse(resume);
+  const std::map<uint32_t, uint64_t> theirs = parse(server);
+  for (const auto& [domain, n] : ours) {
+    auto it = theirs.find(domain);
+    if (it == theirs.end() || it->second < n) return true;
+  }
+  return false;
+}
+
+BinlogWatcher::Status BinlogWatcher::status() const {
+  absl::MutexLock lock(&mu_);
+  Status s = status_;
+  s.server_id = options_.server_id;
+  return s;
+}
+
+void BinlogWatcher::SetStreaming(bool streaming) {
+  absl::MutexLock lock(&mu_);
+  status_.streaming = streaming;
+  if (streaming) status_.position = ConnectState();
 }
 
 void BinlogWatcher::Start() {
@@ -134,41 +149,110 @@ std::string BinlogWatcher::ConnectState() const {
 }
 
 void BinlogWatcher::Run() {
-  absl::Duration delay = options_.retry_min;
+  Backoff backoff(BackoffOptions{.initial = options_.retry_min,
+                                 .multiplier = 2,
+                                 .max = options_.retry_max,
+                                 .jitter = 0.2},
+                  options_.jitter_seed != 0 ? options_.jitter_seed
+                                            : std::random_device{}());
   std::string last_problem;
+  bool just_reset = false;  // reset the position, no stream started since
   while (true) {
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
     }
+    stream_started_ = false;
     absl::Status status = StreamOnce();
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
     }
+    SetStreaming(false);
     listener_->OnStreaming(false, std::string(status.message()));
+    if (stream_started_) {
+      backoff.Reset();
+      just_reset = false;
+    }
     absl::Duration wait;
-    if (status.code() == absl::StatusCode::kFailedPrecondition) {
-      if (last_problem != status.message()) {
-        LogWarning(
-            "binlog: cannot follow the binary log, falling back to "
-            "polling (vt_poller_interval): ",
-            status.message());
-      }
-      wait = options_.recheck_interval;
-      delay = options_.retry_min;
-    } else {
-      if (last_problem != status.message()) {
-        LogWarning("binlog: stream interrupted, reconnecting with backoff: ",
-                   status.message());
-      }
-      wait = delay;
-      delay = std::min(delay * 2, options_.retry_max);
+    bool position_reset = false;
+    switch (status.code()) {
+      case absl::StatusCode::kFailedPrecondition:
+        if (last_problem != status.message()) {
+          LogWarning(
+              "binlog: cannot follow the binary log, falling back to "
+              "polling (vt_poller_interval): ",
+              status.message());
+        }
+        wait = options_.recheck_interval;
+        backoff.Reset();
+        break;
+      case absl::StatusCode::kOutOfRange:
+        if (resume_.empty() || just_reset) {
+          // Already at the server's own position: resetting again at once
+          // would spin.
+          if (last_problem != status.message()) {
+            LogWarning("binlog: stream interrupted, reconnecting with "
+                       "backoff: ", status.message());
+          }
+          wait = backoff.Next();
+          break;
+        }
+        // The resume position is gone: start over at once from the
+        // server's current position; the restart polls.
+        LogWarning("binlog: resume position is gone (", status.message(),
+                   "); following from the server's current position and "
+                   "polling once to cover the gap");
+        resume_.clear();
+        position_reset = true;
+        just_reset = true;
+        wait = absl::ZeroDuration();
+        break;
+      case absl::StatusCode::kAlreadyExists:
+        if (evictions_logged_++ == 0) {
+          LogWarning("binlog: dump evicted by another replica with the same "
+                     "server id ", options_.server_id,
+                     " (another msgqd or a real replica); give each msgqd "
+                     "its own --binlog_server_id: ", status.message());
+        }
+        wait = backoff.Next();
+        break;
+      default:
+        if (last_problem != status.message()) {
+          LogWarning("binlog: stream interrupted, reconnecting with backoff: ",
+                     status.message());
+        }
+        wait = backoff.Next();
     }
     last_problem = std::string(status.message());
     absl::MutexLock lock(&mu_);
+    status_.last_error = last_problem;
+    if (position_reset) ++status_.position_resets;
+    if (status.code() == absl::StatusCode::kAlreadyExists) ++status_.evictions;
     if (!stopping_) wake_.WaitWithTimeout(&mu_, wait);
   }
+}
+
+absl::Status BinlogWatcher::CheckPosition(
+    const MysqlOptions& mysql, std::unique_ptr<MysqlConnection>* control) {
+  if (*control == nullptr) {
+    absl::StatusOr<std::unique_ptr<MysqlConnection>> c =
+        MysqlConnection::Connect(mysql);
+    if (!c.ok()) return absl::OkStatus();  // the dump shows real outages
+    *control = *std::move(c);
+  }
+  absl::StatusOr<QueryResult> pos = (*control)->Query("SELECT @@gtid_binlog_pos");
+  if (!pos.ok() || pos->rows.empty()) {
+    control->reset();
+    return absl::OkStatus();
+  }
+  const std::string server = pos->rows[0][0].value_or("");
+  if (PositionGone(ConnectState(), server)) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "the server's binlog position '", server, "' is behind '",
+        ConnectState(), "'"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status BinlogWatcher::StreamOnce() {
@@ -202,6 +286,11 @@ absl::Status BinlogWatcher::StreamOnce() {
     return absl::FailedPreconditionError(
         "binlog_row_image is MINIMAL; set it to FULL or NOBLOB for instant "
         "delivery");
+  }
+  if (!resume_.empty() && PositionGone(ConnectState(), row[3].value_or(""))) {
+    return absl::OutOfRangeError(
+        absl::StrCat("the server's binlog position '", row[3].value_or(""),
+                     "' is behind '", ConnectState(), "'"));
   }
   if (resume_.empty()) {
     // Start at the current position: what came before is found by polls.
@@ -249,9 +338,13 @@ absl::Status BinlogWatcher::StreamOnce() {
   // stream counts as started once the first event arrived.
   bool started = false;
 
-  std::unordered_map<uint64_t, MappedTable> tables;
-  std::string pending_gtid;
-  uint32_t pending_domain = 0;
+  BinlogDecoder decoder(
+      [this](const std::string& db, const std::string& table) {
+        return listener_->Columns(db, table);
+      });
+  std::string last_decode_error;
+  std::unique_ptr<MysqlConnection> control;  // for position checks
+  absl::Time last_position_check = absl::Now();
   while (true) {
     EventPtr event(mariadb_rpl_fetch(rpl, nullptr));
     if (event == nullptr) {
@@ -266,68 +359,47 @@ absl::Status BinlogWatcher::StreamOnce() {
     }
     if (!started) {
       started = true;
+      stream_started_ = true;
       LogInfo("binlog: following from GTID '", ConnectState(),
               "' as server id ", options_.server_id);
+      SetStreaming(true);
       listener_->OnStreaming(true, "");
     }
-    const int type = event->event_type;
-    if (type == GTID_EVENT) {
-      pending_domain = event->event.gtid.domain_id;
-      pending_gtid = absl::StrCat(pending_domain, "-", event->server_id, "-",
-                                  event->event.gtid.sequence_nr);
-      // A GTID event without a commit flag is a standalone statement (DDL):
-      // it is complete once its query event arrives.
-    } else if (type == XID_EVENT || type == QUERY_EVENT) {
-      const bool commit =
-          type == XID_EVENT ||
-          absl::string_view(event->event.query.statement.str,
-                            event->event.query.statement.length) != "BEGIN";
-      if (commit && !pending_gtid.empty()) {
-        resume_[pending_domain] = pending_gtid;
-        pending_gtid.clear();
-      }
-    } else if (type == TABLE_MAP_EVENT) {
-      const auto& tm = event->event.table_map;
-      MappedTable mapped;
-      mapped.db.assign(tm.database.str, tm.database.length);
-      mapped.table.assign(tm.table.str, tm.table.length);
-      mapped.columns = listener_->Columns(mapped.db, mapped.table);
-      if (mapped.columns.has_value() &&
-          mapped.columns->column_count != tm.column_count) {
-        // The table changed under us; the schema reload will catch up and
-        // the poll covers the rows.
-        mapped.columns.reset();
-      }
-      const uint64_t id = tm.table_id;
-      mapped.table_map = std::move(event);
-      tables[id] = std::move(mapped);
-    } else if (IsRowsEvent(type)) {
-      auto it = tables.find(event->event.rows.table_id);
-      if (it == tables.end() || !it->second.columns.has_value()) continue;
-      const BookkeepingColumns& cols = *it->second.columns;
-      MARIADB_RPL_ROW* rows = mariadb_rpl_extract_rows(
-          rpl, it->second.table_map.get(), event.get());
-      std::vector<RowChange> changes;
-      const bool update = IsUpdate(type);
-      const bool deleted = IsDelete(type);
-      int index = 0;
-      for (MARIADB_RPL_ROW* r = rows; r != nullptr; r = r->next, ++index) {
-        if (update && index % 2 == 0) continue;  // before image
-        if (r->column_count <= std::max({cols.id, cols.priority, cols.time_next,
-                                         cols.time_acked})) {
-          continue;
+    if (event->event_type == HEARTBEAT_LOG_EVENT) {
+      // An idle stream: a RESET MASTER leaves the dump waiting on a file
+      // that no longer exists, so compare positions now and then.
+      const absl::Time now = absl::Now();
+      if (now - last_position_check >= absl::Seconds(1)) {
+        last_position_check = now;
+        if (absl::Status s = CheckPosition(mysql, &control); !s.ok()) {
+          clear_socket();
+          return s;
         }
-        RowChange change;
-        change.deleted = deleted;
-        change.id = IdText(r->columns[cols.id]);
-        change.priority = IntValue(r->columns[cols.priority]).value_or(0);
-        change.time_next = IntValue(r->columns[cols.time_next]);
-        change.time_acked = IntValue(r->columns[cols.time_acked]);
-        changes.push_back(std::move(change));
       }
-      if (!changes.empty()) {
-        listener_->OnRowChanges(it->second.db, it->second.table,
-                                std::move(changes));
+    }
+    absl::StatusOr<DecodedEvent> decoded = decoder.Decode(RawEvent(*event));
+    if (!decoded.ok()) {
+      if (last_decode_error != decoded.status().message()) {
+        last_decode_error = std::string(decoded.status().message());
+        LogWarning("binlog: cannot decode a ", int{event->event_type},
+                   " event, polling instead: ", decoded.status().message());
+      }
+      // Its rows, if any, are found by a poll.
+      listener_->OnStreaming(true, "");
+    } else {
+      if (decoded->committed_gtid.has_value()) {
+        resume_[decoded->committed_domain] = *decoded->committed_gtid;
+        absl::MutexLock lock(&mu_);
+        status_.position = ConnectState();
+      }
+      for (const TableName& name : decoded->resets) {
+        LogInfo("binlog: `", name.db, "`.`", name.table,
+                "` was truncated, altered, renamed or dropped; resetting it");
+        listener_->OnTableReset(name.db, name.table);
+      }
+      if (!decoded->changes.empty()) {
+        listener_->OnRowChanges(decoded->db, decoded->table,
+                                std::move(decoded->changes));
       }
     }
     absl::MutexLock lock(&mu_);

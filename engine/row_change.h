@@ -16,6 +16,9 @@ struct BookkeepingColumns {
   uint32_t priority = 0;
   uint32_t time_next = 0;
   uint32_t time_acked = 0;
+  // The id column is an unsigned integer (decoded as such unless the table
+  // map's optional metadata says otherwise).
+  bool id_unsigned = false;
 };
 
 // One committed row change, as its after image says (the before image for

@@ -195,6 +195,58 @@ TEST_F(BinlogTest, KilledBinlogConnectionResumesWithoutLoss) {
   EXPECT_THAT(server_->Log(), HasSubstr("binlog: stream interrupted"));
 }
 
+// RESET MASTER (like a purge or a failover) makes the resume GTID unknown to
+// the server (error 1236): msgqd starts again from the current position,
+// polls once to cover the gap, and says so once.
+TEST_F(BinlogTest, ResetMasterKeepsInstantDelivery) {
+  CreateTable("q", "vt_poller_interval=30");
+  StartServer();
+  WaitForBinlog("q");
+  StreamCollector s(stub_.get(), "q");
+  ASSERT_TRUE(s.WaitForFields(absl::Seconds(10)));
+  ASSERT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "q").subscribers() == 1; },
+                 absl::Seconds(5)));
+  InsertRange("q", 1, 1);
+  ASSERT_TRUE(s.WaitForRows(1, absl::Seconds(5)));
+  Exec("RESET MASTER");
+  InsertRange("q", 2, 2);
+  ASSERT_TRUE(s.WaitForRows(2, absl::Seconds(3))) << server_->Log();
+  // Instant again, not only the one recovery poll.
+  for (int i = 3; i <= 4; ++i) {
+    InsertRange("q", i, i);
+    ASSERT_TRUE(s.WaitForRows(static_cast<size_t>(i), absl::Seconds(2)))
+        << "message " << i << "\n" << server_->Log();
+  }
+  EXPECT_THAT(s.ids(), ElementsAre("1", "2", "3", "4"));
+  const std::string log = server_->Log();
+  EXPECT_THAT(log, HasSubstr("binlog: resume position is gone"));
+  EXPECT_EQ(log.find("binlog: resume position is gone"),
+            log.rfind("binlog: resume position is gone"))
+      << log;
+}
+
+// Two msgqd given the same --binlog_server_id evict each other's dump; each
+// eviction is recognised and named once.
+TEST_F(BinlogTest, SameServerIdEvictionIsReportedWithTheFlag) {
+  CreateTable("q", "vt_poller_interval=30");
+  StartServer({"--binlog_server_id=4242"});
+  WaitForBinlog("q");
+  auto second = Msgqd::Start(
+      *db_, {"--databases=msgq", "--schema_reload_interval=200ms",
+             "--binlog_server_id=4242"});
+  ASSERT_TRUE(second.ok()) << second.status();
+  auto log_of_either = [&] { return server_->Log() + (*second)->Log(); };
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return log_of_either().find("evicted by another replica") !=
+               std::string::npos;
+      },
+      absl::Seconds(10)))
+      << log_of_either();
+  EXPECT_THAT(log_of_either(), HasSubstr("--binlog_server_id"));
+}
+
 class NoBinlogTest : public BinlogTest {
  protected:
   PrivateMariaDb::Options DbOptions() override {

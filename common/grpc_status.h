@@ -1,5 +1,6 @@
-// Conversions between gRPC's status and absl::Status, and the client's policy
-// on which stream errors are worth a reconnect.
+// Conversions between gRPC's status and absl::Status (both directions; the
+// one copy for client/ and server/), and the client's policy on which
+// stream errors are worth a reconnect.
 //
 // The two code spaces are numerically identical, so the server's code and
 // message survive unchanged.
@@ -9,14 +10,17 @@
 //   if (!s.ok()) return FromGrpcStatus(s);
 //
 // Thread-safe (pure functions).
-#ifndef MSGQ_CLIENT_GRPC_STATUS_H_
-#define MSGQ_CLIENT_GRPC_STATUS_H_
+#ifndef MSGQ_COMMON_GRPC_STATUS_H_
+#define MSGQ_COMMON_GRPC_STATUS_H_
 
 #include <grpcpp/support/status.h>
 
 #include "absl/status/status.h"
 
 namespace msgq {
+
+// The grpc::Status with the same code and message as `status`.
+grpc::Status ToGrpcStatus(const absl::Status& status);
 
 // The absl::Status with the same code and message as `status`.
 absl::Status FromGrpcStatus(const grpc::Status& status);
@@ -33,4 +37,4 @@ bool IsRetryableStreamError(const absl::Status& status);
 
 }  // namespace msgq
 
-#endif  // MSGQ_CLIENT_GRPC_STATUS_H_
+#endif  // MSGQ_COMMON_GRPC_STATUS_H_

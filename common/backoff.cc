@@ -1,4 +1,4 @@
-#include "client/backoff.h"
+#include "common/backoff.h"
 
 #include <algorithm>
 #include <cmath>
