@@ -1,15 +1,48 @@
 #include "engine/message_cache.h"
 
+#include <cstdlib>
+#include <optional>
+
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
+#include "engine/log.h"
 
 namespace msgq {
+namespace {
 
-MessageCache::Key MessageCache::KeyOf(const Message& m) {
-  int64_t n = 0;
-  if (absl::SimpleAtoi(m.id, &n)) {
-    return Key{m.priority, m.time_next, false, n, std::string()};
+// The value of `id` when it is the canonical decimal form of an integer of
+// `kind` ("-7", "0", "18446744073709551615"; never "07", "+7", "-0", " 7").
+std::optional<absl::int128> CanonicalIntegerValue(IdKind kind,
+                                                  absl::string_view id) {
+  if (kind != IdKind::kSignedInteger && kind != IdKind::kUnsignedInteger) {
+    return std::nullopt;
   }
-  return Key{m.priority, m.time_next, true, 0, m.id};
+  absl::string_view digits = id;
+  const bool negative = !digits.empty() && digits[0] == '-';
+  if (negative) {
+    if (kind == IdKind::kUnsignedInteger) return std::nullopt;
+    digits.remove_prefix(1);
+  }
+  if (digits.empty() || digits.size() > 20) return std::nullopt;
+  if (digits[0] == '0' && (digits.size() > 1 || negative)) return std::nullopt;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+  }
+  if (kind == IdKind::kUnsignedInteger) {
+    uint64_t v = 0;
+    if (!absl::SimpleAtoi(digits, &v)) return std::nullopt;
+    return absl::int128(v);
+  }
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(id, &v)) return std::nullopt;
+  return absl::int128(v);
+}
+
+}  // namespace
+
+MessageCache::Key MessageCache::KeyOf(const Message& m) const {
+  const std::optional<absl::int128> n = CanonicalIntegerValue(id_kind_, m.id);
+  return Key{m.priority, m.time_next, !n.has_value(), n.value_or(0), m.id};
 }
 
 MessageCache::AddResult MessageCache::Add(Message message) {
@@ -20,6 +53,13 @@ MessageCache::AddResult MessageCache::Add(Message message) {
   Key key = KeyOf(message);
   std::string id = message.id;
   auto [it, inserted] = order_.emplace(std::move(key), std::move(message));
+  if (!inserted) {
+    // Impossible while keys end with the id and queued_ is consistent: a
+    // broken invariant, and carrying on would leave a dangling index entry.
+    LogError("MessageCache: order key of id \"", absl::CHexEscape(id),
+             "\" already taken; cache invariant broken");
+    std::abort();
+  }
   queued_.emplace(std::move(id), it);
   return AddResult::kAdded;
 }
