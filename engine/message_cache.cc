@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "engine/log.h"
+#include "engine/sql_literal.h"
 
 namespace msgq {
 namespace {
@@ -14,27 +15,14 @@ namespace {
 // `kind` ("-7", "0", "18446744073709551615"; never "07", "+7", "-0", " 7").
 std::optional<absl::int128> CanonicalIntegerValue(IdKind kind,
                                                   absl::string_view id) {
-  if (kind != IdKind::kSignedInteger && kind != IdKind::kUnsignedInteger) {
-    return std::nullopt;
-  }
-  absl::string_view digits = id;
-  const bool negative = !digits.empty() && digits[0] == '-';
-  if (negative) {
-    if (kind == IdKind::kUnsignedInteger) return std::nullopt;
-    digits.remove_prefix(1);
-  }
-  if (digits.empty() || digits.size() > 20) return std::nullopt;
-  if (digits[0] == '0' && (digits.size() > 1 || negative)) return std::nullopt;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return std::nullopt;
-  }
+  if (!IsCanonicalInteger(kind, id)) return std::nullopt;
   if (kind == IdKind::kUnsignedInteger) {
     uint64_t v = 0;
-    if (!absl::SimpleAtoi(digits, &v)) return std::nullopt;
+    (void)absl::SimpleAtoi(id, &v);
     return absl::int128(v);
   }
   int64_t v = 0;
-  if (!absl::SimpleAtoi(id, &v)) return std::nullopt;
+  (void)absl::SimpleAtoi(id, &v);
   return absl::int128(v);
 }
 

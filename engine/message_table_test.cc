@@ -323,13 +323,22 @@ TEST(CanonicalIdTest, TextAndBinaryIdsAreUnchanged) {
   for (IdKind kind : {IdKind::kText, IdKind::kBinary}) {
     for (const std::string& s :
          {std::string("007"), std::string(" padded "), std::string("abc"),
-          std::string("it's"), std::string("\xff\x00\x01", 3),
-          std::string("-1")}) {
+          std::string("it's"), std::string("\x00\x01", 2),
+          std::string("\xc3\xa9"), std::string("-1")}) {
       const absl::StatusOr<std::string> id = CanonicalId(kind, s);
       ASSERT_TRUE(id.ok()) << id.status();
       EXPECT_EQ(*id, s);
     }
   }
+  EXPECT_EQ(*CanonicalId(IdKind::kBinary, "\xff"), "\xff");
+}
+
+TEST(CanonicalIdTest, TextIdsMustBeUtf8) {
+  const absl::StatusOr<std::string> id = CanonicalId(IdKind::kText, "a\xff");
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(id.status().message()),
+            "malformed message id \"a\\xff\": the id column is text and the "
+            "id is not UTF-8");
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/log.h"
+#include "engine/sql_literal.h"
 
 namespace msgq {
 namespace {
@@ -25,7 +27,9 @@ MysqlMessageStore::MysqlMessageStore(MessageTable table, MysqlOptions options)
     : table_(std::move(table)),
       options_(std::move(options)),
       quoted_table_(absl::StrCat(QuoteIdentifier(table_.keyspace), ".",
-                                 QuoteIdentifier(table_.name))) {
+                                 QuoteIdentifier(table_.name))),
+      log_name_(
+          absl::StrCat("table `", table_.keyspace, "`.`", table_.name, "`")) {
   // Columns 0..3 are bookkeeping; the streamed ones follow, id first.
   std::vector<std::string> cols = {"`priority`", "`time_next`", "`epoch`"};
   for (const Column& c : table_.streamed)
@@ -50,27 +54,21 @@ absl::Status MysqlMessageStore::Check(absl::Status status) {
   return status;
 }
 
-std::string MysqlMessageStore::IdLiteral(const std::string& id) {
-  switch (table_.id_kind) {
-    case IdKind::kSignedInteger:
-    case IdKind::kUnsignedInteger:
-      return id;  // validated by CanonicalId before it got here
-    case IdKind::kBinary:
-      return absl::StrCat("X'", absl::BytesToHexString(id), "'");
-    case IdKind::kText:
-      return conn_->QuoteString(id);
-  }
-  return conn_->QuoteString(id);
-}
-
 std::string MysqlMessageStore::IdList(const std::vector<std::string>& ids) {
   std::string out;
   out.reserve(ids.size() * 12);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    out += IdLiteral(ids[i]);
+  for (const std::string& id : ids) {
+    const size_t mark = out.size();
+    if (mark > 0) out.push_back(',');
+    if (absl::Status s = AppendIdLiteral(table_.id_kind, id, &out); !s.ok()) {
+      out.resize(mark);
+      ++skipped_ids_;
+      LogWarning(log_name_, ": skipping a row id that cannot be written: ",
+                 s.message());
+    }
   }
-  return out;
+  // IN () is a syntax error; NULL matches nothing.
+  return out.empty() ? "NULL" : out;
 }
 
 std::string MysqlMessageStore::PollSql(int64_t now, int limit) const {

@@ -30,6 +30,10 @@ class MysqlMessageStore final : public MessageStore {
   std::string PollSql(int64_t now, int limit) const;
   std::string NextDueSql(int64_t now) const;
 
+  // Row ids refused so far because they are not valid for the id column
+  // (e.g. text read back after ALTER TABLE changed the column).
+  int64_t skipped_ids() const { return skipped_ids_; }
+
  private:
   absl::StatusOr<MysqlConnection*> Conn();
   // Runs a SELECT of select_prefix_ columns and decodes the rows.
@@ -37,14 +41,17 @@ class MysqlMessageStore final : public MessageStore {
                                                     int expected);
   // Drops the connection when `status` says it broke; returns `status`.
   absl::Status Check(absl::Status status);
+  // The literals of `ids`, comma-separated (NULL when none is valid); ids
+  // that are not valid for the id column are skipped and logged.
   std::string IdList(const std::vector<std::string>& ids);
-  std::string IdLiteral(const std::string& id);
 
   const MessageTable table_;
   const MysqlOptions options_;
   const std::string quoted_table_;  // `db`.`t`
+  const std::string log_name_;      // table `db`.`t`
   std::string select_prefix_;       // SELECT id, priority, ... FROM `db`.`t`
   std::unique_ptr<MysqlConnection> conn_;
+  int64_t skipped_ids_ = 0;
 };
 
 }  // namespace msgq

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "engine/sql_literal.h"
 #include "gmock/gmock.h"
 #include "tests/fixture.h"
 
@@ -52,6 +53,80 @@ TEST_F(SqlHardeningTest, TextIdsThatReadAsTheSameIntegerAreAllDelivered) {
   ASSERT_TRUE(AckIds(stub_.get(), "t", {"7", "07", "+7"}, &acked).ok());
   EXPECT_EQ(acked, 3);
   EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.t WHERE time_acked IS NULL"), 0);
+}
+
+// Defect 8: the id kind is recorded at load; after ALTER TABLE turns an
+// integer id into a varchar, and before the next reload, a row id such as
+// "id) OR (1=1" was written into the postpone unescaped and postponed every
+// unacked row of the table. It must be rejected where it is written.
+TEST_F(SqlHardeningTest, AnIdThatIsNoLongerAnIntegerNeverReachesSql) {
+  CreateTable("q", "vt_poller_interval=0.2");  // bigint id
+  StartServer({"--schema_reload_interval=1h"});
+  const int64_t later = NowNanos() + int64_t{3600} * 1000 * 1000 * 1000;
+  Exec(absl::StrCat("INSERT INTO msgq.q (id, time_next, message) VALUES (1, ",
+                    later, ", '{}')"));
+  StreamCollector s(stub_.get(), "q");
+  ASSERT_TRUE(s.WaitForFields(absl::Seconds(10)));
+  Exec("ALTER TABLE msgq.q MODIFY id varchar(100) NOT NULL");
+  Exec("INSERT INTO msgq.q (id, message) VALUES ('id) OR (1=1', '{}')");
+  ASSERT_TRUE(s.WaitForRows(1, absl::Seconds(10)));
+  EXPECT_EQ(s.ids()[0], "id) OR (1=1");
+  // The postpone of what was sent follows at once; its id is refused.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return server_->Log().find("id) OR (1=1\" (11 bytes) is not a valid "
+                                   "id") != std::string::npos;
+      },
+      absl::Seconds(5)))
+      << server_->Log();
+  EXPECT_EQ(Int("SELECT epoch FROM msgq.q WHERE id = '1'"), 0);
+  EXPECT_EQ(Int("SELECT time_next FROM msgq.q WHERE id = '1'"), later);
+}
+
+// Defect 8: text ids are written as _utf8mb4 X'..' literals. The primary
+// key must still serve `id IN (...)`, whatever the column's charset and
+// collation.
+TEST_F(SqlHardeningTest, HexTextLiteralsStillUseThePrimaryKey) {
+  Exec("USE msgq");
+  for (const char* charset :
+       {"utf8mb4 COLLATE utf8mb4_unicode_ci", "utf8mb4 COLLATE utf8mb4_bin",
+        "latin1", "ascii COLLATE ascii_bin", "utf8mb3"}) {
+    SCOPED_TRACE(charset);
+    Exec("DROP TABLE IF EXISTS k");
+    Exec(absl::StrCat("CREATE TABLE k (id varchar(100) CHARACTER SET ", charset,
+                      " NOT NULL PRIMARY KEY, v int)"));
+    std::string values;
+    for (int i = 0; i < 2000; ++i) {
+      absl::StrAppend(&values, i > 0 ? "," : "", "('id-", i, "', ", i, ")");
+    }
+    Exec("INSERT INTO k VALUES " + values);
+    Exec("ANALYZE TABLE k");
+    std::string in;
+    for (const char* id : {"id-7", "id-1500", "id-42", "missing"}) {
+      if (!in.empty()) in += ",";
+      absl::StatusOr<std::string> literal = IdLiteral(IdKind::kText, id);
+      ASSERT_TRUE(literal.ok());
+      in += *literal;
+    }
+    const std::string select = "SELECT v FROM k WHERE id IN (" + in + ")";
+    auto explain = db_->Query("EXPLAIN " + select);
+    ASSERT_TRUE(explain.ok()) << explain.status();
+    ASSERT_EQ(explain->rows.size(), 1u);
+    int key_col = -1, type_col = -1;
+    for (size_t i = 0; i < explain->columns.size(); ++i) {
+      if (explain->columns[i] == "key") key_col = static_cast<int>(i);
+      if (explain->columns[i] == "type") type_col = static_cast<int>(i);
+    }
+    ASSERT_GE(key_col, 0);
+    ASSERT_GE(type_col, 0);
+    EXPECT_EQ(explain->rows[0][key_col].value_or(""), "PRIMARY");
+    EXPECT_EQ(explain->rows[0][type_col].value_or(""), "range");
+    auto rows = db_->Query(select + " ORDER BY v");
+    ASSERT_TRUE(rows.ok()) << rows.status();
+    ASSERT_EQ(rows->rows.size(), 3u);
+    EXPECT_EQ(rows->rows[0][0].value_or(""), "7");
+    EXPECT_EQ(rows->rows[2][0].value_or(""), "1500");
+  }
 }
 
 }  // namespace
