@@ -6,6 +6,8 @@
 
 #include <mutex>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 
@@ -61,6 +63,10 @@ absl::StatusOr<std::unique_ptr<MysqlConnection>> MysqlConnection::Connect(
   mysql_optionsv(mysql, MYSQL_OPT_READ_TIMEOUT, &io_timeout);
   mysql_optionsv(mysql, MYSQL_OPT_WRITE_TIMEOUT, &io_timeout);
   mysql_optionsv(mysql, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+  // A silent reconnect would lose the session settings below and any open
+  // transaction; callers replace a broken connection themselves.
+  my_bool reconnect = 0;
+  mysql_optionsv(mysql, MYSQL_OPT_RECONNECT, &reconnect);
   const bool use_socket = !options.socket.empty();
   if (use_socket) {
     unsigned int protocol = MYSQL_PROTOCOL_SOCKET;
@@ -79,7 +85,46 @@ absl::StatusOr<std::unique_ptr<MysqlConnection>> MysqlConnection::Connect(
     mysql_close(mysql);
     return status;
   }
-  return std::unique_ptr<MysqlConnection>(new MysqlConnection(mysql));
+  std::unique_ptr<MysqlConnection> conn(new MysqlConnection(mysql));
+  if (absl::Status s = conn->SetUpSession(); !s.ok()) {
+    // The server answered, so the cause is permanent unless the connection
+    // broke meanwhile.
+    return absl::Status(
+        s.code(), absl::StrCat("setting up the MySQL session: ", s.message()));
+  }
+  return conn;
+}
+
+absl::Status MysqlConnection::SetUpSession() {
+  absl::StatusOr<QueryResult> vars =
+      Query("SELECT @@max_allowed_packet, @@log_bin, @@binlog_format");
+  if (!vars.ok()) return vars.status();
+  if (vars->rows.size() != 1 || vars->rows[0].size() != 3) {
+    return absl::InternalError("unexpected reply to the session query");
+  }
+  const auto& row = vars->rows[0];
+  int64_t packet = 0;
+  if (!row[0].has_value() || !absl::SimpleAtoi(*row[0], &packet) ||
+      packet <= 0) {
+    return absl::InternalError("unreadable @@max_allowed_packet");
+  }
+  max_allowed_packet_ = packet;
+  // READ COMMITTED takes no gap locks, so an ack of a missing id or a purge
+  // never blocks a producer's INSERT. InnoDB refuses writes at READ
+  // COMMITTED under binlog_format=STATEMENT (error 1665); there REPEATABLE
+  // READ is kept, with autocommit still ending every statement's locks.
+  const bool statement_binlog =
+      row[1].value_or("0") == "1" &&
+      absl::EqualsIgnoreCase(row[2].value_or(""), "STATEMENT");
+  isolation_level_ = statement_binlog ? "REPEATABLE READ" : "READ COMMITTED";
+  absl::StatusOr<uint64_t> set =
+      Execute(absl::StrCat("SET SESSION TRANSACTION ISOLATION LEVEL ",
+                           isolation_level_));
+  if (!set.ok()) return set.status();
+  // The server's global autocommit (or an init_connect) may have turned it
+  // off; every msgq statement outside BEGIN..COMMIT must commit at once.
+  set = Execute("SET SESSION autocommit = 1");
+  return set.status();
 }
 
 MysqlConnection::~MysqlConnection() { mysql_close(mysql_); }
@@ -179,6 +224,5 @@ std::string MysqlConnection::QuoteString(absl::string_view value) {
   return out;
 }
 
-uint64_t MysqlConnection::ThreadId() const { return mysql_thread_id(mysql_); }
 
 }  // namespace msgq

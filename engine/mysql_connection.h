@@ -1,6 +1,15 @@
 // MysqlConnection: one MariaDB Connector/C connection (RAII), with queries
 // that return absl::Status instead of C error codes.
 //
+// Every connection sets its session up the same way, whatever the server's
+// globals or init_connect say: character set utf8mb4, autocommit on,
+// isolation READ COMMITTED (REPEATABLE READ when the binary log is on with
+// binlog_format=STATEMENT, where InnoDB refuses READ COMMITTED writes), and no
+// automatic reconnect (a broken connection is replaced by its owner, never
+// silently revived without these settings). sql_mode is left as the server
+// has it: msgq writes ids as hex literals (sql_literal.h) and QuoteString
+// follows the server's NO_BACKSLASH_ESCAPES, so no mode changes their meaning.
+//
 // Not thread-safe: one thread uses a connection at a time. Errors map to
 // status codes deliberately: the server being unreachable or the connection
 // breaking -> UNAVAILABLE (retry after reconnecting; the connection is then
@@ -71,8 +80,11 @@ class MysqlConnection {
   // Quotes `value` as an SQL string literal ('...' with escapes).
   std::string QuoteString(absl::string_view value);
 
-  // The connection's thread id on the server (for KILL in tests).
-  uint64_t ThreadId() const;
+  // The session's max_allowed_packet, read once at connect: no statement
+  // may be longer.
+  int64_t max_allowed_packet() const { return max_allowed_packet_; }
+  // The session's isolation level ("READ COMMITTED" or "REPEATABLE READ").
+  const std::string& isolation_level() const { return isolation_level_; }
 
   // Whether an error returned by this connection left it unusable.
   bool broken() const { return broken_; }
@@ -81,6 +93,7 @@ class MysqlConnection {
 
  private:
   explicit MysqlConnection(st_mysql* mysql) : mysql_(mysql) {}
+  absl::Status SetUpSession();
   absl::Status ErrorStatus(absl::string_view what);
   absl::Status StartQuery(absl::string_view sql);
   absl::Status ForEachRowImpl(absl::string_view sql,
@@ -91,6 +104,8 @@ class MysqlConnection {
 
   st_mysql* mysql_;
   bool broken_ = false;
+  int64_t max_allowed_packet_ = 0;
+  std::string isolation_level_;
 };
 
 template <typename F>

@@ -3,6 +3,17 @@
 // The connection is opened lazily and replaced after it breaks, so a store
 // survives MySQL restarts: calls return UNAVAILABLE while MySQL is away and
 // work again once it is back. Not thread-safe (one manager thread uses it).
+//
+// Isolation: the connection runs READ COMMITTED (mysql_connection.h), and
+// nothing here needs more. A poll or fetch is one consistent-read SELECT; it
+// needs no snapshot shared with another statement, and a row it misses
+// (committed just after) is named by the binlog or read by the next poll.
+// Postpones and acks are `UPDATE ... WHERE id IN (...) AND time_acked IS
+// NULL`: InnoDB re-evaluates the WHERE on the latest committed row version
+// under a record lock, so "only rows still unacked" holds at any level, and
+// READ COMMITTED takes no gap locks for ids that do not exist (REPEATABLE
+// READ did, blocking producers' INSERTs into those gaps). A purge deletes
+// acked rows only; which of them one statement picks does not matter.
 #ifndef MSGQ_ENGINE_MYSQL_MESSAGE_STORE_H_
 #define MSGQ_ENGINE_MYSQL_MESSAGE_STORE_H_
 

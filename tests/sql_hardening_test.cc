@@ -129,5 +129,48 @@ TEST_F(SqlHardeningTest, HexTextLiteralsStillUseThePrimaryKey) {
   }
 }
 
+// Defect 6: msgqd sets its own session (autocommit on, READ COMMITTED) and
+// writes literals that do not depend on sql_mode. A server whose global
+// settings say otherwise used to leave msgqd's statements in transactions that
+// never ended, holding locks that made producers' INSERTs time out.
+TEST_F(SqlHardeningTest, HostileGlobalSessionSettingsStallNothing) {
+  CreateTextIdTable("t", "vt_poller_interval=0.2");
+  Exec("SET GLOBAL autocommit = 0");
+  Exec("SET GLOBAL TRANSACTION ISOLATION LEVEL SERIALIZABLE");
+  Exec("SET GLOBAL sql_mode = 'NO_BACKSLASH_ESCAPES,ANSI_QUOTES'");
+  {
+    auto conn = db_->Connect();  // sets its session up like msgqd's
+    ASSERT_TRUE(conn.ok()) << conn.status();
+    auto r = (*conn)->Query("SELECT @@autocommit, @@tx_isolation");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->rows[0][0].value_or(""), "1");
+    EXPECT_EQ(r->rows[0][1].value_or(""), "READ-COMMITTED");
+    EXPECT_EQ((*conn)->isolation_level(), "READ COMMITTED");
+    EXPECT_EQ((*conn)->max_allowed_packet(),
+              Int("SELECT @@global.max_allowed_packet"));
+  }
+  StartServer();
+  // The producer: this fixture's connection predates the SET GLOBALs, so it
+  // has autocommit on; it gives up on a lock after 2 s.
+  Exec("SET SESSION innodb_lock_wait_timeout = 2");
+  StreamCollector s(stub_.get(), "t");
+  ASSERT_TRUE(s.WaitForFields(absl::Seconds(10)));
+  Exec("INSERT INTO msgq.t (id, message) VALUES ('a''b\\\\c', '{}'), ('m', '{}')");
+  ASSERT_TRUE(s.WaitForRows(2, absl::Seconds(10)));
+  EXPECT_THAT(s.ids(), UnorderedElementsAre("a'b\\c", "m"));
+  int64_t acked = 0;
+  // "zz" does not exist: an ack of it must not keep a gap lock that blocks
+  // the INSERTs below.
+  ASSERT_TRUE(AckIds(stub_.get(), "t", {"a'b\\c", "m", "zz"}, &acked).ok());
+  EXPECT_EQ(acked, 2);
+  Exec("INSERT INTO msgq.t (id, message) VALUES ('n', '{}'), ('zzz', '{}')");
+  ASSERT_TRUE(s.WaitForRows(4, absl::Seconds(10)));
+  ASSERT_TRUE(AckIds(stub_.get(), "t", {"n", "zzz"}, &acked).ok());
+  EXPECT_EQ(acked, 2);
+  EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.t WHERE time_acked IS NULL"), 0);
+  Exec("INSERT INTO msgq.t (id, message) VALUES ('zzzz', '{}')");
+  ASSERT_TRUE(s.WaitForRows(5, absl::Seconds(10)));
+}
+
 }  // namespace
 }  // namespace msgq::testing
