@@ -455,28 +455,50 @@ bool MessageManager::DoWrites(Work& work) {
   if (work.writes.postpones.empty() && work.writes.ack_groups.empty()) {
     return true;
   }
-  absl::StatusOr<std::vector<int64_t>> result = store_->Write(work.writes);
+  absl::StatusOr<WriteResult> result = store_->Write(work.writes);
   std::vector<std::pair<AckCallback, absl::StatusOr<int64_t>>> replies;
   {
     absl::MutexLock lock(&mu_);
     if (result.ok()) {
       MysqlOkLocked();
-      std::optional<int64_t> earliest;
-      for (const Postponement& p : work.writes.postpones) {
-        ReleaseIfSettledLocked(p.id);
-        if (!earliest.has_value() || p.time_next < *earliest) {
-          earliest = p.time_next;
+      if (result->postpones.ok()) {
+        std::optional<int64_t> earliest;
+        for (const Postponement& p : work.writes.postpones) {
+          ReleaseIfSettledLocked(p.id);
+          if (!earliest.has_value() || p.time_next < *earliest) {
+            earliest = p.time_next;
+          }
+        }
+        if (earliest.has_value() &&
+            (!next_due_ns_.has_value() || *earliest < *next_due_ns_)) {
+          next_due_ns_ = earliest;
+        }
+      } else {
+        LogError(log_name_, ": postpone failed: ", result->postpones.message());
+        // Leave them due in MySQL: the next poll sends them again.
+        for (const auto& [id, epoch] : work.postponed) {
+          ReleaseIfSettledLocked(id);
         }
       }
-      if (earliest.has_value() &&
-          (!next_due_ns_.has_value() || *earliest < *next_due_ns_)) {
-        next_due_ns_ = earliest;
-      }
       for (size_t i = 0; i < work.acks.size(); ++i) {
-        const int64_t n = i < result->size() ? (*result)[i] : 0;
-        counters_.acked += n;
+        absl::StatusOr<int64_t> n =
+            i < result->acks.size() ? result->acks[i] : int64_t{0};
+        if (n.ok()) {
+          counters_.acked += *n;
+          ReleaseAckingLocked(work.acks[i].ids);
+          replies.emplace_back(std::move(work.acks[i].done), *n);
+          continue;
+        }
+        // This group alone failed: its cancelled postpones are owed again.
+        for (auto& [id, epoch] : work.acks[i].cancelled_postpones) {
+          to_postpone_.try_emplace(id, epoch);
+        }
         ReleaseAckingLocked(work.acks[i].ids);
-        replies.emplace_back(std::move(work.acks[i].done), n);
+        replies.emplace_back(
+            std::move(work.acks[i].done),
+            absl::Status(n.status().code(),
+                         absl::StrCat("ack on ", log_name_,
+                                      " failed: ", n.status().message())));
       }
     } else {
       const bool transient =

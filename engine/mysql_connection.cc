@@ -14,26 +14,6 @@
 namespace msgq {
 namespace {
 
-bool IsConnectionError(unsigned int code) {
-  switch (code) {
-    case CR_CONNECTION_ERROR:
-    case CR_CONN_HOST_ERROR:
-    case CR_SERVER_GONE_ERROR:
-    case CR_SERVER_LOST:
-    case CR_SERVER_LOST_EXTENDED:
-    case CR_UNKNOWN_HOST:
-    case CR_COMMANDS_OUT_OF_SYNC:
-    case ER_CONNECTION_KILLED:
-    case ER_SERVER_SHUTDOWN:
-    case ER_QUERY_INTERRUPTED:
-    case ER_CON_COUNT_ERROR:
-    case ER_TOO_MANY_USER_CONNECTIONS:
-      return true;
-    default:
-      return code >= 2000 && code < 3000;  // any client-side error
-  }
-}
-
 void LibraryInitOnce() {
   static std::once_flag once;
   std::call_once(once, [] { mysql_library_init(0, nullptr, nullptr); });
@@ -45,6 +25,57 @@ unsigned int Seconds(absl::Duration d) {
 }
 
 }  // namespace
+
+MysqlErrorClass ClassifyMysqlError(unsigned int code) {
+  switch (code) {
+    // The connection is gone, or the server cannot take it: retry later on a
+    // new connection.
+    case CR_CONNECTION_ERROR:
+    case CR_CONN_HOST_ERROR:
+    case CR_UNKNOWN_HOST:
+    case CR_SERVER_GONE_ERROR:
+    case CR_SERVER_LOST:
+    case CR_SERVER_LOST_EXTENDED:
+    case CR_SERVER_HANDSHAKE_ERR:
+    case ER_CONNECTION_KILLED:
+    case ER_SERVER_SHUTDOWN:
+    case ER_CON_COUNT_ERROR:
+    case ER_TOO_MANY_USER_CONNECTIONS:
+    case ER_NET_READ_ERROR:
+    case ER_NET_READ_INTERRUPTED:
+    case ER_NET_ERROR_ON_WRITE:
+    case ER_NET_WRITE_INTERRUPTED:
+    case ER_NET_PACKETS_OUT_OF_ORDER:
+      return {absl::StatusCode::kUnavailable, true};
+    // The statement was rolled back (or cut short); the connection is fine.
+    case ER_LOCK_WAIT_TIMEOUT:
+    case ER_LOCK_DEADLOCK:
+    case ER_QUERY_INTERRUPTED:
+      return {absl::StatusCode::kAborted, false};
+    // Too large a statement: permanent. The server closes the connection
+    // after ER_NET_PACKET_TOO_LARGE; the client refuses before sending.
+    case ER_NET_PACKET_TOO_LARGE:
+      return {absl::StatusCode::kInvalidArgument, true};
+    case CR_NET_PACKET_TOO_LARGE:
+      return {absl::StatusCode::kInvalidArgument, false};
+    case ER_NO_SUCH_TABLE:
+    case ER_BAD_DB_ERROR:
+      return {absl::StatusCode::kNotFound, false};
+    case ER_TABLEACCESS_DENIED_ERROR:
+    case ER_COLUMNACCESS_DENIED_ERROR:
+    case ER_DBACCESS_DENIED_ERROR:
+    case ER_ACCESS_DENIED_ERROR:
+      return {absl::StatusCode::kPermissionDenied, false};
+    case CR_OUT_OF_MEMORY:
+      return {absl::StatusCode::kResourceExhausted, true};
+    default:
+      // Any other client-side error (commands out of sync, malformed
+      // packet, ...) leaves the protocol state unknown: permanent for this
+      // statement, and the connection is not used again.
+      return {absl::StatusCode::kInternal, code >= CR_MIN_ERROR &&
+                                               code <= CR_MAX_ERROR};
+  }
+}
 
 std::string QuoteIdentifier(absl::string_view name) {
   return absl::StrCat("`", absl::StrReplaceAll(name, {{"`", "``"}}), "`");
@@ -133,20 +164,9 @@ absl::Status MysqlConnection::ErrorStatus(absl::string_view what) {
   const unsigned int code = mysql_errno(mysql_);
   std::string message =
       absl::StrCat(what, ": MySQL error ", code, ": ", mysql_error(mysql_));
-  if (IsConnectionError(code)) {
-    broken_ = true;
-    return absl::UnavailableError(message);
-  }
-  switch (code) {
-    case ER_LOCK_WAIT_TIMEOUT:
-    case ER_LOCK_DEADLOCK:
-      return absl::AbortedError(message);
-    case ER_NO_SUCH_TABLE:
-    case ER_BAD_DB_ERROR:
-      return absl::NotFoundError(message);
-    default:
-      return absl::InternalError(message);
-  }
+  const MysqlErrorClass c = ClassifyMysqlError(code);
+  if (c.drop_connection) broken_ = true;
+  return absl::Status(c.code, message);
 }
 
 absl::Status MysqlConnection::StartQuery(absl::string_view sql) {

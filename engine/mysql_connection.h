@@ -11,10 +11,13 @@
 // follows the server's NO_BACKSLASH_ESCAPES, so no mode changes their meaning.
 //
 // Not thread-safe: one thread uses a connection at a time. Errors map to
-// status codes deliberately: the server being unreachable or the connection
-// breaking -> UNAVAILABLE (retry after reconnecting; the connection is then
-// unusable and must be replaced); a lock wait timeout or deadlock -> ABORTED;
-// an unknown table -> NOT_FOUND; anything else -> INTERNAL with MySQL's text.
+// status codes deliberately (ClassifyMysqlError): only a lost connection or a
+// server that cannot take one -> UNAVAILABLE (retry on a new connection); a
+// lock wait timeout, deadlock or interrupted statement -> ABORTED (nothing of
+// the statement applied; retry); a statement larger than max_allowed_packet
+// -> INVALID_ARGUMENT (permanent); an unknown table -> NOT_FOUND; denied ->
+// PERMISSION_DENIED; anything else -> INTERNAL, permanent, with MySQL's text.
+// After an error that leaves the connection unusable, broken() is true.
 //
 // Example:
 //   ASSIGN_OR_RETURN(auto conn, MysqlConnection::Connect(options));
@@ -116,6 +119,14 @@ absl::Status MysqlConnection::ForEachRow(absl::string_view sql, F&& on_row) {
   };
   return ForEachRowImpl(sql, trampoline, &on_row);
 }
+
+// How an error code (mysql_errno) is reported, and whether the connection is
+// unusable after it (the server closed it, or the protocol state is unknown).
+struct MysqlErrorClass {
+  absl::StatusCode code;
+  bool drop_connection;
+};
+MysqlErrorClass ClassifyMysqlError(unsigned int code);
 
 // True when `status` means the connection or server is gone (retry later).
 inline bool IsUnavailable(const absl::Status& status) {

@@ -26,6 +26,10 @@
 
 namespace msgq {
 
+// The longest statement a session with this max_allowed_packet may send:
+// the packet less a margin, capped at 4 MiB.
+size_t StatementLimit(int64_t max_allowed_packet);
+
 class MysqlMessageStore final : public MessageStore {
  public:
   MysqlMessageStore(MessageTable table, MysqlOptions options);
@@ -34,7 +38,7 @@ class MysqlMessageStore final : public MessageStore {
   absl::StatusOr<std::vector<Message>> FetchDue(
       const std::vector<std::string>& ids, int64_t now) override;
   absl::StatusOr<std::optional<int64_t>> NextDueAfter(int64_t now) override;
-  absl::StatusOr<std::vector<int64_t>> Write(const WriteBatch& batch) override;
+  absl::StatusOr<WriteResult> Write(const WriteBatch& batch) override;
   absl::StatusOr<int64_t> Purge(int64_t cutoff, int limit) override;
 
   // The SQL of a poll and of the next-due query (for EXPLAIN in tests).
@@ -52,9 +56,29 @@ class MysqlMessageStore final : public MessageStore {
                                                     int expected);
   // Drops the connection when `status` says it broke; returns `status`.
   absl::Status Check(absl::Status status);
-  // The literals of `ids`, comma-separated (NULL when none is valid); ids
-  // that are not valid for the id column are skipped and logged.
-  std::string IdList(const std::vector<std::string>& ids);
+  // Statements `prefix <literals of ids, comma-separated> suffix`, each at
+  // most `limit` bytes, covering every id (none when `ids` is empty). An id
+  // the column cannot hold, or whose literal alone does not fit, is an
+  // INVALID_ARGUMENT error, or, with `skip_bad_ids`, skipped, counted and
+  // logged (never written into SQL).
+  absl::StatusOr<std::vector<std::string>> InListStatements(
+      absl::string_view prefix, absl::string_view suffix,
+      const std::vector<std::string>& ids, bool skip_bad_ids, size_t limit);
+
+  static constexpr size_t kNoUnit = static_cast<size_t>(-1);
+  // The postpones (owner kNoUnit) or one ack group (owner = its index).
+  struct WriteUnit {
+    size_t owner = kNoUnit;
+    std::vector<std::string> statements;
+    int64_t affected = 0;
+  };
+  // Runs the statements of units[live...] in one transaction (none for a
+  // single statement; the session has autocommit on). On error everything
+  // was rolled back and *failed names the unit whose statement failed
+  // (kNoUnit when BEGIN or COMMIT failed).
+  absl::Status RunTransaction(MysqlConnection* conn,
+                              std::vector<WriteUnit>& units,
+                              const std::vector<size_t>& live, size_t* failed);
 
   const MessageTable table_;
   const MysqlOptions options_;

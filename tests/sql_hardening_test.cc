@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "engine/mysql_message_store.h"
 #include "engine/sql_literal.h"
 #include "gmock/gmock.h"
 #include "tests/fixture.h"
@@ -170,6 +171,120 @@ TEST_F(SqlHardeningTest, HostileGlobalSessionSettingsStallNothing) {
   EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.t WHERE time_acked IS NULL"), 0);
   Exec("INSERT INTO msgq.t (id, message) VALUES ('zzzz', '{}')");
   ASSERT_TRUE(s.WaitForRows(5, absl::Seconds(10)));
+}
+
+// Defect 7: acks of all clients go out in one transaction. An ack whose
+// statement cannot be sent (an id longer than max_allowed_packet allows) or
+// that the server refuses (a trigger) used to fail every ack of its round;
+// now it fails alone and the others commit.
+TEST_F(SqlHardeningTest, OneFailingAckGroupDoesNotFailTheOthers) {
+  CreateTextIdTable("t");
+  Exec(
+      "CREATE TRIGGER msgq.poison BEFORE UPDATE ON msgq.t FOR EACH ROW "
+      "BEGIN IF NEW.id = 'poison' AND NEW.time_acked IS NOT NULL THEN "
+      "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'poisoned'; END IF; END");
+  Exec(
+      "INSERT INTO msgq.t (id, message) VALUES ('blocker', '{}'), ('a', '{}'), "
+      "('poison', '{}')");
+  Exec("SET GLOBAL max_allowed_packet = 4096");
+  StartServer();
+  // Hold the blocker row so that msgqd's first ack waits on it while the
+  // three acks under test queue up for the next round.
+  auto holder = db_->Connect();
+  ASSERT_TRUE(holder.ok()) << holder.status();
+  ASSERT_TRUE((*holder)->Execute("BEGIN").ok());
+  ASSERT_TRUE(
+      (*holder)->Query("SELECT id FROM msgq.t WHERE id = 'blocker' FOR UPDATE")
+          .ok());
+  grpc::Status blocker_status;
+  std::thread blocker([&] {
+    int64_t n = 0;
+    blocker_status = AckIds(stub_.get(), "t", {"blocker"}, &n);
+  });
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return Int("SELECT COUNT(*) FROM information_schema.PROCESSLIST "
+                   "WHERE STATE = 'Updating' AND "
+                   "INFO LIKE 'UPDATE %SET `time_acked`%'") == 1;
+      },
+      absl::Seconds(10)))
+      << server_->Log();
+  const std::string too_long(5000, 'x');  // 10000 bytes of hex
+  struct Call {
+    std::vector<std::string> ids;
+    grpc::Status status;
+    int64_t acked = -1;
+  };
+  // The first group is split into several statements to fit the packet.
+  std::vector<std::string> many = {"a"};
+  for (int i = 0; i < 1000; ++i) many.push_back(absl::StrCat("missing-", i));
+  std::vector<Call> calls = {{many}, {{too_long}}, {{"poison"}}};
+  std::vector<std::thread> threads;
+  for (Call& c : calls) {
+    threads.emplace_back(
+        [&] { c.status = AckIds(stub_.get(), "t", c.ids, &c.acked); });
+  }
+  absl::SleepFor(absl::Milliseconds(500));  // no signal for "queued"
+  ASSERT_TRUE((*holder)->Execute("ROLLBACK").ok());
+  blocker.join();
+  for (std::thread& t : threads) t.join();
+  EXPECT_TRUE(blocker_status.ok()) << blocker_status.error_message();
+  EXPECT_TRUE(calls[0].status.ok()) << calls[0].status.error_message();
+  EXPECT_EQ(calls[0].acked, 1);
+  EXPECT_EQ(calls[1].status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << calls[1].status.error_message();
+  EXPECT_EQ(calls[2].status.error_code(), grpc::StatusCode::INTERNAL)
+      << calls[2].status.error_message();
+  EXPECT_THAT(calls[2].status.error_message(), ::testing::HasSubstr("poisoned"));
+  EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.t WHERE time_acked IS NULL"), 1);
+  EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.t WHERE time_acked IS NULL AND "
+                "id = 'poison'"),
+            1);
+  // MySQL was never taken for unreachable: the next ack goes straight in.
+  int64_t acked = -1;
+  grpc::Status again = AckIds(stub_.get(), "t", {"nothing"}, &acked);
+  EXPECT_TRUE(again.ok()) << again.error_message();
+}
+
+// Defect 7: only a lost connection is UNAVAILABLE; a statement over
+// max_allowed_packet and other client-side errors are permanent.
+TEST(MysqlErrorClassTest, OnlyConnectionLossIsUnavailable) {
+  struct Case {
+    unsigned int code;
+    absl::StatusCode status;
+    bool drop;
+  };
+  for (const Case& c : std::vector<Case>{
+           {2002, absl::StatusCode::kUnavailable, true},   // CONNECTION_ERROR
+           {2003, absl::StatusCode::kUnavailable, true},   // CONN_HOST_ERROR
+           {2006, absl::StatusCode::kUnavailable, true},   // SERVER_GONE
+           {2013, absl::StatusCode::kUnavailable, true},   // SERVER_LOST
+           {1927, absl::StatusCode::kUnavailable, true},   // CONNECTION_KILLED
+           {1053, absl::StatusCode::kUnavailable, true},   // SERVER_SHUTDOWN
+           {1040, absl::StatusCode::kUnavailable, true},   // too many conns
+           {1153, absl::StatusCode::kInvalidArgument, true},   // packet > max
+           {2020, absl::StatusCode::kInvalidArgument, false},  // client-side
+           {2014, absl::StatusCode::kInternal, true},  // commands out of sync
+           {2027, absl::StatusCode::kInternal, true},  // malformed packet
+           {1205, absl::StatusCode::kAborted, false},  // lock wait timeout
+           {1213, absl::StatusCode::kAborted, false},  // deadlock
+           {1317, absl::StatusCode::kAborted, false},  // query interrupted
+           {1146, absl::StatusCode::kNotFound, false},
+           {1142, absl::StatusCode::kPermissionDenied, false},
+           {1644, absl::StatusCode::kInternal, false},  // SIGNAL
+           {1064, absl::StatusCode::kInternal, false},  // syntax
+       }) {
+    const MysqlErrorClass got = ClassifyMysqlError(c.code);
+    EXPECT_EQ(got.code, c.status) << c.code;
+    EXPECT_EQ(got.drop_connection, c.drop) << c.code;
+  }
+}
+
+TEST(StatementLimitTest, LeavesAMarginAndCaps) {
+  EXPECT_EQ(StatementLimit(1024), 960u);
+  EXPECT_EQ(StatementLimit(4096), 3840u);
+  EXPECT_EQ(StatementLimit(65536), 65536u - 1024u);
+  EXPECT_EQ(StatementLimit(int64_t{1} << 30), size_t{4} << 20);
 }
 
 }  // namespace
