@@ -62,7 +62,7 @@ class FakeMessageStore final : public MessageStore {
 
   struct PollCall {
     int64_t now = 0;
-    int limit = 0;
+    int64_t limit = 0;
     std::vector<std::string> ids;  // returned (empty when the call failed)
     absl::Status status;
   };
@@ -165,7 +165,7 @@ class FakeMessageStore final : public MessageStore {
   // ---- MessageStore ------------------------------------------------------
 
   absl::StatusOr<std::vector<Message>> PollDue(int64_t now,
-                                               int limit) override {
+                                               int64_t limit) override {
     ++statements_;
     const absl::Status status = Begin(Op::kPollDue);
     PollCall& call = polls_.emplace_back();

@@ -53,9 +53,10 @@ class MessageStore {
   virtual ~MessageStore() = default;
 
   // Unacked rows with time_next <= now, ordered by priority, time_next, id;
-  // at most `limit`.
+  // at most `limit` (an implementation may read fewer: MysqlMessageStore
+  // clamps it to [0, kMaxPollRows]).
   virtual absl::StatusOr<std::vector<Message>> PollDue(int64_t now,
-                                                       int limit) = 0;
+                                                       int64_t limit) = 0;
 
   // The rows among `ids` that are unacked with time_next <= now (a primary
   // key lookup, used when the binlog names new or changed rows).

@@ -1,5 +1,7 @@
 #include "engine/message_table.h"
 
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -7,6 +9,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "engine/directives.h"
+#include "engine/mysql_message_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -339,6 +343,23 @@ TEST(CanonicalIdTest, TextIdsMustBeUtf8) {
   EXPECT_EQ(std::string(id.status().message()),
             "malformed message id \"a\\xff\": the id column is text and the "
             "id is not UTF-8");
+}
+
+// Defect 12: the poll's LIMIT is computed from cache size and ids in
+// flight; whatever the caller asks, the statement carries a LIMIT in
+// [0, kMaxPollRows], never a wrapped or negative number.
+TEST(PollSqlTest, LimitIsClampedAndNeverOverflows) {
+  absl::StatusOr<MessageTable> table =
+      BuildMessageTable("db", "t", kComment, DemoColumns());
+  ASSERT_TRUE(table.ok()) << table.status();
+  MysqlMessageStore store(*table, MysqlOptions{});  // connects lazily
+  EXPECT_THAT(store.PollSql(5, 10010), ::testing::EndsWith(" LIMIT 10010"));
+  EXPECT_THAT(store.PollSql(5, std::numeric_limits<int64_t>::max()),
+              ::testing::EndsWith(" LIMIT 2000000"));
+  EXPECT_THAT(store.PollSql(5, int64_t{1} << 31),
+              ::testing::EndsWith(" LIMIT 2000000"));
+  EXPECT_THAT(store.PollSql(5, -1), ::testing::EndsWith(" LIMIT 0"));
+  EXPECT_EQ(MysqlMessageStore::kMaxPollRows, 2 * int64_t{kMaxCacheSize});
 }
 
 }  // namespace

@@ -112,18 +112,19 @@ absl::StatusOr<std::vector<std::string>> MysqlMessageStore::InListStatements(
   return out;
 }
 
-std::string MysqlMessageStore::PollSql(int64_t now, int limit) const {
+std::string MysqlMessageStore::PollSql(int64_t now, int64_t limit) const {
   return absl::StrCat(select_prefix_,
                       " WHERE `time_acked` IS NULL AND `time_next` <= ", now,
-                      " ORDER BY `priority`, `time_next`, `id` LIMIT ", limit);
+                      " ORDER BY `priority`, `time_next`, `id` LIMIT ",
+                      std::clamp<int64_t>(limit, 0, kMaxPollRows));
 }
 
 absl::StatusOr<std::vector<Message>> MysqlMessageStore::ReadMessages(
-    const std::string& sql, int expected) {
+    const std::string& sql, int64_t expected) {
   absl::StatusOr<MysqlConnection*> conn = Conn();
   if (!conn.ok()) return conn.status();
   std::vector<Message> out;
-  out.reserve(std::min(expected, 4096));
+  out.reserve(static_cast<size_t>(std::clamp<int64_t>(expected, 0, 4096)));
   absl::Status status = (*conn)->ForEachRow(
       sql, [&out](char** values, unsigned long* lengths, unsigned int n) {
         Message& m = out.emplace_back();
@@ -150,8 +151,8 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::ReadMessages(
   return out;
 }
 
-absl::StatusOr<std::vector<Message>> MysqlMessageStore::PollDue(int64_t now,
-                                                                int limit) {
+absl::StatusOr<std::vector<Message>> MysqlMessageStore::PollDue(
+    int64_t now, int64_t limit) {
   return ReadMessages(PollSql(now, limit), limit);
 }
 
@@ -169,7 +170,7 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FetchDue(
   std::vector<Message> out;
   for (const std::string& sql : *statements) {
     absl::StatusOr<std::vector<Message>> part =
-        ReadMessages(sql, static_cast<int>(ids.size()));
+        ReadMessages(sql, static_cast<int64_t>(ids.size()));
     if (!part.ok()) return part.status();
     if (out.empty()) {
       out = *std::move(part);

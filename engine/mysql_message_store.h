@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/directives.h"
 #include "engine/message_store.h"
 #include "engine/message_table.h"
 #include "engine/mysql_connection.h"
@@ -34,7 +35,13 @@ class MysqlMessageStore final : public MessageStore {
  public:
   MysqlMessageStore(MessageTable table, MysqlOptions options);
 
-  absl::StatusOr<std::vector<Message>> PollDue(int64_t now, int limit) override;
+  // Rows read by one poll at most, whatever the caller asks: the poll's
+  // LIMIT is clamped to [0, kMaxPollRows] so it can neither overflow nor
+  // read more than twice the largest cache (directives.h) into memory.
+  static constexpr int64_t kMaxPollRows = 2 * int64_t{kMaxCacheSize};
+
+  absl::StatusOr<std::vector<Message>> PollDue(int64_t now,
+                                               int64_t limit) override;
   absl::StatusOr<std::vector<Message>> FetchDue(
       const std::vector<std::string>& ids, int64_t now) override;
   absl::StatusOr<std::optional<int64_t>> NextDueAfter(int64_t now) override;
@@ -42,7 +49,7 @@ class MysqlMessageStore final : public MessageStore {
   absl::StatusOr<int64_t> Purge(int64_t cutoff, int limit) override;
 
   // The SQL of a poll and of the next-due query (for EXPLAIN in tests).
-  std::string PollSql(int64_t now, int limit) const;
+  std::string PollSql(int64_t now, int64_t limit) const;
   std::string NextDueSql(int64_t now) const;
 
   // Row ids refused so far because they are not valid for the id column
@@ -53,7 +60,7 @@ class MysqlMessageStore final : public MessageStore {
   absl::StatusOr<MysqlConnection*> Conn();
   // Runs a SELECT of select_prefix_ columns and decodes the rows.
   absl::StatusOr<std::vector<Message>> ReadMessages(const std::string& sql,
-                                                    int expected);
+                                                    int64_t expected);
   // Drops the connection when `status` says it broke; returns `status`.
   absl::Status Check(absl::Status status);
   // Statements `prefix <literals of ids, comma-separated> suffix`, each at
