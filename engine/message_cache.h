@@ -62,7 +62,6 @@ class MessageCache {
   // Forgets an in-flight id once its postpone or ack has committed.
   void ReleaseInFlight(absl::string_view id);
 
-  bool IsQueued(absl::string_view id) const { return queued_.contains(id); }
   bool IsInFlight(absl::string_view id) const {
     return in_flight_.contains(id);
   }
@@ -71,8 +70,6 @@ class MessageCache {
   size_t capacity() const { return capacity_; }
   bool full() const { return queued_.size() >= capacity_; }
   bool empty() const { return queued_.empty(); }
-  // The queued message that would be sent next (requires !empty()).
-  const Message& Front() const { return order_.begin()->second; }
 
  private:
   // priority, time_next, then (integer columns only) canonical integer ids by
