@@ -100,6 +100,11 @@ absl::StatusOr<absl::Duration> ParseSeconds(absl::string_view name,
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: \"%s\" is too large a number of seconds", name, value));
   }
+  if (seconds > static_cast<double>(kMaxDurationSeconds)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: \"%s\" is more than %d seconds (100 years)", name, value,
+        kMaxDurationSeconds));
+  }
   // Values below absl::Duration's resolution would otherwise become zero.
   const absl::Duration duration = absl::Seconds(seconds);
   if (duration <= absl::ZeroDuration()) {
@@ -109,15 +114,19 @@ absl::StatusOr<absl::Duration> ParseSeconds(absl::string_view name,
   return duration;
 }
 
-absl::StatusOr<int> ParseCount(absl::string_view name,
-                               absl::string_view value) {
-  int count = 0;
+absl::StatusOr<int> ParseCount(absl::string_view name, absl::string_view value,
+                               int max) {
+  int64_t count = 0;
   if (!absl::SimpleAtoi(value, &count) || count <= 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: \"%s\" must be a positive integer no larger than %d", name, value,
-        std::numeric_limits<int>::max()));
+        max));
   }
-  return count;
+  if (count > max) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: \"%s\" is more than %d", name, value, max));
+  }
+  return static_cast<int>(count);
 }
 
 absl::StatusOr<std::vector<std::string>> ParseMessageCols(
@@ -202,10 +211,10 @@ absl::StatusOr<TableSettings> ParseDirectives(absl::string_view comment) {
                    ParseSeconds(kPurgeAfter, purge_after));
   ASSIGN_OR_RETURN(const absl::string_view batch_size,
                    Required(raw, kBatchSize));
-  ASSIGN_OR_RETURN(settings.batch_size, ParseCount(kBatchSize, batch_size));
+  ASSIGN_OR_RETURN(settings.batch_size, ParseCount(kBatchSize, batch_size, kMaxBatchSize));
   ASSIGN_OR_RETURN(const absl::string_view cache_size,
                    Required(raw, kCacheSize));
-  ASSIGN_OR_RETURN(settings.cache_size, ParseCount(kCacheSize, cache_size));
+  ASSIGN_OR_RETURN(settings.cache_size, ParseCount(kCacheSize, cache_size, kMaxCacheSize));
   ASSIGN_OR_RETURN(const absl::string_view poller_interval,
                    Required(raw, kPollerInterval));
   ASSIGN_OR_RETURN(settings.poller_interval,

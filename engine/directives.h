@@ -3,7 +3,8 @@
 // A table is a message table when its comment contains "vitess_message". The
 // comment is split on ',' and each piece on '='; spaces around keys and values
 // are ignored. Durations are seconds and may be fractional ("0.5"); counts are
-// integers. See docs/tables.md for the full list.
+// integers. The directives and their meaning are listed in README.md, section
+// "Message tables".
 //
 // Example:
 //   absl::StatusOr<TableSettings> s = ParseDirectives(
@@ -14,11 +15,20 @@
 #ifndef MSGQ_ENGINE_DIRECTIVES_H_
 #define MSGQ_ENGINE_DIRECTIVES_H_
 
+#include <cstdint>
+
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "engine/table_settings.h"
 
 namespace msgq {
+
+// The largest values a table may ask for. Above them a table fails to load
+// with a clear error instead of overflowing a statement's LIMIT, memory, or
+// int64 nanosecond times (now + 100 years still fits; 292 years would not).
+inline constexpr int kMaxCacheSize = 1000000;          // vt_cache_size
+inline constexpr int kMaxBatchSize = 10000;            // vt_batch_size
+inline constexpr int64_t kMaxDurationSeconds = 3153600000;  // 100 years
 
 // True when `comment` marks a message table (contains "vitess_message").
 bool IsMessageTableComment(absl::string_view comment);
@@ -28,11 +38,13 @@ bool IsMessageTableComment(absl::string_view comment);
 // required directive (vt_ack_wait, vt_purge_after, vt_batch_size,
 // vt_cache_size, vt_poller_interval) is missing; a value is empty, not a
 // number, zero or negative, or not an integer where a count is expected; a
+// count or duration is above its maximum (kMaxCacheSize, kMaxBatchSize,
+// kMaxDurationSeconds); a
 // directive appears twice; vt_min_backoff > vt_max_backoff; vt_message_cols is
 // empty or does not start with `id`; an unknown vt_* directive is present.
 // Pieces that do not start with "vt_" (other than "vitess_message") are
 // ignored, so applications may keep their own notes in the comment.
-// Column existence is not checked here (see table_schema.h).
+// Column existence is not checked here (see message_table.h).
 absl::StatusOr<TableSettings> ParseDirectives(absl::string_view comment);
 
 }  // namespace msgq

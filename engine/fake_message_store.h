@@ -6,14 +6,18 @@
 // PollDue returns unacked rows with time_next <= now ordered by priority,
 // time_next, id (ids compare as numbers when both are integers, as MySQL
 // orders an integer id column; otherwise bytewise); Write postpones and acks
-// only rows still unacked, all or nothing; Purge deletes rows acked before the
-// cutoff.
+// only rows still unacked, with the failure units of MessageStore::Write (the
+// postpones, each ack group); Purge deletes rows acked before the cutoff.
 //
 // Every call is counted and recorded (the WriteBatch of each Write, the
 // arguments and result of each poll and purge), so tests can assert "one
 // Write per round, with these ids". A call can be made to fail with a given
 // status (FailNext for the next N calls of one kind, FailAll for an outage
 // until Recover); a failed call is counted and recorded but changes nothing.
+// A Write failed so with a permanent code (not UNAVAILABLE or ABORTED) is
+// reported as the store contract says: every unit failed with that status.
+// One unit can be made to fail permanently on its own: FailAckGroupsWith(id)
+// for every ack group holding `id`, FailPostponesNext for the postpones.
 // `before_call` runs at the start of every call, to simulate events that
 // happen while a statement is in flight.
 //
@@ -58,14 +62,14 @@ class FakeMessageStore final : public MessageStore {
 
   struct PollCall {
     int64_t now = 0;
-    int limit = 0;
+    int64_t limit = 0;
     std::vector<std::string> ids;  // returned (empty when the call failed)
     absl::Status status;
   };
   struct WriteCall {
     WriteBatch batch;
-    absl::Status status;
-    std::vector<int64_t> acked;  // per ack group, when the call succeeded
+    absl::Status status;  // the injected call failure, if any
+    WriteResult result;   // when the call returned one
   };
   struct PurgeCall {
     int64_t cutoff = 0;
@@ -121,11 +125,23 @@ class FakeMessageStore final : public MessageStore {
   void FailNext(Op op, absl::Status status, int times = 1) {
     for (int i = 0; i < times; ++i) fail_next_[op].push_back(status);
   }
+  // Every ack group holding `id` fails with `status` (a permanent code)
+  // until Recover(); the other units of the Write still apply.
+  void FailAckGroupsWith(absl::string_view id, absl::Status status) {
+    poisoned_ids_[std::string(id)] = std::move(status);
+  }
+  // The postpones of the next `times` Writes fail with `status` (permanent)
+  // and are not applied; the ack groups still apply.
+  void FailPostponesNext(absl::Status status, int times = 1) {
+    for (int i = 0; i < times; ++i) fail_postpones_.push_back(status);
+  }
   // Every call fails with `status` until Recover() (a MySQL outage).
   void FailAll(absl::Status status) { fail_all_ = std::move(status); }
   void Recover() {
     fail_all_ = absl::OkStatus();
     fail_next_.clear();
+    poisoned_ids_.clear();
+    fail_postpones_.clear();
   }
 
   // Runs at the start of every call, before failure injection and before
@@ -149,7 +165,7 @@ class FakeMessageStore final : public MessageStore {
   // ---- MessageStore ------------------------------------------------------
 
   absl::StatusOr<std::vector<Message>> PollDue(int64_t now,
-                                               int limit) override {
+                                               int64_t limit) override {
     ++statements_;
     const absl::Status status = Begin(Op::kPollDue);
     PollCall& call = polls_.emplace_back();
@@ -220,7 +236,7 @@ class FakeMessageStore final : public MessageStore {
     return earliest;
   }
 
-  absl::StatusOr<std::vector<int64_t>> Write(const WriteBatch& batch) override {
+  absl::StatusOr<WriteResult> Write(const WriteBatch& batch) override {
     std::set<int64_t> distinct_times;
     for (const Postponement& p : batch.postpones) {
       distinct_times.insert(p.time_next);
@@ -231,17 +247,39 @@ class FakeMessageStore final : public MessageStore {
     WriteCall& call = writes_.emplace_back();
     call.batch = batch;
     call.status = status;
-    if (!status.ok()) return status;
-    for (const Postponement& p : batch.postpones) {
-      auto it = rows_.find(p.id);
-      if (it == rows_.end() || it->second.time_acked.has_value()) continue;
-      it->second.time_next = p.time_next;
-      it->second.epoch += 1;
+    const bool transient = status.code() == absl::StatusCode::kUnavailable ||
+                           status.code() == absl::StatusCode::kAborted;
+    if (transient) return status;
+    WriteResult result;
+    result.acks.assign(batch.ack_groups.size(), int64_t{0});
+    absl::Status postpones = status;
+    if (postpones.ok() && !batch.postpones.empty() &&
+        !fail_postpones_.empty()) {
+      postpones = fail_postpones_.front();
+      fail_postpones_.pop_front();
     }
-    std::vector<int64_t> acked;
-    for (const std::vector<std::string>& group : batch.ack_groups) {
+    if (!batch.postpones.empty()) result.postpones = postpones;
+    if (postpones.ok()) {
+      for (const Postponement& p : batch.postpones) {
+        auto it = rows_.find(p.id);
+        if (it == rows_.end() || it->second.time_acked.has_value()) continue;
+        it->second.time_next = p.time_next;
+        it->second.epoch += 1;
+      }
+    }
+    for (size_t i = 0; i < batch.ack_groups.size(); ++i) {
       // `WHERE id IN (...)`: a repeated id matches its row once.
-      const std::set<std::string> ids(group.begin(), group.end());
+      const std::set<std::string> ids(batch.ack_groups[i].begin(),
+                                      batch.ack_groups[i].end());
+      absl::Status group = status;
+      for (const std::string& id : ids) {
+        auto p = poisoned_ids_.find(id);
+        if (group.ok() && p != poisoned_ids_.end()) group = p->second;
+      }
+      if (!group.ok()) {
+        result.acks[i] = group;
+        continue;
+      }
       int64_t n = 0;
       for (const std::string& id : ids) {
         auto it = rows_.find(id);
@@ -250,10 +288,10 @@ class FakeMessageStore final : public MessageStore {
         it->second.time_next = std::nullopt;
         ++n;
       }
-      acked.push_back(n);
+      result.acks[i] = n;
     }
-    call.acked = acked;
-    return acked;
+    call.result = result;
+    return result;
   }
 
   absl::StatusOr<int64_t> Purge(int64_t cutoff, int limit) override {
@@ -324,6 +362,8 @@ class FakeMessageStore final : public MessageStore {
 
   std::map<std::string, Row> rows_;
   std::map<Op, std::deque<absl::Status>> fail_next_;
+  std::map<std::string, absl::Status> poisoned_ids_;
+  std::deque<absl::Status> fail_postpones_;
   absl::Status fail_all_;
   int next_due_calls_ = 0;
   int statements_ = 0;

@@ -1,15 +1,36 @@
 #include "engine/message_cache.h"
 
+#include <cstdlib>
+#include <optional>
+
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
+#include "engine/log.h"
+#include "engine/sql_literal.h"
 
 namespace msgq {
+namespace {
 
-MessageCache::Key MessageCache::KeyOf(const Message& m) {
-  int64_t n = 0;
-  if (absl::SimpleAtoi(m.id, &n)) {
-    return Key{m.priority, m.time_next, false, n, std::string()};
+// The value of `id` when it is the canonical decimal form of an integer of
+// `kind` ("-7", "0", "18446744073709551615"; never "07", "+7", "-0", " 7").
+std::optional<absl::int128> CanonicalIntegerValue(IdKind kind,
+                                                  absl::string_view id) {
+  if (!IsCanonicalInteger(kind, id)) return std::nullopt;
+  if (kind == IdKind::kUnsignedInteger) {
+    uint64_t v = 0;
+    (void)absl::SimpleAtoi(id, &v);
+    return absl::int128(v);
   }
-  return Key{m.priority, m.time_next, true, 0, m.id};
+  int64_t v = 0;
+  (void)absl::SimpleAtoi(id, &v);
+  return absl::int128(v);
+}
+
+}  // namespace
+
+MessageCache::Key MessageCache::KeyOf(const Message& m) const {
+  const std::optional<absl::int128> n = CanonicalIntegerValue(id_kind_, m.id);
+  return Key{m.priority, m.time_next, !n.has_value(), n.value_or(0), m.id};
 }
 
 MessageCache::AddResult MessageCache::Add(Message message) {
@@ -18,6 +39,13 @@ MessageCache::AddResult MessageCache::Add(Message message) {
   Key key = KeyOf(message);
   std::string id = message.id;
   auto [it, inserted] = order_.emplace(std::move(key), std::move(message));
+  if (!inserted) {
+    // Impossible while keys end with the id and queued_ is consistent: a
+    // broken invariant, and carrying on would leave a dangling index entry.
+    LogError("MessageCache: order key of id \"", absl::CHexEscape(id),
+             "\" already taken; cache invariant broken");
+    std::abort();
+  }
   queued_.emplace(std::move(id), it);
   return AddResult::kAdded;
 }

@@ -1,12 +1,20 @@
 // MessageCache: the in-memory queue of one message table.
 //
 // Holds up to `capacity` queued messages ordered by priority ascending, then
-// time_next ascending, then id (oldest first, so nothing starves; integer ids
-// compare as numbers, like MySQL orders an integer column). An id is queued
-// at most once. Which ids are in flight (sent or being acked, not settled in
-// MySQL) is the SettlementLedger's business: the manager never queues those.
+// time_next ascending, then id (oldest first, so nothing starves). An id is
+// queued at most once. Which ids are in flight (sent or being acked, not
+// settled in MySQL) is the SettlementLedger's business: the manager never
+// queues those.
 //
-// Not thread-safe: the owning MessageManager guards it with its mutex.
+// The id order follows the table's IdKind, not the look of the text: on an
+// integer id column, canonical integer ids compare by value (as MySQL orders
+// the column); on a text or binary column, ids compare bytewise, so "7", "07"
+// and "+7" are three messages. The order key always ends with the id itself,
+// so two different ids can never share a key; Add aborts the process when
+// that invariant is broken rather than leave a dangling index entry.
+//
+// Not thread-safe: the owning MessageManager guards it with its mutex. Not
+// copyable (it indexes its own map by iterator).
 #ifndef MSGQ_ENGINE_MESSAGE_CACHE_H_
 #define MSGQ_ENGINE_MESSAGE_CACHE_H_
 
@@ -16,9 +24,10 @@
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
+#include "absl/numeric/int128.h"
 #include "absl/strings/string_view.h"
 #include "engine/message.h"
+#include "engine/message_table.h"
 
 namespace msgq {
 
@@ -30,7 +39,14 @@ class MessageCache {
     kFull,            // capacity reached: not added
   };
 
-  explicit MessageCache(size_t capacity) : capacity_(capacity) {}
+  // `id_kind` is the table's (MessageTable::id_kind). The default keeps the
+  // old order for callers not yet passing it: canonical integers by value,
+  // other ids bytewise after them.
+  explicit MessageCache(size_t capacity,
+                        IdKind id_kind = IdKind::kSignedInteger)
+      : capacity_(capacity), id_kind_(id_kind) {}
+  MessageCache(const MessageCache&) = delete;
+  MessageCache& operator=(const MessageCache&) = delete;
 
   AddResult Add(Message message);
 
@@ -45,17 +61,18 @@ class MessageCache {
   size_t capacity() const { return capacity_; }
   bool full() const { return queued_.size() >= capacity_; }
   bool empty() const { return queued_.empty(); }
-  // The queued message that would be sent next (requires !empty()).
-  const Message& Front() const { return order_.begin()->second; }
 
  private:
-  // priority, time_next, then integer ids (by value) before other ids.
-  using Key = std::tuple<int64_t, int64_t, bool, int64_t, std::string>;
+  // priority, time_next, then (integer columns only) canonical integer ids by
+  // value before other ids, then the id bytes: total, and unique per id.
+  using Key =
+      std::tuple<int64_t, int64_t, bool, absl::int128, std::string>;
   using Order = std::map<Key, Message>;
 
-  static Key KeyOf(const Message& m);
+  Key KeyOf(const Message& m) const;
 
   const size_t capacity_;
+  const IdKind id_kind_;
   Order order_;
   absl::flat_hash_map<std::string, Order::iterator> queued_;
 };

@@ -1,7 +1,6 @@
 #include "engine/message_manager.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "engine/log.h"
@@ -46,7 +45,7 @@ MessageManager::MessageManager(MessageTable table,
       executor_(std::move(executor)),
       log_name_(
           absl::StrCat("table `", table_.keyspace, "`.`", table_.name, "`")),
-      cache_(static_cast<size_t>(table_.settings.cache_size)),
+      cache_(static_cast<size_t>(table_.settings.cache_size), table_.id_kind),
       dispatcher_(options.max_batches_per_subscriber),
       scheduler_(SchedulerOptions(table_.settings, options),
                  clock->MonotonicNow()) {}
@@ -429,16 +428,23 @@ bool MessageManager::DoWrites(Work& work) {
   if (work.writes.postpones.empty() && work.writes.ack_groups.empty()) {
     return true;
   }
-  absl::StatusOr<std::vector<int64_t>> result = store_->Write(work.writes);
-  const Outcome outcome = OutcomeOf(result.status());
+  // Non-OK only when nothing was applied (connection lost, deadlock); else
+  // the postpones and each ack group succeed or fail on their own.
+  absl::StatusOr<WriteResult> result = store_->Write(work.writes);
   std::vector<std::pair<AckCallback, absl::StatusOr<int64_t>>> replies;
-  Log log;
+  std::vector<Log> logs;
   {
     absl::MutexLock lock(&mu_);
-    log = result.ok() ? MysqlOkLocked()
-                      : StatementFailedLocked("write", result.status());
-    ledger_.PostponesDone(work.postponed, outcome);
-    if (result.ok()) {
+    logs.push_back(result.ok() ? MysqlOkLocked()
+                               : StatementFailedLocked("write", result.status()));
+    const absl::Status postpones =
+        result.ok() ? result->postpones : result.status();
+    if (result.ok() && !postpones.ok()) {
+      // Left due in MySQL: the next poll sends them again.
+      logs.push_back(StatementFailedLocked("postpone", postpones));
+    }
+    ledger_.PostponesDone(work.postponed, OutcomeOf(postpones));
+    if (postpones.ok()) {
       std::optional<int64_t> earliest;
       for (const Postponement& p : work.writes.postpones) {
         earliest = std::min(earliest.value_or(p.time_next), p.time_next);
@@ -448,21 +454,24 @@ bool MessageManager::DoWrites(Work& work) {
     for (size_t i = 0; i < work.acks.size(); ++i) {
       PendingAck& ack = work.acks[i];
       pending_ack_ids_ -= std::min(pending_ack_ids_, ack.ticket.ids.size());
-      ledger_.AckDone(ack.ticket, outcome);
-      if (result.ok()) {
-        const int64_t n = i < result->size() ? (*result)[i] : 0;
-        counters_.acked += n;
-        replies.emplace_back(std::move(ack.done), n);
+      absl::StatusOr<int64_t> n =
+          !result.ok() ? absl::StatusOr<int64_t>(result.status())
+          : i < result->acks.size() ? result->acks[i]
+                                    : absl::StatusOr<int64_t>(int64_t{0});
+      ledger_.AckDone(ack.ticket, OutcomeOf(n.status()));
+      if (n.ok()) {
+        counters_.acked += *n;
+        replies.emplace_back(std::move(ack.done), *n);
       } else {
         replies.emplace_back(
             std::move(ack.done),
-            absl::Status(result.status().code(),
+            absl::Status(n.status().code(),
                          absl::StrCat("ack on ", log_name_, " failed: ",
-                                      result.status().message())));
+                                      n.status().message())));
       }
     }
   }
-  Emit(std::move(log));
+  for (Log& log : logs) Emit(std::move(log));
   for (auto& [done, value] : replies) done(std::move(value));
   return !IsUnavailable(result.status());
 }
@@ -484,12 +493,13 @@ bool MessageManager::DoPoll(const Work& work) {
     absl::MutexLock lock(&mu_);
     // Due rows in flight or already queued come back too and are skipped.
     // Writes of this round have settled most in-flight ids by now, and
-    // waiting acks are bounded, so this stays near the cache size.
-    limit = static_cast<int64_t>(cache_.capacity()) +
-            static_cast<int64_t>(ledger_.in_flight());
+    // waiting acks are bounded; at most two cache sizes of rows are read
+    // (memory stays bounded by configuration).
+    const int64_t capacity = static_cast<int64_t>(cache_.capacity());
+    limit = std::min(capacity + static_cast<int64_t>(ledger_.in_flight()),
+                     2 * capacity);
   }
-  const int poll_limit = static_cast<int>(
-      std::min<int64_t>(limit, std::numeric_limits<int>::max()));
+  const int64_t poll_limit = limit;
   absl::StatusOr<std::vector<Message>> rows =
       store_->PollDue(work.now, poll_limit);
   Log log;
@@ -505,9 +515,8 @@ bool MessageManager::DoPoll(const Work& work) {
       if (scheduler_.fetch_waiting() > 0) {
         for (const Message& m : *rows) found.insert(m.id);
       }
-      scheduler_.PollDone(work.round, rows->size() >= static_cast<size_t>(
-                                                          poll_limit),
-                          found);
+      scheduler_.PollDone(
+          work.round, static_cast<int64_t>(rows->size()) >= poll_limit, found);
       AddToCacheLocked(*rows);
       backlog = scheduler_.backlog();
     }

@@ -158,5 +158,24 @@ TEST_F(MessageManagerTest, WaitingAckIdsAreBounded) {
   EXPECT_EQ(third->calls, 0);  // accepted: the first ones were written
 }
 
+// 7. One ack group that fails for good fails alone: the other client's ack
+// in the same round commits, and MySQL is not marked down.
+TEST_F(MessageManagerTest, PermanentlyFailingAckGroupFailsAlone) {
+  ASSERT_NO_FATAL_FAILURE(Init());
+  PutDue(Range(101, 103));
+  store_->FailAckGroupsWith("102", absl::InvalidArgumentError("too large"));
+  auto good = Ack({"101"});
+  auto bad = Ack({"102", "103"});
+  RunOnce();
+  ASSERT_EQ(good->calls, 1);
+  ASSERT_TRUE(good->result.ok()) << good->result.status();
+  EXPECT_EQ(*good->result, 1);
+  ASSERT_EQ(bad->calls, 1);
+  EXPECT_EQ(bad->result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(stats().mysql_ok);
+  EXPECT_EQ(stats().in_flight, 0);  // the failed group's ids are not held
+  EXPECT_EQ(stats().acked, 1);
+}
+
 }  // namespace
 }  // namespace msgq::manager_test

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/directives.h"
+#include "engine/sql_literal.h"
 
 namespace msgq {
 namespace {
@@ -141,8 +142,14 @@ absl::StatusOr<std::string> CanonicalId(IdKind kind, absl::string_view id) {
       }
       return absl::StrCat(v);
     }
-    case IdKind::kBinary:
     case IdKind::kText:
+      if (!IsValidUtf8(id)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("malformed message id \"", absl::CHexEscape(id),
+                         "\": the id column is text and the id is not UTF-8"));
+      }
+      return std::string(id);
+    case IdKind::kBinary:
       return std::string(id);
   }
   return std::string(id);

@@ -62,7 +62,8 @@ BookkeepingColumns BookkeepingOf(const MessageTable& table);
 
 // Validates an id given by a client and returns its canonical text form (the
 // form the stream uses: "7" for "007" on an integer id). INVALID_ARGUMENT when
-// it is empty or not a valid integer for an integer id column.
+// it is empty, not a valid integer for an integer id column, or not UTF-8 for
+// a text id column.
 absl::StatusOr<std::string> CanonicalId(IdKind kind, absl::string_view id);
 
 }  // namespace msgq

@@ -1,5 +1,7 @@
 #include "engine/message_table.h"
 
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -7,6 +9,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "engine/directives.h"
+#include "engine/mysql_message_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -323,13 +327,39 @@ TEST(CanonicalIdTest, TextAndBinaryIdsAreUnchanged) {
   for (IdKind kind : {IdKind::kText, IdKind::kBinary}) {
     for (const std::string& s :
          {std::string("007"), std::string(" padded "), std::string("abc"),
-          std::string("it's"), std::string("\xff\x00\x01", 3),
-          std::string("-1")}) {
+          std::string("it's"), std::string("\x00\x01", 2),
+          std::string("\xc3\xa9"), std::string("-1")}) {
       const absl::StatusOr<std::string> id = CanonicalId(kind, s);
       ASSERT_TRUE(id.ok()) << id.status();
       EXPECT_EQ(*id, s);
     }
   }
+  EXPECT_EQ(*CanonicalId(IdKind::kBinary, "\xff"), "\xff");
+}
+
+TEST(CanonicalIdTest, TextIdsMustBeUtf8) {
+  const absl::StatusOr<std::string> id = CanonicalId(IdKind::kText, "a\xff");
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(id.status().message()),
+            "malformed message id \"a\\xff\": the id column is text and the "
+            "id is not UTF-8");
+}
+
+// Defect 12: the poll's LIMIT is computed from cache size and ids in
+// flight; whatever the caller asks, the statement carries a LIMIT in
+// [0, kMaxPollRows], never a wrapped or negative number.
+TEST(PollSqlTest, LimitIsClampedAndNeverOverflows) {
+  absl::StatusOr<MessageTable> table =
+      BuildMessageTable("db", "t", kComment, DemoColumns());
+  ASSERT_TRUE(table.ok()) << table.status();
+  MysqlMessageStore store(*table, MysqlOptions{});  // connects lazily
+  EXPECT_THAT(store.PollSql(5, 10010), ::testing::EndsWith(" LIMIT 10010"));
+  EXPECT_THAT(store.PollSql(5, std::numeric_limits<int64_t>::max()),
+              ::testing::EndsWith(" LIMIT 2000000"));
+  EXPECT_THAT(store.PollSql(5, int64_t{1} << 31),
+              ::testing::EndsWith(" LIMIT 2000000"));
+  EXPECT_THAT(store.PollSql(5, -1), ::testing::EndsWith(" LIMIT 0"));
+  EXPECT_EQ(MysqlMessageStore::kMaxPollRows, 2 * int64_t{kMaxCacheSize});
 }
 
 }  // namespace

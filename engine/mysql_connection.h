@@ -1,11 +1,23 @@
 // MysqlConnection: one MariaDB Connector/C connection (RAII), with queries
 // that return absl::Status instead of C error codes.
 //
+// Every connection sets its session up the same way, whatever the server's
+// globals or init_connect say: character set utf8mb4, autocommit on,
+// isolation READ COMMITTED (REPEATABLE READ when the binary log is on with
+// binlog_format=STATEMENT, where InnoDB refuses READ COMMITTED writes), and no
+// automatic reconnect (a broken connection is replaced by its owner, never
+// silently revived without these settings). sql_mode is left as the server
+// has it: msgq writes ids as hex literals (sql_literal.h) and QuoteString
+// follows the server's NO_BACKSLASH_ESCAPES, so no mode changes their meaning.
+//
 // Not thread-safe: one thread uses a connection at a time. Errors map to
-// status codes deliberately: the server being unreachable or the connection
-// breaking -> UNAVAILABLE (retry after reconnecting; the connection is then
-// unusable and must be replaced); a lock wait timeout or deadlock -> ABORTED;
-// an unknown table -> NOT_FOUND; anything else -> INTERNAL with MySQL's text.
+// status codes deliberately (ClassifyMysqlError): only a lost connection or a
+// server that cannot take one -> UNAVAILABLE (retry on a new connection); a
+// lock wait timeout, deadlock or interrupted statement -> ABORTED (nothing of
+// the statement applied; retry); a statement larger than max_allowed_packet
+// -> INVALID_ARGUMENT (permanent); an unknown table -> NOT_FOUND; denied ->
+// PERMISSION_DENIED; anything else -> INTERNAL, permanent, with MySQL's text.
+// After an error that leaves the connection unusable, broken() is true.
 //
 // Example:
 //   ASSIGN_OR_RETURN(auto conn, MysqlConnection::Connect(options));
@@ -71,8 +83,11 @@ class MysqlConnection {
   // Quotes `value` as an SQL string literal ('...' with escapes).
   std::string QuoteString(absl::string_view value);
 
-  // The connection's thread id on the server (for KILL in tests).
-  uint64_t ThreadId() const;
+  // The session's max_allowed_packet, read once at connect: no statement
+  // may be longer.
+  int64_t max_allowed_packet() const { return max_allowed_packet_; }
+  // The session's isolation level ("READ COMMITTED" or "REPEATABLE READ").
+  const std::string& isolation_level() const { return isolation_level_; }
 
   // Whether an error returned by this connection left it unusable.
   bool broken() const { return broken_; }
@@ -81,6 +96,7 @@ class MysqlConnection {
 
  private:
   explicit MysqlConnection(st_mysql* mysql) : mysql_(mysql) {}
+  absl::Status SetUpSession();
   absl::Status ErrorStatus(absl::string_view what);
   absl::Status StartQuery(absl::string_view sql);
   absl::Status ForEachRowImpl(absl::string_view sql,
@@ -91,6 +107,8 @@ class MysqlConnection {
 
   st_mysql* mysql_;
   bool broken_ = false;
+  int64_t max_allowed_packet_ = 0;
+  std::string isolation_level_;
 };
 
 template <typename F>
@@ -101,6 +119,14 @@ absl::Status MysqlConnection::ForEachRow(absl::string_view sql, F&& on_row) {
   };
   return ForEachRowImpl(sql, trampoline, &on_row);
 }
+
+// How an error code (mysql_errno) is reported, and whether the connection is
+// unusable after it (the server closed it, or the protocol state is unknown).
+struct MysqlErrorClass {
+  absl::StatusCode code;
+  bool drop_connection;
+};
+MysqlErrorClass ClassifyMysqlError(unsigned int code);
 
 // True when `status` means the connection or server is gone (retry later).
 inline bool IsUnavailable(const absl::Status& status) {
