@@ -137,6 +137,26 @@ absl::Status Cluster::RestartMariaDb(bool kill, absl::Duration down) {
   return s;
 }
 
+absl::Status Cluster::CrashBoth(absl::Duration down) {
+  if (absl::Status s = CheckMsgqdAlive(); !s.ok()) return s;
+  const int64_t from = NowNs();
+  msgqd_->Kill();
+  msgqd_.reset();
+  control_.reset();
+  absl::Status s = db_->Stop(launch::PrivateMariaDb::StopMode::kKill);
+  if (s.ok()) s = StartMsgqd();
+  absl::SleepFor(down);
+  for (int attempt = 0; s.ok() && attempt < 3; ++attempt) {
+    s = db_->Restart();
+    if (s.ok()) break;
+    absl::SleepFor(absl::Seconds(1));
+  }
+  const int64_t to = NowNs();
+  ledger_->Fault(FaultKind::kMsgqdKill, from, to);
+  ledger_->Fault(FaultKind::kMariaDbRestart, from, to);
+  return s;
+}
+
 absl::Status Cluster::StopMsgqd(absl::Duration stopped) {
   if (absl::Status s = CheckMsgqdAlive(); !s.ok()) return s;
   const int64_t from = NowNs();

@@ -52,6 +52,9 @@ class Cluster {
   absl::Status KillMsgqd(absl::Duration down);
   absl::Status RestartMariaDb(bool kill, absl::Duration down);
   absl::Status StopMsgqd(absl::Duration stopped);  // SIGSTOP .. SIGCONT
+  // A host crash: kill -9 of msgqd and MariaDB together; msgqd comes back
+  // first (without MySQL), MariaDB `down` later.
+  absl::Status CrashBoth(absl::Duration down);
   // KILLs the Binlog Dump connections; NOT_FOUND when there was none.
   absl::Status KillDumpThread();
 

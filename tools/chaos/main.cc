@@ -38,6 +38,9 @@ ABSL_FLAG(int, mariadb_restarts, 4,
 ABSL_FLAG(int, sigstops, -1, "SIGSTOP/SIGCONT of msgqd (-1: msgqd_kills/4+1)");
 ABSL_FLAG(int, dump_kills, -1,
           "KILLs of the binlog dump connection (-1: msgqd_kills/4+1)");
+ABSL_FLAG(int, host_crashes, -1,
+          "kill -9 of msgqd and MariaDB together, msgqd restarted first "
+          "(-1: mariadb_restarts/4)");
 ABSL_FLAG(uint64_t, seed, 1, "Random seed (0: from the clock)");
 ABSL_FLAG(int, producers, 3, "Producer threads (one connection each)");
 ABSL_FLAG(double, rate, 40, "Producer transactions per second, in total");
@@ -101,6 +104,8 @@ int Run() {
   int dump_kills = absl::GetFlag(FLAGS_dump_kills);
   if (sigstops < 0) sigstops = kills / 4 + 1;
   if (dump_kills < 0) dump_kills = kills / 4 + 1;
+  int crashes = absl::GetFlag(FLAGS_host_crashes);
+  if (crashes < 0) crashes = restarts / 4;
 
   std::string work_dir = absl::GetFlag(FLAGS_work_dir);
   if (work_dir.empty()) {
@@ -165,12 +170,13 @@ int Run() {
   producers.Start();
 
   // The fault plan: every fault once per count, shuffled, spread evenly.
-  enum Kind { kKill, kRestart, kStop, kDump };
+  enum Kind { kKill, kRestart, kStop, kDump, kCrash };
   std::vector<Kind> plan;
   plan.insert(plan.end(), kills, kKill);
   plan.insert(plan.end(), restarts, kRestart);
   plan.insert(plan.end(), sigstops, kStop);
   plan.insert(plan.end(), dump_kills, kDump);
+  plan.insert(plan.end(), crashes, kCrash);
   std::shuffle(plan.begin(), plan.end(), rng);
   const absl::Time start = absl::Now();
   const absl::Duration slot =
@@ -201,6 +207,13 @@ int Run() {
         const absl::Duration stopped = absl::Seconds((0.2 + u(rng)) * ack_wait);
         what = absl::StrCat("SIGSTOP msgqd for ", absl::FormatDuration(stopped));
         s = cluster.StopMsgqd(stopped);
+        break;
+      }
+      case kCrash: {
+        const absl::Duration down = absl::Seconds(2 * u(rng));
+        what = absl::StrCat("kill -9 of msgqd and MariaDB, MariaDB back ",
+                            absl::FormatDuration(down), " after msgqd");
+        s = cluster.CrashBoth(down);
         break;
       }
       case kDump:
@@ -285,9 +298,10 @@ int Run() {
          absl::ToDoubleSeconds(fault_phase), absl::ToDoubleSeconds(drain),
          absl::GetFlag(FLAGS_drain_timeout));
   printf("faults: msgqd kill -9 %d, MariaDB restarts %d (clean %d, kill -9 %d), "
-         "SIGSTOP %d, dump KILL %d (%d found none); msgqd runs %d\n",
+         "SIGSTOP %d, dump KILL %d (%d found none), both kill -9 %d; "
+         "msgqd runs %d\n",
          kills, restarts, (restarts + 1) / 2, restarts / 2, sigstops,
-         dump_kills, dumps_missing, cluster.msgqd_starts());
+         dump_kills, dumps_missing, crashes, cluster.msgqd_starts());
   printf("producers: %lld transactions: %lld committed, %lld rolled back, "
          "%lld failed before COMMIT, %lld COMMIT unknown; %lld reconnects\n",
          (long long)ps.transactions, (long long)ps.commits,
