@@ -16,8 +16,9 @@ namespace msgq::chaos {
 
 struct Subscribers::Stream {
   int index = 0;
-  std::unique_ptr<v1::Messaging::Stub> stub;
   absl::Mutex mu;
+  // Replaced by the reader after every stream end (see NewStub).
+  std::shared_ptr<v1::Messaging::Stub> stub ABSL_GUARDED_BY(mu);
   grpc::ClientContext* context ABSL_GUARDED_BY(mu) = nullptr;
   // Ids to ack, by the Unix ns from which they may be acked.
   std::multimap<int64_t, int64_t> pending ABSL_GUARDED_BY(mu);
@@ -28,18 +29,23 @@ Subscribers::Subscribers(Options options, Ledger* ledger)
 
 Subscribers::~Subscribers() { Stop(); }
 
+// A fresh channel (its own TCP connection). gRPC's reconnect backoff on a
+// channel whose server was killed left streams failing for seconds after
+// msgqd was back (and much longer with a short connect timeout), so the
+// reader starts over with a new channel after every stream end instead.
+std::shared_ptr<v1::Messaging::Stub> Subscribers::NewStub() const {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return v1::Messaging::NewStub(grpc::CreateCustomChannel(
+      options_.address, grpc::InsecureChannelCredentials(), args));
+}
+
 void Subscribers::Start() {
   for (int i = 0; i < options_.streams; ++i) {
     auto s = std::make_unique<Stream>();
     s->index = i;
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    // msgqd comes back within about a second: do not back off for minutes.
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
-    s->stub = v1::Messaging::NewStub(grpc::CreateCustomChannel(
-        options_.address, grpc::InsecureChannelCredentials(), args));
+    absl::MutexLock lock(&s->mu);
+    s->stub = NewStub();
     streams_.push_back(std::move(s));
   }
   for (auto& s : streams_) {
@@ -93,12 +99,14 @@ void Subscribers::Read(Stream* s) {
   request.set_name(options_.table);
   while (!stopping_.load()) {
     grpc::ClientContext context;
+    std::shared_ptr<v1::Messaging::Stub> stub;
     {
       absl::MutexLock lock(&s->mu);
       if (stopping_.load()) break;
       s->context = &context;
+      stub = s->stub;
     }
-    auto reader = s->stub->MessageStream(&context, request);
+    auto reader = stub->MessageStream(&context, request);
     v1::MessageStreamResponse response;
     std::vector<int64_t> ids;
     while (reader->Read(&response)) {
@@ -140,6 +148,7 @@ void Subscribers::Read(Stream* s) {
     {
       absl::MutexLock lock(&s->mu);
       s->context = nullptr;
+      s->stub = NewStub();
     }
     if (!stopping_.load()) {
       reconnects_.fetch_add(1);
@@ -151,8 +160,10 @@ void Subscribers::Read(Stream* s) {
 void Subscribers::Ack(Stream* s) {
   while (!stopping_.load()) {
     std::vector<int64_t> ids;
+    std::shared_ptr<v1::Messaging::Stub> stub;
     {
       absl::MutexLock lock(&s->mu);
+      stub = s->stub;
       const int64_t now = absl::ToUnixNanos(absl::Now());
       for (auto it = s->pending.begin();
            it != s->pending.end() && it->first <= now && ids.size() < 500;) {
@@ -174,7 +185,7 @@ void Subscribers::Ack(Stream* s) {
     for (int64_t id : ids) request.add_ids(std::to_string(id));
     v1::MessageAckResponse response;
     ack_calls_.fetch_add(1);
-    grpc::Status status = s->stub->MessageAck(&context, request, &response);
+    grpc::Status status = stub->MessageAck(&context, request, &response);
     const int64_t now = absl::ToUnixNanos(absl::Now());
     if (status.ok()) {
       acked_.fetch_add(response.acked());

@@ -1,6 +1,6 @@
 // Subscribers: S MessageStream subscribers of the campaign's table, each on
-// its own gRPC channel (reconnecting quickly: msgqd restarts on the same
-// address), each with a reader thread that records every received row in the
+// its own gRPC channel (a new one after every stream end: msgqd restarts on
+// the same address), each with a reader thread that records every received row in the
 // Ledger and an acker thread that acks them (MessageAck, up to 500 ids per
 // call, a failed call's ids retried 200 ms later). While `faulty` is on, a
 // received id is sometimes never acked (skip_fraction: msgqd must redeliver
@@ -24,6 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/support/status.h"
+#include "msgq/v1/messaging.grpc.pb.h"
 #include "tools/chaos/ledger.h"
 
 namespace msgq::chaos {
@@ -58,6 +59,7 @@ class Subscribers {
 
  private:
   struct Stream;
+  std::shared_ptr<v1::Messaging::Stub> NewStub() const;
   void Read(Stream* s);
   void Ack(Stream* s);
   void CountError(const char* what, const grpc::Status& status);
