@@ -386,7 +386,7 @@ TEST_F(HostileTest, StreamsThatNeverReadHoldABoundedShare) {
   CreateTable("big", "vt_batch_size=1,vt_ack_wait=2,vt_max_backoff=4");
   ASSERT_TRUE(Eventually([&] { return FindTable(stub_.get(), "big").loaded(); },
                          absl::Seconds(20)));
-  constexpr int kSilent = 20, kRows = 200;
+  constexpr int kSilent = 10, kRows = 100;
   std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
   std::vector<std::unique_ptr<grpc::ClientReader<v1::MessageStreamResponse>>>
       silent;
@@ -410,7 +410,7 @@ TEST_F(HostileTest, StreamsThatNeverReadHoldABoundedShare) {
     }
     Exec(sql);
   }
-  EXPECT_TRUE(reader.WaitForRows(kRows - 2 * kSilent, absl::Seconds(60)))
+  EXPECT_TRUE(reader.WaitForRows(kRows - 2 * kSilent, absl::Seconds(90)))
       << reader.row_count();
   ExpectRssBounded();
   ExpectOtherClientServed();
