@@ -244,10 +244,9 @@ TEST_F(HostileTest, MillionIdsInOneAck) {
   InsertRange("q", 1, 1000);
   int64_t acked = -1;
   // A million one-byte ids fit gRPC's limit (3 MB): msgqd's id bound.
-  EXPECT_EQ(
-      Ack("msgq", "q", std::vector<std::string>(1000000, "7"), &acked)
-          .error_code(),
-      grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Ack("msgq", "q", std::vector<std::string>(1000000, "7"), &acked)
+                .error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
   // A million distinct ids (8.9 MB) do not.
   std::vector<std::string> ids;
   for (int i = 1; i <= 1000000; ++i) ids.push_back(absl::StrCat(i));
@@ -266,10 +265,26 @@ TEST_F(HostileTest, MillionIdsInOneAck) {
 TEST_F(HostileTest, MalformedIntegerIdsAreInvalidArgument) {
   InsertRange("q", 1, 3);
   const std::vector<std::string> bad = {
-      "",  "abc", " 1", "1 ", "+1", "1.0", "1e3", "0x1F", "--1", "-", "1-",
-      "9223372036854775808", "-9223372036854775809",
-      "99999999999999999999999999999999999999", std::string("1\0", 2),
-      "\xff\xfe", "0) OR (1=1", "1; DROP TABLE q", "1\n", "\xd9\xa1",
+      "",
+      "abc",
+      " 1",
+      "1 ",
+      "+1",
+      "1.0",
+      "1e3",
+      "0x1F",
+      "--1",
+      "-",
+      "1-",
+      "9223372036854775808",
+      "-9223372036854775809",
+      "99999999999999999999999999999999999999",
+      std::string("1\0", 2),
+      "\xff\xfe",
+      "0) OR (1=1",
+      "1; DROP TABLE q",
+      "1\n",
+      "\xd9\xa1",
       std::string(5000, '1')};
   for (const std::string& id : bad) {
     SCOPED_TRACE(absl::CHexEscape(id));
@@ -283,15 +298,16 @@ TEST_F(HostileTest, MalformedIntegerIdsAreInvalidArgument) {
   EXPECT_EQ(db_->Scalar("SELECT COUNT(*) FROM msgq.q WHERE time_acked IS NULL"),
             "3");
   int64_t acked = -1;
-  ASSERT_TRUE(Ack("msgq", "q", {"-5", "9223372036854775807", "1"}, &acked)
-                  .ok());
+  ASSERT_TRUE(
+      Ack("msgq", "q", {"-5", "9223372036854775807", "1"}, &acked).ok());
   EXPECT_EQ(acked, 1);
   ExpectOtherClientServed();
 }
 
 TEST_F(HostileTest, MalformedUnsignedIdsAreInvalidArgument) {
-  Exec(absl::StrReplaceAll(MessageTableDdl("u", MessageComment()),
-                           {{"id bigint NOT NULL", "id bigint unsigned NOT NULL"}}));
+  Exec(absl::StrReplaceAll(
+      MessageTableDdl("u", MessageComment()),
+      {{"id bigint NOT NULL", "id bigint unsigned NOT NULL"}}));
   Exec("INSERT INTO msgq.u (id) VALUES (18446744073709551615)");
   ASSERT_TRUE(Eventually([&] { return FindTable(stub_.get(), "u").loaded(); },
                          absl::Seconds(20)));
@@ -317,9 +333,15 @@ TEST_F(HostileTest, TextIdsAckOnlyTheirOwnRow) {
         MessageTableDdl(table, MessageComment()),
         {{"id bigint NOT NULL",
           binary ? "id varbinary(64) NOT NULL" : "id varchar(64) NOT NULL"}}));
-    std::vector<std::string> ids = {"a'b", "c\\d", "x\" OR 1=1 --",
-                                    "' OR '1'='1", std::string("n\0l", 3),
-                                    "?", "%", "_", "\xc3\xa9"};
+    std::vector<std::string> ids = {"a'b",
+                                    "c\\d",
+                                    "x\" OR 1=1 --",
+                                    "' OR '1'='1",
+                                    std::string("n\0l", 3),
+                                    "?",
+                                    "%",
+                                    "_",
+                                    "\xc3\xa9"};
     if (binary) ids.push_back("\xff\xfe");
     auto conn = db_->Connect();
     ASSERT_TRUE(conn.ok());
@@ -336,8 +358,7 @@ TEST_F(HostileTest, TextIdsAckOnlyTheirOwnRow) {
                    absl::Seconds(20)));
     int64_t acked = -1;
     ASSERT_TRUE(
-        Ack("msgq", table, {"' OR 1=1 --", "a", "%%", "\xff"}, &acked)
-            .ok());
+        Ack("msgq", table, {"' OR 1=1 --", "a", "%%", "\xff"}, &acked).ok());
     EXPECT_EQ(acked, 0);
     const std::string unacked = absl::StrCat(
         "SELECT COUNT(*) FROM msgq.", table, " WHERE time_acked IS NULL");
@@ -364,9 +385,9 @@ TEST_F(HostileTest, ThousandsOfStreamsOpenedAndDropped) {
     context.TryCancel();
     EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
   }
-  EXPECT_TRUE(Eventually(
-      [&] { return FindTable(stub_.get(), "q").subscribers() == 0; },
-      absl::Seconds(10)))
+  EXPECT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "q").subscribers() == 0; },
+                 absl::Seconds(10)))
       << FindTable(stub_.get(), "q").subscribers();
   ExpectRssBounded();
   ExpectOtherClientServed();

@@ -76,8 +76,8 @@ absl::Status Cluster::StartMsgqd() {
   o.args = options_.msgqd_args;
   // The first run picks a free port; later runs take the same one.
   if (!address_.empty()) o.args.push_back("--listen=" + address_);
-  o.log_path = absl::StrFormat("%s/msgqd-%03d.log", options_.work_dir,
-                               msgqd_starts_);
+  o.log_path =
+      absl::StrFormat("%s/msgqd-%03d.log", options_.work_dir, msgqd_starts_);
   o.start_timeout = absl::Seconds(60);
   absl::Status last;
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -86,13 +86,14 @@ absl::Status Cluster::StartMsgqd() {
         launch::MsgqdProcess::Start(o);
     if (p.ok()) {
       msgqd_ = *std::move(p);
-      if (options_.msgqd_pid != nullptr) options_.msgqd_pid->store(msgqd_->pid());
+      if (options_.msgqd_pid != nullptr)
+        options_.msgqd_pid->store(msgqd_->pid());
       if (address_.empty()) address_ = msgqd_->address();
       return absl::OkStatus();
     }
     last = p.status();
-    o.log_path = absl::StrFormat("%s/msgqd-%03d.log", options_.work_dir,
-                                 msgqd_starts_);
+    o.log_path =
+        absl::StrFormat("%s/msgqd-%03d.log", options_.work_dir, msgqd_starts_);
     absl::SleepFor(absl::Seconds(1));
   }
   return last;
@@ -102,9 +103,9 @@ absl::Status Cluster::CheckMsgqdAlive() {
   if (msgqd_ != nullptr && Alive(msgqd_->pid())) return absl::OkStatus();
   if (msgqd_ != nullptr) {
     const int code = msgqd_->Stop(absl::Seconds(1));
-    ledger_->Violation(absl::StrCat(
-        "msgqd (run ", msgqd_starts_, ") exited by itself with code ", code,
-        "; see its log in ", options_.work_dir));
+    ledger_->Violation(absl::StrCat("msgqd (run ", msgqd_starts_,
+                                    ") exited by itself with code ", code,
+                                    "; see its log in ", options_.work_dir));
     msgqd_.reset();
   }
   return StartMsgqd();
@@ -125,7 +126,7 @@ absl::Status Cluster::RestartMariaDb(bool kill, absl::Duration down) {
   const int64_t from = NowNs();
   control_.reset();
   absl::Status s = db_->Stop(kill ? launch::PrivateMariaDb::StopMode::kKill
-                                   : launch::PrivateMariaDb::StopMode::kClean);
+                                  : launch::PrivateMariaDb::StopMode::kClean);
   if (!s.ok()) return s;
   absl::SleepFor(down);
   for (int attempt = 0; attempt < 3; ++attempt) {

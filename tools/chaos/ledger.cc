@@ -84,11 +84,13 @@ Report Ledger::Verify(const std::unordered_map<int64_t, TableRow>& table,
       case Outcome::kCommitted:
         committed = true;
         ++r.committed;
-        if (!in_table) violate(absl::StrCat("committed id ", id, " lost: not in the table"));
+        if (!in_table)
+          violate(absl::StrCat("committed id ", id, " lost: not in the table"));
         break;
       case Outcome::kNotCommitted:
         ++r.not_committed;
-        if (in_table) violate(absl::StrCat("rolled-back id ", id, " is in the table"));
+        if (in_table)
+          violate(absl::StrCat("rolled-back id ", id, " is in the table"));
         break;
       case Outcome::kUnknown:
         committed = in_table;
@@ -99,7 +101,8 @@ Report Ledger::Verify(const std::unordered_map<int64_t, TableRow>& table,
     std::sort(d.begin(), d.end());
     if (committed) {
       if (e.time_next > 0) ++r.scheduled;
-      if (d.empty()) violate(absl::StrCat("committed id ", id, " never delivered"));
+      if (d.empty())
+        violate(absl::StrCat("committed id ", id, " never delivered"));
       if (in_table && !row->second.acked) {
         violate(absl::StrCat("committed id ", id, " not acked in the table"));
       }

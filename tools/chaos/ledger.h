@@ -36,20 +36,21 @@ struct TableRow {
 struct Report {
   int64_t committed = 0, not_committed = 0;
   int64_t unknown_present = 0, unknown_absent = 0;
-  int64_t scheduled = 0;          // rows with a future time_next, committed
-  int64_t delivered_ids = 0;      // distinct ids received
-  int64_t deliveries = 0;         // rows received in total
-  int64_t duplicates = 0;         // deliveries - delivered_ids
-  int64_t inside_ack_wait = 0;    // duplicates < ack_wait after the previous
+  int64_t scheduled = 0;        // rows with a future time_next, committed
+  int64_t delivered_ids = 0;    // distinct ids received
+  int64_t deliveries = 0;       // rows received in total
+  int64_t duplicates = 0;       // deliveries - delivered_ids
+  int64_t inside_ack_wait = 0;  // duplicates < ack_wait after the previous
   // inside_ack_wait split by the first fault whose window lies between the
   // two deliveries (msgqd kill first, then MariaDB restart, SIGSTOP, dump
   // kill); "none" means no fault explains it.
   std::map<std::string, int64_t> inside_by_fault;
-  int64_t after_ack_ok = 0;       // deliveries after an ack of the id returned OK
-  int64_t max_early_ns = 0;       // worst (time_next - receipt) seen, if > 0
+  int64_t after_ack_ok = 0;  // deliveries after an ack of the id returned OK
+  int64_t max_early_ns = 0;  // worst (time_next - receipt) seen, if > 0
   std::vector<std::string> violations;  // first few, with ids and times
   int64_t violation_count = 0;
-  std::vector<std::string> suspicious;  // first inside-ack-wait dups, unexplained
+  std::vector<std::string>
+      suspicious;  // first inside-ack-wait dups, unexplained
 };
 
 class Ledger {

@@ -40,16 +40,16 @@ TEST(LedgerTest, CleanRunHasNoViolation) {
 
 TEST(LedgerTest, EachViolationIsCaught) {
   Ledger l;
-  l.Produced({1}, {0}, Outcome::kCommitted);        // lost
-  l.Produced({2}, {0}, Outcome::kCommitted);        // never delivered
-  l.Produced({3}, {0}, Outcome::kCommitted);        // never acked
+  l.Produced({1}, {0}, Outcome::kCommitted);  // lost
+  l.Produced({2}, {0}, Outcome::kCommitted);  // never delivered
+  l.Produced({3}, {0}, Outcome::kCommitted);  // never acked
   l.Delivered({3}, 1 * kS, 0);
-  l.Produced({4}, {0}, Outcome::kNotCommitted);     // delivered anyway
+  l.Produced({4}, {0}, Outcome::kNotCommitted);  // delivered anyway
   l.Delivered({4}, 1 * kS, 0);
-  l.Produced({5}, {0}, Outcome::kNotCommitted);     // in the table anyway
+  l.Produced({5}, {0}, Outcome::kNotCommitted);    // in the table anyway
   l.Produced({6}, {9 * kS}, Outcome::kCommitted);  // 5 ms early
   l.Delivered({6}, 9 * kS - 5'000'000, 0);
-  l.Delivered({7}, 1 * kS, 0);                      // never produced
+  l.Delivered({7}, 1 * kS, 0);  // never produced
   Report r = l.Verify(
       Table({{2, true}, {3, false}, {5, false}, {6, true}, {8, false}}),
       kAckWait, 1'000'000);
@@ -86,13 +86,13 @@ TEST(LedgerTest, DuplicatesInsideTheAckWaitAreAttributedToAFault) {
   l.Produced({1, 2, 3, 4}, {0, 0, 0, 0}, Outcome::kCommitted);
   l.Fault(FaultKind::kSigstop, 10 * kS, 11 * kS);
   l.Fault(FaultKind::kMsgqdKill, 10 * kS, 10 * kS + 500'000'000);
-  l.Delivered({1}, 9 * kS, 0);   // 1: again 2.5 s later: outside
+  l.Delivered({1}, 9 * kS, 0);  // 1: again 2.5 s later: outside
   l.Delivered({1}, 11 * kS + 500'000'000, 1);
-  l.Delivered({2}, 9 * kS, 0);   // 2: across the kill (and the stop)
+  l.Delivered({2}, 9 * kS, 0);  // 2: across the kill (and the stop)
   l.Delivered({2}, 10 * kS + 600'000'000, 1);
   l.Delivered({3}, 20 * kS, 0);  // 3: no fault between
   l.Delivered({3}, 21 * kS, 2);
-  l.Delivered({4}, 1 * kS, 0);   // 4: delivered again after its ack
+  l.Delivered({4}, 1 * kS, 0);  // 4: delivered again after its ack
   l.Acked({4}, 2 * kS);
   l.Delivered({4}, 5 * kS, 0);
   Report r = l.Verify(Table({{1, true}, {2, true}, {3, true}, {4, true}}),

@@ -30,7 +30,8 @@
 #include "tools/launch/child_process.h"
 #include "tools/launch/private_mariadb.h"
 
-ABSL_FLAG(double, duration, 60, "Seconds of the fault phase (faults are "
+ABSL_FLAG(double, duration, 60,
+          "Seconds of the fault phase (faults are "
           "spread over it; a slow restart can make it longer)");
 ABSL_FLAG(int, msgqd_kills, 10, "kill -9 + restart cycles of msgqd");
 ABSL_FLAG(int, mariadb_restarts, 4,
@@ -86,10 +87,10 @@ void StartSignalThread() {
 }
 
 void Log(const std::string& line) {
-  fprintf(stderr, "%s  %s\n",
-          absl::FormatTime("%H:%M:%E3S", absl::Now(), absl::UTCTimeZone())
-              .c_str(),
-          line.c_str());
+  fprintf(
+      stderr, "%s  %s\n",
+      absl::FormatTime("%H:%M:%E3S", absl::Now(), absl::UTCTimeZone()).c_str(),
+      line.c_str());
 }
 
 int Run() {
@@ -183,15 +184,15 @@ int Run() {
       absl::Seconds(absl::GetFlag(FLAGS_duration)) / (plan.size() + 1);
   int restarts_done = 0, dumps_missing = 0, fault_errors = 0;
   for (size_t i = 0; i < plan.size(); ++i) {
-    absl::SleepFor(start + slot * (i + 1 + (u(rng) - 0.5) * 0.6) -
-                   absl::Now());
+    absl::SleepFor(start + slot * (i + 1 + (u(rng) - 0.5) * 0.6) - absl::Now());
     absl::Status s;
     std::string what;
     const absl::Time t0 = absl::Now();
     switch (plan[i]) {
       case kKill: {
         const absl::Duration down = absl::Seconds(u(rng));
-        what = absl::StrCat("kill -9 msgqd, restart after ", absl::FormatDuration(down));
+        what = absl::StrCat("kill -9 msgqd, restart after ",
+                            absl::FormatDuration(down));
         s = cluster.KillMsgqd(down);
         break;
       }
@@ -199,13 +200,15 @@ int Run() {
         const bool kill = restarts_done++ % 2 == 1;
         const absl::Duration down = absl::Seconds(2 * u(rng));
         what = absl::StrCat(kill ? "kill -9" : "clean stop",
-                            " of MariaDB, restart after ", absl::FormatDuration(down));
+                            " of MariaDB, restart after ",
+                            absl::FormatDuration(down));
         s = cluster.RestartMariaDb(kill, down);
         break;
       }
       case kStop: {
         const absl::Duration stopped = absl::Seconds((0.2 + u(rng)) * ack_wait);
-        what = absl::StrCat("SIGSTOP msgqd for ", absl::FormatDuration(stopped));
+        what =
+            absl::StrCat("SIGSTOP msgqd for ", absl::FormatDuration(stopped));
         s = cluster.StopMsgqd(stopped);
         break;
       }
@@ -249,9 +252,9 @@ int Run() {
       drain_start + absl::Seconds(absl::GetFlag(FLAGS_drain_timeout));
   std::string unacked = "?";
   while (absl::Now() < drain_deadline) {
-    absl::StatusOr<QueryResult> r = cluster.Query(absl::StrCat(
-        "SELECT COUNT(*) FROM ", kDatabase, ".", kTable,
-        " WHERE time_acked IS NULL"));
+    absl::StatusOr<QueryResult> r =
+        cluster.Query(absl::StrCat("SELECT COUNT(*) FROM ", kDatabase, ".",
+                                   kTable, " WHERE time_acked IS NULL"));
     if (r.ok()) unacked = r->rows[0][0].value_or("?");
     if (unacked == "0") break;
     absl::SleepFor(absl::Milliseconds(500));
@@ -293,37 +296,43 @@ int Run() {
   for (const auto& [cause, n] : r.inside_by_fault) {
     causes.push_back(absl::StrCat(cause, " ", n));
   }
-  printf("msgq-chaos: seed %llu, fault phase %.0f s, drain %.1f s (bound %.0f s)\n",
-         static_cast<unsigned long long>(seed),
-         absl::ToDoubleSeconds(fault_phase), absl::ToDoubleSeconds(drain),
-         absl::GetFlag(FLAGS_drain_timeout));
-  printf("faults: msgqd kill -9 %d, MariaDB restarts %d (clean %d, kill -9 %d), "
-         "SIGSTOP %d, dump KILL %d (%d found none), both kill -9 %d; "
-         "msgqd runs %d\n",
-         kills, restarts, (restarts + 1) / 2, restarts / 2, sigstops,
-         dump_kills, dumps_missing, crashes, cluster.msgqd_starts());
-  printf("producers: %lld transactions: %lld committed, %lld rolled back, "
-         "%lld failed before COMMIT, %lld COMMIT unknown; %lld reconnects\n",
-         (long long)ps.transactions, (long long)ps.commits,
-         (long long)ps.rollbacks, (long long)ps.failed, (long long)ps.unknown,
-         (long long)ps.reconnects);
-  printf("messages: %lld committed (%lld scheduled), %lld not committed, "
-         "unknown commits: %lld rows present, %lld absent\n",
-         (long long)r.committed, (long long)r.scheduled,
-         (long long)r.not_committed, (long long)r.unknown_present,
-         (long long)r.unknown_absent);
-  printf("deliveries: %lld of %lld distinct ids; duplicates %lld, inside "
-         "ack wait (%.1f s) %lld [%s]; after an OK ack %lld\n",
-         (long long)r.deliveries, (long long)r.delivered_ids,
-         (long long)r.duplicates, ack_wait, (long long)r.inside_ack_wait,
-         absl::StrJoin(causes, ", ").c_str(), (long long)r.after_ack_ok);
-  printf("subscribers: %lld ack calls (%lld failed), %lld acks skipped, "
-         "%lld delayed, %lld stream reconnects; max early %.3f ms "
-         "(tolerance %.3f ms)\n",
-         (long long)ss.ack_calls, (long long)ss.ack_errors,
-         (long long)ss.skipped, (long long)ss.delayed,
-         (long long)ss.reconnects, static_cast<double>(r.max_early_ns) / 1e6,
-         absl::GetFlag(FLAGS_early_tolerance_ms));
+  printf(
+      "msgq-chaos: seed %llu, fault phase %.0f s, drain %.1f s (bound %.0f "
+      "s)\n",
+      static_cast<unsigned long long>(seed), absl::ToDoubleSeconds(fault_phase),
+      absl::ToDoubleSeconds(drain), absl::GetFlag(FLAGS_drain_timeout));
+  printf(
+      "faults: msgqd kill -9 %d, MariaDB restarts %d (clean %d, kill -9 %d), "
+      "SIGSTOP %d, dump KILL %d (%d found none), both kill -9 %d; "
+      "msgqd runs %d\n",
+      kills, restarts, (restarts + 1) / 2, restarts / 2, sigstops, dump_kills,
+      dumps_missing, crashes, cluster.msgqd_starts());
+  printf(
+      "producers: %lld transactions: %lld committed, %lld rolled back, "
+      "%lld failed before COMMIT, %lld COMMIT unknown; %lld reconnects\n",
+      (long long)ps.transactions, (long long)ps.commits,
+      (long long)ps.rollbacks, (long long)ps.failed, (long long)ps.unknown,
+      (long long)ps.reconnects);
+  printf(
+      "messages: %lld committed (%lld scheduled), %lld not committed, "
+      "unknown commits: %lld rows present, %lld absent\n",
+      (long long)r.committed, (long long)r.scheduled,
+      (long long)r.not_committed, (long long)r.unknown_present,
+      (long long)r.unknown_absent);
+  printf(
+      "deliveries: %lld of %lld distinct ids; duplicates %lld, inside "
+      "ack wait (%.1f s) %lld [%s]; after an OK ack %lld\n",
+      (long long)r.deliveries, (long long)r.delivered_ids,
+      (long long)r.duplicates, ack_wait, (long long)r.inside_ack_wait,
+      absl::StrJoin(causes, ", ").c_str(), (long long)r.after_ack_ok);
+  printf(
+      "subscribers: %lld ack calls (%lld failed), %lld acks skipped, "
+      "%lld delayed, %lld stream reconnects; max early %.3f ms "
+      "(tolerance %.3f ms)\n",
+      (long long)ss.ack_calls, (long long)ss.ack_errors, (long long)ss.skipped,
+      (long long)ss.delayed, (long long)ss.reconnects,
+      static_cast<double>(r.max_early_ns) / 1e6,
+      absl::GetFlag(FLAGS_early_tolerance_ms));
   for (const auto& [what, n] : ss.errors) {
     printf("  %6lld x %s\n", (long long)n, what.c_str());
   }

@@ -55,9 +55,8 @@ void Producers::Run(int thread) {
     absl::SleepFor(next - absl::Now());
 
     std::vector<int64_t> ids, time_next;
-    std::string sql =
-        absl::StrCat("INSERT INTO ", options_.table,
-                     " (id, time_next, message) VALUES ");
+    std::string sql = absl::StrCat("INSERT INTO ", options_.table,
+                                   " (id, time_next, message) VALUES ");
     const int n = rows(rng);
     for (int i = 0; i < n; ++i) {
       const int64_t id = ledger_->NextId();

@@ -25,13 +25,13 @@ class Producers {
  public:
   struct Options {
     MysqlOptions mysql;
-    std::string table;            // database-qualified and quoted
+    std::string table;  // database-qualified and quoted
     int threads = 3;
-    double tx_per_second = 60;    // in total
+    double tx_per_second = 60;  // in total
     int max_rows = 4;
     double rollback_fraction = 0.1;
     double scheduled_fraction = 0.1;
-    double max_schedule_s = 6;    // scheduled rows: now + U(0.2, max) s
+    double max_schedule_s = 6;  // scheduled rows: now + U(0.2, max) s
     uint64_t seed = 1;
   };
   struct Stats {
@@ -54,8 +54,8 @@ class Producers {
   Ledger* const ledger_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stopping_{false};
-  std::atomic<int64_t> transactions_{0}, commits_{0}, rollbacks_{0},
-      failed_{0}, unknown_{0}, reconnects_{0};
+  std::atomic<int64_t> transactions_{0}, commits_{0}, rollbacks_{0}, failed_{0},
+      unknown_{0}, reconnects_{0};
 };
 
 }  // namespace msgq::chaos

@@ -78,15 +78,27 @@ Subscribers::Stats Subscribers::stats() const {
 }
 
 void Subscribers::CountError(const char* what, const grpc::Status& status) {
-  static const char* kNames[] = {
-      "OK",        "CANCELLED",         "UNKNOWN",        "INVALID_ARGUMENT",
-      "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED",
-      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-      "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
-      "UNAUTHENTICATED"};
+  static const char* kNames[] = {"OK",
+                                 "CANCELLED",
+                                 "UNKNOWN",
+                                 "INVALID_ARGUMENT",
+                                 "DEADLINE_EXCEEDED",
+                                 "NOT_FOUND",
+                                 "ALREADY_EXISTS",
+                                 "PERMISSION_DENIED",
+                                 "RESOURCE_EXHAUSTED",
+                                 "FAILED_PRECONDITION",
+                                 "ABORTED",
+                                 "OUT_OF_RANGE",
+                                 "UNIMPLEMENTED",
+                                 "INTERNAL",
+                                 "UNAVAILABLE",
+                                 "DATA_LOSS",
+                                 "UNAUTHENTICATED"};
   const int code = static_cast<int>(status.error_code());
-  std::string key = absl::StrCat(what, " ", code >= 0 && code <= 16 ? kNames[code] : "?",
-                                 ": ", status.error_message().substr(0, 60));
+  std::string key =
+      absl::StrCat(what, " ", code >= 0 && code <= 16 ? kNames[code] : "?",
+                   ": ", status.error_message().substr(0, 60));
   absl::MutexLock lock(&mu_);
   ++errors_[key];
 }

@@ -1,8 +1,8 @@
 // Subscribers: S MessageStream subscribers of the campaign's table, each on
 // its own gRPC channel (a new one after every stream end: msgqd restarts on
-// the same address), each with a reader thread that records every received row in the
-// Ledger and an acker thread that acks them (MessageAck, up to 500 ids per
-// call, a failed call's ids retried 200 ms later). While `faulty` is on, a
+// the same address), each with a reader thread that records every received row
+// in the Ledger and an acker thread that acks them (MessageAck, up to 500 ids
+// per call, a failed call's ids retried 200 ms later). While `faulty` is on, a
 // received id is sometimes never acked (skip_fraction: msgqd must redeliver
 // it after its ack wait) or acked late (delay_fraction: U(0, 2 ack_wait)
 // later, so a redelivery may race the ack).
