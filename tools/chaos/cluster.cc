@@ -183,6 +183,16 @@ absl::Status Cluster::KillDumpThread() {
   return absl::OkStatus();
 }
 
+absl::Status Cluster::ReloadTable(const std::string& alter,
+                                  absl::Duration reload_within) {
+  const int64_t from = NowNs();
+  absl::StatusOr<QueryResult> r = Query(alter);
+  if (!r.ok()) return r.status();
+  ledger_->Fault(FaultKind::kTableReload, from,
+                 from + absl::ToInt64Nanoseconds(reload_within));
+  return absl::OkStatus();
+}
+
 int Cluster::StopMsgqdCleanly() {
   if (msgqd_ == nullptr) return -1;
   return msgqd_->Stop(absl::Seconds(30));

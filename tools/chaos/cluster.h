@@ -55,6 +55,10 @@ class Cluster {
   // A host crash: kill -9 of msgqd and MariaDB together; msgqd comes back
   // first (without MySQL), MariaDB `down` later.
   absl::Status CrashBoth(absl::Duration down);
+  // Runs `alter` (a comment change) and records a reload window of
+  // `reload_within` (msgqd's --schema_reload_interval plus slack).
+  absl::Status ReloadTable(const std::string& alter,
+                           absl::Duration reload_within);
   // KILLs the Binlog Dump connections; NOT_FOUND when there was none.
   absl::Status KillDumpThread();
 

@@ -17,6 +17,8 @@ const char* FaultName(FaultKind kind) {
       return "sigstop";
     case FaultKind::kDumpKill:
       return "dump_kill";
+    case FaultKind::kTableReload:
+      return "table_reload";
   }
   return "?";
 }
@@ -70,7 +72,8 @@ Report Ledger::Verify(const std::unordered_map<int64_t, TableRow>& table,
   for (const auto& [id, e] : entries_) ids.push_back(id);
   std::sort(ids.begin(), ids.end());
   const FaultKind kOrder[] = {FaultKind::kMsgqdKill, FaultKind::kMariaDbRestart,
-                              FaultKind::kSigstop, FaultKind::kDumpKill};
+                              FaultKind::kSigstop, FaultKind::kDumpKill,
+                              FaultKind::kTableReload};
   for (int64_t id : ids) {
     const Entry& e = entries_.at(id);
     auto row = table.find(id);

@@ -25,7 +25,13 @@
 namespace msgq::chaos {
 
 enum class Outcome { kCommitted, kNotCommitted, kUnknown };
-enum class FaultKind { kMsgqdKill, kMariaDbRestart, kSigstop, kDumpKill };
+enum class FaultKind {
+  kMsgqdKill,
+  kMariaDbRestart,
+  kSigstop,
+  kDumpKill,
+  kTableReload,  // a changed table comment: msgqd reloads the table
+};
 const char* FaultName(FaultKind kind);
 
 // One row of the message table at the end of the run.
@@ -43,7 +49,7 @@ struct Report {
   int64_t inside_ack_wait = 0;  // duplicates < ack_wait after the previous
   // inside_ack_wait split by the first fault whose window lies between the
   // two deliveries (msgqd kill first, then MariaDB restart, SIGSTOP, dump
-  // kill); "none" means no fault explains it.
+  // kill, table reload); "none" means no fault explains it.
   std::map<std::string, int64_t> inside_by_fault;
   int64_t after_ack_ok = 0;  // deliveries after an ack of the id returned OK
   int64_t max_early_ns = 0;  // worst (time_next - receipt) seen, if > 0

@@ -42,6 +42,9 @@ ABSL_FLAG(int, dump_kills, -1,
 ABSL_FLAG(int, host_crashes, -1,
           "kill -9 of msgqd and MariaDB together, msgqd restarted first "
           "(-1: mariadb_restarts/4)");
+ABSL_FLAG(int, table_reloads, 0,
+          "Comment changes of the table (vt_batch_size 10 <-> 11), which "
+          "make msgqd reload it under load (issue 10, defect 2)");
 ABSL_FLAG(uint64_t, seed, 1, "Random seed (0: from the clock)");
 ABSL_FLAG(int, producers, 3, "Producer threads (one connection each)");
 ABSL_FLAG(double, rate, 40, "Producer transactions per second, in total");
@@ -105,6 +108,7 @@ int Run() {
   int dump_kills = absl::GetFlag(FLAGS_dump_kills);
   if (sigstops < 0) sigstops = kills / 4 + 1;
   if (dump_kills < 0) dump_kills = kills / 4 + 1;
+  const int reloads = absl::GetFlag(FLAGS_table_reloads);
   int crashes = absl::GetFlag(FLAGS_host_crashes);
   if (crashes < 0) crashes = restarts / 4;
 
@@ -128,6 +132,13 @@ int Run() {
   co.work_dir = work_dir;
   co.msgqd_pid = &g_msgqd_pid;
   co.msgqd_args = {absl::StrCat("--databases=", kDatabase)};
+  auto comment = [ack_wait](int batch_size) {
+    return absl::StrFormat(
+        "vitess_message,vt_ack_wait=%g,vt_purge_after=86400,"
+        "vt_batch_size=%d,vt_cache_size=1000,vt_poller_interval=5,"
+        "vt_max_backoff=%g",
+        ack_wait, batch_size, 2 * ack_wait);
+  };
   co.setup_sql = {
       absl::StrCat("CREATE DATABASE IF NOT EXISTS ", kDatabase),
       absl::StrFormat(
@@ -135,10 +146,8 @@ int Run() {
           "priority tinyint NOT NULL DEFAULT 50, epoch bigint NOT NULL "
           "DEFAULT 0, time_next bigint DEFAULT 0, time_acked bigint DEFAULT "
           "NULL, message json, PRIMARY KEY (id), INDEX poller_idx "
-          "(time_acked, priority, time_next)) COMMENT 'vitess_message,"
-          "vt_ack_wait=%g,vt_purge_after=86400,vt_batch_size=10,"
-          "vt_cache_size=1000,vt_poller_interval=5,vt_max_backoff=%g'",
-          kDatabase, kTable, ack_wait, 2 * ack_wait),
+          "(time_acked, priority, time_next)) COMMENT '%s'",
+          kDatabase, kTable, comment(10)),
       absl::StrCat("TRUNCATE TABLE ", kDatabase, ".", kTable)};
   Log("msgq-chaos: starting MariaDB and msgqd in " + work_dir);
   absl::StatusOr<std::unique_ptr<Cluster>> started =
@@ -171,13 +180,15 @@ int Run() {
   producers.Start();
 
   // The fault plan: every fault once per count, shuffled, spread evenly.
-  enum Kind { kKill, kRestart, kStop, kDump, kCrash };
+  enum Kind { kKill, kRestart, kStop, kDump, kCrash, kReload };
   std::vector<Kind> plan;
   plan.insert(plan.end(), kills, kKill);
   plan.insert(plan.end(), restarts, kRestart);
   plan.insert(plan.end(), sigstops, kStop);
   plan.insert(plan.end(), dump_kills, kDump);
   plan.insert(plan.end(), crashes, kCrash);
+  plan.insert(plan.end(), reloads, kReload);
+  int reloads_done = 0;
   std::shuffle(plan.begin(), plan.end(), rng);
   const absl::Time start = absl::Now();
   const absl::Duration slot =
@@ -217,6 +228,16 @@ int Run() {
         what = absl::StrCat("kill -9 of msgqd and MariaDB, MariaDB back ",
                             absl::FormatDuration(down), " after msgqd");
         s = cluster.CrashBoth(down);
+        break;
+      }
+      case kReload: {
+        const int batch = ++reloads_done % 2 == 1 ? 11 : 10;
+        what = absl::StrCat("table comment: vt_batch_size=", batch);
+        // msgqd's default --schema_reload_interval is 10 s.
+        s = cluster.ReloadTable(
+            absl::StrCat("ALTER TABLE ", kDatabase, ".", kTable, " COMMENT '",
+                         comment(batch), "'"),
+            absl::Seconds(12));
         break;
       }
       case kDump:
@@ -303,10 +324,10 @@ int Run() {
       absl::ToDoubleSeconds(drain), absl::GetFlag(FLAGS_drain_timeout));
   printf(
       "faults: msgqd kill -9 %d, MariaDB restarts %d (clean %d, kill -9 %d), "
-      "SIGSTOP %d, dump KILL %d (%d found none), both kill -9 %d; "
-      "msgqd runs %d\n",
+      "SIGSTOP %d, dump KILL %d (%d found none), both kill -9 %d, table "
+      "reloads %d; msgqd runs %d\n",
       kills, restarts, (restarts + 1) / 2, restarts / 2, sigstops, dump_kills,
-      dumps_missing, crashes, cluster.msgqd_starts());
+      dumps_missing, crashes, reloads, cluster.msgqd_starts());
   printf(
       "producers: %lld transactions: %lld committed, %lld rolled back, "
       "%lld failed before COMMIT, %lld COMMIT unknown; %lld reconnects\n",
