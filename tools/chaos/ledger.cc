@@ -1,0 +1,160 @@
+#include "tools/chaos/ledger.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace msgq::chaos {
+
+const char* FaultName(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::kMsgqdKill:
+      return "msgqd_kill";
+    case FaultKind::kMariaDbRestart:
+      return "mariadb_restart";
+    case FaultKind::kSigstop:
+      return "sigstop";
+    case FaultKind::kDumpKill:
+      return "dump_kill";
+    case FaultKind::kTableReload:
+      return "table_reload";
+  }
+  return "?";
+}
+
+void Ledger::Produced(const std::vector<int64_t>& ids,
+                      const std::vector<int64_t>& time_next, Outcome outcome) {
+  absl::MutexLock lock(&mu_);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    Entry& e = entries_[ids[i]];
+    e.produced = true;
+    e.outcome = outcome;
+    e.time_next = time_next[i];
+  }
+}
+
+void Ledger::Delivered(const std::vector<int64_t>& ids, int64_t at_ns,
+                       int /*sub*/) {
+  absl::MutexLock lock(&mu_);
+  for (int64_t id : ids) entries_[id].deliveries.push_back(at_ns);
+}
+
+void Ledger::Acked(const std::vector<int64_t>& ids, int64_t at_ns) {
+  absl::MutexLock lock(&mu_);
+  for (int64_t id : ids) {
+    Entry& e = entries_[id];
+    if (e.first_ack_ok == 0) e.first_ack_ok = at_ns;
+  }
+}
+
+void Ledger::Fault(FaultKind kind, int64_t from_ns, int64_t to_ns) {
+  absl::MutexLock lock(&mu_);
+  faults_.push_back({kind, from_ns, to_ns});
+}
+
+void Ledger::Violation(const std::string& what) {
+  absl::MutexLock lock(&mu_);
+  external_violations_.push_back(what);
+}
+
+Report Ledger::Verify(const std::unordered_map<int64_t, TableRow>& table,
+                      int64_t ack_wait_ns, int64_t early_tolerance_ns) const {
+  Report r;
+  auto violate = [&r](std::string what) {
+    ++r.violation_count;
+    if (r.violations.size() < 30) r.violations.push_back(std::move(what));
+  };
+  absl::MutexLock lock(&mu_);
+  for (const std::string& v : external_violations_) violate(v);
+  std::vector<int64_t> ids;
+  ids.reserve(entries_.size());
+  for (const auto& [id, e] : entries_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  const FaultKind kOrder[] = {FaultKind::kMsgqdKill, FaultKind::kMariaDbRestart,
+                              FaultKind::kSigstop, FaultKind::kDumpKill,
+                              FaultKind::kTableReload};
+  for (int64_t id : ids) {
+    const Entry& e = entries_.at(id);
+    auto row = table.find(id);
+    const bool in_table = row != table.end();
+    if (!e.produced) {
+      violate(absl::StrCat("id ", id, " delivered but never produced"));
+      continue;
+    }
+    bool committed = false;
+    switch (e.outcome) {
+      case Outcome::kCommitted:
+        committed = true;
+        ++r.committed;
+        if (!in_table)
+          violate(absl::StrCat("committed id ", id, " lost: not in the table"));
+        break;
+      case Outcome::kNotCommitted:
+        ++r.not_committed;
+        if (in_table)
+          violate(absl::StrCat("rolled-back id ", id, " is in the table"));
+        break;
+      case Outcome::kUnknown:
+        committed = in_table;
+        ++(in_table ? r.unknown_present : r.unknown_absent);
+        break;
+    }
+    std::vector<int64_t> d = e.deliveries;
+    std::sort(d.begin(), d.end());
+    if (committed) {
+      if (e.time_next > 0) ++r.scheduled;
+      if (d.empty())
+        violate(absl::StrCat("committed id ", id, " never delivered"));
+      if (in_table && !row->second.acked) {
+        violate(absl::StrCat("committed id ", id, " not acked in the table"));
+      }
+    } else if (!d.empty()) {
+      violate(absl::StrCat("rolled-back id ", id, " delivered ", d.size(),
+                           " time(s)"));
+    }
+    if (d.empty()) continue;
+    ++r.delivered_ids;
+    r.deliveries += static_cast<int64_t>(d.size());
+    if (e.time_next > 0 && d.front() < e.time_next) {
+      const int64_t early = e.time_next - d.front();
+      r.max_early_ns = std::max(r.max_early_ns, early);
+      if (early > early_tolerance_ns) {
+        violate(absl::StrFormat(
+            "scheduled id %d delivered %.3f ms before its time_next %d", id,
+            static_cast<double>(early) / 1e6, e.time_next));
+      }
+    }
+    for (size_t i = 0; i < d.size(); ++i) {
+      if (e.first_ack_ok != 0 && d[i] > e.first_ack_ok) ++r.after_ack_ok;
+      if (i == 0 || d[i] - d[i - 1] >= ack_wait_ns) continue;
+      ++r.inside_ack_wait;
+      std::string cause = "none";
+      for (FaultKind kind : kOrder) {
+        bool hit = false;
+        for (const FaultWindow& f : faults_) {
+          hit |= f.kind == kind && f.from <= d[i] && f.to >= d[i - 1];
+        }
+        if (hit) {
+          cause = FaultName(kind);
+          break;
+        }
+      }
+      ++r.inside_by_fault[cause];
+      if (cause == "none" && r.suspicious.size() < 10) {
+        r.suspicious.push_back(absl::StrFormat(
+            "id %d received at %d and again %.3f s later", id, d[i - 1],
+            static_cast<double>(d[i] - d[i - 1]) / 1e9));
+      }
+    }
+  }
+  r.duplicates = r.deliveries - r.delivered_ids;
+  for (const auto& [id, row] : table) {
+    if (entries_.count(id) == 0) {
+      violate(absl::StrCat("table holds id ", id, " that no producer wrote"));
+    }
+  }
+  return r;
+}
+
+}  // namespace msgq::chaos

@@ -1,0 +1,113 @@
+// The campaign's verdicts, one by one: each violation the Ledger must catch,
+// and how it counts and attributes duplicates.
+#include "tools/chaos/ledger.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace msgq::chaos {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+
+constexpr int64_t kS = 1'000'000'000;  // one second in ns
+constexpr int64_t kAckWait = 2 * kS;
+
+std::unordered_map<int64_t, TableRow> Table(
+    std::initializer_list<std::pair<int64_t, bool>> rows) {
+  std::unordered_map<int64_t, TableRow> t;
+  for (const auto& [id, acked] : rows) t[id].acked = acked;
+  return t;
+}
+
+TEST(LedgerTest, CleanRunHasNoViolation) {
+  Ledger l;
+  l.Produced({1, 2}, {0, 50 * kS}, Outcome::kCommitted);
+  l.Produced({3}, {0}, Outcome::kNotCommitted);
+  l.Delivered({1}, 10 * kS, 0);
+  l.Delivered({2}, 50 * kS, 1);  // exactly at time_next
+  l.Acked({1, 2}, 51 * kS);
+  Report r = l.Verify(Table({{1, true}, {2, true}}), kAckWait, 0);
+  EXPECT_THAT(r.violations, IsEmpty());
+  EXPECT_EQ(r.committed, 2);
+  EXPECT_EQ(r.not_committed, 1);
+  EXPECT_EQ(r.scheduled, 1);
+  EXPECT_EQ(r.deliveries, 2);
+  EXPECT_EQ(r.duplicates, 0);
+}
+
+TEST(LedgerTest, EachViolationIsCaught) {
+  Ledger l;
+  l.Produced({1}, {0}, Outcome::kCommitted);  // lost
+  l.Produced({2}, {0}, Outcome::kCommitted);  // never delivered
+  l.Produced({3}, {0}, Outcome::kCommitted);  // never acked
+  l.Delivered({3}, 1 * kS, 0);
+  l.Produced({4}, {0}, Outcome::kNotCommitted);  // delivered anyway
+  l.Delivered({4}, 1 * kS, 0);
+  l.Produced({5}, {0}, Outcome::kNotCommitted);    // in the table anyway
+  l.Produced({6}, {9 * kS}, Outcome::kCommitted);  // 5 ms early
+  l.Delivered({6}, 9 * kS - 5'000'000, 0);
+  l.Delivered({7}, 1 * kS, 0);  // never produced
+  Report r = l.Verify(
+      Table({{2, true}, {3, false}, {5, false}, {6, true}, {8, false}}),
+      kAckWait, 1'000'000);
+  EXPECT_EQ(r.violation_count, 9);
+  EXPECT_THAT(
+      r.violations,
+      ElementsAre("committed id 1 lost: not in the table",
+                  "committed id 1 never delivered",
+                  "committed id 2 never delivered",
+                  "committed id 3 not acked in the table",
+                  "rolled-back id 4 delivered 1 time(s)",
+                  "rolled-back id 5 is in the table",
+                  "scheduled id 6 delivered 5.000 ms before its time_next "
+                  "9000000000",
+                  "id 7 delivered but never produced",
+                  "table holds id 8 that no producer wrote"));
+  EXPECT_EQ(r.max_early_ns, 5'000'000);
+}
+
+TEST(LedgerTest, UnknownCommitsAreDecidedByTheTable) {
+  Ledger l;
+  l.Produced({1, 2}, {0, 0}, Outcome::kUnknown);
+  l.Produced({3}, {0}, Outcome::kUnknown);
+  l.Delivered({1, 2}, kS, 0);
+  l.Acked({1, 2}, kS);
+  Report r = l.Verify(Table({{1, true}, {2, true}}), kAckWait, 0);
+  EXPECT_THAT(r.violations, IsEmpty());
+  EXPECT_EQ(r.unknown_present, 2);
+  EXPECT_EQ(r.unknown_absent, 1);
+}
+
+TEST(LedgerTest, DuplicatesInsideTheAckWaitAreAttributedToAFault) {
+  Ledger l;
+  l.Produced({1, 2, 3, 4}, {0, 0, 0, 0}, Outcome::kCommitted);
+  l.Fault(FaultKind::kSigstop, 10 * kS, 11 * kS);
+  l.Fault(FaultKind::kMsgqdKill, 10 * kS, 10 * kS + 500'000'000);
+  l.Delivered({1}, 9 * kS, 0);  // 1: again 2.5 s later: outside
+  l.Delivered({1}, 11 * kS + 500'000'000, 1);
+  l.Delivered({2}, 9 * kS, 0);  // 2: across the kill (and the stop)
+  l.Delivered({2}, 10 * kS + 600'000'000, 1);
+  l.Delivered({3}, 20 * kS, 0);  // 3: no fault between
+  l.Delivered({3}, 21 * kS, 2);
+  l.Delivered({4}, 1 * kS, 0);  // 4: delivered again after its ack
+  l.Acked({4}, 2 * kS);
+  l.Delivered({4}, 5 * kS, 0);
+  Report r = l.Verify(Table({{1, true}, {2, true}, {3, true}, {4, true}}),
+                      kAckWait, 0);
+  EXPECT_THAT(r.violations, IsEmpty());
+  EXPECT_EQ(r.deliveries, 8);
+  EXPECT_EQ(r.duplicates, 4);
+  EXPECT_EQ(r.inside_ack_wait, 2);
+  EXPECT_THAT(r.inside_by_fault,
+              ElementsAre(Pair("msgqd_kill", 1), Pair("none", 1)));
+  EXPECT_THAT(r.suspicious,
+              ElementsAre("id 3 received at 20000000000 and again 1.000 s "
+                          "later"));
+  EXPECT_EQ(r.after_ack_ok, 1);
+}
+
+}  // namespace
+}  // namespace msgq::chaos
