@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,19 @@
 #include "engine/mysql_message_store.h"
 
 namespace msgq {
+namespace {
+
+// A client's name as it may appear in an error: escaped and cut to a size
+// that fits in any status message (a 10 MB name must not become a 40 MB
+// error that the client cannot even receive).
+std::string Echo(absl::string_view name) {
+  constexpr size_t kMax = 64;
+  if (name.size() <= kMax) return absl::CHexEscape(name);
+  return absl::StrCat(absl::CHexEscape(name.substr(0, kMax)), "... (",
+                      name.size(), " bytes)");
+}
+
+}  // namespace
 
 Engine::Engine(Options options, Clock* clock, JitterSource* jitter)
     : options_(std::move(options)),
@@ -57,6 +71,22 @@ void Engine::OnRowChanges(const std::string& db, const std::string& table,
                           std::vector<RowChange> changes) {
   std::shared_ptr<MessageManager> manager = FindLoaded(db, table);
   if (manager != nullptr) manager->OnRowChanges(changes);
+}
+
+void Engine::OnTableReset(const std::string& db, const std::string& table) {
+  absl::MutexLock lock(&mu_);
+  const Key key{db, table};
+  if (!tables_.contains(key)) return;
+  // The reload thread replaces the manager (and its cache) even if the
+  // definition is unchanged (TRUNCATE, DROP + CREATE alike).
+  reset_requested_.insert(key);
+  reload_requested_ = true;
+  wake_.Signal();
+}
+
+BinlogWatcher::Status Engine::binlog_status() const {
+  if (binlog_ == nullptr) return BinlogWatcher::Status();
+  return binlog_->status();
 }
 
 void Engine::OnStreaming(bool streaming, const std::string& /*reason*/) {
@@ -128,7 +158,8 @@ void Engine::ReloadLoop() {
     absl::Duration wait =
         loaded_once_ ? options_.reload_interval
                      : std::min(options_.reload_interval, absl::Seconds(1));
-    wake_.WaitWithTimeout(&mu_, wait);
+    if (!reload_requested_) wake_.WaitWithTimeout(&mu_, wait);
+    reload_requested_ = false;
     if (stopping_) break;
     mu_.Unlock();
     (void)Reload();
@@ -175,11 +206,18 @@ absl::Status Engine::Reload() {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("engine stopping");
     std::map<Key, const TableDefinition*> seen;
+    std::set<Key> reset;
+    reset.swap(reset_requested_);
     for (const TableDefinition& def : snapshot->tables) {
       Key key{def.keyspace, def.name};
       seen[key] = &def;
       auto it = tables_.find(key);
-      if (it == tables_.end() || !(it->second.definition == def)) {
+      if (it == tables_.end() || !(it->second.definition == def) ||
+          reset.contains(key)) {
+        if (reset.contains(key)) {
+          LogInfo("table `", def.keyspace, "`.`", def.name,
+                  "` was truncated, dropped or altered: starting over");
+        }
         changed.push_back(def);
       }
     }
@@ -249,7 +287,7 @@ absl::StatusOr<std::shared_ptr<MessageManager>> Engine::Find(
       std::find(options_.databases.begin(), options_.databases.end(),
                 keyspace) == options_.databases.end()) {
     return absl::NotFoundError(absl::StrCat(
-        "keyspace \"", absl::CHexEscape(keyspace), "\" is not served"));
+        "keyspace \"", Echo(keyspace), "\" is not served"));
   }
   absl::MutexLock lock(&mu_);
   if (stopping_) return absl::UnavailableError("server shutting down");
@@ -269,13 +307,13 @@ absl::StatusOr<std::shared_ptr<MessageManager>> Engine::Find(
     }
     if (keyspace.empty()) {
       return absl::NotFoundError(
-          absl::StrCat("message table `", absl::CHexEscape(name),
+          absl::StrCat("message table `", Echo(name),
                        "` not found in keyspaces ",
                        absl::StrJoin(options_.databases, ", ")));
     }
     return absl::NotFoundError(
         absl::StrCat("message table `", keyspace, "`.`",
-                     absl::CHexEscape(name), "` not found"));
+                     Echo(name), "` not found"));
   }
   if (it->second.manager == nullptr) {
     return absl::FailedPreconditionError(it->second.error);

@@ -16,6 +16,7 @@
 #define MSGQ_ENGINE_ENGINE_H_
 
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <thread>
@@ -95,6 +96,8 @@ class Engine : private BinlogWatcher::Listener {
 
   // Every message table, loaded or not, ordered by keyspace then name.
   std::vector<TableInfo> ListTables() const;
+  // What the binlog watcher is doing (default when --binlog=false).
+  BinlogWatcher::Status binlog_status() const;
 
 
  private:
@@ -115,6 +118,7 @@ class Engine : private BinlogWatcher::Listener {
   void OnRowChanges(const std::string& db, const std::string& table,
                     std::vector<RowChange> changes) override;
   void OnStreaming(bool streaming, const std::string& reason) override;
+  void OnTableReset(const std::string& db, const std::string& table) override;
 
   // Constant after construction.
   const Options options_;
@@ -133,6 +137,10 @@ class Engine : private BinlogWatcher::Listener {
   absl::Status last_error_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool binlog_streaming_ ABSL_GUARDED_BY(mu_) = false;
+  // Tables the binlog saw truncated/dropped/altered: replaced at the next
+  // reload, which is requested at once.
+  std::set<Key> reset_requested_ ABSL_GUARDED_BY(mu_);
+  bool reload_requested_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
   std::unique_ptr<BinlogWatcher> binlog_;
   const std::shared_ptr<RoundExecutor> executor_;

@@ -46,8 +46,9 @@ ABSL_FLAG(bool, binlog, true,
           "Follow the binlog for instant delivery (needs binlog_format=ROW and "
           "REPLICATION SLAVE); without it, messages are found by polling");
 ABSL_FLAG(uint32_t, binlog_server_id, 0,
-          "Replica server id used to follow the binlog; 0 picks one from the "
-          "process id (0x6dXXXXXX) that does not collide with usual replicas");
+          "Replica server id used to follow the binlog; 0 derives one from "
+          "the host name, --listen, the pid and a random value (logged), so "
+          "two msgqd do not evict each other's binlog stream");
 ABSL_FLAG(std::string, binlog_discovery, "fetch",
           "How rows named by the binlog are read: 'fetch' (by primary key, "
           "only those rows) or 'poll' (the event triggers a poll); for "
@@ -106,9 +107,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.binlog = absl::GetFlag(FLAGS_binlog);
-  if (absl::GetFlag(FLAGS_binlog_server_id) != 0) {
-    options.binlog_server_id = absl::GetFlag(FLAGS_binlog_server_id);
-  }
+  options.binlog_server_id =
+      absl::GetFlag(FLAGS_binlog_server_id) != 0
+          ? absl::GetFlag(FLAGS_binlog_server_id)
+          : msgq::BinlogWatcher::DefaultServerId(absl::GetFlag(FLAGS_listen));
   const std::string discovery = absl::GetFlag(FLAGS_binlog_discovery);
   if (discovery != "fetch" && discovery != "poll") {
     msgq::LogError("--binlog_discovery must be 'fetch' or 'poll'");

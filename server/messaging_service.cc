@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "server/grpc_status.h"
+#include "common/grpc_status.h"
 #include "server/stream_reactor.h"
 
 namespace msgq {
@@ -67,6 +67,14 @@ grpc::ServerUnaryReactor* MessagingService::ListTables(
       for (const std::string& c : s.message_cols) out->add_message_cols(c);
     }
   }
+  const BinlogWatcher::Status binlog = engine_->binlog_status();
+  v1::BinlogStatus* b = response->mutable_binlog();
+  b->set_streaming(binlog.streaming);
+  b->set_server_id(binlog.server_id);
+  b->set_last_error(binlog.last_error);
+  b->set_position_resets(binlog.position_resets);
+  b->set_evictions(binlog.evictions);
+  b->set_position(binlog.position);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;

@@ -1,6 +1,6 @@
 #include "server/stream_reactor.h"
 
-#include "server/grpc_status.h"
+#include "common/grpc_status.h"
 
 namespace msgq {
 

@@ -217,5 +217,49 @@ TEST_F(EngineHardeningTest, ShutdownFinishesWithinItsDeadlineWhenMysqlHangs) {
   EXPECT_THAT(server_->Log(), HasSubstr("did not flush within 2s"));
 }
 
+// 13. TRUNCATE of a message table (followed from the binlog) resets its
+// manager: rows that no longer exist are never delivered from the cache.
+TEST_F(EngineHardeningTest, TruncatedRowsAreNotDeliveredFromTheCache) {
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("q", "vt_poller_interval=30,vt_batch_size=1"));
+  ASSERT_NO_FATAL_FAILURE(StartServer(
+      {"--schema_reload_interval=1h", "--max_batches_per_subscriber=1"}));
+  ASSERT_TRUE(Eventually(
+      [&] { return FindTable(stub_.get(), "q").discovery() == "binlog"; },
+      absl::Seconds(10)));
+  // Rows large enough that a stream nobody reads fills its flow-control
+  // window after a few, so the rest stay queued in msgqd's cache.
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("INSERT INTO msgq.q (id, message) SELECT seq, JSON_OBJECT('p', "
+           "REPEAT('x', 300000)) FROM seq_1_to_40"));
+  grpc::ClientContext stuck;
+  v1::MessageStreamRequest request;
+  request.set_name("q");
+  auto reader = stub_->MessageStream(&stuck, request);
+  v1::MessageStreamResponse fields;
+  ASSERT_TRUE(reader->Read(&fields));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const v1::TableStatus t = FindTable(stub_.get(), "q");
+        return t.cached() > 10 && t.in_flight() == 0;
+      },
+      absl::Seconds(20)))
+      << FindTable(stub_.get(), "q").DebugString();
+  ASSERT_NO_FATAL_FAILURE(Exec("TRUNCATE TABLE msgq.q"));
+  EXPECT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "q").cached() == 0; },
+                 absl::Seconds(10)))
+      << FindTable(stub_.get(), "q").DebugString();
+  stuck.TryCancel();
+  (void)reader->Finish();
+  StreamCollector s(stub_.get(), "q");
+  ASSERT_TRUE(s.WaitForFields(absl::Seconds(10)));
+  EXPECT_FALSE(s.WaitForRows(1, absl::Seconds(2)));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("INSERT INTO msgq.q (id, message) VALUES (7, '{}')"));
+  ASSERT_TRUE(s.WaitForRows(1, absl::Seconds(10)));
+  EXPECT_THAT(s.ids(), ElementsAre("7"));
+}
+
 }  // namespace
 }  // namespace msgq::testing
