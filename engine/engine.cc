@@ -29,8 +29,15 @@ Engine::Engine(Options options, Clock* clock, JitterSource* jitter)
     : options_(std::move(options)),
       clock_(clock),
       jitter_(jitter),
-      executor_(std::make_shared<RoundExecutor>(options_.worker_threads,
-                                                clock)) {}
+      pool_(std::make_shared<MysqlPool>(
+          PoolOptions{.max_connections = PoolSize(options_),
+                      .max_idle = PoolSize(options_)},
+          options_.mysql)),
+      executor_(std::make_shared<RoundExecutor>(PoolSize(options_), clock)) {}
+
+int Engine::PoolSize(const Options& options) {
+  return std::max(1, options.max_connections - (options.binlog ? 2 : 0));
+}
 
 Engine::~Engine() { Stop(); }
 
@@ -170,16 +177,14 @@ void Engine::ReloadLoop() {
 absl::Status Engine::Reload() {
   absl::MutexLock reload_lock(&reload_mu_);
   absl::StatusOr<SchemaSnapshot> snapshot;
-  if (reload_conn_ == nullptr || reload_conn_->broken()) {
-    reload_conn_.reset();
-    auto conn = MysqlConnection::Connect(options_.mysql);
-    if (conn.ok())
-      reload_conn_ = *std::move(conn);
-    else
+  {
+    absl::StatusOr<MysqlPool::Lease> conn =
+        pool_->Borrow(MysqlMessageStore::kBorrowTimeout);
+    if (conn.ok()) {
+      snapshot = LoadSchema(**conn, options_.databases);
+    } else {
       snapshot = conn.status();
-  }
-  if (reload_conn_ != nullptr) {
-    snapshot = LoadSchema(*reload_conn_, options_.databases);
+    }
   }
   if (!snapshot.ok()) {
     absl::MutexLock lock(&mu_);
@@ -232,7 +237,8 @@ absl::Status Engine::Reload() {
     absl::StatusOr<MessageTable> table =
         BuildMessageTable(def.keyspace, def.name, def.comment, def.columns);
     if (table.ok()) {
-      auto store = std::make_unique<MysqlMessageStore>(*table, options_.mysql);
+      auto store = std::make_unique<MysqlMessageStore>(*table, options_.mysql,
+                                                       pool_.get());
       entry.manager = std::make_shared<MessageManager>(
           *std::move(table), std::move(store), clock_, jitter_,
           options_.manager, executor_);

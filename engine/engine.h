@@ -34,6 +34,7 @@
 #include "engine/clock.h"
 #include "engine/message_manager.h"
 #include "engine/mysql_connection.h"
+#include "engine/mysql_pool.h"
 #include "engine/round_executor.h"
 #include "engine/schema_loader.h"
 
@@ -47,8 +48,12 @@ class Engine : private BinlogWatcher::Listener {
     std::vector<std::string> databases;
     absl::Duration reload_interval = absl::Seconds(10);
     MessageManager::Options manager;
-    // Threads that run every table's rounds of MySQL work (at least 1).
-    int worker_threads = 4;
+    // MySQL connections msgqd may hold at once, all tables together
+    // (--mysql_max_connections): the binlog follower takes 2 of them (its
+    // dump and a control connection), the rest form the pool every table's
+    // rounds and the schema reloads borrow from. At least 3 with the
+    // binlog, 1 without.
+    int max_connections = 8;
     // Follow the binlog for instant delivery (falls back to polling when the
     // server does not allow it).
     bool binlog = true;
@@ -64,6 +69,10 @@ class Engine : private BinlogWatcher::Listener {
     MessageManager::Stats stats;
     std::string discovery = "poll";
   };
+
+  // The connections of the pool for `options` (max_connections less the
+  // binlog follower's), at least 1.
+  static int PoolSize(const Options& options);
 
   Engine(Options options, Clock* clock, JitterSource* jitter);
   ~Engine();
@@ -126,9 +135,8 @@ class Engine : private BinlogWatcher::Listener {
   JitterSource* const jitter_;
 
   // Serializes reloads (the reload thread and tests); held across MySQL by
-  // design: it guards only reload_conn_, never request paths.
+  // design: it guards no request path.
   absl::Mutex reload_mu_ ABSL_ACQUIRED_BEFORE(mu_);
-  std::unique_ptr<MysqlConnection> reload_conn_ ABSL_GUARDED_BY(reload_mu_);
 
   mutable absl::Mutex mu_;
   absl::CondVar wake_;
@@ -143,6 +151,10 @@ class Engine : private BinlogWatcher::Listener {
   bool reload_requested_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
   std::unique_ptr<BinlogWatcher> binlog_;
+  // The connections of every table's rounds and of reloads; as many
+  // workers run rounds as the pool has connections, so a round never waits
+  // for one (except behind a reload).
+  const std::shared_ptr<MysqlPool> pool_;
   const std::shared_ptr<RoundExecutor> executor_;
 };
 

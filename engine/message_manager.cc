@@ -390,9 +390,15 @@ void MessageManager::Flush() {
     last.round = RoundScheduler::Round();
   }
   DoWrites(last);
+  store_->EndRound();
 }
 
 void MessageManager::DoWork(Work work) {
+  // Whatever happens, the round's connection goes back to the pool.
+  struct EndRound {
+    MessageStore* store;
+    ~EndRound() { store->EndRound(); }
+  } end_round{store_.get()};
   // When MySQL is unreachable the round ends: one failure per round sets the
   // backoff, and no further statement waits on a dead server.
   if (!DoWrites(work)) return;

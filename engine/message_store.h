@@ -78,6 +78,10 @@ class MessageStore {
 
   // Deletes at most `limit` rows acked before `cutoff`; returns how many.
   virtual absl::StatusOr<int64_t> Purge(int64_t cutoff, int limit) = 0;
+
+  // The manager's round is over: give back whatever connection the round
+  // borrowed, so an idle table holds none.
+  virtual void EndRound() {}
 };
 
 }  // namespace msgq

@@ -26,13 +26,15 @@ int64_t ParseInt(const char* value, unsigned long length) {
 
 }  // namespace
 
-MysqlMessageStore::MysqlMessageStore(MessageTable table, MysqlOptions options)
+MysqlMessageStore::MysqlMessageStore(MessageTable table, MysqlOptions options,
+                                     MysqlPool* pool)
     : table_(std::move(table)),
       options_(std::move(options)),
       quoted_table_(absl::StrCat(QuoteIdentifier(table_.keyspace), ".",
                                  QuoteIdentifier(table_.name))),
       log_name_(
-          absl::StrCat("table `", table_.keyspace, "`.`", table_.name, "`")) {
+          absl::StrCat("table `", table_.keyspace, "`.`", table_.name, "`")),
+      pool_(pool) {
   // Columns 0..3 are bookkeeping; the streamed ones follow, id first.
   std::vector<std::string> cols = {"`priority`", "`time_next`", "`epoch`"};
   for (const Column& c : table_.streamed)
@@ -42,6 +44,21 @@ MysqlMessageStore::MysqlMessageStore(MessageTable table, MysqlOptions options)
 }
 
 absl::StatusOr<MysqlConnection*> MysqlMessageStore::Conn() {
+  if (pool_ != nullptr) {
+    if (lease_.has_value() && (*lease_)->broken()) lease_.reset();
+    if (!lease_.has_value()) {
+      absl::StatusOr<MysqlPool::Lease> lease = pool_->Borrow(kBorrowTimeout);
+      if (!lease.ok()) {
+        if (lease.status().code() != absl::StatusCode::kResourceExhausted) {
+          return lease.status();
+        }
+        return absl::UnavailableError(absl::StrCat(
+            lease.status().message(), " (--mysql_max_connections): retry"));
+      }
+      lease_.emplace(*std::move(lease));
+    }
+    return lease_->get();
+  }
   if (conn_ == nullptr || conn_->broken()) {
     conn_.reset();
     absl::StatusOr<std::unique_ptr<MysqlConnection>> conn =
@@ -54,6 +71,7 @@ absl::StatusOr<MysqlConnection*> MysqlMessageStore::Conn() {
 
 absl::Status MysqlMessageStore::Check(absl::Status status) {
   if (conn_ != nullptr && conn_->broken()) conn_.reset();
+  if (lease_.has_value() && (*lease_)->broken()) lease_.reset();
   return status;
 }
 

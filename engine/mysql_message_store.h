@@ -18,12 +18,14 @@
 #define MSGQ_ENGINE_MYSQL_MESSAGE_STORE_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/directives.h"
 #include "engine/message_store.h"
 #include "engine/message_table.h"
 #include "engine/mysql_connection.h"
+#include "engine/mysql_pool.h"
 
 namespace msgq {
 
@@ -33,7 +35,16 @@ size_t StatementLimit(int64_t max_allowed_packet);
 
 class MysqlMessageStore final : public MessageStore {
  public:
-  MysqlMessageStore(MessageTable table, MysqlOptions options);
+  // With a `pool` (not owned; it must outlive the store), statements borrow
+  // one of its connections for the rest of the round (EndRound gives it
+  // back); a connection not free within kBorrowTimeout is UNAVAILABLE
+  // (retry later). Without one, the store keeps a connection of its own.
+  MysqlMessageStore(MessageTable table, MysqlOptions options,
+                    MysqlPool* pool = nullptr);
+
+  static constexpr absl::Duration kBorrowTimeout = absl::Seconds(5);
+
+  void EndRound() override { lease_.reset(); }
 
   // Rows read by one poll at most, whatever the caller asks: the poll's
   // LIMIT is clamped to [0, kMaxPollRows] so it can neither overflow nor
@@ -92,7 +103,9 @@ class MysqlMessageStore final : public MessageStore {
   const std::string quoted_table_;  // `db`.`t`
   const std::string log_name_;      // table `db`.`t`
   std::string select_prefix_;       // SELECT id, priority, ... FROM `db`.`t`
-  std::unique_ptr<MysqlConnection> conn_;
+  MysqlPool* const pool_;  // may be null
+  std::optional<MysqlPool::Lease> lease_;   // with a pool
+  std::unique_ptr<MysqlConnection> conn_;   // without one
   int64_t skipped_ids_ = 0;
 };
 

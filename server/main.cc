@@ -53,6 +53,10 @@ ABSL_FLAG(std::string, binlog_discovery, "fetch",
           "How rows named by the binlog are read: 'fetch' (by primary key, "
           "only those rows) or 'poll' (the event triggers a poll); for "
           "measurements");
+ABSL_FLAG(int, mysql_max_connections, 8,
+          "MySQL connections msgqd holds at most, however many tables it "
+          "serves: 2 follow the binlog, the rest are shared by every table "
+          "(at least 3 with --binlog, 1 without)");
 ABSL_FLAG(absl::Duration, shutdown_timeout, absl::Seconds(10),
           "On SIGTERM/SIGINT, how long tables may take to flush their "
           "postpones and acks (in parallel) before msgqd exits anyway");
@@ -107,6 +111,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.binlog = absl::GetFlag(FLAGS_binlog);
+  options.max_connections = absl::GetFlag(FLAGS_mysql_max_connections);
+  if (options.max_connections < (options.binlog ? 3 : 1)) {
+    msgq::LogError("--mysql_max_connections must be at least ",
+                   options.binlog ? "3 with --binlog (2 follow the binlog)"
+                                  : "1");
+    return 2;
+  }
   options.binlog_server_id =
       absl::GetFlag(FLAGS_binlog_server_id) != 0
           ? absl::GetFlag(FLAGS_binlog_server_id)

@@ -261,5 +261,68 @@ TEST_F(EngineHardeningTest, TruncatedRowsAreNotDeliveredFromTheCache) {
   EXPECT_THAT(s.ids(), ElementsAre("7"));
 }
 
+// 16. msgqd lives within its MySQL connection budget however many tables
+// it serves, and never takes the application's connections: 500 message
+// tables on a MariaDB with the stock max_connections=151, subscribers on 20
+// of them; msgqd (its own user, to count it) never holds more than
+// --mysql_max_connections, every subscribed table is served, and another
+// client can always connect.
+TEST_F(EngineHardeningTest, ManyTablesStayWithinTheConnectionBudget) {
+  constexpr int kTables = 500;
+  // The private server allows more; a stock MariaDB allows 151.
+  ASSERT_NO_FATAL_FAILURE(Exec("SET GLOBAL max_connections = 151"));
+  ASSERT_NO_FATAL_FAILURE(Exec("USE msgq"));
+  for (int i = 0; i < kTables; ++i) {
+    ASSERT_NO_FATAL_FAILURE(Exec(MessageTableDdl(
+        absl::StrCat("t", i), MessageComment("vt_poller_interval=0.5"))));
+  }
+  ASSERT_NO_FATAL_FAILURE(Exec("CREATE USER 'msgqd'@'localhost'"));
+  ASSERT_NO_FATAL_FAILURE(Exec("GRANT ALL ON *.* TO 'msgqd'@'localhost'"));
+  ASSERT_NO_FATAL_FAILURE(
+      StartServer({"--mysql_user=msgqd", "--mysql_max_connections=8",
+                   "--schema_reload_interval=2s"}));
+  std::atomic<int> most{0};
+  std::atomic<bool> done{false};
+  std::thread watcher([&] {
+    auto conn = db_->Connect();
+    if (!conn.ok()) return;
+    while (!done) {
+      absl::StatusOr<QueryResult> r = (*conn)->Query(
+          "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE "
+          "USER = 'msgqd'");
+      int n = 0;
+      if (r.ok() && !r->rows.empty() && r->rows[0][0].has_value()) {
+        (void)absl::SimpleAtoi(*r->rows[0][0], &n);
+      }
+      most = std::max(most.load(), n);
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  });
+  std::vector<std::unique_ptr<StreamCollector>> streams;
+  for (int i = 0; i < 20; ++i) {
+    streams.push_back(std::make_unique<StreamCollector>(
+        stub_.get(), absl::StrCat("t", i * 25)));
+  }
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_NO_FATAL_FAILURE(
+        Exec(absl::StrCat("INSERT INTO msgq.t", i * 25,
+                          " (id, message) VALUES (", i, ", '{}')")));
+  }
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_TRUE(streams[i]->WaitForRows(1, absl::Seconds(30)))
+        << "t" << i * 25 << ": " << streams[i]->status().error_message();
+    EXPECT_THAT(streams[i]->ids(), ElementsAre(absl::StrCat(i)));
+  }
+  // Another client (the application) can connect while msgqd runs.
+  auto app = db_->Connect();
+  EXPECT_TRUE(app.ok()) << app.status();
+  done = true;
+  watcher.join();
+  EXPECT_LE(most.load(), 8);
+  EXPECT_GE(most.load(), 1);
+  const v1::TableStatus last = FindTable(stub_.get(), "t499");
+  EXPECT_TRUE(last.loaded()) << last.error();
+}
+
 }  // namespace
 }  // namespace msgq::testing
