@@ -32,10 +32,10 @@ TEST(GrpcStatusTest, RetryableStreamErrors) {
   }
   for (absl::StatusCode code :
        {absl::StatusCode::kNotFound, absl::StatusCode::kInvalidArgument,
-        absl::StatusCode::kFailedPrecondition,
-        absl::StatusCode::kUnimplemented, absl::StatusCode::kPermissionDenied,
-        absl::StatusCode::kUnauthenticated, absl::StatusCode::kAlreadyExists,
-        absl::StatusCode::kOutOfRange, absl::StatusCode::kDataLoss}) {
+        absl::StatusCode::kFailedPrecondition, absl::StatusCode::kUnimplemented,
+        absl::StatusCode::kPermissionDenied, absl::StatusCode::kUnauthenticated,
+        absl::StatusCode::kAlreadyExists, absl::StatusCode::kOutOfRange,
+        absl::StatusCode::kDataLoss}) {
     EXPECT_FALSE(IsRetryableStreamError(absl::Status(code, "x"))) << code;
   }
 }

@@ -28,8 +28,8 @@ constexpr uint8_t kChecksumCrc32 = 1;
 struct Value {
   bool is_null = true;
   bool integer = false;
-  uint64_t bits = 0;         // integer: raw little-endian bits
-  absl::string_view bytes;   // string types
+  uint64_t bits = 0;        // integer: raw little-endian bits
+  absl::string_view bytes;  // string types
 };
 
 int64_t SignExtend(uint64_t bits, size_t size) {
@@ -49,7 +49,8 @@ std::optional<int64_t> IntOf(const Value& v, uint8_t type) {
 }  // namespace
 
 BinlogDecoder::BinlogDecoder(ColumnsLookup lookup, size_t max_tables)
-    : lookup_(std::move(lookup)), max_tables_(std::max<size_t>(1, max_tables)) {}
+    : lookup_(std::move(lookup)),
+      max_tables_(std::max<size_t>(1, max_tables)) {}
 
 absl::StatusOr<DecodedEvent> BinlogDecoder::Decode(absl::string_view event) {
   Reader header(event);
@@ -94,8 +95,8 @@ absl::StatusOr<DecodedEvent> BinlogDecoder::Decode(absl::string_view event) {
       Commit(&out);
       return out;
     case kQueryEvent:
-      if (absl::Status s = DecodeQuery(static_cast<uint32_t>(server_id), body,
-                                       &out);
+      if (absl::Status s =
+              DecodeQuery(static_cast<uint32_t>(server_id), body, &out);
           !s.ok()) {
         return s;
       }
@@ -103,8 +104,12 @@ absl::StatusOr<DecodedEvent> BinlogDecoder::Decode(absl::string_view event) {
     case kTableMapEvent:
       if (absl::Status s = DecodeTableMap(body); !s.ok()) return s;
       return out;
-    case kWriteRowsV1: case kUpdateRowsV1: case kDeleteRowsV1:
-    case kWriteRowsV2: case kUpdateRowsV2: case kDeleteRowsV2:
+    case kWriteRowsV1:
+    case kUpdateRowsV1:
+    case kDeleteRowsV1:
+    case kWriteRowsV2:
+    case kUpdateRowsV2:
+    case kDeleteRowsV2:
       if (absl::Status s = DecodeRows(out.type, body, &out); !s.ok()) {
         return s;
       }
@@ -116,8 +121,8 @@ absl::StatusOr<DecodedEvent> BinlogDecoder::Decode(absl::string_view event) {
         auto it = tables_.find(table_id);
         if (it != tables_.end() && it->second.columns.has_value()) {
           return absl::UnimplementedError(absl::StrCat(
-              "compressed rows events (log_bin_compress) of ",
-              it->second.db, ".", it->second.table, " are not decoded"));
+              "compressed rows events (log_bin_compress) of ", it->second.db,
+              ".", it->second.table, " are not decoded"));
         }
       }
       return out;
@@ -273,8 +278,8 @@ absl::Status BinlogDecoder::DecodeRows(uint8_t type, absl::string_view body,
       size_t prefix = 0, size = 0;
       if (absl::Status s = ValueSize(ctype, t.meta[i], r, &prefix, &size);
           !s.ok()) {
-        return absl::Status(s.code(), absl::StrCat(s.message(), " (", t.db,
-                                                   ".", t.table, ")"));
+        return absl::Status(
+            s.code(), absl::StrCat(s.message(), " (", t.db, ".", t.table, ")"));
       }
       Value& v = values[i];
       v.is_null = false;
@@ -293,9 +298,8 @@ absl::Status BinlogDecoder::DecodeRows(uint8_t type, absl::string_view body,
     RowChange change;
     change.deleted = deleted;
     if (id.integer) {
-      const bool is_unsigned = t.is_unsigned.empty()
-                                   ? cols.id_unsigned
-                                   : t.is_unsigned[cols.id];
+      const bool is_unsigned =
+          t.is_unsigned.empty() ? cols.id_unsigned : t.is_unsigned[cols.id];
       const size_t bytes = IntegerSize(id_type);
       change.id = is_unsigned ? absl::StrCat(id.bits)
                               : absl::StrCat(SignExtend(id.bits, bytes));
@@ -303,14 +307,13 @@ absl::Status BinlogDecoder::DecodeRows(uint8_t type, absl::string_view body,
                id_type == kString || id_type == kBlob) {
       change.id = std::string(id.bytes);
     } else {
-      return absl::UnimplementedError(absl::StrCat(
-          "binlog: id column type ", id_type, " of ", t.db, ".", t.table,
-          " is not decoded"));
+      return absl::UnimplementedError(absl::StrCat("binlog: id column type ",
+                                                   id_type, " of ", t.db, ".",
+                                                   t.table, " is not decoded"));
     }
-    change.priority =
-        IntOf(values[cols.priority], static_cast<uint8_t>(
-                                         t.types[cols.priority]))
-            .value_or(0);
+    change.priority = IntOf(values[cols.priority],
+                            static_cast<uint8_t>(t.types[cols.priority]))
+                          .value_or(0);
     change.time_next = IntOf(values[cols.time_next],
                              static_cast<uint8_t>(t.types[cols.time_next]));
     change.time_acked = IntOf(values[cols.time_acked],

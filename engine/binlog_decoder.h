@@ -98,8 +98,9 @@ class BinlogDecoder {
   // verified). DATA_LOSS: malformed (the size field must equal
   // event.size()); UNIMPLEMENTED: a rows event of a message table that
   // cannot be decoded (a column type that cannot be measured, an id type
-  // not decoded, a compressed body): its rows must be found by a poll. On error nothing is reported for
-  // the event (the message names the table of a rows event).
+  // not decoded, a compressed body): its rows must be found by a poll. On error
+  // nothing is reported for the event (the message names the table of a rows
+  // event).
   absl::StatusOr<DecodedEvent> Decode(absl::string_view event);
 
   // Entries in the table-id map (for tests and status).
@@ -109,8 +110,8 @@ class BinlogDecoder {
  private:
   struct MappedTable {
     std::string db, table;
-    std::string types;     // one byte per column
-    std::vector<uint16_t> meta;  // per column
+    std::string types;              // one byte per column
+    std::vector<uint16_t> meta;     // per column
     std::vector<bool> is_unsigned;  // from optional metadata, may be empty
     std::optional<BookkeepingColumns> columns;
   };

@@ -30,9 +30,9 @@ constexpr uint8_t kTinyT = 1, kBigT = 8, kBlobT = 252, kVarcharT = 15;
 
 // The schema's demo table: id bigint, priority tinyint, epoch bigint,
 // time_next bigint, time_acked bigint, message json (a LONGBLOB).
-const std::vector<Column> kDemo = {{kBigT, ""},  {kTinyT, ""},
-                                   {kBigT, ""},  {kBigT, ""},
-                                   {kBigT, ""},  {kBlobT, Le(4, 1)}};
+const std::vector<Column> kDemo = {{kBigT, ""}, {kTinyT, ""},
+                                   {kBigT, ""}, {kBigT, ""},
+                                   {kBigT, ""}, {kBlobT, Le(4, 1)}};
 const BookkeepingColumns kDemoColumns{6, 0, 1, 3, 4};
 
 std::string DemoRow(int64_t id, int8_t priority, std::optional<int64_t> next,
@@ -61,8 +61,7 @@ class BinlogDecoderTest : public ::testing::Test {
     return d.ok() ? *std::move(d) : DecodedEvent{};
   }
 
-  std::map<std::string, BookkeepingColumns> known_ = {
-      {"app.q", kDemoColumns}};
+  std::map<std::string, BookkeepingColumns> known_ = {{"app.q", kDemoColumns}};
   int lookups_ = 0;
   BinlogDecoder decoder_;
 };
@@ -70,9 +69,9 @@ class BinlogDecoderTest : public ::testing::Test {
 TEST_F(BinlogDecoderTest, InsertReportsBookkeepingColumnsOfEachRow) {
   Ok(TableMap(7, "app", "q", kDemo));
   EXPECT_EQ(lookups_, 1);
-  DecodedEvent d = Ok(Rows(kWriteRowsV1, 7, 6,
-                           {DemoRow(1, 50, 0, std::nullopt),
-                            DemoRow(-2, -3, 5, 9, std::nullopt)}));
+  DecodedEvent d = Ok(Rows(
+      kWriteRowsV1, 7, 6,
+      {DemoRow(1, 50, 0, std::nullopt), DemoRow(-2, -3, 5, 9, std::nullopt)}));
   EXPECT_EQ(d.db, "app");
   EXPECT_EQ(d.table, "q");
   ASSERT_EQ(d.changes.size(), 2u);
@@ -89,11 +88,10 @@ TEST_F(BinlogDecoderTest, InsertReportsBookkeepingColumnsOfEachRow) {
 
 TEST_F(BinlogDecoderTest, UpdateReportsAfterImagesAndDeleteTheRowsGone) {
   Ok(TableMap(7, "app", "q", kDemo));
-  DecodedEvent u = Ok(Rows(kUpdateRowsV2, 7, 6,
-                           {DemoRow(1, 50, 0, std::nullopt),
-                            DemoRow(1, 50, std::nullopt, 123),
-                            DemoRow(2, 10, 0, std::nullopt),
-                            DemoRow(2, 10, 77, std::nullopt)}));
+  DecodedEvent u = Ok(Rows(
+      kUpdateRowsV2, 7, 6,
+      {DemoRow(1, 50, 0, std::nullopt), DemoRow(1, 50, std::nullopt, 123),
+       DemoRow(2, 10, 0, std::nullopt), DemoRow(2, 10, 77, std::nullopt)}));
   ASSERT_EQ(u.changes.size(), 2u);
   EXPECT_EQ(u.changes[0].id, "1");
   EXPECT_EQ(u.changes[0].time_next, std::nullopt);
@@ -110,32 +108,32 @@ TEST_F(BinlogDecoderTest, UpdateReportsAfterImagesAndDeleteTheRowsGone) {
 TEST_F(BinlogDecoderTest, TextIdsAndEveryOtherColumnTypeAreMeasured) {
   // id varchar(64), then columns of every kind before the bookkeeping ones.
   const std::vector<Column> cols = {
-      {kVarcharT, Le(256, 2)},     // id varchar(64) utf8mb4: 2-byte prefix
-      {246, "\x14\x06"},           // decimal(20,6)
-      {18, Le(6, 1)},              // datetime(6)
-      {17, Le(3, 1)},              // timestamp(3)
-      {10, ""},                    // date
-      {19, Le(2, 1)},              // time(2)
-      {13, ""},                    // year
-      {4, Le(4, 1)},               // float
-      {5, Le(8, 1)},               // double
-      {254, "\xf7\x01"},           // enum (1 byte)
-      {254, "\xf8\x01"},           // set (1 byte)
-      {16, Le(2, 1) + Le(1, 1)},   // bit(10): 2 bits + 1 byte
-      {254, "\xfe\x28"},           // char(10) utf8mb4 (40 bytes max)
-      {254, "\xee\xfc"},           // char(255) utf8mb4: 1020 bytes, 2-byte len
-      {kBlobT, Le(2, 1)},          // text
-      {9, ""},                     // mediumint (priority)
-      {kBigT, ""},                 // time_next
-      {kBigT, ""},                 // time_acked
+      {kVarcharT, Le(256, 2)},    // id varchar(64) utf8mb4: 2-byte prefix
+      {246, "\x14\x06"},          // decimal(20,6)
+      {18, Le(6, 1)},             // datetime(6)
+      {17, Le(3, 1)},             // timestamp(3)
+      {10, ""},                   // date
+      {19, Le(2, 1)},             // time(2)
+      {13, ""},                   // year
+      {4, Le(4, 1)},              // float
+      {5, Le(8, 1)},              // double
+      {254, "\xf7\x01"},          // enum (1 byte)
+      {254, "\xf8\x01"},          // set (1 byte)
+      {16, Le(2, 1) + Le(1, 1)},  // bit(10): 2 bits + 1 byte
+      {254, "\xfe\x28"},          // char(10) utf8mb4 (40 bytes max)
+      {254, "\xee\xfc"},          // char(255) utf8mb4: 1020 bytes, 2-byte len
+      {kBlobT, Le(2, 1)},         // text
+      {9, ""},                    // mediumint (priority)
+      {kBigT, ""},                // time_next
+      {kBigT, ""},                // time_acked
   };
   known_["app.t"] = BookkeepingColumns{18, 0, 15, 16, 17};
   Ok(TableMap(9, "app", "t", cols));
   auto row = [](const std::string& id) {
     return Image({Le(id.size(), 2) + id, std::string(10, 'd'),
-                  std::string(8, 'D'), std::string(6, 'T'), "abc", "tim4",
-                  "y", "flt4", "double88", "\x02", "\x03", "bb",
-                  VarStr("abc"), Le(3, 2) + "xyz", Le(5, 2) + "hello",
+                  std::string(8, 'D'), std::string(6, 'T'), "abc", "tim4", "y",
+                  "flt4", "double88", "\x02", "\x03", "bb", VarStr("abc"),
+                  Le(3, 2) + "xyz", Le(5, 2) + "hello",
                   Le(0xfffffe, 3) /* -2 */, Le(42, 8), std::nullopt});
   };
   DecodedEvent d = Ok(Rows(kWriteRowsV1, 9, 18, {row("07"), row("+7")}));
@@ -169,9 +167,9 @@ TEST_F(BinlogDecoderTest, RowsOfOtherTablesOrChangedTablesAreSkipped) {
   std::vector<Column> wider = kDemo;
   wider.push_back({kBigT, ""});
   Ok(TableMap(8, "app", "q", wider));
-  EXPECT_TRUE(Ok(Rows(kWriteRowsV1, 8, 7,
-                      {DemoRow(1, 0, 0, 0) + std::string(8, '\0')}))
-                  .changes.empty());
+  EXPECT_TRUE(
+      Ok(Rows(kWriteRowsV1, 8, 7, {DemoRow(1, 0, 0, 0) + std::string(8, '\0')}))
+          .changes.empty());
   // Unknown table id.
   EXPECT_TRUE(
       Ok(Rows(kWriteRowsV1, 99, 6, {DemoRow(1, 0, 0, 0)})).changes.empty());
@@ -211,8 +209,8 @@ TEST_F(BinlogDecoderTest, TruncatedEventsAreDataLoss) {
       Rows(kUpdateRowsV1, 7, 6,
            {DemoRow(1, 50, 0, std::nullopt), DemoRow(1, 50, 1, 2)});
   Ok(map);
-  for (const std::string& whole : {map, rows, Gtid(1, 0, false),
-                                   Query("app", "BEGIN")}) {
+  for (const std::string& whole :
+       {map, rows, Gtid(1, 0, false), Query("app", "BEGIN")}) {
     for (size_t n = 0; n < whole.size(); ++n) {
       std::string cut = whole.substr(0, n);
       if (n >= 13) cut.replace(9, 4, Le(n, 4));
@@ -265,8 +263,9 @@ TEST_F(BinlogDecoderTest, DdlOfMessageTablesIsReportedAsReset) {
   DecodedEvent d = Ok(Query("app", "TRUNCATE TABLE q"));
   EXPECT_THAT(d.committed_gtid, Optional(std::string("0-1-9")));
   EXPECT_THAT(d.resets, ElementsAre(TableName{"app", "q"}));
-  d = Ok(Query("app", "DROP TABLE IF EXISTS `x`, other.r, q "
-                      "/* generated by server */"));
+  d = Ok(Query("app",
+               "DROP TABLE IF EXISTS `x`, other.r, q "
+               "/* generated by server */"));
   EXPECT_THAT(d.resets,
               ElementsAre(TableName{"other", "r"}, TableName{"app", "q"}));
   EXPECT_TRUE(Ok(Query("app", "ALTER TABLE x ADD y int")).resets.empty());
@@ -307,9 +306,9 @@ TEST(BinlogDecoderTableMap, ClearedOnRotateAndBounded) {
 // Real events written by MariaDB (the fuzzer's seed corpus): a stream with
 // inserts, an update and a delete of msgq.q.
 TEST(BinlogDecoderRealEvents, DecodesACapturedStream) {
-  std::ifstream in(std::string(MSGQ_SOURCE_DIR) +
-                       "/fuzz/corpus/binlog_decoder/stream_q.bin",
-                   std::ios::binary);
+  std::ifstream in(
+      std::string(MSGQ_SOURCE_DIR) + "/fuzz/corpus/binlog_decoder/stream_q.bin",
+      std::ios::binary);
   ASSERT_TRUE(in.good());
   const std::string data((std::istreambuf_iterator<char>(in)),
                          std::istreambuf_iterator<char>());

@@ -34,9 +34,9 @@ inline std::string FormatDescription(bool crc32) {
   version.resize(50, '\0');
   std::string post(164, '\0');
   post[kTableMapEvent - 1] = 8;
-  return Event(kFormatDescriptionEvent,
-               Le(4, 2) + version + Le(0, 4) + Le(19, 1) + post +
-                   Le(crc32 ? 1 : 0, 1) + Le(0, 4));
+  return Event(kFormatDescriptionEvent, Le(4, 2) + version + Le(0, 4) +
+                                            Le(19, 1) + post +
+                                            Le(crc32 ? 1 : 0, 1) + Le(0, 4));
 }
 
 inline std::string Rotate() {

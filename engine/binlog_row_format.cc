@@ -10,7 +10,6 @@ absl::Status Malformed(absl::string_view what) {
   return absl::DataLossError(absl::StrCat("malformed binlog event: ", what));
 }
 
-
 bool IsIntegerType(uint8_t type) {
   return type == kTiny || type == kShort || type == kInt24 || type == kLong ||
          type == kLongLong;
@@ -23,11 +22,16 @@ bool IsNumericType(uint8_t type) {
 
 size_t IntegerSize(uint8_t type) {
   switch (type) {
-    case kTiny: return 1;
-    case kShort: return 2;
-    case kInt24: return 3;
-    case kLong: return 4;
-    default: return 8;
+    case kTiny:
+      return 1;
+    case kShort:
+      return 2;
+    case kInt24:
+      return 3;
+    case kLong:
+      return 4;
+    default:
+      return 8;
   }
 }
 
@@ -35,17 +39,30 @@ size_t IntegerSize(uint8_t type) {
 bool ReadMeta(uint8_t type, Reader* r, uint16_t* meta) {
   uint64_t a = 0, b = 0;
   switch (type) {
-    case kFloat: case kDouble: case kBlob: case kTinyBlob: case kMediumBlob:
-    case kLongBlob: case kGeometry: case kJson: case kTimestamp2:
-    case kDateTime2: case kTime2:
+    case kFloat:
+    case kDouble:
+    case kBlob:
+    case kTinyBlob:
+    case kMediumBlob:
+    case kLongBlob:
+    case kGeometry:
+    case kJson:
+    case kTimestamp2:
+    case kDateTime2:
+    case kTime2:
       if (!r->Uint(1, &a)) return false;
       *meta = static_cast<uint16_t>(a);
       return true;
-    case kVarchar: case kVarString: case kBit:
+    case kVarchar:
+    case kVarString:
+    case kBit:
       if (!r->Uint(2, &a)) return false;  // little-endian
       *meta = static_cast<uint16_t>(a);
       return true;
-    case kNewDecimal: case kString: case kEnum: case kSet:
+    case kNewDecimal:
+    case kString:
+    case kEnum:
+    case kSet:
       if (!r->Uint(1, &a) || !r->Uint(1, &b)) return false;  // big-endian
       *meta = static_cast<uint16_t>((a << 8) | b);
       return true;
@@ -67,22 +84,42 @@ absl::Status ValueSize(uint8_t type, uint16_t meta, Reader r, size_t* prefix,
   *prefix = 0;
   uint64_t n = 0;
   switch (type) {
-    case kTiny: case kShort: case kInt24: case kLong: case kLongLong:
+    case kTiny:
+    case kShort:
+    case kInt24:
+    case kLong:
+    case kLongLong:
       *size = IntegerSize(type);
       return absl::OkStatus();
-    case kNull: *size = 0; return absl::OkStatus();
-    case kYear: *size = 1; return absl::OkStatus();
-    case kDate: case kNewDate: case kTime: *size = 3; return absl::OkStatus();
-    case kTimestamp: *size = 4; return absl::OkStatus();
-    case kDateTime: *size = 8; return absl::OkStatus();
-    case kFloat: case kDouble:
+    case kNull:
+      *size = 0;
+      return absl::OkStatus();
+    case kYear:
+      *size = 1;
+      return absl::OkStatus();
+    case kDate:
+    case kNewDate:
+    case kTime:
+      *size = 3;
+      return absl::OkStatus();
+    case kTimestamp:
+      *size = 4;
+      return absl::OkStatus();
+    case kDateTime:
+      *size = 8;
+      return absl::OkStatus();
+    case kFloat:
+    case kDouble:
       *size = meta == 4 || meta == 8 ? meta : (type == kFloat ? 4 : 8);
       return absl::OkStatus();
-    case kTimestamp2: *size = 4 + (std::min<int>(meta, 6) + 1) / 2;
+    case kTimestamp2:
+      *size = 4 + (std::min<int>(meta, 6) + 1) / 2;
       return absl::OkStatus();
-    case kDateTime2: *size = 5 + (std::min<int>(meta, 6) + 1) / 2;
+    case kDateTime2:
+      *size = 5 + (std::min<int>(meta, 6) + 1) / 2;
       return absl::OkStatus();
-    case kTime2: *size = 3 + (std::min<int>(meta, 6) + 1) / 2;
+    case kTime2:
+      *size = 3 + (std::min<int>(meta, 6) + 1) / 2;
       return absl::OkStatus();
     case kNewDecimal: {
       const int precision = meta >> 8, scale = meta & 0xff;
@@ -93,15 +130,22 @@ absl::Status ValueSize(uint8_t type, uint16_t meta, Reader r, size_t* prefix,
     case kBit:
       *size = (meta >> 8) + ((meta & 0xff) > 0 ? 1 : 0);
       return absl::OkStatus();
-    case kVarchar: case kVarString:
+    case kVarchar:
+    case kVarString:
       *prefix = meta < 256 ? 1 : 2;
       break;
-    case kBlob: case kTinyBlob: case kMediumBlob: case kLongBlob:
-    case kGeometry: case kJson:
+    case kBlob:
+    case kTinyBlob:
+    case kMediumBlob:
+    case kLongBlob:
+    case kGeometry:
+    case kJson:
       if (meta < 1 || meta > 4) return Malformed("blob length size");
       *prefix = meta;
       break;
-    case kString: case kEnum: case kSet: {
+    case kString:
+    case kEnum:
+    case kSet: {
       uint8_t real = static_cast<uint8_t>(meta >> 8);
       unsigned length = meta & 0xff;
       if ((real & 0x30) != 0x30) {  // CHAR longer than 255 bytes
@@ -123,6 +167,5 @@ absl::Status ValueSize(uint8_t type, uint16_t meta, Reader r, size_t* prefix,
   *size = static_cast<size_t>(n);
   return absl::OkStatus();
 }
-
 
 }  // namespace msgq::binlog

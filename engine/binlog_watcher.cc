@@ -32,10 +32,9 @@ absl::string_view RawEvent(const MARIADB_RPL_EVENT& event) {
   if (event.raw_data == nullptr || event.raw_data_size < event.event_length) {
     return absl::string_view();
   }
-  return absl::string_view(
-      reinterpret_cast<const char*>(event.raw_data) + event.raw_data_size -
-          event.event_length,
-      event.event_length);
+  return absl::string_view(reinterpret_cast<const char*>(event.raw_data) +
+                               event.raw_data_size - event.event_length,
+                           event.event_length);
 }
 
 // The dump was refused for lack of privileges: a configuration problem, not
@@ -74,9 +73,9 @@ BinlogWatcher::~BinlogWatcher() { Stop(); }
 uint32_t BinlogWatcher::DeriveServerId(const std::string& host,
                                        const std::string& listen_address,
                                        int64_t pid, uint64_t random) {
-  const size_t h = absl::Hash<
-      std::tuple<std::string, std::string, int64_t, uint64_t>>{}(
-      std::make_tuple(host, listen_address, pid, random));
+  const size_t h =
+      absl::Hash<std::tuple<std::string, std::string, int64_t, uint64_t>>{}(
+          std::make_tuple(host, listen_address, pid, random));
   const uint32_t id = static_cast<uint32_t>(h ^ (uint64_t{h} >> 32));
   return id == 0 ? 1 : id;
 }
@@ -93,7 +92,8 @@ bool BinlogWatcher::PositionGone(const std::string& resume,
                                  const std::string& server) {
   auto parse = [](const std::string& list) {
     std::map<uint32_t, uint64_t> seq;
-    for (absl::string_view gtid : absl::StrSplit(list, ',', absl::SkipEmpty())) {
+    for (absl::string_view gtid :
+         absl::StrSplit(list, ',', absl::SkipEmpty())) {
       std::vector<absl::string_view> parts =
           absl::StrSplit(absl::StripAsciiWhitespace(gtid), '-');
       uint32_t domain = 0;
@@ -192,8 +192,10 @@ void BinlogWatcher::Run() {
           // Already at the server's own position: resetting again at once
           // would spin.
           if (last_problem != status.message()) {
-            LogWarning("binlog: stream interrupted, reconnecting with "
-                       "backoff: ", status.message());
+            LogWarning(
+                "binlog: stream interrupted, reconnecting with "
+                "backoff: ",
+                status.message());
           }
           wait = backoff.Next();
           break;
@@ -210,10 +212,13 @@ void BinlogWatcher::Run() {
         break;
       case absl::StatusCode::kAlreadyExists:
         if (evictions_logged_++ == 0) {
-          LogWarning("binlog: dump evicted by another replica with the same "
-                     "server id ", options_.server_id,
-                     " (another msgqd or a real replica); give each msgqd "
-                     "its own --binlog_server_id: ", status.message());
+          LogWarning(
+              "binlog: dump evicted by another replica with the same "
+              "server id ",
+              options_.server_id,
+              " (another msgqd or a real replica); give each msgqd "
+              "its own --binlog_server_id: ",
+              status.message());
         }
         wait = backoff.Next();
         break;
@@ -241,16 +246,17 @@ absl::Status BinlogWatcher::CheckPosition(
     if (!c.ok()) return absl::OkStatus();  // the dump shows real outages
     *control = *std::move(c);
   }
-  absl::StatusOr<QueryResult> pos = (*control)->Query("SELECT @@gtid_binlog_pos");
+  absl::StatusOr<QueryResult> pos =
+      (*control)->Query("SELECT @@gtid_binlog_pos");
   if (!pos.ok() || pos->rows.empty()) {
     control->reset();
     return absl::OkStatus();
   }
   const std::string server = pos->rows[0][0].value_or("");
   if (PositionGone(ConnectState(), server)) {
-    return absl::OutOfRangeError(absl::StrCat(
-        "the server's binlog position '", server, "' is behind '",
-        ConnectState(), "'"));
+    return absl::OutOfRangeError(absl::StrCat("the server's binlog position '",
+                                              server, "' is behind '",
+                                              ConnectState(), "'"));
   }
   return absl::OkStatus();
 }

@@ -123,8 +123,8 @@ class BinlogWatcher {
   // The derivation itself: never 0; the same inputs give the same id within
   // one process (absl::Hash is seeded per process).
   static uint32_t DeriveServerId(const std::string& host,
-                                 const std::string& listen_address,
-                                 int64_t pid, uint64_t random);
+                                 const std::string& listen_address, int64_t pid,
+                                 uint64_t random);
   // True if a stream resumed at `resume` ("d-s-n,..." GTIDs) cannot exist in
   // a server whose @@gtid_binlog_pos is `server`: some domain of `resume` is
   // missing there or has a lower sequence number (RESET MASTER, failover).

@@ -22,7 +22,8 @@ namespace msgq {
 namespace {
 
 TEST(BinlogWatcherServerId, DerivationUsesEveryInput) {
-  const uint32_t base = BinlogWatcher::DeriveServerId("host", "[::]:9000", 1, 7);
+  const uint32_t base =
+      BinlogWatcher::DeriveServerId("host", "[::]:9000", 1, 7);
   EXPECT_EQ(base, BinlogWatcher::DeriveServerId("host", "[::]:9000", 1, 7));
   EXPECT_NE(base, BinlogWatcher::DeriveServerId("host2", "[::]:9000", 1, 7));
   EXPECT_NE(base, BinlogWatcher::DeriveServerId("host", "[::]:9001", 1, 7));

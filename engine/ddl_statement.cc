@@ -31,8 +31,8 @@ std::optional<std::vector<Token>> Tokenize(absl::string_view sql) {
       ++i;
     } else if (c == '#' ||
                (c == '-' && i + 2 < n + 1 && sql.substr(i, 2) == "--" &&
-                (i + 2 == n ||
-                 absl::ascii_isspace(static_cast<unsigned char>(sql[i + 2]))))) {
+                (i + 2 == n || absl::ascii_isspace(
+                                   static_cast<unsigned char>(sql[i + 2]))))) {
       while (i < n && sql[i] != '\n') ++i;
     } else if (sql.substr(i, 2) == "/*") {
       // Executable comments (/*!50100 ... */, /*M!100500 ... */) are code:

@@ -78,14 +78,26 @@ TEST(ParseDdl, CreateOrReplace) {
 }
 
 TEST(ParseDdl, EverythingElseIsNone) {
-  for (const char* sql :
-       {"", "BEGIN", "COMMIT", "INSERT INTO q VALUES (1)",
-        "CREATE TABLE q (id int)", "DROP DATABASE app", "DROP VIEW q",
-        "DROP INDEX i ON q", "ALTER DATABASE app CHARACTER SET utf8mb4",
-        "TRUNCATE", "DROP TABLE", "DROP TABLE `unterminated",
-        "RENAME TABLE a", "RENAME TABLE a TO", "DROP TABLE q,",
-        "ALTER TABLE app.", "/* TRUNCATE q */ SELECT 1",
-        "-- TRUNCATE q\nSELECT 1", "SELECT 'TRUNCATE q'", "DROP USER x"}) {
+  for (const char* sql : {"",
+                          "BEGIN",
+                          "COMMIT",
+                          "INSERT INTO q VALUES (1)",
+                          "CREATE TABLE q (id int)",
+                          "DROP DATABASE app",
+                          "DROP VIEW q",
+                          "DROP INDEX i ON q",
+                          "ALTER DATABASE app CHARACTER SET utf8mb4",
+                          "TRUNCATE",
+                          "DROP TABLE",
+                          "DROP TABLE `unterminated",
+                          "RENAME TABLE a",
+                          "RENAME TABLE a TO",
+                          "DROP TABLE q,",
+                          "ALTER TABLE app.",
+                          "/* TRUNCATE q */ SELECT 1",
+                          "-- TRUNCATE q\nSELECT 1",
+                          "SELECT 'TRUNCATE q'",
+                          "DROP USER x"}) {
     DdlStatement d = ParseDdl("app", sql);
     EXPECT_EQ(d.kind, DdlStatement::kNone) << sql;
     EXPECT_THAT(d.tables, IsEmpty()) << sql;

@@ -101,9 +101,9 @@ absl::StatusOr<absl::Duration> ParseSeconds(absl::string_view name,
         "%s: \"%s\" is too large a number of seconds", name, value));
   }
   if (seconds > static_cast<double>(kMaxDurationSeconds)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: \"%s\" is more than %d seconds (100 years)", name, value,
-        kMaxDurationSeconds));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: \"%s\" is more than %d seconds (100 years)", name,
+                        value, kMaxDurationSeconds));
   }
   // Values below absl::Duration's resolution would otherwise become zero.
   const absl::Duration duration = absl::Seconds(seconds);
@@ -211,10 +211,12 @@ absl::StatusOr<TableSettings> ParseDirectives(absl::string_view comment) {
                    ParseSeconds(kPurgeAfter, purge_after));
   ASSIGN_OR_RETURN(const absl::string_view batch_size,
                    Required(raw, kBatchSize));
-  ASSIGN_OR_RETURN(settings.batch_size, ParseCount(kBatchSize, batch_size, kMaxBatchSize));
+  ASSIGN_OR_RETURN(settings.batch_size,
+                   ParseCount(kBatchSize, batch_size, kMaxBatchSize));
   ASSIGN_OR_RETURN(const absl::string_view cache_size,
                    Required(raw, kCacheSize));
-  ASSIGN_OR_RETURN(settings.cache_size, ParseCount(kCacheSize, cache_size, kMaxCacheSize));
+  ASSIGN_OR_RETURN(settings.cache_size,
+                   ParseCount(kCacheSize, cache_size, kMaxCacheSize));
   ASSIGN_OR_RETURN(const absl::string_view poller_interval,
                    Required(raw, kPollerInterval));
   ASSIGN_OR_RETURN(settings.poller_interval,

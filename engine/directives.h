@@ -26,8 +26,8 @@ namespace msgq {
 // The largest values a table may ask for. Above them a table fails to load
 // with a clear error instead of overflowing a statement's LIMIT, memory, or
 // int64 nanosecond times (now + 100 years still fits; 292 years would not).
-inline constexpr int kMaxCacheSize = 1000000;          // vt_cache_size
-inline constexpr int kMaxBatchSize = 10000;            // vt_batch_size
+inline constexpr int kMaxCacheSize = 1000000;               // vt_cache_size
+inline constexpr int kMaxBatchSize = 10000;                 // vt_batch_size
 inline constexpr int64_t kMaxDurationSeconds = 3153600000;  // 100 years
 
 // True when `comment` marks a message table (contains "vitess_message").

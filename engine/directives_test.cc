@@ -228,10 +228,12 @@ TEST(ParseDirectivesTest, DurationTooLarge) {
 // int64 nanoseconds or the poll's LIMIT, are load errors.
 TEST(ParseDirectivesTest, DurationsMustFitInt64NanosecondsWithHeadroom) {
   // 1e10 s is past int64 nanoseconds (about 9.2e9 s) yet a finite Duration.
-  for (const char* d : {"vt_ack_wait", "vt_purge_after", "vt_poller_interval"}) {
-    ExpectInvalid(absl::StrReplaceAll(kRequired, {{absl::StrCat(d, "="),
-                                                   absl::StrCat(d, "=1e10,x=")}}),
-                  {d, "\"1e10\" is more than 3153600000 seconds (100 years)"});
+  for (const char* d :
+       {"vt_ack_wait", "vt_purge_after", "vt_poller_interval"}) {
+    ExpectInvalid(
+        absl::StrReplaceAll(
+            kRequired, {{absl::StrCat(d, "="), absl::StrCat(d, "=1e10,x=")}}),
+        {d, "\"1e10\" is more than 3153600000 seconds (100 years)"});
   }
   for (const char* d : {"vt_min_backoff", "vt_max_backoff"}) {
     ExpectInvalid(WithRequired(absl::StrCat(d, "=1e10")),
@@ -239,8 +241,8 @@ TEST(ParseDirectivesTest, DurationsMustFitInt64NanosecondsWithHeadroom) {
   }
   ExpectInvalid(WithRequired("vt_max_backoff=3153600000.5"),
                 {"vt_max_backoff: \"3153600000.5\" is more than"});
-  const absl::StatusOr<TableSettings> ok = ParseDirectives(
-      WithRequired("vt_max_backoff=3153600000"));
+  const absl::StatusOr<TableSettings> ok =
+      ParseDirectives(WithRequired("vt_max_backoff=3153600000"));
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->max_backoff, absl::Seconds(3153600000));
 }
@@ -252,8 +254,8 @@ TEST(ParseDirectivesTest, CountsHaveDocumentedMaxima) {
   ExpectInvalid(absl::StrReplaceAll(kRequired, {{"vt_cache_size=10000",
                                                  "vt_cache_size=2147483647"}}),
                 {"vt_cache_size: \"2147483647\" is more than 1000000"});
-  ExpectInvalid(absl::StrReplaceAll(kRequired, {{"vt_batch_size=10",
-                                                 "vt_batch_size=10001"}}),
+  ExpectInvalid(absl::StrReplaceAll(
+                    kRequired, {{"vt_batch_size=10", "vt_batch_size=10001"}}),
                 {"vt_batch_size: \"10001\" is more than 10000"});
   ExpectInvalid(absl::StrReplaceAll(kRequired, {{"vt_batch_size=10",
                                                  "vt_batch_size=99999999999"}}),
@@ -267,8 +269,8 @@ TEST(ParseDirectivesTest, CountsHaveDocumentedMaxima) {
 }
 
 TEST(ParseDirectivesTest, CountNotAPositiveInteger) {
-  for (const char* bad :
-       {"0", "-1", "10.5", "1e3", "abc", "0x10", "99999999999999999999", "1 0"}) {
+  for (const char* bad : {"0", "-1", "10.5", "1e3", "abc", "0x10",
+                          "99999999999999999999", "1 0"}) {
     ExpectInvalid(
         absl::StrCat("vitess_message,vt_ack_wait=30,vt_purge_after=86400,"
                      "vt_batch_size=",

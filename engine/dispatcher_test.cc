@@ -32,7 +32,8 @@ std::vector<int> Picks(Dispatcher& d,
 
 std::vector<std::shared_ptr<Subscriber>> Make(int n) {
   std::vector<std::shared_ptr<Subscriber>> subs;
-  for (int i = 0; i < n; ++i) subs.push_back(std::make_shared<NullSubscriber>());
+  for (int i = 0; i < n; ++i)
+    subs.push_back(std::make_shared<NullSubscriber>());
   return subs;
 }
 

@@ -292,8 +292,8 @@ absl::StatusOr<std::shared_ptr<MessageManager>> Engine::Find(
   if (!keyspace.empty() &&
       std::find(options_.databases.begin(), options_.databases.end(),
                 keyspace) == options_.databases.end()) {
-    return absl::NotFoundError(absl::StrCat(
-        "keyspace \"", Echo(keyspace), "\" is not served"));
+    return absl::NotFoundError(
+        absl::StrCat("keyspace \"", Echo(keyspace), "\" is not served"));
   }
   absl::MutexLock lock(&mu_);
   if (stopping_) return absl::UnavailableError("server shutting down");
@@ -312,14 +312,12 @@ absl::StatusOr<std::shared_ptr<MessageManager>> Engine::Find(
           absl::StrCat("schema not loaded yet: ", last_error_.message()));
     }
     if (keyspace.empty()) {
-      return absl::NotFoundError(
-          absl::StrCat("message table `", Echo(name),
-                       "` not found in keyspaces ",
-                       absl::StrJoin(options_.databases, ", ")));
+      return absl::NotFoundError(absl::StrCat(
+          "message table `", Echo(name), "` not found in keyspaces ",
+          absl::StrJoin(options_.databases, ", ")));
     }
-    return absl::NotFoundError(
-        absl::StrCat("message table `", keyspace, "`.`",
-                     Echo(name), "` not found"));
+    return absl::NotFoundError(absl::StrCat("message table `", keyspace, "`.`",
+                                            Echo(name), "` not found"));
   }
   if (it->second.manager == nullptr) {
     return absl::FailedPreconditionError(it->second.error);

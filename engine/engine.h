@@ -16,8 +16,8 @@
 #define MSGQ_ENGINE_ENGINE_H_
 
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -107,7 +107,6 @@ class Engine : private BinlogWatcher::Listener {
   std::vector<TableInfo> ListTables() const;
   // What the binlog watcher is doing (default when --binlog=false).
   BinlogWatcher::Status binlog_status() const;
-
 
  private:
   struct Entry {

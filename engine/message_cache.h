@@ -65,8 +65,7 @@ class MessageCache {
  private:
   // priority, time_next, then (integer columns only) canonical integer ids by
   // value before other ids, then the id bytes: total, and unique per id.
-  using Key =
-      std::tuple<int64_t, int64_t, bool, absl::int128, std::string>;
+  using Key = std::tuple<int64_t, int64_t, bool, absl::int128, std::string>;
   using Order = std::map<Key, Message>;
 
   Key KeyOf(const Message& m) const;

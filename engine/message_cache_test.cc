@@ -181,8 +181,8 @@ TEST(MessageCacheTest, BinaryColumnOrdersIdsBytewise) {
 
 TEST(MessageCacheTest, SignedIntegerColumnOrdersIdsByValue) {
   MessageCache cache(10, IdKind::kSignedInteger);
-  for (const char* id : {"10", "-3", "9", "9223372036854775807",
-                         "-9223372036854775808", "0"}) {
+  for (const char* id :
+       {"10", "-3", "9", "9223372036854775807", "-9223372036854775808", "0"}) {
     ASSERT_EQ(cache.Add(Msg(id)), MessageCache::AddResult::kAdded) << id;
   }
   EXPECT_THAT(Ids(cache.PopBatch(10)),

@@ -13,9 +13,9 @@
 // and the manager itself: the thread, MySQL health and the statements.
 // All MySQL work runs in rounds, on a RoundExecutor's workers shared by
 // every table (or, without one, on a thread of the manager's own), through
-// a MessageStore, and is coalesced: whatever postpones and acks piled up while the previous
-// statement ran go out together in one transaction. Sending is event driven
-// and never waits for MySQL.
+// a MessageStore, and is coalesced: whatever postpones and acks piled up while
+// the previous statement ran go out together in one transaction. Sending is
+// event driven and never waits for MySQL.
 //
 // Thread-safety: all public methods are thread-safe and never block on MySQL
 // or on subscribers. One mutex guards the parts; it is never held while
@@ -158,8 +158,8 @@ class MessageManager : private RoundExecutor::Task {
   };
   // What one round writes and reads, taken under the lock.
   struct Work {
-    int64_t now = 0;     // wall clock, Unix ns
-    absl::Time mono;     // monotonic clock
+    int64_t now = 0;  // wall clock, Unix ns
+    absl::Time mono;  // monotonic clock
     WriteBatch writes;
     std::vector<SettlementLedger::Postpone> postponed;
     std::vector<PendingAck> acks;

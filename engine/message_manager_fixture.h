@@ -8,8 +8,6 @@
 #ifndef MSGQ_ENGINE_MESSAGE_MANAGER_FIXTURE_H_
 #define MSGQ_ENGINE_MESSAGE_MANAGER_FIXTURE_H_
 
-#include "engine/message_manager.h"
-
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -24,6 +22,7 @@
 #include "engine/backoff.h"
 #include "engine/clock.h"
 #include "engine/fake_message_store.h"
+#include "engine/message_manager.h"
 #include "engine/message_table.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

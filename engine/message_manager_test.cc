@@ -113,7 +113,8 @@ TEST_F(MessageManagerTest, IntegerIdsAreSentInNumericOrder) {
 }
 
 TEST_F(MessageManagerTest, RoundRobinAcrossThreeSubscribers) {
-  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 1}, {.max_batches_per_subscriber = 1}));
+  ASSERT_NO_FATAL_FAILURE(
+      Init({.batch_size = 1}, {.max_batches_per_subscriber = 1}));
   PutDue(Range(101, 109));
   auto a = Subscribe();
   auto b = Subscribe();
@@ -137,7 +138,8 @@ TEST_F(MessageManagerTest, RoundRobinAcrossThreeSubscribers) {
 }
 
 TEST_F(MessageManagerTest, BusySubscriberIsSkippedUntilSendDone) {
-  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 1}, {.max_batches_per_subscriber = 2}));
+  ASSERT_NO_FATAL_FAILURE(
+      Init({.batch_size = 1}, {.max_batches_per_subscriber = 2}));
   PutDue(Range(101, 108));
   auto a = Subscribe();
   auto b = Subscribe();
@@ -160,7 +162,8 @@ TEST_F(MessageManagerTest, BusySubscriberIsSkippedUntilSendDone) {
 }
 
 TEST_F(MessageManagerTest, LateSubscriberGetsQueuedMessagesAtOnce) {
-  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 2}, {.max_batches_per_subscriber = 1}));
+  ASSERT_NO_FATAL_FAILURE(
+      Init({.batch_size = 2}, {.max_batches_per_subscriber = 1}));
   PutDue(Range(101, 104));
   auto a = Subscribe();
   RunOnce();
@@ -171,7 +174,8 @@ TEST_F(MessageManagerTest, LateSubscriberGetsQueuedMessagesAtOnce) {
 }
 
 TEST_F(MessageManagerTest, FullCacheIsNotPolledUntilItDrains) {
-  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 1, .cache_size = 2}, {.max_batches_per_subscriber = 1}));
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 1, .cache_size = 2},
+                               {.max_batches_per_subscriber = 1}));
   PutDue(Range(101, 106));
   auto sub = Subscribe();
   RunOnce();  // polls 2, sends 101, so the cache is below half: poll again
@@ -197,7 +201,8 @@ TEST_F(MessageManagerTest, FullCacheIsNotPolledUntilItDrains) {
 // Postponing
 
 TEST_F(MessageManagerTest, PostponesEverySentIdInOneWrite) {
-  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 3, .ack_wait_s = 30}));  // min_backoff = ack_wait
+  ASSERT_NO_FATAL_FAILURE(
+      Init({.batch_size = 3, .ack_wait_s = 30}));  // min_backoff = ack_wait
   PutDue(Range(101, 103));
   auto sub = Subscribe();
   RunOnce();
@@ -232,10 +237,11 @@ TEST_F(MessageManagerTest, PostponesEverySentIdInOneWrite) {
 
 TEST_F(MessageManagerTest, PostponeDelayDependsOnEpochWithOneJitterPerEpoch) {
   CountingJitter jitter(1.0);
-  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 10,
-        .ack_wait_s = 30,
-        .extra = ",vt_min_backoff=10,vt_max_backoff=100"},
-       {}, &jitter));
+  ASSERT_NO_FATAL_FAILURE(
+      Init({.batch_size = 10,
+            .ack_wait_s = 30,
+            .extra = ",vt_min_backoff=10,vt_max_backoff=100"},
+           {}, &jitter));
   const int64_t due = Now() - kSecond;
   store_->PutDue("101", due, 0, /*epoch=*/0);
   store_->PutDue("102", due, 0, /*epoch=*/2);
@@ -299,7 +305,8 @@ TEST_F(MessageManagerTest, CoalescesPostponesOfSeveralBatchesAndSubscribers) {
 }
 
 TEST_F(MessageManagerTest, IdsStayInFlightUntilThePostponeCommits) {
-  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 3}, {.retry_min = absl::Milliseconds(100)}));
+  ASSERT_NO_FATAL_FAILURE(
+      Init({.batch_size = 3}, {.retry_min = absl::Milliseconds(100)}));
   PutDue(Range(101, 103));
   auto sub = Subscribe();
   RunOnce();
@@ -394,7 +401,8 @@ TEST_F(MessageManagerTest, PermanentWriteErrorLeavesMessagesForTheNextPoll) {
 // Redelivery and scheduling
 
 TEST_F(MessageManagerTest, RedeliversAtTimeNextWithoutWaitingForTheInterval) {
-  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 10, .ack_wait_s = 30, .poller_interval_s = 3600}));
+  ASSERT_NO_FATAL_FAILURE(
+      Init({.batch_size = 10, .ack_wait_s = 30, .poller_interval_s = 3600}));
   const int64_t t0 = Now();
   PutDue({"101"});
   auto sub = Subscribe();
@@ -462,7 +470,8 @@ TEST_F(MessageManagerTest, NoteDueAtSchedulesAPoll) {
 }
 
 TEST_F(MessageManagerTest, CacheStaysBoundedAndDrainingTriggersPolls) {
-  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 5, .cache_size = 10, .poller_interval_s = 3600}));
+  ASSERT_NO_FATAL_FAILURE(
+      Init({.batch_size = 5, .cache_size = 10, .poller_interval_s = 3600}));
   PutDue(Range(101, 135));
   auto sub = Subscribe();
   int64_t max_queued = 0;
@@ -535,7 +544,8 @@ TEST_F(MessageManagerTest, AckWritesOneGroupPerRequestAndCountsRows) {
 }
 
 TEST_F(MessageManagerTest, AckOfQueuedMessageMeansItIsNeverSent) {
-  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 1}, {.max_batches_per_subscriber = 1}));
+  ASSERT_NO_FATAL_FAILURE(
+      Init({.batch_size = 1}, {.max_batches_per_subscriber = 1}));
   PutDue(Range(101, 103));
   auto sub = Subscribe();
   RunOnce();
@@ -593,7 +603,8 @@ TEST_F(MessageManagerTest, AckCancelsThePendingPostpone) {
 }
 
 TEST_F(MessageManagerTest, AckFailureReportsUnavailableAndRestoresPostpone) {
-  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 2}, {.retry_min = absl::Milliseconds(100)}));
+  ASSERT_NO_FATAL_FAILURE(
+      Init({.batch_size = 2}, {.retry_min = absl::Milliseconds(100)}));
   PutDue({"101"});
   auto sub = Subscribe();
   RunOnce();
@@ -627,8 +638,9 @@ TEST_F(MessageManagerTest, AckFailureReportsUnavailableAndRestoresPostpone) {
 }
 
 TEST_F(MessageManagerTest, AckOfQueuedMessageThatFailsIsSentLater) {
-  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 1},
-       {.max_batches_per_subscriber = 1, .retry_min = absl::Milliseconds(100)}));
+  ASSERT_NO_FATAL_FAILURE(Init(
+      {.batch_size = 1},
+      {.max_batches_per_subscriber = 1, .retry_min = absl::Milliseconds(100)}));
   PutDue({"101", "102"});
   auto sub = Subscribe();
   RunOnce();
@@ -674,7 +686,8 @@ TEST_F(MessageManagerTest, AckCanonicalizesIntegerIds) {
 }
 
 TEST_F(MessageManagerTest, AckLimits) {
-  ASSERT_NO_FATAL_FAILURE(Init({}, {.max_pending_acks = 1, .max_ids_per_ack = 2}));
+  ASSERT_NO_FATAL_FAILURE(
+      Init({}, {.max_pending_acks = 1, .max_ids_per_ack = 2}));
   auto too_many = Ack({"1", "2", "3"});
   EXPECT_EQ(too_many->calls, 1);
   EXPECT_EQ(too_many->result.status().code(),
@@ -791,7 +804,7 @@ TEST_F(MessageManagerTest, FailedPollIsRetriedAfterBackoff) {
 
 TEST_F(MessageManagerTest, RetryDelayDoublesPerFailedRoundUpToMax) {
   ASSERT_NO_FATAL_FAILURE(Init({}, {.retry_min = absl::Milliseconds(100),
-            .retry_max = absl::Milliseconds(1000)}));
+                                    .retry_max = absl::Milliseconds(1000)}));
   PutDue({"101"});
   auto sub = Subscribe();
   RunOnce();
@@ -830,7 +843,8 @@ TEST_F(MessageManagerTest, RetryDelayDoublesPerFailedRoundUpToMax) {
 // Purging
 
 TEST_F(MessageManagerTest, PurgesOldAckedRowsInBatches) {
-  ASSERT_NO_FATAL_FAILURE(Init({.purge_after_s = 3600, .poller_interval_s = 3600}, {.purge_batch = 2}));
+  ASSERT_NO_FATAL_FAILURE(Init(
+      {.purge_after_s = 3600, .poller_interval_s = 3600}, {.purge_batch = 2}));
   const int64_t t0 = Now();
   for (const char* id : {"201", "202", "203", "204", "205"}) {
     store_->PutAcked(id, t0 - 7200 * kSecond);
@@ -878,7 +892,8 @@ TEST_F(MessageManagerTest, FullPurgeBatchThenEmptyOneStops) {
 // Lifecycle
 
 TEST_F(MessageManagerTest, StopClosesSubscribersAndFailsPendingAcks) {
-  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 1}, {.max_batches_per_subscriber = 1}));
+  ASSERT_NO_FATAL_FAILURE(
+      Init({.batch_size = 1}, {.max_batches_per_subscriber = 1}));
   PutDue(Range(101, 104));
   auto a = Subscribe();
   auto b = Subscribe();
@@ -911,7 +926,8 @@ TEST_F(MessageManagerTest, StopClosesSubscribersAndFailsPendingAcks) {
 }
 
 TEST_F(MessageManagerTest, UnsubscribedSubscriberGetsNothingMore) {
-  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 2}, {.max_batches_per_subscriber = 1}));
+  ASSERT_NO_FATAL_FAILURE(
+      Init({.batch_size = 2}, {.max_batches_per_subscriber = 1}));
   PutDue(Range(101, 104));
   auto a = Subscribe();
   auto b = Subscribe();
@@ -952,7 +968,6 @@ TEST_F(MessageManagerTest, LastUnsubscribeStopsPolling) {
   EXPECT_THAT(b->ids(), ElementsAre("101"));
   EXPECT_THAT(a->ids(), IsEmpty());
 }
-
 
 // ---------------------------------------------------------------------------
 // Binlog row changes and undelivered batches
@@ -998,7 +1013,8 @@ TEST_F(MessageManagerTest, BinlogFutureRowIsScheduledNotFetched) {
 }
 
 TEST_F(MessageManagerTest, BinlogAckDeleteAndRescheduleLeaveTheQueue) {
-  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 1}, {.max_batches_per_subscriber = 1}));
+  ASSERT_NO_FATAL_FAILURE(
+      Init({.batch_size = 1}, {.max_batches_per_subscriber = 1}));
   PutDue(Range(101, 104));
   auto sub = Subscribe();
   RunOnce();
@@ -1031,7 +1047,8 @@ TEST_F(MessageManagerTest, BinlogChangesWithoutSubscribersFetchNothing) {
 }
 
 TEST_F(MessageManagerTest, UndeliveredBatchGoesToAnotherSubscriberAtOnce) {
-  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 2}, {.max_batches_per_subscriber = 1}));
+  ASSERT_NO_FATAL_FAILURE(
+      Init({.batch_size = 2}, {.max_batches_per_subscriber = 1}));
   PutDue(Range(101, 104));
   auto a = Subscribe();
   auto b = Subscribe();
@@ -1050,7 +1067,6 @@ TEST_F(MessageManagerTest, UndeliveredBatchGoesToAnotherSubscriberAtOnce) {
   EXPECT_EQ(stats().sent, 4);
 }
 
-
 TEST_F(MessageManagerTest, BinlogCanTriggerAPollInsteadOfAFetch) {
   MessageManager::Options options;
   options.binlog_fetch_by_id = false;
@@ -1068,7 +1084,6 @@ TEST_F(MessageManagerTest, BinlogCanTriggerAPollInsteadOfAFetch) {
   EXPECT_EQ(store_->poll_calls(), 2);
   EXPECT_THAT(sub->ids(), ElementsAre("101", "102"));
 }
-
 
 TEST_F(MessageManagerTest, BinlogRowNotVisibleYetIsFetchedAgainSoon) {
   ASSERT_NO_FATAL_FAILURE(Init());
@@ -1112,12 +1127,12 @@ TEST_F(MessageManagerTest, BinlogRowNeverFoundIsGivenUpAfterFiveReads) {
   EXPECT_THAT(sub->ids(), IsEmpty());
 }
 
-
 // A batch handed back while its postpone is being written goes out again at
 // once; when that (older) postpone commits, the new send still owes its own
 // postpone, so the ids must stay in flight (a poll must not re-add them).
 TEST_F(MessageManagerTest, ResentWhilePostponeRunsStaysInFlight) {
-  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 2}, {.max_batches_per_subscriber = 1}));
+  ASSERT_NO_FATAL_FAILURE(
+      Init({.batch_size = 2}, {.max_batches_per_subscriber = 1}));
   PutDue(Range(101, 102));
   auto a = Subscribe();
   RunOnce();

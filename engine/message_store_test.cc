@@ -73,8 +73,8 @@ TEST_F(MessageStoreContractTest, FailingPostponesLeaveTheAcksApplied) {
 }
 
 TEST_F(MessageStoreContractTest, TransientFailureAppliesNothing) {
-  for (absl::Status s : {absl::UnavailableError("gone"),
-                         absl::AbortedError("deadlock")}) {
+  for (absl::Status s :
+       {absl::UnavailableError("gone"), absl::AbortedError("deadlock")}) {
     store_.FailNext(Op::kWrite, s);
     absl::StatusOr<WriteResult> r = store_.Write(Batch());
     EXPECT_EQ(r.status(), s);

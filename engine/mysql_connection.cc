@@ -72,8 +72,8 @@ MysqlErrorClass ClassifyMysqlError(unsigned int code) {
       // Any other client-side error (commands out of sync, malformed
       // packet, ...) leaves the protocol state unknown: permanent for this
       // statement, and the connection is not used again.
-      return {absl::StatusCode::kInternal, code >= CR_MIN_ERROR &&
-                                               code <= CR_MAX_ERROR};
+      return {absl::StatusCode::kInternal,
+              code >= CR_MIN_ERROR && code <= CR_MAX_ERROR};
   }
 }
 
@@ -148,9 +148,8 @@ absl::Status MysqlConnection::SetUpSession() {
       row[1].value_or("0") == "1" &&
       absl::EqualsIgnoreCase(row[2].value_or(""), "STATEMENT");
   isolation_level_ = statement_binlog ? "REPEATABLE READ" : "READ COMMITTED";
-  absl::StatusOr<uint64_t> set =
-      Execute(absl::StrCat("SET SESSION TRANSACTION ISOLATION LEVEL ",
-                           isolation_level_));
+  absl::StatusOr<uint64_t> set = Execute(absl::StrCat(
+      "SET SESSION TRANSACTION ISOLATION LEVEL ", isolation_level_));
   if (!set.ok()) return set.status();
   // The server's global autocommit (or an init_connect) may have turned it
   // off; every msgq statement outside BEGIN..COMMIT must commit at once.
@@ -243,6 +242,5 @@ std::string MysqlConnection::QuoteString(absl::string_view value) {
   out.push_back('\'');
   return out;
 }
-
 
 }  // namespace msgq

@@ -79,8 +79,8 @@ size_t StatementLimit(int64_t max_allowed_packet) {
   // The packet also carries the command byte; keep a margin for it and for
   // anything the server counts that we do not.
   const int64_t margin = std::min<int64_t>(1024, max_allowed_packet / 16);
-  return static_cast<size_t>(
-      std::clamp<int64_t>(max_allowed_packet - margin, 256, kMaxStatementBytes));
+  return static_cast<size_t>(std::clamp<int64_t>(max_allowed_packet - margin,
+                                                 256, kMaxStatementBytes));
 }
 
 absl::StatusOr<std::vector<std::string>> MysqlMessageStore::InListStatements(
@@ -110,13 +110,15 @@ absl::StatusOr<std::vector<std::string>> MysqlMessageStore::InListStatements(
       if (absl::Status r = refuse(std::move(s)); !r.ok()) return r;
       continue;
     }
-    if (!current.empty() && current.size() + 1 + literal.size() + suffix.size() > limit) {
+    if (!current.empty() &&
+        current.size() + 1 + literal.size() + suffix.size() > limit) {
       current.append(suffix.data(), suffix.size());
       out.push_back(std::move(current));
       current.clear();
     }
     if (current.empty()) {
-      current.reserve(std::min(limit, fixed + ids.size() * (literal.size() + 1)));
+      current.reserve(
+          std::min(limit, fixed + ids.size() * (literal.size() + 1)));
       current.append(prefix.data(), prefix.size());
     } else {
       current.push_back(',');
@@ -169,8 +171,8 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::ReadMessages(
   return out;
 }
 
-absl::StatusOr<std::vector<Message>> MysqlMessageStore::PollDue(
-    int64_t now, int64_t limit) {
+absl::StatusOr<std::vector<Message>> MysqlMessageStore::PollDue(int64_t now,
+                                                                int64_t limit) {
   return ReadMessages(PollSql(now, limit), limit);
 }
 
@@ -181,9 +183,8 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FetchDue(
   if (!conn.ok()) return conn.status();
   absl::StatusOr<std::vector<std::string>> statements = InListStatements(
       absl::StrCat(select_prefix_, " WHERE `id` IN ("),
-      absl::StrCat(") AND `time_acked` IS NULL AND `time_next` <= ", now),
-      ids, /*skip_bad_ids=*/true,
-      StatementLimit((*conn)->max_allowed_packet()));
+      absl::StrCat(") AND `time_acked` IS NULL AND `time_next` <= ", now), ids,
+      /*skip_bad_ids=*/true, StatementLimit((*conn)->max_allowed_packet()));
   if (!statements.ok()) return statements.status();
   std::vector<Message> out;
   for (const std::string& sql : *statements) {
@@ -225,9 +226,10 @@ absl::StatusOr<std::optional<int64_t>> MysqlMessageStore::NextDueAfter(
   return earliest;
 }
 
-absl::Status MysqlMessageStore::RunTransaction(
-    MysqlConnection* conn, std::vector<WriteUnit>& units,
-    const std::vector<size_t>& live, size_t* failed) {
+absl::Status MysqlMessageStore::RunTransaction(MysqlConnection* conn,
+                                               std::vector<WriteUnit>& units,
+                                               const std::vector<size_t>& live,
+                                               size_t* failed) {
   *failed = kNoUnit;
   size_t count = 0;
   for (size_t u : live) count += units[u].statements.size();
@@ -270,8 +272,8 @@ absl::StatusOr<WriteResult> MysqlMessageStore::Write(const WriteBatch& batch) {
     unit.owner = kNoUnit;
     for (const auto& [time_next, ids] : by_time) {
       absl::StatusOr<std::vector<std::string>> st = InListStatements(
-          absl::StrCat("UPDATE ", quoted_table_, " SET `time_next` = ",
-                       time_next,
+          absl::StrCat("UPDATE ", quoted_table_,
+                       " SET `time_next` = ", time_next,
                        ", `epoch` = IFNULL(`epoch`, 0) + 1 WHERE `id` IN ("),
           ") AND `time_acked` IS NULL", ids, /*skip_bad_ids=*/true, limit);
       for (std::string& sql : *st) unit.statements.push_back(std::move(sql));

@@ -103,9 +103,9 @@ class MysqlMessageStore final : public MessageStore {
   const std::string quoted_table_;  // `db`.`t`
   const std::string log_name_;      // table `db`.`t`
   std::string select_prefix_;       // SELECT id, priority, ... FROM `db`.`t`
-  MysqlPool* const pool_;  // may be null
-  std::optional<MysqlPool::Lease> lease_;   // with a pool
-  std::unique_ptr<MysqlConnection> conn_;   // without one
+  MysqlPool* const pool_;           // may be null
+  std::optional<MysqlPool::Lease> lease_;  // with a pool
+  std::unique_ptr<MysqlConnection> conn_;  // without one
   int64_t skipped_ids_ = 0;
 };
 

@@ -106,9 +106,9 @@ class BoundedPool {
         return Lease(this, std::move(conn));
       }
       if (open_ >= options_.max_connections) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "all ", options_.max_connections,
-            " MySQL connections of the budget are in use"));
+        return absl::ResourceExhaustedError(
+            absl::StrCat("all ", options_.max_connections,
+                         " MySQL connections of the budget are in use"));
       }
       ++open_;  // reserve the slot; connect outside the lock
     }

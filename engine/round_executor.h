@@ -64,10 +64,10 @@ class RoundExecutor {
   using Timers = std::multimap<absl::Time, Task*>;
   struct Entry {
     std::optional<Timers::iterator> timer;  // its deadline in timers_
-    bool queued = false;   // in ready_
+    bool queued = false;                    // in ready_
     bool running = false;
-    bool rerun = false;    // woken while running
-    bool removing = false; // Remove() waits for the round to end
+    bool rerun = false;     // woken while running
+    bool removing = false;  // Remove() waits for the round to end
   };
 
   void Work();

@@ -27,7 +27,8 @@ class CountingTask final : public RoundExecutor::Task {
   absl::Time RunRound() override {
     const int now = ++shared_->running;
     int seen = shared_->max_running.load();
-    while (now > seen && !shared_->max_running.compare_exchange_weak(seen, now)) {
+    while (now > seen &&
+           !shared_->max_running.compare_exchange_weak(seen, now)) {
     }
     if (++inside_ > 1) overlapped = true;
     absl::SleepFor(work_);
@@ -68,15 +69,16 @@ TEST(RoundExecutorTest, AddRunsOnceAndWakesCoalesceWhileQueued) {
   CountingTask blocker(&shared, absl::ZeroDuration());
   blocker.on_round = [&](int) { release.WaitForNotification(); };
   executor.Add(&blocker);
-  ASSERT_TRUE(WaitFor([&] { return shared.running.load() == 0 &&
-                                   blocker.rounds.load() == 0; },
-                      absl::Seconds(5)));
+  ASSERT_TRUE(WaitFor(
+      [&] { return shared.running.load() == 0 && blocker.rounds.load() == 0; },
+      absl::Seconds(5)));
   CountingTask task(&shared, absl::ZeroDuration());
   executor.Add(&task);
   executor.Wake(&task);
   executor.Wake(&task);
   release.Notify();
-  ASSERT_TRUE(WaitFor([&] { return task.rounds.load() == 1; }, absl::Seconds(5)));
+  ASSERT_TRUE(
+      WaitFor([&] { return task.rounds.load() == 1; }, absl::Seconds(5)));
   absl::SleepFor(absl::Milliseconds(50));
   EXPECT_EQ(task.rounds.load(), 1);
   executor.Remove(&task);
@@ -91,7 +93,8 @@ TEST(RoundExecutorTest, WakeDuringARoundRunsItAgainAfter) {
     if (n == 1) executor.Wake(&task);
   };
   executor.Add(&task);
-  ASSERT_TRUE(WaitFor([&] { return task.rounds.load() == 2; }, absl::Seconds(5)));
+  ASSERT_TRUE(
+      WaitFor([&] { return task.rounds.load() == 2; }, absl::Seconds(5)));
   absl::SleepFor(absl::Milliseconds(60));
   EXPECT_EQ(task.rounds.load(), 2);
   EXPECT_FALSE(task.overlapped.load());
@@ -108,7 +111,8 @@ TEST(RoundExecutorTest, ReturnedDeadlineRunsTheTaskAgain) {
   task.max_deadline_rounds = 3;
   const absl::Time start = absl::Now();
   executor.Add(&task);
-  ASSERT_TRUE(WaitFor([&] { return task.rounds.load() == 3; }, absl::Seconds(5)));
+  ASSERT_TRUE(
+      WaitFor([&] { return task.rounds.load() == 3; }, absl::Seconds(5)));
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(60));
   absl::SleepFor(absl::Milliseconds(100));
   EXPECT_EQ(task.rounds.load(), 3);  // the third asked for no deadline
@@ -120,7 +124,8 @@ TEST(RoundExecutorTest, NeverMoreRoundsAtOnceThanWorkersNorOneTaskTwice) {
   RoundExecutor executor(2, RealClock::Get());
   std::vector<std::unique_ptr<CountingTask>> tasks;
   for (int i = 0; i < 40; ++i) {
-    tasks.push_back(std::make_unique<CountingTask>(&shared, absl::Milliseconds(2)));
+    tasks.push_back(
+        std::make_unique<CountingTask>(&shared, absl::Milliseconds(2)));
     executor.Add(tasks.back().get());
   }
   for (int wave = 0; wave < 5; ++wave) {
@@ -153,7 +158,8 @@ TEST(RoundExecutorTest, RemoveWaitsForTheRunningRoundAndStopsItsRounds) {
   executor.Add(&task);
   // on_round runs after the work; wait for the second round to be under way.
   started.WaitForNotification();
-  ASSERT_TRUE(WaitFor([&] { return shared.running.load() == 1; }, absl::Seconds(5)));
+  ASSERT_TRUE(
+      WaitFor([&] { return shared.running.load() == 1; }, absl::Seconds(5)));
   executor.Remove(&task);
   EXPECT_EQ(shared.running.load(), 0);  // the round had ended
   const int rounds = task.rounds.load();

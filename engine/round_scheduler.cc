@@ -67,8 +67,8 @@ absl::Time RoundScheduler::NextDeadline(const View& view, absl::Time mono,
   if (view.subscribers && !view.cache_full) {
     deadline = std::min(deadline, next_poll_at_);
     if (next_due_ns_.has_value()) {
-      deadline = std::min(deadline,
-                          mono + absl::Nanoseconds(*next_due_ns_ - wall_ns));
+      deadline =
+          std::min(deadline, mono + absl::Nanoseconds(*next_due_ns_ - wall_ns));
     }
     if (!refetch_.empty()) deadline = std::min(deadline, refetch_at_);
   }
@@ -132,8 +132,8 @@ void RoundScheduler::FetchDone(const std::vector<std::string>& asked,
       poll_requested_ = true;
       continue;
     }
-    refetch_at_ =
-        std::min(refetch_at_, mono + options_.refetch_delay * (1 << (reads - 1)));
+    refetch_at_ = std::min(refetch_at_,
+                           mono + options_.refetch_delay * (1 << (reads - 1)));
   }
 }
 

@@ -94,7 +94,9 @@ class SettlementLedger {
     std::optional<int64_t> owed;  // epoch of a send whose postpone is owed
     int writing = 0;
     int acks = 0;
-    bool settled() const { return !owed.has_value() && writing == 0 && acks == 0; }
+    bool settled() const {
+      return !owed.has_value() && writing == 0 && acks == 0;
+    }
   };
 
   // Erases `id` when it has nothing pending and records it in `left`.

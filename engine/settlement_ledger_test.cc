@@ -129,10 +129,10 @@ struct State {
   SettlementLedger ledger;
   std::map<std::string, int> latest;  // id -> number of its latest send
   std::map<std::string, bool> unsettled;
-  std::map<std::string, bool> handed_back;  // the latest send was
-  std::map<std::string, bool> requeued;     // ... and HandBack allowed it
-  std::map<std::string, bool> acked;  // an ack committed
-  std::vector<Round> rounds;          // open
+  std::map<std::string, bool> handed_back;        // the latest send was
+  std::map<std::string, bool> requeued;           // ... and HandBack allowed it
+  std::map<std::string, bool> acked;              // an ack committed
+  std::vector<Round> rounds;                      // open
   std::vector<SettlementLedger::AckTicket> acks;  // open
 };
 
@@ -167,8 +167,7 @@ class Explorer {
       // A transient failure may owe again an older send's postpone when the
       // newer one was handed back; never a send that did not happen.
       if (!s.latest.count(p.first) || p.second > s.latest.at(p.first)) {
-        ADD_FAILURE() << "epoch of " << p.first << " is not a send's: "
-                      << path;
+        ADD_FAILURE() << "epoch of " << p.first << " is not a send's: " << path;
         failed_ = true;
       }
     }
@@ -179,11 +178,13 @@ class Explorer {
     }
     // Drain.
     probe.PostponesDone(taken, Outcome::kCommitted);
-    for (const Round& r : s.rounds) probe.PostponesDone(r.taken, Outcome::kCommitted);
+    for (const Round& r : s.rounds)
+      probe.PostponesDone(r.taken, Outcome::kCommitted);
     for (const auto& t : s.acks) probe.AckDone(t, Outcome::kCommitted);
     probe.PostponesDone(probe.TakePostpones(), Outcome::kCommitted);
     if (probe.in_flight() != 0 || probe.owed() != 0) {
-      ADD_FAILURE() << "drain left " << probe.in_flight() << " in flight: " << path;
+      ADD_FAILURE() << "drain left " << probe.in_flight()
+                    << " in flight: " << path;
       failed_ = true;
     }
   }
@@ -194,8 +195,8 @@ class Explorer {
     if (depth == depth_ || failed_) return;
     for (const std::string& id : ids_) {
       const bool acked = s.acked.count(id) && s.acked.at(id);
-      const bool queueable = !s.ledger.InFlight(id) ||
-                             (s.requeued.count(id) && s.requeued.at(id));
+      const bool queueable =
+          !s.ledger.InFlight(id) || (s.requeued.count(id) && s.requeued.at(id));
       if (queueable && !acked) {  // a poll or a hand-back queued it: send
         State n = s;
         const int send = ++n.latest[id];
@@ -226,8 +227,8 @@ class Explorer {
       Visit(n, depth + 1, path + " take");
     }
     for (size_t i = 0; i < s.rounds.size(); ++i) {
-      for (Outcome o : {Outcome::kCommitted, Outcome::kTransient,
-                        Outcome::kPermanent}) {
+      for (Outcome o :
+           {Outcome::kCommitted, Outcome::kTransient, Outcome::kPermanent}) {
         State n = s;
         Round r = n.rounds[i];
         n.rounds.erase(n.rounds.begin() + static_cast<long>(i));

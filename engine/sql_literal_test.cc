@@ -28,9 +28,9 @@ TEST(SqlLiteralTest, SignedIntegersAreCanonicalDecimalsInRange) {
             "9223372036854775807");
   EXPECT_EQ(Lit(IdKind::kSignedInteger, "-9223372036854775808"),
             "-9223372036854775808");
-  for (const char* bad :
-       {"", "07", "+7", "-0", " 7", "7 ", "1e3", "0x10", "-", "9223372036854775808",
-        "-9223372036854775809", "0) OR (1=1", "7;", "7--", "18446744073709551615"}) {
+  for (const char* bad : {"", "07", "+7", "-0", " 7", "7 ", "1e3", "0x10", "-",
+                          "9223372036854775808", "-9223372036854775809",
+                          "0) OR (1=1", "7;", "7--", "18446744073709551615"}) {
     EXPECT_EQ(Code(IdKind::kSignedInteger, bad),
               absl::StatusCode::kInvalidArgument)
         << bad;

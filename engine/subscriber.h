@@ -1,11 +1,11 @@
 // Subscriber: a consumer of one message table as the engine sees it.
 //
 // The gRPC stream implements it (StreamSink in server/stream_reactor.h);
-// tests implement it too. The manager hands batches with Send() and the subscriber reports back
-// with MessageManager::OnSendDone() once per batch, when it was written or
-// failed. A subscriber has at most MessageManager::Options::
-// max_batches_per_subscriber batches outstanding, so a slow one is skipped,
-// never waited for.
+// tests implement it too. The manager hands batches with Send() and the
+// subscriber reports back with MessageManager::OnSendDone() once per batch,
+// when it was written or failed. A subscriber has at most
+// MessageManager::Options:: max_batches_per_subscriber batches outstanding, so
+// a slow one is skipped, never waited for.
 #ifndef MSGQ_ENGINE_SUBSCRIBER_H_
 #define MSGQ_ENGINE_SUBSCRIBER_H_
 

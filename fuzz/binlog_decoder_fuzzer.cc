@@ -28,8 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t len = input.size() - at;
     if (len >= msgq::kBinlogHeaderSize) {
       const auto* p = data + at + 9;
-      const size_t declared = p[0] | p[1] << 8 | p[2] << 16 |
-                              static_cast<size_t>(p[3]) << 24;
+      const size_t declared =
+          p[0] | p[1] << 8 | p[2] << 16 | static_cast<size_t>(p[3]) << 24;
       if (declared >= msgq::kBinlogHeaderSize && declared <= len) {
         len = declared;
       }

@@ -83,13 +83,27 @@ std::optional<std::string> ReadOneLiteral(absl::string_view sql,
         if (i >= sql.size()) return std::nullopt;
         const char e = sql[i++];
         switch (e) {
-          case '0': out.push_back('\0'); break;
-          case 'n': out.push_back('\n'); break;
-          case 'r': out.push_back('\r'); break;
-          case 't': out.push_back('\t'); break;
-          case 'b': out.push_back('\b'); break;
-          case 'Z': out.push_back('\x1a'); break;
-          default: out.push_back(e); break;
+          case '0':
+            out.push_back('\0');
+            break;
+          case 'n':
+            out.push_back('\n');
+            break;
+          case 'r':
+            out.push_back('\r');
+            break;
+          case 't':
+            out.push_back('\t');
+            break;
+          case 'b':
+            out.push_back('\b');
+            break;
+          case 'Z':
+            out.push_back('\x1a');
+            break;
+          default:
+            out.push_back(e);
+            break;
         }
         continue;
       }
@@ -115,8 +129,7 @@ std::optional<std::string> ReadOneLiteral(absl::string_view sql,
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const msgq::IdKind kind = static_cast<msgq::IdKind>(data[0] % 4);
-  const absl::string_view id(reinterpret_cast<const char*>(data + 1),
-                             size - 1);
+  const absl::string_view id(reinterpret_cast<const char*>(data + 1), size - 1);
   std::string out = "prefix";
   const absl::Status status = msgq::AppendIdLiteral(kind, id, &out);
   if (!status.ok()) {
@@ -137,9 +150,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const bool integer = kind == msgq::IdKind::kSignedInteger ||
                        kind == msgq::IdKind::kUnsignedInteger;
-  if (integer != (literal.empty() ? false
-                                  : (literal[0] == '-' ||
-                                     (literal[0] >= '0' && literal[0] <= '9')))) {
+  if (integer !=
+      (literal.empty()
+           ? false
+           : (literal[0] == '-' || (literal[0] >= '0' && literal[0] <= '9')))) {
     Fail("integer kinds and only they write decimals", literal);
   }
   return 0;

@@ -113,9 +113,9 @@ int main(int argc, char** argv) {
   options.binlog = absl::GetFlag(FLAGS_binlog);
   options.max_connections = absl::GetFlag(FLAGS_mysql_max_connections);
   if (options.max_connections < (options.binlog ? 3 : 1)) {
-    msgq::LogError("--mysql_max_connections must be at least ",
-                   options.binlog ? "3 with --binlog (2 follow the binlog)"
-                                  : "1");
+    msgq::LogError(
+        "--mysql_max_connections must be at least ",
+        options.binlog ? "3 with --binlog (2 follow the binlog)" : "1");
     return 2;
   }
   options.binlog_server_id =

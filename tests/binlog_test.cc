@@ -216,7 +216,8 @@ TEST_F(BinlogTest, ResetMasterKeepsInstantDelivery) {
   for (int i = 3; i <= 4; ++i) {
     InsertRange("q", i, i);
     ASSERT_TRUE(s.WaitForRows(static_cast<size_t>(i), absl::Seconds(2)))
-        << "message " << i << "\n" << server_->Log();
+        << "message " << i << "\n"
+        << server_->Log();
   }
   EXPECT_THAT(s.ids(), ElementsAre("1", "2", "3", "4"));
   const std::string log = server_->Log();
@@ -232,9 +233,9 @@ TEST_F(BinlogTest, SameServerIdEvictionIsReportedWithTheFlag) {
   CreateTable("q", "vt_poller_interval=30");
   StartServer({"--binlog_server_id=4242"});
   WaitForBinlog("q");
-  auto second = Msgqd::Start(
-      *db_, {"--databases=msgq", "--schema_reload_interval=200ms",
-             "--binlog_server_id=4242"});
+  auto second =
+      Msgqd::Start(*db_, {"--databases=msgq", "--schema_reload_interval=200ms",
+                          "--binlog_server_id=4242"});
   ASSERT_TRUE(second.ok()) << second.status();
   auto log_of_either = [&] { return server_->Log() + (*second)->Log(); };
   EXPECT_TRUE(Eventually(

@@ -80,8 +80,7 @@ TEST_F(BinlogWatcherTest, WatcherReportsDdlOfMessageTables) {
   Exec("DROP TABLE IF EXISTS msgq.plain, msgq.q2");
   ASSERT_TRUE(Eventually([&] { return listener.resets().size() >= 3; },
                          absl::Seconds(5)));
-  EXPECT_THAT(listener.resets(),
-              ElementsAre("msgq.q", "msgq.q", "msgq.q"));
+  EXPECT_THAT(listener.resets(), ElementsAre("msgq.q", "msgq.q", "msgq.q"));
   watcher.Stop();
 }
 
@@ -96,8 +95,8 @@ TEST_F(BinlogWatcherTest, WatcherStatusCountsPositionResetsAndEvictions) {
   ASSERT_TRUE(Eventually([&] { return watcher.status().streaming; },
                          absl::Seconds(10)));
   InsertRange("q", 1, 1);
-  ASSERT_TRUE(Eventually([&] { return listener.ids().size() == 1; },
-                         absl::Seconds(5)));
+  ASSERT_TRUE(
+      Eventually([&] { return listener.ids().size() == 1; }, absl::Seconds(5)));
   Exec("RESET MASTER");
   // Row 2 is in the gap the engine's poll covers; row 3 is streamed again.
   InsertRange("q", 2, 2);
@@ -109,7 +108,9 @@ TEST_F(BinlogWatcherTest, WatcherStatusCountsPositionResetsAndEvictions) {
       absl::Seconds(3)));
   InsertRange("q", 3, 3);
   ASSERT_TRUE(Eventually(
-      [&] { return listener.ids().size() >= 2 && listener.ids().back() == "3"; },
+      [&] {
+        return listener.ids().size() >= 2 && listener.ids().back() == "3";
+      },
       absl::Seconds(3)));
   BinlogWatcher::Status st = watcher.status();
   EXPECT_EQ(st.position_resets, 1);

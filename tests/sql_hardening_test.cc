@@ -78,8 +78,9 @@ TEST_F(SqlHardeningTest, AnIdThatIsNoLongerAnIntegerNeverReachesSql) {
   // The postpone of what was sent follows at once; its id is refused.
   EXPECT_TRUE(Eventually(
       [&] {
-        return server_->Log().find("id) OR (1=1\" (11 bytes) is not a valid "
-                                   "id") != std::string::npos;
+        return server_->Log().find(
+                   "id) OR (1=1\" (11 bytes) is not a valid "
+                   "id") != std::string::npos;
       },
       absl::Seconds(5)))
       << server_->Log();
@@ -159,7 +160,9 @@ TEST_F(SqlHardeningTest, HostileGlobalSessionSettingsStallNothing) {
   Exec("SET SESSION innodb_lock_wait_timeout = 2");
   StreamCollector s(stub_.get(), "t");
   ASSERT_TRUE(s.WaitForFields(absl::Seconds(10)));
-  Exec("INSERT INTO msgq.t (id, message) VALUES ('a''b\\\\c', '{}'), ('m', '{}')");
+  Exec(
+      "INSERT INTO msgq.t (id, message) VALUES ('a''b\\\\c', '{}'), ('m', "
+      "'{}')");
   ASSERT_TRUE(s.WaitForRows(2, absl::Seconds(10)));
   EXPECT_THAT(s.ids(), UnorderedElementsAre("a'b\\c", "m"));
   int64_t acked = 0;
@@ -197,7 +200,8 @@ TEST_F(SqlHardeningTest, OneFailingAckGroupDoesNotFailTheOthers) {
   ASSERT_TRUE(holder.ok()) << holder.status();
   ASSERT_TRUE((*holder)->Execute("BEGIN").ok());
   ASSERT_TRUE(
-      (*holder)->Query("SELECT id FROM msgq.t WHERE id = 'blocker' FOR UPDATE")
+      (*holder)
+          ->Query("SELECT id FROM msgq.t WHERE id = 'blocker' FOR UPDATE")
           .ok());
   grpc::Status blocker_status;
   std::thread blocker([&] {
@@ -238,7 +242,8 @@ TEST_F(SqlHardeningTest, OneFailingAckGroupDoesNotFailTheOthers) {
       << calls[1].status.error_message();
   EXPECT_EQ(calls[2].status.error_code(), grpc::StatusCode::INTERNAL)
       << calls[2].status.error_message();
-  EXPECT_THAT(calls[2].status.error_message(), ::testing::HasSubstr("poisoned"));
+  EXPECT_THAT(calls[2].status.error_message(),
+              ::testing::HasSubstr("poisoned"));
   EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.t WHERE time_acked IS NULL"), 1);
   EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.t WHERE time_acked IS NULL AND "
                 "id = 'poison'"),
@@ -258,13 +263,13 @@ TEST(MysqlErrorClassTest, OnlyConnectionLossIsUnavailable) {
     bool drop;
   };
   for (const Case& c : std::vector<Case>{
-           {2002, absl::StatusCode::kUnavailable, true},   // CONNECTION_ERROR
-           {2003, absl::StatusCode::kUnavailable, true},   // CONN_HOST_ERROR
-           {2006, absl::StatusCode::kUnavailable, true},   // SERVER_GONE
-           {2013, absl::StatusCode::kUnavailable, true},   // SERVER_LOST
-           {1927, absl::StatusCode::kUnavailable, true},   // CONNECTION_KILLED
-           {1053, absl::StatusCode::kUnavailable, true},   // SERVER_SHUTDOWN
-           {1040, absl::StatusCode::kUnavailable, true},   // too many conns
+           {2002, absl::StatusCode::kUnavailable, true},  // CONNECTION_ERROR
+           {2003, absl::StatusCode::kUnavailable, true},  // CONN_HOST_ERROR
+           {2006, absl::StatusCode::kUnavailable, true},  // SERVER_GONE
+           {2013, absl::StatusCode::kUnavailable, true},  // SERVER_LOST
+           {1927, absl::StatusCode::kUnavailable, true},  // CONNECTION_KILLED
+           {1053, absl::StatusCode::kUnavailable, true},  // SERVER_SHUTDOWN
+           {1040, absl::StatusCode::kUnavailable, true},  // too many conns
            {1153, absl::StatusCode::kInvalidArgument, true},   // packet > max
            {2020, absl::StatusCode::kInvalidArgument, false},  // client-side
            {2014, absl::StatusCode::kInternal, true},  // commands out of sync
