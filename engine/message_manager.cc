@@ -1,6 +1,7 @@
 #include "engine/message_manager.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "engine/log.h"
@@ -8,14 +9,19 @@
 namespace msgq {
 namespace {
 
-RoundScheduler::Options SchedulerOptions(const TableSettings& settings,
+RoundScheduler::Options SchedulerOptions(const MessageTable& table,
                                          const MessageManager::Options& o) {
+  const TableSettings& settings = table.settings;
   RoundScheduler::Options s;
   s.poll_interval = settings.poller_interval;
   s.refetch_delay = o.refetch_delay;
   s.max_refetches = o.max_refetches;
   s.retry_min = o.retry_min;
   s.retry_max = o.retry_max;
+  s.retry_jitter = o.retry_jitter;
+  // Each table its own jitter sequence, the same one every run.
+  s.seed =
+      std::hash<std::string>()(absl::StrCat(table.keyspace, ".", table.name));
   s.max_fetch_ids = static_cast<size_t>(settings.cache_size);
   return s;
 }
@@ -37,8 +43,7 @@ MessageManager::MessageManager(MessageTable table,
           absl::StrCat("table `", table_.keyspace, "`.`", table_.name, "`")),
       cache_(static_cast<size_t>(table_.settings.cache_size), table_.id_kind),
       dispatcher_(options.max_batches_per_subscriber),
-      scheduler_(SchedulerOptions(table_.settings, options),
-                 clock->MonotonicNow()) {}
+      scheduler_(SchedulerOptions(table_, options), clock->MonotonicNow()) {}
 
 MessageManager::~MessageManager() {
   Stop(absl::UnavailableError("message manager destroyed"));

@@ -79,6 +79,8 @@ class MessageManager : private RoundExecutor::Task {
     // Reconnect backoff after MySQL errors: doubles from min to max.
     absl::Duration retry_min = absl::Milliseconds(100);
     absl::Duration retry_max = absl::Seconds(10);
+    // +- this fraction of jitter on each retry delay.
+    double retry_jitter = 0.2;
   };
 
   struct Stats {

@@ -123,6 +123,9 @@ class MessageManagerTest : public ::testing::Test {
  protected:
   void Init(TableConfig config = {}, MessageManager::Options options = {},
             JitterSource* jitter = nullptr) {
+    // Retry delays exactly as documented (their jitter is tested in
+    // round_scheduler_test.cc).
+    options.retry_jitter = 0;
     auto store = std::make_unique<FakeMessageStore>();
     store_ = store.get();
     const std::vector<Column> columns = {

@@ -8,7 +8,11 @@ RoundScheduler::RoundScheduler(Options options, absl::Time mono_now)
     : options_(options),
       next_poll_at_(mono_now + options.poll_interval),
       next_purge_at_(mono_now),  // purge once at start, then every interval
-      retry_delay_(options.retry_min) {}
+      retry_backoff_(BackoffOptions{.initial = options.retry_min,
+                                    .multiplier = 2.0,
+                                    .max = options.retry_max,
+                                    .jitter = options.retry_jitter},
+                     options.seed) {}
 
 void RoundScheduler::NoteDueAt(int64_t time_next_ns) {
   if (!next_due_ns_.has_value() || time_next_ns < *next_due_ns_) {
@@ -139,10 +143,9 @@ void RoundScheduler::FetchDone(const std::vector<std::string>& asked,
 
 bool RoundScheduler::MysqlFailed(absl::Time mono) {
   const bool was_ok = mysql_ok_;
-  retry_delay_ = was_ok ? options_.retry_min
-                        : std::min(retry_delay_ * 2, options_.retry_max);
+  if (was_ok) retry_backoff_.Reset();
   mysql_ok_ = false;
-  retry_at_ = mono + retry_delay_;
+  retry_at_ = mono + retry_backoff_.Next();
   poll_requested_ = true;  // cover anything missed while away
   return was_ok;
 }
@@ -150,7 +153,7 @@ bool RoundScheduler::MysqlFailed(absl::Time mono) {
 bool RoundScheduler::MysqlOk() {
   const bool was_down = !mysql_ok_;
   mysql_ok_ = true;
-  retry_delay_ = options_.retry_min;
+  retry_backoff_.Reset();
   return was_down;
 }
 

@@ -16,7 +16,8 @@
 // - A backlog noted while a poll runs survives that poll's result.
 // - Purge every poll interval, and at once again after a full purge batch.
 // - After a MySQL failure nothing runs until retry_at; the delay doubles
-//   per failed round from retry_min to retry_max.
+//   per failed round from retry_min to retry_max, with +-retry_jitter
+//   (common/backoff.h).
 //
 // Intervals and deadlines run on a monotonic clock (`mono`, never stepped);
 // message due times (time_next) are Unix nanoseconds compared with the wall
@@ -35,6 +36,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
+#include "common/backoff.h"
 
 namespace msgq {
 
@@ -46,6 +48,10 @@ class RoundScheduler {
     int max_refetches = 5;
     absl::Duration retry_min = absl::Milliseconds(100);
     absl::Duration retry_max = absl::Seconds(10);
+    // Relative jitter of the retry delay (so many tables do not all retry
+    // at once after an outage), and the seed of its generator.
+    double retry_jitter = 0.2;
+    uint64_t seed = 0;
     // Binlog-named ids waiting for a fetch; more are left to a poll.
     size_t max_fetch_ids = 10000;
   };
@@ -138,7 +144,7 @@ class RoundScheduler {
   absl::flat_hash_map<std::string, int> refetch_;
   absl::Time refetch_at_ = absl::InfiniteFuture();
   bool mysql_ok_ = true;
-  absl::Duration retry_delay_;
+  Backoff retry_backoff_;
   absl::Time retry_at_ = absl::InfinitePast();
 };
 

@@ -1,5 +1,6 @@
 #include "engine/round_scheduler.h"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@ class RoundSchedulerTest : public ::testing::Test {
   static RoundScheduler::Options Opts() {
     RoundScheduler::Options o;
     o.poll_interval = absl::Seconds(30);
+    o.retry_jitter = 0;
     return o;
   }
   RoundScheduler::View Subscribed() {
@@ -63,6 +65,24 @@ TEST_F(RoundSchedulerTest, RetryDelayRunsOnTheMonotonicClock) {
   EXPECT_TRUE(s_.Waiting(mono_ + absl::Milliseconds(199)));
   EXPECT_TRUE(s_.MysqlOk());
   EXPECT_FALSE(s_.Waiting(mono_));
+}
+
+TEST_F(RoundSchedulerTest, RetryDelaysAreJitteredWithinBounds) {
+  RoundScheduler::Options o = Opts();
+  o.retry_jitter = 0.2;
+  std::set<int64_t> firsts;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    o.seed = seed;
+    RoundScheduler s(o, mono_);
+    ASSERT_TRUE(s.MysqlFailed(mono_));
+    // The first delay is 100 ms +- 20%: find when waiting ends, to 1 ms.
+    int64_t ms = 0;
+    while (s.Waiting(mono_ + absl::Milliseconds(ms))) ++ms;
+    EXPECT_GE(ms, 80);
+    EXPECT_LE(ms, 121);
+    firsts.insert(ms);
+  }
+  EXPECT_GT(firsts.size(), 3u);  // tables do not all retry at once
 }
 
 TEST_F(RoundSchedulerTest, DueTimeBecomesAMonotonicDeadline) {
