@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/log.h"
 #include "engine/mysql_message_store.h"
+#include "engine/sql_literal.h"
 
 namespace msgq {
 namespace {
@@ -289,6 +290,11 @@ absl::Status Engine::Reload() {
 absl::StatusOr<std::shared_ptr<MessageManager>> Engine::Find(
     absl::string_view keyspace, absl::string_view name) const {
   if (name.empty()) return absl::InvalidArgumentError("table name is empty");
+  if (!IsValidUtf8(keyspace) || !IsValidUtf8(name)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("keyspace \"", Echo(keyspace), "\" or table name \"",
+                     Echo(name), "\" is not valid UTF-8"));
+  }
   if (!keyspace.empty() &&
       std::find(options_.databases.begin(), options_.databases.end(),
                 keyspace) == options_.databases.end()) {

@@ -170,7 +170,8 @@ def consume(channel, table, handler, keyspace="", ack=True, count=0,
     that are not worth a retry, or when the first connection fails, and
     ProtocolError for a malformed stream."""
     stub = messaging_pb2_grpc.MessagingStub(channel)
-    request = messaging_pb2.MessageStreamRequest(keyspace=keyspace, name=table)
+    request = messaging_pb2.MessageStreamRequest(
+        keyspace=keyspace.encode(), name=table.encode())
     backoff = backoff or Backoff()
     handled = 0
     started_once = False
@@ -203,7 +204,8 @@ def consume(channel, table, handler, keyspace="", ack=True, count=0,
                         break
                 if ack and ids:
                     stub.MessageAck(messaging_pb2.MessageAckRequest(
-                        keyspace=keyspace, name=table, ids=ids),
+                        keyspace=keyspace.encode(), name=table.encode(),
+                        ids=ids),
                         timeout=ack_timeout)
                 if count and handled >= count:
                     return handled

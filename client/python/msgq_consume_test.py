@@ -151,8 +151,8 @@ class ConsumeTest(unittest.TestCase):
         self.assertEqual(seen, [b"a", b"b", b"c"])
         self.assertEqual([list(a.ids) for a in self.fake.acks],
                          [[b"1", b"2"], [b"3"]])
-        self.assertEqual(self.fake.acks[0].keyspace, "ks")
-        self.assertEqual(self.fake.acks[0].name, "orders")
+        self.assertEqual(self.fake.acks[0].keyspace, b"ks")
+        self.assertEqual(self.fake.acks[0].name, b"orders")
         self.assertEqual(reconnects,
                          [(grpc.StatusCode.UNAVAILABLE, "reloaded")])
 
