@@ -352,8 +352,18 @@ TEST_F(HostileTest, TextIdsAckOnlyTheirOwnRow) {
         Eventually([&] { return FindTable(stub_.get(), table).loaded(); },
                    absl::Seconds(20)));
     int64_t acked = -1;
-    ASSERT_TRUE(
-        Ack("msgq", table, {"' OR 1=1 --", "a", "%%", "\xff"}, &acked).ok());
+    if (binary) {
+      ASSERT_TRUE(
+          Ack("msgq", table, {"' OR 1=1 --", "a", "%%", "\xff"}, &acked).ok());
+    } else {
+      // A text (utf8mb4) id column cannot hold "\xff": such an id is
+      // malformed, like a non-number for an integer id, and the request is
+      // refused whole, naming it.
+      const grpc::Status bad =
+          Ack("msgq", table, {"' OR 1=1 --", "a", "%%", "\xff"}, &acked);
+      EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+      ASSERT_TRUE(Ack("msgq", table, {"' OR 1=1 --", "a", "%%"}, &acked).ok());
+    }
     EXPECT_EQ(acked, 0);
     const std::string unacked = absl::StrCat(
         "SELECT COUNT(*) FROM msgq.", table, " WHERE time_acked IS NULL");
