@@ -208,11 +208,12 @@ absl::Status Engine::Reload() {
   // the replaced ones outside it.
   std::vector<TableDefinition> changed;
   std::vector<Key> removed;
+  std::vector<Key> restarted;
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("engine stopping");
     std::map<Key, const TableDefinition*> seen;
-    std::set<Key> reset;
+    std::set<Key> reset;  // restarted: logged once the lock is released
     reset.swap(reset_requested_);
     for (const TableDefinition& def : snapshot->tables) {
       Key key{def.keyspace, def.name};
@@ -220,16 +221,17 @@ absl::Status Engine::Reload() {
       auto it = tables_.find(key);
       if (it == tables_.end() || !(it->second.definition == def) ||
           reset.contains(key)) {
-        if (reset.contains(key)) {
-          LogInfo("table `", def.keyspace, "`.`", def.name,
-                  "` was truncated, dropped or altered: starting over");
-        }
+        if (reset.contains(key)) restarted.push_back(key);
         changed.push_back(def);
       }
     }
     for (const auto& [key, entry] : tables_) {
       if (!seen.contains(key)) removed.push_back(key);
     }
+  }
+  for (const Key& key : restarted) {
+    LogInfo("table `", key.first, "`.`", key.second,
+            "` was truncated, dropped or altered: starting over");
   }
   std::vector<std::pair<Key, Entry>> fresh;
   for (TableDefinition& def : changed) {
