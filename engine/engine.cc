@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/log.h"
-#include "engine/mysql_message_store.h"
-#include "engine/sql_literal.h"
+#include "engine/sql/mysql_message_store.h"
+#include "engine/sql/sql_literal.h"
 
 namespace msgq {
 namespace {

@@ -29,14 +29,14 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "engine/backoff.h"
-#include "engine/binlog_watcher.h"
+#include "engine/queue/backoff.h"
+#include "engine/binlog/binlog_watcher.h"
 #include "engine/clock.h"
-#include "engine/message_manager.h"
-#include "engine/mysql_connection.h"
-#include "engine/mysql_pool.h"
-#include "engine/round_executor.h"
-#include "engine/schema_loader.h"
+#include "engine/queue/message_manager.h"
+#include "engine/sql/mysql_connection.h"
+#include "engine/sql/mysql_pool.h"
+#include "engine/queue/round_executor.h"
+#include "engine/sql/schema_loader.h"
 
 namespace msgq {
 

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/directives.h"
-#include "engine/sql_literal.h"
+#include "engine/sql/sql_literal.h"
 
 namespace msgq {
 namespace {

@@ -16,7 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "engine/row_change.h"
+#include "engine/binlog/row_change.h"
 #include "engine/table_settings.h"
 
 namespace msgq {

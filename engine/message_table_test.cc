@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "engine/directives.h"
-#include "engine/mysql_message_store.h"
+#include "engine/sql/mysql_message_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/binlog_decoder.h"
+#include "engine/binlog/binlog_decoder.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   msgq::BinlogDecoder decoder(

@@ -1,4 +1,4 @@
-// Fuzzes the id -> SQL literal writer (engine/sql_literal.h).
+// Fuzzes the id -> SQL literal writer (engine/sql/sql_literal.h).
 //
 // Input: the first byte picks the IdKind, the rest is the id. Property: the
 // writer either rejects the id (INVALID_ARGUMENT, output untouched) or its
@@ -14,7 +14,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "engine/sql_literal.h"
+#include "engine/sql/sql_literal.h"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
-#include "engine/backoff.h"
+#include "engine/queue/backoff.h"
 #include "engine/clock.h"
 #include "engine/engine.h"
 #include "engine/log.h"

@@ -24,7 +24,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/engine.h"
-#include "engine/subscriber.h"
+#include "engine/queue/subscriber.h"
 #include "grpcpp/grpcpp.h"
 #include "msgq/v1/messaging.grpc.pb.h"
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "engine/binlog_watcher.h"
+#include "engine/binlog/binlog_watcher.h"
 #include "gmock/gmock.h"
 #include "tests/fixture.h"
 

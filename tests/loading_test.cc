@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/message_table.h"
-#include "engine/mysql_message_store.h"
-#include "engine/schema_loader.h"
+#include "engine/sql/mysql_message_store.h"
+#include "engine/sql/schema_loader.h"
 #include "gmock/gmock.h"
 #include "tests/fixture.h"
 

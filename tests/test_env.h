@@ -26,7 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "engine/mysql_connection.h"
+#include "engine/sql/mysql_connection.h"
 #include "grpcpp/grpcpp.h"
 #include "msgq/v1/messaging.grpc.pb.h"
 #include "tools/launch/msgqd_process.h"

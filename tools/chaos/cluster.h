@@ -18,7 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "engine/mysql_connection.h"
+#include "engine/sql/mysql_connection.h"
 #include "tools/chaos/ledger.h"
 #include "tools/launch/msgqd_process.h"
 #include "tools/launch/private_mariadb.h"

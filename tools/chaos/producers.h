@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/mysql_connection.h"
+#include "engine/sql/mysql_connection.h"
 #include "tools/chaos/ledger.h"
 
 namespace msgq::chaos {

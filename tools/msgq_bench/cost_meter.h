@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
-#include "engine/mysql_connection.h"
+#include "engine/sql/mysql_connection.h"
 #include "tools/msgq_bench/proc_stats.h"
 #include "tools/msgq_bench/status_counters.h"
 

@@ -34,7 +34,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "engine/log.h"
-#include "engine/mysql_connection.h"
+#include "engine/sql/mysql_connection.h"
 #include "tools/launch/child_process.h"
 #include "tools/launch/msgqd_process.h"
 #include "tools/launch/private_mariadb.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/mysql_connection.h"
+#include "engine/sql/mysql_connection.h"
 #include "tools/msgq_bench/options.h"
 #include "tools/msgq_bench/results.h"
 

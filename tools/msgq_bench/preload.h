@@ -10,7 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "engine/mysql_connection.h"
+#include "engine/sql/mysql_connection.h"
 
 namespace msgq::bench {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "engine/mysql_connection.h"
+#include "engine/sql/mysql_connection.h"
 
 namespace msgq::bench {
 

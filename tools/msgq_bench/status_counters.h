@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/mysql_connection.h"
+#include "engine/sql/mysql_connection.h"
 
 namespace msgq::bench {
 

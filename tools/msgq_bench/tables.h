@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "engine/mysql_connection.h"
+#include "engine/sql/mysql_connection.h"
 
 namespace msgq::bench {
 

@@ -1,0 +1,166 @@
+// BinlogWatcher: follows the server's binary log (ROW format) and reports
+// committed changes to message tables, so new messages are sent at once
+// instead of at the next poll.
+//
+// It connects as a replica (COM_BINLOG_DUMP through Connector/C's
+// replication API), starting at the server's current GTID position, and
+// hands each event's bytes to a BinlogDecoder (binlog_decoder.h), which
+// decodes only the bookkeeping columns (id, priority, time_next,
+// time_acked) of the row images of tables its Listener recognises. Rolled
+// back transactions never reach the binlog, so everything reported is
+// committed. After a broken connection it resumes from the last committed
+// GTID, with capped exponential backoff; each (re)start is reported so the
+// engine can poll once to cover any gap.
+//
+// When the resume GTID no longer exists on the server (binlog purged, RESET
+// MASTER, failover: error 1236, or @@gtid_binlog_pos behind the resume
+// position, checked at each reconnect and at most once a second while the
+// stream idles) it logs once, counts a position reset, and follows from
+// the server's current position; the stop/start it reports makes the
+// engine poll once to cover the gap. When the server ends the dump because
+// another replica connected with the same server id (error 4052), it logs
+// one warning naming --binlog_server_id and counts an eviction.
+//
+// An event the decoder cannot decode (see binlog_decoder.h) is logged once
+// per distinct reason and answered with OnStreaming(true, "") again, so the
+// engine polls for the rows it may have carried.
+//
+// When the server cannot be followed (binary log off, binlog_format not
+// ROW, binlog_row_image MINIMAL, missing REPLICATION SLAVE privilege) it
+// logs one warning naming the reason and the fix, reports "not streaming",
+// and checks again every `recheck_interval`.
+//
+// Thread-safety: Start/Stop from one thread; status() from any thread; the
+// listener is called on the watcher's thread and must not block for long.
+#ifndef MSGQ_ENGINE_BINLOG_BINLOG_WATCHER_H_
+#define MSGQ_ENGINE_BINLOG_BINLOG_WATCHER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "engine/sql/mysql_connection.h"
+#include "engine/binlog/row_change.h"
+
+namespace msgq {
+
+class BinlogWatcher {
+ public:
+  class Listener {
+   public:
+    virtual ~Listener() = default;
+    // The bookkeeping columns of `db`.`table` if it is a loaded message
+    // table; nullopt makes the watcher skip its rows.
+    virtual std::optional<BookkeepingColumns> Columns(
+        const std::string& db, const std::string& table) = 0;
+    // Committed changes of one rows event.
+    virtual void OnRowChanges(const std::string& db, const std::string& table,
+                              std::vector<RowChange> changes) = 0;
+    // Following started (true: poll once to cover any gap) or stopped.
+    // `reason` says why when it could not start.
+    virtual void OnStreaming(bool streaming, const std::string& reason) = 0;
+    // A committed TRUNCATE, DROP, ALTER, RENAME or CREATE OR REPLACE named
+    // this message table (one the Columns() lookup knows): rows the engine
+    // holds for it may no longer exist; reset the table.
+    virtual void OnTableReset(const std::string& db, const std::string& table) {
+    }
+  };
+
+  struct Options {
+    MysqlOptions mysql;
+    // The replica server id announced to MySQL; must differ from every
+    // real replica's and from other msgqd's on the same server.
+    uint32_t server_id = 0;
+    // Reconnect delays: common/backoff.h from retry_min doubling to
+    // retry_max, +-20% jitter seeded by jitter_seed (0: random); reset once
+    // a stream has started.
+    absl::Duration retry_min = absl::Milliseconds(100);
+    absl::Duration retry_max = absl::Seconds(10);
+    uint64_t jitter_seed = 0;
+    absl::Duration recheck_interval = absl::Seconds(30);
+  };
+
+  // What the watcher is doing, for ListTables and metrics.
+  struct Status {
+    bool streaming = false;
+    uint32_t server_id = 0;
+    // Why the stream last stopped or could not start ("" if never).
+    std::string last_error;
+    // Times the resume position was gone and following restarted from the
+    // server's current position.
+    int64_t position_resets = 0;
+    // Times another replica with the same server id took the dump over.
+    int64_t evictions = 0;
+    // Last committed GTID per domain ("0-1-42,1-2-7").
+    std::string position;
+  };
+
+  BinlogWatcher(Options options, Listener* listener);
+  ~BinlogWatcher();
+  BinlogWatcher(const BinlogWatcher&) = delete;
+  BinlogWatcher& operator=(const BinlogWatcher&) = delete;
+
+  void Start();
+  // Stops following (closes the dump connection) and joins the thread.
+  void Stop();
+
+  // A snapshot. Thread-safe.
+  Status status() const;
+
+  // A default server id unlikely to collide, even between two msgqd in
+  // containers (same pid 1, maybe the same host name and address): a hash
+  // of the host name, `listen_address`, the pid and a random value drawn
+  // once per call. Logged by the watcher when it starts following.
+  static uint32_t DefaultServerId(const std::string& listen_address = "");
+  // The derivation itself: never 0; the same inputs give the same id within
+  // one process (absl::Hash is seeded per process).
+  static uint32_t DeriveServerId(const std::string& host,
+                                 const std::string& listen_address, int64_t pid,
+                                 uint64_t random);
+  // True if a stream resumed at `resume` ("d-s-n,..." GTIDs) cannot exist in
+  // a server whose @@gtid_binlog_pos is `server`: some domain of `resume` is
+  // missing there or has a lower sequence number (RESET MASTER, failover).
+  static bool PositionGone(const std::string& resume,
+                           const std::string& server);
+
+ private:
+  void Run();
+  // Streams until an error or Stop(). FAILED_PRECONDITION: the server
+  // cannot be followed as configured; UNAVAILABLE: retry.
+  absl::Status StreamOnce();
+  std::string ConnectState() const;
+  // Records `status` as the reason the stream stopped; logs what needs it.
+  void NoteStopped(const absl::Status& status, std::string* last_problem);
+  void SetStreaming(bool streaming);
+  // OUT_OF_RANGE if the server's @@gtid_binlog_pos shows the resume
+  // position is gone; opens `*control` when needed. OK when it cannot tell.
+  absl::Status CheckPosition(const MysqlOptions& mysql,
+                             std::unique_ptr<MysqlConnection>* control);
+
+  const Options options_;
+  Listener* const listener_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar wake_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int socket_ ABSL_GUARDED_BY(mu_) = -1;  // of the dump connection
+  Status status_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
+
+  // Watcher thread only: last committed GTID per replication domain.
+  std::map<uint32_t, std::string> resume_;
+  bool stream_started_ = false;
+  int64_t evictions_logged_ = 0;
+};
+
+}  // namespace msgq
+
+#endif  // MSGQ_ENGINE_BINLOG_BINLOG_WATCHER_H_

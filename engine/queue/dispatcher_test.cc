@@ -1,0 +1,100 @@
+#include "engine/queue/dispatcher.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace msgq {
+namespace {
+
+class NullSubscriber final : public Subscriber {
+ public:
+  void Send(uint64_t, MessageBatch) override {}
+  void Close(absl::Status) override {}
+};
+
+// The subscriber each Next() picks, as indexes into `subs`, until none.
+std::vector<int> Picks(Dispatcher& d,
+                       const std::vector<std::shared_ptr<Subscriber>>& subs,
+                       int max) {
+  std::vector<int> out;
+  for (int i = 0; i < max; ++i) {
+    std::optional<Dispatcher::Pick> p = d.Next();
+    if (!p.has_value()) break;
+    for (size_t j = 0; j < subs.size(); ++j) {
+      if (subs[j] == p->subscriber) out.push_back(static_cast<int>(j));
+    }
+  }
+  return out;
+}
+
+std::vector<std::shared_ptr<Subscriber>> Make(int n) {
+  std::vector<std::shared_ptr<Subscriber>> subs;
+  for (int i = 0; i < n; ++i)
+    subs.push_back(std::make_shared<NullSubscriber>());
+  return subs;
+}
+
+TEST(DispatcherTest, RoundRobinUntilEveryoneIsBusy) {
+  Dispatcher d(2);
+  auto subs = Make(3);
+  EXPECT_TRUE(d.Add(subs[0]));
+  EXPECT_FALSE(d.Add(subs[1]));
+  EXPECT_FALSE(d.Add(subs[2]));
+  EXPECT_EQ(Picks(d, subs, 10), (std::vector<int>{0, 1, 2, 0, 1, 2}));
+  EXPECT_FALSE(d.HasFreeSlot());
+  d.SendDone(subs[1].get());
+  EXPECT_TRUE(d.HasFreeSlot());
+  EXPECT_EQ(Picks(d, subs, 10), (std::vector<int>{1}));
+}
+
+TEST(DispatcherTest, SequencesNumberEachSubscribersBatches) {
+  Dispatcher d(5);
+  auto subs = Make(2);
+  d.Add(subs[0]);
+  d.Add(subs[1]);
+  std::vector<uint64_t> seq;
+  for (int i = 0; i < 4; ++i) seq.push_back(d.Next()->sequence);
+  EXPECT_EQ(seq, (std::vector<uint64_t>{0, 0, 1, 1}));
+}
+
+TEST(DispatcherTest, FailedSendRemovesTheSubscriberAtOnce) {
+  Dispatcher d(2);
+  auto subs = Make(2);
+  d.Add(subs[0]);
+  d.Add(subs[1]);
+  ASSERT_EQ(Picks(d, subs, 1), (std::vector<int>{0}));
+  d.SendFailed(subs[0].get());
+  EXPECT_EQ(d.size(), 1u);
+  EXPECT_EQ(Picks(d, subs, 10), (std::vector<int>{1, 1}));
+  // Late reports about the removed one change nothing.
+  d.SendDone(subs[0].get());
+  EXPECT_FALSE(d.Remove(subs[0].get()));
+  EXPECT_EQ(Picks(d, subs, 10), (std::vector<int>{}));
+}
+
+TEST(DispatcherTest, RemovingKeepsTheTurnOfWhoWasNext) {
+  Dispatcher d(10);
+  auto subs = Make(3);
+  for (auto& s : subs) d.Add(s);
+  ASSERT_EQ(Picks(d, subs, 2), (std::vector<int>{0, 1}));  // 2 is next
+  EXPECT_TRUE(d.Remove(subs[0].get()));
+  EXPECT_EQ(Picks(d, subs, 3), (std::vector<int>{2, 1, 2}));
+}
+
+TEST(DispatcherTest, TakeAllEmpties) {
+  Dispatcher d(1);
+  auto subs = Make(2);
+  d.Add(subs[0]);
+  d.Add(subs[0]);  // no-op
+  d.Add(subs[1]);
+  EXPECT_EQ(d.size(), 2u);
+  EXPECT_EQ(d.TakeAll().size(), 2u);
+  EXPECT_TRUE(d.empty());
+  EXPECT_FALSE(d.Next().has_value());
+}
+
+}  // namespace
+}  // namespace msgq

@@ -1,0 +1,37 @@
+// Message: one row of a message table as the engine holds it in memory.
+//
+// `row` carries the streamed columns already packed the way the wire wants
+// them (text-protocol values back to back, lengths with -1 for NULL), shared
+// so that handing a message to a subscriber copies no payload.
+#ifndef MSGQ_ENGINE_QUEUE_MESSAGE_H_
+#define MSGQ_ENGINE_QUEUE_MESSAGE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace msgq {
+
+struct PackedRow {
+  std::vector<int64_t> lengths;  // -1 for NULL
+  std::string values;
+};
+
+struct Message {
+  std::string id;  // canonical text form, as streamed in column 0
+  int64_t priority = 0;
+  int64_t time_next = 0;  // Unix epoch ns
+  int64_t epoch = 0;      // sends so far
+  // When the manager handed it to a subscriber (Unix ns; 0 = not sent), so
+  // a batch handed back later is known to be still this send's.
+  int64_t sent_at = 0;
+  std::shared_ptr<const PackedRow> row;
+};
+
+// A batch handed to one subscriber.
+using MessageBatch = std::vector<Message>;
+
+}  // namespace msgq
+
+#endif  // MSGQ_ENGINE_QUEUE_MESSAGE_H_

@@ -1,0 +1,299 @@
+#include "engine/queue/message_manager.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "engine/log.h"
+
+namespace msgq {
+namespace {
+
+RoundScheduler::Options SchedulerOptions(const MessageTable& table,
+                                         const MessageManager::Options& o) {
+  const TableSettings& settings = table.settings;
+  RoundScheduler::Options s;
+  s.poll_interval = settings.poller_interval;
+  s.refetch_delay = o.refetch_delay;
+  s.max_refetches = o.max_refetches;
+  s.retry_min = o.retry_min;
+  s.retry_max = o.retry_max;
+  s.retry_jitter = o.retry_jitter;
+  // Each table its own jitter sequence, the same one every run.
+  s.seed =
+      std::hash<std::string>()(absl::StrCat(table.keyspace, ".", table.name));
+  s.max_fetch_ids = static_cast<size_t>(settings.cache_size);
+  return s;
+}
+
+}  // namespace
+
+MessageManager::MessageManager(MessageTable table,
+                               std::unique_ptr<MessageStore> store,
+                               Clock* clock, JitterSource* jitter,
+                               Options options,
+                               std::shared_ptr<RoundExecutor> executor)
+    : table_(std::move(table)),
+      store_(std::move(store)),
+      clock_(clock),
+      jitter_(jitter),
+      options_(options),
+      executor_(std::move(executor)),
+      log_name_(
+          absl::StrCat("table `", table_.keyspace, "`.`", table_.name, "`")),
+      cache_(static_cast<size_t>(table_.settings.cache_size), table_.id_kind),
+      dispatcher_(options.max_batches_per_subscriber),
+      scheduler_(SchedulerOptions(table_, options), clock->MonotonicNow()) {}
+
+MessageManager::~MessageManager() {
+  Stop(absl::UnavailableError("message manager destroyed"));
+}
+
+void MessageManager::Start() {
+  absl::MutexLock lock(&mu_);
+  if (started_ || stopping_) return;
+  started_ = true;
+  if (executor_ != nullptr) {
+    executor_->Add(this);
+  } else {
+    thread_ = std::thread([this] { Run(); });
+  }
+}
+
+void MessageManager::WakeLocked() {
+  if (executor_ == nullptr) {
+    wake_.Signal();
+  } else if (started_) {
+    executor_->Wake(this);
+  }
+}
+
+void MessageManager::Stop(absl::Status reason) {
+  std::vector<std::shared_ptr<Subscriber>> subscribers;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ && !thread_.joinable() && dispatcher_.empty() &&
+        acks_.empty()) {
+      return;
+    }
+    stopping_ = true;
+    subscribers = dispatcher_.TakeAll();
+    wake_.SignalAll();
+  }
+  // Closing first lets streams hand back what they never wrote, so the
+  // final flush does not postpone messages nobody received.
+  for (auto& subscriber : subscribers) subscriber->Close(reason);
+  if (thread_.joinable()) thread_.join();
+  bool flush = false;
+  {
+    absl::MutexLock lock(&mu_);
+    flush = executor_ != nullptr && started_;
+    started_ = false;
+  }
+  if (flush) {
+    executor_->Remove(this);  // waits for a round in progress
+    Flush();
+  }
+  std::vector<PendingAck> acks;
+  {
+    absl::MutexLock lock(&mu_);
+    acks.swap(acks_);
+    pending_ack_ids_ = 0;
+  }
+  for (PendingAck& ack : acks) {
+    ack.done(absl::UnavailableError(
+        absl::StrCat(log_name_, " is being reloaded or shut down: retry")));
+  }
+}
+
+absl::Status MessageManager::Subscribe(std::shared_ptr<Subscriber> subscriber) {
+  Sends sends;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) {
+      return absl::UnavailableError(
+          absl::StrCat(log_name_, " is being reloaded or shut down: retry"));
+    }
+    if (dispatcher_.Add(std::move(subscriber))) {
+      scheduler_.RequestPoll();
+      WakeLocked();
+    }
+    sends = PumpLocked();
+  }
+  Deliver(std::move(sends));
+  return absl::OkStatus();
+}
+
+void MessageManager::Unsubscribe(const Subscriber* subscriber) {
+  absl::MutexLock lock(&mu_);
+  dispatcher_.Remove(subscriber);
+}
+
+void MessageManager::OnSendDone(const Subscriber* subscriber) {
+  Sends sends;
+  {
+    absl::MutexLock lock(&mu_);
+    dispatcher_.SendDone(subscriber);
+    sends = PumpLocked();
+  }
+  Deliver(std::move(sends));
+}
+
+void MessageManager::OnSendFailed(const Subscriber* subscriber,
+                                  MessageBatch batch) {
+  Sends sends;
+  {
+    absl::MutexLock lock(&mu_);
+    // Never offer a failing stream another batch (it would fail again).
+    dispatcher_.SendFailed(subscriber);
+    counters_.sent -= static_cast<int64_t>(batch.size());
+    const int64_t now = clock_->NowNanos();
+    const int64_t ack_wait = absl::ToInt64Nanoseconds(table_.settings.ack_wait);
+    for (Message& m : batch) {
+      // Past the ack wait the row is due again in MySQL (or already sent
+      // again): the poll owns it now.
+      if (m.sent_at != 0 && now >= m.sent_at + ack_wait) continue;
+      if (!ledger_.HandBack(m.id, nullptr)) continue;  // an ack settles it
+      if (cache_.Add(std::move(m)) == MessageCache::AddResult::kFull) {
+        scheduler_.NoteBacklog();
+      }
+    }
+    sends = PumpLocked();
+  }
+  Deliver(std::move(sends));
+}
+
+void MessageManager::Ack(std::vector<std::string> ids, AckCallback done) {
+  if (ids.size() > static_cast<size_t>(options_.max_ids_per_ack)) {
+    done(absl::InvalidArgumentError(
+        absl::StrCat("too many ids in one ack: ", ids.size(), " > ",
+                     options_.max_ids_per_ack)));
+    return;
+  }
+  for (std::string& id : ids) {
+    absl::StatusOr<std::string> canonical = CanonicalId(table_.id_kind, id);
+    if (!canonical.ok()) {
+      done(canonical.status());
+      return;
+    }
+    id = *std::move(canonical);
+  }
+  if (ids.empty()) {
+    done(int64_t{0});
+    return;
+  }
+  absl::Status refused;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) {
+      refused = absl::UnavailableError(
+          absl::StrCat(log_name_, " is being reloaded or shut down: retry"));
+    } else if (scheduler_.Waiting(clock_->MonotonicNow())) {
+      refused = absl::UnavailableError(
+          absl::StrCat("MySQL is unavailable for ", log_name_, ": retry"));
+    } else if (acks_.size() >= static_cast<size_t>(options_.max_pending_acks) ||
+               pending_ack_ids_ + ids.size() >
+                   static_cast<size_t>(options_.max_pending_ack_ids)) {
+      refused = absl::ResourceExhaustedError(
+          absl::StrCat("too many acks waiting for ", log_name_));
+    } else {
+      // Never send again what is being acked, and don't postpone it.
+      for (const std::string& id : ids) cache_.RemoveQueued(id);
+      pending_ack_ids_ += ids.size();
+      acks_.push_back(
+          PendingAck{ledger_.BeginAck(std::move(ids)), std::move(done)});
+      WakeLocked();
+      return;
+    }
+  }
+  done(refused);
+}
+
+void MessageManager::NoteDueAt(int64_t time_next) {
+  absl::MutexLock lock(&mu_);
+  scheduler_.NoteDueAt(time_next);
+  WakeLocked();
+}
+
+void MessageManager::RequestPoll() {
+  absl::MutexLock lock(&mu_);
+  scheduler_.RequestPoll();
+  WakeLocked();
+}
+
+void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
+  absl::MutexLock lock(&mu_);
+  const int64_t now = clock_->NowNanos();
+  for (const RowChange& c : changes) {
+    if (c.deleted || c.time_acked.has_value() || !c.time_next.has_value()) {
+      cache_.RemoveQueued(c.id);
+      scheduler_.ForgetFetch(c.id);
+      continue;
+    }
+    // msgq's own postpones and acks of ids in flight: nothing new.
+    if (ledger_.InFlight(c.id)) continue;
+    // Priority, schedule or payload may have changed: read it again.
+    cache_.RemoveQueued(c.id);
+    if (*c.time_next > now) {
+      scheduler_.ForgetFetch(c.id);
+      scheduler_.NoteDueAt(*c.time_next);
+      continue;
+    }
+    if (dispatcher_.empty()) continue;  // the first subscriber polls
+    if (!options_.binlog_fetch_by_id) {
+      scheduler_.RequestPoll();
+    } else if (cache_.full()) {
+      scheduler_.NoteBacklog();  // the poll at drain picks it up
+    } else {
+      scheduler_.NameForFetch(c.id);
+    }
+  }
+  WakeLocked();
+}
+
+MessageManager::Stats MessageManager::stats() const {
+  absl::MutexLock lock(&mu_);
+  Stats s = counters_;
+  s.subscribers = static_cast<int>(dispatcher_.size());
+  s.queued = static_cast<int64_t>(cache_.queued());
+  s.in_flight = static_cast<int64_t>(ledger_.in_flight());
+  s.mysql_ok = scheduler_.mysql_ok();
+  return s;
+}
+
+MessageManager::Sends MessageManager::PumpLocked() {
+  Sends sends;
+  const int64_t now = cache_.empty() ? 0 : clock_->NowNanos();
+  while (!cache_.empty()) {
+    std::optional<Dispatcher::Pick> pick = dispatcher_.Next();
+    if (!pick.has_value()) break;  // everyone is busy
+    MessageBatch batch =
+        cache_.PopBatch(static_cast<size_t>(table_.settings.batch_size));
+    for (Message& m : batch) {
+      ledger_.Sent(m.id, m.epoch);
+      m.sent_at = now;
+    }
+    counters_.sent += static_cast<int64_t>(batch.size());
+    sends.emplace_back(*std::move(pick), std::move(batch));
+  }
+  // Refill before the cache runs dry, so subscribers never wait on a poll.
+  scheduler_.CacheLevel(cache_.queued(), cache_.capacity());
+  if (!sends.empty() || scheduler_.backlog()) WakeLocked();
+  return sends;
+}
+
+void MessageManager::Deliver(Sends sends) {
+  for (auto& [pick, batch] : sends) {
+    pick.subscriber->Send(pick.sequence, std::move(batch));
+  }
+}
+
+RoundScheduler::View MessageManager::ViewLocked() const {
+  RoundScheduler::View view;
+  view.subscribers = !dispatcher_.empty();
+  view.cache_full = cache_.full();
+  view.writes_pending = ledger_.HasOwed() || !acks_.empty();
+  return view;
+}
+
+}  // namespace msgq

@@ -1,0 +1,317 @@
+// MessageManager's rounds of MySQL work: what a round takes under the lock,
+// the statements it runs (writes, poll, fetch, purge) and how their results
+// settle the ledger, the scheduler and the cache. The class contract is in
+// message_manager.h; message_manager.cc has its public API.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "engine/log.h"
+#include "engine/queue/message_manager.h"
+
+namespace msgq {
+namespace {
+
+using Outcome = SettlementLedger::Outcome;
+
+Outcome OutcomeOf(const absl::Status& status) {
+  if (status.ok()) return Outcome::kCommitted;
+  if (IsUnavailable(status) || status.code() == absl::StatusCode::kAborted) {
+    return Outcome::kTransient;
+  }
+  return Outcome::kPermanent;
+}
+
+}  // namespace
+
+MessageManager::Work MessageManager::TakeWorkLocked() {
+  Work work;
+  work.now = clock_->NowNanos();
+  work.mono = clock_->MonotonicNow();
+  work.writes.now = work.now;
+  if (scheduler_.Waiting(work.mono)) return work;
+  work.postponed = ledger_.TakePostpones();
+  // One jitter per epoch per round, as one statement covers the round.
+  absl::flat_hash_map<int64_t, int64_t> time_by_epoch;
+  for (const auto& [id, epoch] : work.postponed) {
+    auto [it, inserted] = time_by_epoch.try_emplace(epoch, 0);
+    if (inserted) {
+      it->second = work.now +
+                   PostponeDelayNanos(table_.settings, epoch, jitter_->Next());
+    }
+    work.writes.postpones.push_back(Postponement{id, it->second});
+  }
+  work.acks.swap(acks_);
+  for (const PendingAck& ack : work.acks) {
+    work.writes.ack_groups.push_back(ack.ticket.ids);
+  }
+  work.round = scheduler_.Take(ViewLocked(), work.mono, work.now);
+  return work;
+}
+
+void MessageManager::RunOnce() {
+  Work work;
+  {
+    absl::MutexLock lock(&mu_);
+    work = TakeWorkLocked();
+  }
+  DoWork(std::move(work));
+}
+
+void MessageManager::Run() {
+  while (true) {
+    Work work;
+    {
+      absl::MutexLock lock(&mu_);
+      while (!stopping_) {
+        const absl::Time mono = clock_->MonotonicNow();
+        const int64_t wall = clock_->NowNanos();
+        const RoundScheduler::View view = ViewLocked();
+        if (scheduler_.HaveWork(view, mono, wall)) break;
+        wake_.WaitWithTimeout(&mu_,
+                              scheduler_.NextDeadline(view, mono, wall) - mono);
+      }
+      if (stopping_) break;
+      work = TakeWorkLocked();
+    }
+    DoWork(std::move(work));
+  }
+  Flush();
+}
+
+absl::Time MessageManager::RunRound() {
+  Work work;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::InfiniteFuture();
+    const absl::Time mono = clock_->MonotonicNow();
+    const int64_t wall = clock_->NowNanos();
+    const RoundScheduler::View view = ViewLocked();
+    if (!scheduler_.HaveWork(view, mono, wall)) {
+      return scheduler_.NextDeadline(view, mono, wall);
+    }
+    work = TakeWorkLocked();
+  }
+  DoWork(std::move(work));
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return absl::InfiniteFuture();
+  const absl::Time mono = clock_->MonotonicNow();
+  const int64_t wall = clock_->NowNanos();
+  const RoundScheduler::View view = ViewLocked();
+  return scheduler_.HaveWork(view, mono, wall)
+             ? mono
+             : scheduler_.NextDeadline(view, mono, wall);
+}
+
+void MessageManager::Flush() {
+  // What was sent or acked, so a successor does not resend it at once.
+  Work last;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!scheduler_.mysql_ok()) return;
+    last = TakeWorkLocked();
+    last.round = RoundScheduler::Round();
+  }
+  DoWrites(last);
+  store_->EndRound();
+}
+
+void MessageManager::DoWork(Work work) {
+  // Whatever happens, the round's connection goes back to the pool.
+  struct EndRound {
+    MessageStore* store;
+    ~EndRound() { store->EndRound(); }
+  } end_round{store_.get()};
+  // When MySQL is unreachable the round ends: one failure per round sets the
+  // backoff, and no further statement waits on a dead server.
+  if (!DoWrites(work)) return;
+  if (work.round.poll && !DoPoll(work)) return;
+  if (!work.round.fetch_ids.empty() && !DoFetch(work)) return;
+  if (work.round.purge) DoPurge(work);
+}
+
+MessageManager::Log MessageManager::StatementFailedLocked(
+    const char* what, const absl::Status& status) {
+  if (IsUnavailable(status)) {
+    const bool was_ok = scheduler_.MysqlFailed(clock_->MonotonicNow());
+    if (!was_ok) return std::nullopt;
+    return std::make_pair("W",
+                          absl::StrCat(log_name_,
+                                       ": MySQL unavailable, retrying with "
+                                       "backoff: ",
+                                       status.message()));
+  }
+  return std::make_pair(
+      "E", absl::StrCat(log_name_, ": ", what, " failed: ", status.message()));
+}
+
+MessageManager::Log MessageManager::MysqlOkLocked() {
+  if (!scheduler_.MysqlOk()) return std::nullopt;
+  return std::make_pair("I",
+                        absl::StrCat(log_name_, ": MySQL is reachable again"));
+}
+
+void MessageManager::Emit(Log log) {
+  if (log.has_value()) LogLine(log->first, log->second);
+}
+
+bool MessageManager::DoWrites(Work& work) {
+  if (work.writes.postpones.empty() && work.writes.ack_groups.empty()) {
+    return true;
+  }
+  // Non-OK only when nothing was applied (connection lost, deadlock); else
+  // the postpones and each ack group succeed or fail on their own.
+  absl::StatusOr<WriteResult> result = store_->Write(work.writes);
+  std::vector<std::pair<AckCallback, absl::StatusOr<int64_t>>> replies;
+  std::vector<Log> logs;
+  {
+    absl::MutexLock lock(&mu_);
+    logs.push_back(result.ok()
+                       ? MysqlOkLocked()
+                       : StatementFailedLocked("write", result.status()));
+    const absl::Status postpones =
+        result.ok() ? result->postpones : result.status();
+    if (result.ok() && !postpones.ok()) {
+      // Left due in MySQL: the next poll sends them again.
+      logs.push_back(StatementFailedLocked("postpone", postpones));
+    }
+    ledger_.PostponesDone(work.postponed, OutcomeOf(postpones));
+    if (postpones.ok()) {
+      std::optional<int64_t> earliest;
+      for (const Postponement& p : work.writes.postpones) {
+        earliest = std::min(earliest.value_or(p.time_next), p.time_next);
+      }
+      if (earliest.has_value()) scheduler_.NoteDueAt(*earliest);
+    }
+    for (size_t i = 0; i < work.acks.size(); ++i) {
+      PendingAck& ack = work.acks[i];
+      pending_ack_ids_ -= std::min(pending_ack_ids_, ack.ticket.ids.size());
+      absl::StatusOr<int64_t> n =
+          !result.ok()              ? absl::StatusOr<int64_t>(result.status())
+          : i < result->acks.size() ? result->acks[i]
+                                    : absl::StatusOr<int64_t>(int64_t{0});
+      ledger_.AckDone(ack.ticket, OutcomeOf(n.status()));
+      if (n.ok()) {
+        counters_.acked += *n;
+        replies.emplace_back(std::move(ack.done), *n);
+      } else {
+        replies.emplace_back(
+            std::move(ack.done),
+            absl::Status(n.status().code(),
+                         absl::StrCat("ack on ", log_name_,
+                                      " failed: ", n.status().message())));
+      }
+    }
+  }
+  for (Log& log : logs) Emit(std::move(log));
+  for (auto& [done, value] : replies) done(std::move(value));
+  return !IsUnavailable(result.status());
+}
+
+void MessageManager::AddToCacheLocked(std::vector<Message>& rows) {
+  for (Message& m : rows) {
+    // MySQL may still show the state from before an unsettled write.
+    if (ledger_.InFlight(m.id)) continue;
+    if (cache_.Add(std::move(m)) == MessageCache::AddResult::kFull) {
+      scheduler_.NoteBacklog();
+      return;
+    }
+  }
+}
+
+bool MessageManager::DoPoll(const Work& work) {
+  int64_t limit = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    // Due rows in flight or already queued come back too and are skipped.
+    // Writes of this round have settled most in-flight ids by now, and
+    // waiting acks are bounded; at most two cache sizes of rows are read
+    // (memory stays bounded by configuration).
+    const int64_t capacity = static_cast<int64_t>(cache_.capacity());
+    limit = std::min(capacity + static_cast<int64_t>(ledger_.in_flight()),
+                     2 * capacity);
+  }
+  const int64_t poll_limit = limit;
+  absl::StatusOr<std::vector<Message>> rows =
+      store_->PollDue(work.now, poll_limit);
+  Log log;
+  bool backlog = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!rows.ok()) {
+      log = StatementFailedLocked("poll", rows.status());
+    } else {
+      log = MysqlOkLocked();
+      ++counters_.polls;
+      absl::flat_hash_set<std::string> found;
+      if (scheduler_.fetch_waiting() > 0) {
+        for (const Message& m : *rows) found.insert(m.id);
+      }
+      scheduler_.PollDone(
+          work.round, static_cast<int64_t>(rows->size()) >= poll_limit, found);
+      AddToCacheLocked(*rows);
+      backlog = scheduler_.backlog();
+    }
+  }
+  Emit(std::move(log));
+  if (!rows.ok()) return !IsUnavailable(rows.status());
+  if (!backlog) {
+    absl::StatusOr<std::optional<int64_t>> due = store_->NextDueAfter(work.now);
+    absl::MutexLock lock(&mu_);
+    if (due.ok() && due->has_value()) scheduler_.NoteDueAt(**due);
+    if (!due.ok()) log = StatementFailedLocked("next-due query", due.status());
+  }
+  Emit(std::move(log));
+  Sends sends;
+  bool ok;
+  {
+    absl::MutexLock lock(&mu_);
+    sends = PumpLocked();
+    ok = scheduler_.mysql_ok();
+  }
+  Deliver(std::move(sends));
+  return ok;
+}
+
+bool MessageManager::DoFetch(const Work& work) {
+  absl::StatusOr<std::vector<Message>> rows =
+      store_->FetchDue(work.round.fetch_ids, work.now);
+  Sends sends;
+  Log log;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!rows.ok()) {
+      log = StatementFailedLocked("fetch", rows.status());
+      // Whatever the reason, the poll finds them instead.
+      scheduler_.FetchFailed();
+    } else {
+      log = MysqlOkLocked();
+      absl::flat_hash_set<std::string> found;
+      for (const Message& m : *rows) found.insert(m.id);
+      scheduler_.FetchDone(work.round.fetch_ids, found, clock_->MonotonicNow());
+      AddToCacheLocked(*rows);
+      sends = PumpLocked();
+    }
+  }
+  Emit(std::move(log));
+  Deliver(std::move(sends));
+  return rows.ok() || !IsUnavailable(rows.status());
+}
+
+void MessageManager::DoPurge(const Work& work) {
+  const int64_t cutoff =
+      work.now - absl::ToInt64Nanoseconds(table_.settings.purge_after);
+  absl::StatusOr<int64_t> n = store_->Purge(cutoff, options_.purge_batch);
+  Log log;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!n.ok()) {
+      log = StatementFailedLocked("purge", n.status());
+    } else {
+      log = MysqlOkLocked();
+      scheduler_.PurgeDone(*n >= options_.purge_batch);
+    }
+  }
+  Emit(std::move(log));
+}
+
+}  // namespace msgq

@@ -1,0 +1,153 @@
+// RoundScheduler: when a message manager's next round of MySQL work is due,
+// and what it reads: a poll, a fetch of binlog-named rows by id, a purge
+// step; and when to retry after MySQL failed.
+//
+// Rules:
+// - Poll when a subscriber asked for one (first subscriber, binlog restart,
+//   MySQL back), every poll interval, when the earliest known time_next is
+//   reached, and when a backlog was seen (a poll hit its limit, the cache
+//   refused rows) and the cache drained to half. Never without subscribers
+//   or with a full cache.
+// - Fetch the rows the binlog named, in the next round; a row not visible
+//   yet is read again after refetch_delay, doubling, max_refetches times,
+//   then one poll is requested. A poll does not drop named ids: those it did
+//   not return are fetched next round, so no named row waits for the poll
+//   interval (at most the refetch schedule plus one round).
+// - A backlog noted while a poll runs survives that poll's result.
+// - Purge every poll interval, and at once again after a full purge batch.
+// - After a MySQL failure nothing runs until retry_at; the delay doubles
+//   per failed round from retry_min to retry_max, with +-retry_jitter
+//   (common/backoff.h).
+//
+// Intervals and deadlines run on a monotonic clock (`mono`, never stepped);
+// message due times (time_next) are Unix nanoseconds compared with the wall
+// clock (`wall_ns`), and converted to a monotonic deadline as a delay.
+//
+// Pure: it never reads a clock; callers pass both times. Not thread-safe:
+// the owning MessageManager guards it with its mutex.
+#ifndef MSGQ_ENGINE_QUEUE_ROUND_SCHEDULER_H_
+#define MSGQ_ENGINE_QUEUE_ROUND_SCHEDULER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/time/time.h"
+#include "common/backoff.h"
+
+namespace msgq {
+
+class RoundScheduler {
+ public:
+  struct Options {
+    absl::Duration poll_interval = absl::Seconds(30);
+    absl::Duration refetch_delay = absl::Milliseconds(5);
+    int max_refetches = 5;
+    absl::Duration retry_min = absl::Milliseconds(100);
+    absl::Duration retry_max = absl::Seconds(10);
+    // Relative jitter of the retry delay (so many tables do not all retry
+    // at once after an outage), and the seed of its generator.
+    double retry_jitter = 0.2;
+    uint64_t seed = 0;
+    // Binlog-named ids waiting for a fetch; more are left to a poll.
+    size_t max_fetch_ids = 10000;
+  };
+
+  // What the manager's other parts look like when a decision is made.
+  struct View {
+    bool subscribers = false;
+    bool cache_full = false;
+    bool writes_pending = false;  // owed postpones or waiting acks
+  };
+
+  // The reads of one round, taken by Take().
+  struct Round {
+    bool poll = false;
+    uint64_t backlog_generation = 0;  // hand back to PollDone
+    std::vector<std::string> fetch_ids;
+    bool purge = false;
+  };
+
+  RoundScheduler(Options options, absl::Time mono_now);
+
+  // ---- Events ----
+  void RequestPoll() { poll_requested_ = true; }
+  // A committed row is due at `time_next_ns` (Unix ns).
+  void NoteDueAt(int64_t time_next_ns);
+  // More due rows exist than the cache holds: poll again once it drained.
+  void NoteBacklog();
+  // The cache holds `queued` of `capacity`: requests the refill poll when a
+  // backlog is pending and the cache drained to half.
+  void CacheLevel(size_t queued, size_t capacity);
+  // The binlog names a due row: read it by id in the next round. Returns
+  // false (and notes a backlog) when too many are waiting already.
+  bool NameForFetch(const std::string& id);
+  // The row no longer needs reading (acked, deleted, rescheduled).
+  void ForgetFetch(const std::string& id);
+
+  // ---- Decisions ----
+  // True when a round should run now.
+  bool HaveWork(const View& view, absl::Time mono, int64_t wall_ns) const;
+  // When HaveWork may next become true without an event (monotonic).
+  absl::Time NextDeadline(const View& view, absl::Time mono,
+                          int64_t wall_ns) const;
+  // Takes the reads that are due now (at most one of poll and fetch; the
+  // poll wins) and advances the interval timers.
+  Round Take(const View& view, absl::Time mono, int64_t wall_ns);
+  // Whether MySQL work is on hold after a failure.
+  bool Waiting(absl::Time mono) const { return !mysql_ok_ && mono < retry_at_; }
+
+  // ---- Outcomes ----
+  // A poll finished: `hit_limit` when it returned as many rows as asked;
+  // `found` are the ids it returned.
+  void PollDone(const Round& round, bool hit_limit,
+                const absl::flat_hash_set<std::string>& found);
+  // A fetch of `asked` returned `found`; the others are read again later.
+  void FetchDone(const std::vector<std::string>& asked,
+                 const absl::flat_hash_set<std::string>& found,
+                 absl::Time mono);
+  // A fetch failed for a reason other than MySQL being down.
+  void FetchFailed() { poll_requested_ = true; }
+  // A purge step deleted a full batch: purge again next round.
+  void PurgeDone(bool full_batch) { purge_more_ = full_batch; }
+  // MySQL failed: hold off until the backoff passes; a poll follows.
+  // Returns true when MySQL was considered up until now.
+  bool MysqlFailed(absl::Time mono);
+  // MySQL answered. Returns true when it was considered down until now.
+  bool MysqlOk();
+
+  bool mysql_ok() const { return mysql_ok_; }
+  std::optional<int64_t> next_due_ns() const { return next_due_ns_; }
+  bool backlog() const { return more_due_; }
+  size_t fetch_waiting() const { return fetch_ids_.size() + refetch_.size(); }
+
+ private:
+  bool PollDue(const View& view, absl::Time mono, int64_t wall_ns) const;
+  bool FetchDue(const View& view, absl::Time mono) const;
+  bool PurgeDue(absl::Time mono) const {
+    return purge_more_ || mono >= next_purge_at_;
+  }
+
+  const Options options_;
+  bool poll_requested_ = false;
+  absl::Time next_poll_at_;
+  absl::Time next_purge_at_;
+  bool purge_more_ = false;
+  std::optional<int64_t> next_due_ns_;
+  bool more_due_ = false;
+  uint64_t backlog_generation_ = 0;
+  absl::flat_hash_set<std::string> fetch_ids_;
+  // Named rows a fetch did not find: id -> reads so far.
+  absl::flat_hash_map<std::string, int> refetch_;
+  absl::Time refetch_at_ = absl::InfiniteFuture();
+  bool mysql_ok_ = true;
+  Backoff retry_backoff_;
+  absl::Time retry_at_ = absl::InfinitePast();
+};
+
+}  // namespace msgq
+
+#endif  // MSGQ_ENGINE_QUEUE_ROUND_SCHEDULER_H_

@@ -1,0 +1,192 @@
+#include "engine/queue/round_scheduler.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace msgq {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+constexpr int64_t kSecondNs = 1'000'000'000;
+
+class RoundSchedulerTest : public ::testing::Test {
+ protected:
+  RoundSchedulerTest() : s_(Opts(), mono_) {}
+  static RoundScheduler::Options Opts() {
+    RoundScheduler::Options o;
+    o.poll_interval = absl::Seconds(30);
+    o.retry_jitter = 0;
+    return o;
+  }
+  RoundScheduler::View Subscribed() {
+    RoundScheduler::View v;
+    v.subscribers = true;
+    return v;
+  }
+  // Takes the start-up purge and the first poll.
+  void Settle() {
+    s_.RequestPoll();
+    RoundScheduler::Round r = s_.Take(Subscribed(), mono_, wall_);
+    ASSERT_TRUE(r.poll);
+    ASSERT_TRUE(r.purge);
+    s_.PollDone(r, false, {});
+  }
+
+  absl::Time mono_ = absl::FromUnixSeconds(1000);
+  int64_t wall_ = 1'700'000'000 * kSecondNs;
+  RoundScheduler s_;
+};
+
+TEST_F(RoundSchedulerTest, IntervalRunsOnTheMonotonicClock) {
+  Settle();
+  EXPECT_FALSE(s_.HaveWork(Subscribed(), mono_, wall_));
+  // NTP steps the wall clock back an hour: the poll still comes 30 s later.
+  wall_ -= 3600 * kSecondNs;
+  EXPECT_EQ(s_.NextDeadline(Subscribed(), mono_, wall_),
+            mono_ + absl::Seconds(30));
+  mono_ += absl::Seconds(30);
+  EXPECT_TRUE(s_.HaveWork(Subscribed(), mono_, wall_));
+  EXPECT_TRUE(s_.Take(Subscribed(), mono_, wall_).poll);
+}
+
+TEST_F(RoundSchedulerTest, RetryDelayRunsOnTheMonotonicClock) {
+  Settle();
+  EXPECT_TRUE(s_.MysqlFailed(mono_));
+  wall_ -= 3600 * kSecondNs;
+  EXPECT_TRUE(s_.Waiting(mono_ + absl::Milliseconds(99)));
+  EXPECT_FALSE(s_.Waiting(mono_ + absl::Milliseconds(100)));
+  EXPECT_FALSE(s_.MysqlFailed(mono_));  // was down already: doubles
+  EXPECT_TRUE(s_.Waiting(mono_ + absl::Milliseconds(199)));
+  EXPECT_TRUE(s_.MysqlOk());
+  EXPECT_FALSE(s_.Waiting(mono_));
+}
+
+TEST_F(RoundSchedulerTest, RetryDelaysAreJitteredWithinBounds) {
+  RoundScheduler::Options o = Opts();
+  o.retry_jitter = 0.2;
+  std::set<int64_t> firsts;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    o.seed = seed;
+    RoundScheduler s(o, mono_);
+    ASSERT_TRUE(s.MysqlFailed(mono_));
+    // The first delay is 100 ms +- 20%: find when waiting ends, to 1 ms.
+    int64_t ms = 0;
+    while (s.Waiting(mono_ + absl::Milliseconds(ms))) ++ms;
+    EXPECT_GE(ms, 80);
+    EXPECT_LE(ms, 121);
+    firsts.insert(ms);
+  }
+  EXPECT_GT(firsts.size(), 3u);  // tables do not all retry at once
+}
+
+TEST_F(RoundSchedulerTest, DueTimeBecomesAMonotonicDeadline) {
+  Settle();
+  s_.NoteDueAt(wall_ + 2 * kSecondNs);
+  EXPECT_EQ(s_.NextDeadline(Subscribed(), mono_, wall_),
+            mono_ + absl::Seconds(2));
+  EXPECT_TRUE(s_.HaveWork(Subscribed(), mono_, wall_ + 2 * kSecondNs));
+}
+
+TEST_F(RoundSchedulerTest, PollKeepsNamedIdsItDidNotReturn) {
+  Settle();
+  ASSERT_TRUE(s_.NameForFetch("7"));
+  ASSERT_TRUE(s_.NameForFetch("8"));
+  s_.RequestPoll();
+  RoundScheduler::Round r = s_.Take(Subscribed(), mono_, wall_);
+  ASSERT_TRUE(r.poll);
+  EXPECT_THAT(r.fetch_ids, IsEmpty());
+  // The poll saw 7; 8 was not visible to it yet.
+  s_.PollDone(r, false, {"7"});
+  EXPECT_TRUE(s_.HaveWork(Subscribed(), mono_, wall_));
+  r = s_.Take(Subscribed(), mono_, wall_);
+  EXPECT_FALSE(r.poll);
+  EXPECT_THAT(r.fetch_ids, ElementsAre("8"));
+}
+
+TEST_F(RoundSchedulerTest, FetchRetriesThenRequestsOnePoll) {
+  Settle();
+  s_.NameForFetch("7");
+  std::vector<absl::Duration> waits;
+  for (int read = 0; read < 5; ++read) {
+    RoundScheduler::Round r = s_.Take(Subscribed(), mono_, wall_);
+    ASSERT_THAT(r.fetch_ids, ElementsAre("7")) << read;
+    s_.FetchDone(r.fetch_ids, {}, mono_);
+    ASSERT_FALSE(s_.HaveWork(Subscribed(), mono_, wall_));
+    const absl::Time next = s_.NextDeadline(Subscribed(), mono_, wall_);
+    waits.push_back(next - mono_);
+    mono_ = next;
+  }
+  EXPECT_THAT(waits, ElementsAre(absl::Milliseconds(5), absl::Milliseconds(10),
+                                 absl::Milliseconds(20), absl::Milliseconds(40),
+                                 absl::Milliseconds(80)));
+  RoundScheduler::Round r = s_.Take(Subscribed(), mono_, wall_);
+  ASSERT_THAT(r.fetch_ids, ElementsAre("7"));
+  s_.FetchDone(r.fetch_ids, {}, mono_);
+  EXPECT_TRUE(s_.HaveWork(Subscribed(), mono_, wall_));
+  r = s_.Take(Subscribed(), mono_, wall_);
+  EXPECT_TRUE(r.poll);  // given up on 7: one poll covers it
+  EXPECT_THAT(r.fetch_ids, IsEmpty());
+}
+
+TEST_F(RoundSchedulerTest, BacklogSeenDuringAPollSurvivesItsResult) {
+  Settle();
+  s_.RequestPoll();
+  RoundScheduler::Round r = s_.Take(Subscribed(), mono_, wall_);
+  ASSERT_TRUE(r.poll);
+  s_.NoteBacklog();  // the binlog named rows the full cache refused
+  s_.PollDone(r, /*hit_limit=*/false, {});
+  EXPECT_TRUE(s_.backlog());
+  s_.CacheLevel(5, 10);
+  EXPECT_TRUE(s_.Take(Subscribed(), mono_, wall_).poll);
+}
+
+TEST_F(RoundSchedulerTest, BacklogPollsWhenTheCacheDrainsToHalf) {
+  Settle();
+  s_.RequestPoll();
+  RoundScheduler::Round r = s_.Take(Subscribed(), mono_, wall_);
+  s_.PollDone(r, /*hit_limit=*/true, {});
+  s_.CacheLevel(6, 10);
+  EXPECT_FALSE(s_.HaveWork(Subscribed(), mono_, wall_));
+  s_.CacheLevel(5, 10);
+  EXPECT_TRUE(s_.HaveWork(Subscribed(), mono_, wall_));
+  r = s_.Take(Subscribed(), mono_, wall_);
+  s_.PollDone(r, /*hit_limit=*/false, {});
+  EXPECT_FALSE(s_.backlog());
+}
+
+TEST_F(RoundSchedulerTest, NothingIsReadWithoutSubscribersOrWithAFullCache) {
+  Settle();
+  s_.RequestPoll();
+  s_.NameForFetch("1");
+  RoundScheduler::View none;
+  EXPECT_FALSE(s_.HaveWork(none, mono_, wall_));
+  RoundScheduler::View full = Subscribed();
+  full.cache_full = true;
+  EXPECT_FALSE(s_.HaveWork(full, mono_, wall_));
+  full.writes_pending = true;
+  EXPECT_TRUE(s_.HaveWork(full, mono_, wall_));
+  RoundScheduler::Round r = s_.Take(full, mono_, wall_);
+  EXPECT_FALSE(r.poll);
+  EXPECT_THAT(r.fetch_ids, IsEmpty());
+}
+
+TEST_F(RoundSchedulerTest, TooManyNamedIdsBecomeABacklog) {
+  RoundScheduler::Options o = Opts();
+  o.max_fetch_ids = 2;
+  RoundScheduler s(o, mono_);
+  EXPECT_TRUE(s.NameForFetch("1"));
+  EXPECT_TRUE(s.NameForFetch("2"));
+  EXPECT_TRUE(s.NameForFetch("2"));
+  EXPECT_FALSE(s.backlog());
+  EXPECT_FALSE(s.NameForFetch("3"));
+  EXPECT_TRUE(s.backlog());
+}
+
+}  // namespace
+}  // namespace msgq

@@ -1,0 +1,109 @@
+#include "engine/queue/settlement_ledger.h"
+
+namespace msgq {
+
+bool SettlementLedger::Acking(absl::string_view id) const {
+  auto it = entries_.find(id);
+  return it != entries_.end() && it->second.acks > 0;
+}
+
+void SettlementLedger::SetOwed(Entry& e, int64_t epoch) {
+  if (!e.owed.has_value()) ++owed_;
+  e.owed = epoch;
+}
+
+void SettlementLedger::ClearOwed(Entry& e) {
+  if (e.owed.has_value()) --owed_;
+  e.owed.reset();
+}
+
+void SettlementLedger::SettleIfDone(const std::string& id,
+                                    std::vector<std::string>* left) {
+  auto it = entries_.find(id);
+  if (it == entries_.end() || !it->second.settled()) return;
+  entries_.erase(it);
+  if (left != nullptr) left->push_back(id);
+}
+
+void SettlementLedger::Sent(const std::string& id, int64_t epoch) {
+  SetOwed(entries_[id], epoch);
+}
+
+std::vector<SettlementLedger::Postpone> SettlementLedger::TakePostpones() {
+  std::vector<Postpone> taken;
+  if (owed_ == 0) return taken;
+  taken.reserve(owed_);
+  for (auto& [id, e] : entries_) {
+    if (!e.owed.has_value()) continue;
+    taken.emplace_back(id, *e.owed);
+    ClearOwed(e);
+    ++e.writing;
+  }
+  return taken;
+}
+
+std::vector<std::string> SettlementLedger::PostponesDone(
+    const std::vector<Postpone>& taken, Outcome outcome) {
+  std::vector<std::string> left;
+  for (const auto& [id, epoch] : taken) {
+    auto it = entries_.find(id);
+    if (it == entries_.end() || it->second.writing == 0) continue;
+    Entry& e = it->second;
+    --e.writing;
+    // Still delivered and still unsettled in MySQL: owe it again, unless a
+    // newer send owes its own postpone. (Also while an ack runs: the ack may
+    // fail, and a postpone after a committed ack changes nothing.)
+    if (outcome == Outcome::kTransient && !e.owed.has_value()) {
+      SetOwed(e, epoch);
+    }
+    SettleIfDone(id, &left);
+  }
+  return left;
+}
+
+SettlementLedger::AckTicket SettlementLedger::BeginAck(
+    std::vector<std::string> ids) {
+  AckTicket ticket;
+  for (const std::string& id : ids) {
+    Entry& e = entries_[id];
+    ++e.acks;
+    if (e.owed.has_value()) {
+      ticket.cancelled.emplace_back(id, *e.owed);
+      ClearOwed(e);
+    }
+  }
+  ticket.ids = std::move(ids);
+  return ticket;
+}
+
+std::vector<std::string> SettlementLedger::AckDone(const AckTicket& ticket,
+                                                   Outcome outcome) {
+  std::vector<std::string> left;
+  if (outcome != Outcome::kCommitted) {
+    for (const auto& [id, epoch] : ticket.cancelled) {
+      auto it = entries_.find(id);
+      if (it != entries_.end() && !it->second.owed.has_value()) {
+        SetOwed(it->second, epoch);
+      }
+    }
+  }
+  for (const std::string& id : ticket.ids) {
+    auto it = entries_.find(id);
+    if (it == entries_.end() || it->second.acks == 0) continue;
+    --it->second.acks;
+    SettleIfDone(id, &left);
+  }
+  return left;
+}
+
+bool SettlementLedger::HandBack(const std::string& id,
+                                std::vector<std::string>* left) {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return true;  // its postpone already committed
+  if (it->second.acks > 0) return false;  // the ack settles it
+  ClearOwed(it->second);
+  SettleIfDone(id, left);
+  return true;
+}
+
+}  // namespace msgq

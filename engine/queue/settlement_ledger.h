@@ -1,0 +1,113 @@
+// SettlementLedger: which message ids are in flight, and what MySQL write is
+// still owed for each.
+//
+// An id is *in flight* from the moment msgq hands it to a subscriber or
+// accepts an ack for it until MySQL holds its new state: the postpone of its
+// last send and every ack naming it have committed (or failed in a way that
+// leaves the row as MySQL already has it). While an id is in flight a poll
+// or a binlog fetch must not bring back a stale copy of it (invariant 2 of
+// the architecture), so the manager never queues an in-flight id it read
+// from MySQL.
+//
+// Per id the ledger keeps three obligations:
+//   owed      a send whose postpone no round has taken yet (with the epoch
+//             the message was sent with);
+//   writing   postpones taken by a round and not finished;
+//   acks      ack requests accepted and not finished.
+// The id is in flight while any of them is pending. The rules:
+//   Sent           owed := epoch (a newer send replaces an older owed one).
+//   TakePostpones  every owed id: owed -> writing.
+//   PostponeDone   writing -1. Committed: nothing more. Transient failure
+//                  (UNAVAILABLE/ABORTED): owed again unless a newer send
+//                  already owes its own. Permanent failure: nothing
+//                  owed; the row stays due in MySQL and the next poll sends
+//                  it again.
+//   BeginAck       acks +1; an owed postpone is cancelled (the ack makes it
+//                  pointless) and remembered in the ticket.
+//   AckDone        acks -1. On failure the cancelled postpones are owed
+//                  again (the message was delivered: it must not stay due).
+//   HandBack       a send that never reached its subscriber: its owed
+//                  postpone is dropped. Returns whether the message may be
+//                  queued again at once (not while an ack of it runs).
+// Every method that can end obligations returns the ids that left flight.
+//
+// Pure logic: no I/O, no clock. Not thread-safe: the owning MessageManager
+// guards it with its mutex.
+#ifndef MSGQ_ENGINE_QUEUE_SETTLEMENT_LEDGER_H_
+#define MSGQ_ENGINE_QUEUE_SETTLEMENT_LEDGER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+
+namespace msgq {
+
+class SettlementLedger {
+ public:
+  // (id, epoch at send) of a postpone a round must write.
+  using Postpone = std::pair<std::string, int64_t>;
+
+  enum class Outcome {
+    kCommitted,
+    kTransient,  // nothing applied; retry (UNAVAILABLE, ABORTED)
+    kPermanent,  // nothing applied; do not retry
+  };
+
+  // What an accepted ack changed, to settle it later.
+  struct AckTicket {
+    std::vector<std::string> ids;
+    std::vector<Postpone> cancelled;  // owed postpones the ack cancelled
+  };
+
+  bool InFlight(absl::string_view id) const { return entries_.contains(id); }
+  size_t in_flight() const { return entries_.size(); }
+  // Sends whose postpone no round has taken yet.
+  size_t owed() const { return owed_; }
+  bool HasOwed() const { return owed_ > 0; }
+  bool Acking(absl::string_view id) const;
+
+  // `id` was handed to a subscriber, sent for the (epoch+1)-th time.
+  void Sent(const std::string& id, int64_t epoch);
+
+  // Moves every owed postpone to "writing" and returns them.
+  std::vector<Postpone> TakePostpones();
+  // A round's postpones finished with `outcome`. Returns the ids that left
+  // flight.
+  std::vector<std::string> PostponesDone(const std::vector<Postpone>& taken,
+                                         Outcome outcome);
+
+  AckTicket BeginAck(std::vector<std::string> ids);
+  // kTransient and kPermanent are handled alike: the ack did not apply.
+  std::vector<std::string> AckDone(const AckTicket& ticket, Outcome outcome);
+
+  // A send of `id` never reached its subscriber. Returns true when the
+  // message may be queued again at once; `left` gets `id` if it left flight.
+  bool HandBack(const std::string& id, std::vector<std::string>* left);
+
+ private:
+  struct Entry {
+    std::optional<int64_t> owed;  // epoch of a send whose postpone is owed
+    int writing = 0;
+    int acks = 0;
+    bool settled() const {
+      return !owed.has_value() && writing == 0 && acks == 0;
+    }
+  };
+
+  // Erases `id` when it has nothing pending and records it in `left`.
+  void SettleIfDone(const std::string& id, std::vector<std::string>* left);
+  void SetOwed(Entry& e, int64_t epoch);
+  void ClearOwed(Entry& e);
+
+  absl::flat_hash_map<std::string, Entry> entries_;
+  size_t owed_ = 0;
+};
+
+}  // namespace msgq
+
+#endif  // MSGQ_ENGINE_QUEUE_SETTLEMENT_LEDGER_H_

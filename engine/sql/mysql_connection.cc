@@ -1,0 +1,246 @@
+#include "engine/sql/mysql_connection.h"
+
+#include <errmsg.h>
+#include <mysql.h>
+#include <mysqld_error.h>
+
+#include <mutex>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+
+namespace msgq {
+namespace {
+
+void LibraryInitOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { mysql_library_init(0, nullptr, nullptr); });
+}
+
+unsigned int Seconds(absl::Duration d) {
+  int64_t s = absl::ToInt64Seconds(d);
+  return s < 1 ? 1 : static_cast<unsigned int>(s);
+}
+
+}  // namespace
+
+MysqlErrorClass ClassifyMysqlError(unsigned int code) {
+  switch (code) {
+    // The connection is gone, or the server cannot take it: retry later on a
+    // new connection.
+    case CR_CONNECTION_ERROR:
+    case CR_CONN_HOST_ERROR:
+    case CR_UNKNOWN_HOST:
+    case CR_SERVER_GONE_ERROR:
+    case CR_SERVER_LOST:
+    case CR_SERVER_LOST_EXTENDED:
+    case CR_SERVER_HANDSHAKE_ERR:
+    case ER_CONNECTION_KILLED:
+    case ER_SERVER_SHUTDOWN:
+    case ER_CON_COUNT_ERROR:
+    case ER_TOO_MANY_USER_CONNECTIONS:
+    case ER_NET_READ_ERROR:
+    case ER_NET_READ_INTERRUPTED:
+    case ER_NET_ERROR_ON_WRITE:
+    case ER_NET_WRITE_INTERRUPTED:
+    case ER_NET_PACKETS_OUT_OF_ORDER:
+      return {absl::StatusCode::kUnavailable, true};
+    // The statement was rolled back (or cut short); the connection is fine.
+    case ER_LOCK_WAIT_TIMEOUT:
+    case ER_LOCK_DEADLOCK:
+    case ER_QUERY_INTERRUPTED:
+      return {absl::StatusCode::kAborted, false};
+    // Too large a statement: permanent. The server closes the connection
+    // after ER_NET_PACKET_TOO_LARGE; the client refuses before sending.
+    case ER_NET_PACKET_TOO_LARGE:
+      return {absl::StatusCode::kInvalidArgument, true};
+    case CR_NET_PACKET_TOO_LARGE:
+      return {absl::StatusCode::kInvalidArgument, false};
+    case ER_NO_SUCH_TABLE:
+    case ER_BAD_DB_ERROR:
+      return {absl::StatusCode::kNotFound, false};
+    case ER_TABLEACCESS_DENIED_ERROR:
+    case ER_COLUMNACCESS_DENIED_ERROR:
+    case ER_DBACCESS_DENIED_ERROR:
+    case ER_ACCESS_DENIED_ERROR:
+      return {absl::StatusCode::kPermissionDenied, false};
+    case CR_OUT_OF_MEMORY:
+      return {absl::StatusCode::kResourceExhausted, true};
+    default:
+      // Any other client-side error (commands out of sync, malformed
+      // packet, ...) leaves the protocol state unknown: permanent for this
+      // statement, and the connection is not used again.
+      return {absl::StatusCode::kInternal,
+              code >= CR_MIN_ERROR && code <= CR_MAX_ERROR};
+  }
+}
+
+std::string QuoteIdentifier(absl::string_view name) {
+  return absl::StrCat("`", absl::StrReplaceAll(name, {{"`", "``"}}), "`");
+}
+
+absl::StatusOr<std::unique_ptr<MysqlConnection>> MysqlConnection::Connect(
+    const MysqlOptions& options) {
+  LibraryInitOnce();
+  MYSQL* mysql = mysql_init(nullptr);
+  if (mysql == nullptr) {
+    return absl::ResourceExhaustedError("mysql_init failed");
+  }
+  unsigned int connect_timeout = Seconds(options.connect_timeout);
+  unsigned int io_timeout = Seconds(options.io_timeout);
+  mysql_optionsv(mysql, MYSQL_OPT_CONNECT_TIMEOUT, &connect_timeout);
+  mysql_optionsv(mysql, MYSQL_OPT_READ_TIMEOUT, &io_timeout);
+  mysql_optionsv(mysql, MYSQL_OPT_WRITE_TIMEOUT, &io_timeout);
+  mysql_optionsv(mysql, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+  // A silent reconnect would lose the session settings below and any open
+  // transaction; callers replace a broken connection themselves.
+  my_bool reconnect = 0;
+  mysql_optionsv(mysql, MYSQL_OPT_RECONNECT, &reconnect);
+  const bool use_socket = !options.socket.empty();
+  if (use_socket) {
+    unsigned int protocol = MYSQL_PROTOCOL_SOCKET;
+    mysql_optionsv(mysql, MYSQL_OPT_PROTOCOL, &protocol);
+  }
+  if (mysql_real_connect(mysql, use_socket ? "localhost" : options.host.c_str(),
+                         options.user.c_str(), options.password.c_str(),
+                         nullptr, use_socket ? 0 : options.port,
+                         use_socket ? options.socket.c_str() : nullptr,
+                         CLIENT_MULTI_RESULTS) == nullptr) {
+    absl::Status status = absl::UnavailableError(
+        absl::StrCat("cannot connect to MySQL at ",
+                     use_socket ? options.socket
+                                : absl::StrCat(options.host, ":", options.port),
+                     ": ", mysql_error(mysql)));
+    mysql_close(mysql);
+    return status;
+  }
+  std::unique_ptr<MysqlConnection> conn(new MysqlConnection(mysql));
+  if (absl::Status s = conn->SetUpSession(); !s.ok()) {
+    // The server answered, so the cause is permanent unless the connection
+    // broke meanwhile.
+    return absl::Status(
+        s.code(), absl::StrCat("setting up the MySQL session: ", s.message()));
+  }
+  return conn;
+}
+
+absl::Status MysqlConnection::SetUpSession() {
+  absl::StatusOr<QueryResult> vars =
+      Query("SELECT @@max_allowed_packet, @@log_bin, @@binlog_format");
+  if (!vars.ok()) return vars.status();
+  if (vars->rows.size() != 1 || vars->rows[0].size() != 3) {
+    return absl::InternalError("unexpected reply to the session query");
+  }
+  const auto& row = vars->rows[0];
+  int64_t packet = 0;
+  if (!row[0].has_value() || !absl::SimpleAtoi(*row[0], &packet) ||
+      packet <= 0) {
+    return absl::InternalError("unreadable @@max_allowed_packet");
+  }
+  max_allowed_packet_ = packet;
+  // READ COMMITTED takes no gap locks, so an ack of a missing id or a purge
+  // never blocks a producer's INSERT. InnoDB refuses writes at READ
+  // COMMITTED under binlog_format=STATEMENT (error 1665); there REPEATABLE
+  // READ is kept, with autocommit still ending every statement's locks.
+  const bool statement_binlog =
+      row[1].value_or("0") == "1" &&
+      absl::EqualsIgnoreCase(row[2].value_or(""), "STATEMENT");
+  isolation_level_ = statement_binlog ? "REPEATABLE READ" : "READ COMMITTED";
+  absl::StatusOr<uint64_t> set = Execute(absl::StrCat(
+      "SET SESSION TRANSACTION ISOLATION LEVEL ", isolation_level_));
+  if (!set.ok()) return set.status();
+  // The server's global autocommit (or an init_connect) may have turned it
+  // off; every msgq statement outside BEGIN..COMMIT must commit at once.
+  set = Execute("SET SESSION autocommit = 1");
+  return set.status();
+}
+
+MysqlConnection::~MysqlConnection() { mysql_close(mysql_); }
+
+absl::Status MysqlConnection::ErrorStatus(absl::string_view what) {
+  const unsigned int code = mysql_errno(mysql_);
+  std::string message =
+      absl::StrCat(what, ": MySQL error ", code, ": ", mysql_error(mysql_));
+  const MysqlErrorClass c = ClassifyMysqlError(code);
+  if (c.drop_connection) broken_ = true;
+  return absl::Status(c.code, message);
+}
+
+absl::Status MysqlConnection::StartQuery(absl::string_view sql) {
+  if (broken_) return absl::UnavailableError("MySQL connection is broken");
+  if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) {
+    return ErrorStatus("query failed");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<QueryResult> MysqlConnection::Query(absl::string_view sql) {
+  QueryResult result;
+  auto on_row = [&result](char** values, unsigned long* lengths,
+                          unsigned int n) {
+    auto& row = result.rows.emplace_back();
+    row.reserve(n);
+    for (unsigned int i = 0; i < n; ++i) {
+      if (values[i] == nullptr) {
+        row.emplace_back(std::nullopt);
+      } else {
+        row.emplace_back(std::string(values[i], lengths[i]));
+      }
+    }
+  };
+  auto trampoline = [](void* ctx, char** values, unsigned long* lengths,
+                       unsigned int n) {
+    (*static_cast<decltype(on_row)*>(ctx))(values, lengths, n);
+  };
+  absl::Status status =
+      ForEachRowImpl(sql, trampoline, &on_row, &result.columns);
+  if (!status.ok()) return status;
+  return result;
+}
+
+absl::Status MysqlConnection::ForEachRowImpl(
+    absl::string_view sql,
+    void (*cb)(void*, char**, unsigned long*, unsigned int), void* ctx,
+    std::vector<std::string>* columns) {
+  if (absl::Status s = StartQuery(sql); !s.ok()) return s;
+  MYSQL_RES* res = mysql_use_result(mysql_);
+  if (res == nullptr) {
+    if (mysql_field_count(mysql_) == 0) return absl::OkStatus();
+    return ErrorStatus("reading result failed");
+  }
+  const unsigned int n = mysql_num_fields(res);
+  if (columns != nullptr) {
+    MYSQL_FIELD* fields = mysql_fetch_fields(res);
+    for (unsigned int i = 0; i < n; ++i) columns->emplace_back(fields[i].name);
+  }
+  MYSQL_ROW row;
+  while ((row = mysql_fetch_row(res)) != nullptr) {
+    cb(ctx, row, mysql_fetch_lengths(res), n);
+  }
+  absl::Status status = absl::OkStatus();
+  if (mysql_errno(mysql_) != 0) status = ErrorStatus("reading rows failed");
+  mysql_free_result(res);
+  return status;
+}
+
+absl::StatusOr<uint64_t> MysqlConnection::Execute(absl::string_view sql) {
+  if (absl::Status s = StartQuery(sql); !s.ok()) return s;
+  MYSQL_RES* res = mysql_store_result(mysql_);
+  if (res != nullptr) mysql_free_result(res);
+  const my_ulonglong affected = mysql_affected_rows(mysql_);
+  return affected == static_cast<my_ulonglong>(-1) ? 0 : affected;
+}
+
+std::string MysqlConnection::QuoteString(absl::string_view value) {
+  std::string out(value.size() * 2 + 3, '\0');
+  out[0] = '\'';
+  unsigned long n =
+      mysql_real_escape_string(mysql_, &out[1], value.data(), value.size());
+  out.resize(n + 1);
+  out.push_back('\'');
+  return out;
+}
+
+}  // namespace msgq

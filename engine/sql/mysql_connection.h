@@ -1,0 +1,142 @@
+// MysqlConnection: one MariaDB Connector/C connection (RAII), with queries
+// that return absl::Status instead of C error codes.
+//
+// Every connection sets its session up the same way, whatever the server's
+// globals or init_connect say: character set utf8mb4, autocommit on,
+// isolation READ COMMITTED (REPEATABLE READ when the binary log is on with
+// binlog_format=STATEMENT, where InnoDB refuses READ COMMITTED writes), and no
+// automatic reconnect (a broken connection is replaced by its owner, never
+// silently revived without these settings). sql_mode is left as the server
+// has it: msgq writes ids as hex literals (sql_literal.h) and QuoteString
+// follows the server's NO_BACKSLASH_ESCAPES, so no mode changes their meaning.
+//
+// Not thread-safe: one thread uses a connection at a time. Errors map to
+// status codes deliberately (ClassifyMysqlError): only a lost connection or a
+// server that cannot take one -> UNAVAILABLE (retry on a new connection); a
+// lock wait timeout, deadlock or interrupted statement -> ABORTED (nothing of
+// the statement applied; retry); a statement larger than max_allowed_packet
+// -> INVALID_ARGUMENT (permanent); an unknown table -> NOT_FOUND; denied ->
+// PERMISSION_DENIED; anything else -> INTERNAL, permanent, with MySQL's text.
+// After an error that leaves the connection unusable, broken() is true.
+//
+// Example:
+//   ASSIGN_OR_RETURN(auto conn, MysqlConnection::Connect(options));
+//   ASSIGN_OR_RETURN(QueryResult r, conn->Query("SELECT 1"));
+#ifndef MSGQ_ENGINE_SQL_MYSQL_CONNECTION_H_
+#define MSGQ_ENGINE_SQL_MYSQL_CONNECTION_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+struct st_mysql;
+
+namespace msgq {
+
+struct MysqlOptions {
+  std::string host = "127.0.0.1";
+  int port = 3306;
+  // When set, connects over this Unix socket instead of TCP.
+  std::string socket;
+  std::string user = "root";
+  std::string password;
+  absl::Duration connect_timeout = absl::Seconds(5);
+  // Bounds every read/write on the socket, so a dead server cannot hang us.
+  absl::Duration io_timeout = absl::Seconds(30);
+};
+
+// A fully buffered result set. Values are the text protocol's; NULL is
+// std::nullopt.
+struct QueryResult {
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::optional<std::string>>> rows;
+};
+
+class MysqlConnection {
+ public:
+  // Connects; UNAVAILABLE with MySQL's message when the server cannot be
+  // reached or refuses the login.
+  static absl::StatusOr<std::unique_ptr<MysqlConnection>> Connect(
+      const MysqlOptions& options);
+
+  ~MysqlConnection();
+  MysqlConnection(const MysqlConnection&) = delete;
+  MysqlConnection& operator=(const MysqlConnection&) = delete;
+
+  // Runs a statement that returns rows and buffers them all.
+  absl::StatusOr<QueryResult> Query(absl::string_view sql);
+  // Runs a statement without a result set; returns the affected row count.
+  absl::StatusOr<uint64_t> Execute(absl::string_view sql);
+  // Runs a statement and calls `on_row(values, lengths)` for each row as it
+  // streams in (mysql_use_result), without buffering the whole set. `values`
+  // has one entry per column (nullptr for NULL).
+  template <typename F>
+  absl::Status ForEachRow(absl::string_view sql, F&& on_row);
+
+  // Quotes `value` as an SQL string literal ('...' with escapes).
+  std::string QuoteString(absl::string_view value);
+
+  // The session's max_allowed_packet, read once at connect: no statement
+  // may be longer.
+  int64_t max_allowed_packet() const { return max_allowed_packet_; }
+  // The session's isolation level ("READ COMMITTED" or "REPEATABLE READ").
+  const std::string& isolation_level() const { return isolation_level_; }
+
+  // Whether an error returned by this connection left it unusable.
+  bool broken() const { return broken_; }
+
+  st_mysql* raw() { return mysql_; }
+
+ private:
+  explicit MysqlConnection(st_mysql* mysql) : mysql_(mysql) {}
+  absl::Status SetUpSession();
+  absl::Status ErrorStatus(absl::string_view what);
+  absl::Status StartQuery(absl::string_view sql);
+  absl::Status ForEachRowImpl(absl::string_view sql,
+                              void (*cb)(void*, char**, unsigned long*,
+                                         unsigned int),
+                              void* ctx,
+                              std::vector<std::string>* columns = nullptr);
+
+  st_mysql* mysql_;
+  bool broken_ = false;
+  int64_t max_allowed_packet_ = 0;
+  std::string isolation_level_;
+};
+
+template <typename F>
+absl::Status MysqlConnection::ForEachRow(absl::string_view sql, F&& on_row) {
+  auto trampoline = [](void* ctx, char** values, unsigned long* lengths,
+                       unsigned int n) {
+    (*static_cast<F*>(ctx))(values, lengths, n);
+  };
+  return ForEachRowImpl(sql, trampoline, &on_row);
+}
+
+// How an error code (mysql_errno) is reported, and whether the connection is
+// unusable after it (the server closed it, or the protocol state is unknown).
+struct MysqlErrorClass {
+  absl::StatusCode code;
+  bool drop_connection;
+};
+MysqlErrorClass ClassifyMysqlError(unsigned int code);
+
+// True when `status` means the connection or server is gone (retry later).
+inline bool IsUnavailable(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kUnavailable;
+}
+
+// Backtick-quotes an identifier (doubling embedded backticks). Only use it on
+// names that came from information_schema.
+std::string QuoteIdentifier(absl::string_view name);
+
+}  // namespace msgq
+
+#endif  // MSGQ_ENGINE_SQL_MYSQL_CONNECTION_H_

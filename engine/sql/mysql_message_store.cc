@@ -1,0 +1,353 @@
+#include "engine/sql/mysql_message_store.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/log.h"
+#include "engine/sql/sql_literal.h"
+
+namespace msgq {
+namespace {
+
+// Longer statements are split even when max_allowed_packet allows them.
+constexpr int64_t kMaxStatementBytes = int64_t{4} << 20;
+
+int64_t ParseInt(const char* value, unsigned long length) {
+  int64_t v = 0;
+  if (value != nullptr) {
+    (void)absl::SimpleAtoi(absl::string_view(value, length), &v);
+  }
+  return v;
+}
+
+}  // namespace
+
+MysqlMessageStore::MysqlMessageStore(MessageTable table, MysqlOptions options,
+                                     MysqlPool* pool)
+    : table_(std::move(table)),
+      options_(std::move(options)),
+      quoted_table_(absl::StrCat(QuoteIdentifier(table_.keyspace), ".",
+                                 QuoteIdentifier(table_.name))),
+      log_name_(
+          absl::StrCat("table `", table_.keyspace, "`.`", table_.name, "`")),
+      pool_(pool) {
+  // Columns 0..3 are bookkeeping; the streamed ones follow, id first.
+  std::vector<std::string> cols = {"`priority`", "`time_next`", "`epoch`"};
+  for (const Column& c : table_.streamed)
+    cols.push_back(QuoteIdentifier(c.name));
+  select_prefix_ = absl::StrCat("SELECT ", absl::StrJoin(cols, ", "), " FROM ",
+                                quoted_table_);
+}
+
+absl::StatusOr<MysqlConnection*> MysqlMessageStore::Conn() {
+  if (pool_ != nullptr) {
+    if (lease_.has_value() && (*lease_)->broken()) lease_.reset();
+    if (!lease_.has_value()) {
+      absl::StatusOr<MysqlPool::Lease> lease = pool_->Borrow(kBorrowTimeout);
+      if (!lease.ok()) {
+        if (lease.status().code() != absl::StatusCode::kResourceExhausted) {
+          return lease.status();
+        }
+        return absl::UnavailableError(absl::StrCat(
+            lease.status().message(), " (--mysql_max_connections): retry"));
+      }
+      lease_.emplace(*std::move(lease));
+    }
+    return lease_->get();
+  }
+  if (conn_ == nullptr || conn_->broken()) {
+    conn_.reset();
+    absl::StatusOr<std::unique_ptr<MysqlConnection>> conn =
+        MysqlConnection::Connect(options_);
+    if (!conn.ok()) return conn.status();
+    conn_ = *std::move(conn);
+  }
+  return conn_.get();
+}
+
+absl::Status MysqlMessageStore::Check(absl::Status status) {
+  if (conn_ != nullptr && conn_->broken()) conn_.reset();
+  if (lease_.has_value() && (*lease_)->broken()) lease_.reset();
+  return status;
+}
+
+size_t StatementLimit(int64_t max_allowed_packet) {
+  // The packet also carries the command byte; keep a margin for it and for
+  // anything the server counts that we do not.
+  const int64_t margin = std::min<int64_t>(1024, max_allowed_packet / 16);
+  return static_cast<size_t>(std::clamp<int64_t>(max_allowed_packet - margin,
+                                                 256, kMaxStatementBytes));
+}
+
+absl::StatusOr<std::vector<std::string>> MysqlMessageStore::InListStatements(
+    absl::string_view prefix, absl::string_view suffix,
+    const std::vector<std::string>& ids, bool skip_bad_ids, size_t limit) {
+  std::vector<std::string> out;
+  std::string current;
+  std::string literal;
+  const size_t fixed = prefix.size() + suffix.size();
+  auto refuse = [&](absl::Status status) -> absl::Status {
+    if (!skip_bad_ids) return status;
+    ++skipped_ids_;
+    LogWarning(log_name_, ": skipping a row id: ", status.message());
+    return absl::OkStatus();
+  };
+  for (const std::string& id : ids) {
+    literal.clear();
+    if (absl::Status s = AppendIdLiteral(table_.id_kind, id, &literal);
+        !s.ok()) {
+      if (absl::Status r = refuse(std::move(s)); !r.ok()) return r;
+      continue;
+    }
+    if (fixed + literal.size() > limit) {
+      absl::Status s = absl::InvalidArgumentError(absl::StrCat(
+          "id of ", id.size(), " bytes does not fit in a statement of at most ",
+          limit, " bytes (max_allowed_packet)"));
+      if (absl::Status r = refuse(std::move(s)); !r.ok()) return r;
+      continue;
+    }
+    if (!current.empty() &&
+        current.size() + 1 + literal.size() + suffix.size() > limit) {
+      current.append(suffix.data(), suffix.size());
+      out.push_back(std::move(current));
+      current.clear();
+    }
+    if (current.empty()) {
+      current.reserve(
+          std::min(limit, fixed + ids.size() * (literal.size() + 1)));
+      current.append(prefix.data(), prefix.size());
+    } else {
+      current.push_back(',');
+    }
+    current += literal;
+  }
+  if (!current.empty()) {
+    current.append(suffix.data(), suffix.size());
+    out.push_back(std::move(current));
+  }
+  return out;
+}
+
+std::string MysqlMessageStore::PollSql(int64_t now, int64_t limit) const {
+  return absl::StrCat(select_prefix_,
+                      " WHERE `time_acked` IS NULL AND `time_next` <= ", now,
+                      " ORDER BY `priority`, `time_next`, `id` LIMIT ",
+                      std::clamp<int64_t>(limit, 0, kMaxPollRows));
+}
+
+absl::StatusOr<std::vector<Message>> MysqlMessageStore::ReadMessages(
+    const std::string& sql, int64_t expected) {
+  absl::StatusOr<MysqlConnection*> conn = Conn();
+  if (!conn.ok()) return conn.status();
+  std::vector<Message> out;
+  out.reserve(static_cast<size_t>(std::clamp<int64_t>(expected, 0, 4096)));
+  absl::Status status = (*conn)->ForEachRow(
+      sql, [&out](char** values, unsigned long* lengths, unsigned int n) {
+        Message& m = out.emplace_back();
+        m.priority = ParseInt(values[0], lengths[0]);
+        m.time_next = ParseInt(values[1], lengths[1]);
+        m.epoch = ParseInt(values[2], lengths[2]);
+        m.id.assign(values[3], lengths[3]);
+        auto row = std::make_shared<PackedRow>();
+        row->lengths.reserve(n - 3);
+        size_t total = 0;
+        for (unsigned int i = 3; i < n; ++i) total += lengths[i];
+        row->values.reserve(total);
+        for (unsigned int i = 3; i < n; ++i) {
+          if (values[i] == nullptr) {
+            row->lengths.push_back(-1);
+          } else {
+            row->lengths.push_back(static_cast<int64_t>(lengths[i]));
+            row->values.append(values[i], lengths[i]);
+          }
+        }
+        m.row = std::move(row);
+      });
+  if (!status.ok()) return Check(status);
+  return out;
+}
+
+absl::StatusOr<std::vector<Message>> MysqlMessageStore::PollDue(int64_t now,
+                                                                int64_t limit) {
+  return ReadMessages(PollSql(now, limit), limit);
+}
+
+absl::StatusOr<std::vector<Message>> MysqlMessageStore::FetchDue(
+    const std::vector<std::string>& ids, int64_t now) {
+  if (ids.empty()) return std::vector<Message>();
+  absl::StatusOr<MysqlConnection*> conn = Conn();
+  if (!conn.ok()) return conn.status();
+  absl::StatusOr<std::vector<std::string>> statements = InListStatements(
+      absl::StrCat(select_prefix_, " WHERE `id` IN ("),
+      absl::StrCat(") AND `time_acked` IS NULL AND `time_next` <= ", now), ids,
+      /*skip_bad_ids=*/true, StatementLimit((*conn)->max_allowed_packet()));
+  if (!statements.ok()) return statements.status();
+  std::vector<Message> out;
+  for (const std::string& sql : *statements) {
+    absl::StatusOr<std::vector<Message>> part =
+        ReadMessages(sql, static_cast<int64_t>(ids.size()));
+    if (!part.ok()) return part.status();
+    if (out.empty()) {
+      out = *std::move(part);
+    } else {
+      for (Message& m : *part) out.push_back(std::move(m));
+    }
+  }
+  return out;
+}
+
+std::string MysqlMessageStore::NextDueSql(int64_t now) const {
+  // Grouping by the index prefix (time_acked, priority) lets MariaDB answer
+  // with one index dive per priority ("Using index for group-by") instead of
+  // scanning every unacked row; ORDER BY NULL skips sorting the groups.
+  return absl::StrCat("SELECT `priority`, MIN(`time_next`) FROM ",
+                      quoted_table_,
+                      " WHERE `time_acked` IS NULL AND `time_next` > ", now,
+                      " GROUP BY `time_acked`, `priority` ORDER BY NULL");
+}
+
+absl::StatusOr<std::optional<int64_t>> MysqlMessageStore::NextDueAfter(
+    int64_t now) {
+  absl::StatusOr<MysqlConnection*> conn = Conn();
+  if (!conn.ok()) return conn.status();
+  absl::StatusOr<QueryResult> r = (*conn)->Query(NextDueSql(now));
+  if (!r.ok()) return Check(r.status());
+  std::optional<int64_t> earliest;
+  for (const auto& row : r->rows) {
+    if (!row[1].has_value()) continue;
+    int64_t t = 0;
+    if (!absl::SimpleAtoi(*row[1], &t)) continue;
+    if (!earliest.has_value() || t < *earliest) earliest = t;
+  }
+  return earliest;
+}
+
+absl::Status MysqlMessageStore::RunTransaction(MysqlConnection* conn,
+                                               std::vector<WriteUnit>& units,
+                                               const std::vector<size_t>& live,
+                                               size_t* failed) {
+  *failed = kNoUnit;
+  size_t count = 0;
+  for (size_t u : live) count += units[u].statements.size();
+  const bool txn = count > 1;
+  if (txn) {
+    if (auto s = conn->Execute("BEGIN"); !s.ok()) return s.status();
+  }
+  for (size_t u : live) {
+    units[u].affected = 0;
+    for (const std::string& sql : units[u].statements) {
+      absl::StatusOr<uint64_t> n = conn->Execute(sql);
+      if (!n.ok()) {
+        *failed = u;
+        if (txn && !conn->broken()) (void)conn->Execute("ROLLBACK");
+        return n.status();
+      }
+      units[u].affected += static_cast<int64_t>(*n);
+    }
+  }
+  if (txn) {
+    if (auto s = conn->Execute("COMMIT"); !s.ok()) return s.status();
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<WriteResult> MysqlMessageStore::Write(const WriteBatch& batch) {
+  absl::StatusOr<MysqlConnection*> conn = Conn();
+  if (!conn.ok()) return conn.status();
+  const size_t limit = StatementLimit((*conn)->max_allowed_packet());
+  WriteResult result;
+  result.acks.assign(batch.ack_groups.size(), int64_t{0});
+  // Units of failure: the postpones (owner kNoUnit), then one per ack group.
+  std::vector<WriteUnit> units;
+  if (!batch.postpones.empty()) {
+    std::map<int64_t, std::vector<std::string>> by_time;
+    for (const Postponement& p : batch.postpones) {
+      by_time[p.time_next].push_back(p.id);
+    }
+    WriteUnit unit;
+    unit.owner = kNoUnit;
+    for (const auto& [time_next, ids] : by_time) {
+      absl::StatusOr<std::vector<std::string>> st = InListStatements(
+          absl::StrCat("UPDATE ", quoted_table_,
+                       " SET `time_next` = ", time_next,
+                       ", `epoch` = IFNULL(`epoch`, 0) + 1 WHERE `id` IN ("),
+          ") AND `time_acked` IS NULL", ids, /*skip_bad_ids=*/true, limit);
+      for (std::string& sql : *st) unit.statements.push_back(std::move(sql));
+    }
+    if (!unit.statements.empty()) units.push_back(std::move(unit));
+  }
+  const std::string ack_prefix =
+      absl::StrCat("UPDATE ", quoted_table_, " SET `time_acked` = ", batch.now,
+                   ", `time_next` = NULL WHERE `id` IN (");
+  for (size_t i = 0; i < batch.ack_groups.size(); ++i) {
+    absl::StatusOr<std::vector<std::string>> st =
+        InListStatements(ack_prefix, ") AND `time_acked` IS NULL",
+                         batch.ack_groups[i], /*skip_bad_ids=*/false, limit);
+    if (!st.ok()) {
+      result.acks[i] = st.status();
+      continue;
+    }
+    if (st->empty()) continue;  // no ids: 0 acked
+    WriteUnit unit;
+    unit.owner = i;
+    unit.statements = *std::move(st);
+    units.push_back(std::move(unit));
+  }
+  std::vector<size_t> live;
+  for (size_t u = 0; u < units.size(); ++u) live.push_back(u);
+  // All units in one transaction. When one fails permanently it is left out
+  // and the others run again: nothing has committed until a run succeeds.
+  while (!live.empty()) {
+    size_t failed = kNoUnit;
+    absl::Status status = RunTransaction(*conn, units, live, &failed);
+    if (status.ok()) break;
+    if (msgq::IsUnavailable(status) ||
+        status.code() == absl::StatusCode::kAborted) {
+      return Check(status);
+    }
+    // Permanent. Outside a statement (BEGIN/COMMIT) it belongs to no unit:
+    // all live units fail with it.
+    std::vector<size_t> failing;
+    if (failed == kNoUnit) {
+      failing = live;
+    } else {
+      failing.push_back(failed);
+    }
+    for (size_t u : failing) {
+      if (units[u].owner == kNoUnit) {
+        result.postpones = status;
+      } else {
+        result.acks[units[u].owner] = status;
+      }
+      live.erase(std::find(live.begin(), live.end(), u));
+    }
+    // Some permanent errors (ER_NET_PACKET_TOO_LARGE) close the connection.
+    (void)Check(absl::OkStatus());
+    if (!live.empty()) {
+      conn = Conn();
+      if (!conn.ok()) return conn.status();
+    }
+  }
+  for (size_t u : live) {
+    if (units[u].owner != kNoUnit) {
+      result.acks[units[u].owner] = units[u].affected;
+    }
+  }
+  return result;
+}
+
+absl::StatusOr<int64_t> MysqlMessageStore::Purge(int64_t cutoff, int limit) {
+  absl::StatusOr<MysqlConnection*> conn = Conn();
+  if (!conn.ok()) return conn.status();
+  absl::StatusOr<uint64_t> n = (*conn)->Execute(
+      absl::StrCat("DELETE FROM ", quoted_table_, " WHERE `time_acked` < ",
+                   cutoff, " LIMIT ", limit));
+  if (!n.ok()) return Check(n.status());
+  return static_cast<int64_t>(*n);
+}
+
+}  // namespace msgq

@@ -1,0 +1,114 @@
+// MysqlMessageStore: MessageStore over one MySQL connection of its own.
+//
+// The connection is opened lazily and replaced after it breaks, so a store
+// survives MySQL restarts: calls return UNAVAILABLE while MySQL is away and
+// work again once it is back. Not thread-safe (one manager thread uses it).
+//
+// Isolation: the connection runs READ COMMITTED (mysql_connection.h), and
+// nothing here needs more. A poll or fetch is one consistent-read SELECT; it
+// needs no snapshot shared with another statement, and a row it misses
+// (committed just after) is named by the binlog or read by the next poll.
+// Postpones and acks are `UPDATE ... WHERE id IN (...) AND time_acked IS
+// NULL`: InnoDB re-evaluates the WHERE on the latest committed row version
+// under a record lock, so "only rows still unacked" holds at any level, and
+// READ COMMITTED takes no gap locks for ids that do not exist (REPEATABLE
+// READ did, blocking producers' INSERTs into those gaps). A purge deletes
+// acked rows only; which of them one statement picks does not matter.
+#ifndef MSGQ_ENGINE_SQL_MYSQL_MESSAGE_STORE_H_
+#define MSGQ_ENGINE_SQL_MYSQL_MESSAGE_STORE_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "engine/directives.h"
+#include "engine/queue/message_store.h"
+#include "engine/message_table.h"
+#include "engine/sql/mysql_connection.h"
+#include "engine/sql/mysql_pool.h"
+
+namespace msgq {
+
+// The longest statement a session with this max_allowed_packet may send:
+// the packet less a margin, capped at 4 MiB.
+size_t StatementLimit(int64_t max_allowed_packet);
+
+class MysqlMessageStore final : public MessageStore {
+ public:
+  // With a `pool` (not owned; it must outlive the store), statements borrow
+  // one of its connections for the rest of the round (EndRound gives it
+  // back); a connection not free within kBorrowTimeout is UNAVAILABLE
+  // (retry later). Without one, the store keeps a connection of its own.
+  MysqlMessageStore(MessageTable table, MysqlOptions options,
+                    MysqlPool* pool = nullptr);
+
+  static constexpr absl::Duration kBorrowTimeout = absl::Seconds(5);
+
+  void EndRound() override { lease_.reset(); }
+
+  // Rows read by one poll at most, whatever the caller asks: the poll's
+  // LIMIT is clamped to [0, kMaxPollRows] so it can neither overflow nor
+  // read more than twice the largest cache (directives.h) into memory.
+  static constexpr int64_t kMaxPollRows = 2 * int64_t{kMaxCacheSize};
+
+  absl::StatusOr<std::vector<Message>> PollDue(int64_t now,
+                                               int64_t limit) override;
+  absl::StatusOr<std::vector<Message>> FetchDue(
+      const std::vector<std::string>& ids, int64_t now) override;
+  absl::StatusOr<std::optional<int64_t>> NextDueAfter(int64_t now) override;
+  absl::StatusOr<WriteResult> Write(const WriteBatch& batch) override;
+  absl::StatusOr<int64_t> Purge(int64_t cutoff, int limit) override;
+
+  // The SQL of a poll and of the next-due query (for EXPLAIN in tests).
+  std::string PollSql(int64_t now, int64_t limit) const;
+  std::string NextDueSql(int64_t now) const;
+
+  // Row ids refused so far because they are not valid for the id column
+  // (e.g. text read back after ALTER TABLE changed the column).
+  int64_t skipped_ids() const { return skipped_ids_; }
+
+ private:
+  absl::StatusOr<MysqlConnection*> Conn();
+  // Runs a SELECT of select_prefix_ columns and decodes the rows.
+  absl::StatusOr<std::vector<Message>> ReadMessages(const std::string& sql,
+                                                    int64_t expected);
+  // Drops the connection when `status` says it broke; returns `status`.
+  absl::Status Check(absl::Status status);
+  // Statements `prefix <literals of ids, comma-separated> suffix`, each at
+  // most `limit` bytes, covering every id (none when `ids` is empty). An id
+  // the column cannot hold, or whose literal alone does not fit, is an
+  // INVALID_ARGUMENT error, or, with `skip_bad_ids`, skipped, counted and
+  // logged (never written into SQL).
+  absl::StatusOr<std::vector<std::string>> InListStatements(
+      absl::string_view prefix, absl::string_view suffix,
+      const std::vector<std::string>& ids, bool skip_bad_ids, size_t limit);
+
+  static constexpr size_t kNoUnit = static_cast<size_t>(-1);
+  // The postpones (owner kNoUnit) or one ack group (owner = its index).
+  struct WriteUnit {
+    size_t owner = kNoUnit;
+    std::vector<std::string> statements;
+    int64_t affected = 0;
+  };
+  // Runs the statements of units[live...] in one transaction (none for a
+  // single statement; the session has autocommit on). On error everything
+  // was rolled back and *failed names the unit whose statement failed
+  // (kNoUnit when BEGIN or COMMIT failed).
+  absl::Status RunTransaction(MysqlConnection* conn,
+                              std::vector<WriteUnit>& units,
+                              const std::vector<size_t>& live, size_t* failed);
+
+  const MessageTable table_;
+  const MysqlOptions options_;
+  const std::string quoted_table_;  // `db`.`t`
+  const std::string log_name_;      // table `db`.`t`
+  std::string select_prefix_;       // SELECT id, priority, ... FROM `db`.`t`
+  MysqlPool* const pool_;           // may be null
+  std::optional<MysqlPool::Lease> lease_;  // with a pool
+  std::unique_ptr<MysqlConnection> conn_;  // without one
+  int64_t skipped_ids_ = 0;
+};
+
+}  // namespace msgq
+
+#endif  // MSGQ_ENGINE_SQL_MYSQL_MESSAGE_STORE_H_

@@ -1,0 +1,41 @@
+// Reads the definitions of message tables from information_schema.
+//
+// One query per reload for all configured databases. Names returned here are
+// the only table and database names that ever reach SQL (backtick-quoted).
+#ifndef MSGQ_ENGINE_SQL_SCHEMA_LOADER_H_
+#define MSGQ_ENGINE_SQL_SCHEMA_LOADER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/message_table.h"
+#include "engine/sql/mysql_connection.h"
+
+namespace msgq {
+
+struct TableDefinition {
+  std::string keyspace;
+  std::string name;
+  std::string comment;
+  std::vector<Column> columns;  // table order
+
+  friend bool operator==(const TableDefinition&,
+                         const TableDefinition&) = default;
+};
+
+struct SchemaSnapshot {
+  // Configured databases that exist.
+  std::vector<std::string> databases;
+  // Every table whose comment contains "vitess_message", by (keyspace, name).
+  std::vector<TableDefinition> tables;
+};
+
+// Reads message tables of `databases`. Errors are the connection's
+// (UNAVAILABLE when MySQL is unreachable).
+absl::StatusOr<SchemaSnapshot> LoadSchema(
+    MysqlConnection& conn, const std::vector<std::string>& databases);
+
+}  // namespace msgq
+
+#endif  // MSGQ_ENGINE_SQL_SCHEMA_LOADER_H_

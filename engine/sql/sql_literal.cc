@@ -1,0 +1,136 @@
+#include "engine/sql/sql_literal.h"
+
+#include <cstdint>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace msgq {
+namespace {
+
+constexpr size_t kMaxIdInMessage = 64;
+
+const char* KindName(IdKind kind) {
+  switch (kind) {
+    case IdKind::kSignedInteger:
+      return "a signed integer";
+    case IdKind::kUnsignedInteger:
+      return "an unsigned integer";
+    case IdKind::kBinary:
+      return "binary";
+    case IdKind::kText:
+      return "text (UTF-8)";
+  }
+  return "unknown";
+}
+
+void AppendHex(absl::string_view bytes, std::string* out) {
+  static constexpr char kDigits[] = "0123456789ABCDEF";
+  const size_t start = out->size();
+  out->resize(start + 2 * bytes.size());
+  char* p = out->data() + start;
+  for (unsigned char c : bytes) {
+    *p++ = kDigits[c >> 4];
+    *p++ = kDigits[c & 0xF];
+  }
+}
+
+}  // namespace
+
+bool IsCanonicalInteger(IdKind kind, absl::string_view s) {
+  if (kind != IdKind::kSignedInteger && kind != IdKind::kUnsignedInteger) {
+    return false;
+  }
+  absl::string_view digits = s;
+  const bool negative = !digits.empty() && digits[0] == '-';
+  if (negative) {
+    if (kind == IdKind::kUnsignedInteger) return false;
+    digits.remove_prefix(1);
+  }
+  if (digits.empty() || digits.size() > 20) return false;
+  if (digits[0] == '0' && (digits.size() > 1 || negative)) return false;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return false;
+  }
+  if (kind == IdKind::kUnsignedInteger) {
+    uint64_t v = 0;
+    return absl::SimpleAtoi(digits, &v);
+  }
+  int64_t v = 0;
+  return absl::SimpleAtoi(s, &v);
+}
+
+bool IsValidUtf8(absl::string_view s) {
+  size_t i = 0;
+  const size_t n = s.size();
+  while (i < n) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    uint32_t cp = 0;
+    uint32_t min = 0;
+    if ((c & 0xE0) == 0xC0) {
+      len = 2, cp = c & 0x1F, min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3, cp = c & 0x0F, min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4, cp = c & 0x07, min = 0x10000;
+    } else {
+      return false;
+    }
+    if (n - i < len) return false;
+    for (size_t k = 1; k < len; ++k) {
+      const unsigned char cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+absl::Status AppendIdLiteral(IdKind kind, absl::string_view id,
+                             std::string* out) {
+  bool valid = false;
+  switch (kind) {
+    case IdKind::kSignedInteger:
+    case IdKind::kUnsignedInteger:
+      valid = IsCanonicalInteger(kind, id);
+      if (valid) out->append(id.data(), id.size());
+      break;
+    case IdKind::kBinary:
+      valid = true;
+      out->append("X'");
+      AppendHex(id, out);
+      out->push_back('\'');
+      break;
+    case IdKind::kText:
+      valid = IsValidUtf8(id);
+      if (valid) {
+        out->append("_utf8mb4 X'");
+        AppendHex(id, out);
+        out->push_back('\'');
+      }
+      break;
+  }
+  if (valid) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "id \"", absl::CHexEscape(id.substr(0, kMaxIdInMessage)),
+      id.size() > kMaxIdInMessage ? "\"... (" : "\" (", id.size(),
+      " bytes) is not a valid id of an id column that is ", KindName(kind)));
+}
+
+absl::StatusOr<std::string> IdLiteral(IdKind kind, absl::string_view id) {
+  std::string out;
+  if (absl::Status s = AppendIdLiteral(kind, id, &out); !s.ok()) return s;
+  return out;
+}
+
+}  // namespace msgq
