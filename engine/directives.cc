@@ -25,6 +25,8 @@ namespace {
 
 constexpr absl::string_view kMarker = "vitess_message";
 constexpr absl::string_view kDirectivePrefix = "vt_";
+// msgq's own directives; Vitess ignores them.
+constexpr absl::string_view kMsgqPrefix = "msgq_";
 
 constexpr absl::string_view kAckWait = "vt_ack_wait";
 constexpr absl::string_view kPurgeAfter = "vt_purge_after";
@@ -34,10 +36,14 @@ constexpr absl::string_view kPollerInterval = "vt_poller_interval";
 constexpr absl::string_view kMinBackoff = "vt_min_backoff";
 constexpr absl::string_view kMaxBackoff = "vt_max_backoff";
 constexpr absl::string_view kMessageCols = "vt_message_cols";
+constexpr absl::string_view kMaxAttempts = "msgq_max_attempts";
+constexpr absl::string_view kMaxAge = "msgq_max_age";
+constexpr absl::string_view kDeadRetention = "msgq_dead_retention";
 
 constexpr absl::string_view kKnownDirectives[] = {
-    kAckWait,        kPurgeAfter, kBatchSize,  kCacheSize,
-    kPollerInterval, kMinBackoff, kMaxBackoff, kMessageCols,
+    kAckWait,     kPurgeAfter,  kBatchSize, kCacheSize,    kPollerInterval,
+    kMinBackoff,  kMaxBackoff,  kMessageCols, kMaxAttempts, kMaxAge,
+    kDeadRetention,
 };
 
 // Directive name -> trimmed raw value. Views point into the comment.
@@ -153,7 +159,8 @@ absl::StatusOr<std::vector<std::string>> ParseMessageCols(
   return cols;
 }
 
-// Splits the comment into vt_* directives, rejecting the malformed ones.
+// Splits the comment into vt_* and msgq_* directives, rejecting the
+// malformed ones.
 absl::StatusOr<RawDirectives> SplitDirectives(absl::string_view comment) {
   RawDirectives raw;
   for (absl::string_view piece : absl::StrSplit(comment, ',')) {
@@ -161,7 +168,10 @@ absl::StatusOr<RawDirectives> SplitDirectives(absl::string_view comment) {
     const absl::string_view key =
         absl::StripAsciiWhitespace(piece.substr(0, eq));
     // Everything else is the marker or an application's own note.
-    if (!absl::StartsWith(key, kDirectivePrefix)) continue;
+    if (!absl::StartsWith(key, kDirectivePrefix) &&
+        !absl::StartsWith(key, kMsgqPrefix)) {
+      continue;
+    }
     if (!IsKnownDirective(key)) {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown directive ", key));
@@ -243,6 +253,17 @@ absl::StatusOr<TableSettings> ParseDirectives(absl::string_view comment) {
 
   if (const auto it = raw.find(kMessageCols); it != raw.end()) {
     ASSIGN_OR_RETURN(settings.message_cols, ParseMessageCols(it->second));
+  }
+  if (const auto it = raw.find(kMaxAttempts); it != raw.end()) {
+    ASSIGN_OR_RETURN(settings.max_attempts,
+                     ParseCount(kMaxAttempts, it->second, kMaxAttemptsLimit));
+  }
+  if (const auto it = raw.find(kMaxAge); it != raw.end()) {
+    ASSIGN_OR_RETURN(settings.max_age, ParseSeconds(kMaxAge, it->second));
+  }
+  if (const auto it = raw.find(kDeadRetention); it != raw.end()) {
+    ASSIGN_OR_RETURN(settings.dead_retention,
+                     ParseSeconds(kDeadRetention, it->second));
   }
   return settings;
 }

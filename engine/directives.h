@@ -29,6 +29,7 @@ namespace msgq {
 inline constexpr int kMaxCacheSize = 1000000;               // vt_cache_size
 inline constexpr int kMaxBatchSize = 10000;                 // vt_batch_size
 inline constexpr int64_t kMaxDurationSeconds = 3153600000;  // 100 years
+inline constexpr int kMaxAttemptsLimit = 1000000;           // msgq_max_attempts
 
 // True when `comment` marks a message table (contains "vitess_message").
 bool IsMessageTableComment(absl::string_view comment);
@@ -41,9 +42,11 @@ bool IsMessageTableComment(absl::string_view comment);
 // count or duration is above its maximum (kMaxCacheSize, kMaxBatchSize,
 // kMaxDurationSeconds); a
 // directive appears twice; vt_min_backoff > vt_max_backoff; vt_message_cols is
-// empty or does not start with `id`; an unknown vt_* directive is present.
-// Pieces that do not start with "vt_" (other than "vitess_message") are
-// ignored, so applications may keep their own notes in the comment.
+// empty or does not start with `id`; an unknown vt_* or msgq_* directive is
+// present. msgq's own directives (msgq_max_attempts, msgq_max_age,
+// msgq_dead_retention) are optional; Vitess ignores them. Pieces that start
+// with neither "vt_" nor "msgq_" (other than "vitess_message") are ignored,
+// so applications may keep their own notes in the comment.
 // Column existence is not checked here (see message_table.h).
 absl::StatusOr<TableSettings> ParseDirectives(absl::string_view comment);
 

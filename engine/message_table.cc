@@ -26,16 +26,43 @@ const Column* FindColumn(const std::vector<Column>& columns,
 }
 
 bool IsBookkeeping(absl::string_view name) {
-  for (const char* n : {"priority", "time_next", "epoch", "time_acked"}) {
+  for (const char* n :
+       {"priority", "time_next", "epoch", "time_acked", "time_dead"}) {
     if (absl::EqualsIgnoreCase(name, n)) return true;
   }
   return false;
 }
 
+bool IsIntegerType(const std::string& type) {
+  return type == "tinyint" || type == "smallint" || type == "mediumint" ||
+         type == "int" || type == "bigint";
+}
+
+// How many characters of a reason fit in a last_error column (text types
+// are sized in bytes: at most 4 per utf8mb4 character); 0 when the type is
+// not text.
+int LastErrorChars(const Column& c) {
+  const std::string type = absl::AsciiStrToLower(c.data_type);
+  if (type == "char" || type == "varchar") {
+    const std::string full = absl::AsciiStrToLower(c.column_type);
+    const size_t open = full.find('(');
+    const size_t close = full.find(')', open);
+    int n = 0;
+    if (open == std::string::npos || close == std::string::npos ||
+        !absl::SimpleAtoi(full.substr(open + 1, close - open - 1), &n)) {
+      return 0;
+    }
+    return std::clamp(n, 1, 65535);
+  }
+  if (type == "tinytext") return 63;
+  if (type == "text") return 16383;
+  if (type == "mediumtext" || type == "longtext") return 65535;
+  return 0;
+}
+
 IdKind KindOf(const Column& id) {
   const std::string type = absl::AsciiStrToLower(id.data_type);
-  if (type == "tinyint" || type == "smallint" || type == "mediumint" ||
-      type == "int" || type == "bigint") {
+  if (IsIntegerType(type)) {
     return absl::StrContains(absl::AsciiStrToLower(id.column_type), "unsigned")
                ? IdKind::kUnsignedInteger
                : IdKind::kSignedInteger;
@@ -74,6 +101,37 @@ absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
   table.columns = std::move(columns);
   const Column* id = FindColumn(table.columns, "id");
   table.id_kind = KindOf(*id);
+  for (const char* col : {"time_created", "time_dead"}) {
+    const Column* c = FindColumn(table.columns, col);
+    if (c == nullptr) continue;
+    if (!IsIntegerType(absl::AsciiStrToLower(c->data_type))) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(where, ": column ", col, " is ", c->column_type,
+                       "; msgq needs an integer (Unix ns, e.g. bigint)"));
+    }
+  }
+  table.has_time_created = FindColumn(table.columns, "time_created") != nullptr;
+  table.has_time_dead = FindColumn(table.columns, "time_dead") != nullptr;
+  if (const Column* c = FindColumn(table.columns, "last_error"); c != nullptr) {
+    table.last_error_chars = LastErrorChars(*c);
+    if (table.last_error_chars == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          where, ": column last_error is ", c->column_type,
+          "; msgq needs char, varchar or text"));
+    }
+  }
+  if (table.settings.max_age > absl::ZeroDuration() &&
+      !table.has_time_created) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        where, ": msgq_max_age needs a time_created column (bigint, Unix ns "
+               "of the first enqueue)"));
+  }
+  if (table.settings.dead_retention > absl::ZeroDuration() &&
+      !table.has_time_dead) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        where, ": msgq_dead_retention needs a time_dead column (bigint, Unix "
+               "ns; msgq sets it when a message dies)"));
+  }
   if (!table.settings.message_cols.empty()) {
     for (const std::string& col : table.settings.message_cols) {
       const Column* c = FindColumn(table.columns, col);

@@ -46,12 +46,23 @@ struct MessageTable {
   std::vector<Column> columns;   // all columns, table order
   std::vector<Column> streamed;  // the streamed columns, id first
   IdKind id_kind = IdKind::kText;
+  // msgq's optional columns (README, "When work fails"): time_created
+  // (integer, Unix ns: when first enqueued, for msgq_max_age), time_dead
+  // (integer, Unix ns: when it died, for msgq_dead_retention; never
+  // streamed), last_error (char/varchar/text: the last failure's reason,
+  // stored truncated to last_error_chars characters; 0 = no such column).
+  bool has_time_created = false;
+  bool has_time_dead = false;
+  int last_error_chars = 0;
 };
 
 // Builds and validates a message table. FAILED_PRECONDITION, with a message
 // "table `db`.`t`: <cause>", when the directives are invalid (see
 // directives.h), a required column (id, priority, time_next, epoch,
-// time_acked) is missing, or vt_message_cols names a missing column.
+// time_acked) is missing, vt_message_cols names a missing column, one of
+// msgq's optional columns has the wrong type (time_created and time_dead
+// must be integers, last_error text), msgq_max_age is set without a
+// time_created column or msgq_dead_retention without a time_dead column.
 absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
                                                absl::string_view name,
                                                absl::string_view comment,

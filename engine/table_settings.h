@@ -27,6 +27,15 @@ struct TableSettings {
   // Streamed columns from vt_message_cols (id first); empty = the default set
   // (every column but priority, time_next, epoch, time_acked, in table order).
   std::vector<std::string> message_cols;
+  // After this many sends not acked a message is dead (msgq_max_attempts);
+  // 0 = unlimited.
+  int max_attempts = 0;
+  // A message first enqueued longer ago dies at its next failure
+  // (msgq_max_age, needs a time_created column); zero = unlimited.
+  absl::Duration max_age;
+  // Dead rows are deleted after this long (msgq_dead_retention, needs a
+  // time_dead column); zero = kept until redriven or deleted.
+  absl::Duration dead_retention;
 
   friend bool operator==(const TableSettings&, const TableSettings&) = default;
 };

@@ -294,6 +294,17 @@ class FakeMessageStore final : public MessageStore {
     return result;
   }
 
+  absl::StatusOr<int64_t> PurgeDead(int64_t, int) override {
+    return absl::UnimplementedError("PurgeDead: not yet");
+  }
+  absl::StatusOr<int64_t> CountDead() override {
+    return absl::UnimplementedError("CountDead: not yet");
+  }
+  absl::StatusOr<std::vector<DeadRow>> ListDead(const std::string&,
+                                                int) override {
+    return absl::UnimplementedError("ListDead: not yet");
+  }
+
   absl::StatusOr<int64_t> Purge(int64_t cutoff, int limit) override {
     ++statements_;
     const absl::Status status = Begin(Op::kPurge);

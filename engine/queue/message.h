@@ -23,10 +23,18 @@ struct Message {
   int64_t priority = 0;
   int64_t time_next = 0;  // Unix epoch ns
   int64_t epoch = 0;      // sends so far
+  // The time_created column (Unix ns) when the table has one and the read
+  // asked for it (msgq_max_age); 0 otherwise.
+  int64_t time_created = 0;
   // When the manager handed it to a subscriber (Unix ns; 0 = not sent), so
   // a batch handed back later is known to be still this send's.
   int64_t sent_at = 0;
   std::shared_ptr<const PackedRow> row;
+
+  // Bytes the row takes on the wire (values plus a length per column).
+  size_t WireBytes() const {
+    return row == nullptr ? 0 : row->values.size() + 10 * row->lengths.size();
+  }
 };
 
 // A batch handed to one subscriber.

@@ -26,16 +26,66 @@ struct Postponement {
   int64_t time_next = 0;
 };
 
-// What Write applied. `acks[i]` is ack group i's outcome: how many rows
-// went from unacked to acked, or why the group was not applied (nothing of
-// it was): a permanent error of its own (e.g. INVALID_ARGUMENT for an id the
-// column cannot hold or whose statement cannot fit in max_allowed_packet,
-// INTERNAL for a statement the server refused). `postpones` is OK, or the
-// permanent error for which none of the postpones was applied. A failing
-// group never keeps the others from committing.
+// One delivery handed back (MessageNack, or msgq's own when a message it
+// read must die: too many sends, too old, too large).
+struct Nack {
+  std::string id;
+  // The epoch it was streamed with: only a row whose epoch is still
+  // epoch + 1 is changed (nobody was sent it since). msgq's own deaths of a
+  // polled row with epoch E use E - 1.
+  int64_t epoch = 0;
+  // Retry at this time (Unix ns); nullopt: dead now.
+  std::optional<int64_t> time_next;
+};
+
+// One MessageNack request (or one batch of msgq's own deaths).
+struct NackGroup {
+  std::vector<Nack> nacks;
+  // Stored in last_error when the table has that column (truncated to it).
+  std::string reason;
+};
+
+// What a NackGroup did: rows that will be sent again, rows that died. A
+// retried row dies instead when the table's msgq_max_attempts (epoch >= N)
+// or msgq_max_age (time_created older) says so.
+struct NackCount {
+  int64_t retried = 0;
+  int64_t dead = 0;
+};
+
+// One MessageExtend request: every delivery's row gets time_next.
+struct ExtendGroup {
+  std::vector<std::pair<std::string, int64_t>> deliveries;  // id, epoch
+  int64_t time_next = 0;
+};
+
+// One Redrive request: dead rows become due at `now` with epoch 0.
+struct RedriveGroup {
+  std::vector<std::string> ids;
+  bool all = false;  // every dead row (ids ignored)
+};
+
+// What Write applied. Each group's outcome: its count, or why the group was
+// not applied (nothing of it was): a permanent error of its own (e.g.
+// INVALID_ARGUMENT for an id the column cannot hold or whose statement cannot
+// fit in max_allowed_packet, INTERNAL for a statement the server refused).
+// `postpones` is OK, or the permanent error for which none of the postpones
+// was applied. A failing group never keeps the others from committing.
 struct WriteResult {
-  std::vector<absl::StatusOr<int64_t>> acks;
+  std::vector<absl::StatusOr<int64_t>> acks;  // rows unacked -> acked
+  std::vector<absl::StatusOr<NackCount>> nacks;
+  std::vector<absl::StatusOr<int64_t>> extends;   // rows extended
+  std::vector<absl::StatusOr<int64_t>> redrives;  // rows dead -> due
   absl::Status postpones;
+};
+
+// A dead row, as ListDead reads it.
+struct DeadRow {
+  std::string id;
+  int64_t epoch = 0;
+  std::string last_error;    // "" without a last_error column
+  int64_t time_dead = 0;     // 0 without a time_dead column
+  int64_t time_created = 0;  // 0 without a time_created column
 };
 
 struct WriteBatch {
@@ -46,6 +96,11 @@ struct WriteBatch {
   // Each group (one MessageAck request) is acked by its own statement(s),
   // so the count of rows it changed is reported per group.
   std::vector<std::vector<std::string>> ack_groups;
+  // Then, in this order, each group by its own statement(s) and reported on
+  // its own: nacks, extends, redrives.
+  std::vector<NackGroup> nack_groups;
+  std::vector<ExtendGroup> extend_groups;
+  std::vector<RedriveGroup> redrive_groups;
 };
 
 class MessageStore {
@@ -67,8 +122,12 @@ class MessageStore {
   virtual absl::StatusOr<std::optional<int64_t>> NextDueAfter(int64_t now) = 0;
 
   // Postpones (time_next = given, epoch = epoch + 1) and acks (time_acked =
-  // now, time_next = NULL) only rows still unacked, in one transaction. The
-  // postpones (as a whole) and each ack group are the units of failure: a
+  // now, time_next = NULL) only rows still unacked and not dead, then nacks,
+  // extends and redrives (see their structs), in one transaction. Nacks and
+  // extends change only rows unacked, not dead and with the delivery's
+  // epoch + 1; a dying row gets time_next = NULL, time_dead = now (if the
+  // column exists) and last_error = reason (if the column exists). The
+  // postpones (as a whole) and each group are the units of failure: a
   // unit that fails permanently is left out and reported in WriteResult,
   // and the other units commit together. Postponed ids that the id column
   // cannot hold are skipped (never written into SQL) and logged. Non-OK only
@@ -78,6 +137,18 @@ class MessageStore {
 
   // Deletes at most `limit` rows acked before `cutoff`; returns how many.
   virtual absl::StatusOr<int64_t> Purge(int64_t cutoff, int limit) = 0;
+
+  // Dead rows are those with time_acked and time_next both NULL.
+  // Deletes at most `limit` rows dead since before `cutoff` (needs the
+  // time_dead column; FAILED_PRECONDITION without it); returns how many.
+  virtual absl::StatusOr<int64_t> PurgeDead(int64_t cutoff, int limit) = 0;
+  // How many rows are dead (an index range count on poller_idx).
+  virtual absl::StatusOr<int64_t> CountDead() = 0;
+  // At most `limit` dead rows with id > after_id (all when after_id is
+  // empty), ordered by id. INVALID_ARGUMENT for an after_id the id column
+  // cannot hold.
+  virtual absl::StatusOr<std::vector<DeadRow>> ListDead(
+      const std::string& after_id, int limit) = 0;
 
   // The manager's round is over: give back whatever connection the round
   // borrowed, so an idle table holds none.

@@ -350,4 +350,17 @@ absl::StatusOr<int64_t> MysqlMessageStore::Purge(int64_t cutoff, int limit) {
   return static_cast<int64_t>(*n);
 }
 
+absl::StatusOr<int64_t> MysqlMessageStore::PurgeDead(int64_t, int) {
+  return absl::UnimplementedError("PurgeDead: not yet");
+}
+
+absl::StatusOr<int64_t> MysqlMessageStore::CountDead() {
+  return absl::UnimplementedError("CountDead: not yet");
+}
+
+absl::StatusOr<std::vector<DeadRow>> MysqlMessageStore::ListDead(
+    const std::string&, int) {
+  return absl::UnimplementedError("ListDead: not yet");
+}
+
 }  // namespace msgq

@@ -58,6 +58,10 @@ class MysqlMessageStore final : public MessageStore {
   absl::StatusOr<std::optional<int64_t>> NextDueAfter(int64_t now) override;
   absl::StatusOr<WriteResult> Write(const WriteBatch& batch) override;
   absl::StatusOr<int64_t> Purge(int64_t cutoff, int limit) override;
+  absl::StatusOr<int64_t> PurgeDead(int64_t cutoff, int limit) override;
+  absl::StatusOr<int64_t> CountDead() override;
+  absl::StatusOr<std::vector<DeadRow>> ListDead(const std::string& after_id,
+                                                int limit) override;
 
   // The SQL of a poll and of the next-due query (for EXPLAIN in tests).
   std::string PollSql(int64_t now, int64_t limit) const;
