@@ -1,5 +1,6 @@
 // FakeMessageStore: an in-memory MessageStore for unit tests (test-only;
-// fake_message_store.cc is compiled into the test binary).
+// fake_message_store.cc and fake_message_store_write.cc are compiled into
+// msgq_engine_test).
 //
 // It holds the rows of one message table whose streamed columns are `id` and
 // `payload`, and applies the same semantics as the SQL of MysqlMessageStore:
