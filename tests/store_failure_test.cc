@@ -440,6 +440,8 @@ TEST_F(StoreFailureTest, LongIdListsAreSplitToFitThePacket) {
     }
   }
   Exec("INSERT INTO msgq.t (id, epoch, time_next, message) VALUES " + values);
+  ASSERT_NO_FATAL_FAILURE(CreateTable("wide", "", "last_error text"));
+  Exec("INSERT INTO msgq.wide (id, epoch, time_next) VALUES (1, 1, 5)");
   // The store's session (connected after this) may send 4 KiB at most:
   // each list of 1000 ids takes several statements.
   Exec("SET GLOBAL max_allowed_packet = 4096");
@@ -464,6 +466,23 @@ TEST_F(StoreFailureTest, LongIdListsAreSplitToFitThePacket) {
   r = store->Write(b);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(*r->redrives[0], 1000);
+
+  // A reason whose literal alone does not fit fails its group, naming the
+  // cause; a short one still goes through.
+  auto other = Store("wide");
+  ASSERT_NE(other, nullptr);
+  b = Batch();
+  std::string long_reason;
+  for (int i = 0; i < 3000; ++i) long_reason += "\xC3\xA9";
+  b.nack_groups.push_back({{{"1", 0, std::nullopt}}, long_reason});
+  b.nack_groups.push_back({{{"1", 0, std::nullopt}}, "short"});
+  r = other->Write(b);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->nacks[0].status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r->nacks[0].status().message(),
+              ::testing::HasSubstr("bytes before its ids does not fit"));
+  EXPECT_THAT(r->nacks[1], IsCount(0, 1));
+  EXPECT_EQ(db_->Scalar("SELECT last_error FROM msgq.wide"), "short");
 }
 
 TEST_F(StoreFailureTest, PollAndFetchReadTimeCreated) {

@@ -93,6 +93,12 @@ absl::StatusOr<std::vector<std::string>> MysqlMessageStore::InListStatements(
   std::string current;
   std::string literal;
   const size_t fixed = prefix.size() + suffix.size();
+  if (!ids.empty() && fixed >= limit) {
+    // Not an id's fault (e.g. a nack's long reason): no id can be written.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a statement of ", fixed, " bytes before its ids does not fit in ",
+        limit, " bytes (max_allowed_packet)"));
+  }
   auto refuse = [&](absl::Status status) -> absl::Status {
     if (!skip_bad_ids) return status;
     ++skipped_ids_;

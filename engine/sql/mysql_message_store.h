@@ -89,7 +89,8 @@ class MysqlMessageStore final : public MessageStore {
   // most `limit` bytes, covering every id (none when `ids` is empty). An id
   // the column cannot hold, or whose literal alone does not fit, is an
   // INVALID_ARGUMENT error, or, with `skip_bad_ids`, skipped, counted and
-  // logged (never written into SQL).
+  // logged (never written into SQL). INVALID_ARGUMENT, whatever
+  // `skip_bad_ids`, when prefix and suffix alone do not fit.
   absl::StatusOr<std::vector<std::string>> InListStatements(
       absl::string_view prefix, absl::string_view suffix,
       const std::vector<std::string>& ids, bool skip_bad_ids, size_t limit);

@@ -46,6 +46,11 @@ std::vector<MysqlMessageStore::WriteUnit> MysqlMessageStore::BuildUnits(
                        ", `epoch` = IFNULL(`epoch`, 0) + 1 WHERE `id` IN ("),
           ") AND `time_acked` IS NULL AND `time_next` IS NOT NULL", ids,
           /*skip_bad_ids=*/true, limit);
+      if (!st.ok()) {
+        result->postpones = st.status();
+        unit.statements.clear();
+        break;
+      }
       for (std::string& sql : *st) unit.statements.push_back({std::move(sql)});
     }
     if (!unit.statements.empty()) units.push_back(std::move(unit));
