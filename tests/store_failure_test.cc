@@ -4,6 +4,7 @@
 // on its own. The store is driven directly (no msgqd), with fixed times.
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -285,6 +286,32 @@ TEST_F(StoreFailureTest, LastErrorIsCutAndStoredSafely) {
   EXPECT_EQ(hex(4), "C3A9C3A9C3A9C3A9C3A9C3A9C3A9C3A9");  // 8 x é
   EXPECT_EQ(hex(5), "6E756C0078");                        // nul\0x
   EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.t"), 5);
+
+  // Columns of narrower character sets get what they can hold, where a
+  // strict sql_mode would refuse the whole nack (error 1366).
+  for (const auto& [name, charset, stored] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"l1", "latin1", "3F3F3F3F7A"},
+           {"u3", "utf8mb3", "C3A9E282ACEFBFBDEFBFBD7A"},
+           {"u4", "utf8mb4", "C3A9E282ACF09F9880EFBFBD7A"}}) {
+    SCOPED_TRACE(charset);
+    ASSERT_NO_FATAL_FAILURE(CreateTable(
+        name, "",
+        absl::StrCat("last_error varchar(8) CHARACTER SET ", charset)));
+    Exec(absl::StrCat("INSERT INTO msgq.", name,
+                      " (id, epoch, time_next) VALUES (1, 1, 5)"));
+    auto narrow = Store(name);
+    ASSERT_NE(narrow, nullptr);
+    b = Batch();
+    b.nack_groups.push_back(
+        {{{"1", 0, kLater}}, "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xFFz"});
+    r = narrow->Write(b);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_THAT(r->nacks[0], IsCount(1, 0));
+    EXPECT_EQ(db_->Scalar(absl::StrCat("SELECT HEX(last_error) FROM msgq.",
+                                       name)),
+              stored);
+  }
 }
 
 TEST_F(StoreFailureTest, DeadReadsPageByIntegerIdAndPurge) {

@@ -4,6 +4,7 @@
 #include <limits>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "engine/sql/sql_literal.h"
@@ -55,19 +56,30 @@ constexpr absl::string_view kDead =
 
 }  // namespace
 
-std::string LastErrorText(absl::string_view reason, int max_chars) {
+Repertoire RepertoireOf(absl::string_view charset) {
+  const std::string cs = absl::AsciiStrToLower(charset);
+  if (cs == "utf8mb4" || cs == "utf16" || cs == "utf16le" || cs == "utf32") {
+    return Repertoire::kUnicode;
+  }
+  if (cs == "utf8mb3" || cs == "utf8" || cs == "ucs2") return Repertoire::kBmp;
+  return Repertoire::kAscii;
+}
+
+std::string LastErrorText(absl::string_view reason, int max_chars,
+                          Repertoire repertoire) {
   std::string out;
   out.reserve(std::min(reason.size(), static_cast<size_t>(max_chars) * 4));
   int chars = 0;
   while (!reason.empty() && chars < max_chars) {
     const size_t len = Utf8SequenceLength(reason);
-    if (len == 0) {
+    if (repertoire == Repertoire::kAscii && len != 1) {
+      out.push_back('?');
+    } else if (len == 0 || (repertoire == Repertoire::kBmp && len == 4)) {
       out.append(kReplacement.data(), kReplacement.size());
-      reason.remove_prefix(1);
     } else {
       out.append(reason.data(), len);
-      reason.remove_prefix(len);
     }
+    reason.remove_prefix(len == 0 ? 1 : len);
     ++chars;
   }
   return out;
@@ -92,7 +104,8 @@ std::string FailureStatements::LastErrorSet(absl::string_view reason) const {
   if (last_error_chars_ <= 0 || reason.empty()) return "";
   // Valid UTF-8 after LastErrorText, so the literal cannot fail.
   std::string literal =
-      IdLiteral(IdKind::kText, LastErrorText(reason, last_error_chars_))
+      IdLiteral(IdKind::kText,
+                LastErrorText(reason, last_error_chars_, repertoire_))
           .value_or("''");
   return absl::StrCat(", `last_error` = LEFT(", literal, ", ",
                       last_error_chars_, ")");

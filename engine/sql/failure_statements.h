@@ -13,18 +13,19 @@
 //
 // A reason becomes last_error only when the table has that column and the
 // reason is not empty. Reasons are arbitrary bytes from clients: invalid
-// UTF-8 is replaced by U+FFFD (LastErrorText), the text is cut to the
-// column's size in characters, and it is written as an _utf8mb4 X'..' hex
-// literal, so no quote, backslash or byte sequence can change the statement
-// whatever the sql_mode. The column is expected to hold utf8mb4 (a column of
-// another character set may refuse characters it cannot store under a strict
-// sql_mode; the nack group then fails INTERNAL).
+// UTF-8 is replaced by U+FFFD, characters the column's character set cannot
+// hold are replaced too (LastErrorText: a strict sql_mode would otherwise
+// refuse the whole nack, error 1366), the text is cut to the column's size
+// in characters, and it is written as an _utf8mb4 X'..' hex literal, so no
+// quote, backslash or byte sequence can change the statement whatever the
+// sql_mode.
 //
 // Example:
 //   FailureStatements sql(table, "`db`.`t`");
 //   for (const InList& in : sql.Nack(now, epoch, std::nullopt, "boom")) ...
 //
-// Thread-safe: immutable after construction.
+// Thread-compatible: const methods may run concurrently; the repertoire is
+// set before use.
 #ifndef MSGQ_ENGINE_SQL_FAILURE_STATEMENTS_H_
 #define MSGQ_ENGINE_SQL_FAILURE_STATEMENTS_H_
 
@@ -47,15 +48,28 @@ struct InList {
   bool counts_dead = false;
 };
 
+// The characters a last_error column can hold, from its character set.
+enum class Repertoire {
+  kUnicode,  // utf8mb4, utf16, utf16le, utf32: every character
+  kBmp,      // utf8mb3 (utf8), ucs2: up to U+FFFF
+  kAscii,    // any other (latin1, ascii, ...): ASCII is safe, more may not be
+};
+Repertoire RepertoireOf(absl::string_view charset);
+
 // `reason` as last_error stores it: each byte that does not start a
-// well-formed UTF-8 sequence replaced by U+FFFD, then cut to at most
+// well-formed UTF-8 sequence replaced by U+FFFD, each character outside
+// `repertoire` by U+FFFD (kBmp) or '?' (kAscii), then cut to at most
 // `max_chars` characters (code points).
-std::string LastErrorText(absl::string_view reason, int max_chars);
+std::string LastErrorText(absl::string_view reason, int max_chars,
+                          Repertoire repertoire = Repertoire::kUnicode);
 
 class FailureStatements {
  public:
   // `quoted_table` is `db`.`t` as written into SQL.
   FailureStatements(const MessageTable& table, std::string quoted_table);
+
+  // The repertoire of the last_error column (kUnicode until set).
+  void set_last_error_repertoire(Repertoire r) { repertoire_ = r; }
 
   // The statements of the nacks of one (epoch, time_next): for time_next =
   // nullopt one that kills the rows; for a retry, first one that kills the
@@ -95,6 +109,7 @@ class FailureStatements {
   const int max_attempts_;
   // msgq_max_age in ns (0 = unlimited); needs time_created.
   const int64_t max_age_ns_;
+  Repertoire repertoire_ = Repertoire::kUnicode;
   int last_error_column_ = -1;
   int time_dead_column_ = -1;
   int time_created_column_ = -1;

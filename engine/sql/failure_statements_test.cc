@@ -40,6 +40,35 @@ TEST(LastErrorTextTest, ReplacesInvalidUtf8AndCutsToCharacters) {
   EXPECT_EQ(LastErrorText("", 8), "");
 }
 
+TEST(LastErrorTextTest, KeepsToTheColumnsCharacterSet) {
+  EXPECT_EQ(RepertoireOf("utf8mb4"), Repertoire::kUnicode);
+  EXPECT_EQ(RepertoireOf("UTF16"), Repertoire::kUnicode);
+  EXPECT_EQ(RepertoireOf("utf32"), Repertoire::kUnicode);
+  EXPECT_EQ(RepertoireOf("utf8mb3"), Repertoire::kBmp);
+  EXPECT_EQ(RepertoireOf("utf8"), Repertoire::kBmp);
+  EXPECT_EQ(RepertoireOf("ucs2"), Repertoire::kBmp);
+  EXPECT_EQ(RepertoireOf("latin1"), Repertoire::kAscii);
+  EXPECT_EQ(RepertoireOf("ascii"), Repertoire::kAscii);
+  EXPECT_EQ(RepertoireOf(""), Repertoire::kAscii);
+  // "é€😀" plus an invalid byte.
+  const std::string reason = "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xFFz";
+  EXPECT_EQ(LastErrorText(reason, 8, Repertoire::kUnicode),
+            "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xEF\xBF\xBDz");
+  EXPECT_EQ(LastErrorText(reason, 8, Repertoire::kBmp),
+            "\xC3\xA9\xE2\x82\xAC\xEF\xBF\xBD\xEF\xBF\xBDz");
+  EXPECT_EQ(LastErrorText(reason, 8, Repertoire::kAscii), "????z");
+  EXPECT_EQ(LastErrorText(reason, 2, Repertoire::kAscii), "??");
+}
+
+TEST(FailureStatementsTest, ReasonsFollowTheRepertoire) {
+  const MessageTable table = Table();
+  FailureStatements sql(table, "`t`");
+  sql.set_last_error_repertoire(Repertoire::kAscii);
+  EXPECT_EQ(sql.Nack(1, 0, std::nullopt, "\xC3\xA9!")[0].prefix,
+            "UPDATE `t` SET `time_next` = NULL, `time_dead` = 1, "
+            "`last_error` = LEFT(_utf8mb4 X'3F21', 8) WHERE `id` IN (");
+}
+
 TEST(FailureStatementsTest, DeadNackSetsTimeDeadAndLastError) {
   const MessageTable table = Table();
   FailureStatements sql(table, "`db`.`t`");

@@ -119,6 +119,12 @@ class MysqlMessageStore final : public MessageStore {
   // with nothing to write gets its zero count and no unit.
   std::vector<WriteUnit> BuildUnits(const WriteBatch& batch, size_t limit,
                                     WriteResult* result);
+  // Reads the character set of the last_error column once (reasons are
+  // cut to what it can hold), when `batch` stores a reason. Errors are
+  // UNAVAILABLE or ABORTED only; another failure is logged and the reasons
+  // of this call are cut to ASCII.
+  absl::Status LearnLastErrorCharset(MysqlConnection* conn,
+                                     const WriteBatch& batch);
   // Runs the statements of units[live...] in one transaction (none for a
   // single statement; the session has autocommit on). On error everything
   // was rolled back and *failed names the unit whose statement failed
@@ -134,7 +140,8 @@ class MysqlMessageStore final : public MessageStore {
   // SELECT priority, time_next, epoch[, time_created], <streamed> FROM t
   std::string select_prefix_;
   size_t first_streamed_ = 3;  // index of the id in select_prefix_'s rows
-  const FailureStatements failure_sql_;
+  FailureStatements failure_sql_;
+  bool last_error_charset_known_ = false;
   MysqlPool* const pool_;           // may be null
   std::optional<MysqlPool::Lease> lease_;  // with a pool
   std::unique_ptr<MysqlConnection> conn_;  // without one

@@ -5,7 +5,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "engine/log.h"
 #include "engine/sql/mysql_message_store.h"
+#include "engine/sql/sql_literal.h"
 
 namespace msgq {
 
@@ -144,9 +146,44 @@ absl::Status MysqlMessageStore::RunTransaction(MysqlConnection* conn,
   return absl::OkStatus();
 }
 
+absl::Status MysqlMessageStore::LearnLastErrorCharset(
+    MysqlConnection* conn, const WriteBatch& batch) {
+  if (last_error_charset_known_ || table_.last_error_chars <= 0) {
+    return absl::OkStatus();
+  }
+  bool stores_reason = false;
+  for (const NackGroup& g : batch.nack_groups) {
+    stores_reason |= !g.reason.empty() && !g.nacks.empty();
+  }
+  if (!stores_reason) return absl::OkStatus();
+  // Names from information_schema are valid UTF-8: the literals cannot fail.
+  absl::StatusOr<QueryResult> r = conn->Query(absl::StrCat(
+      "SELECT `CHARACTER_SET_NAME` FROM `information_schema`.`COLUMNS` WHERE "
+      "`TABLE_SCHEMA` = ",
+      IdLiteral(IdKind::kText, table_.keyspace).value_or("''"),
+      " AND `TABLE_NAME` = ",
+      IdLiteral(IdKind::kText, table_.name).value_or("''"),
+      " AND `COLUMN_NAME` = 'last_error'"));
+  if (!r.ok() && (msgq::IsUnavailable(r.status()) ||
+                  r.status().code() == absl::StatusCode::kAborted)) {
+    return Check(r.status());
+  }
+  if (!r.ok() || r->rows.size() != 1 || !r->rows[0][0].has_value()) {
+    LogWarning(log_name_, ": cannot read the character set of last_error (",
+               r.ok() ? "no such column" : r.status().message(),
+               "); reasons are stored as ASCII");
+    failure_sql_.set_last_error_repertoire(Repertoire::kAscii);
+    return absl::OkStatus();
+  }
+  failure_sql_.set_last_error_repertoire(RepertoireOf(*r->rows[0][0]));
+  last_error_charset_known_ = true;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<WriteResult> MysqlMessageStore::Write(const WriteBatch& batch) {
   absl::StatusOr<MysqlConnection*> conn = Conn();
   if (!conn.ok()) return conn.status();
+  if (absl::Status s = LearnLastErrorCharset(*conn, batch); !s.ok()) return s;
   const size_t limit = StatementLimit((*conn)->max_allowed_packet());
   WriteResult result;
   result.acks.assign(batch.ack_groups.size(), int64_t{0});
