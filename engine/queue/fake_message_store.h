@@ -16,7 +16,7 @@
 // changed, counts 0). The table's optional columns and limits are a Schema
 // (by default every optional column exists and nothing limits retries);
 // last_error holds LastErrorText(reason, last_error_chars), exactly what the
-// SQL stores. Ids are not validated (the fake has no id column type): use
+// SQL stores in a utf8mb4 column. Ids are not validated (the fake has no id column type): use
 // the failure injection below for a malformed id.
 //
 // Every call is counted and recorded (the WriteBatch of each Write, the

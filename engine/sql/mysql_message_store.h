@@ -16,7 +16,9 @@
 // READ COMMITTED takes no gap locks for ids that do not exist (REPEATABLE
 // READ did, blocking producers' INSERTs into those gaps). A purge deletes
 // acked (or, PurgeDead, dead) rows only; which of them one statement picks
-// does not matter.
+// does not matter. The first Write that stores a nack's reason reads the
+// last_error column's character set from information_schema (once per
+// store), so that reasons are cut to characters the column can hold.
 #ifndef MSGQ_ENGINE_SQL_MYSQL_MESSAGE_STORE_H_
 #define MSGQ_ENGINE_SQL_MYSQL_MESSAGE_STORE_H_
 
