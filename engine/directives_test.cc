@@ -369,8 +369,9 @@ TEST(ParseDirectivesTest, FailureDirectivesAreOptional) {
 }
 
 TEST(ParseDirectivesTest, ParsesFailureDirectives) {
-  const absl::StatusOr<TableSettings> settings = ParseDirectives(WithRequired(
-      " msgq_max_attempts = 5 ,msgq_max_age=3600.5,msgq_dead_retention=604800"));
+  const absl::StatusOr<TableSettings> settings = ParseDirectives(
+      WithRequired(" msgq_max_attempts = 5 "
+                   ",msgq_max_age=3600.5,msgq_dead_retention=604800"));
   ASSERT_TRUE(settings.ok()) << settings.status();
   EXPECT_EQ(settings->max_attempts, 5);
   EXPECT_EQ(settings->max_age, absl::Seconds(3600) + absl::Milliseconds(500));

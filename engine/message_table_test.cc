@@ -407,8 +407,7 @@ TEST(OptionalColumnsTest, FoundAndTimeDeadIsNotStreamedByDefault) {
 TEST(OptionalColumnsTest, TimeColumnsMustBeIntegers) {
   for (const char* col : {"time_created", "time_dead"}) {
     absl::StatusOr<MessageTable> table = BuildMessageTable(
-        "db", "t", kComment,
-        WithColumns({Col(col, "varchar", "varchar(20)")}));
+        "db", "t", kComment, WithColumns({Col(col, "varchar", "varchar(20)")}));
     EXPECT_EQ(table.status(),
               absl::FailedPreconditionError(absl::StrCat(
                   "table `db`.`t`: column ", col,
@@ -471,9 +470,8 @@ TEST(OptionalColumnsTest, MaxAgeNeedsTimeCreated) {
                 "table `db`.`t`: msgq_max_age needs a time_created column "
                 "(bigint, Unix ns of the first enqueue)"));
   // msgq_max_attempts needs no column.
-  table = BuildMessageTable("db", "t",
-                            absl::StrCat(kComment, ",msgq_max_attempts=2"),
-                            DemoColumns());
+  table = BuildMessageTable(
+      "db", "t", absl::StrCat(kComment, ",msgq_max_attempts=2"), DemoColumns());
   ASSERT_TRUE(table.ok()) << table.status();
   EXPECT_EQ(table->settings.max_attempts, 2);
 }
@@ -490,8 +488,7 @@ TEST(OptionalColumnsTest, DeadRetentionNeedsTimeDead) {
 
 TEST(OptionalColumnsTest, InvalidFailureDirectiveIsFailedPrecondition) {
   absl::StatusOr<MessageTable> table = BuildMessageTable(
-      "db", "t", absl::StrCat(kComment, ",msgq_max_attempts=0"),
-      DemoColumns());
+      "db", "t", absl::StrCat(kComment, ",msgq_max_attempts=0"), DemoColumns());
   EXPECT_EQ(table.status(),
             absl::FailedPreconditionError(
                 "table `db`.`t`: msgq_max_attempts: \"0\" must be a positive "

@@ -34,8 +34,9 @@ class StoreFailureTest : public MsgqTest {
   // A message table with a varchar id (else as CreateTable).
   void CreateTextIdTable(const std::string& name, const std::string& extra) {
     Exec("USE msgq");
-    Exec(absl::StrReplaceAll(MessageTableDdl(name, MessageComment(), extra),
-                             {{"id bigint NOT NULL", "id varchar(100) NOT NULL"}}));
+    Exec(absl::StrReplaceAll(
+        MessageTableDdl(name, MessageComment(), extra),
+        {{"id bigint NOT NULL", "id varchar(100) NOT NULL"}}));
   }
 
   // A store over msgq.`name`, loaded as msgqd loads it; nullptr on error.
@@ -52,8 +53,8 @@ class StoreFailureTest : public MsgqTest {
     }
     for (const TableDefinition& def : schema->tables) {
       if (def.name != name) continue;
-      absl::StatusOr<MessageTable> table = BuildMessageTable(
-          def.keyspace, def.name, def.comment, def.columns);
+      absl::StatusOr<MessageTable> table =
+          BuildMessageTable(def.keyspace, def.name, def.comment, def.columns);
       if (!table.ok()) {
         ADD_FAILURE() << table.status();
         return nullptr;
@@ -68,14 +69,15 @@ class StoreFailureTest : public MsgqTest {
   // Inserts a pending row sent `epoch` times, due at kNow.
   void Pending(const std::string& table, const std::string& id, int64_t epoch,
                const std::string& time_created = "NULL") {
-    Exec(absl::StrCat("INSERT INTO msgq.`", table,
-                      "` (id, epoch, time_next, time_created, message) VALUES ('",
-                      id, "', ", epoch, ", ", kNow, ", ", time_created,
-                      ", '{}')"));
+    Exec(absl::StrCat(
+        "INSERT INTO msgq.`", table,
+        "` (id, epoch, time_next, time_created, message) VALUES ('", id, "', ",
+        epoch, ", ", kNow, ", ", time_created, ", '{}')"));
   }
   // Inserts a dead row.
-  void InsertDead(const std::string& table, const std::string& id, int64_t epoch,
-               int64_t time_dead, const std::string& error = "old") {
+  void InsertDead(const std::string& table, const std::string& id,
+                  int64_t epoch, int64_t time_dead,
+                  const std::string& error = "old") {
     Exec(absl::StrCat(
         "INSERT INTO msgq.`", table,
         "` (id, epoch, time_next, time_dead, last_error, time_created, "
@@ -139,8 +141,10 @@ TEST_F(StoreFailureTest, NackRetriesOrKillsOnlyTheCurrentDelivery) {
   WriteBatch b = Batch();
   // Delivered with epoch 0 (the row's epoch is 1): retry 1, kill 2; 3 is
   // named with a stale epoch, 9 does not exist.
-  b.nack_groups.push_back({{{"1", 0, kLater}, {"2", 0, std::nullopt},
-                            {"3", 5, kLater}, {"9", 0, std::nullopt}},
+  b.nack_groups.push_back({{{"1", 0, kLater},
+                            {"2", 0, std::nullopt},
+                            {"3", 5, kLater},
+                            {"9", 0, std::nullopt}},
                            "boom"});
   absl::StatusOr<WriteResult> r = store->Write(b);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -203,13 +207,15 @@ TEST_F(StoreFailureTest, ExtendChangesOnlyTheHoldersRow) {
   Pending("t", "1", 2);
   Pending("t", "2", 2);
   InsertDead("t", "3", 2, kNow);
-  Exec(absl::StrCat("INSERT INTO msgq.t (id, epoch, time_next, time_acked) "
-                    "VALUES (4, 2, NULL, ",
-                    kNow, ")"));
+  Exec(
+      absl::StrCat("INSERT INTO msgq.t (id, epoch, time_next, time_acked) "
+                   "VALUES (4, 2, NULL, ",
+                   kNow, ")"));
   auto store = Store("t");
   ASSERT_NE(store, nullptr);
   WriteBatch b = Batch();
-  b.extend_groups.push_back({{{"1", 1}, {"3", 1}, {"4", 1}}, kLater});  // holder
+  b.extend_groups.push_back(
+      {{{"1", 1}, {"3", 1}, {"4", 1}}, kLater});    // holder
   b.extend_groups.push_back({{{"2", 0}}, kLater});  // stale: sent again since
   b.extend_groups.push_back({{}, kLater});
   absl::StatusOr<WriteResult> r = store->Write(b);
@@ -261,10 +267,12 @@ TEST_F(StoreFailureTest, LastErrorIsCutAndStoredSafely) {
   auto store = Store("t");
   ASSERT_NE(store, nullptr);
   const std::vector<std::string> reasons = {
-      "0123456789",                                        // cut to 8
-      "a'b\"c\\d`",                                        // quotes
-      "\xff\xfe" "ok'); DROP TABLE t; --",                 // invalid UTF-8
-      "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9",
+      "0123456789",  // cut to 8
+      "a'b\"c\\d`",  // quotes
+      "\xff\xfe"
+      "ok'); DROP TABLE t; --",  // invalid UTF-8
+      "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3"
+      "\xA9",
       std::string("nul\0x", 5)};
   WriteBatch b = Batch();
   for (size_t i = 0; i < reasons.size(); ++i) {
@@ -282,7 +290,7 @@ TEST_F(StoreFailureTest, LastErrorIsCutAndStoredSafely) {
   };
   EXPECT_EQ(hex(1), "3031323334353637");                  // "01234567"
   EXPECT_EQ(hex(2), "61276222635C6460");                  // a'b"c\d`
-  EXPECT_EQ(hex(3), "EFBFBDEFBFBD6F6B27293B20");        // ��ok'); D
+  EXPECT_EQ(hex(3), "EFBFBDEFBFBD6F6B27293B20");          // ��ok'); D
   EXPECT_EQ(hex(4), "C3A9C3A9C3A9C3A9C3A9C3A9C3A9C3A9");  // 8 x é
   EXPECT_EQ(hex(5), "6E756C0078");                        // nul\0x
   EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.t"), 5);
@@ -308,9 +316,9 @@ TEST_F(StoreFailureTest, LastErrorIsCutAndStoredSafely) {
     r = narrow->Write(b);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_THAT(r->nacks[0], IsCount(1, 0));
-    EXPECT_EQ(db_->Scalar(absl::StrCat("SELECT HEX(last_error) FROM msgq.",
-                                       name)),
-              stored);
+    EXPECT_EQ(
+        db_->Scalar(absl::StrCat("SELECT HEX(last_error) FROM msgq.", name)),
+        stored);
   }
 }
 
@@ -319,9 +327,10 @@ TEST_F(StoreFailureTest, DeadReadsPageByIntegerIdAndPurge) {
   // Numeric order (2 < 10), not text order.
   for (int id : {20, 1, 10, 2, 11}) InsertDead("t", absl::StrCat(id), id, id);
   Pending("t", "5", 1);
-  Exec(absl::StrCat("INSERT INTO msgq.t (id, time_next, time_acked) VALUES "
-                    "(6, NULL, ",
-                    kNow, ")"));
+  Exec(
+      absl::StrCat("INSERT INTO msgq.t (id, time_next, time_acked) VALUES "
+                   "(6, NULL, ",
+                   kNow, ")"));
   auto store = Store("t");
   ASSERT_NE(store, nullptr);
   EXPECT_THAT(store->CountDead(), Holds(5));
@@ -380,9 +389,10 @@ TEST_F(StoreFailureTest, DeadReadsPageByIntegerIdAndPurge) {
 TEST_F(StoreFailureTest, DeadReadsPageByTextIdAndNeedTimeDeadToPurge) {
   ASSERT_NO_FATAL_FAILURE(CreateTextIdTable("t", "last_error text"));
   for (const char* id : {"b", "a''x", "c\\\\d", "zz"}) {
-    Exec(absl::StrCat("INSERT INTO msgq.t (id, epoch, time_next, message) "
-                      "VALUES ('",
-                      id, "', 2, NULL, '{}')"));
+    Exec(
+        absl::StrCat("INSERT INTO msgq.t (id, epoch, time_next, message) "
+                     "VALUES ('",
+                     id, "', 2, NULL, '{}')"));
   }
   auto store = Store("t");
   ASSERT_NE(store, nullptr);
@@ -405,8 +415,9 @@ TEST_F(StoreFailureTest, DeadReadsPageByTextIdAndNeedTimeDeadToPurge) {
   EXPECT_THAT(store->CountDead(), Holds(4));
   // A text last_error takes a long reason; a dead nack without time_dead
   // only clears time_next.
-  Exec("INSERT INTO msgq.t (id, epoch, time_next, message) VALUES ('p', 1, 5, "
-       "'{}')");
+  Exec(
+      "INSERT INTO msgq.t (id, epoch, time_next, message) VALUES ('p', 1, 5, "
+      "'{}')");
   WriteBatch b = Batch();
   b.nack_groups.push_back({{{"p", 0, std::nullopt}}, std::string(300, 'r')});
   EXPECT_THAT(NackResult(store->Write(b), 0), IsCount(0, 1));
@@ -442,8 +453,7 @@ TEST_F(StoreFailureTest, AFailingGroupFailsAloneAndTheOthersCommit) {
   EXPECT_THAT(r->nacks[2].status().message(), ::testing::HasSubstr("poisoned"));
   EXPECT_EQ(r->extends[0].status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(*r->extends[1], 1);
-  EXPECT_EQ(r->redrives[0].status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r->redrives[0].status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(*r->redrives[1], 1);
   EXPECT_TRUE(r->postpones.ok());
   EXPECT_EQ(State("t", "1"), "1 - now - -");
@@ -459,7 +469,8 @@ TEST_F(StoreFailureTest, LongIdListsAreSplitToFitThePacket) {
   std::vector<Nack> nacks;
   std::vector<std::pair<std::string, int64_t>> extends;
   for (int i = 1; i <= 2000; ++i) {
-    absl::StrAppend(&values, i > 1 ? "," : "", "(", i, ", 1, ", kNow, ", '{}')");
+    absl::StrAppend(&values, i > 1 ? "," : "", "(", i, ", 1, ", kNow,
+                    ", '{}')");
     if (i <= 1000) {
       nacks.push_back({absl::StrCat(i), 0, std::nullopt});
     } else {
@@ -489,7 +500,8 @@ TEST_F(StoreFailureTest, LongIdListsAreSplitToFitThePacket) {
             1000);
   b = Batch();
   b.redrive_groups.push_back({});
-  for (int i = 1; i <= 1000; ++i) b.redrive_groups[0].ids.push_back(absl::StrCat(i));
+  for (int i = 1; i <= 1000; ++i)
+    b.redrive_groups[0].ids.push_back(absl::StrCat(i));
   r = store->Write(b);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(*r->redrives[0], 1000);

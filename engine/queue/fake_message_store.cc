@@ -240,12 +240,12 @@ absl::StatusOr<int64_t> FakeMessageStore::Purge(int64_t cutoff, int limit) {
   return deleted;
 }
 
-absl::StatusOr<int64_t> FakeMessageStore::PurgeDead(int64_t cutoff,
-                                                    int limit) {
+absl::StatusOr<int64_t> FakeMessageStore::PurgeDead(int64_t cutoff, int limit) {
   ++statements_;
   absl::Status status = Begin(Op::kPurgeDead);
   if (status.ok() && !schema_.has_time_dead) {
-    status = absl::FailedPreconditionError("PurgeDead needs a time_dead column");
+    status =
+        absl::FailedPreconditionError("PurgeDead needs a time_dead column");
   }
   PurgeCall& call = dead_purges_.emplace_back();
   call.cutoff = cutoff;
@@ -270,8 +270,9 @@ absl::StatusOr<int64_t> FakeMessageStore::CountDead() {
   ++statements_;
   ++count_dead_calls_;
   if (absl::Status s = Begin(Op::kCountDead); !s.ok()) return s;
-  return static_cast<int64_t>(std::count_if(
-      rows_.begin(), rows_.end(), [](const auto& r) { return Dead(r.second); }));
+  return static_cast<int64_t>(
+      std::count_if(rows_.begin(), rows_.end(),
+                    [](const auto& r) { return Dead(r.second); }));
 }
 
 absl::StatusOr<std::vector<DeadRow>> FakeMessageStore::ListDead(
@@ -299,7 +300,8 @@ absl::StatusOr<std::vector<DeadRow>> FakeMessageStore::ListDead(
     DeadRow& d = out.emplace_back();
     d.id = row->id;
     d.epoch = row->epoch;
-    if (schema_.last_error_chars > 0) d.last_error = row->last_error.value_or("");
+    if (schema_.last_error_chars > 0)
+      d.last_error = row->last_error.value_or("");
     if (schema_.has_time_dead) d.time_dead = row->time_dead.value_or(0);
     if (schema_.has_time_created) {
       d.time_created = row->time_created.value_or(0);

@@ -10,14 +10,14 @@
 // only rows still pending (unacked, not dead), then applies nacks, extends
 // and redrives (message_store.h), with the failure units of
 // MessageStore::Write (the postpones, each group); Purge deletes rows acked
-// before the cutoff; PurgeDead, CountDead and ListDead read dead rows (time_acked
-// and time_next NULL). Counts are of rows changed, as MariaDB reports them
-// (a retry or extend to the time_next a row already has, with nothing else
-// changed, counts 0). The table's optional columns and limits are a Schema
-// (by default every optional column exists and nothing limits retries);
-// last_error holds LastErrorText(reason, last_error_chars), exactly what the
-// SQL stores in a utf8mb4 column. Ids are not validated (the fake has no id column type): use
-// the failure injection below for a malformed id.
+// before the cutoff; PurgeDead, CountDead and ListDead read dead rows
+// (time_acked and time_next NULL). Counts are of rows changed, as MariaDB
+// reports them (a retry or extend to the time_next a row already has, with
+// nothing else changed, counts 0). The table's optional columns and limits are
+// a Schema (by default every optional column exists and nothing limits
+// retries); last_error holds LastErrorText(reason, last_error_chars), exactly
+// what the SQL stores in a utf8mb4 column. Ids are not validated (the fake has
+// no id column type): use the failure injection below for a malformed id.
 //
 // Every call is counted and recorded (the WriteBatch of each Write, the
 // arguments and result of each poll, purge and dead-row read), so tests can
@@ -65,9 +65,9 @@ class FakeMessageStore final : public MessageStore {
     int64_t epoch = 0;
     std::optional<int64_t> time_acked;  // nullopt = SQL NULL (unacked)
     std::optional<std::string> payload = std::string();  // nullopt = NULL
-    std::optional<int64_t> time_created;    // nullopt = NULL
-    std::optional<int64_t> time_dead;       // nullopt = NULL
-    std::optional<std::string> last_error;  // nullopt = NULL
+    std::optional<int64_t> time_created;                 // nullopt = NULL
+    std::optional<int64_t> time_dead;                    // nullopt = NULL
+    std::optional<std::string> last_error;               // nullopt = NULL
   };
 
   // The table's optional columns and failure limits (message_table.h).

@@ -116,8 +116,7 @@ int64_t FakeMessageStore::ApplyExtend(const ExtendGroup& group) {
   return n;
 }
 
-int64_t FakeMessageStore::ApplyRedrive(const RedriveGroup& group,
-                                       int64_t now) {
+int64_t FakeMessageStore::ApplyRedrive(const RedriveGroup& group, int64_t now) {
   int64_t n = 0;
   auto redrive = [&](Row& row) {
     if (!Dead(row)) return;
@@ -129,8 +128,8 @@ int64_t FakeMessageStore::ApplyRedrive(const RedriveGroup& group,
   if (group.all) {
     for (auto& [id, row] : rows_) redrive(row);
   } else {
-    for (const std::string& id : std::set<std::string>(group.ids.begin(),
-                                                       group.ids.end())) {
+    for (const std::string& id :
+         std::set<std::string>(group.ids.begin(), group.ids.end())) {
       auto it = rows_.find(id);
       if (it != rows_.end()) redrive(it->second);
     }
@@ -147,8 +146,7 @@ absl::StatusOr<WriteResult> FakeMessageStore::Write(const WriteBatch& batch) {
   if (Transient(status)) return status;
   WriteResult result;
   absl::Status postpones = status;
-  if (postpones.ok() && !batch.postpones.empty() &&
-      !fail_postpones_.empty()) {
+  if (postpones.ok() && !batch.postpones.empty() && !fail_postpones_.empty()) {
     postpones = fail_postpones_.front();
     fail_postpones_.pop_front();
   }
@@ -172,8 +170,8 @@ absl::StatusOr<WriteResult> FakeMessageStore::Write(const WriteBatch& batch) {
     }
     // `WHERE id IN (...)`: a repeated id matches its row once.
     int64_t n = 0;
-    for (const std::string& id : std::set<std::string>(group.begin(),
-                                                       group.end())) {
+    for (const std::string& id :
+         std::set<std::string>(group.begin(), group.end())) {
       auto it = rows_.find(id);
       if (it == rows_.end() || !Pending(it->second)) continue;
       it->second.time_acked = batch.now;

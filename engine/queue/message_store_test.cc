@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "absl/time/time.h"
-#include "engine/queue/fake_message_store.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "engine/queue/fake_message_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -111,7 +111,6 @@ TEST_F(MessageStoreContractTest, NoPostponesMeansPostponesOk) {
   EXPECT_TRUE(r->postpones.ok());
 }
 
-
 // ---- Failure handling (issue 12) ------------------------------------------
 
 constexpr int64_t kNow = 1'000'000;
@@ -150,10 +149,12 @@ TEST_F(FakeFailureTest, NackRetriesOrKillsOnlyTheCurrentDelivery) {
   store_.set_schema({.last_error_chars = 4});
   for (const char* id : {"1", "2", "3"}) Sent(id, 1);
   store_.PutAcked("4", 50);
-  absl::StatusOr<WriteResult> r =
-      Nack({{"1", 0, kLater}, {"2", 0, std::nullopt}, {"3", 5, kLater},
-            {"4", 0, kLater}, {"9", 0, std::nullopt}},
-           "boom!");
+  absl::StatusOr<WriteResult> r = Nack({{"1", 0, kLater},
+                                        {"2", 0, std::nullopt},
+                                        {"3", 5, kLater},
+                                        {"4", 0, kLater},
+                                        {"9", 0, std::nullopt}},
+                                       "boom!");
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->nacks.size(), 1u);
   EXPECT_THAT(r->nacks[0], IsCount(1, 1));
@@ -207,10 +208,10 @@ TEST_F(FakeFailureTest, EmptyReasonOrNoColumnLeavesLastError) {
 TEST_F(FakeFailureTest, RetriesPastTheLimitsDie) {
   store_.set_schema({.max_attempts = 3, .max_age = absl::Seconds(10)});
   const int64_t old = kNow - absl::ToInt64Nanoseconds(absl::Seconds(11));
-  Sent("1", 3, kNow);   // third send
-  Sent("2", 1, old);    // too old
-  Sent("3", 2, kNow);   // retried
-  Sent("4", 1);         // no time_created: never too old
+  Sent("1", 3, kNow);  // third send
+  Sent("2", 1, old);   // too old
+  Sent("3", 2, kNow);  // retried
+  Sent("4", 1);        // no time_created: never too old
   absl::StatusOr<WriteResult> r = Nack(
       {{"1", 2, kLater}, {"2", 0, kLater}, {"3", 1, kLater}, {"4", 0, kLater}},
       "r");

@@ -138,8 +138,8 @@ std::vector<InList> FailureStatements::Nack(int64_t now, int64_t epoch,
     absl::StrAppend(&limits, "`epoch` >= ", max_attempts_);
   }
   if (max_age_ns_ > 0) {
-    absl::StrAppend(&limits, limits.empty() ? "" : " OR ",
-                    "`time_created` < ", now - max_age_ns_);
+    absl::StrAppend(&limits, limits.empty() ? "" : " OR ", "`time_created` < ",
+                    now - max_age_ns_);
   }
   if (!limits.empty()) {
     out.push_back({dead_prefix, absl::StrCat(condition, " AND (", limits, ")"),
@@ -152,8 +152,8 @@ std::vector<InList> FailureStatements::Nack(int64_t now, int64_t epoch,
 }
 
 InList FailureStatements::Extend(int64_t epoch, int64_t time_next) const {
-  return {absl::StrCat("UPDATE ", quoted_table_, " SET `time_next` = ",
-                       time_next, " WHERE `id` IN ("),
+  return {absl::StrCat("UPDATE ", quoted_table_,
+                       " SET `time_next` = ", time_next, " WHERE `id` IN ("),
           absl::StrCat(") AND `epoch` = ", NextEpoch(epoch), kPending),
           /*counts_dead=*/false};
 }
@@ -167,10 +167,9 @@ InList FailureStatements::Redrive(int64_t now) const {
 }
 
 std::string FailureStatements::RedriveAll(int64_t now) const {
-  return absl::StrCat("UPDATE ", quoted_table_, " SET `time_next` = ", now,
-                      ", `epoch` = 0",
-                      has_time_dead_ ? ", `time_dead` = NULL" : "", " WHERE",
-                      kDead);
+  return absl::StrCat(
+      "UPDATE ", quoted_table_, " SET `time_next` = ", now, ", `epoch` = 0",
+      has_time_dead_ ? ", `time_dead` = NULL" : "", " WHERE", kDead);
 }
 
 std::string FailureStatements::PurgeDead(int64_t cutoff, int limit) const {
@@ -190,7 +189,8 @@ std::string FailureStatements::ListDead(absl::string_view after_literal,
   if (time_dead_column_ >= 0) sql += ", `time_dead`";
   if (time_created_column_ >= 0) sql += ", `time_created`";
   absl::StrAppend(&sql, " FROM ", quoted_table_, " WHERE", kDead);
-  if (!after_literal.empty()) absl::StrAppend(&sql, " AND `id` > ", after_literal);
+  if (!after_literal.empty())
+    absl::StrAppend(&sql, " AND `id` > ", after_literal);
   absl::StrAppend(&sql, " ORDER BY `id` LIMIT ", std::max(limit, 0));
   return sql;
 }

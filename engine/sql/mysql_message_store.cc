@@ -155,8 +155,7 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::ReadMessages(
   std::vector<Message> out;
   out.reserve(static_cast<size_t>(std::clamp<int64_t>(expected, 0, 4096)));
   absl::Status status = (*conn)->ForEachRow(
-      sql, [&out, this](char** values, unsigned long* lengths,
-                        unsigned int n) {
+      sql, [&out, this](char** values, unsigned long* lengths, unsigned int n) {
         Message& m = out.emplace_back();
         m.priority = ParseInt(values[0], lengths[0]);
         m.time_next = ParseInt(values[1], lengths[1]);
@@ -270,8 +269,8 @@ absl::StatusOr<int64_t> MysqlMessageStore::CountDead() {
   absl::StatusOr<QueryResult> r = (*conn)->Query(failure_sql_.CountDead());
   if (!r.ok()) return Check(r.status());
   int64_t n = 0;
-  if (r->rows.size() != 1 || r->rows[0].empty() ||
-      !r->rows[0][0].has_value() || !absl::SimpleAtoi(*r->rows[0][0], &n)) {
+  if (r->rows.size() != 1 || r->rows[0].empty() || !r->rows[0][0].has_value() ||
+      !absl::SimpleAtoi(*r->rows[0][0], &n)) {
     return absl::InternalError(
         absl::StrCat(log_name_, ": COUNT(*) of dead rows is not a number"));
   }

@@ -107,8 +107,7 @@ std::vector<MysqlMessageStore::WriteUnit> MysqlMessageStore::BuildUnits(
     if (group.all) {
       unit.statements.push_back({failure_sql_.RedriveAll(batch.now)});
     } else {
-      s = AppendInList(failure_sql_.Redrive(batch.now), group.ids, limit,
-                       unit);
+      s = AppendInList(failure_sql_.Redrive(batch.now), group.ids, limit, unit);
     }
     finish(std::move(unit), std::move(s), result->redrives[i]);
   }
@@ -146,8 +145,8 @@ absl::Status MysqlMessageStore::RunTransaction(MysqlConnection* conn,
   return absl::OkStatus();
 }
 
-absl::Status MysqlMessageStore::LearnLastErrorCharset(
-    MysqlConnection* conn, const WriteBatch& batch) {
+absl::Status MysqlMessageStore::LearnLastErrorCharset(MysqlConnection* conn,
+                                                      const WriteBatch& batch) {
   if (last_error_charset_known_ || table_.last_error_chars <= 0) {
     return absl::OkStatus();
   }
@@ -203,9 +202,9 @@ absl::StatusOr<WriteResult> MysqlMessageStore::Write(const WriteBatch& batch) {
         return;
       case UnitKind::kNack:
         result.nacks[unit.group] =
-            status.ok() ? absl::StatusOr<NackCount>(
-                              NackCount{unit.affected, unit.dead})
-                        : status;
+            status.ok()
+                ? absl::StatusOr<NackCount>(NackCount{unit.affected, unit.dead})
+                : status;
         return;
       case UnitKind::kExtend:
         result.extends[unit.group] =
