@@ -206,6 +206,49 @@ TEST_F(PromisesTest, DiscoverySwitchesToPollWhenBinlogCannotBeFollowedAndBack) {
   EXPECT_TRUE(FindTable(stub_.get(), "q").discovery() == "binlog");
 }
 
+// The same switch when the stream dies and cannot be taken up again: the
+// msgqd user loses REPLICATION SLAVE and its dump is killed; the reconnect
+// is refused ("missing privilege", FAILED_PRECONDITION): "poll"; GRANT it
+// back: "binlog" again within the 30 s recheck. Messages keep arriving.
+TEST_F(PromisesTest, DiscoverySwitchesToPollWhenTheDumpDiesForGoodAndBack) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q", "vt_poller_interval=1"));
+  ASSERT_NO_FATAL_FAILURE(Exec("CREATE USER 'mq'@'localhost'"));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("GRANT SELECT, INSERT, UPDATE, DELETE ON msgq.* TO "
+           "'mq'@'localhost'"));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO "
+           "'mq'@'localhost'"));
+  ASSERT_NO_FATAL_FAILURE(StartServer({"--mysql_user=mq"}));
+  ASSERT_NO_FATAL_FAILURE(WaitForDiscovery("q", "binlog"));
+  StreamCollector s(stub_.get(), "q");
+  ASSERT_TRUE(s.WaitForFields(absl::Seconds(10)));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 3));
+  ASSERT_TRUE(s.WaitForRows(3, absl::Seconds(10)));
+
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("REVOKE REPLICATION SLAVE ON *.* FROM 'mq'@'localhost'"));
+  auto dump = db_->Query(
+      "SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE "
+      "'Binlog Dump%'");
+  ASSERT_TRUE(dump.ok()) << dump.status();
+  ASSERT_EQ(dump->rows.size(), 1u);
+  ASSERT_NO_FATAL_FAILURE(Exec("KILL " + *dump->rows[0][0]));
+  ASSERT_NO_FATAL_FAILURE(WaitForDiscovery("q", "poll"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 4, 6));
+  ASSERT_TRUE(s.WaitForRows(6, absl::Seconds(20))) << s.row_count();
+  EXPECT_EQ(FindTable(stub_.get(), "q").discovery(), "poll");
+  EXPECT_THAT(server_->Log(), HasSubstr("GRANT REPLICATION SLAVE"));
+
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("GRANT REPLICATION SLAVE ON *.* TO 'mq'@'localhost'"));
+  ASSERT_NO_FATAL_FAILURE(WaitForDiscovery("q", "binlog", absl::Seconds(90)));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 7, 9));
+  ASSERT_TRUE(s.WaitForRows(9, absl::Seconds(20))) << s.row_count();
+  EXPECT_THAT(s.ids(),
+              ElementsAre("1", "2", "3", "4", "5", "6", "7", "8", "9"));
+}
+
 // README, message tables: "**Reschedule**: `UPDATE t SET time_next = ...,
 // priority = ... WHERE id IN (...) AND time_acked IS NULL`. With the binlog
 // on, msgqd follows such DML at once", and "scheduled rows never early". Rows
