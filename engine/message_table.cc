@@ -213,4 +213,13 @@ absl::StatusOr<std::string> CanonicalId(IdKind kind, absl::string_view id) {
   return std::string(id);
 }
 
+absl::Status CanonicalizeIds(IdKind kind, std::vector<std::string>& ids) {
+  for (std::string& id : ids) {
+    absl::StatusOr<std::string> canonical = CanonicalId(kind, id);
+    if (!canonical.ok()) return canonical.status();
+    id = *std::move(canonical);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace msgq

@@ -76,6 +76,8 @@ BookkeepingColumns BookkeepingOf(const MessageTable& table);
 // it is empty, not a valid integer for an integer id column, or not UTF-8 for
 // a text id column.
 absl::StatusOr<std::string> CanonicalId(IdKind kind, absl::string_view id);
+// CanonicalId of every id, in place; the first error, ids then half done.
+absl::Status CanonicalizeIds(IdKind kind, std::vector<std::string>& ids);
 
 }  // namespace msgq
 

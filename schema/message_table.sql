@@ -29,5 +29,7 @@ CREATE TABLE IF NOT EXISTS demo (
   PRIMARY KEY (id),
   -- Matches the poll: WHERE time_acked IS NULL AND time_next <= now
   -- ORDER BY priority, time_next, id, so it never needs a filesort.
-  INDEX poller_idx (time_acked, priority, time_next)
+  INDEX poller_idx (time_acked, priority, time_next),
+  -- Lets the purge of dead rows (msgq_dead_retention) read only them.
+  INDEX dead_idx (time_dead)
 ) COMMENT 'vitess_message,vt_ack_wait=30,vt_purge_after=86400,vt_batch_size=10,vt_cache_size=10000,vt_poller_interval=30,msgq_max_attempts=20';

@@ -47,6 +47,21 @@ absl::StatusOr<absl::Duration> RequestSeconds(const char* what, double s) {
   return absl::Seconds(s);
 }
 
+// The manager of the request's table; on an error `reactor` is finished
+// with it and null is returned.
+template <typename Request>
+std::shared_ptr<MessageManager> ManagerOrFinish(
+    const Engine& engine, const Request& request,
+    grpc::ServerUnaryReactor* reactor) {
+  absl::StatusOr<std::shared_ptr<MessageManager>> manager =
+      engine.Find(request.keyspace(), request.name());
+  if (!manager.ok()) {
+    reactor->Finish(ToGrpcStatus(manager.status()));
+    return nullptr;
+  }
+  return *std::move(manager);
+}
+
 }  // namespace
 
 grpc::ServerWriteReactor<v1::MessageStreamResponse>*
@@ -59,14 +74,11 @@ grpc::ServerUnaryReactor* MessagingService::MessageAck(
     grpc::CallbackServerContext* context, const v1::MessageAckRequest* request,
     v1::MessageAckResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::StatusOr<std::shared_ptr<MessageManager>> manager =
-      engine_->Find(request->keyspace(), request->name());
-  if (!manager.ok()) {
-    reactor->Finish(ToGrpcStatus(manager.status()));
-    return reactor;
-  }
+  std::shared_ptr<MessageManager> manager =
+      ManagerOrFinish(*engine_, *request, reactor);
+  if (manager == nullptr) return reactor;
   std::vector<std::string> ids(request->ids().begin(), request->ids().end());
-  (*manager)->Ack(std::move(ids),
+  manager->Ack(std::move(ids),
                   [reactor, response](absl::StatusOr<int64_t> acked) {
                     if (acked.ok()) {
                       response->set_acked(*acked);
@@ -82,12 +94,9 @@ grpc::ServerUnaryReactor* MessagingService::MessageNack(
     grpc::CallbackServerContext* context, const v1::MessageNackRequest* request,
     v1::MessageNackResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::StatusOr<std::shared_ptr<MessageManager>> manager =
-      engine_->Find(request->keyspace(), request->name());
-  if (!manager.ok()) {
-    reactor->Finish(ToGrpcStatus(manager.status()));
-    return reactor;
-  }
+  std::shared_ptr<MessageManager> manager =
+      ManagerOrFinish(*engine_, *request, reactor);
+  if (manager == nullptr) return reactor;
   MessageManager::NackRequest nack;
   nack.deliveries = Deliveries(*request);
   if (request->has_delay()) {
@@ -101,7 +110,7 @@ grpc::ServerUnaryReactor* MessagingService::MessageNack(
   }
   nack.reason = request->reason();
   nack.dead = request->dead();
-  (*manager)->Nack(std::move(nack),
+  manager->Nack(std::move(nack),
                    Finisher<NackCount>(reactor, [response](NackCount n) {
                      response->set_retried(n.retried);
                      response->set_dead(n.dead);
@@ -114,19 +123,16 @@ grpc::ServerUnaryReactor* MessagingService::MessageExtend(
     const v1::MessageExtendRequest* request,
     v1::MessageExtendResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::StatusOr<std::shared_ptr<MessageManager>> manager =
-      engine_->Find(request->keyspace(), request->name());
-  if (!manager.ok()) {
-    reactor->Finish(ToGrpcStatus(manager.status()));
-    return reactor;
-  }
+  std::shared_ptr<MessageManager> manager =
+      ManagerOrFinish(*engine_, *request, reactor);
+  if (manager == nullptr) return reactor;
   absl::StatusOr<absl::Duration> duration =
       RequestSeconds("duration", request->duration());
   if (!duration.ok()) {
     reactor->Finish(ToGrpcStatus(duration.status()));
     return reactor;
   }
-  (*manager)->Extend(Deliveries(*request), *duration,
+  manager->Extend(Deliveries(*request), *duration,
                      Finisher<int64_t>(reactor, [response](int64_t n) {
                        response->set_extended(n);
                      }));
@@ -137,14 +143,11 @@ grpc::ServerUnaryReactor* MessagingService::Redrive(
     grpc::CallbackServerContext* context, const v1::RedriveRequest* request,
     v1::RedriveResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::StatusOr<std::shared_ptr<MessageManager>> manager =
-      engine_->Find(request->keyspace(), request->name());
-  if (!manager.ok()) {
-    reactor->Finish(ToGrpcStatus(manager.status()));
-    return reactor;
-  }
+  std::shared_ptr<MessageManager> manager =
+      ManagerOrFinish(*engine_, *request, reactor);
+  if (manager == nullptr) return reactor;
   std::vector<std::string> ids(request->ids().begin(), request->ids().end());
-  (*manager)->Redrive(std::move(ids), request->all(),
+  manager->Redrive(std::move(ids), request->all(),
                       Finisher<int64_t>(reactor, [response](int64_t n) {
                         response->set_redriven(n);
                       }));
@@ -155,14 +158,11 @@ grpc::ServerUnaryReactor* MessagingService::ListDead(
     grpc::CallbackServerContext* context, const v1::ListDeadRequest* request,
     v1::ListDeadResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::StatusOr<std::shared_ptr<MessageManager>> manager =
-      engine_->Find(request->keyspace(), request->name());
-  if (!manager.ok()) {
-    reactor->Finish(ToGrpcStatus(manager.status()));
-    return reactor;
-  }
+  std::shared_ptr<MessageManager> manager =
+      ManagerOrFinish(*engine_, *request, reactor);
+  if (manager == nullptr) return reactor;
   const int limit = request->limit() == 0 ? kDefaultDeadPage : request->limit();
-  (*manager)->ListDead(
+  manager->ListDead(
       request->after_id(), limit,
       Finisher<std::vector<DeadRow>>(
           reactor, [response](const std::vector<DeadRow>& rows) {

@@ -179,13 +179,9 @@ void MessageManager::Ack(std::vector<std::string> ids, AckCallback done) {
                      options_.max_ids_per_ack)));
     return;
   }
-  for (std::string& id : ids) {
-    absl::StatusOr<std::string> canonical = CanonicalId(table_.id_kind, id);
-    if (!canonical.ok()) {
-      done(canonical.status());
-      return;
-    }
-    id = *std::move(canonical);
+  if (absl::Status s = CanonicalizeIds(table_.id_kind, ids); !s.ok()) {
+    done(s);
+    return;
   }
   if (ids.empty()) {
     done(int64_t{0});

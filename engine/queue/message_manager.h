@@ -104,8 +104,10 @@ class MessageManager : private RoundExecutor::Task {
     int64_t acked = 0;
     int64_t nacked = 0;  // rows retried by MessageNack
     int64_t died = 0;    // rows that died (nack, attempts, age, size)
-    // Dead rows in MySQL: counted at each purge step and kept up to date
-    // with msgq's own deaths and redrives between; -1 until counted.
+    // Dead rows in MySQL: counted at a purge step at most once a minute
+    // while the table has subscribers (or after a dead list was asked
+    // for), kept up to date with msgq's own deaths and redrives between;
+    // -1 until counted.
     int64_t dead = -1;
     bool mysql_ok = true;
   };
@@ -323,6 +325,11 @@ class MessageManager : private RoundExecutor::Task {
   absl::Time death_log_minute_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   int death_log_left_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t deaths_unlogged_ ABSL_GUARDED_BY(mu_) = 0;
+  // When the dead rows may be counted again (see DoDeadCount), and whether
+  // a dead list was asked for since the last count.
+  static constexpr absl::Duration kDeadCountEvery = absl::Minutes(1);
+  absl::Time next_dead_count_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  bool dead_list_seen_ ABSL_GUARDED_BY(mu_) = false;
   size_t pending_ack_ids_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;

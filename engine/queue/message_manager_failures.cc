@@ -192,13 +192,9 @@ void MessageManager::Redrive(std::vector<std::string> ids, bool all,
         options_.max_ids_per_ack)));
     return;
   }
-  for (std::string& id : ids) {
-    absl::StatusOr<std::string> canonical = CanonicalId(table_.id_kind, id);
-    if (!canonical.ok()) {
-      done(canonical.status());
-      return;
-    }
-    id = *std::move(canonical);
+  if (absl::Status s = CanonicalizeIds(table_.id_kind, ids); !s.ok()) {
+    done(s);
+    return;
   }
   absl::Status refused;
   {
@@ -237,6 +233,9 @@ void MessageManager::ListDead(std::string after_id, int limit,
     if (refused.ok()) {
       dead_lists_.push_back(
           PendingDeadList{std::move(after_id), limit, std::move(done)});
+      // Someone looks at the dead: count them at the next purge step.
+      dead_list_seen_ = true;
+      next_dead_count_ = absl::InfinitePast();
       WakeLocked();
       return;
     }
@@ -428,6 +427,19 @@ void MessageManager::DoDeadCount() {
     }
     Emit(std::move(log));
     if (!purged.ok() && IsUnavailable(purged.status())) return;
+  }
+  {
+    // The count reads poller_idx's unacked entries: only for tables someone
+    // is watching (subscribers, or a dead list asked for), at most once a
+    // kDeadCountEvery; msgq's own deaths and redrives keep it current in
+    // between. An idle table reads nothing.
+    absl::MutexLock lock(&mu_);
+    const absl::Time mono = clock_->MonotonicNow();
+    if (mono < next_dead_count_ || (dispatcher_.empty() && !dead_list_seen_)) {
+      return;
+    }
+    next_dead_count_ = mono + kDeadCountEvery;
+    dead_list_seen_ = false;
   }
   absl::StatusOr<int64_t> dead = store_->CountDead();
   Log log;
