@@ -125,6 +125,7 @@ absl::Status MessageManager::Subscribe(std::shared_ptr<Subscriber> subscriber) {
     }
     if (dispatcher_.Add(std::move(subscriber))) {
       scheduler_.RequestPoll();
+      next_dead_count_ = absl::InfinitePast();  // count with that poll
       WakeLocked();
     }
     sends = PumpLocked();

@@ -288,8 +288,10 @@ class MessageManager : private RoundExecutor::Task {
   bool HasRequestsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Answers the round's dead-list requests (UNAVAILABLE without MySQL).
   void DoDeadLists(Work& work, bool mysql_ok);
-  // Purges dead rows past msgq_dead_retention, then counts the dead.
-  void DoDeadCount();
+  // Purges dead rows past msgq_dead_retention (a purge step).
+  void DoDeadPurge();
+  // Counts the dead rows when due (see its comment); every round.
+  void MaybeCountDead();
   // Hands queued messages to free subscribers; returns the sends to make
   // once the lock is released.
   Sends PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -409,7 +409,7 @@ void MessageManager::DoDeadLists(Work& work, bool mysql_ok) {
   }
 }
 
-void MessageManager::DoDeadCount() {
+void MessageManager::DoDeadPurge() {
   const TableSettings& s = table_.settings;
   if (s.dead_retention > absl::ZeroDuration()) {
     const int64_t cutoff =
@@ -426,16 +426,20 @@ void MessageManager::DoDeadCount() {
       }
     }
     Emit(std::move(log));
-    if (!purged.ok() && IsUnavailable(purged.status())) return;
   }
+}
+
+void MessageManager::MaybeCountDead() {
   {
     // The count reads poller_idx's unacked entries: only for tables someone
     // is watching (subscribers, or a dead list asked for), at most once a
-    // kDeadCountEvery; msgq's own deaths and redrives keep it current in
-    // between. An idle table reads nothing.
+    // kDeadCountEvery, and at once when the first subscriber comes or a
+    // dead list is asked for; msgq's own deaths and redrives keep it
+    // current in between. An idle table reads nothing.
     absl::MutexLock lock(&mu_);
     const absl::Time mono = clock_->MonotonicNow();
-    if (mono < next_dead_count_ || (dispatcher_.empty() && !dead_list_seen_)) {
+    if (!scheduler_.mysql_ok() || mono < next_dead_count_ ||
+        (dispatcher_.empty() && !dead_list_seen_)) {
       return;
     }
     next_dead_count_ = mono + kDeadCountEvery;

@@ -143,6 +143,7 @@ void MessageManager::DoWork(Work work) {
   if (work.round.poll && !DoPoll(work)) return;
   if (!work.round.fetch_ids.empty() && !DoFetch(work)) return;
   if (work.round.purge) DoPurge(work);
+  MaybeCountDead();
 }
 
 MessageManager::Log MessageManager::StatementFailedLocked(
@@ -354,7 +355,7 @@ void MessageManager::DoPurge(const Work& work) {
     }
   }
   Emit(std::move(log));
-  if (n.ok() || !IsUnavailable(n.status())) DoDeadCount();
+  if (n.ok() || !IsUnavailable(n.status())) DoDeadPurge();
 }
 
 }  // namespace msgq
