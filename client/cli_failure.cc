@@ -28,7 +28,8 @@ Prints "retried R, dead D of N". Use '--' before ids that start with '-'.
 Flags:
 )";
 
-constexpr char kExtendUsage[] = R"(Usage: msgq extend TABLE ID:EPOCH... --duration=S [flags]
+constexpr char kExtendUsage[] =
+    R"(Usage: msgq extend TABLE ID:EPOCH... --duration=S [flags]
 
 Keeps deliveries of TABLE (ID:EPOCH, as for 'msgq nack') from being sent to
 anyone else for S seconds from now, in one call. Prints "extended N of M";
@@ -48,7 +49,8 @@ prints {"messages":[...]} (ids as strings, times in Unix nanoseconds).
 Flags:
 )";
 
-constexpr char kRedriveUsage[] = R"(Usage: msgq redrive TABLE (ID... | --all) [flags]
+constexpr char kRedriveUsage[] =
+    R"(Usage: msgq redrive TABLE (ID... | --all) [flags]
 
 Sends dead messages of TABLE again: they become due now with epoch 0. Prints
 "redriven N of M" for ids (ids that are not dead count 0), or "redriven N"
@@ -132,7 +134,8 @@ int RunNack(absl::Span<const std::string> args, std::ostream& out,
       ParseDeliveries(*positional, "nack", err, &code);
   if (!deliveries.has_value()) return code;
   if (params.dead && params.delay.has_value()) {
-    return ReportUsageError(err, "nack", "--delay and --dead exclude each other");
+    return ReportUsageError(err, "nack",
+                            "--delay and --dead exclude each other");
   }
 
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(
@@ -212,7 +215,8 @@ int RunDead(absl::Span<const std::string> args, std::ostream& out,
     out << kDeadUsage << flags.Usage();
     return kExitOk;
   }
-  if (positional->empty()) return ReportUsageError(err, "dead", "missing TABLE");
+  if (positional->empty())
+    return ReportUsageError(err, "dead", "missing TABLE");
   if (positional->size() > 1) {
     return ReportUsageError(err, "dead",
                             "unexpected argument '" + (*positional)[1] + "'");

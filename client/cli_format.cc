@@ -111,7 +111,6 @@ std::string Align(const std::vector<std::vector<std::string>>& rows) {
   return out;
 }
 
-
 // A bare word as is, anything else as a JSON string.
 std::string Word(absl::string_view text) {
   return IsBareWord(text) ? std::string(text) : JsonQuote(text);
@@ -275,10 +274,10 @@ std::string FormatDeadText(const std::vector<v1::DeadMessage>& messages,
   for (const v1::DeadMessage& m : messages) {
     std::string died = "-";
     if (m.time_dead() != 0) {
-      const absl::Duration ago = std::max(
-          absl::ZeroDuration(),
-          absl::Trunc(now - absl::FromUnixNanos(m.time_dead()),
-                      absl::Seconds(1)));
+      const absl::Duration ago =
+          std::max(absl::ZeroDuration(),
+                   absl::Trunc(now - absl::FromUnixNanos(m.time_dead()),
+                               absl::Seconds(1)));
       died = absl::StrCat(
           ago == absl::ZeroDuration() ? "0s" : absl::FormatDuration(ago),
           " ago");

@@ -110,9 +110,9 @@ absl::StatusOr<int64_t> Client::Extend(const TableRef& table,
                                        absl::Span<const Delivery> deliveries,
                                        absl::Duration duration) {
   if (duration <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "extend duration must be positive, got ",
-        absl::FormatDuration(duration)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("extend duration must be positive, got ",
+                     absl::FormatDuration(duration)));
   }
   if (deliveries.empty()) return 0;
   v1::MessageExtendRequest request;

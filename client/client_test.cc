@@ -62,8 +62,8 @@ TEST_F(ClientTest, NackSendsDeliveriesDelayReasonAndDead) {
   EXPECT_EQ(retried->retried, 2);
   EXPECT_EQ(retried->dead, 0);
 
-  absl::StatusOr<NackResult> dead =
-      client_->Nack("orders", {{"7", 1}}, {.reason = "bad input", .dead = true});
+  absl::StatusOr<NackResult> dead = client_->Nack(
+      "orders", {{"7", 1}}, {.reason = "bad input", .dead = true});
   ASSERT_TRUE(dead.ok()) << dead.status();
   EXPECT_EQ(dead->retried, 0);
   EXPECT_EQ(dead->dead, 1);

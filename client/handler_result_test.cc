@@ -36,8 +36,9 @@ TEST(HandlerResultTest, AStatusConverts) {
   EXPECT_EQ(HandlerResult(absl::UnavailableError("db down")),
             HandlerResult::Retry("db down"));
   // A handler written against the old signature still fits.
-  std::function<HandlerResult(const Message&)> handler =
-      [](const Message&) { return absl::InternalError("boom"); };
+  std::function<HandlerResult(const Message&)> handler = [](const Message&) {
+    return absl::InternalError("boom");
+  };
   (void)handler;
 }
 

@@ -102,8 +102,8 @@ TEST_F(HeartbeatTest, ALateTickPastTheCapStopsExtending) {
 }
 
 TEST_F(HeartbeatTest, ALostDeliveryIsCountedAndNeverExtendedAgain) {
-  auto h = Make({.max_extension = absl::Seconds(60),
-                 .ack_wait = absl::Seconds(10)});
+  auto h =
+      Make({.max_extension = absl::Seconds(60), .ack_wait = absl::Seconds(10)});
   h->Begin({"1", 0}, kStart);
   h->Begin({"2", 4}, kStart + absl::Seconds(1));
   answer_ = 0;
@@ -116,8 +116,8 @@ TEST_F(HeartbeatTest, ALostDeliveryIsCountedAndNeverExtendedAgain) {
 }
 
 TEST_F(HeartbeatTest, AFailedExtendIsReportedAndTriedAgainNextInterval) {
-  auto h = Make({.max_extension = absl::Seconds(60),
-                 .ack_wait = absl::Seconds(10)});
+  auto h =
+      Make({.max_extension = absl::Seconds(60), .ack_wait = absl::Seconds(10)});
   h->Begin({"1", 0}, kStart);
   answer_ = absl::UnavailableError("server down");
   EXPECT_EQ(TickAt(*h, 5).size(), 1u);
@@ -131,8 +131,8 @@ TEST_F(HeartbeatTest, AFailedExtendIsReportedAndTriedAgainNextInterval) {
 }
 
 TEST_F(HeartbeatTest, EndStopsExtending) {
-  auto h = Make({.max_extension = absl::Seconds(60),
-                 .ack_wait = absl::Seconds(10)});
+  auto h =
+      Make({.max_extension = absl::Seconds(60), .ack_wait = absl::Seconds(10)});
   Heartbeat::Ticket a = h->Begin({"1", 0}, kStart);
   h->Begin({"2", 0}, kStart);
   h->End(a);
@@ -155,8 +155,8 @@ TEST_F(HeartbeatTest, NothingIsExtendedWhileAckWaitIsUnknown) {
 }
 
 TEST_F(HeartbeatTest, ZeroMaxExtensionDisablesIt) {
-  auto h = Make({.max_extension = absl::ZeroDuration(),
-                 .ack_wait = absl::Seconds(10)});
+  auto h = Make(
+      {.max_extension = absl::ZeroDuration(), .ack_wait = absl::Seconds(10)});
   EXPECT_FALSE(h->enabled());
   h->Begin({"1", 0}, kStart);
   EXPECT_EQ(h->NextDue(), absl::InfiniteFuture());
@@ -184,7 +184,8 @@ TEST(HeartbeatThreadTest, ExtendsOnItsOwnThreadUntilEnd) {
   {
     absl::MutexLock lock(&mu);
     auto three = [&]() { return extended.size() >= 3; };
-    ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(&three), absl::Seconds(10)));
+    ASSERT_TRUE(
+        mu.AwaitWithTimeout(absl::Condition(&three), absl::Seconds(10)));
   }
   h.End(ticket);
   h.Close();

@@ -66,9 +66,9 @@ Subscriber::Subscriber(std::shared_ptr<grpc::ChannelInterface> channel,
           },
           options_.on_ack_error),
       heartbeat_(
-          options_.auto_ack ? options_.heartbeat
-                            : HeartbeatOptions{.max_extension =
-                                                   absl::ZeroDuration()},
+          options_.auto_ack
+              ? options_.heartbeat
+              : HeartbeatOptions{.max_extension = absl::ZeroDuration()},
           [this](const Delivery& delivery, absl::Duration duration) {
             return client_.Extend(table_, {delivery}, duration);
           },
@@ -248,9 +248,9 @@ void Subscriber::LearnAckWait() {
   } else {
     ack_wait = AckWaitOf(*tables, table_);
     if (!ack_wait.has_value()) {
-      error = absl::NotFoundError(absl::StrCat(
-          "ListTables has no loaded table ", table_.ToString(),
-          " with an ack_wait; not extending deliveries"));
+      error = absl::NotFoundError(
+          absl::StrCat("ListTables has no loaded table ", table_.ToString(),
+                       " with an ack_wait; not extending deliveries"));
     }
   }
   // A failed lookup keeps the last known value: the table rarely changes.

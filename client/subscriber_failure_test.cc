@@ -71,12 +71,11 @@ v1::MessageStreamResponse WithEpochs(v1::MessageStreamResponse response,
 
 TEST_F(SubscriberFailureTest, HandlerResultsBecomeNacksWithTheirEpochs) {
   fake_.AddStream(
-      {.responses = {Fields({"id", "message"}),
-                     WithEpochs(Rows({{"1", "retry"},
-                                      {"2", "later"},
-                                      {"3", "dead"},
-                                      {"4", "ack"}}),
-                                {0, 2, 5, 1})},
+      {.responses = {Fields({"id", "message"}), WithEpochs(Rows({{"1", "retry"},
+                                                                 {"2", "later"},
+                                                                 {"3", "dead"},
+                                                                 {"4", "ack"}}),
+                                                           {0, 2, 5, 1})},
        .hold_open = true});
   fake_.MarkLost("2");  // someone else holds it: the nack counts 0
   std::unique_ptr<Subscriber> subscriber = Start(
@@ -176,16 +175,15 @@ TEST_F(SubscriberFailureTest, ExtendsARunningHandlersDeliveryUntilItReturns) {
     EXPECT_EQ(e.deliveries(0).epoch(), 3);
     EXPECT_EQ(e.duration(), 0.04);
   }
-  EXPECT_EQ(subscriber->stats().extended,
-            static_cast<int64_t>(extends.size()));
+  EXPECT_EQ(subscriber->stats().extended, static_cast<int64_t>(extends.size()));
   EXPECT_EQ(subscriber->stats().lost, 0);
   EXPECT_EQ(subscriber->stats().handled, 1);
 }
 
 TEST_F(SubscriberFailureTest, ALostDeliveryIsCountedAndNotExtendedAgain) {
-  fake_.AddStream({.responses = {Fields({"id", "message"}),
-                                 Rows({{"1", "slow"}})},
-                   .hold_open = true});
+  fake_.AddStream(
+      {.responses = {Fields({"id", "message"}), Rows({{"1", "slow"}})},
+       .hold_open = true});
   fake_.MarkLost("1");
   SubscriberOptions options = Options();
   options.heartbeat = {.fraction = 0.5,
@@ -216,8 +214,7 @@ TEST_F(SubscriberFailureTest, ALostDeliveryIsCountedAndNotExtendedAgain) {
 }
 
 TEST_F(SubscriberFailureTest, AnUnlistedTableIsReportedAndNotExtended) {
-  fake_.AddStream({.responses = {Fields({"id", "message"}),
-                                 Rows({{"1", "a"}})},
+  fake_.AddStream({.responses = {Fields({"id", "message"}), Rows({{"1", "a"}})},
                    .hold_open = true});
   absl::Mutex mu;
   std::vector<absl::Status> errors;

@@ -162,8 +162,7 @@ bool FakeMessaging::WaitForNackCalls(size_t n, absl::Duration timeout) const {
   return mu_.AwaitWithTimeout(absl::Condition(&cond), timeout);
 }
 
-bool FakeMessaging::WaitForExtendCalls(size_t n,
-                                       absl::Duration timeout) const {
+bool FakeMessaging::WaitForExtendCalls(size_t n, absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
   auto cond = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return extend_requests_.size() >= n;
@@ -323,10 +322,9 @@ grpc::Status FakeMessaging::Redrive(grpc::ServerContext* context,
   if (!failure_rpc_status_.ok()) return failure_rpc_status_;
   std::vector<v1::DeadMessage> kept;
   for (v1::DeadMessage& m : dead_) {
-    const bool named =
-        request->all() || std::find(request->ids().begin(),
-                                    request->ids().end(),
-                                    m.id()) != request->ids().end();
+    const bool named = request->all() ||
+                       std::find(request->ids().begin(), request->ids().end(),
+                                 m.id()) != request->ids().end();
     if (named) {
       response->set_redriven(response->redriven() + 1);
     } else {
