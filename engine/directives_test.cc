@@ -350,5 +350,97 @@ TEST(ParseDirectivesTest, MessageColsInvalid) {
                 {"vt_message_cols", "twice"});
 }
 
+// ---- msgq's own directives (issue 12) ------------------------------------
+
+// The exact message of a comment's error.
+std::string ErrorOf(const std::string& comment) {
+  const absl::StatusOr<TableSettings> settings = ParseDirectives(comment);
+  EXPECT_EQ(settings.status().code(), absl::StatusCode::kInvalidArgument)
+      << comment;
+  return std::string(settings.status().message());
+}
+
+TEST(ParseDirectivesTest, FailureDirectivesAreOptional) {
+  const absl::StatusOr<TableSettings> settings = ParseDirectives(kRequired);
+  ASSERT_TRUE(settings.ok()) << settings.status();
+  EXPECT_EQ(settings->max_attempts, 0);
+  EXPECT_EQ(settings->max_age, absl::ZeroDuration());
+  EXPECT_EQ(settings->dead_retention, absl::ZeroDuration());
+}
+
+TEST(ParseDirectivesTest, ParsesFailureDirectives) {
+  const absl::StatusOr<TableSettings> settings = ParseDirectives(
+      WithRequired(" msgq_max_attempts = 5 "
+                   ",msgq_max_age=3600.5,msgq_dead_retention=604800"));
+  ASSERT_TRUE(settings.ok()) << settings.status();
+  EXPECT_EQ(settings->max_attempts, 5);
+  EXPECT_EQ(settings->max_age, absl::Seconds(3600) + absl::Milliseconds(500));
+  EXPECT_EQ(settings->dead_retention, absl::Seconds(604800));
+  const absl::StatusOr<TableSettings> most =
+      ParseDirectives(WithRequired("msgq_max_attempts=1000000,msgq_max_age="
+                                   "3153600000,msgq_dead_retention=0.001"));
+  ASSERT_TRUE(most.ok()) << most.status();
+  EXPECT_EQ(most->max_attempts, kMaxAttemptsLimit);
+  EXPECT_EQ(most->max_age, absl::Seconds(kMaxDurationSeconds));
+  EXPECT_EQ(most->dead_retention, absl::Milliseconds(1));
+}
+
+TEST(ParseDirectivesTest, UnknownMsgqDirective) {
+  EXPECT_EQ(ErrorOf(WithRequired("msgq_max_attempt=3")),
+            "unknown directive msgq_max_attempt");
+  EXPECT_EQ(ErrorOf(WithRequired("msgq_=1")), "unknown directive msgq_");
+  EXPECT_EQ(ErrorOf(WithRequired("msgq_retries")),
+            "unknown directive msgq_retries");
+  // Not msgq_: an application's note.
+  EXPECT_TRUE(ParseDirectives(WithRequired("msgqx=1,my_msgq_note")).ok());
+}
+
+TEST(ParseDirectivesTest, MaxAttemptsMustBeAPositiveIntegerWithinTheLimit) {
+  for (const char* bad : {"0", "-1", "2.5", "1e3", "abc", "0x10",
+                          "99999999999999999999", "1 0"}) {
+    EXPECT_EQ(ErrorOf(WithRequired(absl::StrCat("msgq_max_attempts=", bad))),
+              absl::StrCat("msgq_max_attempts: \"", bad,
+                           "\" must be a positive integer no larger than "
+                           "1000000"));
+  }
+  EXPECT_EQ(ErrorOf(WithRequired("msgq_max_attempts=1000001")),
+            "msgq_max_attempts: \"1000001\" is more than 1000000");
+  EXPECT_EQ(ErrorOf(WithRequired("msgq_max_attempts=2147483648")),
+            "msgq_max_attempts: \"2147483648\" is more than 1000000");
+  ExpectInvalid(WithRequired("msgq_max_attempts="), {"msgq_max_attempts"});
+  ExpectInvalid(WithRequired("msgq_max_attempts"), {"msgq_max_attempts"});
+}
+
+TEST(ParseDirectivesTest, FailureDurationsMustBePositiveSecondsWithinTheLimit) {
+  for (const char* d : {"msgq_max_age", "msgq_dead_retention"}) {
+    for (const char* bad : {"0", "-1", "0.0", "1e-12"}) {
+      EXPECT_EQ(ErrorOf(WithRequired(absl::StrCat(d, "=", bad))),
+                absl::StrCat(d, ": \"", bad,
+                             "\" must be a positive number of seconds"));
+    }
+    for (const char* bad : {"abc", "1d", "inf", "nan"}) {
+      EXPECT_EQ(ErrorOf(WithRequired(absl::StrCat(d, "=", bad))),
+                absl::StrCat(d, ": \"", bad, "\" is not a number of seconds"));
+    }
+    EXPECT_EQ(ErrorOf(WithRequired(absl::StrCat(d, "=3153600001"))),
+              absl::StrCat(d,
+                           ": \"3153600001\" is more than 3153600000 seconds "
+                           "(100 years)"));
+    EXPECT_EQ(ErrorOf(WithRequired(absl::StrCat(d, "=1e400"))),
+              absl::StrCat(d, ": \"1e400\" is too large a number of seconds"));
+    ExpectInvalid(WithRequired(absl::StrCat(d, "=")), {d});
+  }
+}
+
+TEST(ParseDirectivesTest, FailureDirectivesGivenTwice) {
+  EXPECT_EQ(ErrorOf(WithRequired("msgq_max_attempts=3,msgq_max_attempts=4")),
+            "msgq_max_attempts: given twice (\"3\" and \"4\")");
+  EXPECT_EQ(ErrorOf(WithRequired("msgq_max_age=1,msgq_max_age=1")),
+            "msgq_max_age: given twice (\"1\" and \"1\")");
+  EXPECT_EQ(
+      ErrorOf(WithRequired("msgq_dead_retention=5, msgq_dead_retention = 6")),
+      "msgq_dead_retention: given twice (\"5\" and \"6\")");
+}
+
 }  // namespace
 }  // namespace msgq

@@ -62,6 +62,15 @@ ABSL_FLAG(absl::Duration, shutdown_timeout, absl::Seconds(10),
           "postpones and acks (in parallel) before msgqd exits anyway");
 ABSL_FLAG(int, max_batches_per_subscriber, 2,
           "Batches written to one stream and not yet acknowledged by gRPC");
+ABSL_FLAG(int64_t, max_batch_bytes, int64_t{1} << 20,
+          "Bytes of rows in one streamed batch (a batch always carries at "
+          "least one message)");
+ABSL_FLAG(int64_t, max_message_bytes, 4000000,
+          "A row larger than this is never sent: it dies with a reason "
+          "giving its size. Keep it under the clients' gRPC max receive "
+          "message size (4 MiB by default)");
+ABSL_FLAG(absl::Duration, max_extend, absl::Hours(12),
+          "The longest MessageExtend a subscriber may ask for");
 
 namespace {
 
@@ -130,6 +139,20 @@ int main(int argc, char** argv) {
   options.manager.binlog_fetch_by_id = discovery == "fetch";
   options.manager.max_batches_per_subscriber =
       std::max(1, absl::GetFlag(FLAGS_max_batches_per_subscriber));
+
+  options.manager.max_batch_bytes = static_cast<size_t>(
+      std::max<int64_t>(1, absl::GetFlag(FLAGS_max_batch_bytes)));
+  if (absl::GetFlag(FLAGS_max_message_bytes) < 1) {
+    msgq::LogError("--max_message_bytes must be positive");
+    return 2;
+  }
+  options.manager.max_message_bytes =
+      static_cast<size_t>(absl::GetFlag(FLAGS_max_message_bytes));
+  options.manager.max_extend = absl::GetFlag(FLAGS_max_extend);
+  if (options.manager.max_extend <= absl::ZeroDuration()) {
+    msgq::LogError("--max_extend must be positive");
+    return 2;
+  }
 
   msgq::SeededJitter jitter(absl::ToUnixNanos(absl::Now()));
   msgq::Engine engine(options, msgq::RealClock::Get(), &jitter);

@@ -1,13 +1,53 @@
 #include "server/messaging_service.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/grpc_status.h"
 #include "server/stream_reactor.h"
 
 namespace msgq {
+namespace {
+
+// Dead messages per ListDead page when the request says 0.
+constexpr int kDefaultDeadPage = 100;
+
+template <typename Request>
+std::vector<MessageManager::Delivery> Deliveries(const Request& request) {
+  std::vector<MessageManager::Delivery> out;
+  out.reserve(static_cast<size_t>(request.deliveries_size()));
+  for (const v1::Delivery& d : request.deliveries()) {
+    out.push_back(MessageManager::Delivery{d.id(), d.epoch()});
+  }
+  return out;
+}
+
+// Finishes `reactor` with the status of `value`, or OK after `fill`.
+template <typename T, typename Fill>
+auto Finisher(grpc::ServerUnaryReactor* reactor, Fill fill) {
+  return [reactor, fill](absl::StatusOr<T> value) {
+    if (!value.ok()) {
+      reactor->Finish(ToGrpcStatus(value.status()));
+      return;
+    }
+    fill(*value);
+    reactor->Finish(grpc::Status::OK);
+  };
+}
+
+// Seconds from a request; INVALID_ARGUMENT for NaN or infinity.
+absl::StatusOr<absl::Duration> RequestSeconds(const char* what, double s) {
+  if (!std::isfinite(s)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must be a finite number of seconds"));
+  }
+  return absl::Seconds(s);
+}
+
+}  // namespace
 
 grpc::ServerWriteReactor<v1::MessageStreamResponse>*
 MessagingService::MessageStream(grpc::CallbackServerContext* /*context*/,
@@ -38,6 +78,106 @@ grpc::ServerUnaryReactor* MessagingService::MessageAck(
   return reactor;
 }
 
+grpc::ServerUnaryReactor* MessagingService::MessageNack(
+    grpc::CallbackServerContext* context, const v1::MessageNackRequest* request,
+    v1::MessageNackResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::StatusOr<std::shared_ptr<MessageManager>> manager =
+      engine_->Find(request->keyspace(), request->name());
+  if (!manager.ok()) {
+    reactor->Finish(ToGrpcStatus(manager.status()));
+    return reactor;
+  }
+  MessageManager::NackRequest nack;
+  nack.deliveries = Deliveries(*request);
+  if (request->has_delay()) {
+    absl::StatusOr<absl::Duration> delay =
+        RequestSeconds("delay", request->delay().value());
+    if (!delay.ok()) {
+      reactor->Finish(ToGrpcStatus(delay.status()));
+      return reactor;
+    }
+    nack.delay = *delay;
+  }
+  nack.reason = request->reason();
+  nack.dead = request->dead();
+  (*manager)->Nack(std::move(nack),
+                   Finisher<NackCount>(reactor, [response](NackCount n) {
+                     response->set_retried(n.retried);
+                     response->set_dead(n.dead);
+                   }));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* MessagingService::MessageExtend(
+    grpc::CallbackServerContext* context,
+    const v1::MessageExtendRequest* request,
+    v1::MessageExtendResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::StatusOr<std::shared_ptr<MessageManager>> manager =
+      engine_->Find(request->keyspace(), request->name());
+  if (!manager.ok()) {
+    reactor->Finish(ToGrpcStatus(manager.status()));
+    return reactor;
+  }
+  absl::StatusOr<absl::Duration> duration =
+      RequestSeconds("duration", request->duration());
+  if (!duration.ok()) {
+    reactor->Finish(ToGrpcStatus(duration.status()));
+    return reactor;
+  }
+  (*manager)->Extend(Deliveries(*request), *duration,
+                     Finisher<int64_t>(reactor, [response](int64_t n) {
+                       response->set_extended(n);
+                     }));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* MessagingService::Redrive(
+    grpc::CallbackServerContext* context, const v1::RedriveRequest* request,
+    v1::RedriveResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::StatusOr<std::shared_ptr<MessageManager>> manager =
+      engine_->Find(request->keyspace(), request->name());
+  if (!manager.ok()) {
+    reactor->Finish(ToGrpcStatus(manager.status()));
+    return reactor;
+  }
+  std::vector<std::string> ids(request->ids().begin(), request->ids().end());
+  (*manager)->Redrive(std::move(ids), request->all(),
+                      Finisher<int64_t>(reactor, [response](int64_t n) {
+                        response->set_redriven(n);
+                      }));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* MessagingService::ListDead(
+    grpc::CallbackServerContext* context, const v1::ListDeadRequest* request,
+    v1::ListDeadResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::StatusOr<std::shared_ptr<MessageManager>> manager =
+      engine_->Find(request->keyspace(), request->name());
+  if (!manager.ok()) {
+    reactor->Finish(ToGrpcStatus(manager.status()));
+    return reactor;
+  }
+  const int limit = request->limit() == 0 ? kDefaultDeadPage : request->limit();
+  (*manager)->ListDead(
+      request->after_id(), limit,
+      Finisher<std::vector<DeadRow>>(
+          reactor, [response](const std::vector<DeadRow>& rows) {
+            for (const DeadRow& row : rows) {
+              v1::DeadMessage* m = response->add_messages();
+              m->set_id(row.id);
+              m->set_epoch(row.epoch);
+              m->set_last_error(row.last_error);
+              m->set_time_dead(row.time_dead);
+              m->set_time_created(row.time_created);
+            }
+          }));
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* MessagingService::ListTables(
     grpc::CallbackServerContext* context,
     const v1::ListTablesRequest* /*request*/,
@@ -52,6 +192,7 @@ grpc::ServerUnaryReactor* MessagingService::ListTables(
     t->set_discovery(info.discovery);
     t->set_cached(info.stats.queued);
     t->set_in_flight(info.stats.in_flight);
+    t->set_dead(info.loaded ? info.stats.dead : -1);
     if (info.loaded) {
       const TableSettings& s = info.settings;
       v1::TableSettings* out = t->mutable_settings();
@@ -65,6 +206,9 @@ grpc::ServerUnaryReactor* MessagingService::ListTables(
                                ? 0
                                : absl::ToDoubleSeconds(s.max_backoff));
       for (const std::string& c : s.message_cols) out->add_message_cols(c);
+      out->set_max_attempts(s.max_attempts);
+      out->set_max_age(absl::ToDoubleSeconds(s.max_age));
+      out->set_dead_retention(absl::ToDoubleSeconds(s.dead_retention));
     }
   }
   const BinlogWatcher::Status binlog = engine_->binlog_status();

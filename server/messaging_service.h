@@ -1,6 +1,7 @@
 // MessagingService: the msgq.v1.Messaging gRPC service (callback API) over
-// an Engine. Handlers never block: streams are StreamReactors, acks finish
-// from the table manager's thread, ListTables reads in-memory state.
+// an Engine. Handlers never block: streams are StreamReactors, acks, nacks,
+// extends, redrives and dead lists finish from the table manager's thread,
+// ListTables reads in-memory state.
 #ifndef MSGQ_SERVER_MESSAGING_SERVICE_H_
 #define MSGQ_SERVER_MESSAGING_SERVICE_H_
 
@@ -21,6 +22,20 @@ class MessagingService final : public v1::Messaging::CallbackService {
       grpc::CallbackServerContext* context,
       const v1::MessageAckRequest* request,
       v1::MessageAckResponse* response) override;
+  grpc::ServerUnaryReactor* MessageNack(
+      grpc::CallbackServerContext* context,
+      const v1::MessageNackRequest* request,
+      v1::MessageNackResponse* response) override;
+  grpc::ServerUnaryReactor* MessageExtend(
+      grpc::CallbackServerContext* context,
+      const v1::MessageExtendRequest* request,
+      v1::MessageExtendResponse* response) override;
+  grpc::ServerUnaryReactor* Redrive(grpc::CallbackServerContext* context,
+                                    const v1::RedriveRequest* request,
+                                    v1::RedriveResponse* response) override;
+  grpc::ServerUnaryReactor* ListDead(grpc::CallbackServerContext* context,
+                                     const v1::ListDeadRequest* request,
+                                     v1::ListDeadResponse* response) override;
   grpc::ServerUnaryReactor* ListTables(
       grpc::CallbackServerContext* context,
       const v1::ListTablesRequest* request,

@@ -29,6 +29,7 @@ void StreamSink::Send(uint64_t sequence, MessageBatch batch) {
     v1::Row* row = rows->Add();
     row->mutable_lengths()->Add(m.row->lengths.begin(), m.row->lengths.end());
     row->set_values(m.row->values);
+    row->set_epoch(m.epoch);
   }
   item.batch = std::move(batch);
   EnqueueBatch(sequence, std::move(item));

@@ -24,8 +24,8 @@ double SeededJitter::Next() {
   return dist(rng_);
 }
 
-int64_t PostponeDelayNanos(const TableSettings& settings, int64_t epoch,
-                           double jitter) {
+int64_t BackoffNanos(const TableSettings& settings, int64_t epoch,
+                     double jitter) {
   const double min_backoff = ToNanos(settings.min_backoff);
   const double max_backoff = ToNanos(settings.max_backoff);
   const double e = static_cast<double>(std::clamp<int64_t>(epoch, 0, 1000));
@@ -33,7 +33,13 @@ int64_t PostponeDelayNanos(const TableSettings& settings, int64_t epoch,
   if (!std::isfinite(backoff)) backoff = kMaxDelayNanos;
   backoff =
       std::clamp(backoff, min_backoff, std::max(min_backoff, max_backoff));
-  return static_cast<int64_t>(ToNanos(settings.ack_wait) + backoff);
+  return static_cast<int64_t>(backoff);
+}
+
+int64_t PostponeDelayNanos(const TableSettings& settings, int64_t epoch,
+                           double jitter) {
+  return static_cast<int64_t>(ToNanos(settings.ack_wait)) +
+         BackoffNanos(settings, epoch, jitter);
 }
 
 }  // namespace msgq

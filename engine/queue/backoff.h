@@ -54,6 +54,12 @@ class FixedJitter final : public JitterSource {
 int64_t PostponeDelayNanos(const TableSettings& settings, int64_t epoch,
                            double jitter);
 
+// The backoff part alone: clamp(floor(min_backoff * 2^epoch * jitter),
+// min_backoff, max_backoff) in nanoseconds. A nack without a delay retries
+// the message after this (no ack wait: its consumer already answered).
+int64_t BackoffNanos(const TableSettings& settings, int64_t epoch,
+                     double jitter);
+
 }  // namespace msgq
 
 #endif  // MSGQ_ENGINE_QUEUE_BACKOFF_H_

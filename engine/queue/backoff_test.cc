@@ -51,6 +51,16 @@ TEST(PostponeDelayNanosTest, DoublesPerEpochWithUnitJitter) {
                           270 * kSecond, 510 * kSecond, 990 * kSecond));
 }
 
+TEST(BackoffNanosTest, IsThePostponeDelayWithoutTheAckWait) {
+  // A nack without a delay: min_backoff 10s doubling, capped at 60s.
+  TableSettings s = Settings(absl::Seconds(30), absl::Seconds(10));
+  s.max_backoff = absl::Seconds(60);
+  EXPECT_EQ(BackoffNanos(s, 0, 1.0), 10 * kSecond);
+  EXPECT_EQ(BackoffNanos(s, 2, 1.0), 40 * kSecond);
+  EXPECT_EQ(BackoffNanos(s, 3, 1.0), 60 * kSecond);
+  EXPECT_EQ(PostponeDelayNanos(s, 2, 1.0), 70 * kSecond);
+}
+
 TEST(PostponeDelayNanosTest, LowestJitterIsClampedToMinBackoff) {
   const TableSettings s = Settings(absl::Seconds(30), absl::Seconds(30));
   // Epoch 0: floor(30s * 0.666) = 19.98s < min_backoff: 30s is used.

@@ -50,11 +50,17 @@ MessageCache::AddResult MessageCache::Add(Message message) {
   return AddResult::kAdded;
 }
 
-MessageBatch MessageCache::PopBatch(size_t max) {
+MessageBatch MessageCache::PopBatch(size_t max, size_t max_bytes) {
   MessageBatch batch;
   batch.reserve(std::min(max, order_.size()));
+  size_t bytes = 0;
   while (batch.size() < max && !order_.empty()) {
     auto it = order_.begin();
+    const size_t size = it->second.WireBytes();
+    if (!batch.empty() && (size > max_bytes || bytes + size > max_bytes)) {
+      break;
+    }
+    bytes += size;
     queued_.erase(it->second.id);
     batch.push_back(std::move(it->second));
     order_.erase(it);

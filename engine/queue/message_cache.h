@@ -19,6 +19,7 @@
 #define MSGQ_ENGINE_QUEUE_MESSAGE_CACHE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <tuple>
@@ -50,8 +51,11 @@ class MessageCache {
 
   AddResult Add(Message message);
 
-  // Removes and returns up to `max` messages, best first.
-  MessageBatch PopBatch(size_t max);
+  // Removes and returns up to `max` messages, best first, stopping before
+  // the one that would take the batch past `max_bytes` (Message::WireBytes)
+  // unless the batch is still empty: a batch always has at least one
+  // message when the cache has one.
+  MessageBatch PopBatch(size_t max, size_t max_bytes = SIZE_MAX);
 
   // Removes a queued id (e.g. acked while waiting); false if not queued.
   bool RemoveQueued(absl::string_view id);

@@ -27,6 +27,29 @@ std::vector<std::string> Ids(const MessageBatch& batch) {
   return ids;
 }
 
+// A message whose row has `bytes` of values in one column.
+Message Sized(std::string id, int64_t time_next, size_t bytes) {
+  Message m = Msg(std::move(id), 0, time_next);
+  auto row = std::make_shared<PackedRow>();
+  row->lengths.push_back(static_cast<int64_t>(bytes));
+  row->values.assign(bytes, 'x');
+  m.row = std::move(row);
+  return m;
+}
+
+TEST(MessageCacheTest, PopBatchStopsBeforeTheByteCapButNeverReturnsNothing) {
+  MessageCache cache(10);
+  // WireBytes = values + 10 per column: 110, 90, 1010, 10.
+  ASSERT_EQ(cache.Add(Sized("1", 1, 100)), MessageCache::AddResult::kAdded);
+  ASSERT_EQ(cache.Add(Sized("2", 2, 80)), MessageCache::AddResult::kAdded);
+  ASSERT_EQ(cache.Add(Sized("3", 3, 1000)), MessageCache::AddResult::kAdded);
+  ASSERT_EQ(cache.Add(Sized("4", 4, 0)), MessageCache::AddResult::kAdded);
+  EXPECT_THAT(Ids(cache.PopBatch(10, 200)), ElementsAre("1", "2"));
+  // Larger than the cap on its own: it goes alone.
+  EXPECT_THAT(Ids(cache.PopBatch(10, 200)), ElementsAre("3"));
+  EXPECT_THAT(Ids(cache.PopBatch(10, 200)), ElementsAre("4"));
+}
+
 TEST(MessageCacheTest, StartsEmpty) {
   MessageCache cache(3);
   EXPECT_TRUE(cache.empty());

@@ -73,7 +73,7 @@ void MessageManager::Stop(absl::Status reason) {
   {
     absl::MutexLock lock(&mu_);
     if (stopping_ && !thread_.joinable() && dispatcher_.empty() &&
-        acks_.empty()) {
+        !HasRequestsLocked()) {
       return;
     }
     stopping_ = true;
@@ -94,16 +94,25 @@ void MessageManager::Stop(absl::Status reason) {
     executor_->Remove(this);  // waits for a round in progress
     Flush();
   }
-  std::vector<PendingAck> acks;
+  Work left;
   {
     absl::MutexLock lock(&mu_);
-    acks.swap(acks_);
+    left.acks.swap(acks_);
+    left.nacks.swap(nacks_);
+    left.extends.swap(extends_);
+    left.redrives.swap(redrives_);
+    left.dead_lists.swap(dead_lists_);
     pending_ack_ids_ = 0;
   }
-  for (PendingAck& ack : acks) {
-    ack.done(absl::UnavailableError(
-        absl::StrCat(log_name_, " is being reloaded or shut down: retry")));
+  const absl::Status stopped = absl::UnavailableError(
+      absl::StrCat(log_name_, " is being reloaded or shut down: retry"));
+  for (PendingAck& p : left.acks) p.done(stopped);
+  for (PendingNack& p : left.nacks) {
+    if (p.done != nullptr) p.done(stopped);
   }
+  for (PendingExtend& p : left.extends) p.done(stopped);
+  for (PendingRedrive& p : left.redrives) p.done(stopped);
+  for (PendingDeadList& p : left.dead_lists) p.done(stopped);
 }
 
 absl::Status MessageManager::Subscribe(std::shared_ptr<Subscriber> subscriber) {
@@ -185,21 +194,10 @@ void MessageManager::Ack(std::vector<std::string> ids, AckCallback done) {
   absl::Status refused;
   {
     absl::MutexLock lock(&mu_);
-    if (stopping_) {
-      refused = absl::UnavailableError(
-          absl::StrCat(log_name_, " is being reloaded or shut down: retry"));
-    } else if (scheduler_.Waiting(clock_->MonotonicNow())) {
-      refused = absl::UnavailableError(
-          absl::StrCat("MySQL is unavailable for ", log_name_, ": retry"));
-    } else if (acks_.size() >= static_cast<size_t>(options_.max_pending_acks) ||
-               pending_ack_ids_ + ids.size() >
-                   static_cast<size_t>(options_.max_pending_ack_ids)) {
-      refused = absl::ResourceExhaustedError(
-          absl::StrCat("too many acks waiting for ", log_name_));
-    } else {
+    refused = AdmitLocked(ids.size());
+    if (refused.ok()) {
       // Never send again what is being acked, and don't postpone it.
       for (const std::string& id : ids) cache_.RemoveQueued(id);
-      pending_ack_ids_ += ids.size();
       acks_.push_back(
           PendingAck{ledger_.BeginAck(std::move(ids)), std::move(done)});
       WakeLocked();
@@ -268,7 +266,8 @@ MessageManager::Sends MessageManager::PumpLocked() {
     std::optional<Dispatcher::Pick> pick = dispatcher_.Next();
     if (!pick.has_value()) break;  // everyone is busy
     MessageBatch batch =
-        cache_.PopBatch(static_cast<size_t>(table_.settings.batch_size));
+        cache_.PopBatch(static_cast<size_t>(table_.settings.batch_size),
+                        options_.max_batch_bytes);
     for (Message& m : batch) {
       ledger_.Sent(m.id, m.epoch);
       m.sent_at = now;
@@ -292,7 +291,7 @@ RoundScheduler::View MessageManager::ViewLocked() const {
   RoundScheduler::View view;
   view.subscribers = !dispatcher_.empty();
   view.cache_full = cache_.full();
-  view.writes_pending = ledger_.HasOwed() || !acks_.empty();
+  view.writes_pending = ledger_.HasOwed() || HasRequestsLocked();
   return view;
 }
 

@@ -81,6 +81,18 @@ class MessageManager : private RoundExecutor::Task {
     absl::Duration retry_max = absl::Seconds(10);
     // +- this fraction of jitter on each retry delay.
     double retry_jitter = 0.2;
+    // Bytes of rows in one streamed batch (Message::WireBytes); a batch
+    // always carries at least one message (--max_batch_bytes).
+    size_t max_batch_bytes = size_t{1} << 20;
+    // A row larger than this is never sent: it dies with a reason giving
+    // its size (--max_message_bytes; keep it under the clients' gRPC
+    // receive limit, 4 MiB by default).
+    size_t max_message_bytes = 4000000;
+    // The longest MessageExtend (--max_extend).
+    absl::Duration max_extend = absl::Hours(12);
+    // Lines logged for messages that die, per table per minute; the rest
+    // are counted in the next line.
+    int death_log_lines_per_minute = 10;
   };
 
   struct Stats {
@@ -90,10 +102,31 @@ class MessageManager : private RoundExecutor::Task {
     int64_t polls = 0;
     int64_t sent = 0;
     int64_t acked = 0;
+    int64_t nacked = 0;  // rows retried by MessageNack
+    int64_t died = 0;    // rows that died (nack, attempts, age, size)
+    // Dead rows in MySQL: counted at each purge step and kept up to date
+    // with msgq's own deaths and redrives between; -1 until counted.
+    int64_t dead = -1;
     bool mysql_ok = true;
   };
 
+  // One delivery: the id and the epoch it was streamed with.
+  struct Delivery {
+    std::string id;
+    int64_t epoch = 0;
+  };
+  struct NackRequest {
+    std::vector<Delivery> deliveries;
+    // Retry after this long; nullopt: the table's backoff for the epoch.
+    std::optional<absl::Duration> delay;
+    std::string reason;
+    bool dead = false;  // dead now
+  };
+
   using AckCallback = std::function<void(absl::StatusOr<int64_t>)>;
+  using NackCallback = std::function<void(absl::StatusOr<NackCount>)>;
+  using DeadCallback =
+      std::function<void(absl::StatusOr<std::vector<DeadRow>>)>;
 
   // `executor` runs the rounds; null: a thread of the manager's own.
   MessageManager(MessageTable table, std::unique_ptr<MessageStore> store,
@@ -133,6 +166,26 @@ class MessageManager : private RoundExecutor::Task {
   // (too many acks or acked ids waiting).
   void Ack(std::vector<std::string> ids, AckCallback done);
 
+  // The calls below answer through `done` exactly once, on the manager's
+  // thread or inline, with the errors of Ack (INVALID_ARGUMENT,
+  // UNAVAILABLE, RESOURCE_EXHAUSTED) plus those named. Their writes go out
+  // in the next round, after the postpones and acks taken with them.
+
+  // Hands deliveries back: retried at now + delay (or the backoff of the
+  // delivery's epoch), or dead (request.dead, msgq_max_attempts,
+  // msgq_max_age). Only rows whose epoch is still the delivery's + 1
+  // change. INVALID_ARGUMENT for a negative delay.
+  void Nack(NackRequest request, NackCallback done);
+  // Moves each delivery's time_next to now + duration (same epoch check).
+  // INVALID_ARGUMENT for a duration <= 0 or above Options::max_extend.
+  void Extend(std::vector<Delivery> deliveries, absl::Duration duration,
+              AckCallback done);
+  // Dead rows `ids` (or all) become due now with epoch 0.
+  // INVALID_ARGUMENT when both or neither of ids and all are given.
+  void Redrive(std::vector<std::string> ids, bool all, AckCallback done);
+  // Dead rows with id > after_id, by id, at most `limit` (1..10000).
+  void ListDead(std::string after_id, int limit, DeadCallback done);
+
   // Tells the manager a committed row is due at `time_next` (binlog, tests).
   void NoteDueAt(int64_t time_next);
 
@@ -158,6 +211,26 @@ class MessageManager : private RoundExecutor::Task {
     SettlementLedger::AckTicket ticket;
     AckCallback done;
   };
+  // A nack, or msgq's own deaths (done is null).
+  struct PendingNack {
+    SettlementLedger::AckTicket ticket;
+    NackGroup group;
+    NackCallback done;
+  };
+  struct PendingExtend {
+    SettlementLedger::AckTicket ticket;
+    ExtendGroup group;
+    AckCallback done;
+  };
+  struct PendingRedrive {
+    RedriveGroup group;
+    AckCallback done;
+  };
+  struct PendingDeadList {
+    std::string after_id;
+    int limit = 0;
+    DeadCallback done;
+  };
   // What one round writes and reads, taken under the lock.
   struct Work {
     int64_t now = 0;  // wall clock, Unix ns
@@ -165,6 +238,10 @@ class MessageManager : private RoundExecutor::Task {
     WriteBatch writes;
     std::vector<SettlementLedger::Postpone> postponed;
     std::vector<PendingAck> acks;
+    std::vector<PendingNack> nacks;
+    std::vector<PendingExtend> extends;
+    std::vector<PendingRedrive> redrives;
+    std::vector<PendingDeadList> dead_lists;
     RoundScheduler::Round round;
   };
   using Sends = std::vector<std::pair<Dispatcher::Pick, MessageBatch>>;
@@ -187,9 +264,30 @@ class MessageManager : private RoundExecutor::Task {
   bool DoPoll(const Work& work);
   bool DoFetch(const Work& work);
   void DoPurge(const Work& work);
-  // Queues rows read from MySQL, skipping ids in flight.
+  // Queues rows read from MySQL, skipping ids in flight; rows that must die
+  // (too many sends, too old, too large) go to a death write instead.
   void AddToCacheLocked(std::vector<Message>& rows)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Why `m`, just read due from MySQL, must die instead of being sent;
+  // nullopt when it may be sent.
+  std::optional<std::string> DeathReasonLocked(const Message& m, int64_t now)
+      const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Refuses a request (returns the error) or admits `ids` more of them.
+  absl::Status AdmitLocked(size_t ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Settles a round's nacks, extends and redrives; appends replies to run
+  // once the lock is released.
+  void SettleGroupsLocked(const absl::StatusOr<WriteResult>& result,
+                          Work& work, std::vector<std::function<void()>>& replies,
+                          std::vector<Log>& logs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A line for messages that died, unless over the per-minute budget.
+  Log DeathLogLocked(int64_t count, const std::string& what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool HasRequestsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Answers the round's dead-list requests (UNAVAILABLE without MySQL).
+  void DoDeadLists(Work& work, bool mysql_ok);
+  // Purges dead rows past msgq_dead_retention, then counts the dead.
+  void DoDeadCount();
   // Hands queued messages to free subscribers; returns the sends to make
   // once the lock is released.
   Sends PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -216,6 +314,15 @@ class MessageManager : private RoundExecutor::Task {
   Dispatcher dispatcher_ ABSL_GUARDED_BY(mu_);
   RoundScheduler scheduler_ ABSL_GUARDED_BY(mu_);
   std::vector<PendingAck> acks_ ABSL_GUARDED_BY(mu_);
+  std::vector<PendingNack> nacks_ ABSL_GUARDED_BY(mu_);
+  std::vector<PendingExtend> extends_ ABSL_GUARDED_BY(mu_);
+  std::vector<PendingRedrive> redrives_ ABSL_GUARDED_BY(mu_);
+  std::vector<PendingDeadList> dead_lists_ ABSL_GUARDED_BY(mu_);
+  // Death log budget: lines left in the current minute, and deaths not
+  // logged since the last line.
+  absl::Time death_log_minute_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  int death_log_left_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t deaths_unlogged_ ABSL_GUARDED_BY(mu_) = 0;
   size_t pending_ack_ids_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;

@@ -44,6 +44,19 @@ MessageManager::Work MessageManager::TakeWorkLocked() {
   for (const PendingAck& ack : work.acks) {
     work.writes.ack_groups.push_back(ack.ticket.ids);
   }
+  work.nacks.swap(nacks_);
+  for (const PendingNack& p : work.nacks) {
+    work.writes.nack_groups.push_back(p.group);
+  }
+  work.extends.swap(extends_);
+  for (const PendingExtend& p : work.extends) {
+    work.writes.extend_groups.push_back(p.group);
+  }
+  work.redrives.swap(redrives_);
+  for (const PendingRedrive& p : work.redrives) {
+    work.writes.redrive_groups.push_back(p.group);
+  }
+  work.dead_lists.swap(dead_lists_);
   work.round = scheduler_.Take(ViewLocked(), work.mono, work.now);
   return work;
 }
@@ -111,7 +124,8 @@ void MessageManager::Flush() {
     last = TakeWorkLocked();
     last.round = RoundScheduler::Round();
   }
-  DoWrites(last);
+  const bool ok = DoWrites(last);
+  DoDeadLists(last, ok);
   store_->EndRound();
 }
 
@@ -123,7 +137,9 @@ void MessageManager::DoWork(Work work) {
   } end_round{store_.get()};
   // When MySQL is unreachable the round ends: one failure per round sets the
   // backoff, and no further statement waits on a dead server.
-  if (!DoWrites(work)) return;
+  const bool writes_ok = DoWrites(work);
+  DoDeadLists(work, writes_ok);
+  if (!writes_ok) return;
   if (work.round.poll && !DoPoll(work)) return;
   if (!work.round.fetch_ids.empty() && !DoFetch(work)) return;
   if (work.round.purge) DoPurge(work);
@@ -155,13 +171,16 @@ void MessageManager::Emit(Log log) {
 }
 
 bool MessageManager::DoWrites(Work& work) {
-  if (work.writes.postpones.empty() && work.writes.ack_groups.empty()) {
+  if (work.writes.postpones.empty() && work.writes.ack_groups.empty() &&
+      work.writes.nack_groups.empty() && work.writes.extend_groups.empty() &&
+      work.writes.redrive_groups.empty()) {
     return true;
   }
   // Non-OK only when nothing was applied (connection lost, deadlock); else
   // the postpones and each ack group succeed or fail on their own.
   absl::StatusOr<WriteResult> result = store_->Write(work.writes);
   std::vector<std::pair<AckCallback, absl::StatusOr<int64_t>>> replies;
+  std::vector<std::function<void()>> group_replies;
   std::vector<Log> logs;
   {
     absl::MutexLock lock(&mu_);
@@ -201,21 +220,44 @@ bool MessageManager::DoWrites(Work& work) {
                                       " failed: ", n.status().message())));
       }
     }
+    SettleGroupsLocked(result, work, group_replies, logs);
   }
   for (Log& log : logs) Emit(std::move(log));
   for (auto& [done, value] : replies) done(std::move(value));
+  for (auto& reply : group_replies) reply();
   return !IsUnavailable(result.status());
 }
 
 void MessageManager::AddToCacheLocked(std::vector<Message>& rows) {
+  const int64_t now = clock_->NowNanos();
+  // msgq's own deaths, one write group per reason.
+  std::vector<PendingNack> deaths;
   for (Message& m : rows) {
     // MySQL may still show the state from before an unsettled write.
     if (ledger_.InFlight(m.id)) continue;
+    if (std::optional<std::string> reason = DeathReasonLocked(m, now)) {
+      auto it = std::find_if(
+          deaths.begin(), deaths.end(),
+          [&](const PendingNack& p) { return p.group.reason == *reason; });
+      if (it == deaths.end()) {
+        it = deaths.insert(deaths.end(), PendingNack());
+        it->group.reason = *std::move(reason);
+      }
+      // The row's epoch as read is the check: nobody sent it since.
+      it->group.nacks.push_back(msgq::Nack{m.id, m.epoch - 1, std::nullopt});
+      it->ticket.ids.push_back(m.id);
+      continue;
+    }
     if (cache_.Add(std::move(m)) == MessageCache::AddResult::kFull) {
       scheduler_.NoteBacklog();
-      return;
+      break;
     }
   }
+  for (PendingNack& p : deaths) {
+    p.ticket = ledger_.BeginHold(std::move(p.ticket.ids));
+    nacks_.push_back(std::move(p));
+  }
+  if (!deaths.empty()) WakeLocked();
 }
 
 bool MessageManager::DoPoll(const Work& work) {
@@ -312,6 +354,7 @@ void MessageManager::DoPurge(const Work& work) {
     }
   }
   Emit(std::move(log));
+  if (n.ok() || !IsUnavailable(n.status())) DoDeadCount();
 }
 
 }  // namespace msgq

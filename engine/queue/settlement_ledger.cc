@@ -76,6 +76,14 @@ SettlementLedger::AckTicket SettlementLedger::BeginAck(
   return ticket;
 }
 
+SettlementLedger::AckTicket SettlementLedger::BeginHold(
+    std::vector<std::string> ids) {
+  AckTicket ticket;
+  for (const std::string& id : ids) ++entries_[id].acks;
+  ticket.ids = std::move(ids);
+  return ticket;
+}
+
 std::vector<std::string> SettlementLedger::AckDone(const AckTicket& ticket,
                                                    Outcome outcome) {
   std::vector<std::string> left;

@@ -26,6 +26,15 @@
 //                  pointless) and remembered in the ticket.
 //   AckDone        acks -1. On failure the cancelled postpones are owed
 //                  again (the message was delivered: it must not stay due).
+//   BeginHold      a nack, an extend, or msgq's own death of a row it read
+//                  was accepted: acks +1 like an ack (the id stays in
+//                  flight until the write finishes, so a poll cannot bring
+//                  back the state before it), but no owed postpone is
+//                  cancelled: the postpone of the send a nack or extend
+//                  names must commit first (it makes the row's epoch the
+//                  one the nack checks), and the round that takes the nack
+//                  takes the owed postpone too and writes it first.
+//                  Finished with AckDone (nothing to restore).
 //   HandBack       a send that never reached its subscriber: its owed
 //                  postpone is dropped. Returns whether the message may be
 //                  queued again at once (not while an ack of it runs).
@@ -82,6 +91,8 @@ class SettlementLedger {
                                          Outcome outcome);
 
   AckTicket BeginAck(std::vector<std::string> ids);
+  // See BeginHold in the class comment.
+  AckTicket BeginHold(std::vector<std::string> ids);
   // kTransient and kPermanent are handled alike: the ack did not apply.
   std::vector<std::string> AckDone(const AckTicket& ticket, Outcome outcome);
 
@@ -93,7 +104,7 @@ class SettlementLedger {
   struct Entry {
     std::optional<int64_t> owed;  // epoch of a send whose postpone is owed
     int writing = 0;
-    int acks = 0;
+    int acks = 0;  // acks and holds (nacks, extends, deaths) running
     bool settled() const {
       return !owed.has_value() && writing == 0 && acks == 0;
     }

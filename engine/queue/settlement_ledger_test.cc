@@ -62,6 +62,33 @@ TEST(SettlementLedgerTest, AckCancelsTheOwedPostponeAndRestoresItOnFailure) {
   EXPECT_THAT(l.TakePostpones(), ElementsAre(Postpone{"a", 2}));
 }
 
+TEST(SettlementLedgerTest, HoldKeepsTheOwedPostponeAndTheIdInFlight) {
+  SettlementLedger l;
+  l.Sent("a", 4);
+  SettlementLedger::AckTicket hold = l.BeginHold({"a"});
+  EXPECT_THAT(hold.cancelled, IsEmpty());
+  EXPECT_EQ(l.owed(), 1u);  // the send's postpone is written first
+  EXPECT_TRUE(l.Acking("a"));
+  const std::vector<Postpone> taken = l.TakePostpones();
+  EXPECT_THAT(taken, ElementsAre(Postpone{"a", 4}));
+  EXPECT_THAT(l.PostponesDone(taken, Outcome::kCommitted), IsEmpty());
+  EXPECT_TRUE(l.InFlight("a"));  // the nack still runs
+  std::vector<std::string> left;
+  EXPECT_FALSE(l.HandBack("a", &left));  // not requeued while it runs
+  EXPECT_THAT(l.AckDone(hold, Outcome::kCommitted), ElementsAre("a"));
+  EXPECT_EQ(l.in_flight(), 0u);
+}
+
+TEST(SettlementLedgerTest, FailedHoldRestoresNothing) {
+  SettlementLedger l;
+  SettlementLedger::AckTicket hold = l.BeginHold({"x"});  // a read row dies
+  EXPECT_TRUE(l.InFlight("x"));
+  EXPECT_EQ(l.owed(), 0u);
+  EXPECT_THAT(l.AckDone(hold, Outcome::kTransient), ElementsAre("x"));
+  EXPECT_EQ(l.owed(), 0u);
+  EXPECT_EQ(l.in_flight(), 0u);
+}
+
 TEST(SettlementLedgerTest, AckCommittedSettles) {
   SettlementLedger l;
   l.Sent("a", 0);
@@ -134,12 +161,14 @@ struct State {
   std::map<std::string, bool> acked;              // an ack committed
   std::vector<Round> rounds;                      // open
   std::vector<SettlementLedger::AckTicket> acks;  // open
+  std::vector<SettlementLedger::AckTicket> holds;  // open nacks/extends
 };
 
 class Explorer {
  public:
-  Explorer(std::vector<std::string> ids, int depth)
-      : ids_(std::move(ids)), depth_(depth) {}
+  // `hold`: also explore nacks/extends (BeginHold).
+  Explorer(std::vector<std::string> ids, int depth, bool hold = false)
+      : ids_(std::move(ids)), depth_(depth), hold_(hold) {}
   void Run() { Visit(State(), 0, "start"); }
   long states() const { return states_; }
 
@@ -153,6 +182,9 @@ class Explorer {
         for (const Postpone& p : r.taken) pending |= p.first == id;
       }
       for (const auto& t : s.acks) {
+        for (const std::string& a : t.ids) pending |= a == id;
+      }
+      for (const auto& t : s.holds) {
         for (const std::string& a : t.ids) pending |= a == id;
       }
       if (pending && !s.ledger.InFlight(id)) {
@@ -181,6 +213,7 @@ class Explorer {
     for (const Round& r : s.rounds)
       probe.PostponesDone(r.taken, Outcome::kCommitted);
     for (const auto& t : s.acks) probe.AckDone(t, Outcome::kCommitted);
+    for (const auto& t : s.holds) probe.AckDone(t, Outcome::kCommitted);
     probe.PostponesDone(probe.TakePostpones(), Outcome::kCommitted);
     if (probe.in_flight() != 0 || probe.owed() != 0) {
       ADD_FAILURE() << "drain left " << probe.in_flight()
@@ -220,6 +253,17 @@ class Explorer {
         n.acks.push_back(n.ledger.BeginAck({id}));
         Visit(n, depth + 1, path + " ack(" + id + ")");
       }
+      if (hold_) {
+        // A nack or extend: it must leave an owed postpone owed.
+        State n = s;
+        const size_t owed = n.ledger.owed();
+        n.holds.push_back(n.ledger.BeginHold({id}));
+        if (n.ledger.owed() != owed) {
+          ADD_FAILURE() << "a hold cancelled a postpone: " << path;
+          failed_ = true;
+        }
+        Visit(n, depth + 1, path + " hold(" + id + ")");
+      }
     }
     if (s.ledger.HasOwed()) {
       State n = s;
@@ -247,6 +291,18 @@ class Explorer {
                   std::to_string(static_cast<int>(o)));
       }
     }
+    for (size_t i = 0; i < s.holds.size(); ++i) {
+      for (Outcome o : {Outcome::kCommitted, Outcome::kTransient}) {
+        // Either way the send's own postpone is still what covers it.
+        State n = s;
+        SettlementLedger::AckTicket t = n.holds[i];
+        n.holds.erase(n.holds.begin() + static_cast<long>(i));
+        n.ledger.AckDone(t, o);
+        Visit(n, depth + 1,
+              path + " holddone" + std::to_string(i) + "=" +
+                  std::to_string(static_cast<int>(o)));
+      }
+    }
     for (size_t i = 0; i < s.acks.size(); ++i) {
       for (Outcome o : {Outcome::kCommitted, Outcome::kTransient}) {
         State n = s;
@@ -268,12 +324,25 @@ class Explorer {
 
   const std::vector<std::string> ids_;
   const int depth_;
+  const bool hold_;
   long states_ = 0;
   bool failed_ = false;
 };
 
 TEST(SettlementLedgerTest, EveryInterleavingOfOneIdKeepsTheInvariants) {
   Explorer e({"a"}, 10);
+  e.Run();
+  EXPECT_GT(e.states(), 100000);
+}
+
+TEST(SettlementLedgerTest, EveryInterleavingWithNacksOfOneIdKeepsThem) {
+  Explorer e({"a"}, 9, /*hold=*/true);
+  e.Run();
+  EXPECT_GT(e.states(), 100000);
+}
+
+TEST(SettlementLedgerTest, EveryInterleavingWithNacksOfTwoIdsKeepsThem) {
+  Explorer e({"a", "b"}, 7, /*hold=*/true);
   e.Run();
   EXPECT_GT(e.states(), 100000);
 }

@@ -34,9 +34,12 @@ MysqlMessageStore::MysqlMessageStore(MessageTable table, MysqlOptions options,
                                  QuoteIdentifier(table_.name))),
       log_name_(
           absl::StrCat("table `", table_.keyspace, "`.`", table_.name, "`")),
+      failure_sql_(table_, quoted_table_),
       pool_(pool) {
-  // Columns 0..3 are bookkeeping; the streamed ones follow, id first.
+  // The bookkeeping columns come first; the streamed ones follow, id first.
   std::vector<std::string> cols = {"`priority`", "`time_next`", "`epoch`"};
+  if (table_.has_time_created) cols.push_back("`time_created`");
+  first_streamed_ = cols.size();
   for (const Column& c : table_.streamed)
     cols.push_back(QuoteIdentifier(c.name));
   select_prefix_ = absl::StrCat("SELECT ", absl::StrJoin(cols, ", "), " FROM ",
@@ -90,6 +93,12 @@ absl::StatusOr<std::vector<std::string>> MysqlMessageStore::InListStatements(
   std::string current;
   std::string literal;
   const size_t fixed = prefix.size() + suffix.size();
+  if (!ids.empty() && fixed >= limit) {
+    // Not an id's fault (e.g. a nack's long reason): no id can be written.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a statement of ", fixed, " bytes before its ids does not fit in ",
+        limit, " bytes (max_allowed_packet)"));
+  }
   auto refuse = [&](absl::Status status) -> absl::Status {
     if (!skip_bad_ids) return status;
     ++skipped_ids_;
@@ -146,18 +155,22 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::ReadMessages(
   std::vector<Message> out;
   out.reserve(static_cast<size_t>(std::clamp<int64_t>(expected, 0, 4096)));
   absl::Status status = (*conn)->ForEachRow(
-      sql, [&out](char** values, unsigned long* lengths, unsigned int n) {
+      sql, [&out, this](char** values, unsigned long* lengths, unsigned int n) {
         Message& m = out.emplace_back();
         m.priority = ParseInt(values[0], lengths[0]);
         m.time_next = ParseInt(values[1], lengths[1]);
         m.epoch = ParseInt(values[2], lengths[2]);
-        m.id.assign(values[3], lengths[3]);
+        if (table_.has_time_created) {
+          m.time_created = ParseInt(values[3], lengths[3]);
+        }
+        const unsigned int first = static_cast<unsigned int>(first_streamed_);
+        m.id.assign(values[first], lengths[first]);
         auto row = std::make_shared<PackedRow>();
-        row->lengths.reserve(n - 3);
+        row->lengths.reserve(n - first);
         size_t total = 0;
-        for (unsigned int i = 3; i < n; ++i) total += lengths[i];
+        for (unsigned int i = first; i < n; ++i) total += lengths[i];
         row->values.reserve(total);
-        for (unsigned int i = 3; i < n; ++i) {
+        for (unsigned int i = first; i < n; ++i) {
           if (values[i] == nullptr) {
             row->lengths.push_back(-1);
           } else {
@@ -226,120 +239,6 @@ absl::StatusOr<std::optional<int64_t>> MysqlMessageStore::NextDueAfter(
   return earliest;
 }
 
-absl::Status MysqlMessageStore::RunTransaction(MysqlConnection* conn,
-                                               std::vector<WriteUnit>& units,
-                                               const std::vector<size_t>& live,
-                                               size_t* failed) {
-  *failed = kNoUnit;
-  size_t count = 0;
-  for (size_t u : live) count += units[u].statements.size();
-  const bool txn = count > 1;
-  if (txn) {
-    if (auto s = conn->Execute("BEGIN"); !s.ok()) return s.status();
-  }
-  for (size_t u : live) {
-    units[u].affected = 0;
-    for (const std::string& sql : units[u].statements) {
-      absl::StatusOr<uint64_t> n = conn->Execute(sql);
-      if (!n.ok()) {
-        *failed = u;
-        if (txn && !conn->broken()) (void)conn->Execute("ROLLBACK");
-        return n.status();
-      }
-      units[u].affected += static_cast<int64_t>(*n);
-    }
-  }
-  if (txn) {
-    if (auto s = conn->Execute("COMMIT"); !s.ok()) return s.status();
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<WriteResult> MysqlMessageStore::Write(const WriteBatch& batch) {
-  absl::StatusOr<MysqlConnection*> conn = Conn();
-  if (!conn.ok()) return conn.status();
-  const size_t limit = StatementLimit((*conn)->max_allowed_packet());
-  WriteResult result;
-  result.acks.assign(batch.ack_groups.size(), int64_t{0});
-  // Units of failure: the postpones (owner kNoUnit), then one per ack group.
-  std::vector<WriteUnit> units;
-  if (!batch.postpones.empty()) {
-    std::map<int64_t, std::vector<std::string>> by_time;
-    for (const Postponement& p : batch.postpones) {
-      by_time[p.time_next].push_back(p.id);
-    }
-    WriteUnit unit;
-    unit.owner = kNoUnit;
-    for (const auto& [time_next, ids] : by_time) {
-      absl::StatusOr<std::vector<std::string>> st = InListStatements(
-          absl::StrCat("UPDATE ", quoted_table_,
-                       " SET `time_next` = ", time_next,
-                       ", `epoch` = IFNULL(`epoch`, 0) + 1 WHERE `id` IN ("),
-          ") AND `time_acked` IS NULL", ids, /*skip_bad_ids=*/true, limit);
-      for (std::string& sql : *st) unit.statements.push_back(std::move(sql));
-    }
-    if (!unit.statements.empty()) units.push_back(std::move(unit));
-  }
-  const std::string ack_prefix =
-      absl::StrCat("UPDATE ", quoted_table_, " SET `time_acked` = ", batch.now,
-                   ", `time_next` = NULL WHERE `id` IN (");
-  for (size_t i = 0; i < batch.ack_groups.size(); ++i) {
-    absl::StatusOr<std::vector<std::string>> st =
-        InListStatements(ack_prefix, ") AND `time_acked` IS NULL",
-                         batch.ack_groups[i], /*skip_bad_ids=*/false, limit);
-    if (!st.ok()) {
-      result.acks[i] = st.status();
-      continue;
-    }
-    if (st->empty()) continue;  // no ids: 0 acked
-    WriteUnit unit;
-    unit.owner = i;
-    unit.statements = *std::move(st);
-    units.push_back(std::move(unit));
-  }
-  std::vector<size_t> live;
-  for (size_t u = 0; u < units.size(); ++u) live.push_back(u);
-  // All units in one transaction. When one fails permanently it is left out
-  // and the others run again: nothing has committed until a run succeeds.
-  while (!live.empty()) {
-    size_t failed = kNoUnit;
-    absl::Status status = RunTransaction(*conn, units, live, &failed);
-    if (status.ok()) break;
-    if (msgq::IsUnavailable(status) ||
-        status.code() == absl::StatusCode::kAborted) {
-      return Check(status);
-    }
-    // Permanent. Outside a statement (BEGIN/COMMIT) it belongs to no unit:
-    // all live units fail with it.
-    std::vector<size_t> failing;
-    if (failed == kNoUnit) {
-      failing = live;
-    } else {
-      failing.push_back(failed);
-    }
-    for (size_t u : failing) {
-      if (units[u].owner == kNoUnit) {
-        result.postpones = status;
-      } else {
-        result.acks[units[u].owner] = status;
-      }
-      live.erase(std::find(live.begin(), live.end(), u));
-    }
-    // Some permanent errors (ER_NET_PACKET_TOO_LARGE) close the connection.
-    (void)Check(absl::OkStatus());
-    if (!live.empty()) {
-      conn = Conn();
-      if (!conn.ok()) return conn.status();
-    }
-  }
-  for (size_t u : live) {
-    if (units[u].owner != kNoUnit) {
-      result.acks[units[u].owner] = units[u].affected;
-    }
-  }
-  return result;
-}
-
 absl::StatusOr<int64_t> MysqlMessageStore::Purge(int64_t cutoff, int limit) {
   absl::StatusOr<MysqlConnection*> conn = Conn();
   if (!conn.ok()) return conn.status();
@@ -350,17 +249,69 @@ absl::StatusOr<int64_t> MysqlMessageStore::Purge(int64_t cutoff, int limit) {
   return static_cast<int64_t>(*n);
 }
 
-absl::StatusOr<int64_t> MysqlMessageStore::PurgeDead(int64_t, int) {
-  return absl::UnimplementedError("PurgeDead: not yet");
+absl::StatusOr<int64_t> MysqlMessageStore::PurgeDead(int64_t cutoff,
+                                                     int limit) {
+  if (!table_.has_time_dead) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        log_name_, ": PurgeDead needs a time_dead column (bigint, Unix ns)"));
+  }
+  absl::StatusOr<MysqlConnection*> conn = Conn();
+  if (!conn.ok()) return conn.status();
+  absl::StatusOr<uint64_t> n =
+      (*conn)->Execute(failure_sql_.PurgeDead(cutoff, limit));
+  if (!n.ok()) return Check(n.status());
+  return static_cast<int64_t>(*n);
 }
 
 absl::StatusOr<int64_t> MysqlMessageStore::CountDead() {
-  return absl::UnimplementedError("CountDead: not yet");
+  absl::StatusOr<MysqlConnection*> conn = Conn();
+  if (!conn.ok()) return conn.status();
+  absl::StatusOr<QueryResult> r = (*conn)->Query(failure_sql_.CountDead());
+  if (!r.ok()) return Check(r.status());
+  int64_t n = 0;
+  if (r->rows.size() != 1 || r->rows[0].empty() || !r->rows[0][0].has_value() ||
+      !absl::SimpleAtoi(*r->rows[0][0], &n)) {
+    return absl::InternalError(
+        absl::StrCat(log_name_, ": COUNT(*) of dead rows is not a number"));
+  }
+  return n;
 }
 
 absl::StatusOr<std::vector<DeadRow>> MysqlMessageStore::ListDead(
-    const std::string&, int) {
-  return absl::UnimplementedError("ListDead: not yet");
+    const std::string& after_id, int limit) {
+  std::string after;
+  if (!after_id.empty()) {
+    absl::StatusOr<std::string> literal = IdLiteral(table_.id_kind, after_id);
+    if (!literal.ok()) return literal.status();
+    after = *std::move(literal);
+  }
+  absl::StatusOr<MysqlConnection*> conn = Conn();
+  if (!conn.ok()) return conn.status();
+  const int clamped =
+      static_cast<int>(std::clamp<int64_t>(limit, 0, kMaxPollRows));
+  std::vector<DeadRow> out;
+  const int error_col = failure_sql_.last_error_column();
+  const int dead_col = failure_sql_.time_dead_column();
+  const int created_col = failure_sql_.time_created_column();
+  absl::Status status = (*conn)->ForEachRow(
+      failure_sql_.ListDead(after, clamped),
+      [&](char** values, unsigned long* lengths, unsigned int) {
+        DeadRow& row = out.emplace_back();
+        row.id.assign(values[0], lengths[0]);
+        row.epoch = ParseInt(values[1], lengths[1]);
+        if (error_col >= 0 && values[error_col] != nullptr) {
+          row.last_error.assign(values[error_col], lengths[error_col]);
+        }
+        if (dead_col >= 0) {
+          row.time_dead = ParseInt(values[dead_col], lengths[dead_col]);
+        }
+        if (created_col >= 0) {
+          row.time_created =
+              ParseInt(values[created_col], lengths[created_col]);
+        }
+      });
+  if (!status.ok()) return Check(status);
+  return out;
 }
 
 }  // namespace msgq

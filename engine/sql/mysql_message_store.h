@@ -9,11 +9,16 @@
 // needs no snapshot shared with another statement, and a row it misses
 // (committed just after) is named by the binlog or read by the next poll.
 // Postpones and acks are `UPDATE ... WHERE id IN (...) AND time_acked IS
-// NULL`: InnoDB re-evaluates the WHERE on the latest committed row version
-// under a record lock, so "only rows still unacked" holds at any level, and
+// NULL AND time_next IS NOT NULL` (nacks and extends also name the epoch,
+// redrives match time_next IS NULL instead; failure_statements.h): InnoDB
+// re-evaluates the WHERE on the latest committed row version under a record
+// lock, so "only rows still unacked and not dead" holds at any level, and
 // READ COMMITTED takes no gap locks for ids that do not exist (REPEATABLE
 // READ did, blocking producers' INSERTs into those gaps). A purge deletes
-// acked rows only; which of them one statement picks does not matter.
+// acked (or, PurgeDead, dead) rows only; which of them one statement picks
+// does not matter. The first Write that stores a nack's reason reads the
+// last_error column's character set from information_schema (once per
+// store), so that reasons are cut to characters the column can hold.
 #ifndef MSGQ_ENGINE_SQL_MYSQL_MESSAGE_STORE_H_
 #define MSGQ_ENGINE_SQL_MYSQL_MESSAGE_STORE_H_
 
@@ -24,6 +29,7 @@
 #include "engine/directives.h"
 #include "engine/queue/message_store.h"
 #include "engine/message_table.h"
+#include "engine/sql/failure_statements.h"
 #include "engine/sql/mysql_connection.h"
 #include "engine/sql/mysql_pool.h"
 
@@ -60,12 +66,15 @@ class MysqlMessageStore final : public MessageStore {
   absl::StatusOr<int64_t> Purge(int64_t cutoff, int limit) override;
   absl::StatusOr<int64_t> PurgeDead(int64_t cutoff, int limit) override;
   absl::StatusOr<int64_t> CountDead() override;
+  // Reads at most kMaxPollRows rows whatever `limit` asks (negative = 0).
   absl::StatusOr<std::vector<DeadRow>> ListDead(const std::string& after_id,
                                                 int limit) override;
 
-  // The SQL of a poll and of the next-due query (for EXPLAIN in tests).
+  // The SQL of a poll, of the next-due query and of CountDead (for EXPLAIN
+  // in tests).
   std::string PollSql(int64_t now, int64_t limit) const;
   std::string NextDueSql(int64_t now) const;
+  std::string CountDeadSql() const { return failure_sql_.CountDead(); }
 
   // Row ids refused so far because they are not valid for the id column
   // (e.g. text read back after ALTER TABLE changed the column).
@@ -82,18 +91,42 @@ class MysqlMessageStore final : public MessageStore {
   // most `limit` bytes, covering every id (none when `ids` is empty). An id
   // the column cannot hold, or whose literal alone does not fit, is an
   // INVALID_ARGUMENT error, or, with `skip_bad_ids`, skipped, counted and
-  // logged (never written into SQL).
+  // logged (never written into SQL). INVALID_ARGUMENT, whatever
+  // `skip_bad_ids`, when prefix and suffix alone do not fit.
   absl::StatusOr<std::vector<std::string>> InListStatements(
       absl::string_view prefix, absl::string_view suffix,
       const std::vector<std::string>& ids, bool skip_bad_ids, size_t limit);
 
-  static constexpr size_t kNoUnit = static_cast<size_t>(-1);
-  // The postpones (owner kNoUnit) or one ack group (owner = its index).
-  struct WriteUnit {
-    size_t owner = kNoUnit;
-    std::vector<std::string> statements;
-    int64_t affected = 0;
+  // A unit of failure of Write: the postpones, or one group of a kind.
+  enum class UnitKind { kPostpones, kAck, kNack, kExtend, kRedrive };
+  struct Statement {
+    std::string sql;
+    bool counts_dead = false;  // its rows count as NackCount::dead
   };
+  struct WriteUnit {
+    UnitKind kind = UnitKind::kPostpones;
+    size_t group = 0;  // index among the batch's groups of `kind`
+    std::vector<Statement> statements;
+    int64_t affected = 0;  // rows changed by statements not counting dead
+    int64_t dead = 0;      // rows changed by statements counting dead
+  };
+  static constexpr size_t kNoUnit = static_cast<size_t>(-1);
+  // Appends to `unit` the statements of `in` over `ids` (InListStatements,
+  // ids validated, never skipped).
+  absl::Status AppendInList(const InList& in,
+                            const std::vector<std::string>& ids, size_t limit,
+                            WriteUnit& unit);
+  // The units of `batch`, in transaction order; a group that cannot be
+  // written (a malformed id) gets its error in *result and no unit, a group
+  // with nothing to write gets its zero count and no unit.
+  std::vector<WriteUnit> BuildUnits(const WriteBatch& batch, size_t limit,
+                                    WriteResult* result);
+  // Reads the character set of the last_error column once (reasons are
+  // cut to what it can hold), when `batch` stores a reason. Errors are
+  // UNAVAILABLE or ABORTED only; another failure is logged and the reasons
+  // of this call are cut to ASCII.
+  absl::Status LearnLastErrorCharset(MysqlConnection* conn,
+                                     const WriteBatch& batch);
   // Runs the statements of units[live...] in one transaction (none for a
   // single statement; the session has autocommit on). On error everything
   // was rolled back and *failed names the unit whose statement failed
@@ -106,7 +139,11 @@ class MysqlMessageStore final : public MessageStore {
   const MysqlOptions options_;
   const std::string quoted_table_;  // `db`.`t`
   const std::string log_name_;      // table `db`.`t`
-  std::string select_prefix_;       // SELECT id, priority, ... FROM `db`.`t`
+  // SELECT priority, time_next, epoch[, time_created], <streamed> FROM t
+  std::string select_prefix_;
+  size_t first_streamed_ = 3;  // index of the id in select_prefix_'s rows
+  FailureStatements failure_sql_;
+  bool last_error_charset_known_ = false;
   MysqlPool* const pool_;           // may be null
   std::optional<MysqlPool::Lease> lease_;  // with a pool
   std::unique_ptr<MysqlConnection> conn_;  // without one

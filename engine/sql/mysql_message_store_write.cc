@@ -1,0 +1,254 @@
+// MysqlMessageStore::Write: every unit of a WriteBatch in one transaction,
+// a unit that fails permanently left out (mysql_message_store.h).
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "engine/log.h"
+#include "engine/sql/mysql_message_store.h"
+#include "engine/sql/sql_literal.h"
+
+namespace msgq {
+
+absl::Status MysqlMessageStore::AppendInList(
+    const InList& in, const std::vector<std::string>& ids, size_t limit,
+    WriteUnit& unit) {
+  absl::StatusOr<std::vector<std::string>> st = InListStatements(
+      in.prefix, in.suffix, ids, /*skip_bad_ids=*/false, limit);
+  if (!st.ok()) return st.status();
+  for (std::string& sql : *st) {
+    unit.statements.push_back({std::move(sql), in.counts_dead});
+  }
+  return absl::OkStatus();
+}
+
+std::vector<MysqlMessageStore::WriteUnit> MysqlMessageStore::BuildUnits(
+    const WriteBatch& batch, size_t limit, WriteResult* result) {
+  std::vector<WriteUnit> units;
+  // A group's unit, or its error; a group with no statements counts 0.
+  auto finish = [&](WriteUnit unit, absl::Status status, auto& slot) {
+    if (!status.ok()) {
+      slot = std::move(status);
+    } else if (!unit.statements.empty()) {
+      units.push_back(std::move(unit));
+    }
+  };
+  if (!batch.postpones.empty()) {
+    std::map<int64_t, std::vector<std::string>> by_time;
+    for (const Postponement& p : batch.postpones) {
+      by_time[p.time_next].push_back(p.id);
+    }
+    WriteUnit unit;
+    unit.kind = UnitKind::kPostpones;
+    for (const auto& [time_next, ids] : by_time) {
+      absl::StatusOr<std::vector<std::string>> st = InListStatements(
+          absl::StrCat("UPDATE ", quoted_table_,
+                       " SET `time_next` = ", time_next,
+                       ", `epoch` = IFNULL(`epoch`, 0) + 1 WHERE `id` IN ("),
+          ") AND `time_acked` IS NULL AND `time_next` IS NOT NULL", ids,
+          /*skip_bad_ids=*/true, limit);
+      if (!st.ok()) {
+        result->postpones = st.status();
+        unit.statements.clear();
+        break;
+      }
+      for (std::string& sql : *st) unit.statements.push_back({std::move(sql)});
+    }
+    if (!unit.statements.empty()) units.push_back(std::move(unit));
+  }
+  const InList ack = {
+      absl::StrCat("UPDATE ", quoted_table_, " SET `time_acked` = ", batch.now,
+                   ", `time_next` = NULL WHERE `id` IN ("),
+      ") AND `time_acked` IS NULL AND `time_next` IS NOT NULL"};
+  for (size_t i = 0; i < batch.ack_groups.size(); ++i) {
+    WriteUnit unit{UnitKind::kAck, i};
+    absl::Status s = AppendInList(ack, batch.ack_groups[i], limit, unit);
+    finish(std::move(unit), std::move(s), result->acks[i]);
+  }
+  for (size_t i = 0; i < batch.nack_groups.size(); ++i) {
+    const NackGroup& group = batch.nack_groups[i];
+    std::map<std::pair<int64_t, std::optional<int64_t>>,
+             std::vector<std::string>>
+        by_key;
+    for (const Nack& n : group.nacks) {
+      by_key[{n.epoch, n.time_next}].push_back(n.id);
+    }
+    WriteUnit unit{UnitKind::kNack, i};
+    absl::Status s;
+    for (const auto& [key, ids] : by_key) {
+      for (const InList& in :
+           failure_sql_.Nack(batch.now, key.first, key.second, group.reason)) {
+        if (s.ok()) s = AppendInList(in, ids, limit, unit);
+      }
+    }
+    finish(std::move(unit), std::move(s), result->nacks[i]);
+  }
+  for (size_t i = 0; i < batch.extend_groups.size(); ++i) {
+    const ExtendGroup& group = batch.extend_groups[i];
+    std::map<int64_t, std::vector<std::string>> by_epoch;
+    for (const auto& [id, epoch] : group.deliveries) {
+      by_epoch[epoch].push_back(id);
+    }
+    WriteUnit unit{UnitKind::kExtend, i};
+    absl::Status s;
+    for (const auto& [epoch, ids] : by_epoch) {
+      if (s.ok()) {
+        s = AppendInList(failure_sql_.Extend(epoch, group.time_next), ids,
+                         limit, unit);
+      }
+    }
+    finish(std::move(unit), std::move(s), result->extends[i]);
+  }
+  for (size_t i = 0; i < batch.redrive_groups.size(); ++i) {
+    const RedriveGroup& group = batch.redrive_groups[i];
+    WriteUnit unit{UnitKind::kRedrive, i};
+    absl::Status s;
+    if (group.all) {
+      unit.statements.push_back({failure_sql_.RedriveAll(batch.now)});
+    } else {
+      s = AppendInList(failure_sql_.Redrive(batch.now), group.ids, limit, unit);
+    }
+    finish(std::move(unit), std::move(s), result->redrives[i]);
+  }
+  return units;
+}
+
+absl::Status MysqlMessageStore::RunTransaction(MysqlConnection* conn,
+                                               std::vector<WriteUnit>& units,
+                                               const std::vector<size_t>& live,
+                                               size_t* failed) {
+  *failed = kNoUnit;
+  size_t count = 0;
+  for (size_t u : live) count += units[u].statements.size();
+  const bool txn = count > 1;
+  if (txn) {
+    if (auto s = conn->Execute("BEGIN"); !s.ok()) return s.status();
+  }
+  for (size_t u : live) {
+    units[u].affected = 0;
+    units[u].dead = 0;
+    for (const Statement& st : units[u].statements) {
+      absl::StatusOr<uint64_t> n = conn->Execute(st.sql);
+      if (!n.ok()) {
+        *failed = u;
+        if (txn && !conn->broken()) (void)conn->Execute("ROLLBACK");
+        return n.status();
+      }
+      (st.counts_dead ? units[u].dead : units[u].affected) +=
+          static_cast<int64_t>(*n);
+    }
+  }
+  if (txn) {
+    if (auto s = conn->Execute("COMMIT"); !s.ok()) return s.status();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MysqlMessageStore::LearnLastErrorCharset(MysqlConnection* conn,
+                                                      const WriteBatch& batch) {
+  if (last_error_charset_known_ || table_.last_error_chars <= 0) {
+    return absl::OkStatus();
+  }
+  bool stores_reason = false;
+  for (const NackGroup& g : batch.nack_groups) {
+    stores_reason |= !g.reason.empty() && !g.nacks.empty();
+  }
+  if (!stores_reason) return absl::OkStatus();
+  // Names from information_schema are valid UTF-8: the literals cannot fail.
+  absl::StatusOr<QueryResult> r = conn->Query(absl::StrCat(
+      "SELECT `CHARACTER_SET_NAME` FROM `information_schema`.`COLUMNS` WHERE "
+      "`TABLE_SCHEMA` = ",
+      IdLiteral(IdKind::kText, table_.keyspace).value_or("''"),
+      " AND `TABLE_NAME` = ",
+      IdLiteral(IdKind::kText, table_.name).value_or("''"),
+      " AND `COLUMN_NAME` = 'last_error'"));
+  if (!r.ok() && (msgq::IsUnavailable(r.status()) ||
+                  r.status().code() == absl::StatusCode::kAborted)) {
+    return Check(r.status());
+  }
+  if (!r.ok() || r->rows.size() != 1 || !r->rows[0][0].has_value()) {
+    LogWarning(log_name_, ": cannot read the character set of last_error (",
+               r.ok() ? "no such column" : r.status().message(),
+               "); reasons are stored as ASCII");
+    failure_sql_.set_last_error_repertoire(Repertoire::kAscii);
+    return absl::OkStatus();
+  }
+  failure_sql_.set_last_error_repertoire(RepertoireOf(*r->rows[0][0]));
+  last_error_charset_known_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<WriteResult> MysqlMessageStore::Write(const WriteBatch& batch) {
+  absl::StatusOr<MysqlConnection*> conn = Conn();
+  if (!conn.ok()) return conn.status();
+  if (absl::Status s = LearnLastErrorCharset(*conn, batch); !s.ok()) return s;
+  const size_t limit = StatementLimit((*conn)->max_allowed_packet());
+  WriteResult result;
+  result.acks.assign(batch.ack_groups.size(), int64_t{0});
+  result.nacks.assign(batch.nack_groups.size(), NackCount{});
+  result.extends.assign(batch.extend_groups.size(), int64_t{0});
+  result.redrives.assign(batch.redrive_groups.size(), int64_t{0});
+  std::vector<WriteUnit> units = BuildUnits(batch, limit, &result);
+  // Records a unit's outcome in the result slot of its group.
+  auto report = [&result](const WriteUnit& unit, const absl::Status& status) {
+    switch (unit.kind) {
+      case UnitKind::kPostpones:
+        result.postpones = status;
+        return;
+      case UnitKind::kAck:
+        result.acks[unit.group] =
+            status.ok() ? absl::StatusOr<int64_t>(unit.affected) : status;
+        return;
+      case UnitKind::kNack:
+        result.nacks[unit.group] =
+            status.ok()
+                ? absl::StatusOr<NackCount>(NackCount{unit.affected, unit.dead})
+                : status;
+        return;
+      case UnitKind::kExtend:
+        result.extends[unit.group] =
+            status.ok() ? absl::StatusOr<int64_t>(unit.affected) : status;
+        return;
+      case UnitKind::kRedrive:
+        result.redrives[unit.group] =
+            status.ok() ? absl::StatusOr<int64_t>(unit.affected) : status;
+        return;
+    }
+  };
+  std::vector<size_t> live;
+  for (size_t u = 0; u < units.size(); ++u) live.push_back(u);
+  // All units in one transaction. When one fails permanently it is left out
+  // and the others run again: nothing has committed until a run succeeds.
+  while (!live.empty()) {
+    size_t failed = kNoUnit;
+    absl::Status status = RunTransaction(*conn, units, live, &failed);
+    if (status.ok()) break;
+    if (msgq::IsUnavailable(status) ||
+        status.code() == absl::StatusCode::kAborted) {
+      return Check(status);
+    }
+    // Permanent. Outside a statement (BEGIN/COMMIT) it belongs to no unit:
+    // all live units fail with it.
+    std::vector<size_t> failing;
+    if (failed == kNoUnit) {
+      failing = live;
+    } else {
+      failing.push_back(failed);
+    }
+    for (size_t u : failing) {
+      report(units[u], status);
+      live.erase(std::find(live.begin(), live.end(), u));
+    }
+    // Some permanent errors (ER_NET_PACKET_TOO_LARGE) close the connection.
+    (void)Check(absl::OkStatus());
+    if (!live.empty()) {
+      conn = Conn();
+      if (!conn.ok()) return conn.status();
+    }
+  }
+  for (size_t u : live) report(units[u], absl::OkStatus());
+  return result;
+}
+
+}  // namespace msgq
