@@ -681,5 +681,40 @@ TEST_F(ClientE2eTest, SubscriberHeartbeatKeepsASlowMessage) {
   EXPECT_EQ(Int("SELECT epoch FROM msgq.demo WHERE id = 1"), 1);
 }
 
+// 9. The Python consumer as a library: dead(reason) kills a message, an
+// exception retries it with the table's backoff and its text as the reason.
+TEST_F(ClientE2eTest, PythonHandlerResultsNackTheirMessages) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo", "", "last_error varchar(255)"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 1, 3));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  const std::string script = R"(
+import sys, grpc, msgq_consume as m
+def handler(msg):
+    if msg.id == b"2": return m.dead("bad row")
+    if msg.id == b"3": raise ValueError("flaky")
+    return m.ack
+with grpc.insecure_channel(sys.argv[1]) as channel:
+    print(m.consume(channel, "demo", handler, count=3))
+)";
+  Result r = RunChild({"/usr/bin/python3", "-c", script, server_->address()},
+                      {std::string("PYTHONPATH=") + MSGQ_PYTHON_STUBS + ":" +
+                           MSGQ_SOURCE_DIR + "/client/python",
+                       "PYTHONDONTWRITEBYTECODE=1"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_EQ(r.out, "3\n");
+  EXPECT_EQ(r.err, "msgq_consume: handler failed: ValueError('flaky')\n");
+  EXPECT_EQ(Acked("demo"), 1);
+  EXPECT_EQ(db_->Scalar("SELECT CONCAT_WS(',', id, last_error, "
+                        "IFNULL(time_next, 'null'), IFNULL(time_acked, "
+                        "'null')) FROM msgq.demo WHERE id = 2"),
+            "2,bad row,null,null");
+  // Retried after the table's backoff (min_backoff 30s by default here).
+  EXPECT_EQ(db_->Scalar("SELECT last_error FROM msgq.demo WHERE id = 3"),
+            "flaky");
+  EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.demo WHERE id = 3 AND time_acked "
+                "IS NULL AND time_next > (UNIX_TIMESTAMP() + 20) * 1000000000"),
+            1);
+}
+
 }  // namespace
 }  // namespace msgq::testing
