@@ -2,7 +2,11 @@
 --
 -- Required columns: id, priority, epoch, time_next, time_acked (bookkeeping,
 -- maintained by msgqd). Times are Unix epoch nanoseconds. Every other column
--- is streamed to subscribers (or only those named by vt_message_cols).
+-- (but time_dead) is streamed to subscribers (or only those named by
+-- vt_message_cols). time_created, time_dead and last_error are optional.
+-- A dead message (failed msgq_max_attempts times, nacked dead, too large):
+--   SELECT id, epoch, last_error FROM demo
+--    WHERE time_acked IS NULL AND time_next IS NULL;
 --
 -- Enqueue inside your own transaction:
 --   INSERT INTO demo (id, message) VALUES (1, '{"hello": "world"}');
@@ -17,8 +21,13 @@ CREATE TABLE IF NOT EXISTS demo (
   time_next bigint DEFAULT 0 COMMENT 'earliest send time, epoch ns; NULL once acked',
   time_acked bigint DEFAULT NULL COMMENT 'ack time, epoch ns; NULL until acked',
   message json,
+  -- Optional, used by msgq when present (README "When work fails"):
+  time_created bigint DEFAULT (UNIX_TIMESTAMP(NOW(6)) * 1000000000)
+    COMMENT 'first enqueue, epoch ns (for msgq_max_age)',
+  time_dead bigint DEFAULT NULL COMMENT 'when it died, epoch ns; never streamed',
+  last_error varchar(1024) DEFAULT NULL COMMENT 'why the last attempt failed',
   PRIMARY KEY (id),
   -- Matches the poll: WHERE time_acked IS NULL AND time_next <= now
   -- ORDER BY priority, time_next, id, so it never needs a filesort.
   INDEX poller_idx (time_acked, priority, time_next)
-) COMMENT 'vitess_message,vt_ack_wait=30,vt_purge_after=86400,vt_batch_size=10,vt_cache_size=10000,vt_poller_interval=30';
+) COMMENT 'vitess_message,vt_ack_wait=30,vt_purge_after=86400,vt_batch_size=10,vt_cache_size=10000,vt_poller_interval=30,msgq_max_attempts=20';

@@ -321,11 +321,19 @@ void MessageManager::SettleGroupsLocked(
       if (n->dead > 0) {
         std::string what;
         if (own) {
+          // At most kLoggedIds ids per line.
+          constexpr size_t kLoggedIds = 10;
           std::vector<std::string> ids;
-          for (const msgq::Nack& x : p.group.nacks) ids.push_back(x.id);
-          what = absl::StrCat(n->dead == 1 ? "message " : "messages ",
-                              absl::StrJoin(ids, ", "), " died: ",
-                              p.group.reason);
+          for (const msgq::Nack& x : p.group.nacks) {
+            if (ids.size() == kLoggedIds) break;
+            ids.push_back(x.id);
+          }
+          const size_t more = p.group.nacks.size() - ids.size();
+          what = absl::StrCat(
+              p.group.nacks.size() == 1 ? "message " : "messages ",
+              absl::StrJoin(ids, ", "),
+              more > 0 ? absl::StrCat(" and ", more, " more") : "", " died: ",
+              p.group.reason);
         } else {
           what = absl::StrCat(
               n->dead, n->dead == 1 ? " message" : " messages",

@@ -97,6 +97,8 @@ struct TableConfig {
   int purge_after_s = 3600;
   int poller_interval_s = 3600;
   std::string extra;  // more directives, e.g. ",vt_min_backoff=1"
+  // Also msgq's optional columns: time_created, time_dead, last_error.
+  bool failure_columns = false;
 };
 
 inline std::string Comment(const TableConfig& c) {
@@ -128,7 +130,7 @@ class MessageManagerTest : public ::testing::Test {
     options.retry_jitter = 0;
     auto store = std::make_unique<FakeMessageStore>();
     store_ = store.get();
-    const std::vector<Column> columns = {
+    std::vector<Column> columns = {
         {"id", "bigint", "bigint(20)"},
         {"priority", "tinyint", "tinyint(4)"},
         {"epoch", "bigint", "bigint(20)"},
@@ -136,9 +138,15 @@ class MessageManagerTest : public ::testing::Test {
         {"time_acked", "bigint", "bigint(20)"},
         {"payload", "blob", "blob"},
     };
+    if (config.failure_columns) {
+      columns.push_back({"time_created", "bigint", "bigint(20)"});
+      columns.push_back({"time_dead", "bigint", "bigint(20)"});
+      columns.push_back({"last_error", "varchar", "varchar(255)"});
+    }
     absl::StatusOr<MessageTable> table =
         BuildMessageTable("db", "queue", Comment(config), columns);
     ASSERT_TRUE(table.ok()) << table.status();
+    store_->set_schema(FakeMessageStore::SchemaOf(*table));
     manager_ = std::make_unique<MessageManager>(
         *std::move(table), std::move(store), &clock_,
         jitter != nullptr ? jitter : &jitter_, options);
