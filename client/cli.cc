@@ -14,8 +14,18 @@ Talks to msgqd, which turns MySQL/MariaDB tables into message queues.
 Commands:
   tables               list every message table: keyspace, name, loaded or
                        the error, settings, subscribers
-  tail TABLE           print messages of TABLE as they arrive
+  tail TABLE           print messages of TABLE as they arrive (a message sent
+                       before shows epoch=N: ID:EPOCH names the delivery)
   ack TABLE ID...      acknowledge messages by id
+  nack TABLE ID:EPOCH... [--delay=S] [--reason=TEXT] [--dead]
+                       hand deliveries back: retry them (after S seconds or
+                       the table's backoff), or mark them dead
+  extend TABLE ID:EPOCH... --duration=S
+                       keep deliveries from being resent for S seconds
+  dead TABLE [--limit=N] [--after=ID]
+                       list dead messages: id, epoch, when, last error
+  redrive TABLE (ID...|--all)
+                       send dead messages again
   help [COMMAND]       show this help, or a command's
 
 Run 'msgq COMMAND --help' for a command's flags. --server and --timeout may
@@ -36,6 +46,10 @@ Command FindCommand(absl::string_view name) {
   if (name == "tables") return &RunTables;
   if (name == "tail") return &RunTail;
   if (name == "ack") return &RunAck;
+  if (name == "nack") return &RunNack;
+  if (name == "extend") return &RunExtend;
+  if (name == "dead") return &RunDead;
+  if (name == "redrive") return &RunRedrive;
   return nullptr;
 }
 

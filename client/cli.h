@@ -1,4 +1,5 @@
-// The msgq command-line tool: `msgq tables`, `msgq tail`, `msgq ack`.
+// The msgq command-line tool: `msgq tables`, `msgq tail`, `msgq ack`, and
+// for failures `msgq nack`, `msgq extend`, `msgq dead`, `msgq redrive`.
 //
 // RunCli is the whole tool behind main(), taking its streams as parameters so
 // tests can run it in-process against a fake server.

@@ -54,6 +54,15 @@ int RunTail(absl::Span<const std::string> args, std::ostream& out,
             std::ostream& err, const CliEnvironment& env);
 int RunAck(absl::Span<const std::string> args, std::ostream& out,
            std::ostream& err, const CliEnvironment& env);
+// cli_failure.cc
+int RunNack(absl::Span<const std::string> args, std::ostream& out,
+            std::ostream& err, const CliEnvironment& env);
+int RunExtend(absl::Span<const std::string> args, std::ostream& out,
+              std::ostream& err, const CliEnvironment& env);
+int RunDead(absl::Span<const std::string> args, std::ostream& out,
+            std::ostream& err, const CliEnvironment& env);
+int RunRedrive(absl::Span<const std::string> args, std::ostream& out,
+               std::ostream& err, const CliEnvironment& env);
 
 }  // namespace msgq
 

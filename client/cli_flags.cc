@@ -1,6 +1,7 @@
 #include "client/cli_flags.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <utility>
 
@@ -62,6 +63,30 @@ void FlagParser::AddDuration(std::string name, absl::Duration* value,
            return absl::InvalidArgumentError(absl::StrCat(
                "expected a positive duration such as 500ms or 10s, got '", v,
                "'"));
+         }
+         *value = parsed;
+         return absl::OkStatus();
+       }});
+}
+
+void FlagParser::AddSeconds(std::string name,
+                            std::optional<absl::Duration>* value,
+                            std::string help) {
+  flags_.push_back(
+      {std::move(name), "S", std::move(help), "", [value](absl::string_view v) {
+         double seconds;
+         absl::Duration parsed;
+         if (absl::SimpleAtod(v, &seconds) && std::isfinite(seconds)) {
+           parsed = absl::Seconds(seconds);
+         } else if (!absl::ParseDuration(v, &parsed) ||
+                    parsed == absl::InfiniteDuration()) {
+           parsed = -absl::InfiniteDuration();
+         }
+         if (parsed < absl::ZeroDuration()) {
+           return absl::InvalidArgumentError(absl::StrCat(
+               "expected seconds (such as 1.5) or a duration (such as 500ms) "
+               "that is not negative, got '",
+               v, "'"));
          }
          *value = parsed;
          return absl::OkStatus();

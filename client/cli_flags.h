@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,10 @@ class FlagParser {
                 std::string help);
   // Accepts absl::ParseDuration syntax ("500ms", "10s"); must be positive.
   void AddDuration(std::string name, absl::Duration* value, std::string help);
+  // Accepts a number of seconds ("1.5") or absl::ParseDuration syntax; must
+  // not be negative. Left nullopt when the flag is absent.
+  void AddSeconds(std::string name, std::optional<absl::Duration>* value,
+                  std::string help);
 
   // Parses `args` (without the program and command names) into the declared
   // destinations and returns the positional arguments. With

@@ -116,6 +116,27 @@ TEST(FlagParserTest, UsageListsFlagsWithDefaults) {
   EXPECT_THAT(usage, HasSubstr("--help"));
 }
 
+TEST(FlagParserTest, SecondsTakeNumbersOrDurationsAndMayBeAbsent) {
+  std::optional<absl::Duration> delay;
+  FlagParser flags;
+  flags.AddSeconds("delay", &delay, "wait");
+  ASSERT_TRUE(flags.Parse({}).ok());
+  EXPECT_EQ(delay, std::nullopt);
+  ASSERT_TRUE(flags.Parse({"--delay=1.5"}).ok());
+  EXPECT_EQ(delay, absl::Milliseconds(1500));
+  ASSERT_TRUE(flags.Parse({"--delay", "0"}).ok());
+  EXPECT_EQ(delay, absl::ZeroDuration());
+  ASSERT_TRUE(flags.Parse({"--delay=250ms"}).ok());
+  EXPECT_EQ(delay, absl::Milliseconds(250));
+  for (const char* bad : {"--delay=-1", "--delay=soon", "--delay=-2s",
+                          "--delay=inf", "--delay="}) {
+    absl::StatusOr<std::vector<std::string>> r = flags.Parse({bad});
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(r.status().message(), HasSubstr("flag '--delay'")) << bad;
+  }
+  EXPECT_THAT(flags.Usage(), HasSubstr("--delay=S"));
+}
+
 TEST(FlagParserTest, NoArgumentsIsFine) {
   Values v;
   FlagParser flags = MakeParser(&v);

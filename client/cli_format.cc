@@ -86,6 +86,48 @@ bool IsBareWord(absl::string_view s) {
 
 std::string Seconds(double seconds) { return absl::StrFormat("%gs", seconds); }
 
+// Rows of cells as lines with columns padded to the widest cell plus two
+// spaces; the last column is not padded.
+std::string Align(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (i + 1 == row.size()) {
+        absl::StrAppend(&line, row[i]);  // no trailing padding
+      } else {
+        absl::StrAppendFormat(&line, "%-*s  ", static_cast<int>(widths[i]),
+                              row[i]);
+      }
+    }
+    absl::StrAppend(&out, absl::StripTrailingAsciiWhitespace(line), "\n");
+  }
+  return out;
+}
+
+// A bare word as is, anything else as a JSON string.
+std::string Word(absl::string_view text) {
+  return IsBareWord(text) ? std::string(text) : JsonQuote(text);
+}
+
+// Valid UTF-8 without control characters as is, anything else as a JSON
+// string (for a last column, where spaces do no harm).
+std::string Printable(absl::string_view text) {
+  for (absl::string_view rest = text; !rest.empty();) {
+    const auto c = static_cast<unsigned char>(rest[0]);
+    const size_t n = Utf8SequenceLength(rest);
+    if (c < 0x20 || c == 0x7F || n == 0) return JsonQuote(text);
+    rest.remove_prefix(n);
+  }
+  return std::string(text);
+}
+
 }  // namespace
 
 std::string JsonQuote(absl::string_view text) {
@@ -169,26 +211,7 @@ std::string FormatTablesText(const std::vector<v1::TableStatus>& tables) {
                       absl::StrCat(t.subscribers()), "-", "-", t.error()});
     }
   }
-  std::vector<size_t> widths(rows[0].size(), 0);
-  for (const auto& row : rows) {
-    for (size_t i = 0; i < row.size(); ++i) {
-      widths[i] = std::max(widths[i], row[i].size());
-    }
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      if (i + 1 == row.size()) {
-        absl::StrAppend(&line, row[i]);  // no trailing padding
-      } else {
-        absl::StrAppendFormat(&line, "%-*s  ", static_cast<int>(widths[i]),
-                              row[i]);
-      }
-    }
-    absl::StrAppend(&out, absl::StripTrailingAsciiWhitespace(line), "\n");
-  }
-  return out;
+  return Align(rows);
 }
 
 std::string FormatTablesJson(const std::vector<v1::TableStatus>& tables) {
@@ -236,6 +259,46 @@ std::string FormatMessageText(const Message& message) {
       out += JsonQuote(*value);
     }
   }
+  return out;
+}
+
+std::string FormatMessageTextWithEpoch(const Message& message) {
+  if (message.epoch() == 0) return FormatMessageText(message);
+  return absl::StrCat(FormatMessageText(message), " epoch=", message.epoch());
+}
+
+std::string FormatDeadText(const std::vector<v1::DeadMessage>& messages,
+                           absl::Time now) {
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"ID", "EPOCH", "DIED", "LAST_ERROR"});
+  for (const v1::DeadMessage& m : messages) {
+    std::string died = "-";
+    if (m.time_dead() != 0) {
+      const absl::Duration ago =
+          std::max(absl::ZeroDuration(),
+                   absl::Trunc(now - absl::FromUnixNanos(m.time_dead()),
+                               absl::Seconds(1)));
+      died = absl::StrCat(
+          ago == absl::ZeroDuration() ? "0s" : absl::FormatDuration(ago),
+          " ago");
+    }
+    rows.push_back({Word(m.id()), absl::StrCat(m.epoch()), died,
+                    m.last_error().empty() ? "-" : Printable(m.last_error())});
+  }
+  return Align(rows);
+}
+
+std::string FormatDeadJson(const std::vector<v1::DeadMessage>& messages) {
+  std::string out = "{\"messages\":[";
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const v1::DeadMessage& m = messages[i];
+    absl::StrAppend(&out, i > 0 ? "," : "", "{\"id\":", JsonQuote(m.id()),
+                    ",\"epoch\":", m.epoch(),
+                    ",\"last_error\":", JsonQuote(m.last_error()),
+                    ",\"time_dead\":", m.time_dead(),
+                    ",\"time_created\":", m.time_created(), "}");
+  }
+  out += "]}";
   return out;
 }
 

@@ -1,5 +1,6 @@
 // Text and JSON renderings used by the msgq tool: the table listing of
-// `msgq tables` and the per-message lines of `msgq tail`.
+// `msgq tables`, the per-message lines of `msgq tail` and the dead messages
+// of `msgq dead`.
 //
 // Values are the text-protocol bytes MySQL sends. JSON output is always valid
 // JSON: numeric columns whose text is a JSON number become numbers, NULL
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "client/message.h"
 #include "msgq/v1/messaging.pb.h"
 
@@ -47,6 +49,30 @@ std::string FormatMessageJson(const Message& message);
 // is non-empty, made only of letters, digits and ._:/@+- and is not "NULL";
 // otherwise as a JSON string. A NULL is written as NULL. No newline.
 std::string FormatMessageText(const Message& message);
+
+// FormatMessageText() followed by " epoch=N" when N, the sends of the
+// message before this delivery, is not 0: what `msgq tail` prints. With the
+// id it names the delivery for `msgq nack`/`msgq extend` (ID:EPOCH, EPOCH 0
+// when none is printed). A first delivery thus prints as it did before
+// epochs were shown (scripts and the README quickstart rely on that).
+// No newline.
+std::string FormatMessageTextWithEpoch(const Message& message);
+
+// One line per dead message under a header, columns aligned:
+//   ID EPOCH DIED LAST_ERROR
+// DIED is how long before `now` it died, to the second ("2m5s ago"), or "-"
+// when the table has no time_dead column; LAST_ERROR is "-" when empty. An
+// id that is not a bare word (see FormatMessageText), or an error with
+// control characters or invalid UTF-8, is written as a JSON string. Ends
+// with a newline.
+std::string FormatDeadText(const std::vector<v1::DeadMessage>& messages,
+                           absl::Time now);
+
+// {"messages":[{"id":"7","epoch":5,"last_error":"...","time_dead":NS,
+// "time_created":NS},...]}: the proto's field names, every field present,
+// the id as a JSON string of its text form (not base64 as proto JSON would
+// write bytes), times in Unix nanoseconds (0 = unknown).
+std::string FormatDeadJson(const std::vector<v1::DeadMessage>& messages);
 
 }  // namespace msgq
 

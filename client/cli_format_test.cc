@@ -71,6 +71,57 @@ TEST(FormatMessageTextTest, BareWordsQuotedTextAndNull) {
             R"(id=5 a=plain-word_1.2 b="two words" c=NULL d="NULL" e="")");
 }
 
+TEST(FormatMessageTextWithEpochTest, AppendsANonZeroEpoch) {
+  absl::StatusOr<std::shared_ptr<const Schema>> schema =
+      Schema::FromColumns({{"id", "bigint"}, {"message", "text"}});
+  ASSERT_TRUE(schema.ok());
+  v1::Row row;
+  row.add_lengths(2);
+  row.add_lengths(2);
+  row.set_values("12hi");
+  row.set_epoch(4);
+  absl::StatusOr<Message> msg = DecodeRow(*schema, row);
+  ASSERT_TRUE(msg.ok());
+  EXPECT_EQ(FormatMessageTextWithEpoch(*msg), "id=12 message=hi epoch=4");
+  row.set_epoch(0);
+  msg = DecodeRow(*schema, row);
+  ASSERT_TRUE(msg.ok());
+  EXPECT_EQ(FormatMessageTextWithEpoch(*msg), "id=12 message=hi");
+}
+
+v1::DeadMessage DeadMessage(std::string id, int64_t epoch,
+                            std::string last_error, absl::Time died) {
+  v1::DeadMessage m;
+  m.set_id(std::move(id));
+  m.set_epoch(epoch);
+  m.set_last_error(std::move(last_error));
+  if (died != absl::UnixEpoch()) m.set_time_dead(absl::ToUnixNanos(died));
+  return m;
+}
+
+TEST(FormatDeadTextTest, AlignsAgesAndErrors) {
+  const absl::Time now = absl::FromUnixSeconds(1700000000);
+  EXPECT_EQ(
+      FormatDeadText(
+          {DeadMessage("7", 5, "connection refused",
+                       now - absl::Seconds(125) - absl::Milliseconds(900)),
+           DeadMessage("1234", 0, "", absl::UnixEpoch()),
+           DeadMessage("a b", 12, "line1\nline2", now + absl::Seconds(3))},
+          now),
+      "ID     EPOCH  DIED      LAST_ERROR\n"
+      "7      5      2m5s ago  connection refused\n"
+      "1234   0      -         -\n"
+      "\"a b\"  12     0s ago    \"line1\\nline2\"\n");
+  EXPECT_EQ(FormatDeadText({}, now), "ID  EPOCH  DIED  LAST_ERROR\n");
+}
+
+TEST(FormatDeadJsonTest, UsesProtoFieldNames) {
+  EXPECT_EQ(FormatDeadJson({DeadMessage("7", 5, "boom", absl::UnixEpoch())}),
+            R"({"messages":[{"id":"7","epoch":5,"last_error":"boom",)"
+            R"("time_dead":0,"time_created":0}]})");
+  EXPECT_EQ(FormatDeadJson({}), R"({"messages":[]})");
+}
+
 v1::TableStatus Loaded() {
   v1::TableStatus t;
   t.set_keyspace("msgq");

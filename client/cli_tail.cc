@@ -22,9 +22,13 @@ constexpr char kTailUsage[] = R"(Usage: msgq tail TABLE [flags]
 
 Subscribes to TABLE and prints its messages as they arrive, one per line:
 "id=1 message=hello ..." (values with spaces or quotes are JSON-quoted, NULL
-is NULL), or with --json one JSON object per line ({"id":1,"message":"hello"};
-numeric columns as numbers, NULL as null). Messages are acknowledged only with
---ack; otherwise the server redelivers them after the table's ack_wait.
+is NULL), followed by " epoch=N" for a message sent N times before (none on
+a first delivery: epoch 0); ID:EPOCH names the delivery for 'msgq nack' and
+'msgq extend'. Or, with --json, one JSON object per line of the row's columns
+only ({"id":1,"message":"hello"}; numeric columns as numbers, NULL as null).
+Messages are acknowledged only with --ack; otherwise the server redelivers
+them after the table's ack_wait. With --ack, messages received after --count
+was reached are handed back at once (nack, no delay).
 Reconnects when the stream ends (server restart, table reload); fails at once
 if the first connection cannot be made or the table is unknown. Stops on
 Ctrl-C, or with --count N after N messages (exit 0).
@@ -38,16 +42,18 @@ class TailState {
   TailState(std::ostream& out, std::ostream& err, bool json, int64_t count)
       : out_(out), err_(err), json_(json), count_(count) {}
 
-  absl::Status Print(const Message& message) {
+  HandlerResult Print(const Message& message) {
     absl::MutexLock lock(&mu_);
     if (count_ > 0 && printed_ >= count_) {
-      return absl::CancelledError("--count reached");
+      return HandlerResult::RetryAfter(absl::ZeroDuration(),
+                                       "msgq tail stopped before printing it");
     }
-    out_ << (json_ ? FormatMessageJson(message) : FormatMessageText(message))
+    out_ << (json_ ? FormatMessageJson(message)
+                   : FormatMessageTextWithEpoch(message))
          << "\n";
     out_.flush();
     if (++printed_ == count_) StopLocked();
-    return absl::OkStatus();
+    return HandlerResult::Ack();
   }
 
   void Stop() {

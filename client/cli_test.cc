@@ -54,7 +54,8 @@ TEST_F(CliTest, HelpForTheToolAndEachCommand) {
     EXPECT_THAT(r.out, HasSubstr("Usage: msgq [--server=HOST:PORT]"));
     EXPECT_THAT(r.out, HasSubstr("Exit codes"));
   }
-  for (const char* command : {"tables", "tail", "ack"}) {
+  for (const char* command :
+       {"tables", "tail", "ack", "nack", "extend", "dead", "redrive"}) {
     Result r = Run({command, "--help"});
     EXPECT_EQ(r.code, kExitOk) << command;
     EXPECT_THAT(r.out, HasSubstr(std::string("Usage: msgq ") + command));

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 
 namespace msgq {
@@ -15,6 +16,22 @@ namespace {
 
 void SetDeadline(grpc::ClientContext& context, absl::Duration timeout) {
   context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+}
+
+template <typename Request>
+void SetTable(Request& request, const TableRef& table) {
+  request.set_keyspace(table.keyspace);
+  request.set_name(table.name);
+}
+
+void AddDeliveries(absl::Span<const Delivery> deliveries,
+                   google::protobuf::RepeatedPtrField<v1::Delivery>* out) {
+  out->Reserve(static_cast<int>(deliveries.size()));
+  for (const Delivery& d : deliveries) {
+    v1::Delivery* delivery = out->Add();
+    delivery->set_id(d.id);
+    delivery->set_epoch(d.epoch);
+  }
 }
 
 }  // namespace
@@ -63,6 +80,96 @@ absl::StatusOr<int64_t> Client::Ack(const TableRef& table,
   grpc::Status status = stub_->MessageAck(&context, request, &response);
   if (!status.ok()) return FromGrpcStatus(status);
   return response.acked();
+}
+
+absl::StatusOr<NackResult> Client::Nack(const TableRef& table,
+                                        absl::Span<const Delivery> deliveries,
+                                        const NackParams& params) {
+  if (params.delay.has_value() && *params.delay < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "negative nack delay ", absl::FormatDuration(*params.delay)));
+  }
+  if (deliveries.empty()) return NackResult{};
+  v1::MessageNackRequest request;
+  SetTable(request, table);
+  AddDeliveries(deliveries, request.mutable_deliveries());
+  if (params.delay.has_value()) {
+    request.mutable_delay()->set_value(absl::ToDoubleSeconds(*params.delay));
+  }
+  request.set_reason(params.reason);
+  request.set_dead(params.dead);
+  v1::MessageNackResponse response;
+  grpc::ClientContext context;
+  SetDeadline(context, options_.timeout);
+  grpc::Status status = stub_->MessageNack(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return NackResult{response.retried(), response.dead()};
+}
+
+absl::StatusOr<int64_t> Client::Extend(const TableRef& table,
+                                       absl::Span<const Delivery> deliveries,
+                                       absl::Duration duration) {
+  if (duration <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("extend duration must be positive, got ",
+                     absl::FormatDuration(duration)));
+  }
+  if (deliveries.empty()) return 0;
+  v1::MessageExtendRequest request;
+  SetTable(request, table);
+  AddDeliveries(deliveries, request.mutable_deliveries());
+  request.set_duration(absl::ToDoubleSeconds(duration));
+  v1::MessageExtendResponse response;
+  grpc::ClientContext context;
+  SetDeadline(context, options_.timeout);
+  grpc::Status status = stub_->MessageExtend(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response.extended();
+}
+
+absl::StatusOr<int64_t> Client::Redrive(const TableRef& table,
+                                        absl::Span<const std::string> ids) {
+  if (ids.empty()) return 0;
+  v1::RedriveRequest request;
+  SetTable(request, table);
+  for (const std::string& id : ids) request.add_ids(id);
+  return SendRedrive(request);
+}
+
+absl::StatusOr<int64_t> Client::RedriveAll(const TableRef& table) {
+  v1::RedriveRequest request;
+  SetTable(request, table);
+  request.set_all(true);
+  return SendRedrive(request);
+}
+
+absl::StatusOr<int64_t> Client::SendRedrive(const v1::RedriveRequest& request) {
+  v1::RedriveResponse response;
+  grpc::ClientContext context;
+  SetDeadline(context, options_.timeout);
+  grpc::Status status = stub_->Redrive(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response.redriven();
+}
+
+absl::StatusOr<std::vector<v1::DeadMessage>> Client::ListDead(
+    const TableRef& table, int32_t limit, absl::string_view after_id) {
+  if (limit < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("negative dead message limit ", limit));
+  }
+  v1::ListDeadRequest request;
+  SetTable(request, table);
+  request.set_limit(limit);
+  request.set_after_id(std::string(after_id));
+  v1::ListDeadResponse response;
+  grpc::ClientContext context;
+  SetDeadline(context, options_.timeout);
+  grpc::Status status = stub_->ListDead(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return std::vector<v1::DeadMessage>(
+      std::make_move_iterator(response.mutable_messages()->begin()),
+      std::make_move_iterator(response.mutable_messages()->end()));
 }
 
 absl::StatusOr<std::vector<v1::TableStatus>> Client::ListTables() {

@@ -1,5 +1,6 @@
-// Client makes the unary calls of the msgq.v1.Messaging API: acknowledging
-// messages and listing tables. For receiving messages, see subscriber.h.
+// Client makes the unary calls of the msgq.v1.Messaging API: settling
+// messages (Ack, Nack, Extend), handling dead ones (ListDead, Redrive) and
+// listing tables. For receiving messages, see subscriber.h.
 //
 // Every call carries a deadline (ClientOptions::timeout). Errors are
 // absl::Status values with the server's code and message unchanged, plus
@@ -12,6 +13,9 @@
 //       Client::Connect("127.0.0.1:15999");
 //   if (!client.ok()) return client.status();
 //   absl::StatusOr<int64_t> acked = (*client)->Ack("orders", {"17", "18"});
+//   absl::StatusOr<NackResult> nacked = (*client)->Nack(
+//       "orders", {msg.delivery()},
+//       {.delay = absl::Seconds(30), .reason = "backend down"});
 //   absl::StatusOr<std::vector<v1::TableStatus>> tables =
 //       (*client)->ListTables();
 //
@@ -23,6 +27,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +35,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "client/message.h"
 #include "client/table_ref.h"
 #include "msgq/v1/messaging.grpc.pb.h"
 
@@ -38,6 +44,23 @@ namespace msgq {
 struct ClientOptions {
   // Deadline of each call, measured from its start.
   absl::Duration timeout = absl::Seconds(10);
+};
+
+// What to do with nacked deliveries (MessageNackRequest without the table
+// and the deliveries).
+struct NackParams {
+  // Retry after this long (zero = as soon as possible); nullopt = after the
+  // table's backoff for the message's epoch. Ignored by the server when dead.
+  std::optional<absl::Duration> delay;
+  // Why; stored in the row's last_error column if the table has one.
+  std::string reason;
+  // Dead at once, whatever the attempts left.
+  bool dead = false;
+};
+
+struct NackResult {
+  int64_t retried = 0;  // rows that will be sent again
+  int64_t dead = 0;     // rows that died
 };
 
 // A channel to `target` ("host:port", or any gRPC target URI) without TLS.
@@ -74,6 +97,45 @@ class Client {
   absl::StatusOr<int64_t> Ack(const TableRef& table,
                               absl::Span<const std::string> ids);
 
+  // The calls below take the same table errors as Ack: NOT_FOUND,
+  // INVALID_ARGUMENT (malformed id, empty name), FAILED_PRECONDITION,
+  // UNAVAILABLE (retry), DEADLINE_EXCEEDED; and UNIMPLEMENTED from a server
+  // older than these calls.
+
+  // Hands `deliveries` back unprocessed: retried after `params.delay` (or the
+  // table's backoff) or, with `params.dead`, dead at once; the table's
+  // msgq_max_attempts/msgq_max_age may turn a retry into a death. Counts only
+  // the deliveries this client still holds (see Delivery in the proto). An
+  // empty `deliveries` returns {0, 0} without a call. Also INVALID_ARGUMENT
+  // for a negative delay (checked here, without a call).
+  absl::StatusOr<NackResult> Nack(const TableRef& table,
+                                  absl::Span<const Delivery> deliveries,
+                                  const NackParams& params);
+
+  // Keeps `deliveries` from being sent to anyone else for `duration` from
+  // now. Returns how many moved; a delivery no longer held counts 0. An empty
+  // `deliveries` returns 0 without a call. Also INVALID_ARGUMENT for a
+  // `duration` <= 0 (checked here) or above the server's --max_extend.
+  absl::StatusOr<int64_t> Extend(const TableRef& table,
+                                 absl::Span<const Delivery> deliveries,
+                                 absl::Duration duration);
+
+  // Makes the dead messages with `ids` due now with epoch 0. Returns how many
+  // went from dead to due; other ids count 0. An empty `ids` returns 0
+  // without a call.
+  absl::StatusOr<int64_t> Redrive(const TableRef& table,
+                                  absl::Span<const std::string> ids);
+  // Redrives every dead message of `table`.
+  absl::StatusOr<int64_t> RedriveAll(const TableRef& table);
+
+  // One page of the dead messages of `table`, by id: at most `limit` (0 = the
+  // server's default of 100, capped at 10000) with ids after `after_id`
+  // (empty = from the first). Also INVALID_ARGUMENT for a negative limit
+  // (checked here).
+  absl::StatusOr<std::vector<v1::DeadMessage>> ListDead(
+      const TableRef& table, int32_t limit = 0,
+      absl::string_view after_id = "");
+
   // Every message table of the server's databases, loaded or not, in the
   // server's order. Errors: UNAVAILABLE, DEADLINE_EXCEEDED.
   absl::StatusOr<std::vector<v1::TableStatus>> ListTables();
@@ -83,6 +145,8 @@ class Client {
   }
 
  private:
+  absl::StatusOr<int64_t> SendRedrive(const v1::RedriveRequest& request);
+
   // Constant after construction.
   const std::shared_ptr<grpc::ChannelInterface> channel_;
   const ClientOptions options_;

@@ -54,6 +54,141 @@ TEST_F(ClientTest, AckKeepsTheServersCodeAndMessage) {
   EXPECT_EQ(acked.status().message(), "no message table msgq.nope");
 }
 
+TEST_F(ClientTest, NackSendsDeliveriesDelayReasonAndDead) {
+  absl::StatusOr<NackResult> retried =
+      client_->Nack({"shop", "orders"}, {{"1", 0}, {"22", 3}},
+                    {.delay = absl::Milliseconds(1500), .reason = "busy"});
+  ASSERT_TRUE(retried.ok()) << retried.status();
+  EXPECT_EQ(retried->retried, 2);
+  EXPECT_EQ(retried->dead, 0);
+
+  absl::StatusOr<NackResult> dead = client_->Nack(
+      "orders", {{"7", 1}}, {.reason = "bad input", .dead = true});
+  ASSERT_TRUE(dead.ok()) << dead.status();
+  EXPECT_EQ(dead->retried, 0);
+  EXPECT_EQ(dead->dead, 1);
+
+  std::vector<v1::MessageNackRequest> requests = fake_.nack_requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].keyspace(), "shop");
+  EXPECT_EQ(requests[0].name(), "orders");
+  ASSERT_EQ(requests[0].deliveries_size(), 2);
+  EXPECT_EQ(requests[0].deliveries(0).id(), "1");
+  EXPECT_EQ(requests[0].deliveries(0).epoch(), 0);
+  EXPECT_EQ(requests[0].deliveries(1).id(), "22");
+  EXPECT_EQ(requests[0].deliveries(1).epoch(), 3);
+  ASSERT_TRUE(requests[0].has_delay());
+  EXPECT_EQ(requests[0].delay().value(), 1.5);
+  EXPECT_EQ(requests[0].reason(), "busy");
+  EXPECT_FALSE(requests[0].dead());
+
+  EXPECT_EQ(requests[1].keyspace(), "");
+  EXPECT_FALSE(requests[1].has_delay());  // the table's backoff
+  EXPECT_EQ(requests[1].reason(), "bad input");
+  EXPECT_TRUE(requests[1].dead());
+}
+
+TEST_F(ClientTest, NackWithZeroDelaySendsAPresentZero) {
+  ASSERT_TRUE(
+      client_->Nack("orders", {{"1", 0}}, {.delay = absl::ZeroDuration()})
+          .ok());
+  ASSERT_EQ(fake_.nack_requests().size(), 1u);
+  EXPECT_TRUE(fake_.nack_requests()[0].has_delay());
+  EXPECT_EQ(fake_.nack_requests()[0].delay().value(), 0.0);
+}
+
+TEST_F(ClientTest, NackAndExtendCountOnlyHeldDeliveries) {
+  fake_.MarkLost("2");
+  absl::StatusOr<NackResult> nacked =
+      client_->Nack("orders", {{"1", 0}, {"2", 0}}, {});
+  ASSERT_TRUE(nacked.ok());
+  EXPECT_EQ(nacked->retried, 1);
+  absl::StatusOr<int64_t> extended =
+      client_->Extend("orders", {{"1", 0}, {"2", 0}}, absl::Seconds(30));
+  ASSERT_TRUE(extended.ok()) << extended.status();
+  EXPECT_EQ(*extended, 1);
+  std::vector<v1::MessageExtendRequest> requests = fake_.extend_requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].name(), "orders");
+  EXPECT_EQ(requests[0].duration(), 30.0);
+  ASSERT_EQ(requests[0].deliveries_size(), 2);
+  EXPECT_EQ(requests[0].deliveries(1).id(), "2");
+}
+
+TEST_F(ClientTest, BadArgumentsAndEmptyListsMakeNoCall) {
+  EXPECT_EQ(client_->Nack("orders", {{"1", 0}}, {.delay = absl::Seconds(-1)})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(client_->Extend("orders", {{"1", 0}}, absl::ZeroDuration())
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(client_->ListDead("orders", -1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<NackResult> none = client_->Nack("orders", {}, {});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->retried + none->dead, 0);
+  EXPECT_EQ(*client_->Extend("orders", {}, absl::Seconds(1)), 0);
+  EXPECT_EQ(*client_->Redrive("orders", {}), 0);
+  EXPECT_TRUE(fake_.nack_requests().empty());
+  EXPECT_TRUE(fake_.extend_requests().empty());
+  EXPECT_TRUE(fake_.redrive_requests().empty());
+  EXPECT_TRUE(fake_.list_dead_requests().empty());
+}
+
+v1::DeadMessage Dead(std::string id, int64_t epoch, std::string error) {
+  v1::DeadMessage m;
+  m.set_id(std::move(id));
+  m.set_epoch(epoch);
+  m.set_last_error(std::move(error));
+  return m;
+}
+
+TEST_F(ClientTest, ListDeadPagesAndRedriveTakesIdsOrAll) {
+  fake_.SetDeadMessages(
+      {Dead("1", 5, "timeout"), Dead("2", 1, "bad"), Dead("3", 2, "")});
+  absl::StatusOr<std::vector<v1::DeadMessage>> page =
+      client_->ListDead({"shop", "orders"}, 2, "1");
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->size(), 2u);
+  EXPECT_EQ((*page)[0].id(), "2");
+  EXPECT_EQ((*page)[0].last_error(), "bad");
+  EXPECT_EQ((*page)[1].id(), "3");
+  ASSERT_EQ(fake_.list_dead_requests().size(), 1u);
+  EXPECT_EQ(fake_.list_dead_requests()[0].keyspace(), "shop");
+  EXPECT_EQ(fake_.list_dead_requests()[0].limit(), 2);
+  EXPECT_EQ(fake_.list_dead_requests()[0].after_id(), "1");
+
+  absl::StatusOr<int64_t> one = client_->Redrive("orders", {"2", "99"});
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(*one, 1);
+  absl::StatusOr<int64_t> rest = client_->RedriveAll("orders");
+  ASSERT_TRUE(rest.ok());
+  EXPECT_EQ(*rest, 2);
+  std::vector<v1::RedriveRequest> requests = fake_.redrive_requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_THAT(requests[0].ids(), ElementsAre("2", "99"));
+  EXPECT_FALSE(requests[0].all());
+  EXPECT_TRUE(requests[1].ids().empty());
+  EXPECT_TRUE(requests[1].all());
+}
+
+TEST_F(ClientTest, FailureCallsKeepTheServersCode) {
+  fake_.SetFailureRpcStatus(
+      grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "not yet"));
+  EXPECT_EQ(client_->Nack("orders", {{"1", 0}}, {}).status().code(),
+            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(client_->Extend("orders", {{"1", 0}}, absl::Seconds(1))
+                .status()
+                .message(),
+            "not yet");
+  EXPECT_EQ(client_->RedriveAll("orders").status().code(),
+            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(client_->ListDead("orders").status().code(),
+            absl::StatusCode::kUnimplemented);
+}
+
 TEST_F(ClientTest, ListTablesReturnsEveryTable) {
   v1::ListTablesResponse tables;
   v1::TableStatus* loaded = tables.add_tables();

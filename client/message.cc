@@ -40,10 +40,11 @@ std::optional<size_t> Schema::IndexOf(absl::string_view name) const {
 }
 
 Message::Message(std::shared_ptr<const Schema> schema, std::string values,
-                 std::vector<Span> offsets)
+                 std::vector<Span> offsets, int64_t epoch)
     : schema_(std::move(schema)),
       values_(std::move(values)),
-      offsets_(std::move(offsets)) {
+      offsets_(std::move(offsets)),
+      epoch_(epoch) {
   id_ = std::string(*Get(size_t{0}));
 }
 
@@ -99,7 +100,12 @@ absl::StatusOr<Message> DecodeRow(std::shared_ptr<const Schema> schema,
   if (offsets[0].length < 0) {
     return absl::InternalError("malformed row: the id (column 0) is NULL");
   }
-  return Message(std::move(schema), row.values(), std::move(offsets));
+  if (row.epoch() < 0) {
+    return absl::InternalError(
+        absl::StrCat("malformed row: negative epoch ", row.epoch()));
+  }
+  return Message(std::move(schema), row.values(), std::move(offsets),
+                 row.epoch());
 }
 
 }  // namespace msgq

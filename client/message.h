@@ -14,8 +14,14 @@
 //   if (!body.has_value()) { /* NULL, or no column "message" */ }
 //   Ack(table, {msg->id()});
 //
-// Schema and Message are immutable after construction and safe to read from
-// many threads. A Message shares its Schema and owns a copy of its bytes.
+// A Message also knows which delivery it is: its epoch (the sends of the
+// message before this one, Row.epoch) names the delivery together with the
+// id, and only the holder of the latest delivery can nack or extend it:
+//   client->Nack(table, {msg->delivery()}, {.reason = "backend down"});
+//
+// Schema, Message and Delivery are immutable after construction (Delivery is
+// a plain value) and safe to read from many threads. A Message shares its
+// Schema and owns a copy of its bytes.
 #ifndef MSGQ_CLIENT_MESSAGE_H_
 #define MSGQ_CLIENT_MESSAGE_H_
 
@@ -67,11 +73,27 @@ class Schema {
   absl::flat_hash_map<std::string, size_t> index_;
 };
 
+// One delivery of a message: its id (column 0, text form) and the epoch it
+// was streamed with. What MessageNack and MessageExtend take.
+struct Delivery {
+  std::string id;
+  int64_t epoch = 0;
+
+  bool operator==(const Delivery& other) const {
+    return id == other.id && epoch == other.epoch;
+  }
+  bool operator!=(const Delivery& other) const { return !(*this == other); }
+};
+
 // One message: a row of the table, decoded.
 class Message {
  public:
   // The id as streamed in column 0 (text form); what MessageAck takes.
   const std::string& id() const { return id_; }
+  // Sends of this message before this delivery (0 on the first one).
+  int64_t epoch() const { return epoch_; }
+  // {id(), epoch()}: what names this delivery to MessageNack/MessageExtend.
+  Delivery delivery() const { return {id_, epoch_}; }
 
   const Schema& schema() const { return *schema_; }
   size_t size() const { return offsets_.size(); }
@@ -97,18 +119,20 @@ class Message {
     int64_t length;  // -1 = NULL
   };
   Message(std::shared_ptr<const Schema> schema, std::string values,
-          std::vector<Span> offsets);
+          std::vector<Span> offsets, int64_t epoch);
 
   std::shared_ptr<const Schema> schema_;
   std::string values_;
   std::vector<Span> offsets_;
   std::string id_;
+  int64_t epoch_;
 };
 
 // Decodes one packed row of a table with `schema`.
 // Returns INTERNAL (the server broke the protocol) when the number of lengths
 // differs from the number of columns, a length is below -1, the lengths do not
-// add up to the size of `values`, or the id (column 0) is NULL.
+// add up to the size of `values`, the id (column 0) is NULL or the epoch is
+// negative.
 absl::StatusOr<Message> DecodeRow(std::shared_ptr<const Schema> schema,
                                   const v1::Row& row);
 

@@ -68,6 +68,27 @@ TEST(DecodeRowTest, SplitsValuesAndKeepsNullDistinctFromEmpty) {
   EXPECT_FALSE(empty->IsNull("message"));
 }
 
+TEST(DecodeRowTest, CarriesTheEpochAndNamesTheDelivery) {
+  v1::Row row = MakeRow({2, 1, -1}, "42x");
+  absl::StatusOr<Message> first = DecodeRow(MakeSchema(), row);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->epoch(), 0);
+  EXPECT_EQ(first->delivery(), (Delivery{"42", 0}));
+
+  row.set_epoch(3);
+  absl::StatusOr<Message> fourth = DecodeRow(MakeSchema(), row);
+  ASSERT_TRUE(fourth.ok()) << fourth.status();
+  EXPECT_EQ(fourth->epoch(), 3);
+  EXPECT_EQ(fourth->delivery().id, "42");
+  EXPECT_EQ(fourth->delivery().epoch, 3);
+  EXPECT_NE(fourth->delivery(), first->delivery());
+
+  row.set_epoch(-1);
+  absl::StatusOr<Message> negative = DecodeRow(MakeSchema(), row);
+  EXPECT_EQ(negative.status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(negative.status().message(), "malformed row: negative epoch -1");
+}
+
 TEST(DecodeRowTest, KeepsBinaryBytes) {
   std::string values("1a\0b", 4);
   absl::StatusOr<Message> msg =

@@ -46,6 +46,7 @@ absl::StatusOr<std::unique_ptr<Subscriber>> Subscriber::Start(
     }
     s->stream_thread_ = std::thread([s] { s->RunStreamLoop(); });
   }
+  subscriber->heartbeat_.Start();
   return subscriber;
 }
 
@@ -63,7 +64,15 @@ Subscriber::Subscriber(std::shared_ptr<grpc::ChannelInterface> channel,
           [this](std::vector<std::string> ids) {
             return SendAcks(std::move(ids));
           },
-          options_.on_ack_error) {}
+          options_.on_ack_error),
+      heartbeat_(
+          options_.auto_ack
+              ? options_.heartbeat
+              : HeartbeatOptions{.max_extension = absl::ZeroDuration()},
+          [this](const Delivery& delivery, absl::Duration duration) {
+            return client_.Extend(table_, {delivery}, duration);
+          },
+          options_.on_heartbeat_error) {}
 
 Subscriber::~Subscriber() { Stop(); }
 
@@ -97,6 +106,7 @@ void Subscriber::Stop() {
     }
   }
   // Only now: the workers may have queued acks until they were joined.
+  heartbeat_.Close();
   batcher_.Close();
 }
 
@@ -107,6 +117,13 @@ Subscriber::Stats Subscriber::stats() const {
   stats.failed = failed_.load();
   stats.acked = acked_.load();
   stats.ack_calls = ack_calls_.load();
+  stats.retried = retried_.load();
+  stats.dead = dead_.load();
+  stats.nack_calls = nack_calls_.load();
+  const Heartbeat::Stats heartbeat = heartbeat_.stats();
+  stats.extended = heartbeat.extended;
+  stats.lost = heartbeat.lost;
+  stats.extend_errors = heartbeat.errors;
   stats.streams_started = streams_started_.load();
   stats.reconnects = reconnects_.load();
   return stats;
@@ -189,6 +206,7 @@ Subscriber::StreamEnd Subscriber::RunStream(grpc::ClientContext& context) {
       schema = *std::move(parsed);
       end.started = true;
       ++streams_started_;
+      LearnAckWait();
       if (options_.on_connected) options_.on_connected(*schema);
     }
     for (const v1::Row& row : response.rows()) {
@@ -200,7 +218,7 @@ Subscriber::StreamEnd Subscriber::RunStream(grpc::ClientContext& context) {
         break;
       }
       ++received_;
-      if (!queue_.Push(*std::move(message))) {  // stopping
+      if (!queue_.Push({*std::move(message), absl::Now()})) {  // stopping
         abandoned = true;
         break;
       }
@@ -215,16 +233,68 @@ Subscriber::StreamEnd Subscriber::RunStream(grpc::ClientContext& context) {
   return end;
 }
 
+void Subscriber::LearnAckWait() {
+  // An explicit ack_wait was set at construction; a disabled heartbeat needs
+  // none.
+  if (!heartbeat_.enabled() ||
+      options_.heartbeat.ack_wait > absl::ZeroDuration()) {
+    return;
+  }
+  absl::StatusOr<std::vector<v1::TableStatus>> tables = client_.ListTables();
+  std::optional<absl::Duration> ack_wait;
+  absl::Status error;
+  if (!tables.ok()) {
+    error = tables.status();
+  } else {
+    ack_wait = AckWaitOf(*tables, table_);
+    if (!ack_wait.has_value()) {
+      error = absl::NotFoundError(
+          absl::StrCat("ListTables has no loaded table ", table_.ToString(),
+                       " with an ack_wait; not extending deliveries"));
+    }
+  }
+  // A failed lookup keeps the last known value: the table rarely changes.
+  if (ack_wait.has_value()) heartbeat_.SetAckWait(ack_wait);
+  if (!error.ok() && options_.on_heartbeat_error) {
+    options_.on_heartbeat_error(error);
+  }
+}
+
 void Subscriber::RunWorker() {
-  while (std::optional<Message> message = queue_.Pop()) {
-    absl::Status status = handler_(*message);
-    if (status.ok()) {
+  while (std::optional<Received> received = queue_.Pop()) {
+    const Message& message = received->message;
+    const Heartbeat::Ticket ticket =
+        heartbeat_.Begin(message.delivery(), received->at);
+    HandlerResult result = handler_(message);
+    heartbeat_.End(ticket);
+    if (result.kind() == HandlerResult::Kind::kAck) {
       ++handled_;
-      if (options_.auto_ack) batcher_.Add(message->id());
     } else {
       ++failed_;
     }
+    if (options_.auto_ack) Settle(message, result);
   }
+}
+
+void Subscriber::Settle(const Message& message, const HandlerResult& result) {
+  if (result.kind() == HandlerResult::Kind::kAck) {
+    batcher_.Add(message.id());
+    return;
+  }
+  const NackParams params{
+      .delay = result.delay(),
+      .reason = result.reason(),
+      .dead = result.kind() == HandlerResult::Kind::kDead,
+  };
+  absl::StatusOr<NackResult> nacked =
+      client_.Nack(table_, {message.delivery()}, params);
+  if (!nacked.ok()) {
+    if (options_.on_nack_error) options_.on_nack_error(nacked.status());
+    return;
+  }
+  ++nack_calls_;
+  retried_ += nacked->retried;
+  dead_ += nacked->dead;
 }
 
 absl::Status Subscriber::SendAcks(std::vector<std::string> ids) {

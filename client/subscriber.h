@@ -1,13 +1,25 @@
 // Subscriber receives the messages of one table and hands each to a handler,
-// acknowledging it when the handler succeeds.
+// settling it according to the handler's HandlerResult.
 //
 // It keeps a MessageStream open on its own thread and decodes rows into
 // Messages, which a pool of `concurrency` worker threads passes to the
-// handler. When the handler returns OK the message's id joins the next ack
-// batch (one MessageAck per `ack.max_batch` ids or per `ack.max_delay`, never
-// one call per message); when it returns an error the message is left alone
-// and the server redelivers it after the table's ack_wait. Delivery is thus
-// at least once: a handler must tolerate seeing a message again.
+// handler. Then:
+//   - Ack (or OK): the id joins the next ack batch (one MessageAck per
+//     `ack.max_batch` ids or per `ack.max_delay`, never one per message);
+//   - Retry (or an error status) / RetryAfter / Dead: the worker nacks the
+//     delivery at once, one MessageNack per message, with the delay (absent
+//     for Retry: the table's backoff), the reason and the dead flag. Nacks
+//     are not batched: they are the exception path, their reasons usually
+//     differ, and a worker that waits for its nack slows a failing consumer
+//     down instead of letting it race through the queue. A failed nack is
+//     reported (on_nack_error) and not retried: the delivery then times out
+//     after ack_wait and is sent again anyway.
+// While a handler runs, its delivery is extended (see heartbeat.h) every
+// `heartbeat.fraction * ack_wait` by ack_wait, up to
+// `heartbeat.max_extension`, so a slow handler keeps its message. ack_wait
+// is looked up with ListTables at each stream start unless
+// `heartbeat.ack_wait` is set. Delivery is at least once: a handler must
+// tolerate seeing a message again.
 //
 // When the stream ends with a retryable error (UNAVAILABLE: server shutting
 // down, table reloaded, connection dropped; see IsRetryableStreamError) the
@@ -23,10 +35,10 @@
 // Example:
 //   auto subscriber = Subscriber::Start(
 //       NewChannel("127.0.0.1:15999"), "orders",
-//       [](const Message& msg) -> absl::Status {
+//       [](const Message& msg) -> HandlerResult {
 //         std::optional<absl::string_view> body = msg.Get("message");
-//         if (!body.has_value()) return absl::OkStatus();  // NULL: skip
-//         return Process(*body);  // an error leaves it for redelivery
+//         if (!body.has_value()) return HandlerResult::Dead("NULL message");
+//         return Process(*body);  // absl::Status: an error retries it
 //       },
 //       SubscriberOptions{.concurrency = 4});
 //   if (!subscriber.ok()) return subscriber.status();
@@ -60,6 +72,8 @@
 #include "client/backoff.h"
 #include "client/bounded_queue.h"
 #include "client/client.h"
+#include "client/handler_result.h"
+#include "client/heartbeat.h"
 #include "client/message.h"
 #include "client/table_ref.h"
 #include "msgq/v1/messaging.grpc.pb.h"
@@ -73,14 +87,17 @@ struct SubscriberOptions {
   // Messages received but not yet given to a handler. When full, reading
   // pauses and gRPC flow control pushes back on the server. At least 1.
   size_t queue_capacity = 16;
-  // When false, nothing is acknowledged (e.g. to peek at a queue): the
-  // handler's result only feeds stats() and messages are redelivered after
-  // the table's ack_wait.
+  // When false, nothing is settled (e.g. to peek at a queue): no ack, nack
+  // or extend is sent, the handler's result only feeds stats() and messages
+  // are redelivered after the table's ack_wait.
   bool auto_ack = true;
   // How acknowledgements are batched.
   AckBatcherOptions ack;
-  // Deadline of each MessageAck call.
+  // Deadline of each MessageAck, MessageNack, MessageExtend and ListTables.
   absl::Duration ack_timeout = absl::Seconds(10);
+  // Extending the deliveries of running handlers; max_extension = 0
+  // disables it (and the ListTables lookup).
+  HeartbeatOptions heartbeat;
   // Delays between reconnects.
   BackoffOptions backoff;
   // Seed of the backoff jitter; 0 picks a random one.
@@ -99,21 +116,32 @@ struct SubscriberOptions {
       on_stream_error;
   // A MessageAck call failed (the ids may be retried; see ack_batcher.h).
   std::function<void(const absl::Status& status)> on_ack_error;
+  // A MessageNack call failed (not retried).
+  std::function<void(const absl::Status& status)> on_nack_error;
+  // Heartbeats cannot work: ListTables failed or does not list the table
+  // (reported once per stream start), or a MessageExtend failed.
+  std::function<void(const absl::Status& status)> on_heartbeat_error;
 };
 
 class Subscriber {
  public:
-  // Decides the fate of one message: OK acknowledges it, an error leaves it
-  // for redelivery. Runs on a worker thread.
-  using Handler = std::function<absl::Status(const Message& message)>;
+  // Decides the fate of one message (see HandlerResult; a function
+  // returning absl::Status fits too). Runs on a worker thread.
+  using Handler = std::function<HandlerResult(const Message& message)>;
 
   // Counters since Start().
   struct Stats {
     int64_t received = 0;         // messages decoded from the stream
-    int64_t handled = 0;          // handler returned OK
-    int64_t failed = 0;           // handler returned an error
+    int64_t handled = 0;          // handler returned Ack (or OK)
+    int64_t failed = 0;           // handler returned Retry or Dead
     int64_t acked = 0;            // ids the server reported as newly acked
     int64_t ack_calls = 0;        // MessageAck calls that succeeded
+    int64_t retried = 0;          // nacked rows the server will send again
+    int64_t dead = 0;             // nacked rows the server reported dead
+    int64_t nack_calls = 0;       // MessageNack calls that succeeded
+    int64_t extended = 0;         // extends that kept a delivery
+    int64_t lost = 0;             // extends that found it sent again
+    int64_t extend_errors = 0;    // MessageExtend calls that failed
     int64_t streams_started = 0;  // streams that delivered their fields
     int64_t reconnects = 0;       // retries after a stream ended
   };
@@ -146,8 +174,8 @@ class Subscriber {
   // True once the stream loop has ended (Wait() would not block).
   bool done() const;
 
-  // RequestStop()s, waits for running handlers, then sends the acks they
-  // produced. Idempotent. Not from a handler or callback.
+  // RequestStop()s, waits for running handlers (and their nacks), then sends
+  // the acks they produced. Idempotent. Not from a handler or callback.
   void Stop();
 
   Stats stats() const;
@@ -162,9 +190,17 @@ class Subscriber {
   Subscriber(std::shared_ptr<grpc::ChannelInterface> channel, TableRef table,
              Handler handler, SubscriberOptions options);
 
+  // A message and when it arrived (its ack_wait runs from about then).
+  struct Received {
+    Message message;
+    absl::Time at;
+  };
+
   void RunStreamLoop();
   StreamEnd RunStream(grpc::ClientContext& context);
+  void LearnAckWait();
   void RunWorker();
+  void Settle(const Message& message, const HandlerResult& result);
   absl::Status SendAcks(std::vector<std::string> ids);
 
   // Constant after construction.
@@ -174,8 +210,9 @@ class Subscriber {
   const std::unique_ptr<v1::Messaging::Stub> stub_;
   Client client_;
 
-  BoundedQueue<Message> queue_;
+  BoundedQueue<Received> queue_;
   AckBatcher batcher_;
+  Heartbeat heartbeat_;
 
   mutable absl::Mutex mu_;
   bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
@@ -193,6 +230,9 @@ class Subscriber {
   std::atomic<int64_t> failed_{0};
   std::atomic<int64_t> acked_{0};
   std::atomic<int64_t> ack_calls_{0};
+  std::atomic<int64_t> retried_{0};
+  std::atomic<int64_t> dead_{0};
+  std::atomic<int64_t> nack_calls_{0};
   std::atomic<int64_t> streams_started_{0};
   std::atomic<int64_t> reconnects_{0};
 };

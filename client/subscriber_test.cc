@@ -149,7 +149,7 @@ TEST_F(SubscriberTest, DeliversDecodedMessagesAndAcksThemInOneCall) {
   EXPECT_EQ(stats.streams_started, 1);
 }
 
-TEST_F(SubscriberTest, AFailedHandlerLeavesTheMessageUnacked) {
+TEST_F(SubscriberTest, AFailedHandlerNacksWithTheTableBackoff) {
   fake_.AddStream({.responses = {Fields({"id", "message"}),
                                  Rows({{"1", "a"}, {"2", "b"}, {"3", "c"}})},
                    .hold_open = true});
@@ -158,8 +158,22 @@ TEST_F(SubscriberTest, AFailedHandlerLeavesTheMessageUnacked) {
   ASSERT_TRUE(recorder_.WaitFor(3));
   subscriber->Stop();  // flushes
   EXPECT_THAT(fake_.acked_ids(), ElementsAre("1", "3"));
-  EXPECT_EQ(subscriber->stats().failed, 1);
-  EXPECT_EQ(subscriber->stats().handled, 2);
+  std::vector<v1::MessageNackRequest> nacks = fake_.nack_requests();
+  ASSERT_EQ(nacks.size(), 1u);
+  EXPECT_EQ(nacks[0].keyspace(), "ks");
+  EXPECT_EQ(nacks[0].name(), "orders");
+  ASSERT_EQ(nacks[0].deliveries_size(), 1);
+  EXPECT_EQ(nacks[0].deliveries(0).id(), "2");
+  EXPECT_EQ(nacks[0].deliveries(0).epoch(), 0);
+  EXPECT_FALSE(nacks[0].has_delay());
+  EXPECT_EQ(nacks[0].reason(), "handler failed");
+  EXPECT_FALSE(nacks[0].dead());
+  Subscriber::Stats stats = subscriber->stats();
+  EXPECT_EQ(stats.failed, 1);
+  EXPECT_EQ(stats.handled, 2);
+  EXPECT_EQ(stats.retried, 1);
+  EXPECT_EQ(stats.dead, 0);
+  EXPECT_EQ(stats.nack_calls, 1);
 }
 
 TEST_F(SubscriberTest, AcksOnTheIntervalWithoutAFullBatch) {
@@ -428,16 +442,20 @@ TEST_F(SubscriberTest, RequestStopFromAHandler) {
   EXPECT_THAT(fake_.acked_ids(), ElementsAre("1"));
 }
 
-TEST_F(SubscriberTest, AutoAckOffAcksNothing) {
+TEST_F(SubscriberTest, AutoAckOffSettlesNothing) {
   fake_.AddStream({.responses = {Fields({"id", "message"}), Rows({{"1", "a"}})},
                    .hold_open = true});
   SubscriberOptions options = Options();
   options.auto_ack = false;
+  recorder_.Fail("2");
+  fake_.Send(Rows({{"2", "b"}}));
   std::unique_ptr<Subscriber> subscriber = Start(options);
-  ASSERT_TRUE(recorder_.WaitFor(1));
+  ASSERT_TRUE(recorder_.WaitFor(2));
   subscriber->Stop();
   EXPECT_TRUE(fake_.ack_requests().empty());
+  EXPECT_TRUE(fake_.nack_requests().empty());
   EXPECT_EQ(subscriber->stats().handled, 1);
+  EXPECT_EQ(subscriber->stats().failed, 1);
 }
 
 TEST(SubscriberStartTest, RejectsBadArguments) {

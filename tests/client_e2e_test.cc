@@ -15,6 +15,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "client/client.h"
+#include "client/subscriber.h"
 #include "gmock/gmock.h"
 #include "tests/fixture.h"
 
@@ -32,6 +35,7 @@ using ::testing::AllOf;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
+using ::testing::UnorderedElementsAre;
 
 // Every child is killed after this long, so a hang fails instead of blocking.
 constexpr int kChildTimeoutSeconds = 60;
@@ -481,10 +485,241 @@ TEST_F(ClientE2eTest, ReadmeQuickstart) {
 
   Result tail = Cli({"tail", "demo", "--ack", "--count", "1"});
   ASSERT_EQ(tail.exit_code, 0) << tail;
-  EXPECT_EQ(tail.out, "id=1 message=\"{\\\"hello\\\": \\\"world\\\"}\"\n");
+  // The demo table streams msgq's optional time_created and last_error too
+  // (time_dead never is).
+  EXPECT_EQ(tail.out,
+            absl::StrCat("id=1 message=\"{\\\"hello\\\": \\\"world\\\"}\" "
+                         "time_created=",
+                         db_->Scalar("SELECT time_created FROM msgq.demo"),
+                         " last_error=NULL\n"));
   EXPECT_EQ(tail.err, "");
   EXPECT_EQ(Acked("demo"), 1);
   EXPECT_EQ(Unacked("demo"), 0);
+}
+
+// 6. Failure handling with the CLI: `nack --dead` kills a delivery (with its
+// reason in last_error), `dead` lists it, `redrive` sends it again; a nack
+// with --delay=0 sends a message again at once, and tail shows its epoch.
+TEST_F(ClientE2eTest, CliNackDeadListAndRedrive) {
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("demo", "vt_poller_interval=0.2", "last_error varchar(255)"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 1, 2));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  Result tail = Cli({"tail", "demo", "--count=2"});
+  ASSERT_EQ(tail.exit_code, 0) << tail;
+  // First deliveries: epoch 0, not printed. last_error is a column too.
+  EXPECT_THAT(
+      Lines(tail.out),
+      UnorderedElementsAre("id=1 message=\"{\\\"n\\\": 1}\" last_error=NULL",
+                           "id=2 message=\"{\\\"n\\\": 2}\" last_error=NULL"));
+  // The sends' postpones commit after the sends: wait for them.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return Int("SELECT COUNT(*) FROM msgq.demo WHERE epoch = 1") == 2;
+      },
+      absl::Seconds(10)));
+
+  Result extend = Cli({"extend", "demo", "1:0", "2:3", "--duration=60"});
+  ASSERT_EQ(extend.exit_code, 0) << extend;
+  EXPECT_EQ(extend.out, "extended 1 of 2\n");  // 2:3 is not a delivery
+
+  Result stale = Cli({"nack", "demo", "1:5", "--dead"});
+  ASSERT_EQ(stale.exit_code, 0) << stale;
+  EXPECT_EQ(stale.out, "retried 0, dead 0 of 1\n");  // not the latest delivery
+
+  Result kill = Cli({"nack", "demo", "1:0", "--dead", "--reason=bad payload"});
+  ASSERT_EQ(kill.exit_code, 0) << kill;
+  EXPECT_EQ(kill.out, "retried 0, dead 1 of 1\n");
+  EXPECT_EQ(kill.err, "");
+  EXPECT_EQ(db_->Scalar("SELECT CONCAT_WS(',', last_error, "
+                        "IFNULL(time_next, 'null'), IFNULL(time_acked, "
+                        "'null')) FROM msgq.demo WHERE id = 1"),
+            "bad payload,null,null");
+
+  Result dead = Cli({"dead", "demo"});
+  ASSERT_EQ(dead.exit_code, 0) << dead;
+  EXPECT_EQ(dead.out,
+            "ID  EPOCH  DIED  LAST_ERROR\n"
+            "1   1      -     bad payload\n");
+  EXPECT_EQ(dead.err, "");
+  Result json = Cli({"dead", "demo", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json;
+  EXPECT_EQ(json.out,
+            "{\"messages\":[{\"id\":\"1\",\"epoch\":1,\"last_error\":"
+            "\"bad payload\",\"time_dead\":0,\"time_created\":0}]}\n");
+
+  // Message 2 goes back at once, its reason kept.
+  Result retry = Cli({"nack", "demo", "2:0", "--delay=0", "--reason=later"});
+  ASSERT_EQ(retry.exit_code, 0) << retry;
+  EXPECT_EQ(retry.out, "retried 1, dead 0 of 1\n");
+
+  Result redrive = Cli({"redrive", "demo", "1", "2"});
+  ASSERT_EQ(redrive.exit_code, 0) << redrive;
+  EXPECT_EQ(redrive.out, "redriven 1 of 2\n");  // 2 is not dead
+  Result none = Cli({"dead", "demo"});
+  ASSERT_EQ(none.exit_code, 0) << none;
+  EXPECT_EQ(none.out, "ID  EPOCH  DIED  LAST_ERROR\n");
+
+  // Both come back: 1 redriven (epoch 0 again), 2 sent a second time; each
+  // with the reason it last failed with.
+  Result again = Cli({"tail", "demo", "--count=2", "--ack"});
+  ASSERT_EQ(again.exit_code, 0) << again;
+  EXPECT_THAT(Lines(again.out),
+              UnorderedElementsAre(
+                  "id=1 message=\"{\\\"n\\\": 1}\" last_error=\"bad payload\"",
+                  "id=2 message=\"{\\\"n\\\": 2}\" last_error=later epoch=1"));
+  EXPECT_EQ(Acked("demo"), 2);
+
+  Result all = Cli({"redrive", "demo", "--all"});
+  ASSERT_EQ(all.exit_code, 0) << all;
+  EXPECT_EQ(all.out, "redriven 0\n");
+  Result missing = Cli({"dead", "nosuch"});
+  EXPECT_EQ(missing.exit_code, 4) << missing;
+  EXPECT_THAT(missing.err, StartsWith("msgq dead: NOT_FOUND: "));
+}
+
+// Collects the Subscriber's outcome for a test: what the handler saw.
+class Seen {
+ public:
+  void Add(const std::string& id) {
+    absl::MutexLock lock(&mu_);
+    ids_.push_back(id);
+  }
+  bool WaitFor(size_t n, absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return ids_.size() >= n;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
+  }
+  std::vector<std::string> ids() {
+    absl::MutexLock lock(&mu_);
+    return ids_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<std::string> ids_ ABSL_GUARDED_BY(mu_);
+};
+
+// 7. A C++ Subscriber whose handler returns Dead(reason) leaves the row dead
+// with last_error; the others are acked.
+TEST_F(ClientE2eTest, SubscriberHandlerKillsAMessage) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo", "", "last_error varchar(255)"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 1, 3));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  Seen seen;
+  absl::StatusOr<std::unique_ptr<Subscriber>> subscriber = Subscriber::Start(
+      NewChannel(server_->address()), "demo",
+      [&](const Message& msg) -> HandlerResult {
+        seen.Add(msg.id());
+        if (msg.id() == "2") return HandlerResult::Dead("no such customer");
+        return HandlerResult::Ack();
+      },
+      SubscriberOptions{.ack = {.max_batch = 2}});
+  ASSERT_TRUE(subscriber.ok()) << subscriber.status();
+  ASSERT_TRUE(seen.WaitFor(3, absl::Seconds(10)));
+  ASSERT_TRUE(Eventually([&] { return (*subscriber)->stats().dead == 1; },
+                         absl::Seconds(10)));
+  (*subscriber)->Stop();
+  EXPECT_THAT(seen.ids(), UnorderedElementsAre("1", "2", "3"));
+  Subscriber::Stats stats = (*subscriber)->stats();
+  EXPECT_EQ(stats.handled, 2);
+  EXPECT_EQ(stats.failed, 1);
+  EXPECT_EQ(stats.acked, 2);
+  EXPECT_EQ(stats.nack_calls, 1);
+  EXPECT_EQ(stats.retried, 0);
+  EXPECT_EQ(Acked("demo"), 2);
+  EXPECT_EQ(db_->Scalar("SELECT CONCAT_WS(',', last_error, "
+                        "IFNULL(time_next, 'null'), IFNULL(time_acked, "
+                        "'null')) FROM msgq.demo WHERE id = 2"),
+            "no such customer,null,null");
+  EXPECT_EQ(FindTable(stub_.get(), "demo").dead(), 1);
+}
+
+// 8. A handler that runs longer than ack_wait keeps its message while the
+// heartbeat extends it: a second subscriber is not sent it meanwhile.
+TEST_F(ClientE2eTest, SubscriberHeartbeatKeepsASlowMessage) {
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("demo", "vt_ack_wait=1,vt_poller_interval=0.2"));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  ASSERT_NO_FATAL_FAILURE(WaitForTable("demo"));
+  absl::Mutex mu;
+  bool started = false;
+  SubscriberOptions options;
+  // ack_wait (1s) comes from ListTables; extend every 0.3s by 1s.
+  options.heartbeat = {.fraction = 0.3, .max_extension = absl::Seconds(60)};
+  absl::StatusOr<std::unique_ptr<Subscriber>> slow = Subscriber::Start(
+      NewChannel(server_->address()), "demo",
+      [&](const Message&) {
+        {
+          absl::MutexLock lock(&mu);
+          started = true;
+        }
+        absl::SleepFor(absl::Seconds(4));  // four times ack_wait
+        return absl::OkStatus();
+      },
+      options);
+  ASSERT_TRUE(slow.ok()) << slow.status();
+  ASSERT_TRUE(Eventually(
+      [&] { return FindTable(stub_.get(), "demo").subscribers() == 1; },
+      absl::Seconds(10)));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 1, 1));
+  {
+    absl::MutexLock lock(&mu);
+    ASSERT_TRUE(
+        mu.AwaitWithTimeout(absl::Condition(&started), absl::Seconds(10)));
+  }
+  // A second subscriber, for the rest of the slow handler's run.
+  StreamCollector other(stub_.get(), "demo");
+  ASSERT_TRUE(other.WaitForFields(absl::Seconds(10)));
+  EXPECT_FALSE(other.WaitForRows(1, absl::Seconds(3)));
+  (*slow)->Stop();  // waits for the handler, then acks
+  EXPECT_EQ(other.row_count(), 0u);
+  Subscriber::Stats stats = (*slow)->stats();
+  EXPECT_EQ(stats.received, 1);
+  EXPECT_EQ(stats.handled, 1);
+  EXPECT_GE(stats.extended, 5);
+  EXPECT_EQ(stats.lost, 0);
+  EXPECT_EQ(stats.extend_errors, 0);
+  EXPECT_EQ(stats.acked, 1);
+  EXPECT_EQ(Acked("demo"), 1);
+  EXPECT_EQ(Int("SELECT epoch FROM msgq.demo WHERE id = 1"), 1);
+}
+
+// 9. The Python consumer as a library: dead(reason) kills a message, an
+// exception retries it with the table's backoff and its text as the reason.
+TEST_F(ClientE2eTest, PythonHandlerResultsNackTheirMessages) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo", "", "last_error varchar(255)"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 1, 3));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  const std::string script = R"(
+import sys, grpc, msgq_consume as m
+def handler(msg):
+    if msg.id == b"2": return m.dead("bad row")
+    if msg.id == b"3": raise ValueError("flaky")
+    return m.ack
+with grpc.insecure_channel(sys.argv[1]) as channel:
+    print(m.consume(channel, "demo", handler, count=3))
+)";
+  Result r = RunChild({"/usr/bin/python3", "-c", script, server_->address()},
+                      {std::string("PYTHONPATH=") + MSGQ_PYTHON_STUBS + ":" +
+                           MSGQ_SOURCE_DIR + "/client/python",
+                       "PYTHONDONTWRITEBYTECODE=1"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_EQ(r.out, "3\n");
+  EXPECT_EQ(r.err, "msgq_consume: handler failed: ValueError('flaky')\n");
+  EXPECT_EQ(Acked("demo"), 1);
+  EXPECT_EQ(db_->Scalar("SELECT CONCAT_WS(',', id, last_error, "
+                        "IFNULL(time_next, 'null'), IFNULL(time_acked, "
+                        "'null')) FROM msgq.demo WHERE id = 2"),
+            "2,bad row,null,null");
+  // Retried after the table's backoff (min_backoff 30s by default here).
+  EXPECT_EQ(db_->Scalar("SELECT last_error FROM msgq.demo WHERE id = 3"),
+            "flaky");
+  EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.demo WHERE id = 3 AND time_acked "
+                "IS NULL AND time_next > (UNIX_TIMESTAMP() + 20) * 1000000000"),
+            1);
 }
 
 }  // namespace

@@ -1,11 +1,21 @@
 #!/usr/bin/python3
-"""A small msgq consumer in Python: subscribe, decode packed rows, ack.
+"""A small msgq consumer in Python: subscribe, decode packed rows, settle.
 
 Subscribes to one message table of msgqd (gRPC API msgq.v1.Messaging) and
 prints each message as one JSON object per line, in the same format as
 `msgq tail --json`: {"id":1,"message":"hello"}, numeric columns as numbers,
 NULL as null, bytes that are not UTF-8 as Latin-1. After printing the rows of
 a streamed batch it acknowledges them in one MessageAck (unless --no-ack).
+
+As a library, the handler decides each message's fate by what it returns:
+ack (or None/True), retry(delay=None, reason="") (delay in seconds; None =
+the table's backoff), dead(reason) (never going to work), or False (= a
+retry with the table's backoff). An exception is a retry with the table's
+backoff and the exception's text as the reason. After each streamed batch the
+acks go out in one MessageAck and the rest in one MessageNack per distinct
+(delay, reason, dead), each naming the deliveries (id + the epoch they were
+streamed with). A failed MessageNack is reported on stderr and not retried:
+the messages then come back after the table's ack_wait anyway.
 
 When the stream ends with UNAVAILABLE (server restart, table reload) or the
 connection drops, it reconnects with capped exponential backoff and jitter
@@ -23,7 +33,14 @@ Exit codes: 0 done (--count reached or Ctrl-C), 1 other error, 2 usage,
 As a library:
 
   channel = grpc.insecure_channel("127.0.0.1:15999", options=CHANNEL_OPTIONS)
-  consume(channel, "orders", handler=lambda msg: print(msg.get("message")))
+  def handler(msg):
+      if msg.get("message") is None:
+          return msgq_consume.dead("NULL message")
+      if not backend_up():
+          return msgq_consume.retry(delay=30, reason="backend down")
+      process(msg)              # raising retries it with the table's backoff
+      return msgq_consume.ack
+  consume(channel, "orders", handler=handler)
 """
 
 import argparse
@@ -75,12 +92,81 @@ class ProtocolError(Exception):
     """The server sent something that breaks the MessageStream contract."""
 
 
+class Ack:
+    """Handler result: done, acknowledge it."""
+
+    def __eq__(self, other):
+        return isinstance(other, Ack)
+
+    def __repr__(self):
+        return "ack"
+
+
+ack = Ack()
+
+
+class Retry:
+    """Handler result: not done, send it again after `delay` seconds (None =
+    the table's backoff for its epoch; 0 = as soon as possible)."""
+
+    def __init__(self, delay=None, reason=""):
+        if delay is not None and delay < 0:
+            raise ValueError("negative retry delay %r" % delay)
+        self.delay, self.reason = delay, reason
+
+    def key(self):
+        return (self.delay, self.reason, False)
+
+    def __eq__(self, other):
+        return isinstance(other, Retry) and self.key() == other.key()
+
+    def __repr__(self):
+        return "retry(delay=%r, reason=%r)" % (self.delay, self.reason)
+
+
+class Dead:
+    """Handler result: never going to work, dead now."""
+
+    def __init__(self, reason=""):
+        self.reason = reason
+
+    def key(self):
+        return (None, self.reason, True)
+
+    def __eq__(self, other):
+        return isinstance(other, Dead) and self.reason == other.reason
+
+    def __repr__(self):
+        return "dead(reason=%r)" % self.reason
+
+
+def retry(delay=None, reason=""):
+    return Retry(delay, reason)
+
+
+def dead(reason=""):
+    return Dead(reason)
+
+
+def outcome(result):
+    """The Ack/Retry/Dead a handler's return value stands for."""
+    if result is None or result is True:
+        return ack
+    if result is False:
+        return Retry()
+    if isinstance(result, (Ack, Retry, Dead)):
+        return result
+    raise TypeError("handler returned %r; expected ack, retry(...), dead(...),"
+                    " True, False or None" % (result,))
+
+
 class Message:
     """One decoded row. Values are bytes (text-protocol form) or None (NULL)."""
 
-    def __init__(self, fields, values):
+    def __init__(self, fields, values, epoch=0):
         self.fields = fields          # list of msgq.v1.Field
         self.values = values          # list of bytes or None
+        self.epoch = epoch            # sends before this delivery (Row.epoch)
         self._index = {}
         for i, field in enumerate(fields):
             self._index.setdefault(field.name, i)
@@ -89,6 +175,11 @@ class Message:
     def id(self):
         """The id as streamed in column 0, as MessageAck takes it."""
         return self.values[0]
+
+    @property
+    def delivery(self):
+        """This delivery as MessageNack and MessageExtend take it."""
+        return messaging_pb2.Delivery(id=self.id, epoch=self.epoch)
 
     def has(self, name):
         return name in self._index
@@ -164,11 +255,13 @@ def consume(channel, table, handler, keyspace="", ack=True, count=0,
             ack_timeout=10.0, backoff=None, on_reconnect=None,
             sleep=time.sleep):
     """Streams `table` into `handler(message)` until `count` messages (0 = no
-    limit). A handler returning False (or raising) leaves that message unacked
-    for redelivery; others are acked once per streamed batch when `ack`.
+    limit). The handler's results (see the module doc) are sent once per
+    streamed batch when `ack`: one MessageAck, then one MessageNack per
+    distinct (delay, reason, dead); without `ack` nothing is sent.
     Returns the number of messages handled. Raises grpc.RpcError for errors
     that are not worth a retry, or when the first connection fails, and
-    ProtocolError for a malformed stream."""
+    ProtocolError for a malformed stream; a handler returning something else
+    than a result raises TypeError."""
     stub = messaging_pb2_grpc.MessagingStub(channel)
     request = messaging_pb2.MessageStreamRequest(
         keyspace=keyspace.encode(), name=table.encode())
@@ -189,16 +282,22 @@ def consume(channel, table, handler, keyspace="", ack=True, count=0,
                     started_once = True
                     backoff.reset()
                 ids = []
+                nacks = {}  # (delay, reason, dead) -> deliveries, in order
                 for row in response.rows:
-                    message = Message(fields, decode_row(fields, row))
+                    message = Message(fields, decode_row(fields, row),
+                                      row.epoch)
                     try:
-                        ok = handler(message) is not False
-                    except Exception as e:  # the handler's failure: redeliver
+                        result = handler(message)
+                    except Exception as e:  # the handler's failure: retry
                         print("msgq_consume: handler failed: %r" % e,
                               file=sys.stderr)
-                        ok = False
-                    if ok:
+                        result = Retry(reason=str(e) or repr(e))
+                    result = outcome(result)
+                    if isinstance(result, Ack):
                         ids.append(message.id)
+                    else:
+                        nacks.setdefault(result.key(), []).append(
+                            message.delivery)
                     handled += 1
                     if count and handled >= count:
                         break
@@ -207,6 +306,8 @@ def consume(channel, table, handler, keyspace="", ack=True, count=0,
                         keyspace=keyspace.encode(), name=table.encode(),
                         ids=ids),
                         timeout=ack_timeout)
+                if ack:
+                    _send_nacks(stub, keyspace, table, nacks, ack_timeout)
                 if count and handled >= count:
                     return handled
             # The server is not supposed to end a stream successfully.
@@ -223,6 +324,21 @@ def consume(channel, table, handler, keyspace="", ack=True, count=0,
         if on_reconnect:
             on_reconnect(code, details, delay)
         sleep(delay)
+
+
+def _send_nacks(stub, keyspace, table, nacks, timeout):
+    for (delay, reason, is_dead), deliveries in nacks.items():
+        request = messaging_pb2.MessageNackRequest(
+            keyspace=keyspace.encode(), name=table.encode(),
+            deliveries=deliveries, reason=reason, dead=is_dead)
+        if delay is not None:
+            request.delay.value = float(delay)
+        try:
+            stub.MessageNack(request, timeout=timeout)
+        except grpc.RpcError as e:
+            # Not fatal: unsettled deliveries come back after ack_wait.
+            print("msgq_consume: nack failed: %s: %s"
+                  % (e.code().name, e.details()), file=sys.stderr)
 
 
 def _exit_code(code):

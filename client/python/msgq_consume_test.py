@@ -26,10 +26,12 @@ def fields(*names):
         for i, n in enumerate(names)])
 
 
-def rows(*rows_values):
+def rows(*rows_values, epochs=()):
     response = messaging_pb2.MessageStreamResponse()
-    for values in rows_values:
+    for i, values in enumerate(rows_values):
         row = response.rows.add()
+        if i < len(epochs):
+            row.epoch = epochs[i]
         for v in values:
             row.lengths.append(-1 if v is None else len(v))
             if v is not None:
@@ -44,6 +46,8 @@ class FakeMessaging(messaging_pb2_grpc.MessagingServicer):
     def __init__(self):
         self.scripts = queue.Queue()
         self.acks = []
+        self.nacks = []
+        self.nack_error = None  # (StatusCode, details) to answer nacks with
         self.stream_requests = []
 
     def MessageStream(self, request, context):
@@ -61,6 +65,18 @@ class FakeMessaging(messaging_pb2_grpc.MessagingServicer):
     def MessageAck(self, request, context):
         self.acks.append(request)
         return messaging_pb2.MessageAckResponse(acked=len(request.ids))
+
+    def MessageNack(self, request, context):
+        self.nacks.append(request)
+        if self.nack_error:
+            context.abort(*self.nack_error)
+        n = len(request.deliveries)
+        return messaging_pb2.MessageNackResponse(
+            retried=0 if request.dead else n, dead=n if request.dead else 0)
+
+
+def deliveries(request):
+    return [(d.id, d.epoch) for d in request.deliveries]
 
 
 class DecodeTest(unittest.TestCase):
@@ -104,6 +120,23 @@ class DecodeTest(unittest.TestCase):
         self.assertIsNone(msg.get("note"))
         self.assertTrue(msg.has("note"))
         self.assertFalse(msg.has("nope"))
+        self.assertEqual(msg.epoch, 0)
+        self.assertEqual(msg.delivery, messaging_pb2.Delivery(id=b"7"))
+
+
+class ResultTest(unittest.TestCase):
+    def test_outcomes(self):
+        o = msgq_consume.outcome
+        self.assertEqual(o(None), msgq_consume.ack)
+        self.assertEqual(o(True), msgq_consume.ack)
+        self.assertEqual(o(False), msgq_consume.retry())
+        self.assertEqual(o(msgq_consume.retry(1.5, "x")).key(),
+                         (1.5, "x", False))
+        self.assertEqual(o(msgq_consume.dead("y")).key(), (None, "y", True))
+        with self.assertRaises(ValueError):
+            msgq_consume.retry(-1)
+        with self.assertRaises(TypeError):
+            o("ok")
 
 
 class BackoffTest(unittest.TestCase):
@@ -162,13 +195,102 @@ class ConsumeTest(unittest.TestCase):
         msgq_consume.consume(self.channel, "orders",
                              lambda m: m.id != b"1", count=2)
         self.assertEqual([list(a.ids) for a in self.fake.acks], [[b"2"]])
+        # False is a retry with the table's backoff.
+        self.assertEqual(len(self.fake.nacks), 1)
+        self.assertEqual(deliveries(self.fake.nacks[0]), [(b"1", 0)])
+        self.assertFalse(self.fake.nacks[0].HasField("delay"))
+
+    def test_results_become_grouped_nacks_with_epochs(self):
+        self.fake.scripts.put(([fields("id", "message"),
+                                rows([b"1", b"ok"], [b"2", b"later"],
+                                     [b"3", b"poison"], [b"4", b"later"],
+                                     [b"5", b"boom"], [b"6", b"false"],
+                                     [b"7", b"soon"],
+                                     epochs=[0, 1, 2, 3, 4, 5, 6])], None))
+
+        def handler(m):
+            body = m.get("message")
+            if body == b"later":
+                return msgq_consume.retry(delay=2.5, reason="busy")
+            if body == b"soon":
+                return msgq_consume.retry(0)
+            if body == b"poison":
+                return msgq_consume.dead("bad json")
+            if body == b"boom":
+                raise RuntimeError("db down")
+            if body == b"false":
+                return False
+            return msgq_consume.ack
+
+        err = io.StringIO()
+        with redirect_stderr(err):
+            handled = msgq_consume.consume(self.channel, "orders", handler,
+                                           keyspace="ks", count=7)
+        self.assertEqual(handled, 7)
+        self.assertEqual([list(a.ids) for a in self.fake.acks], [[b"1"]])
+        nacks = self.fake.nacks
+        self.assertEqual(len(nacks), 5)
+        for n in nacks:
+            self.assertEqual((n.keyspace, n.name), (b"ks", b"orders"))
+        # One call per (delay, reason, dead), in order of first appearance.
+        self.assertEqual(deliveries(nacks[0]), [(b"2", 1), (b"4", 3)])
+        self.assertTrue(nacks[0].HasField("delay"))
+        self.assertEqual(nacks[0].delay.value, 2.5)
+        self.assertEqual(nacks[0].reason, "busy")
+        self.assertFalse(nacks[0].dead)
+
+        self.assertEqual(deliveries(nacks[1]), [(b"3", 2)])
+        self.assertFalse(nacks[1].HasField("delay"))
+        self.assertEqual(nacks[1].reason, "bad json")
+        self.assertTrue(nacks[1].dead)
+
+        self.assertEqual(deliveries(nacks[2]), [(b"5", 4)])
+        self.assertFalse(nacks[2].HasField("delay"))  # the table's backoff
+        self.assertEqual(nacks[2].reason, "db down")
+        self.assertFalse(nacks[2].dead)
+
+        self.assertEqual(deliveries(nacks[3]), [(b"6", 5)])
+        self.assertFalse(nacks[3].HasField("delay"))
+        self.assertEqual(nacks[3].reason, "")
+
+        self.assertEqual(deliveries(nacks[4]), [(b"7", 6)])
+        self.assertTrue(nacks[4].HasField("delay"))
+        self.assertEqual(nacks[4].delay.value, 0.0)
+        self.assertIn("handler failed: RuntimeError('db down')",
+                      err.getvalue())
+
+    def test_a_failed_nack_is_reported_and_consuming_goes_on(self):
+        self.fake.nack_error = (grpc.StatusCode.UNIMPLEMENTED, "old server")
+        self.fake.scripts.put(([fields("id", "message"),
+                                rows([b"1", b"a"], [b"2", b"b"]),
+                                rows([b"3", b"c"])], None))
+        err = io.StringIO()
+        with redirect_stderr(err):
+            handled = msgq_consume.consume(
+                self.channel, "orders",
+                lambda m: m.id != b"1" or msgq_consume.dead("x"), count=3)
+        self.assertEqual(handled, 3)
+        self.assertEqual(len(self.fake.nacks), 1)
+        self.assertEqual([list(a.ids) for a in self.fake.acks],
+                         [[b"2"], [b"3"]])
+        self.assertEqual(err.getvalue(),
+                         "msgq_consume: nack failed: UNIMPLEMENTED: "
+                         "old server\n")
+
+    def test_a_bad_handler_result_is_a_type_error(self):
+        self.fake.scripts.put(([fields("id", "message"), rows([b"1", b"a"])],
+                               None))
+        with self.assertRaises(TypeError):
+            msgq_consume.consume(self.channel, "orders", lambda m: "yes",
+                                 count=1)
 
     def test_no_ack(self):
         self.fake.scripts.put(([fields("id", "message"), rows([b"1", b"a"])],
                                None))
-        msgq_consume.consume(self.channel, "orders", lambda m: True,
+        msgq_consume.consume(self.channel, "orders", lambda m: False,
                              ack=False, count=1)
         self.assertEqual(self.fake.acks, [])
+        self.assertEqual(self.fake.nacks, [])
 
     def test_not_found_is_raised(self):
         self.fake.scripts.put(([], (grpc.StatusCode.NOT_FOUND, "no table")))

@@ -3,6 +3,7 @@
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -118,6 +119,57 @@ void FakeMessaging::SetTables(v1::ListTablesResponse tables) {
   tables_ = std::move(tables);
 }
 
+void FakeMessaging::SetFailureRpcStatus(grpc::Status status) {
+  absl::MutexLock lock(&mu_);
+  failure_rpc_status_ = std::move(status);
+}
+
+void FakeMessaging::MarkLost(std::string id) {
+  absl::MutexLock lock(&mu_);
+  lost_.insert(std::move(id));
+}
+
+void FakeMessaging::SetDeadMessages(std::vector<v1::DeadMessage> messages) {
+  absl::MutexLock lock(&mu_);
+  dead_ = std::move(messages);
+}
+
+std::vector<v1::MessageNackRequest> FakeMessaging::nack_requests() const {
+  absl::MutexLock lock(&mu_);
+  return nack_requests_;
+}
+
+std::vector<v1::MessageExtendRequest> FakeMessaging::extend_requests() const {
+  absl::MutexLock lock(&mu_);
+  return extend_requests_;
+}
+
+std::vector<v1::RedriveRequest> FakeMessaging::redrive_requests() const {
+  absl::MutexLock lock(&mu_);
+  return redrive_requests_;
+}
+
+std::vector<v1::ListDeadRequest> FakeMessaging::list_dead_requests() const {
+  absl::MutexLock lock(&mu_);
+  return list_dead_requests_;
+}
+
+bool FakeMessaging::WaitForNackCalls(size_t n, absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto cond = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return nack_requests_.size() >= n;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&cond), timeout);
+}
+
+bool FakeMessaging::WaitForExtendCalls(size_t n, absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto cond = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return extend_requests_.size() >= n;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&cond), timeout);
+}
+
 std::vector<v1::MessageStreamRequest> FakeMessaging::stream_requests() const {
   absl::MutexLock lock(&mu_);
   return stream_requests_;
@@ -228,6 +280,78 @@ grpc::Status FakeMessaging::MessageAck(grpc::ServerContext* context,
   if (!ack_status_.ok()) return ack_status_;
   for (const std::string& id : request->ids()) acked_ids_.push_back(id);
   response->set_acked(request->ids_size());
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeMessaging::MessageNack(grpc::ServerContext* context,
+                                        const v1::MessageNackRequest* request,
+                                        v1::MessageNackResponse* response) {
+  absl::MutexLock lock(&mu_);
+  nack_requests_.push_back(*request);
+  if (!failure_rpc_status_.ok()) return failure_rpc_status_;
+  for (const v1::Delivery& d : request->deliveries()) {
+    if (lost_.count(d.id()) > 0) continue;
+    if (request->dead()) {
+      response->set_dead(response->dead() + 1);
+    } else {
+      response->set_retried(response->retried() + 1);
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeMessaging::MessageExtend(
+    grpc::ServerContext* context, const v1::MessageExtendRequest* request,
+    v1::MessageExtendResponse* response) {
+  absl::MutexLock lock(&mu_);
+  extend_requests_.push_back(*request);
+  if (!failure_rpc_status_.ok()) return failure_rpc_status_;
+  for (const v1::Delivery& d : request->deliveries()) {
+    if (lost_.count(d.id()) == 0) {
+      response->set_extended(response->extended() + 1);
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeMessaging::Redrive(grpc::ServerContext* context,
+                                    const v1::RedriveRequest* request,
+                                    v1::RedriveResponse* response) {
+  absl::MutexLock lock(&mu_);
+  redrive_requests_.push_back(*request);
+  if (!failure_rpc_status_.ok()) return failure_rpc_status_;
+  std::vector<v1::DeadMessage> kept;
+  for (v1::DeadMessage& m : dead_) {
+    const bool named = request->all() ||
+                       std::find(request->ids().begin(), request->ids().end(),
+                                 m.id()) != request->ids().end();
+    if (named) {
+      response->set_redriven(response->redriven() + 1);
+    } else {
+      kept.push_back(std::move(m));
+    }
+  }
+  dead_ = std::move(kept);
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeMessaging::ListDead(grpc::ServerContext* context,
+                                     const v1::ListDeadRequest* request,
+                                     v1::ListDeadResponse* response) {
+  absl::MutexLock lock(&mu_);
+  list_dead_requests_.push_back(*request);
+  if (!failure_rpc_status_.ok()) return failure_rpc_status_;
+  const int limit = request->limit() == 0 ? 100 : request->limit();
+  // Ids are compared as the list orders them: after `after_id`'s entry.
+  bool started = request->after_id().empty();
+  for (const v1::DeadMessage& m : dead_) {
+    if (!started) {
+      started = m.id() == request->after_id();
+      continue;
+    }
+    if (response->messages_size() >= limit) break;
+    *response->add_messages() = m;
+  }
   return grpc::Status::OK;
 }
 

@@ -2,6 +2,11 @@
 // hermetic client tests: it listens on 127.0.0.1 at a port chosen by the
 // kernel, plays back scripted MessageStream calls, and records every request.
 //
+// MessageNack, MessageExtend, Redrive and ListDead are recorded too and
+// answered from a small model: deliveries marked lost (MarkLost) count 0,
+// the others count as retried/dead/extended; the dead list given to
+// SetDeadMessages is what ListDead pages through and Redrive takes from.
+//
 // Each MessageStream call takes the next queued Script (or the default one):
 // it writes the script's responses, then either ends with the script's status
 // or, with `hold_open`, stays open, writing whatever Send() queues, until the
@@ -26,6 +31,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -82,13 +88,27 @@ class FakeMessaging final : public v1::Messaging::Service {
   // How long MessageAck and ListTables take before answering.
   void SetDelay(absl::Duration delay);
   void SetTables(v1::ListTablesResponse tables);
+  // The status MessageNack, MessageExtend, Redrive and ListDead answer with
+  // (OK: answer from the model).
+  void SetFailureRpcStatus(grpc::Status status);
+  // Deliveries of message `id` are no longer held: nacks and extends of it
+  // count 0 (as if the message had been sent to someone else).
+  void MarkLost(std::string id);
+  // The dead messages, in id order.
+  void SetDeadMessages(std::vector<v1::DeadMessage> messages);
 
   // Observations.
   std::vector<v1::MessageStreamRequest> stream_requests() const;
   std::vector<v1::MessageAckRequest> ack_requests() const;
   // Every id of every MessageAck that succeeded, in order.
   std::vector<std::string> acked_ids() const;
+  std::vector<v1::MessageNackRequest> nack_requests() const;
+  std::vector<v1::MessageExtendRequest> extend_requests() const;
+  std::vector<v1::RedriveRequest> redrive_requests() const;
+  std::vector<v1::ListDeadRequest> list_dead_requests() const;
   int open_streams() const;
+  bool WaitForNackCalls(size_t n, absl::Duration timeout) const;
+  bool WaitForExtendCalls(size_t n, absl::Duration timeout) const;
   bool WaitForStreamCalls(size_t n, absl::Duration timeout) const;
   bool WaitForOpenStreams(int n, absl::Duration timeout) const;
   bool WaitForAckedIds(size_t n, absl::Duration timeout) const;
@@ -100,6 +120,18 @@ class FakeMessaging final : public v1::Messaging::Service {
   grpc::Status MessageAck(grpc::ServerContext* context,
                           const v1::MessageAckRequest* request,
                           v1::MessageAckResponse* response) override;
+  grpc::Status MessageNack(grpc::ServerContext* context,
+                           const v1::MessageNackRequest* request,
+                           v1::MessageNackResponse* response) override;
+  grpc::Status MessageExtend(grpc::ServerContext* context,
+                             const v1::MessageExtendRequest* request,
+                             v1::MessageExtendResponse* response) override;
+  grpc::Status Redrive(grpc::ServerContext* context,
+                       const v1::RedriveRequest* request,
+                       v1::RedriveResponse* response) override;
+  grpc::Status ListDead(grpc::ServerContext* context,
+                        const v1::ListDeadRequest* request,
+                        v1::ListDeadResponse* response) override;
   grpc::Status ListTables(grpc::ServerContext* context,
                           const v1::ListTablesRequest* request,
                           v1::ListTablesResponse* response) override;
@@ -119,6 +151,13 @@ class FakeMessaging final : public v1::Messaging::Service {
   std::vector<v1::MessageStreamRequest> stream_requests_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::MessageAckRequest> ack_requests_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> acked_ids_ ABSL_GUARDED_BY(mu_);
+  grpc::Status failure_rpc_status_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> lost_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::DeadMessage> dead_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::MessageNackRequest> nack_requests_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::MessageExtendRequest> extend_requests_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::RedriveRequest> redrive_requests_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::ListDeadRequest> list_dead_requests_ ABSL_GUARDED_BY(mu_);
 
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
