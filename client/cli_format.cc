@@ -192,23 +192,33 @@ std::string FormatSettings(const v1::TableSettings& s) {
     absl::StrAppend(&out,
                     " message_cols=", absl::StrJoin(s.message_cols(), ","));
   }
+  if (s.max_attempts() > 0) {
+    absl::StrAppend(&out, " max_attempts=", s.max_attempts());
+  }
+  if (s.max_age() > 0) absl::StrAppend(&out, " max_age=", Seconds(s.max_age()));
+  if (s.dead_retention() > 0) {
+    absl::StrAppend(&out, " dead_retention=", Seconds(s.dead_retention()));
+  }
   return out;
 }
 
 std::string FormatTablesText(const std::vector<v1::TableStatus>& tables) {
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"KEYSPACE", "NAME", "STATUS", "DISCOVERY", "SUBSCRIBERS",
-                  "CACHED", "IN_FLIGHT", "DETAILS"});
+                  "CACHED", "IN_FLIGHT", "DEAD", "DETAILS"});
   for (const v1::TableStatus& t : tables) {
     if (t.loaded()) {
       rows.push_back({t.keyspace(), t.name(), "loaded",
                       t.discovery().empty() ? "-" : t.discovery(),
                       absl::StrCat(t.subscribers()), absl::StrCat(t.cached()),
                       absl::StrCat(t.in_flight()),
+                      // -1: not counted yet (no subscriber so far).
+                      t.dead() < 0 ? "-" : absl::StrCat(t.dead()),
                       FormatSettings(t.settings())});
     } else {
       rows.push_back({t.keyspace(), t.name(), "error", "-",
-                      absl::StrCat(t.subscribers()), "-", "-", t.error()});
+                      absl::StrCat(t.subscribers()), "-", "-", "-",
+                      t.error()});
     }
   }
   return Align(rows);

@@ -131,6 +131,7 @@ v1::TableStatus Loaded() {
   t.set_subscribers(2);
   t.set_cached(10);
   t.set_in_flight(3);
+  t.set_dead(4);
   v1::TableSettings* s = t.mutable_settings();
   s->set_ack_wait(30);
   s->set_purge_after(86400);
@@ -154,18 +155,18 @@ TEST(FormatTablesTextTest, AlignsColumns) {
   EXPECT_EQ(
       FormatTablesText({Loaded(), Broken()}),
       "KEYSPACE  NAME          STATUS  DISCOVERY  SUBSCRIBERS  CACHED  "
-      "IN_FLIGHT  DETAILS\n"
+      "IN_FLIGHT  DEAD  DETAILS\n"
       "msgq      orders        loaded  binlog     2            10      3    "
-      "      ack_wait=30s purge_after=86400s batch_size=10 cache_size=10000 "
-      "poller_interval=0.5s message_cols=id,message\n"
+      "      4     ack_wait=30s purge_after=86400s batch_size=10 "
+      "cache_size=10000 poller_interval=0.5s message_cols=id,message\n"
       "msgq      broken_table  error   -          0            -       -    "
-      "      vt_ack_wait is missing\n");
+      "      -     vt_ack_wait is missing\n");
 }
 
 TEST(FormatTablesTextTest, NoTablesPrintsTheHeader) {
   EXPECT_EQ(FormatTablesText({}),
             "KEYSPACE  NAME  STATUS  DISCOVERY  SUBSCRIBERS  CACHED  "
-            "IN_FLIGHT  DETAILS\n");
+            "IN_FLIGHT  DEAD  DETAILS\n");
 }
 
 TEST(FormatSettingsTest, ShowsBackoffOnlyWhenSet) {
@@ -174,6 +175,16 @@ TEST(FormatSettingsTest, ShowsBackoffOnlyWhenSet) {
   s.set_min_backoff(1);
   s.set_max_backoff(60);
   EXPECT_THAT(FormatSettings(s), HasSubstr("min_backoff=1s max_backoff=60s"));
+}
+
+TEST(FormatSettingsTest, ShowsFailureLimitsOnlyWhenSet) {
+  v1::TableSettings s = Loaded().settings();
+  EXPECT_THAT(FormatSettings(s), ::testing::Not(HasSubstr("max_attempts")));
+  s.set_max_attempts(5);
+  s.set_max_age(3600);
+  s.set_dead_retention(86400);
+  EXPECT_THAT(FormatSettings(s),
+              HasSubstr(" max_attempts=5 max_age=3600s dead_retention=86400s"));
 }
 
 TEST(FormatTablesJsonTest, UsesProtoFieldNamesAndPrintsDefaults) {

@@ -13,8 +13,9 @@ constexpr char kTablesUsage[] = R"(Usage: msgq tables [flags]
 
 Lists every message table of the server's databases, loaded or not, one per
 line with aligned columns: KEYSPACE, NAME, STATUS (loaded or error),
-DISCOVERY (binlog or poll), SUBSCRIBERS, CACHED, IN_FLIGHT, and DETAILS (the
-settings of a loaded table, or why it failed to load). With --json, prints
+DISCOVERY (binlog or poll), SUBSCRIBERS, CACHED, IN_FLIGHT, DEAD ("-" until
+counted: see "When work fails" in the README), and DETAILS (the settings of a
+loaded table, or why it failed to load). With --json, prints
 {"tables":[...]} using the field names of msgq.v1.TableStatus.
 
 Flags:

@@ -182,11 +182,13 @@ TEST_F(ClientE2eTest, TablesListsLoadedAndFailedTables) {
   // Columns are padded to the widest cell plus two spaces.
   const std::string expected = absl::StrCat(
       "KEYSPACE  NAME    STATUS  DISCOVERY  SUBSCRIBERS  CACHED  IN_FLIGHT  "
-      "DETAILS\n",
-      "msgq      broken  error   -          0            -       -          ",
+      "DEAD  DETAILS\n",
+      "msgq      broken  error   -          0            -       -          "
+      "-     ",
       broken.error(), "\n",
+      // DEAD "-": not counted before a first subscriber.
       "msgq      demo    loaded  binlog     0            0       0          "
-      "ack_wait=30s purge_after=86400s batch_size=10 cache_size=10000 "
+      "-     ack_wait=30s purge_after=86400s batch_size=10 cache_size=10000 "
       "poller_interval=30s min_backoff=30s\n");
   EXPECT_EQ(text.out, expected);
 
