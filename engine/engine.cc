@@ -92,6 +92,17 @@ void Engine::OnTableReset(const std::string& db, const std::string& table) {
   wake_.Signal();
 }
 
+absl::Status Engine::Health() const {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return absl::UnavailableError("server shutting down");
+  if (!last_error_.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot read the schema: ", last_error_.message()));
+  }
+  if (!loaded_once_) return absl::UnavailableError("schema not loaded yet");
+  return absl::OkStatus();
+}
+
 BinlogWatcher::Status Engine::binlog_status() const {
   if (binlog_ == nullptr) return BinlogWatcher::Status();
   return binlog_->status();

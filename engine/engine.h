@@ -105,6 +105,11 @@ class Engine : private BinlogWatcher::Listener {
 
   // Every message table, loaded or not, ordered by keyspace then name.
   std::vector<TableInfo> ListTables() const;
+  // Readiness: OK once the schema has been loaded and the latest schema
+  // read succeeded; UNAVAILABLE, saying why, before the first load, while
+  // MySQL does not answer the schema reads (noticed within reload_interval)
+  // and once Stop() began.
+  absl::Status Health() const;
   // What the binlog watcher is doing (default when --binlog=false).
   BinlogWatcher::Status binlog_status() const;
 

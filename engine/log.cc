@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <deque>
 #include <thread>
+
+#include "nlohmann/json.hpp"
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -12,6 +15,27 @@
 
 namespace msgq {
 namespace {
+
+std::atomic<LogFormat> g_format{LogFormat::kText};
+std::atomic<LogLevel> g_min_level{LogLevel::kInfo};
+
+LogLevel LevelOf(absl::string_view severity) {
+  if (severity == "E") return LogLevel::kError;
+  if (severity == "W") return LogLevel::kWarning;
+  return LogLevel::kInfo;
+}
+
+const char* LevelName(absl::string_view severity) {
+  switch (LevelOf(severity)) {
+    case LogLevel::kError:
+      return "error";
+    case LogLevel::kWarning:
+      return "warning";
+    case LogLevel::kInfo:
+      break;
+  }
+  return "info";
+}
 
 class AsyncWriter {
  public:
@@ -65,8 +89,10 @@ class AsyncWriter {
         writing_ = true;
       }
       if (lost > 0) {
-        WriteAll(absl::StrCat("W", Stamp(), " log: ", lost,
-                              " line(s) dropped: stderr was not being read\n"));
+        WriteAll(FormatLogLine(
+            g_format.load(), "W", absl::Now(),
+            absl::StrCat("log: ", lost,
+                         " line(s) dropped: stderr was not being read")));
       }
       for (const std::string& line : lines) WriteAll(line);
       absl::MutexLock lock(&mu_);
@@ -85,13 +111,6 @@ class AsyncWriter {
     }
   }
 
- public:
-  static std::string Stamp() {
-    return absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::Now(),
-                            absl::UTCTimeZone());
-  }
-
- private:
   absl::Mutex mu_;
   std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
@@ -101,9 +120,55 @@ class AsyncWriter {
 
 }  // namespace
 
+absl::StatusOr<LogOptions> ParseLogOptions(absl::string_view format,
+                                           absl::string_view level) {
+  LogOptions options;
+  if (format == "json") {
+    options.format = LogFormat::kJson;
+  } else if (format != "text") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--log_format must be 'text' or 'json', not '", format, "'"));
+  }
+  if (level == "warning") {
+    options.min_level = LogLevel::kWarning;
+  } else if (level == "error") {
+    options.min_level = LogLevel::kError;
+  } else if (level != "info") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--log_level must be 'info', 'warning' or 'error', not '", level,
+        "'"));
+  }
+  return options;
+}
+
+void SetLogOptions(LogOptions options) {
+  g_format.store(options.format);
+  g_min_level.store(options.min_level);
+}
+
+std::string FormatLogLine(LogFormat format, absl::string_view severity,
+                          absl::Time time, absl::string_view message) {
+  if (format == LogFormat::kText) {
+    return absl::StrCat(severity,
+                        absl::FormatTime("%Y-%m-%d %H:%M:%E3S", time,
+                                         absl::UTCTimeZone()),
+                        " ", message, "\n");
+  }
+  const nlohmann::ordered_json line = {
+      {"time", absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", time,
+                                absl::UTCTimeZone())},
+      {"level", LevelName(severity)},
+      {"msg", std::string(message)}};
+  // Invalid UTF-8 (e.g. echoed client input) becomes U+FFFD.
+  return line.dump(-1, ' ', false,
+                   nlohmann::ordered_json::error_handler_t::replace) +
+         "\n";
+}
+
 void LogLine(absl::string_view severity, absl::string_view message) {
+  if (LevelOf(severity) < g_min_level.load()) return;
   AsyncWriter::Get().Push(
-      absl::StrCat(severity, AsyncWriter::Stamp(), " ", message, "\n"));
+      FormatLogLine(g_format.load(), severity, absl::Now(), message));
 }
 
 bool FlushLogs(absl::Duration timeout) {

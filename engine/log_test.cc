@@ -81,5 +81,46 @@ TEST(LogTest, StalledStderrNeverBlocksAndDropsAreReported) {
   while (!FlushLogs(absl::Milliseconds(10))) pipe.Drain();
 }
 
+TEST(LogTest, FormatsTextAndJsonLines) {
+  const absl::Time t = absl::FromUnixMillis(1767323045678);  // 2026-01-02
+  EXPECT_EQ(FormatLogLine(LogFormat::kText, "W", t, "table `a`.`b`: slow"),
+            "W2026-01-02 03:04:05.678 table `a`.`b`: slow\n");
+  EXPECT_EQ(FormatLogLine(LogFormat::kJson, "I", t, "say \"hi\"\n\tnow"),
+            "{\"time\":\"2026-01-02T03:04:05.678Z\",\"level\":\"info\","
+            "\"msg\":\"say \\\"hi\\\"\\n\\tnow\"}\n");
+  EXPECT_EQ(FormatLogLine(LogFormat::kJson, "E", t, "bad \xff byte"),
+            "{\"time\":\"2026-01-02T03:04:05.678Z\",\"level\":\"error\","
+            "\"msg\":\"bad \xef\xbf\xbd byte\"}\n");
+}
+
+TEST(LogTest, ParsesFormatAndLevel) {
+  absl::StatusOr<LogOptions> o = ParseLogOptions("json", "warning");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->format, LogFormat::kJson);
+  EXPECT_EQ(o->min_level, LogLevel::kWarning);
+  o = ParseLogOptions("text", "info");
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->format, LogFormat::kText);
+  EXPECT_EQ(o->min_level, LogLevel::kInfo);
+  EXPECT_EQ(ParseLogOptions("xml", "info").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseLogOptions("text", "debug").status().message(),
+            "--log_level must be 'info', 'warning' or 'error', not 'debug'");
+}
+
+TEST(LogTest, LevelFiltersAndJsonIsWritten) {
+  StderrPipe pipe;
+  SetLogOptions({LogFormat::kJson, LogLevel::kWarning});
+  LogInfo("hidden");
+  LogWarning("shown");
+  ASSERT_TRUE(FlushLogs(absl::Seconds(10)));
+  SetLogOptions({});
+  const std::string out = pipe.Drain();
+  EXPECT_EQ(out.find("hidden"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"level\":\"warning\",\"msg\":\"shown\"}\n"),
+            std::string::npos)
+      << out;
+}
+
 }  // namespace
 }  // namespace msgq

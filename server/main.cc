@@ -1,10 +1,14 @@
 // msgqd: serves the message tables of MySQL/MariaDB databases over gRPC.
 //
 //   msgqd --mysql_socket=/path/mysqld.sock --databases=app
-//   --listen=127.0.0.1:15999
+//   --listen=127.0.0.1:15999 --http_listen=127.0.0.1:15998
 //
-// Prints "msgqd listening on HOST:PORT" to stderr once it serves. SIGTERM or
-// SIGINT: stops accepting, ends open streams with UNAVAILABLE, exits 0.
+// Besides msgq.v1.Messaging, the gRPC port serves grpc.health.v1.Health and
+// server reflection; the HTTP port serves /metrics, /healthz, /readyz and
+// the web console (server/http/routes.h). Prints "msgqd http on HOST:PORT"
+// and then "msgqd listening on HOST:PORT" to stderr once it serves. SIGTERM
+// or SIGINT: reports NOT_SERVING, stops accepting, ends open streams with
+// UNAVAILABLE, exits 0.
 #include <pthread.h>
 #include <signal.h>
 
@@ -25,7 +29,13 @@
 #include "engine/clock.h"
 #include "engine/engine.h"
 #include "engine/log.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "server/http/grpc_metrics.h"
+#include "server/http/health_reporter.h"
+#include "server/http/http_server.h"
+#include "server/http/routes.h"
 #include "server/messaging_service.h"
 
 ABSL_FLAG(std::string, mysql_host, "127.0.0.1", "MySQL host (TCP)");
@@ -40,6 +50,14 @@ ABSL_FLAG(std::string, databases, "msgq",
           "keyspace gets the first of them that has the table");
 ABSL_FLAG(std::string, listen, "127.0.0.1:15999",
           "gRPC listen address; port 0 picks a free port");
+ABSL_FLAG(std::string, http_listen, "127.0.0.1:15998",
+          "HTTP listen address for /metrics, /healthz, /readyz and the web "
+          "console; port 0 picks a free port; empty disables HTTP");
+ABSL_FLAG(std::string, log_format, "text",
+          "stderr log lines: 'text' (\"I2026-01-02 03:04:05.678 message\") "
+          "or 'json' (one {\"time\",\"level\",\"msg\"} object per line)");
+ABSL_FLAG(std::string, log_level, "info",
+          "Lowest level logged: info, warning or error");
 ABSL_FLAG(absl::Duration, schema_reload_interval, absl::Seconds(10),
           "How often message tables are re-read from information_schema");
 ABSL_FLAG(bool, binlog, true,
@@ -88,6 +106,14 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "msgqd: serves MySQL/MariaDB message tables over gRPC (msgq.v1)");
   absl::ParseCommandLine(argc, argv);
+  absl::StatusOr<msgq::LogOptions> log_options = msgq::ParseLogOptions(
+      absl::GetFlag(FLAGS_log_format), absl::GetFlag(FLAGS_log_level));
+  if (!log_options.ok()) {
+    msgq::LogError(log_options.status().message());
+    msgq::FlushLogs();
+    return 2;
+  }
+  msgq::SetLogOptions(*log_options);
   // Log lines are written by a background thread: write them out at exit.
   std::atexit([] { msgq::FlushLogs(); });
 
@@ -162,7 +188,17 @@ int main(int argc, char** argv) {
   }
 
   msgq::MessagingService service(&engine);
+  msgq::GrpcMetrics grpc_metrics;
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  {
+    std::vector<
+        std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+        interceptors;
+    interceptors.push_back(grpc_metrics.InterceptorFactory());
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  }
   int port = 0;
   const std::string listen = absl::GetFlag(FLAGS_listen);
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
@@ -173,6 +209,28 @@ int main(int argc, char** argv) {
     engine.Stop();
     return 1;
   }
+  msgq::HealthReporter health(&engine, server->GetHealthCheckService());
+
+  // A port in use costs the console and metrics, not the queues: msgqd
+  // goes on serving gRPC and says so.
+  std::unique_ptr<msgq::HttpServer> http;
+  if (const std::string http_listen = absl::GetFlag(FLAGS_http_listen);
+      !http_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<msgq::HttpServer>> started =
+        msgq::HttpServer::Start(
+            http_listen,
+            msgq::MsgqdRoutes(&engine, &grpc_metrics,
+                              msgq::BuildInfo{MSGQ_VERSION, MSGQ_GIT_COMMIT}));
+    if (started.ok()) {
+      http = *std::move(started);
+      std::fprintf(stderr, "msgqd http on %s:%d\n",
+                   http_listen.substr(0, http_listen.rfind(':')).c_str(),
+                   http->port());
+    } else {
+      msgq::LogError(started.status().message(),
+                     "; serving gRPC without metrics, health pages or console");
+    }
+  }
   std::string host(listen.substr(0, listen.rfind(':')));
   // Exactly this line, unprefixed: scripts and tests wait for it.
   std::fprintf(stderr, "msgqd listening on %s:%d\n", host.c_str(), port);
@@ -181,7 +239,9 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&signals, &sig);
   msgq::LogInfo("signal ", sig, ": shutting down");
-  // End streams first (UNAVAILABLE), then stop serving.
+  // Tell load balancers first, then end streams (UNAVAILABLE), then stop
+  // serving.
+  health.Stop();
   const absl::Duration timeout = absl::GetFlag(FLAGS_shutdown_timeout);
   if (!engine.Stop(timeout)) {
     msgq::LogError("shutdown: tables did not flush within ",
@@ -193,6 +253,7 @@ int main(int argc, char** argv) {
   }
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   server->Wait();
+  http.reset();
   msgq::LogInfo("msgqd stopped");
   return 0;
 }

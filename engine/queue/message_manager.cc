@@ -157,6 +157,7 @@ void MessageManager::OnSendFailed(const Subscriber* subscriber,
     // Never offer a failing stream another batch (it would fail again).
     dispatcher_.SendFailed(subscriber);
     counters_.sent -= static_cast<int64_t>(batch.size());
+    for (const Message& m : batch) counters_.redelivered -= m.epoch > 0;
     const int64_t now = clock_->NowNanos();
     const int64_t ack_wait = absl::ToInt64Nanoseconds(table_.settings.ack_wait);
     for (Message& m : batch) {
@@ -268,6 +269,10 @@ MessageManager::Sends MessageManager::PumpLocked() {
     for (Message& m : batch) {
       ledger_.Sent(m.id, m.epoch);
       m.sent_at = now;
+      counters_.redelivered += m.epoch > 0;
+      if (m.time_next > 0 && now >= m.time_next) {
+        counters_.send_delay.Observe(absl::Nanoseconds(now - m.time_next));
+      }
     }
     counters_.sent += static_cast<int64_t>(batch.size());
     sends.emplace_back(*std::move(pick), std::move(batch));

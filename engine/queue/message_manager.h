@@ -44,6 +44,7 @@
 #include "engine/clock.h"
 #include "engine/queue/dispatcher.h"
 #include "engine/queue/message_cache.h"
+#include "engine/queue/message_manager_latency.h"
 #include "engine/queue/message_store.h"
 #include "engine/message_table.h"
 #include "engine/queue/round_executor.h"
@@ -100,8 +101,12 @@ class MessageManager : private RoundExecutor::Task {
     int64_t queued = 0;
     int64_t in_flight = 0;
     int64_t polls = 0;
+    int64_t fetches = 0;  // reads of binlog-named rows by id
     int64_t sent = 0;
-    int64_t acked = 0;
+    int64_t redelivered = 0;  // sent with epoch > 0 (part of sent)
+    int64_t postponed = 0;    // sent rows whose time_next was pushed back
+    int64_t acked = 0;        // rows acked by MessageAck
+    int64_t purged = 0;       // acked rows deleted past msgq_purge_after
     int64_t nacked = 0;  // rows retried by MessageNack
     int64_t died = 0;    // rows that died (nack, attempts, age, size)
     // Dead rows in MySQL: counted at a purge step at most once a minute
@@ -110,6 +115,15 @@ class MessageManager : private RoundExecutor::Task {
     // -1 until counted.
     int64_t dead = -1;
     bool mysql_ok = true;
+    // Statement latency by kind; a round's write covers postpones, acks,
+    // nacks, extends and redrives together.
+    StatementLatency poll_latency;
+    StatementLatency fetch_latency;
+    StatementLatency write_latency;
+    StatementLatency purge_latency;
+    // From a message's time_next (when it became due) to its handoff to a
+    // stream, per message sent with a time_next > 0.
+    StatementLatency send_delay;
   };
 
   // One delivery: the id and the epoch it was streamed with.

@@ -177,5 +177,44 @@ TEST_F(MessageManagerTest, PermanentlyFailingAckGroupFailsAlone) {
   EXPECT_EQ(stats().acked, 1);
 }
 
+// The counters /metrics shows: sends with epoch > 0 are redeliveries, every
+// postponed row and every statement's latency is counted.
+TEST_F(MessageManagerTest, StatsCountRedeliveriesPostponesAndStatements) {
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 10, .ack_wait_s = 30}));
+  PutDue(Range(101, 103));
+  auto sub = Subscribe();
+  RunOnce();  // poll, send 3
+  Complete(*sub);
+  RunOnce();  // postpone 3
+  MessageManager::Stats s = stats();
+  EXPECT_EQ(s.sent, 3);
+  EXPECT_EQ(s.redelivered, 0);
+  EXPECT_EQ(s.postponed, 3);
+  EXPECT_EQ(s.polls, 1);
+  EXPECT_EQ(s.poll_latency.count, 1);
+  EXPECT_EQ(s.write_latency.count, 1);
+  // The fake clock does not move during a statement.
+  EXPECT_EQ(s.poll_latency.buckets[0], 1);
+  EXPECT_EQ(s.poll_latency.sum_seconds, 0);
+  // Each was due 1 s before it was sent.
+  EXPECT_EQ(s.send_delay.count, 3);
+  EXPECT_EQ(s.send_delay.sum_seconds, 3);
+  EXPECT_EQ(s.send_delay.buckets[10], 3);  // (0.5 s, 1 s]
+
+  Advance(absl::Seconds(60));
+  RunOnce();  // poll, send the 3 again with epoch 1
+  Complete(*sub);
+  auto acked = Ack({"101"});
+  RunOnce();  // ack 101 (no postpone for it), postpone 102 and 103
+  ASSERT_EQ(acked->calls, 1);
+  s = stats();
+  EXPECT_EQ(s.sent, 6);
+  EXPECT_EQ(s.redelivered, 3);
+  EXPECT_EQ(s.postponed, 5);
+  EXPECT_EQ(s.acked, 1);
+  EXPECT_EQ(s.polls, 2);
+  EXPECT_EQ(s.fetches, 0);
+}
+
 }  // namespace
 }  // namespace msgq::manager_test

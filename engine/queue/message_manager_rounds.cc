@@ -179,7 +179,9 @@ bool MessageManager::DoWrites(Work& work) {
   }
   // Non-OK only when nothing was applied (connection lost, deadlock); else
   // the postpones and each ack group succeed or fail on their own.
+  const absl::Time start = clock_->MonotonicNow();
   absl::StatusOr<WriteResult> result = store_->Write(work.writes);
+  const absl::Duration took = clock_->MonotonicNow() - start;
   std::vector<std::pair<AckCallback, absl::StatusOr<int64_t>>> replies;
   std::vector<std::function<void()>> group_replies;
   std::vector<Log> logs;
@@ -194,8 +196,11 @@ bool MessageManager::DoWrites(Work& work) {
       // Left due in MySQL: the next poll sends them again.
       logs.push_back(StatementFailedLocked("postpone", postpones));
     }
+    counters_.write_latency.Observe(took);
     ledger_.PostponesDone(work.postponed, OutcomeOf(postpones));
     if (postpones.ok()) {
+      counters_.postponed +=
+          static_cast<int64_t>(work.writes.postpones.size());
       std::optional<int64_t> earliest;
       for (const Postponement& p : work.writes.postpones) {
         earliest = std::min(earliest.value_or(p.time_next), p.time_next);
@@ -274,12 +279,15 @@ bool MessageManager::DoPoll(const Work& work) {
                      2 * capacity);
   }
   const int64_t poll_limit = limit;
+  const absl::Time start = clock_->MonotonicNow();
   absl::StatusOr<std::vector<Message>> rows =
       store_->PollDue(work.now, poll_limit);
+  const absl::Duration took = clock_->MonotonicNow() - start;
   Log log;
   bool backlog = false;
   {
     absl::MutexLock lock(&mu_);
+    counters_.poll_latency.Observe(took);
     if (!rows.ok()) {
       log = StatementFailedLocked("poll", rows.status());
     } else {
@@ -316,18 +324,22 @@ bool MessageManager::DoPoll(const Work& work) {
 }
 
 bool MessageManager::DoFetch(const Work& work) {
+  const absl::Time start = clock_->MonotonicNow();
   absl::StatusOr<std::vector<Message>> rows =
       store_->FetchDue(work.round.fetch_ids, work.now);
+  const absl::Duration took = clock_->MonotonicNow() - start;
   Sends sends;
   Log log;
   {
     absl::MutexLock lock(&mu_);
+    counters_.fetch_latency.Observe(took);
     if (!rows.ok()) {
       log = StatementFailedLocked("fetch", rows.status());
       // Whatever the reason, the poll finds them instead.
       scheduler_.FetchFailed();
     } else {
       log = MysqlOkLocked();
+      ++counters_.fetches;
       absl::flat_hash_set<std::string> found;
       for (const Message& m : *rows) found.insert(m.id);
       scheduler_.FetchDone(work.round.fetch_ids, found, clock_->MonotonicNow());
@@ -343,14 +355,18 @@ bool MessageManager::DoFetch(const Work& work) {
 void MessageManager::DoPurge(const Work& work) {
   const int64_t cutoff =
       work.now - absl::ToInt64Nanoseconds(table_.settings.purge_after);
+  const absl::Time start = clock_->MonotonicNow();
   absl::StatusOr<int64_t> n = store_->Purge(cutoff, options_.purge_batch);
+  const absl::Duration took = clock_->MonotonicNow() - start;
   Log log;
   {
     absl::MutexLock lock(&mu_);
+    counters_.purge_latency.Observe(took);
     if (!n.ok()) {
       log = StatementFailedLocked("purge", n.status());
     } else {
       log = MysqlOkLocked();
+      counters_.purged += *n;
       scheduler_.PurgeDone(*n >= options_.purge_batch);
     }
   }

@@ -1,0 +1,164 @@
+#include "server/http/console_api.h"
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "nlohmann/json.hpp"
+
+namespace msgq {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr absl::Duration kAnswerTimeout = absl::Seconds(10);
+
+HttpResponse Json(int status, const json& body) {
+  // Replace invalid UTF-8 (table errors may quote raw bytes).
+  return HttpResponse{status, "application/json",
+                      body.dump(-1, ' ', false,
+                                json::error_handler_t::replace)};
+}
+
+HttpResponse Error(const absl::Status& status) {
+  int code = 500;
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument: code = 400; break;
+    case absl::StatusCode::kNotFound: code = 404; break;
+    case absl::StatusCode::kFailedPrecondition: code = 409; break;
+    case absl::StatusCode::kResourceExhausted: code = 429; break;
+    case absl::StatusCode::kUnavailable: code = 503; break;
+    case absl::StatusCode::kDeadlineExceeded: code = 504; break;
+    default: break;
+  }
+  return Json(code, json{{"error", std::string(status.message())}});
+}
+
+// Waits for a manager's callback; the callback may outlive the wait.
+template <typename T>
+class Answer {
+ public:
+  std::function<void(absl::StatusOr<T>)> Callback() {
+    return [state = state_](absl::StatusOr<T> value) {
+      state->value = std::move(value);
+      state->done.Notify();
+    };
+  }
+  absl::StatusOr<T> Wait() {
+    if (!state_->done.WaitForNotificationWithTimeout(kAnswerTimeout)) {
+      return absl::DeadlineExceededError("the table did not answer in time");
+    }
+    return std::move(state_->value);
+  }
+
+ private:
+  struct State {
+    absl::Notification done;
+    absl::StatusOr<T> value = absl::UnknownError("no answer");
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+};
+
+absl::StatusOr<std::shared_ptr<MessageManager>> FindTable(
+    Engine* engine, const HttpRequest& request) {
+  return engine->Find(request.Param("keyspace").value_or(""),
+                      request.Param("table").value_or(""));
+}
+
+HttpResponse Tables(Engine* engine) {
+  json tables = json::array();
+  for (const Engine::TableInfo& t : engine->ListTables()) {
+    const MessageManager::Stats& s = t.stats;
+    json row = {{"keyspace", t.keyspace}, {"name", t.name},
+                {"loaded", t.loaded},     {"error", t.error}};
+    if (t.loaded) {
+      row.update(json{{"discovery", t.discovery},
+                      {"subscribers", s.subscribers},
+                      {"queued", s.queued},
+                      {"in_flight", s.in_flight},
+                      {"dead", s.dead >= 0 ? json(s.dead) : json(nullptr)},
+                      {"sent", s.sent},
+                      {"redelivered", s.redelivered},
+                      {"acked", s.acked},
+                      {"nacked", s.nacked},
+                      {"died", s.died},
+                      {"purged", s.purged},
+                      {"polls", s.polls},
+                      {"mysql_up", s.mysql_ok},
+                      {"ack_wait", absl::ToDoubleSeconds(t.settings.ack_wait)},
+                      {"batch_size", t.settings.batch_size}});
+    }
+    tables.push_back(std::move(row));
+  }
+  const absl::Status health = engine->Health();
+  const BinlogWatcher::Status binlog = engine->binlog_status();
+  return Json(200, json{{"time", absl::ToUnixMillis(absl::Now()) / 1000.0},
+                        {"ready", health.ok()},
+                        {"ready_reason", std::string(health.message())},
+                        {"binlog", {{"streaming", binlog.streaming},
+                                    {"last_error", binlog.last_error},
+                                    {"position", binlog.position}}},
+                        {"tables", std::move(tables)}});
+}
+
+HttpResponse Dead(Engine* engine, const HttpRequest& request) {
+  int limit = 100;
+  if (auto v = request.Param("limit")) {
+    if (!absl::SimpleAtoi(*v, &limit) || limit < 1 || limit > 1000) {
+      return Error(absl::InvalidArgumentError("limit must be 1..1000"));
+    }
+  }
+  auto manager = FindTable(engine, request);
+  if (!manager.ok()) return Error(manager.status());
+  Answer<std::vector<DeadRow>> answer;
+  (*manager)->ListDead(request.Param("after_id").value_or(""), limit,
+                       answer.Callback());
+  absl::StatusOr<std::vector<DeadRow>> rows = answer.Wait();
+  if (!rows.ok()) return Error(rows.status());
+  json out = json::array();
+  for (const DeadRow& r : *rows) {
+    out.push_back(json{{"id", r.id},
+                       {"epoch", r.epoch},
+                       {"last_error", r.last_error},
+                       {"time_dead", r.time_dead / 1e9},
+                       {"time_created", r.time_created / 1e9}});
+  }
+  return Json(200, json{{"messages", std::move(out)}});
+}
+
+HttpResponse Redrive(Engine* engine, const HttpRequest& request) {
+  if (request.method != "POST") {
+    return Json(405, json{{"error", "use POST"}});
+  }
+  auto header = request.headers.find("x-msgq-console");
+  if (header == request.headers.end() || header->second != "1") {
+    return Json(403, json{{"error", "missing header X-Msgq-Console: 1"}});
+  }
+  auto manager = FindTable(engine, request);
+  if (!manager.ok()) return Error(manager.status());
+  Answer<int64_t> answer;
+  (*manager)->Redrive(request.Params("id"),
+                      request.Param("all").value_or("") == "1",
+                      answer.Callback());
+  absl::StatusOr<int64_t> n = answer.Wait();
+  if (!n.ok()) return Error(n.status());
+  return Json(200, json{{"redriven", *n}});
+}
+
+}  // namespace
+
+std::map<std::string, HttpHandler> ConsoleApiRoutes(Engine* engine) {
+  return {
+      {"/api/tables", [engine](const HttpRequest&) { return Tables(engine); }},
+      {"/api/dead",
+       [engine](const HttpRequest& r) { return Dead(engine, r); }},
+      {"/api/redrive",
+       [engine](const HttpRequest& r) { return Redrive(engine, r); }},
+  };
+}
+
+}  // namespace msgq

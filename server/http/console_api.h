@@ -1,0 +1,33 @@
+// The console's JSON API, served on msgqd's HTTP port:
+//   GET  /api/tables   every table with its state and counters, the
+//                      readiness and the binlog state (the console polls it);
+//   GET  /api/dead     ?keyspace=&table=[&after_id=][&limit=1..1000, 100]
+//                      a page of a table's dead messages;
+//   POST /api/redrive  keyspace, table and id (repeated) or all=1, as form
+//                      fields; needs the header X-Msgq-Console: 1 (a page
+//                      of another origin cannot send it without CORS).
+// Actions go through the same Engine::Find and MessageManager calls, with
+// the same checks, as the gRPC RPCs. Errors are JSON {"error": "..."} with
+// 400 (INVALID_ARGUMENT), 403 (missing header), 404 (NOT_FOUND), 409
+// (FAILED_PRECONDITION), 429 (RESOURCE_EXHAUSTED), 503 (UNAVAILABLE) or
+// 504 (no answer from the table within 10 s).
+//
+// Thread-safety: the handlers run on HTTP worker threads and may wait for
+// the table manager's answer; they never run on gRPC threads.
+#ifndef MSGQ_SERVER_HTTP_CONSOLE_API_H_
+#define MSGQ_SERVER_HTTP_CONSOLE_API_H_
+
+#include <map>
+#include <string>
+
+#include "engine/engine.h"
+#include "server/http/http_server.h"
+
+namespace msgq {
+
+// The handlers above, by path; `engine` must outlive them.
+std::map<std::string, HttpHandler> ConsoleApiRoutes(Engine* engine);
+
+}  // namespace msgq
+
+#endif  // MSGQ_SERVER_HTTP_CONSOLE_API_H_

@@ -1,0 +1,108 @@
+#include "server/http/grpc_metrics.h"
+
+#include "absl/strings/string_view.h"
+
+namespace msgq {
+namespace {
+
+using grpc::experimental::InterceptionHookPoints;
+using grpc::experimental::InterceptorBatchMethods;
+using grpc::experimental::ServerRpcInfo;
+
+// One per call: created when it starts, destroyed when it is done.
+class CountingInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  CountingInterceptor(GrpcMetrics* metrics, ServerRpcInfo* info)
+      : metrics_(metrics),
+        method_(info->method() != nullptr ? info->method() : ""),
+        stream_(info->type() == ServerRpcInfo::Type::SERVER_STREAMING ||
+                info->type() == ServerRpcInfo::Type::BIDI_STREAMING) {
+    if (stream_) metrics_->StreamOpened();
+  }
+  ~CountingInterceptor() override {
+    if (stream_) metrics_->StreamClosed();
+    metrics_->CallEnded(method_, code_);
+  }
+
+  void Intercept(InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            InterceptionHookPoints::PRE_SEND_STATUS)) {
+      code_ = GrpcCodeName(methods->GetSendStatus().error_code());
+    }
+    methods->Proceed();
+  }
+
+ private:
+  GrpcMetrics* const metrics_;
+  const std::string method_;
+  const bool stream_;
+  const char* code_ = "CANCELLED";
+};
+
+class CountingFactory final
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit CountingFactory(GrpcMetrics* metrics) : metrics_(metrics) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      ServerRpcInfo* info) override {
+    return new CountingInterceptor(metrics_, info);
+  }
+
+ private:
+  GrpcMetrics* const metrics_;
+};
+
+}  // namespace
+
+const char* GrpcCodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return "OK";
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED: return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    default: return "UNKNOWN";
+  }
+}
+
+GrpcMetrics::GrpcMetrics()
+    : requests_("msgq_grpc_requests_total",
+                "gRPC calls handled, by service, method and status code.",
+                {"grpc_service", "grpc_method", "grpc_code"}) {}
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
+GrpcMetrics::InterceptorFactory() {
+  return std::make_unique<CountingFactory>(this);
+}
+
+void GrpcMetrics::CallEnded(const std::string& full_method,
+                            const char* code) {
+  // "/msgq.v1.Messaging/MessageAck" -> service, method.
+  absl::string_view m = full_method;
+  if (!m.empty() && m.front() == '/') m.remove_prefix(1);
+  const size_t slash = m.find('/');
+  std::string service(slash == absl::string_view::npos ? "" : m.substr(0, slash));
+  std::string method(slash == absl::string_view::npos ? m : m.substr(slash + 1));
+  requests_.Add({std::move(service), std::move(method), code});
+}
+
+void GrpcMetrics::Collect(MetricsText& text) const {
+  requests_.Collect(text);
+  text.Family("msgq_grpc_streams_open", MetricType::kGauge,
+              "MessageStream calls (and other server streams) open now.");
+  text.Sample({}, static_cast<double>(streams_open_.load()));
+}
+
+}  // namespace msgq

@@ -1,0 +1,159 @@
+#include "server/http/http_server.h"
+
+#include <civetweb.h>
+
+#include <mutex>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace msgq {
+namespace {
+
+const char* Reason(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 413:
+      return "Payload Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "Status";
+  }
+}
+
+std::optional<std::string> Var(const std::string& data, absl::string_view name,
+                               int occurrence) {
+  if (data.empty()) return std::nullopt;
+  std::string key(name);
+  std::string value(data.size() + 1, '\0');
+  const int n = mg_get_var2(data.data(), data.size(), key.c_str(),
+                            value.data(), value.size(),
+                            static_cast<size_t>(occurrence));
+  if (n < 0) return std::nullopt;
+  value.resize(static_cast<size_t>(n));
+  return value;
+}
+
+}  // namespace
+
+std::optional<std::string> HttpRequest::Param(absl::string_view name,
+                                              int occurrence) const {
+  if (auto v = Var(query, name, occurrence)) return v;
+  // Occurrences continue in the body after those of the query.
+  int in_query = 0;
+  while (Var(query, name, in_query).has_value()) ++in_query;
+  return Var(body, name, occurrence - in_query);
+}
+
+std::vector<std::string> HttpRequest::Params(absl::string_view name) const {
+  std::vector<std::string> out;
+  for (int i = 0;; ++i) {
+    std::optional<std::string> v = Param(name, i);
+    if (!v.has_value()) break;
+    out.push_back(*std::move(v));
+  }
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
+    const std::string& listen, std::map<std::string, HttpHandler> routes,
+    Options options) {
+  static std::once_flag init;
+  std::call_once(init, [] { mg_init_library(0); });
+  std::unique_ptr<HttpServer> server(
+      new HttpServer(std::move(routes), options));
+  const std::string threads = absl::StrCat(options.threads);
+  const char* config[] = {"listening_ports", listen.c_str(),
+                          "num_threads",     threads.c_str(),
+                          "enable_keep_alive", "no",
+                          nullptr};
+  mg_callbacks callbacks{};
+  char error_text[256] = {0};
+  mg_error_data error{nullptr, error_text, sizeof(error_text)};
+  mg_init_data init_data{&callbacks, server.get(), config};
+  server->context_ = mg_start2(&init_data, &error);
+  if (server->context_ == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve HTTP on ", listen, ": ", error_text));
+  }
+  mg_server_port ports[4];
+  const int n = mg_get_server_ports(server->context_, 4, ports);
+  if (n < 1) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve HTTP on ", listen, ": no port"));
+  }
+  server->port_ = ports[0].port;
+  for (const auto& route : server->routes_) {
+    mg_set_request_handler(server->context_, route.first.c_str(), &HttpServer::Handle,
+                           nullptr);
+  }
+  return server;
+}
+
+HttpServer::~HttpServer() {
+  if (context_ != nullptr) mg_stop(context_);
+}
+
+int HttpServer::Handle(::mg_connection* conn, void* /*cbdata*/) {
+  const mg_request_info* info = mg_get_request_info(conn);
+  auto* server = static_cast<HttpServer*>(info->user_data);
+  HttpRequest request;
+  request.method = info->request_method;
+  request.path = info->local_uri != nullptr ? info->local_uri : "";
+  // civetweb hands a route every path below it as well (and "/" all of
+  // them): dispatch on the exact path.
+  auto route = server->routes_.find(request.path);
+  if (route == server->routes_.end()) {
+    mg_send_http_error(conn, 404, "%s", "not found\n");
+    return 404;
+  }
+  if (info->query_string != nullptr) request.query = info->query_string;
+  for (int i = 0; i < info->num_headers; ++i) {
+    request.headers[absl::AsciiStrToLower(info->http_headers[i].name)] =
+        info->http_headers[i].value;
+  }
+  if (info->content_length > 0) {
+    if (static_cast<size_t>(info->content_length) >
+        server->options_.max_body_bytes) {
+      mg_send_http_error(conn, 413, "%s", "request body too large\n");
+      return 413;
+    }
+    request.body.resize(static_cast<size_t>(info->content_length));
+    size_t got = 0;
+    while (got < request.body.size()) {
+      const int n = mg_read(conn, request.body.data() + got,
+                            request.body.size() - got);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    request.body.resize(got);
+  }
+  const HttpResponse response = route->second(request);
+  const std::string head = absl::StrFormat(
+      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n"
+      "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
+      "Connection: close\r\n\r\n",
+      response.status, Reason(response.status), response.content_type,
+      response.body.size());
+  mg_write(conn, head.data(), head.size());
+  if (request.method != "HEAD") {
+    mg_write(conn, response.body.data(), response.body.size());
+  }
+  return response.status;
+}
+
+}  // namespace msgq

@@ -1,0 +1,173 @@
+#include "server/http/metrics_page.h"
+
+#include <functional>
+#include <vector>
+
+#include "common/metrics.h"
+
+namespace msgq {
+namespace {
+
+using Table = Engine::TableInfo;
+
+MetricLabels TableLabels(const Table& t) {
+  return {{"keyspace", t.keyspace}, {"table", t.name}};
+}
+
+struct TableMetric {
+  const char* name;
+  MetricType type;
+  const char* help;
+  std::function<double(const MessageManager::Stats&)> value;
+};
+
+// Families with one sample per loaded table, from MessageManager::Stats.
+const std::vector<TableMetric>& LoadedTableMetrics() {
+  using S = MessageManager::Stats;
+  static const auto* metrics = new std::vector<TableMetric>{
+      {"msgq_sent_total", MetricType::kCounter,
+       "Messages written to subscribers' streams (redeliveries included).",
+       [](const S& s) { return s.sent; }},
+      {"msgq_redelivered_total", MetricType::kCounter,
+       "Messages sent again: sent with epoch > 0 (part of msgq_sent_total).",
+       [](const S& s) { return s.redelivered; }},
+      {"msgq_postponed_total", MetricType::kCounter,
+       "Sent messages whose time_next was pushed back by the ack wait.",
+       [](const S& s) { return s.postponed; }},
+      {"msgq_acked_total", MetricType::kCounter,
+       "Rows acked by MessageAck (went from unacked to acked).",
+       [](const S& s) { return s.acked; }},
+      {"msgq_nacked_total", MetricType::kCounter,
+       "Rows handed back for a retry by MessageNack.",
+       [](const S& s) { return s.nacked; }},
+      {"msgq_died_total", MetricType::kCounter,
+       "Rows that died (dead nack, msgq_max_attempts, msgq_max_age, size).",
+       [](const S& s) { return s.died; }},
+      {"msgq_purged_total", MetricType::kCounter,
+       "Acked rows deleted past msgq_purge_after.",
+       [](const S& s) { return s.purged; }},
+      {"msgq_polls_total", MetricType::kCounter,
+       "Polls of the table for due rows.",
+       [](const S& s) { return s.polls; }},
+      {"msgq_binlog_fetches_total", MetricType::kCounter,
+       "Reads by primary key of rows the binlog named.",
+       [](const S& s) { return s.fetches; }},
+      {"msgq_queued_messages", MetricType::kGauge,
+       "Messages in the cache waiting for a subscriber.",
+       [](const S& s) { return s.queued; }},
+      {"msgq_in_flight_messages", MetricType::kGauge,
+       "Messages sent or being acked whose write is not settled yet.",
+       [](const S& s) { return s.in_flight; }},
+      {"msgq_subscribers", MetricType::kGauge, "Open MessageStreams.",
+       [](const S& s) { return s.subscribers; }},
+      {"msgq_mysql_up", MetricType::kGauge,
+       "1 when the table's last MySQL statement reached the server.",
+       [](const S& s) { return s.mysql_ok ? 1 : 0; }},
+  };
+  return *metrics;
+}
+
+void TableFamilies(const std::vector<Table>& tables, MetricsText& text) {
+  text.Family("msgq_table_loaded", MetricType::kGauge,
+              "1 when the message table loaded, 0 when its definition is "
+              "refused (see msgq_table_error_info).");
+  for (const Table& t : tables) text.Sample(TableLabels(t), t.loaded ? 1 : 0);
+  text.Family("msgq_table_error_info", MetricType::kGauge,
+              "Why a table failed to load, in the error label (value 1).");
+  for (const Table& t : tables) {
+    if (t.loaded) continue;
+    MetricLabels labels = TableLabels(t);
+    labels.emplace_back("error", t.error);
+    text.Sample(labels, 1);
+  }
+  text.Family("msgq_discovery_info", MetricType::kGauge,
+              "How new rows are found (mode=binlog or poll), value 1.");
+  for (const Table& t : tables) {
+    if (!t.loaded) continue;
+    MetricLabels labels = TableLabels(t);
+    labels.emplace_back("mode", t.discovery);
+    text.Sample(labels, 1);
+  }
+  for (const TableMetric& m : LoadedTableMetrics()) {
+    text.Family(m.name, m.type, m.help);
+    for (const Table& t : tables) {
+      if (t.loaded) text.Sample(TableLabels(t), m.value(t.stats));
+    }
+  }
+  text.Family("msgq_dead_messages", MetricType::kGauge,
+              "Dead rows in the table (counted at each purge step; absent "
+              "until first counted).");
+  for (const Table& t : tables) {
+    if (t.loaded && t.stats.dead >= 0) {
+      text.Sample(TableLabels(t), static_cast<double>(t.stats.dead));
+    }
+  }
+  text.Family("msgq_mysql_statement_seconds", MetricType::kHistogram,
+              "MySQL statement latency by kind: poll, fetch (binlog-named "
+              "rows), write (a round's postpones, acks, nacks, extends and "
+              "redrives in one transaction), purge.");
+  HistogramData data;
+  data.bounds.assign(StatementLatency::kBounds.begin(),
+                     StatementLatency::kBounds.end());
+  for (const Table& t : tables) {
+    if (!t.loaded) continue;
+    const std::pair<const char*, const StatementLatency*> kinds[] = {
+        {"poll", &t.stats.poll_latency},
+        {"fetch", &t.stats.fetch_latency},
+        {"write", &t.stats.write_latency},
+        {"purge", &t.stats.purge_latency}};
+    for (const auto& [kind, latency] : kinds) {
+      data.counts.assign(latency->buckets.begin(), latency->buckets.end());
+      data.sum = latency->sum_seconds;
+      MetricLabels labels = TableLabels(t);
+      labels.emplace_back("kind", kind);
+      text.Histogram(labels, data);
+    }
+  }
+  text.Family("msgq_send_delay_seconds", MetricType::kHistogram,
+              "Per message sent: from its time_next (when it became due) to "
+              "its handoff to a stream.");
+  for (const Table& t : tables) {
+    if (!t.loaded) continue;
+    data.counts.assign(t.stats.send_delay.buckets.begin(),
+                       t.stats.send_delay.buckets.end());
+    data.sum = t.stats.send_delay.sum_seconds;
+    text.Histogram(TableLabels(t), data);
+  }
+}
+
+}  // namespace
+
+std::string RenderMetrics(const Engine& engine, const GrpcMetrics* grpc,
+                          const BuildInfo& build) {
+  MetricsText text;
+  text.Family("msgq_build_info", MetricType::kGauge,
+              "msgqd's version and git commit, in labels (value 1).");
+  text.Sample({{"version", build.version}, {"commit", build.commit}}, 1);
+  const absl::Status health = engine.Health();
+  text.Family("msgq_ready", MetricType::kGauge,
+              "1 when the schema is loaded and MySQL answers (as /readyz "
+              "and the gRPC health service).");
+  text.Sample({}, health.ok() ? 1 : 0);
+  const BinlogWatcher::Status binlog = engine.binlog_status();
+  text.Family("msgq_binlog_streaming", MetricType::kGauge,
+              "1 while msgqd follows the binlog (else tables are polled).");
+  text.Sample({}, binlog.streaming ? 1 : 0);
+  text.Family("msgq_binlog_position_resets_total", MetricType::kCounter,
+              "Times the binlog resume position was gone and following "
+              "restarted from the server's current position.");
+  text.Sample({}, static_cast<double>(binlog.position_resets));
+  text.Family("msgq_binlog_evictions_total", MetricType::kCounter,
+              "Times another replica with the same server id took the "
+              "binlog dump over.");
+  text.Sample({}, static_cast<double>(binlog.evictions));
+  const std::vector<Table> tables = engine.ListTables();
+  text.Family("msgq_tables", MetricType::kGauge,
+              "Message tables found, loaded or not.");
+  text.Sample({}, static_cast<double>(tables.size()));
+  TableFamilies(tables, text);
+  if (grpc != nullptr) grpc->Collect(text);
+  return text.Take();
+}
+
+}  // namespace msgq

@@ -1,0 +1,29 @@
+// RenderMetrics: the /metrics page (Prometheus text format 0.0.4) from the
+// engine's in-memory state and the gRPC counters. A scrape reads
+// Engine::ListTables() (each table's counters under its own lock, briefly)
+// and never touches MySQL. Every family is documented in README.md
+// ("Metrics, health and the console").
+//
+// Thread-safety: safe to call concurrently.
+#ifndef MSGQ_SERVER_HTTP_METRICS_PAGE_H_
+#define MSGQ_SERVER_HTTP_METRICS_PAGE_H_
+
+#include <string>
+
+#include "engine/engine.h"
+#include "server/http/grpc_metrics.h"
+
+namespace msgq {
+
+struct BuildInfo {
+  std::string version;
+  std::string commit;
+};
+
+// `grpc` may be null (no gRPC families).
+std::string RenderMetrics(const Engine& engine, const GrpcMetrics* grpc,
+                          const BuildInfo& build);
+
+}  // namespace msgq
+
+#endif  // MSGQ_SERVER_HTTP_METRICS_PAGE_H_

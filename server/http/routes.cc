@@ -1,0 +1,41 @@
+#include "server/http/routes.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "server/http/console_api.h"
+#include "server/http/console_assets.h"
+
+namespace msgq {
+
+std::map<std::string, HttpHandler> MsgqdRoutes(Engine* engine,
+                                               const GrpcMetrics* grpc,
+                                               BuildInfo build) {
+  std::map<std::string, HttpHandler> routes = ConsoleApiRoutes(engine);
+  routes["/metrics"] = [engine, grpc, build](const HttpRequest&) {
+    return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
+                        RenderMetrics(*engine, grpc, build)};
+  };
+  routes["/healthz"] = [](const HttpRequest&) {
+    return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"};
+  };
+  routes["/readyz"] = [engine](const HttpRequest&) {
+    const absl::Status health = engine->Health();
+    if (health.ok()) {
+      return HttpResponse{200, "text/plain; charset=utf-8", "ready\n"};
+    }
+    return HttpResponse{503, "text/plain; charset=utf-8",
+                        absl::StrCat("not ready: ", health.message(), "\n")};
+  };
+  for (size_t i = 0; i < kConsoleAssetCount; ++i) {
+    const ConsoleAsset& asset = kConsoleAssets[i];
+    HttpHandler serve = [&asset](const HttpRequest&) {
+      return HttpResponse{200, asset.content_type, asset.body};
+    };
+    routes[asset.path] = serve;
+    if (std::string(asset.path) == "/index.html") routes["/"] = serve;
+  }
+  return routes;
+}
+
+}  // namespace msgq

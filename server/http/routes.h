@@ -1,0 +1,29 @@
+// Every route of msgqd's HTTP port:
+//   GET /metrics   Prometheus text format (metrics_page.h);
+//   GET /healthz   liveness: 200 "ok" while the process serves;
+//   GET /readyz    readiness, as the gRPC health service: 200 "ready", or
+//                  503 with the reason (schema not loaded, MySQL down,
+//                  stopping);
+//   GET /          the web console (index.html) and its files;
+//   /api/...       the console's JSON API (console_api.h).
+#ifndef MSGQ_SERVER_HTTP_ROUTES_H_
+#define MSGQ_SERVER_HTTP_ROUTES_H_
+
+#include <map>
+#include <string>
+
+#include "engine/engine.h"
+#include "server/http/grpc_metrics.h"
+#include "server/http/http_server.h"
+#include "server/http/metrics_page.h"
+
+namespace msgq {
+
+// `engine` and `grpc` (may be null) must outlive the routes.
+std::map<std::string, HttpHandler> MsgqdRoutes(Engine* engine,
+                                               const GrpcMetrics* grpc,
+                                               BuildInfo build);
+
+}  // namespace msgq
+
+#endif  // MSGQ_SERVER_HTTP_ROUTES_H_

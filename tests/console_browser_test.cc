@@ -1,0 +1,105 @@
+// The web console in a real browser (real MariaDB, msgqd, headless
+// Chromium driven by tests/console_driver.py through chromedriver): the
+// numbers shown match the workload, the dead list shows the dead messages,
+// "Redrive all dead" redrives them (they are streamed again), and
+// screenshots are saved under <build>/console-screenshots/. Skipped, saying
+// so, only when Chromium or chromedriver is not installed.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "tests/http_fixture.h"
+
+namespace msgq::testing {
+namespace {
+
+class ConsoleBrowserTest : public HttpTest {};
+
+TEST_F(ConsoleBrowserTest, ShowsTheWorkloadAndRedrivesDeadMessages) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable(
+      "jobs", "vt_poller_interval=1",
+      "time_created bigint DEFAULT NULL, time_dead bigint DEFAULT NULL, "
+      "last_error varchar(64) DEFAULT NULL"));
+  ASSERT_NO_FATAL_FAILURE(CreateTable("audit"));
+  ASSERT_NO_FATAL_FAILURE(Exec(
+      "CREATE TABLE msgq.broken (id BIGINT PRIMARY KEY) "
+      "COMMENT 'vitess_message'"));
+  ASSERT_NO_FATAL_FAILURE(StartHttpServer());
+  ASSERT_NO_FATAL_FAILURE(InsertRange("jobs", 1, 8));
+  StreamCollector stream(stub_.get(), "jobs");
+  ASSERT_TRUE(stream.WaitForRows(8, absl::Seconds(10)));
+  int64_t acked = 0;
+  ASSERT_TRUE(AckIds(stub_.get(), "jobs", {"1", "2", "3"}, &acked).ok());
+  ASSERT_EQ(acked, 3);
+  v1::MessageNackRequest nack;
+  nack.set_name("jobs");
+  for (const char* id : {"4", "5"}) {
+    v1::Delivery* d = nack.add_deliveries();
+    d->set_id(id);
+    d->set_epoch(0);
+  }
+  nack.set_reason("payment declined");
+  nack.set_dead(true);
+  v1::MessageNackResponse nacked;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub_->MessageNack(&context, nack, &nacked).ok());
+  }
+  ASSERT_EQ(nacked.dead(), 2);
+  // The dead count is known from the table's first purge step (every 1 s).
+  ASSERT_TRUE(Eventually(
+      [&] { return FindTable(stub_.get(), "jobs").dead() == 2; },
+      absl::Seconds(10)));
+
+  const std::string out_dir = MSGQ_SCREENSHOT_DIR;
+  ASSERT_EQ(std::system(("mkdir -p '" + out_dir + "'").c_str()), 0);
+  const std::string cmd = absl::StrCat(
+      "/usr/bin/python3 ", MSGQ_TESTS_DIR, "/console_driver.py '", Url("/"),
+      "' msgq.jobs 8 '", out_dir, "'");
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  const int rc = pclose(pipe);
+  if (WIFEXITED(rc) && WEXITSTATUS(rc) == 77) {
+    GTEST_SKIP() << "Chromium or chromedriver is not installed: run tools/setup";
+  }
+  ASSERT_EQ(rc, 0) << out;
+  const nlohmann::json report = nlohmann::json::parse(out);
+
+  const nlohmann::json& jobs = report["before"]["msgq.jobs"];
+  EXPECT_EQ(jobs["state"], "loaded");
+  EXPECT_EQ(jobs["discovery"], "binlog");
+  EXPECT_EQ(jobs["subscribers"], "1");
+  EXPECT_EQ(jobs["sent"], "8");
+  EXPECT_EQ(jobs["acked"], "3");
+  EXPECT_EQ(jobs["dead"], "2");
+  EXPECT_EQ(jobs["queued"], "0");
+  EXPECT_EQ(jobs["in_flight"], "0");
+  EXPECT_EQ(jobs["redelivered"], "0");
+  EXPECT_EQ(report["before"]["msgq.audit"]["sent"], "0");
+  EXPECT_EQ(report["before"]["msgq.broken"]["state"], "error");
+  EXPECT_EQ(report["before"]["msgq.broken"]["error"],
+            "table `msgq`.`broken`: missing required directive vt_ack_wait");
+  EXPECT_EQ(report["ready"], "ready");
+  EXPECT_EQ(report["dead_ids"], nlohmann::json({"4", "5"}));
+  EXPECT_EQ(report["dead_errors"],
+            nlohmann::json({"payment declined", "payment declined"}));
+  EXPECT_EQ(report["redrive"], "redriven: 2");
+  EXPECT_EQ(report["after"]["msgq.jobs"]["dead"], "0");
+  EXPECT_EQ(report["dead_ids_after"], nlohmann::json::array());
+  // The redriven messages are streamed again.
+  ASSERT_TRUE(stream.WaitForRows(10, absl::Seconds(10)));
+  std::vector<std::string> ids = stream.ids();
+  std::sort(ids.begin() + 8, ids.end());
+  EXPECT_EQ(std::vector<std::string>(ids.begin() + 8, ids.end()),
+            (std::vector<std::string>{"4", "5"}));
+  std::printf("screenshots: %s/console.png, console-dead.png, "
+              "console-after-redrive.png\n", out_dir.c_str());
+}
+
+}  // namespace
+}  // namespace msgq::testing

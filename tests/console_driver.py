@@ -1,0 +1,179 @@
+#!/usr/bin/python3
+"""Drives msgqd's web console in headless Chromium through chromedriver
+(the W3C WebDriver protocol over HTTP, Debian's python3 only).
+
+  console_driver.py URL TABLE EXPECT_SENT OUT_DIR
+
+Opens URL, waits until TABLE's row ("keyspace.name") shows EXPECT_SENT sent
+messages, reads every row as shown, saves OUT_DIR/console.png, clicks the
+row, reads the dead list, saves OUT_DIR/console-dead.png, clicks "Redrive
+all dead", waits for the result and for the row's dead count to show 0, and
+prints a JSON report on stdout. Exit 77 when Chromium or chromedriver is
+missing (the test reports it as skipped), 1 on failure.
+"""
+import base64
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class WebDriver:
+    def __init__(self, base):
+        self.base = base
+        self.session = None
+
+    def call(self, method, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.base + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return json.loads(r.read())["value"]
+        except urllib.error.HTTPError as e:
+            raise RuntimeError("%s %s: %s" % (method, path, e.read()[:500]))
+
+    def s(self, method, path, body=None):
+        return self.call(method, "/session/%s%s" % (self.session, path), body)
+
+    def find(self, css):
+        return self.s("POST", "/element",
+                      {"using": "css selector", "value": css})[ELEMENT]
+
+    def click(self, css):
+        self.s("POST", "/element/%s/click" % self.find(css), {})
+
+    def js(self, script, *args):
+        return self.s("POST", "/execute/sync", {"script": script, "args": list(args)})
+
+    def wait(self, what, script, *args, timeout=20):
+        deadline = time.time() + timeout
+        while True:
+            value = self.js(script, *args)
+            if value:
+                return value
+            if time.time() > deadline:
+                raise RuntimeError("timed out waiting for " + what)
+            time.sleep(0.2)
+
+    def screenshot(self, path):
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(self.s("GET", "/screenshot")))
+
+
+ROWS = """
+const out = {};
+for (const tr of document.querySelectorAll('#tables tr[data-table]')) {
+  const row = {};
+  for (const td of tr.querySelectorAll('td[data-field]')) {
+    row[td.dataset.field] = td.textContent.trim();
+  }
+  out[tr.dataset.table] = row;
+}
+return out;
+"""
+
+
+def main():
+    url, table, expect_sent, out_dir = sys.argv[1:5]
+    chromium = shutil.which("chromium")
+    driver_bin = shutil.which("chromedriver")
+    if not chromium or not driver_bin:
+        print("chromium or chromedriver not installed (tools/setup)",
+              file=sys.stderr)
+        return 77
+    port = free_port()
+    profile = tempfile.mkdtemp(prefix="msgq-test-chromium-")
+    driver = subprocess.Popen([driver_bin, "--port=%d" % port],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wd = WebDriver("http://127.0.0.1:%d" % port)
+    report = {}
+    try:
+        deadline = time.time() + 20
+        while True:
+            try:
+                if wd.call("GET", "/status").get("ready"):
+                    break
+            except Exception:
+                pass
+            if time.time() > deadline:
+                raise RuntimeError("chromedriver did not start")
+            time.sleep(0.1)
+        caps = {"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": chromium,
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                         "--disable-dev-shm-usage", "--window-size=1440,900",
+                         "--user-data-dir=" + profile],
+            }}}}
+        wd.session = wd.call("POST", "/session", caps)["sessionId"]
+        wd.s("POST", "/url", {"url": url})
+        wd.wait("%s to show %s sent" % (table, expect_sent),
+                "const r = document.querySelector("
+                "'#tables tr[data-table=\"' + arguments[0] + '\"] td[data-field=sent]');"
+                "return r && r.textContent.trim() === arguments[1];",
+                table, expect_sent)
+        # Let a second refresh fill in the rates.
+        time.sleep(2.5)
+        report["before"] = wd.js(ROWS)
+        report["ready"] = wd.js("return document.getElementById('ready').textContent;")
+        wd.screenshot(os.path.join(out_dir, "console.png"))
+        wd.click('#tables tr[data-table="%s"] td[data-field=name]' % table)
+        wd.wait("the dead list", "return document.querySelectorAll("
+                "'#dead tr[data-dead-id]').length > 0;")
+        report["dead_ids"] = wd.js(
+            "return [...document.querySelectorAll('#dead tr[data-dead-id]')]"
+            ".map(tr => tr.dataset.deadId);")
+        report["dead_errors"] = wd.js(
+            "return [...document.querySelectorAll('#dead tr[data-dead-id] td.error')]"
+            ".map(td => td.textContent);")
+        wd.screenshot(os.path.join(out_dir, "console-dead.png"))
+        wd.click("#redrive-all")
+        report["redrive"] = wd.wait(
+            "the redrive result",
+            "const t = document.getElementById('action-result').textContent;"
+            "return t.startsWith('redrive') ? t : null;")
+        wd.wait("the dead count to drop",
+                "const r = document.querySelector("
+                "'#tables tr[data-table=\"' + arguments[0] + '\"] td[data-field=dead]');"
+                "return r && r.textContent.trim() === '0';", table)
+        report["after"] = wd.js(ROWS)
+        report["dead_ids_after"] = wd.js(
+            "return [...document.querySelectorAll('#dead tr[data-dead-id]')]"
+            ".map(tr => tr.dataset.deadId);")
+        wd.screenshot(os.path.join(out_dir, "console-after-redrive.png"))
+    except Exception as e:
+        report["error"] = str(e)
+        try:
+            wd.screenshot(os.path.join(out_dir, "console-failure.png"))
+        except Exception:
+            pass
+    finally:
+        if wd.session:
+            try:
+                wd.call("DELETE", "/session/" + wd.session)
+            except Exception:
+                pass
+        driver.terminate()
+        driver.wait(10)
+        shutil.rmtree(profile, ignore_errors=True)
+    print(json.dumps(report))
+    return 1 if "error" in report else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
