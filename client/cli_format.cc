@@ -217,8 +217,7 @@ std::string FormatTablesText(const std::vector<v1::TableStatus>& tables) {
                       FormatSettings(t.settings())});
     } else {
       rows.push_back({t.keyspace(), t.name(), "error", "-",
-                      absl::StrCat(t.subscribers()), "-", "-", "-",
-                      t.error()});
+                      absl::StrCat(t.subscribers()), "-", "-", "-", t.error()});
     }
   }
   return Align(rows);

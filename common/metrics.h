@@ -59,8 +59,7 @@ class MetricsText {
   std::string Take();
 
  private:
-  void Line(absl::string_view suffix, const MetricLabels& labels,
-            double value);
+  void Line(absl::string_view suffix, const MetricLabels& labels, double value);
 
   std::string name_;
   std::string out_;

@@ -41,9 +41,9 @@ constexpr absl::string_view kMaxAge = "msgq_max_age";
 constexpr absl::string_view kDeadRetention = "msgq_dead_retention";
 
 constexpr absl::string_view kKnownDirectives[] = {
-    kAckWait,     kPurgeAfter,  kBatchSize, kCacheSize,    kPollerInterval,
-    kMinBackoff,  kMaxBackoff,  kMessageCols, kMaxAttempts, kMaxAge,
-    kDeadRetention,
+    kAckWait,        kPurgeAfter, kBatchSize,     kCacheSize,
+    kPollerInterval, kMinBackoff, kMaxBackoff,    kMessageCols,
+    kMaxAttempts,    kMaxAge,     kDeadRetention,
 };
 
 // Directive name -> trimmed raw value. Views point into the comment.

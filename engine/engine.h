@@ -29,13 +29,13 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "engine/queue/backoff.h"
 #include "engine/binlog/binlog_watcher.h"
 #include "engine/clock.h"
+#include "engine/queue/backoff.h"
 #include "engine/queue/message_manager.h"
+#include "engine/queue/round_executor.h"
 #include "engine/sql/mysql_connection.h"
 #include "engine/sql/mysql_pool.h"
-#include "engine/queue/round_executor.h"
 #include "engine/sql/schema_loader.h"
 
 namespace msgq {

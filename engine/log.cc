@@ -7,11 +7,10 @@
 #include <deque>
 #include <thread>
 
-#include "nlohmann/json.hpp"
-
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "nlohmann/json.hpp"
 
 namespace msgq {
 namespace {
@@ -135,8 +134,7 @@ absl::StatusOr<LogOptions> ParseLogOptions(absl::string_view format,
     options.min_level = LogLevel::kError;
   } else if (level != "info") {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--log_level must be 'info', 'warning' or 'error', not '", level,
-        "'"));
+        "--log_level must be 'info', 'warning' or 'error', not '", level, "'"));
   }
   return options;
 }
@@ -149,14 +147,14 @@ void SetLogOptions(LogOptions options) {
 std::string FormatLogLine(LogFormat format, absl::string_view severity,
                           absl::Time time, absl::string_view message) {
   if (format == LogFormat::kText) {
-    return absl::StrCat(severity,
-                        absl::FormatTime("%Y-%m-%d %H:%M:%E3S", time,
-                                         absl::UTCTimeZone()),
-                        " ", message, "\n");
+    return absl::StrCat(
+        severity,
+        absl::FormatTime("%Y-%m-%d %H:%M:%E3S", time, absl::UTCTimeZone()), " ",
+        message, "\n");
   }
   const nlohmann::ordered_json line = {
-      {"time", absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", time,
-                                absl::UTCTimeZone())},
+      {"time",
+       absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", time, absl::UTCTimeZone())},
       {"level", LevelName(severity)},
       {"msg", std::string(message)}};
   // Invalid UTF-8 (e.g. echoed client input) becomes U+FFFD.

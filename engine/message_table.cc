@@ -115,22 +115,24 @@ absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
   if (const Column* c = FindColumn(table.columns, "last_error"); c != nullptr) {
     table.last_error_chars = LastErrorChars(*c);
     if (table.last_error_chars == 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          where, ": column last_error is ", c->column_type,
-          "; msgq needs char, varchar or text"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(where, ": column last_error is ", c->column_type,
+                       "; msgq needs char, varchar or text"));
     }
   }
   if (table.settings.max_age > absl::ZeroDuration() &&
       !table.has_time_created) {
     return absl::FailedPreconditionError(absl::StrCat(
-        where, ": msgq_max_age needs a time_created column (bigint, Unix ns "
-               "of the first enqueue)"));
+        where,
+        ": msgq_max_age needs a time_created column (bigint, Unix ns "
+        "of the first enqueue)"));
   }
   if (table.settings.dead_retention > absl::ZeroDuration() &&
       !table.has_time_dead) {
     return absl::FailedPreconditionError(absl::StrCat(
-        where, ": msgq_dead_retention needs a time_dead column (bigint, Unix "
-               "ns; msgq sets it when a message dies)"));
+        where,
+        ": msgq_dead_retention needs a time_dead column (bigint, Unix "
+        "ns; msgq sets it when a message dies)"));
   }
   if (!table.settings.message_cols.empty()) {
     for (const std::string& col : table.settings.message_cols) {

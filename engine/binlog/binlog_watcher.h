@@ -47,8 +47,8 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "engine/sql/mysql_connection.h"
 #include "engine/binlog/row_change.h"
+#include "engine/sql/mysql_connection.h"
 
 namespace msgq {
 

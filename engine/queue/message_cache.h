@@ -27,8 +27,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/numeric/int128.h"
 #include "absl/strings/string_view.h"
-#include "engine/queue/message.h"
 #include "engine/message_table.h"
+#include "engine/queue/message.h"
 
 namespace msgq {
 

@@ -40,16 +40,16 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "engine/queue/backoff.h"
+#include "engine/binlog/row_change.h"
 #include "engine/clock.h"
+#include "engine/message_table.h"
+#include "engine/queue/backoff.h"
 #include "engine/queue/dispatcher.h"
 #include "engine/queue/message_cache.h"
 #include "engine/queue/message_manager_latency.h"
 #include "engine/queue/message_store.h"
-#include "engine/message_table.h"
 #include "engine/queue/round_executor.h"
 #include "engine/queue/round_scheduler.h"
-#include "engine/binlog/row_change.h"
 #include "engine/queue/settlement_ledger.h"
 #include "engine/queue/subscriber.h"
 
@@ -107,8 +107,8 @@ class MessageManager : private RoundExecutor::Task {
     int64_t postponed = 0;    // sent rows whose time_next was pushed back
     int64_t acked = 0;        // rows acked by MessageAck
     int64_t purged = 0;       // acked rows deleted past msgq_purge_after
-    int64_t nacked = 0;  // rows retried by MessageNack
-    int64_t died = 0;    // rows that died (nack, attempts, age, size)
+    int64_t nacked = 0;       // rows retried by MessageNack
+    int64_t died = 0;         // rows that died (nack, attempts, age, size)
     // Dead rows in MySQL: counted at a purge step at most once a minute
     // while the table has subscribers (or after a dead list was asked
     // for), kept up to date with msgq's own deaths and redrives between;
@@ -264,6 +264,9 @@ class MessageManager : private RoundExecutor::Task {
   // A line to log once the lock is released.
   using Log = std::optional<std::pair<const char*, std::string>>;
 
+  // How a write's status settles the ledger: committed, transient
+  // (UNAVAILABLE, ABORTED: nothing applied, retry) or permanent.
+  static SettlementLedger::Outcome OutcomeOf(const absl::Status& status);
   // The manager's own thread (no executor): rounds until stopped.
   void Run();
   // RoundExecutor::Task: one round if there is work; the next deadline.
@@ -286,14 +289,15 @@ class MessageManager : private RoundExecutor::Task {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Why `m`, just read due from MySQL, must die instead of being sent;
   // nullopt when it may be sent.
-  std::optional<std::string> DeathReasonLocked(const Message& m, int64_t now)
-      const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::optional<std::string> DeathReasonLocked(const Message& m,
+                                               int64_t now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Refuses a request (returns the error) or admits `ids` more of them.
   absl::Status AdmitLocked(size_t ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Settles a round's nacks, extends and redrives; appends replies to run
   // once the lock is released.
-  void SettleGroupsLocked(const absl::StatusOr<WriteResult>& result,
-                          Work& work, std::vector<std::function<void()>>& replies,
+  void SettleGroupsLocked(const absl::StatusOr<WriteResult>& result, Work& work,
+                          std::vector<std::function<void()>>& replies,
                           std::vector<Log>& logs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A line for messages that died, unless over the per-minute budget.

@@ -1,7 +1,7 @@
-// MessageManager's answers for work that fails: nacks, extends, redrives,
-// the dead-message list, and msgq's own deaths of rows it reads (too many
-// sends, too old, too large). The class contract is in message_manager.h;
-// the statements run in rounds (message_manager_rounds.cc).
+// MessageManager's requests for work that fails: nacks, extends, redrives
+// and the dead-message list, validated and queued for the next round. How
+// their writes settle, and msgq's own deaths of rows it reads, are in
+// message_manager_deaths.cc. The class contract is in message_manager.h.
 #include <algorithm>
 #include <cmath>
 
@@ -13,21 +13,11 @@
 namespace msgq {
 namespace {
 
-using Outcome = SettlementLedger::Outcome;
-
 // Reasons longer than this are cut before they are kept in memory (the
 // store cuts them again to the last_error column's size).
 constexpr size_t kMaxReasonBytes = 65535;
 // ListDead pages.
 constexpr int kMaxDeadPage = 10000;
-
-Outcome OutcomeOf(const absl::Status& status) {
-  if (status.ok()) return Outcome::kCommitted;
-  if (IsUnavailable(status) || status.code() == absl::StatusCode::kAborted) {
-    return Outcome::kTransient;
-  }
-  return Outcome::kPermanent;
-}
 
 // Canonical ids of `deliveries`, in place; the first malformed id's error.
 absl::Status CanonicalDeliveries(
@@ -38,10 +28,6 @@ absl::Status CanonicalDeliveries(
     d.id = *std::move(id);
   }
   return absl::OkStatus();
-}
-
-std::string Seconds(absl::Duration d) {
-  return absl::StrCat(absl::ToDoubleSeconds(d));
 }
 
 }  // namespace
@@ -75,10 +61,9 @@ bool MessageManager::HasRequestsLocked() const {
 void MessageManager::Nack(NackRequest request, NackCallback done) {
   if (request.deliveries.size() >
       static_cast<size_t>(options_.max_ids_per_ack)) {
-    done(absl::InvalidArgumentError(
-        absl::StrCat("too many deliveries in one nack: ",
-                     request.deliveries.size(), " > ",
-                     options_.max_ids_per_ack)));
+    done(absl::InvalidArgumentError(absl::StrCat(
+        "too many deliveries in one nack: ", request.deliveries.size(), " > ",
+        options_.max_ids_per_ack)));
     return;
   }
   if (request.delay.has_value() &&
@@ -86,7 +71,7 @@ void MessageManager::Nack(NackRequest request, NackCallback done) {
        *request.delay > absl::Seconds(kMaxDurationSeconds))) {
     done(absl::InvalidArgumentError(
         absl::StrCat("nack delay must be between 0 and ", kMaxDurationSeconds,
-                     " seconds, got ", Seconds(*request.delay))));
+                     " seconds, got ", absl::ToDoubleSeconds(*request.delay))));
     return;
   }
   if (absl::Status s = CanonicalDeliveries(table_.id_kind, request.deliveries);
@@ -102,7 +87,8 @@ void MessageManager::Nack(NackRequest request, NackCallback done) {
   const double jitter = jitter_->Next();
   NackGroup group;
   group.reason = std::move(request.reason);
-  if (group.reason.size() > kMaxReasonBytes) group.reason.resize(kMaxReasonBytes);
+  if (group.reason.size() > kMaxReasonBytes)
+    group.reason.resize(kMaxReasonBytes);
   std::vector<std::string> ids;
   ids.reserve(request.deliveries.size());
   for (Delivery& d : request.deliveries) {
@@ -145,8 +131,8 @@ void MessageManager::Extend(std::vector<Delivery> deliveries,
   if (duration <= absl::ZeroDuration() || duration > options_.max_extend) {
     done(absl::InvalidArgumentError(absl::StrCat(
         "extend duration must be more than 0 and at most ",
-        Seconds(options_.max_extend), " seconds (--max_extend), got ",
-        Seconds(duration))));
+        absl::ToDoubleSeconds(options_.max_extend),
+        " seconds (--max_extend), got ", absl::ToDoubleSeconds(duration))));
     return;
   }
   if (absl::Status s = CanonicalDeliveries(table_.id_kind, deliveries);
@@ -187,9 +173,9 @@ void MessageManager::Redrive(std::vector<std::string> ids, bool all,
     return;
   }
   if (ids.size() > static_cast<size_t>(options_.max_ids_per_ack)) {
-    done(absl::InvalidArgumentError(absl::StrCat(
-        "too many ids in one redrive: ", ids.size(), " > ",
-        options_.max_ids_per_ack)));
+    done(absl::InvalidArgumentError(
+        absl::StrCat("too many ids in one redrive: ", ids.size(), " > ",
+                     options_.max_ids_per_ack)));
     return;
   }
   if (absl::Status s = CanonicalizeIds(table_.id_kind, ids); !s.ok()) {
@@ -241,222 +227,6 @@ void MessageManager::ListDead(std::string after_id, int limit,
     }
   }
   done(refused);
-}
-
-std::optional<std::string> MessageManager::DeathReasonLocked(
-    const Message& m, int64_t now) const {
-  const TableSettings& s = table_.settings;
-  if (m.WireBytes() > options_.max_message_bytes) {
-    return absl::StrCat(
-        "row of ", m.WireBytes(), " bytes is larger than the stream limit of ",
-        options_.max_message_bytes,
-        " bytes (msgqd --max_message_bytes; raise it together with the "
-        "clients' gRPC max receive message size)");
-  }
-  if (s.max_attempts > 0 && m.epoch >= s.max_attempts) {
-    return absl::StrCat("not acked after ", m.epoch,
-                        " sends (msgq_max_attempts=", s.max_attempts, ")");
-  }
-  if (s.max_age > absl::ZeroDuration() && m.epoch >= 1 &&
-      m.time_created > 0 &&
-      now - m.time_created > absl::ToInt64Nanoseconds(s.max_age)) {
-    return absl::StrCat(
-        "not acked and first enqueued ",
-        std::floor(static_cast<double>(now - m.time_created) / 1e9),
-        " s ago (msgq_max_age=", Seconds(s.max_age), ")");
-  }
-  return std::nullopt;
-}
-
-MessageManager::Log MessageManager::DeathLogLocked(int64_t count,
-                                                   const std::string& what) {
-  const absl::Time mono = clock_->MonotonicNow();
-  if (mono - death_log_minute_ >= absl::Minutes(1)) {
-    death_log_minute_ = mono;
-    death_log_left_ = options_.death_log_lines_per_minute;
-  }
-  if (death_log_left_ <= 0) {
-    deaths_unlogged_ += count;
-    return std::nullopt;
-  }
-  --death_log_left_;
-  std::string line = absl::StrCat(log_name_, ": ", what);
-  if (deaths_unlogged_ > 0) {
-    absl::StrAppend(&line, " (and ", deaths_unlogged_,
-                    " earlier deaths not logged: over ",
-                    options_.death_log_lines_per_minute, " lines a minute)");
-    deaths_unlogged_ = 0;
-  }
-  return std::make_pair("W", std::move(line));
-}
-
-void MessageManager::SettleGroupsLocked(
-    const absl::StatusOr<WriteResult>& result, Work& work,
-    std::vector<std::function<void()>>& replies, std::vector<Log>& logs) {
-  for (size_t i = 0; i < work.nacks.size(); ++i) {
-    PendingNack& p = work.nacks[i];
-    absl::StatusOr<NackCount> n =
-        !result.ok()               ? absl::StatusOr<NackCount>(result.status())
-        : i < result->nacks.size() ? result->nacks[i]
-                                   : absl::StatusOr<NackCount>(NackCount{});
-    ledger_.AckDone(p.ticket, OutcomeOf(n.status()));
-    const bool own = p.done == nullptr;  // msgq's own deaths
-    if (!own) {
-      pending_ack_ids_ -= std::min(pending_ack_ids_, p.ticket.ids.size());
-    }
-    if (n.ok()) {
-      counters_.nacked += n->retried;
-      counters_.died += n->dead;
-      if (counters_.dead >= 0) counters_.dead += n->dead;
-      std::optional<int64_t> earliest;
-      for (const msgq::Nack& x : p.group.nacks) {
-        if (x.time_next.has_value()) {
-          earliest = std::min(earliest.value_or(*x.time_next), *x.time_next);
-        }
-      }
-      if (n->retried > 0 && earliest.has_value()) {
-        scheduler_.NoteDueAt(*earliest);
-      }
-      if (n->dead > 0) {
-        std::string what;
-        if (own) {
-          // At most kLoggedIds ids per line.
-          constexpr size_t kLoggedIds = 10;
-          std::vector<std::string> ids;
-          for (const msgq::Nack& x : p.group.nacks) {
-            if (ids.size() == kLoggedIds) break;
-            ids.push_back(x.id);
-          }
-          const size_t more = p.group.nacks.size() - ids.size();
-          what = absl::StrCat(
-              p.group.nacks.size() == 1 ? "message " : "messages ",
-              absl::StrJoin(ids, ", "),
-              more > 0 ? absl::StrCat(" and ", more, " more") : "", " died: ",
-              p.group.reason);
-        } else {
-          what = absl::StrCat(
-              n->dead, n->dead == 1 ? " message" : " messages",
-              " died at a nack",
-              p.group.nacks.front().time_next.has_value()
-                  ? " (msgq_max_attempts or msgq_max_age)"
-                  : " (dead=true)",
-              p.group.reason.empty() ? "" : ": ", p.group.reason);
-        }
-        logs.push_back(DeathLogLocked(n->dead, what));
-      }
-    } else if (own && OutcomeOf(n.status()) == Outcome::kPermanent) {
-      logs.push_back(StatementFailedLocked("death write", n.status()));
-    }
-    if (!own) {
-      replies.push_back([done = std::move(p.done), n, this]() {
-        if (n.ok()) {
-          done(n);
-        } else {
-          done(absl::Status(n.status().code(),
-                            absl::StrCat("nack on ", log_name_,
-                                         " failed: ", n.status().message())));
-        }
-      });
-    }
-  }
-  auto count_reply = [this](const char* what, AckCallback done,
-                            absl::StatusOr<int64_t> n) {
-    return [done = std::move(done), n, what, this]() {
-      if (n.ok()) {
-        done(n);
-      } else {
-        done(absl::Status(n.status().code(),
-                          absl::StrCat(what, " on ", log_name_,
-                                       " failed: ", n.status().message())));
-      }
-    };
-  };
-  for (size_t i = 0; i < work.extends.size(); ++i) {
-    PendingExtend& p = work.extends[i];
-    absl::StatusOr<int64_t> n =
-        !result.ok()                 ? absl::StatusOr<int64_t>(result.status())
-        : i < result->extends.size() ? result->extends[i]
-                                     : absl::StatusOr<int64_t>(int64_t{0});
-    ledger_.AckDone(p.ticket, OutcomeOf(n.status()));
-    pending_ack_ids_ -= std::min(pending_ack_ids_, p.ticket.ids.size());
-    if (n.ok() && *n > 0) scheduler_.NoteDueAt(p.group.time_next);
-    replies.push_back(count_reply("extend", std::move(p.done), n));
-  }
-  for (size_t i = 0; i < work.redrives.size(); ++i) {
-    PendingRedrive& p = work.redrives[i];
-    absl::StatusOr<int64_t> n =
-        !result.ok()                  ? absl::StatusOr<int64_t>(result.status())
-        : i < result->redrives.size() ? result->redrives[i]
-                                      : absl::StatusOr<int64_t>(int64_t{0});
-    pending_ack_ids_ -= std::min(pending_ack_ids_, p.group.ids.size());
-    if (n.ok() && *n > 0) {
-      if (counters_.dead >= 0) counters_.dead = std::max<int64_t>(0, counters_.dead - *n);
-      scheduler_.RequestPoll();
-    }
-    replies.push_back(count_reply("redrive", std::move(p.done), n));
-  }
-}
-
-void MessageManager::DoDeadLists(Work& work, bool mysql_ok) {
-  for (PendingDeadList& p : work.dead_lists) {
-    absl::StatusOr<std::vector<DeadRow>> rows =
-        mysql_ok ? store_->ListDead(p.after_id, p.limit)
-                 : absl::StatusOr<std::vector<DeadRow>>(absl::UnavailableError(
-                       absl::StrCat("MySQL is unavailable for ", log_name_,
-                                    ": retry")));
-    if (!rows.ok() && IsUnavailable(rows.status())) mysql_ok = false;
-    p.done(std::move(rows));
-  }
-}
-
-void MessageManager::DoDeadPurge() {
-  const TableSettings& s = table_.settings;
-  if (s.dead_retention > absl::ZeroDuration()) {
-    const int64_t cutoff =
-        clock_->NowNanos() - absl::ToInt64Nanoseconds(s.dead_retention);
-    absl::StatusOr<int64_t> purged =
-        store_->PurgeDead(cutoff, options_.purge_batch);
-    Log log;
-    {
-      absl::MutexLock lock(&mu_);
-      if (!purged.ok()) {
-        log = StatementFailedLocked("dead purge", purged.status());
-      } else if (*purged >= options_.purge_batch) {
-        scheduler_.PurgeDone(true);
-      }
-    }
-    Emit(std::move(log));
-  }
-}
-
-void MessageManager::MaybeCountDead() {
-  {
-    // The count reads poller_idx's unacked entries: only for tables someone
-    // is watching (subscribers, or a dead list asked for), at most once a
-    // kDeadCountEvery, and at once when the first subscriber comes or a
-    // dead list is asked for; msgq's own deaths and redrives keep it
-    // current in between. An idle table reads nothing.
-    absl::MutexLock lock(&mu_);
-    const absl::Time mono = clock_->MonotonicNow();
-    if (!scheduler_.mysql_ok() || mono < next_dead_count_ ||
-        (dispatcher_.empty() && !dead_list_seen_)) {
-      return;
-    }
-    next_dead_count_ = mono + kDeadCountEvery;
-    dead_list_seen_ = false;
-  }
-  absl::StatusOr<int64_t> dead = store_->CountDead();
-  Log log;
-  {
-    absl::MutexLock lock(&mu_);
-    if (dead.ok()) {
-      counters_.dead = *dead;
-    } else if (dead.status().code() != absl::StatusCode::kUnimplemented) {
-      // (A store that cannot count dead rows leaves the count unknown.)
-      log = StatementFailedLocked("dead count", dead.status());
-    }
-  }
-  Emit(std::move(log));
 }
 
 }  // namespace msgq

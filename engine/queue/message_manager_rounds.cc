@@ -13,15 +13,16 @@ namespace {
 
 using Outcome = SettlementLedger::Outcome;
 
-Outcome OutcomeOf(const absl::Status& status) {
+}  // namespace
+
+SettlementLedger::Outcome MessageManager::OutcomeOf(
+    const absl::Status& status) {
   if (status.ok()) return Outcome::kCommitted;
   if (IsUnavailable(status) || status.code() == absl::StatusCode::kAborted) {
     return Outcome::kTransient;
   }
   return Outcome::kPermanent;
 }
-
-}  // namespace
 
 MessageManager::Work MessageManager::TakeWorkLocked() {
   Work work;
@@ -199,8 +200,7 @@ bool MessageManager::DoWrites(Work& work) {
     counters_.write_latency.Observe(took);
     ledger_.PostponesDone(work.postponed, OutcomeOf(postpones));
     if (postpones.ok()) {
-      counters_.postponed +=
-          static_cast<int64_t>(work.writes.postpones.size());
+      counters_.postponed += static_cast<int64_t>(work.writes.postpones.size());
       std::optional<int64_t> earliest;
       for (const Postponement& p : work.writes.postpones) {
         earliest = std::min(earliest.value_or(p.time_next), p.time_next);

@@ -1,0 +1,232 @@
+// MessageManager and dead messages: why a row read from MySQL must die
+// (too many sends, too old, too large), how a round's nacks, extends and
+// redrives settle, the death log, the dead list, the dead purge and the dead
+// count. The requests themselves are in message_manager_failures.cc; the
+// class contract is in message_manager.h.
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/queue/message_manager.h"
+
+namespace msgq {
+
+std::optional<std::string> MessageManager::DeathReasonLocked(
+    const Message& m, int64_t now) const {
+  const TableSettings& s = table_.settings;
+  if (m.WireBytes() > options_.max_message_bytes) {
+    return absl::StrCat(
+        "row of ", m.WireBytes(), " bytes is larger than the stream limit of ",
+        options_.max_message_bytes,
+        " bytes (msgqd --max_message_bytes; raise it together with the "
+        "clients' gRPC max receive message size)");
+  }
+  if (s.max_attempts > 0 && m.epoch >= s.max_attempts) {
+    return absl::StrCat("not acked after ", m.epoch,
+                        " sends (msgq_max_attempts=", s.max_attempts, ")");
+  }
+  if (s.max_age > absl::ZeroDuration() && m.epoch >= 1 && m.time_created > 0 &&
+      now - m.time_created > absl::ToInt64Nanoseconds(s.max_age)) {
+    return absl::StrCat(
+        "not acked and first enqueued ",
+        std::floor(static_cast<double>(now - m.time_created) / 1e9),
+        " s ago (msgq_max_age=", absl::ToDoubleSeconds(s.max_age), ")");
+  }
+  return std::nullopt;
+}
+
+MessageManager::Log MessageManager::DeathLogLocked(int64_t count,
+                                                   const std::string& what) {
+  const absl::Time mono = clock_->MonotonicNow();
+  if (mono - death_log_minute_ >= absl::Minutes(1)) {
+    death_log_minute_ = mono;
+    death_log_left_ = options_.death_log_lines_per_minute;
+  }
+  if (death_log_left_ <= 0) {
+    deaths_unlogged_ += count;
+    return std::nullopt;
+  }
+  --death_log_left_;
+  std::string line = absl::StrCat(log_name_, ": ", what);
+  if (deaths_unlogged_ > 0) {
+    absl::StrAppend(&line, " (and ", deaths_unlogged_,
+                    " earlier deaths not logged: over ",
+                    options_.death_log_lines_per_minute, " lines a minute)");
+    deaths_unlogged_ = 0;
+  }
+  return std::make_pair("W", std::move(line));
+}
+
+void MessageManager::SettleGroupsLocked(
+    const absl::StatusOr<WriteResult>& result, Work& work,
+    std::vector<std::function<void()>>& replies, std::vector<Log>& logs) {
+  for (size_t i = 0; i < work.nacks.size(); ++i) {
+    PendingNack& p = work.nacks[i];
+    absl::StatusOr<NackCount> n =
+        !result.ok()               ? absl::StatusOr<NackCount>(result.status())
+        : i < result->nacks.size() ? result->nacks[i]
+                                   : absl::StatusOr<NackCount>(NackCount{});
+    ledger_.AckDone(p.ticket, OutcomeOf(n.status()));
+    const bool own = p.done == nullptr;  // msgq's own deaths
+    if (!own) {
+      pending_ack_ids_ -= std::min(pending_ack_ids_, p.ticket.ids.size());
+    }
+    if (n.ok()) {
+      counters_.nacked += n->retried;
+      counters_.died += n->dead;
+      if (counters_.dead >= 0) counters_.dead += n->dead;
+      std::optional<int64_t> earliest;
+      for (const msgq::Nack& x : p.group.nacks) {
+        if (x.time_next.has_value()) {
+          earliest = std::min(earliest.value_or(*x.time_next), *x.time_next);
+        }
+      }
+      if (n->retried > 0 && earliest.has_value()) {
+        scheduler_.NoteDueAt(*earliest);
+      }
+      if (n->dead > 0) {
+        std::string what;
+        if (own) {
+          // At most kLoggedIds ids per line.
+          constexpr size_t kLoggedIds = 10;
+          std::vector<std::string> ids;
+          for (const msgq::Nack& x : p.group.nacks) {
+            if (ids.size() == kLoggedIds) break;
+            ids.push_back(x.id);
+          }
+          const size_t more = p.group.nacks.size() - ids.size();
+          what =
+              absl::StrCat(p.group.nacks.size() == 1 ? "message " : "messages ",
+                           absl::StrJoin(ids, ", "),
+                           more > 0 ? absl::StrCat(" and ", more, " more") : "",
+                           " died: ", p.group.reason);
+        } else {
+          what =
+              absl::StrCat(n->dead, n->dead == 1 ? " message" : " messages",
+                           " died at a nack",
+                           p.group.nacks.front().time_next.has_value()
+                               ? " (msgq_max_attempts or msgq_max_age)"
+                               : " (dead=true)",
+                           p.group.reason.empty() ? "" : ": ", p.group.reason);
+        }
+        logs.push_back(DeathLogLocked(n->dead, what));
+      }
+    } else if (own &&
+               OutcomeOf(n.status()) == SettlementLedger::Outcome::kPermanent) {
+      logs.push_back(StatementFailedLocked("death write", n.status()));
+    }
+    if (!own) {
+      replies.push_back([done = std::move(p.done), n, this]() {
+        if (n.ok()) {
+          done(n);
+        } else {
+          done(absl::Status(n.status().code(),
+                            absl::StrCat("nack on ", log_name_,
+                                         " failed: ", n.status().message())));
+        }
+      });
+    }
+  }
+  auto count_reply = [this](const char* what, AckCallback done,
+                            absl::StatusOr<int64_t> n) {
+    return [done = std::move(done), n, what, this]() {
+      if (n.ok()) {
+        done(n);
+      } else {
+        done(absl::Status(n.status().code(),
+                          absl::StrCat(what, " on ", log_name_,
+                                       " failed: ", n.status().message())));
+      }
+    };
+  };
+  for (size_t i = 0; i < work.extends.size(); ++i) {
+    PendingExtend& p = work.extends[i];
+    absl::StatusOr<int64_t> n =
+        !result.ok()                 ? absl::StatusOr<int64_t>(result.status())
+        : i < result->extends.size() ? result->extends[i]
+                                     : absl::StatusOr<int64_t>(int64_t{0});
+    ledger_.AckDone(p.ticket, OutcomeOf(n.status()));
+    pending_ack_ids_ -= std::min(pending_ack_ids_, p.ticket.ids.size());
+    if (n.ok() && *n > 0) scheduler_.NoteDueAt(p.group.time_next);
+    replies.push_back(count_reply("extend", std::move(p.done), n));
+  }
+  for (size_t i = 0; i < work.redrives.size(); ++i) {
+    PendingRedrive& p = work.redrives[i];
+    absl::StatusOr<int64_t> n =
+        !result.ok()                  ? absl::StatusOr<int64_t>(result.status())
+        : i < result->redrives.size() ? result->redrives[i]
+                                      : absl::StatusOr<int64_t>(int64_t{0});
+    pending_ack_ids_ -= std::min(pending_ack_ids_, p.group.ids.size());
+    if (n.ok() && *n > 0) {
+      if (counters_.dead >= 0)
+        counters_.dead = std::max<int64_t>(0, counters_.dead - *n);
+      scheduler_.RequestPoll();
+    }
+    replies.push_back(count_reply("redrive", std::move(p.done), n));
+  }
+}
+
+void MessageManager::DoDeadLists(Work& work, bool mysql_ok) {
+  for (PendingDeadList& p : work.dead_lists) {
+    absl::StatusOr<std::vector<DeadRow>> rows =
+        mysql_ok ? store_->ListDead(p.after_id, p.limit)
+                 : absl::StatusOr<std::vector<DeadRow>>(
+                       absl::UnavailableError(absl::StrCat(
+                           "MySQL is unavailable for ", log_name_, ": retry")));
+    if (!rows.ok() && IsUnavailable(rows.status())) mysql_ok = false;
+    p.done(std::move(rows));
+  }
+}
+
+void MessageManager::DoDeadPurge() {
+  const TableSettings& s = table_.settings;
+  if (s.dead_retention > absl::ZeroDuration()) {
+    const int64_t cutoff =
+        clock_->NowNanos() - absl::ToInt64Nanoseconds(s.dead_retention);
+    absl::StatusOr<int64_t> purged =
+        store_->PurgeDead(cutoff, options_.purge_batch);
+    Log log;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!purged.ok()) {
+        log = StatementFailedLocked("dead purge", purged.status());
+      } else if (*purged >= options_.purge_batch) {
+        scheduler_.PurgeDone(true);
+      }
+    }
+    Emit(std::move(log));
+  }
+}
+
+void MessageManager::MaybeCountDead() {
+  {
+    // The count reads poller_idx's unacked entries: only for tables someone
+    // is watching (subscribers, or a dead list asked for), at most once a
+    // kDeadCountEvery, and at once when the first subscriber comes or a
+    // dead list is asked for; msgq's own deaths and redrives keep it
+    // current in between. An idle table reads nothing.
+    absl::MutexLock lock(&mu_);
+    const absl::Time mono = clock_->MonotonicNow();
+    if (!scheduler_.mysql_ok() || mono < next_dead_count_ ||
+        (dispatcher_.empty() && !dead_list_seen_)) {
+      return;
+    }
+    next_dead_count_ = mono + kDeadCountEvery;
+    dead_list_seen_ = false;
+  }
+  absl::StatusOr<int64_t> dead = store_->CountDead();
+  Log log;
+  {
+    absl::MutexLock lock(&mu_);
+    if (dead.ok()) {
+      counters_.dead = *dead;
+    } else if (dead.status().code() != absl::StatusCode::kUnimplemented) {
+      // (A store that cannot count dead rows leaves the count unknown.)
+      log = StatementFailedLocked("dead count", dead.status());
+    }
+  }
+  Emit(std::move(log));
+}
+
+}  // namespace msgq
