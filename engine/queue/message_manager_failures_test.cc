@@ -87,7 +87,8 @@ class FailureManagerTest : public MessageManagerTest {
   }
 };
 
-TEST_F(FailureManagerTest, ANackIsWrittenAfterItsSendsPostponeAndRetriesAtItsDelay) {
+TEST_F(FailureManagerTest,
+       ANackIsWrittenAfterItsSendsPostponeAndRetriesAtItsDelay) {
   ASSERT_NO_FATAL_FAILURE(Init(WithFailureColumns()));
   auto sub = Deliver(1);
   auto nack = Nack({{"1", 0}}, absl::Seconds(5), "boom");

@@ -269,9 +269,8 @@ TEST_F(MessageManagerTest, PostponeDelayDependsOnEpochWithOneJitterPerEpoch) {
   EXPECT_EQ(store_->Find("103")->epoch, 6);
   EXPECT_EQ(store_->Find("104")->epoch, 3);
   // One UPDATE per distinct time_next.
-  EXPECT_EQ(store_->statements(),
-            1 /*poll*/ + 1 /*next due*/ + 1 /*purge*/ + 1 /*count dead*/ +
-                3 /*postpones*/);
+  EXPECT_EQ(store_->statements(), 1 /*poll*/ + 1 /*next due*/ + 1 /*purge*/ +
+                                      1 /*count dead*/ + 3 /*postpones*/);
 }
 
 TEST_F(MessageManagerTest, PostponeUsesTheJitter) {
