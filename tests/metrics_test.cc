@@ -63,10 +63,12 @@ TEST_F(MetricsTest, KnownWorkloadGivesExactCounters) {
   EXPECT_EQ(Sample(m, "msgq_tables{}"), 1);
   EXPECT_EQ(Sample(m, "msgq_ready{}"), 1);
   EXPECT_EQ(Sample(m, "msgq_binlog_streaming{}"), 1);
-  // Every send was postponed except those acked first: between 10 and 14.
+  // Every send is postponed unless its ack arrives while the postpone is
+  // still owed (the ack cancels it): the 4 unacked first sends and the 4
+  // redeliveries always are, the 6 acked first sends may not be: 8 to 14.
   const double postponed =
       Sample(m, absl::StrCat("msgq_postponed_total", kJobs));
-  EXPECT_GE(postponed, 10);
+  EXPECT_GE(postponed, 8);
   EXPECT_LE(postponed, 14);
   EXPECT_EQ(Sample(m, "msgq_grpc_requests_total{grpc_code=\"OK\","
                       "grpc_method=\"MessageAck\","
