@@ -31,6 +31,7 @@
 #include "absl/time/time.h"
 #include "engine/binlog/binlog_watcher.h"
 #include "engine/clock.h"
+#include "engine/lease/table_ownership.h"
 #include "engine/queue/backoff.h"
 #include "engine/queue/message_manager.h"
 #include "engine/queue/round_executor.h"
@@ -58,6 +59,8 @@ class Engine : private BinlogWatcher::Listener {
     // server does not allow it).
     bool binlog = true;
     uint32_t binlog_server_id = BinlogWatcher::DefaultServerId();
+    // Names this msgqd in lease rows (--instance_id); unique per process.
+    std::string instance_id;
   };
 
   struct TableInfo {
@@ -68,6 +71,7 @@ class Engine : private BinlogWatcher::Listener {
     TableSettings settings;  // when loaded
     MessageManager::Stats stats;
     std::string discovery = "poll";
+    TableOwnership ownership;
   };
 
   // The connections of the pool for `options` (max_connections less the
@@ -110,6 +114,8 @@ class Engine : private BinlogWatcher::Listener {
   // MySQL does not answer the schema reads (noticed within reload_interval)
   // and once Stop() began.
   absl::Status Health() const;
+  // This msgqd's instance id, as written in lease rows (Options).
+  const std::string& instance_id() const { return options_.instance_id; }
   // What the binlog watcher is doing (default when --binlog=false).
   BinlogWatcher::Status binlog_status() const;
 

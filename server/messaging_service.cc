@@ -79,14 +79,14 @@ grpc::ServerUnaryReactor* MessagingService::MessageAck(
   if (manager == nullptr) return reactor;
   std::vector<std::string> ids(request->ids().begin(), request->ids().end());
   manager->Ack(std::move(ids),
-                  [reactor, response](absl::StatusOr<int64_t> acked) {
-                    if (acked.ok()) {
-                      response->set_acked(*acked);
-                      reactor->Finish(grpc::Status::OK);
-                    } else {
-                      reactor->Finish(ToGrpcStatus(acked.status()));
-                    }
-                  });
+               [reactor, response](absl::StatusOr<int64_t> acked) {
+                 if (acked.ok()) {
+                   response->set_acked(*acked);
+                   reactor->Finish(grpc::Status::OK);
+                 } else {
+                   reactor->Finish(ToGrpcStatus(acked.status()));
+                 }
+               });
   return reactor;
 }
 
@@ -111,10 +111,10 @@ grpc::ServerUnaryReactor* MessagingService::MessageNack(
   nack.reason = request->reason();
   nack.dead = request->dead();
   manager->Nack(std::move(nack),
-                   Finisher<NackCount>(reactor, [response](NackCount n) {
-                     response->set_retried(n.retried);
-                     response->set_dead(n.dead);
-                   }));
+                Finisher<NackCount>(reactor, [response](NackCount n) {
+                  response->set_retried(n.retried);
+                  response->set_dead(n.dead);
+                }));
   return reactor;
 }
 
@@ -133,9 +133,9 @@ grpc::ServerUnaryReactor* MessagingService::MessageExtend(
     return reactor;
   }
   manager->Extend(Deliveries(*request), *duration,
-                     Finisher<int64_t>(reactor, [response](int64_t n) {
-                       response->set_extended(n);
-                     }));
+                  Finisher<int64_t>(reactor, [response](int64_t n) {
+                    response->set_extended(n);
+                  }));
   return reactor;
 }
 
@@ -148,9 +148,9 @@ grpc::ServerUnaryReactor* MessagingService::Redrive(
   if (manager == nullptr) return reactor;
   std::vector<std::string> ids(request->ids().begin(), request->ids().end());
   manager->Redrive(std::move(ids), request->all(),
-                      Finisher<int64_t>(reactor, [response](int64_t n) {
-                        response->set_redriven(n);
-                      }));
+                   Finisher<int64_t>(reactor, [response](int64_t n) {
+                     response->set_redriven(n);
+                   }));
   return reactor;
 }
 
@@ -162,19 +162,18 @@ grpc::ServerUnaryReactor* MessagingService::ListDead(
       ManagerOrFinish(*engine_, *request, reactor);
   if (manager == nullptr) return reactor;
   const int limit = request->limit() == 0 ? kDefaultDeadPage : request->limit();
-  manager->ListDead(
-      request->after_id(), limit,
-      Finisher<std::vector<DeadRow>>(
-          reactor, [response](const std::vector<DeadRow>& rows) {
-            for (const DeadRow& row : rows) {
-              v1::DeadMessage* m = response->add_messages();
-              m->set_id(row.id);
-              m->set_epoch(row.epoch);
-              m->set_last_error(row.last_error);
-              m->set_time_dead(row.time_dead);
-              m->set_time_created(row.time_created);
-            }
-          }));
+  manager->ListDead(request->after_id(), limit,
+                    Finisher<std::vector<DeadRow>>(
+                        reactor, [response](const std::vector<DeadRow>& rows) {
+                          for (const DeadRow& row : rows) {
+                            v1::DeadMessage* m = response->add_messages();
+                            m->set_id(row.id);
+                            m->set_epoch(row.epoch);
+                            m->set_last_error(row.last_error);
+                            m->set_time_dead(row.time_dead);
+                            m->set_time_created(row.time_created);
+                          }
+                        }));
   return reactor;
 }
 
@@ -193,6 +192,20 @@ grpc::ServerUnaryReactor* MessagingService::ListTables(
     t->set_cached(info.stats.queued);
     t->set_in_flight(info.stats.in_flight);
     t->set_dead(info.loaded ? info.stats.dead : -1);
+    t->set_sent(info.stats.sent);
+    t->set_redelivered(info.stats.redelivered);
+    t->set_postponed(info.stats.postponed);
+    t->set_acked(info.stats.acked);
+    t->set_nacked(info.stats.nacked);
+    t->set_died(info.stats.died);
+    t->set_purged(info.stats.purged);
+    t->set_polls(info.stats.polls);
+    v1::Ownership* own = t->mutable_ownership();
+    own->set_state(info.ownership.state);
+    own->set_owner(info.ownership.owner);
+    own->set_since(info.ownership.since);
+    own->set_expires(info.ownership.expires);
+    own->set_error(info.ownership.error);
     if (info.loaded) {
       const TableSettings& s = info.settings;
       v1::TableSettings* out = t->mutable_settings();
@@ -219,6 +232,7 @@ grpc::ServerUnaryReactor* MessagingService::ListTables(
   b->set_position_resets(binlog.position_resets);
   b->set_evictions(binlog.evictions);
   b->set_position(binlog.position);
+  response->set_instance(engine_->instance_id());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
