@@ -59,6 +59,11 @@ class MessageCache {
 
   // Removes a queued id (e.g. acked while waiting); false if not queued.
   bool RemoveQueued(absl::string_view id);
+  // Removes every queued message (e.g. the table's ownership was lost).
+  void Clear() {
+    queued_.clear();
+    order_.clear();
+  }
 
   bool IsQueued(absl::string_view id) const { return queued_.contains(id); }
   size_t queued() const { return queued_.size(); }

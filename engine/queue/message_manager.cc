@@ -43,7 +43,9 @@ MessageManager::MessageManager(MessageTable table,
           absl::StrCat("table `", table_.keyspace, "`.`", table_.name, "`")),
       cache_(static_cast<size_t>(table_.settings.cache_size), table_.id_kind),
       dispatcher_(options.max_batches_per_subscriber),
-      scheduler_(SchedulerOptions(table_, options), clock->MonotonicNow()) {}
+      scheduler_(SchedulerOptions(table_, options), clock->MonotonicNow()),
+      owned_until_(options.leased ? absl::InfinitePast()
+                                  : absl::InfiniteFuture()) {}
 
 MessageManager::~MessageManager() {
   Stop(absl::UnavailableError("message manager destroyed"));
@@ -220,6 +222,7 @@ void MessageManager::RequestPoll() {
 void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
   absl::MutexLock lock(&mu_);
   const int64_t now = clock_->NowNanos();
+  const bool owner = OwnsLocked();
   for (const RowChange& c : changes) {
     if (c.deleted || c.time_acked.has_value() || !c.time_next.has_value()) {
       cache_.RemoveQueued(c.id);
@@ -228,6 +231,7 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
     }
     // msgq's own postpones and acks of ids in flight: nothing new.
     if (ledger_.InFlight(c.id)) continue;
+    if (!owner) continue;  // the owner reads it; a new owner polls first
     // Priority, schedule or payload may have changed: read it again.
     cache_.RemoveQueued(c.id);
     if (*c.time_next > now) {
@@ -254,11 +258,16 @@ MessageManager::Stats MessageManager::stats() const {
   s.queued = static_cast<int64_t>(cache_.queued());
   s.in_flight = static_cast<int64_t>(ledger_.in_flight());
   s.mysql_ok = scheduler_.mysql_ok();
+  s.owner = OwnsLocked();
   return s;
 }
 
 MessageManager::Sends MessageManager::PumpLocked() {
   Sends sends;
+  if (!OwnsLocked()) {
+    cache_.Clear();  // another instance sends these now
+    return sends;
+  }
   const int64_t now = cache_.empty() ? 0 : clock_->NowNanos();
   while (!cache_.empty()) {
     std::optional<Dispatcher::Pick> pick = dispatcher_.Next();
@@ -294,6 +303,7 @@ RoundScheduler::View MessageManager::ViewLocked() const {
   view.subscribers = !dispatcher_.empty();
   view.cache_full = cache_.full();
   view.writes_pending = ledger_.HasOwed() || HasRequestsLocked();
+  view.owner = OwnsLocked();
   return view;
 }
 

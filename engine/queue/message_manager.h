@@ -94,6 +94,10 @@ class MessageManager : private RoundExecutor::Task {
     // Lines logged for messages that die, per table per minute; the rest
     // are counted in the next line.
     int death_log_lines_per_minute = 10;
+    // Several msgqd share the table: the manager starts without ownership
+    // and reads and sends only while Own() granted it (engine/lease/).
+    // false: it owns the table from the start, for good.
+    bool leased = false;
   };
 
   struct Stats {
@@ -115,6 +119,7 @@ class MessageManager : private RoundExecutor::Task {
     // -1 until counted.
     int64_t dead = -1;
     bool mysql_ok = true;
+    bool owner = true;  // reads and sends the table now (see Own)
     // Statement latency by kind; a round's write covers postpones, acks,
     // nacks, extends and redrives together.
     StatementLatency poll_latency;
@@ -214,6 +219,25 @@ class MessageManager : private RoundExecutor::Task {
   // Polls in the next round (e.g. after the binlog stream restarted).
   void RequestPoll();
 
+  // ---- Ownership (several instances; see engine/lease/lease_keeper.h) ----
+  // Only an owner polls, fetches, purges and sends; any manager takes acks,
+  // nacks, extends, redrives and dead lists, and writes the postpones of
+  // its earlier sends.
+  //
+  // Grants ownership until `until` on the clock's monotonic time (the end of
+  // the lease's local trust window); called again at each renewal to extend
+  // it. Past `until` nothing is sent even if no Disown() came (a renewal
+  // that hangs fences the manager by itself). When ownership was not held
+  // (never granted, revoked or lapsed) the cache is emptied first, as
+  // another instance may have sent its rows, and a poll is requested.
+  void Own(absl::Time until);
+  // Revokes ownership now: nothing more is sent and the queued messages are
+  // dropped (they stay due in MySQL for the next owner).
+  void Disown();
+  // No send waits for its postpone: after Disown() the lease may be handed
+  // over without the next owner reading a row that was just sent as due.
+  bool Quiesced() const;
+
   // One round of MySQL work at the clock's current time, synchronously:
   // pending writes, then a poll and a purge step if due. The thread calls it;
   // unit tests call it directly (without Start) with a fake clock.
@@ -276,6 +300,10 @@ class MessageManager : private RoundExecutor::Task {
   // There may be work: wake the thread or queue a round.
   void WakeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   RoundScheduler::View ViewLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether ownership is held now (see Own).
+  bool OwnsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return clock_->MonotonicNow() < owned_until_;
+  }
   Work TakeWorkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DoWork(Work work);
   // Each returns false when MySQL turned out to be unreachable.
@@ -353,6 +381,8 @@ class MessageManager : private RoundExecutor::Task {
   size_t pending_ack_ids_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
+  // Ownership ends at this monotonic time (InfiniteFuture: not leased).
+  absl::Time owned_until_ ABSL_GUARDED_BY(mu_);
   Stats counters_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };

@@ -19,11 +19,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "engine/queue/backoff.h"
 #include "engine/clock.h"
+#include "engine/message_table.h"
+#include "engine/queue/backoff.h"
 #include "engine/queue/fake_message_store.h"
 #include "engine/queue/message_manager.h"
-#include "engine/message_table.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -16,8 +16,7 @@ struct StatementLatency {
   // Upper bounds in seconds; buckets[i] counts statements <= kBounds[i] and
   // above the previous bound, buckets.back() the slower ones.
   static constexpr std::array<double, 12> kBounds = {
-      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-      0.05,   0.1,   0.25,   0.5,   1,    5};
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
 
   void Observe(absl::Duration d) {
     const double s = absl::ToDoubleSeconds(d);

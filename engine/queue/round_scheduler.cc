@@ -47,13 +47,13 @@ void RoundScheduler::ForgetFetch(const std::string& id) {
 
 bool RoundScheduler::PollDue(const View& view, absl::Time mono,
                              int64_t wall_ns) const {
-  if (!view.subscribers || view.cache_full) return false;
+  if (!view.owner || !view.subscribers || view.cache_full) return false;
   if (poll_requested_ || mono >= next_poll_at_) return true;
   return next_due_ns_.has_value() && wall_ns >= *next_due_ns_;
 }
 
 bool RoundScheduler::FetchDue(const View& view, absl::Time mono) const {
-  if (!view.subscribers || view.cache_full) return false;
+  if (!view.owner || !view.subscribers || view.cache_full) return false;
   return !fetch_ids_.empty() || (!refetch_.empty() && mono >= refetch_at_);
 }
 
@@ -61,12 +61,14 @@ bool RoundScheduler::HaveWork(const View& view, absl::Time mono,
                               int64_t wall_ns) const {
   if (Waiting(mono)) return false;
   if (view.writes_pending) return true;
-  return FetchDue(view, mono) || PurgeDue(mono) || PollDue(view, mono, wall_ns);
+  return FetchDue(view, mono) || PurgeDue(view, mono) ||
+         PollDue(view, mono, wall_ns);
 }
 
 absl::Time RoundScheduler::NextDeadline(const View& view, absl::Time mono,
                                         int64_t wall_ns) const {
   if (Waiting(mono)) return retry_at_;
+  if (!view.owner) return absl::InfiniteFuture();
   absl::Time deadline = next_purge_at_;
   if (view.subscribers && !view.cache_full) {
     deadline = std::min(deadline, next_poll_at_);
@@ -99,7 +101,7 @@ RoundScheduler::Round RoundScheduler::Take(const View& view, absl::Time mono,
     round.fetch_ids.assign(fetch_ids_.begin(), fetch_ids_.end());
     fetch_ids_.clear();
   }
-  if (PurgeDue(mono)) {
+  if (PurgeDue(view, mono)) {
     round.purge = true;
     purge_more_ = false;
     next_purge_at_ = mono + options_.poll_interval;

@@ -13,6 +13,9 @@
 //   then one poll is requested. A poll does not drop named ids: those it did
 //   not return are fetched next round, so no named row waits for the poll
 //   interval (at most the refetch schedule plus one round).
+// - Only an owner reads: without ownership of the table (several msgqd
+//   instances, see engine/lease/) no poll, fetch or purge is due; writes
+//   (postpones of earlier sends, acks, nacks) still are.
 // - A backlog noted while a poll runs survives that poll's result.
 // - Purge every poll interval, and at once again after a full purge batch.
 // - After a MySQL failure nothing runs until retry_at; the delay doubles
@@ -61,6 +64,7 @@ class RoundScheduler {
     bool subscribers = false;
     bool cache_full = false;
     bool writes_pending = false;  // owed postpones or waiting acks
+    bool owner = true;            // this instance may read and send the table
   };
 
   // The reads of one round, taken by Take().
@@ -127,8 +131,8 @@ class RoundScheduler {
  private:
   bool PollDue(const View& view, absl::Time mono, int64_t wall_ns) const;
   bool FetchDue(const View& view, absl::Time mono) const;
-  bool PurgeDue(absl::Time mono) const {
-    return purge_more_ || mono >= next_purge_at_;
+  bool PurgeDue(const View& view, absl::Time mono) const {
+    return view.owner && (purge_more_ || mono >= next_purge_at_);
   }
 
   const Options options_;

@@ -190,3 +190,37 @@ TEST_F(RoundSchedulerTest, TooManyNamedIdsBecomeABacklog) {
 
 }  // namespace
 }  // namespace msgq
+
+namespace msgq {
+namespace {
+
+TEST(RoundSchedulerOwnerTest, WithoutOwnershipOnlyWritesAreDue) {
+  const absl::Time mono = absl::FromUnixSeconds(1000);
+  const int64_t wall = int64_t{1'700'000'000} * 1'000'000'000;
+  RoundScheduler s(RoundScheduler::Options(), mono);
+  RoundScheduler::View standby;
+  standby.subscribers = true;
+  standby.owner = false;
+  s.RequestPoll();
+  s.NoteDueAt(wall - 1);
+  EXPECT_TRUE(s.NameForFetch("7"));
+  // Due poll, fetch and start-up purge, but not the owner: nothing to do,
+  // and no deadline to wake up for.
+  EXPECT_FALSE(s.HaveWork(standby, mono, wall));
+  EXPECT_EQ(s.NextDeadline(standby, mono, wall), absl::InfiniteFuture());
+  const RoundScheduler::Round none = s.Take(standby, mono, wall);
+  EXPECT_FALSE(none.poll);
+  EXPECT_FALSE(none.purge);
+  EXPECT_TRUE(none.fetch_ids.empty());
+  standby.writes_pending = true;
+  EXPECT_TRUE(s.HaveWork(standby, mono, wall));
+  // Ownership granted: the requested poll and the purge run.
+  RoundScheduler::View owner = standby;
+  owner.owner = true;
+  const RoundScheduler::Round r = s.Take(owner, mono, wall);
+  EXPECT_TRUE(r.poll);
+  EXPECT_TRUE(r.purge);
+}
+
+}  // namespace
+}  // namespace msgq

@@ -38,6 +38,7 @@ std::vector<SettlementLedger::Postpone> SettlementLedger::TakePostpones() {
     taken.emplace_back(id, *e.owed);
     ClearOwed(e);
     ++e.writing;
+    ++writing_;
   }
   return taken;
 }
@@ -50,6 +51,7 @@ std::vector<std::string> SettlementLedger::PostponesDone(
     if (it == entries_.end() || it->second.writing == 0) continue;
     Entry& e = it->second;
     --e.writing;
+    --writing_;
     // Still delivered and still unsettled in MySQL: owe it again, unless a
     // newer send owes its own postpone. (Also while an ack runs: the ack may
     // fail, and a postpone after a committed ack changes nothing.)

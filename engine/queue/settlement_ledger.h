@@ -78,6 +78,9 @@ class SettlementLedger {
   // Sends whose postpone no round has taken yet.
   size_t owed() const { return owed_; }
   bool HasOwed() const { return owed_ > 0; }
+  // Whether any send still waits for its postpone (owed or being written):
+  // until none does, MySQL may hold a sent row as still due.
+  bool PostponesPending() const { return owed_ > 0 || writing_ > 0; }
   bool Acking(absl::string_view id) const;
 
   // `id` was handed to a subscriber, sent for the (epoch+1)-th time.
@@ -117,6 +120,7 @@ class SettlementLedger {
 
   absl::flat_hash_map<std::string, Entry> entries_;
   size_t owed_ = 0;
+  size_t writing_ = 0;  // sum of Entry::writing
 };
 
 }  // namespace msgq

@@ -35,6 +35,24 @@ TEST(SettlementLedgerTest, SendOwesAPostponeUntilItCommits) {
   EXPECT_EQ(l.in_flight(), 0u);
 }
 
+TEST(SettlementLedgerTest, PostponesPendingWhileOwedOrBeingWritten) {
+  SettlementLedger l;
+  EXPECT_FALSE(l.PostponesPending());
+  l.Sent("a", 0);
+  EXPECT_TRUE(l.PostponesPending());  // owed
+  std::vector<Postpone> taken = l.TakePostpones();
+  EXPECT_TRUE(l.PostponesPending());  // being written
+  l.PostponesDone(taken, Outcome::kTransient);
+  EXPECT_TRUE(l.PostponesPending());  // owed again
+  taken = l.TakePostpones();
+  l.PostponesDone(taken, Outcome::kCommitted);
+  EXPECT_FALSE(l.PostponesPending());
+  // An ack in flight is not a pending postpone.
+  const SettlementLedger::AckTicket ticket = l.BeginAck({"b"});
+  EXPECT_FALSE(l.PostponesPending());
+  l.AckDone(ticket, Outcome::kCommitted);
+}
+
 TEST(SettlementLedgerTest, TransientFailureOwesAgainPermanentDoesNot) {
   SettlementLedger l;
   l.Sent("a", 0);
