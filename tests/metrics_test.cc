@@ -57,8 +57,9 @@ TEST_F(MetricsTest, KnownWorkloadGivesExactCounters) {
   EXPECT_EQ(Sample(m, absl::StrCat("msgq_queued_messages", kJobs)), 0);
   EXPECT_EQ(Sample(m, absl::StrCat("msgq_table_loaded", kJobs)), 1);
   EXPECT_EQ(Sample(m, absl::StrCat("msgq_mysql_up", kJobs)), 1);
-  EXPECT_EQ(Sample(m, "msgq_discovery_info{keyspace=\"msgq\",mode=\"binlog\","
-                      "table=\"jobs\"}"),
+  EXPECT_EQ(Sample(m,
+                   "msgq_discovery_info{keyspace=\"msgq\",mode=\"binlog\","
+                   "table=\"jobs\"}"),
             1);
   EXPECT_EQ(Sample(m, "msgq_tables{}"), 1);
   EXPECT_EQ(Sample(m, "msgq_ready{}"), 1);
@@ -70,26 +71,37 @@ TEST_F(MetricsTest, KnownWorkloadGivesExactCounters) {
       Sample(m, absl::StrCat("msgq_postponed_total", kJobs));
   EXPECT_GE(postponed, 8);
   EXPECT_LE(postponed, 14);
-  EXPECT_EQ(Sample(m, "msgq_grpc_requests_total{grpc_code=\"OK\","
-                      "grpc_method=\"MessageAck\","
-                      "grpc_service=\"msgq.v1.Messaging\"}"),
+  EXPECT_EQ(Sample(m,
+                   "msgq_grpc_requests_total{grpc_code=\"OK\","
+                   "grpc_method=\"MessageAck\","
+                   "grpc_service=\"msgq.v1.Messaging\"}"),
             1);
-  EXPECT_EQ(Sample(m, "msgq_grpc_requests_total{grpc_code=\"CANCELLED\","
-                      "grpc_method=\"MessageStream\","
-                      "grpc_service=\"msgq.v1.Messaging\"}"),
+  EXPECT_EQ(Sample(m,
+                   "msgq_grpc_requests_total{grpc_code=\"CANCELLED\","
+                   "grpc_method=\"MessageStream\","
+                   "grpc_service=\"msgq.v1.Messaging\"}"),
             1);
   // Writes: at least one (the first postpone), counted in the histogram.
   const double writes = Sample(
-      m, "msgq_mysql_statement_seconds_count{keyspace=\"msgq\",kind=\"write\","
-         "table=\"jobs\"}");
+      m,
+      "msgq_mysql_statement_seconds_count{keyspace=\"msgq\",kind=\"write\","
+      "table=\"jobs\"}");
   EXPECT_GE(writes, 1);
-  EXPECT_EQ(Sample(m, "msgq_mysql_statement_seconds_bucket{keyspace=\"msgq\","
-                      "kind=\"write\",le=\"+Inf\",table=\"jobs\"}"),
+  EXPECT_EQ(Sample(m,
+                   "msgq_mysql_statement_seconds_bucket{keyspace=\"msgq\","
+                   "kind=\"write\",le=\"+Inf\",table=\"jobs\"}"),
             writes);
   // One delay per message sent with a time_next: the inserts have
   // time_next 0 (the column default here), the 4 redeliveries the time
   // their postpone set.
   EXPECT_EQ(Sample(m, absl::StrCat("msgq_send_delay_seconds_count", kJobs)), 4);
+  // Idle and caught up: the server's heartbeat brings the lag to 0.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Sample(ScrapeMetrics(Url("/metrics")),
+                      "msgq_binlog_lag_seconds{}") == 0;
+      },
+      absl::Seconds(5)));
   bool build_info = false;
   for (const auto& [name, value] : m) {
     if (name.rfind("msgq_build_info{commit=", 0) == 0) {
@@ -101,13 +113,15 @@ TEST_F(MetricsTest, KnownWorkloadGivesExactCounters) {
 
 TEST_F(MetricsTest, RefusedTableIsReportedWithItsError) {
   ASSERT_NO_FATAL_FAILURE(CreateTable("good"));
-  ASSERT_NO_FATAL_FAILURE(Exec(
-      "CREATE TABLE msgq.bad (id BIGINT PRIMARY KEY) COMMENT 'vitess_message'"));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("CREATE TABLE msgq.bad (id BIGINT PRIMARY KEY) COMMENT "
+           "'vitess_message'"));
   ASSERT_NO_FATAL_FAILURE(StartHttpServer());
   std::map<std::string, double> m = ScrapeMetrics(Url("/metrics"));
   EXPECT_EQ(Sample(m, "msgq_tables{}"), 2);
   EXPECT_EQ(Sample(m, "msgq_table_loaded{keyspace=\"msgq\",table=\"bad\"}"), 0);
-  EXPECT_EQ(Sample(m, "msgq_table_loaded{keyspace=\"msgq\",table=\"good\"}"), 1);
+  EXPECT_EQ(Sample(m, "msgq_table_loaded{keyspace=\"msgq\",table=\"good\"}"),
+            1);
   int errors = 0;
   for (const auto& [name, value] : m) {
     if (name.rfind("msgq_table_error_info{error=", 0) == 0) {
@@ -131,8 +145,8 @@ TEST_F(MetricsTest, ScrapeOfAHundredTablesIsCheap) {
   ASSERT_EQ(Sample(m, "msgq_tables{}"), 100);
   absl::StatusOr<std::string> timing = Probe("time", Url("/metrics"), "50");
   ASSERT_TRUE(timing.ok()) << timing.status();
-  std::vector<std::string> f = absl::StrSplit(*timing, absl::ByAnyChar(" \n"),
-                                              absl::SkipEmpty());
+  std::vector<std::string> f =
+      absl::StrSplit(*timing, absl::ByAnyChar(" \n"), absl::SkipEmpty());
   ASSERT_EQ(f.size(), 3u) << *timing;
   double mean_ms = 0, max_ms = 0;
   ASSERT_TRUE(absl::SimpleAtod(f[0], &mean_ms));

@@ -47,8 +47,7 @@ const std::vector<TableMetric>& LoadedTableMetrics() {
        "Acked rows deleted past msgq_purge_after.",
        [](const S& s) { return s.purged; }},
       {"msgq_polls_total", MetricType::kCounter,
-       "Polls of the table for due rows.",
-       [](const S& s) { return s.polls; }},
+       "Polls of the table for due rows.", [](const S& s) { return s.polls; }},
       {"msgq_binlog_fetches_total", MetricType::kCounter,
        "Reads by primary key of rows the binlog named.",
        [](const S& s) { return s.fetches; }},
@@ -153,6 +152,12 @@ std::string RenderMetrics(const Engine& engine, const GrpcMetrics* grpc,
   text.Family("msgq_binlog_streaming", MetricType::kGauge,
               "1 while msgqd follows the binlog (else tables are polled).");
   text.Sample({}, binlog.streaming ? 1 : 0);
+  text.Family("msgq_binlog_lag_seconds", MetricType::kGauge,
+              "Seconds behind the binlog: now minus the timestamp (1 s "
+              "resolution) of the last binlog event read while events keep "
+              "arriving; 0 once the server sent a heartbeat (it does after "
+              "1 s with nothing to send: caught up), 0 while not streaming.");
+  text.Sample({}, binlog.lag_seconds);
   text.Family("msgq_binlog_position_resets_total", MetricType::kCounter,
               "Times the binlog resume position was gone and following "
               "restarted from the server's current position.");
