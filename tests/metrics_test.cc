@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "nlohmann/json.hpp"
 #include "tests/http_fixture.h"
 
 namespace msgq::testing {
@@ -156,6 +157,40 @@ TEST_F(MetricsTest, ScrapeOfAHundredTablesIsCheap) {
   std::printf("scrape of 100 tables: mean %s ms, max %s ms, %s bytes\n",
               f[0].c_str(), f[1].c_str(), f[2].c_str());
   EXPECT_LT(mean_ms, 50);
+}
+
+// The console's recent-messages API (GET /api/messages): the ids enqueued,
+// highest first, bookkeeping columns only unless payload=1, limits checked.
+TEST_F(MetricsTest, RecentMessagesApiShowsWhatWasEnqueued) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("jobs"));
+  ASSERT_NO_FATAL_FAILURE(StartHttpServer());
+  ASSERT_NO_FATAL_FAILURE(InsertRange("jobs", 1, 5));
+  auto [code, body] =
+      HttpGet(Url("/api/messages?keyspace=msgq&table=jobs&limit=3"));
+  ASSERT_EQ(code, 200) << body;
+  nlohmann::json page = nlohmann::json::parse(body);
+  EXPECT_EQ(page["columns"], nlohmann::json({"id", "priority", "epoch",
+                                             "time_next", "time_acked"}));
+  ASSERT_EQ(page["messages"].size(), 3u) << body;
+  std::vector<std::string> ids;
+  for (const auto& m : page["messages"]) ids.push_back(m["id"]);
+  EXPECT_EQ(ids, (std::vector<std::string>{"5", "4", "3"}));
+  EXPECT_EQ(page["messages"][0]["priority"], "50");
+  EXPECT_EQ(page["messages"][0]["time_acked"], nullptr);
+  EXPECT_FALSE(page["messages"][0].contains("message"));
+
+  std::tie(code, body) =
+      HttpGet(Url("/api/messages?keyspace=msgq&table=jobs&limit=1&payload=1"));
+  ASSERT_EQ(code, 200) << body;
+  page = nlohmann::json::parse(body);
+  EXPECT_EQ(page["messages"][0]["message"], "{\"n\": 5}");
+
+  std::tie(code, body) =
+      HttpGet(Url("/api/messages?keyspace=msgq&table=jobs&limit=101"));
+  EXPECT_EQ(code, 400);
+  EXPECT_EQ(body, "{\"error\":\"limit must be 1..100\"}");
+  std::tie(code, body) = HttpGet(Url("/api/messages?keyspace=msgq&table=nope"));
+  EXPECT_EQ(code, 404) << body;
 }
 
 }  // namespace

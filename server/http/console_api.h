@@ -3,6 +3,15 @@
 //                      readiness and the binlog state (the console polls it);
 //   GET  /api/dead     ?keyspace=&table=[&after_id=][&limit=1..1000, 100]
 //                      a page of a table's dead messages;
+//   GET  /api/messages ?keyspace=&table=[&limit=1..100, 50]
+//                      [&order=newest|next][&payload=1]
+//                      a table's recent messages: id, priority, epoch,
+//                      time_next, time_acked (and time_created, time_dead,
+//                      last_error when the table has them) as text or null,
+//                      highest id first (newest) or unacked in the poll's
+//                      order (next); the payload columns only with
+//                      payload=1, each cut to 256 bytes
+//                      (engine/sql/peek_statement.h);
 //   POST /api/redrive  keyspace, table and id (repeated) or all=1, as form
 //                      fields; needs the header X-Msgq-Console: 1 (a page
 //                      of another origin cannot send it without CORS).
