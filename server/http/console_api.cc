@@ -91,7 +91,11 @@ HttpResponse Tables(Engine* engine) {
     json row = {{"keyspace", t.keyspace},
                 {"name", t.name},
                 {"loaded", t.loaded},
-                {"error", t.error}};
+                {"error", t.error},
+                {"ownership",
+                 {{"state", t.ownership.state},
+                  {"owner", t.ownership.owner},
+                  {"error", t.ownership.error}}}};
     if (t.loaded) {
       row.update(json{{"discovery", t.discovery},
                       {"subscribers", s.subscribers},
@@ -105,6 +109,8 @@ HttpResponse Tables(Engine* engine) {
                       {"died", s.died},
                       {"purged", s.purged},
                       {"polls", s.polls},
+                      {"postponed", s.postponed},
+                      {"fetches", s.fetches},
                       {"mysql_up", s.mysql_ok},
                       {"ack_wait", absl::ToDoubleSeconds(t.settings.ack_wait)},
                       {"batch_size", t.settings.batch_size}});
