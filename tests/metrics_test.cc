@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "engine/sql/due_depth_statement.h"
 #include "nlohmann/json.hpp"
 #include "tests/http_fixture.h"
 
@@ -191,6 +192,58 @@ TEST_F(MetricsTest, RecentMessagesApiShowsWhatWasEnqueued) {
   EXPECT_EQ(body, "{\"error\":\"limit must be 1..100\"}");
   std::tie(code, body) = HttpGet(Url("/api/messages?keyspace=msgq&table=nope"));
   EXPECT_EQ(code, 404) << body;
+}
+
+// Pending due now and the oldest due age, measured by the sampler with an
+// index-only statement: 5 rows due since always (time_next 0), 2 due for
+// 30 s, 1 due in an hour (not counted), 1 acked (not counted).
+TEST_F(MetricsTest, PendingDueIsCountedFromTheIndex) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("jobs"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("jobs", 1, 5));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("INSERT INTO msgq.jobs (id, message, time_next, time_acked) VALUES "
+           "(6, '{}', (UNIX_TIMESTAMP(NOW(6)) - 30) * 1000000000, NULL), "
+           "(7, '{}', (UNIX_TIMESTAMP(NOW(6)) - 30) * 1000000000, NULL), "
+           "(8, '{}', (UNIX_TIMESTAMP(NOW(6)) + 3600) * 1000000000, NULL), "
+           "(9, '{}', NULL, 1)"));
+  // The statement reads poller_idx only.
+  MessageTable table;
+  table.keyspace = "msgq";
+  table.name = "jobs";
+  absl::StatusOr<QueryResult> plan = db_->Query(
+      "EXPLAIN " + DueDepthSql(table, absl::ToUnixNanos(absl::Now()), 100000));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int key = -1, extra = -1, name = -1;
+  for (size_t i = 0; i < plan->columns.size(); ++i) {
+    if (plan->columns[i] == "key") key = i;
+    if (plan->columns[i] == "Extra") extra = i;
+    if (plan->columns[i] == "table") name = i;
+  }
+  ASSERT_GE(key, 0);
+  int jobs_rows = 0;
+  for (const auto& row : plan->rows) {
+    if (row[name].value_or("") != "jobs") continue;
+    ++jobs_rows;
+    EXPECT_EQ(row[key].value_or("NULL"), "poller_idx");
+    EXPECT_NE(row[extra].value_or("").find("Using index"), std::string::npos)
+        << row[extra].value_or("");
+  }
+  EXPECT_EQ(jobs_rows, 1);
+
+  ASSERT_NO_FATAL_FAILURE(StartHttpServer());
+  std::map<std::string, double> m;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        m = ScrapeMetrics(Url("/metrics"));
+        return Sample(m, absl::StrCat("msgq_pending_due_messages", kJobs)) == 7;
+      },
+      absl::Seconds(25)))
+      << Sample(m, absl::StrCat("msgq_pending_due_messages", kJobs));
+  EXPECT_EQ(Sample(m, absl::StrCat("msgq_pending_due_capped", kJobs)), 0);
+  const double age =
+      Sample(m, absl::StrCat("msgq_oldest_due_age_seconds", kJobs));
+  EXPECT_GE(age, 30);
+  EXPECT_LT(age, 60);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "server/http/metrics_page.h"
 
+#include <algorithm>
 #include <functional>
 #include <vector>
 
@@ -135,10 +136,45 @@ void TableFamilies(const std::vector<Table>& tables, MetricsText& text) {
   }
 }
 
+void DueFamilies(const std::vector<Table>& tables,
+                 const DueDepthSampler& sampler, MetricsText& text) {
+  std::vector<std::pair<const Table*, DueDepthSampler::Sample>> samples;
+  for (const Table& t : tables) {
+    if (!t.loaded) continue;
+    if (auto s = sampler.Get({t.keyspace, t.name}))
+      samples.emplace_back(&t, *s);
+  }
+  text.Family("msgq_pending_due_messages", MetricType::kGauge,
+              "Unacked rows with time_next <= now, counted from poller_idx "
+              "alone (never the table) at most every 10 s, up to 100000 (see "
+              "msgq_pending_due_capped); absent until first measured.");
+  for (const auto& [t, s] : samples) {
+    text.Sample(TableLabels(*t), static_cast<double>(s.depth.count));
+  }
+  text.Family("msgq_pending_due_capped", MetricType::kGauge,
+              "1 when more rows were due than the count's cap (100000), so "
+              "msgq_pending_due_messages is a lower bound.");
+  for (const auto& [t, s] : samples) {
+    text.Sample(TableLabels(*t), s.depth.capped ? 1 : 0);
+  }
+  text.Family("msgq_oldest_due_age_seconds", MetricType::kGauge,
+              "At the last measurement: its time minus the smallest "
+              "time_next > 0 of the due rows (rows enqueued with time_next 0 "
+              "carry no due time); 0 when none.");
+  for (const auto& [t, s] : samples) {
+    const double age =
+        s.depth.oldest_due_ns.has_value()
+            ? std::max<double>(0, (s.now_ns - *s.depth.oldest_due_ns) / 1e9)
+            : 0;
+    text.Sample(TableLabels(*t), age);
+  }
+}
+
 }  // namespace
 
 std::string RenderMetrics(const Engine& engine, const GrpcMetrics* grpc,
-                          const BuildInfo& build) {
+                          const BuildInfo& build,
+                          const DueDepthSampler* depth) {
   MetricsText text;
   text.Family("msgq_build_info", MetricType::kGauge,
               "msgqd's version and git commit, in labels (value 1).");
@@ -171,6 +207,7 @@ std::string RenderMetrics(const Engine& engine, const GrpcMetrics* grpc,
               "Message tables found, loaded or not.");
   text.Sample({}, static_cast<double>(tables.size()));
   TableFamilies(tables, text);
+  if (depth != nullptr) DueFamilies(tables, *depth, text);
   if (grpc != nullptr) grpc->Collect(text);
   return text.Take();
 }
