@@ -1,6 +1,8 @@
 #include "server/http/console_api.h"
 
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -84,7 +86,7 @@ absl::StatusOr<std::shared_ptr<MessageManager>> FindTable(
                       request.Param("table").value_or(""));
 }
 
-HttpResponse Tables(Engine* engine) {
+HttpResponse Tables(Engine* engine, const DueDepthSampler* depth) {
   json tables = json::array();
   for (const Engine::TableInfo& t : engine->ListTables()) {
     const MessageManager::Stats& s = t.stats;
@@ -114,6 +116,18 @@ HttpResponse Tables(Engine* engine) {
                       {"mysql_up", s.mysql_ok},
                       {"ack_wait", absl::ToDoubleSeconds(t.settings.ack_wait)},
                       {"batch_size", t.settings.batch_size}});
+    }
+    if (t.loaded && depth != nullptr) {
+      std::optional<DueDepthSampler::Sample> d =
+          depth->Get({t.keyspace, t.name});
+      row["pending_due"] = d ? json(d->depth.count) : json(nullptr);
+      row["pending_capped"] = d ? json(d->depth.capped) : json(nullptr);
+      row["oldest_due_age"] =
+          !d ? json(nullptr)
+             : json(d->depth.oldest_due_ns
+                        ? std::max<double>(
+                              0, (d->now_ns - *d->depth.oldest_due_ns) / 1e9)
+                        : 0.0);
     }
     tables.push_back(std::move(row));
   }
@@ -208,9 +222,13 @@ HttpResponse Redrive(Engine* engine, const HttpRequest& request) {
 
 }  // namespace
 
-std::map<std::string, HttpHandler> ConsoleApiRoutes(Engine* engine) {
+std::map<std::string, HttpHandler> ConsoleApiRoutes(
+    Engine* engine, std::shared_ptr<const DueDepthSampler> depth) {
   return {
-      {"/api/tables", [engine](const HttpRequest&) { return Tables(engine); }},
+      {"/api/tables",
+       [engine, depth](const HttpRequest&) {
+         return Tables(engine, depth.get());
+       }},
       {"/api/dead", [engine](const HttpRequest& r) { return Dead(engine, r); }},
       {"/api/messages",
        [engine](const HttpRequest& r) { return Messages(engine, r); }},

@@ -27,15 +27,20 @@
 #define MSGQ_SERVER_HTTP_CONSOLE_API_H_
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "engine/engine.h"
+#include "server/http/due_depth_sampler.h"
 #include "server/http/http_server.h"
 
 namespace msgq {
 
-// The handlers above, by path; `engine` must outlive them.
-std::map<std::string, HttpHandler> ConsoleApiRoutes(Engine* engine);
+// The handlers above, by path; `engine` must outlive them. With `depth`,
+// /api/tables also gives each loaded table's pending_due, pending_capped
+// and oldest_due_age (seconds) from its cache (null until measured).
+std::map<std::string, HttpHandler> ConsoleApiRoutes(
+    Engine* engine, std::shared_ptr<const DueDepthSampler> depth = nullptr);
 
 }  // namespace msgq
 

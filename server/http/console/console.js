@@ -280,6 +280,10 @@ function showOwnership(t) {
   $("detail-ownership").textContent = o
       ? `ownership: ${o.state}${o.owner ? " (owner " + o.owner + ")" : ""}` +
         `${o.error ? ": " + o.error : ""}` +
+        (t.loaded && t.pending_due !== null && t.pending_due !== undefined
+            ? `  ·  due now ${fmt(t.pending_due)}${t.pending_capped ? "+" : ""}` +
+              `  ·  oldest due ${t.oldest_due_age.toFixed(0)} s`
+            : "") +
         (t.loaded ? `  ·  postponed ${fmt(t.postponed)}  ·  nacked ${fmt(t.nacked)}` +
                     `  ·  died ${fmt(t.died)}  ·  purged ${fmt(t.purged)}` +
                     `  ·  polls ${fmt(t.polls)}  ·  binlog fetches ${fmt(t.fetches)}` : "")
