@@ -15,6 +15,7 @@
 #ifndef MSGQ_ENGINE_ENGINE_H_
 #define MSGQ_ENGINE_ENGINE_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -118,6 +119,20 @@ class Engine : private BinlogWatcher::Listener {
   const std::string& instance_id() const { return options_.instance_id; }
   // What the binlog watcher is doing (default when --binlog=false).
   BinlogWatcher::Status binlog_status() const;
+
+  // Read-only looks at a table for the console and metrics (engine_peek.cc).
+  // Runs the one SELECT that `build` makes from the loaded table's
+  // definition (through engine/sql/ helpers, e.g. peek_statement.h) on a
+  // connection of the engine's pool, and returns its rows buffered. Errors:
+  // as Find(); whatever `build` returns; RESOURCE_EXHAUSTED when no pool
+  // connection came free within `wait`; the statement's own
+  // (mysql_connection.h). Blocks for the round trip: call it from an HTTP
+  // worker or a sampler thread, never a gRPC reaction or a round.
+  absl::StatusOr<QueryResult> ReadTable(
+      absl::string_view keyspace, absl::string_view name,
+      const std::function<absl::StatusOr<std::string>(const MessageTable&)>&
+          build,
+      absl::Duration wait = absl::Seconds(1)) const;
 
  private:
   struct Entry {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cerrno>
 #include <deque>
+#include <map>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -145,18 +146,23 @@ void SetLogOptions(LogOptions options) {
 }
 
 std::string FormatLogLine(LogFormat format, absl::string_view severity,
-                          absl::Time time, absl::string_view message) {
+                          absl::Time time, absl::string_view message,
+                          const std::optional<LogTable>& table) {
   if (format == LogFormat::kText) {
     return absl::StrCat(
         severity,
         absl::FormatTime("%Y-%m-%d %H:%M:%E3S", time, absl::UTCTimeZone()), " ",
         message, "\n");
   }
-  const nlohmann::ordered_json line = {
+  nlohmann::ordered_json line = {
       {"time",
        absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", time, absl::UTCTimeZone())},
-      {"level", LevelName(severity)},
-      {"msg", std::string(message)}};
+      {"level", LevelName(severity)}};
+  if (table.has_value()) {
+    line["keyspace"] = std::string(table->keyspace);
+    line["table"] = std::string(table->table);
+  }
+  line["msg"] = std::string(message);
   // Invalid UTF-8 (e.g. echoed client input) becomes U+FFFD.
   return line.dump(-1, ' ', false,
                    nlohmann::ordered_json::error_handler_t::replace) +
@@ -167,6 +173,52 @@ void LogLine(absl::string_view severity, absl::string_view message) {
   if (LevelOf(severity) < g_min_level.load()) return;
   AsyncWriter::Get().Push(
       FormatLogLine(g_format.load(), severity, absl::Now(), message));
+}
+
+std::optional<std::string> LogRepeatLimiter::Admit(const std::string& key,
+                                                   absl::string_view message) {
+  const absl::Time now = clock_->MonotonicNow();
+  absl::MutexLock lock(&mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    if (entries_.size() >= options_.max_keys) {
+      std::erase_if(entries_, [&](const auto& e) {
+        return now - e.second.last_written >= options_.window;
+      });
+      if (entries_.size() >= options_.max_keys) return std::string(message);
+    }
+    entries_.emplace(key, Entry{now, 0});
+    return std::string(message);
+  }
+  Entry& entry = it->second;
+  if (now - entry.last_written < options_.window) {
+    ++entry.held_back;
+    return std::nullopt;
+  }
+  const int64_t repeats = entry.held_back + 1;
+  const bool held = entry.held_back > 0;
+  entry = Entry{now, 0};
+  if (!held) return std::string(message);
+  return absl::StrCat(message, " (repeated ", repeats, " times)");
+}
+
+void LogTableLine(absl::string_view severity, absl::string_view keyspace,
+                  absl::string_view table, absl::string_view message) {
+  if (LevelOf(severity) < g_min_level.load()) return;
+  std::string text(message);
+  if (LevelOf(severity) > LogLevel::kInfo) {
+    // Leaked on purpose: threads may log during static destruction.
+    static LogRepeatLimiter* const limiter =
+        new LogRepeatLimiter(RealClock::Get());
+    std::optional<std::string> admitted =
+        limiter->Admit(absl::StrCat(keyspace, "\x1f", table, "\x1f", severity,
+                                    "\x1f", message),
+                       message);
+    if (!admitted.has_value()) return;
+    text = *std::move(admitted);
+  }
+  AsyncWriter::Get().Push(FormatLogLine(g_format.load(), severity, absl::Now(),
+                                        text, LogTable{keyspace, table}));
 }
 
 bool FlushLogs(absl::Duration timeout) {

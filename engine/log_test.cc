@@ -122,5 +122,88 @@ TEST(LogTest, LevelFiltersAndJsonIsWritten) {
       << out;
 }
 
+TEST(LogTest, JsonLinesAboutATableCarryItsNames) {
+  const absl::Time t = absl::FromUnixMillis(1767323045678);
+  const LogTable jobs{"msgq", "jobs"};
+  EXPECT_EQ(FormatLogLine(LogFormat::kJson, "E", t, "poll failed", jobs),
+            "{\"time\":\"2026-01-02T03:04:05.678Z\",\"level\":\"error\","
+            "\"keyspace\":\"msgq\",\"table\":\"jobs\",\"msg\":\"poll "
+            "failed\"}\n");
+  // Text lines are unchanged: the message names the table itself.
+  EXPECT_EQ(FormatLogLine(LogFormat::kText, "E", t, "poll failed", jobs),
+            "E2026-01-02 03:04:05.678 poll failed\n");
+}
+
+// First at once; repeats within the minute counted; the first after the
+// minute written with the count (held back + itself); keys independent.
+TEST(LogTest, RepeatLimiterWritesFirstThenOneLineAMinuteWithTheCount) {
+  FakeClock clock(absl::FromUnixSeconds(1000));
+  LogRepeatLimiter limiter(&clock);
+  EXPECT_EQ(limiter.Admit("a", "down"), "down");
+  clock.Advance(absl::Seconds(10));
+  EXPECT_EQ(limiter.Admit("a", "down"), std::nullopt);
+  EXPECT_EQ(limiter.Admit("b", "down"), "down");
+  clock.Advance(absl::Seconds(49));
+  EXPECT_EQ(limiter.Admit("a", "down"), std::nullopt);  // 59 s after
+  clock.Advance(absl::Seconds(1));
+  EXPECT_EQ(limiter.Admit("a", "down"), "down (repeated 3 times)");
+  EXPECT_EQ(limiter.Admit("a", "down"), std::nullopt);
+  clock.Advance(absl::Minutes(1));
+  EXPECT_EQ(limiter.Admit("a", "down"), "down (repeated 2 times)");
+  // Nothing held back: after the minute the plain message again.
+  clock.Advance(absl::Minutes(1));
+  EXPECT_EQ(limiter.Admit("a", "down"), "down");
+}
+
+TEST(LogTest, RepeatLimiterForgetsOldKeysAndNeverDropsWhenFull) {
+  FakeClock clock(absl::FromUnixSeconds(1000));
+  LogRepeatLimiter limiter(&clock, {.window = absl::Minutes(1), .max_keys = 2});
+  EXPECT_EQ(limiter.Admit("a", "x"), "x");
+  EXPECT_EQ(limiter.Admit("b", "x"), "x");
+  // Full with recent keys: "c" is written, not remembered.
+  EXPECT_EQ(limiter.Admit("c", "x"), "x");
+  EXPECT_EQ(limiter.Admit("c", "x"), "x");
+  clock.Advance(absl::Minutes(1));
+  // "a" and "b" are old now: forgotten to make room for "c".
+  EXPECT_EQ(limiter.Admit("c", "x"), "x");
+  EXPECT_EQ(limiter.Admit("c", "x"), std::nullopt);
+}
+
+// Through the process-wide limiter: three identical errors about a table
+// give exactly one line, in JSON with the table's fields; another table's
+// identical error is its own line; info lines are never limited.
+TEST(LogTest, TableErrorsAreRateLimitedAndNamed) {
+  StderrPipe pipe;
+  SetLogOptions({LogFormat::kJson, LogLevel::kInfo});
+  for (int i = 0; i < 3; ++i) LogTableError("ks", "t1", "repeat-me ", 42);
+  LogTableError("ks", "t2", "repeat-me ", 42);
+  LogTableInfo("ks", "t1", "state-change");
+  LogTableInfo("ks", "t1", "state-change");
+  ASSERT_TRUE(FlushLogs(absl::Seconds(10)));
+  SetLogOptions({});
+  const std::string out = pipe.Drain();
+  auto count = [&](const std::string& needle) {
+    int n = 0;
+    for (size_t at = out.find(needle); at != std::string::npos;
+         at = out.find(needle, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count("\"level\":\"error\",\"keyspace\":\"ks\",\"table\":\"t1\","
+                  "\"msg\":\"repeat-me 42\"}\n"),
+            1)
+      << out;
+  EXPECT_EQ(count("\"level\":\"error\",\"keyspace\":\"ks\",\"table\":\"t2\","
+                  "\"msg\":\"repeat-me 42\"}\n"),
+            1)
+      << out;
+  EXPECT_EQ(count("repeat-me"), 2) << out;
+  EXPECT_EQ(count("\"level\":\"info\",\"keyspace\":\"ks\",\"table\":\"t1\","
+                  "\"msg\":\"state-change\"}\n"),
+            2)
+      << out;
+}
+
 }  // namespace
 }  // namespace msgq

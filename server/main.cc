@@ -32,6 +32,7 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "server/http/build_info.h"
 #include "server/http/grpc_metrics.h"
 #include "server/http/health_reporter.h"
 #include "server/http/http_server.h"
@@ -217,10 +218,9 @@ int main(int argc, char** argv) {
   if (const std::string http_listen = absl::GetFlag(FLAGS_http_listen);
       !http_listen.empty()) {
     absl::StatusOr<std::unique_ptr<msgq::HttpServer>> started =
-        msgq::HttpServer::Start(
-            http_listen,
-            msgq::MsgqdRoutes(&engine, &grpc_metrics,
-                              msgq::BuildInfo{MSGQ_VERSION, MSGQ_GIT_COMMIT}));
+        msgq::HttpServer::Start(http_listen,
+                                msgq::MsgqdRoutes(&engine, &grpc_metrics,
+                                                  msgq::CurrentBuildInfo()));
     if (started.ok()) {
       http = *std::move(started);
       std::fprintf(stderr, "msgqd http on %s:%d\n",

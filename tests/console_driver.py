@@ -6,7 +6,7 @@
 
 Opens URL, waits until TABLE's row ("keyspace.name") shows EXPECT_SENT sent
 messages, reads every row as shown, saves OUT_DIR/console.png, clicks the
-row, reads the dead list, saves OUT_DIR/console-dead.png, clicks "Redrive
+row, reads the dead list, the recent messages and the ownership line, saves OUT_DIR/console-dead.png, clicks "Redrive
 all dead", waits for the result and for the row's dead count to show 0, and
 prints a JSON report on stdout. Exit 77 when Chromium or chromedriver is
 missing (the test reports it as skipped), 1 on failure.
@@ -141,6 +141,13 @@ def main():
         report["dead_errors"] = wd.js(
             "return [...document.querySelectorAll('#dead tr[data-dead-id] td.error')]"
             ".map(td => td.textContent);")
+        wd.wait("the recent messages", "return document.querySelectorAll("
+                "'#recent tr[data-recent-id]').length > 0;")
+        report["recent_ids"] = wd.js(
+            "return [...document.querySelectorAll('#recent tr[data-recent-id]')]"
+            ".map(tr => tr.dataset.recentId);")
+        report["ownership"] = wd.js(
+            "return document.getElementById('detail-ownership').textContent;")
         wd.screenshot(os.path.join(out_dir, "console-dead.png"))
         wd.click("#redrive-all")
         report["redrive"] = wd.wait(

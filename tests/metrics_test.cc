@@ -7,6 +7,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "engine/sql/due_depth_statement.h"
+#include "nlohmann/json.hpp"
 #include "tests/http_fixture.h"
 
 namespace msgq::testing {
@@ -57,8 +59,9 @@ TEST_F(MetricsTest, KnownWorkloadGivesExactCounters) {
   EXPECT_EQ(Sample(m, absl::StrCat("msgq_queued_messages", kJobs)), 0);
   EXPECT_EQ(Sample(m, absl::StrCat("msgq_table_loaded", kJobs)), 1);
   EXPECT_EQ(Sample(m, absl::StrCat("msgq_mysql_up", kJobs)), 1);
-  EXPECT_EQ(Sample(m, "msgq_discovery_info{keyspace=\"msgq\",mode=\"binlog\","
-                      "table=\"jobs\"}"),
+  EXPECT_EQ(Sample(m,
+                   "msgq_discovery_info{keyspace=\"msgq\",mode=\"binlog\","
+                   "table=\"jobs\"}"),
             1);
   EXPECT_EQ(Sample(m, "msgq_tables{}"), 1);
   EXPECT_EQ(Sample(m, "msgq_ready{}"), 1);
@@ -70,26 +73,37 @@ TEST_F(MetricsTest, KnownWorkloadGivesExactCounters) {
       Sample(m, absl::StrCat("msgq_postponed_total", kJobs));
   EXPECT_GE(postponed, 8);
   EXPECT_LE(postponed, 14);
-  EXPECT_EQ(Sample(m, "msgq_grpc_requests_total{grpc_code=\"OK\","
-                      "grpc_method=\"MessageAck\","
-                      "grpc_service=\"msgq.v1.Messaging\"}"),
+  EXPECT_EQ(Sample(m,
+                   "msgq_grpc_requests_total{grpc_code=\"OK\","
+                   "grpc_method=\"MessageAck\","
+                   "grpc_service=\"msgq.v1.Messaging\"}"),
             1);
-  EXPECT_EQ(Sample(m, "msgq_grpc_requests_total{grpc_code=\"CANCELLED\","
-                      "grpc_method=\"MessageStream\","
-                      "grpc_service=\"msgq.v1.Messaging\"}"),
+  EXPECT_EQ(Sample(m,
+                   "msgq_grpc_requests_total{grpc_code=\"CANCELLED\","
+                   "grpc_method=\"MessageStream\","
+                   "grpc_service=\"msgq.v1.Messaging\"}"),
             1);
   // Writes: at least one (the first postpone), counted in the histogram.
   const double writes = Sample(
-      m, "msgq_mysql_statement_seconds_count{keyspace=\"msgq\",kind=\"write\","
-         "table=\"jobs\"}");
+      m,
+      "msgq_mysql_statement_seconds_count{keyspace=\"msgq\",kind=\"write\","
+      "table=\"jobs\"}");
   EXPECT_GE(writes, 1);
-  EXPECT_EQ(Sample(m, "msgq_mysql_statement_seconds_bucket{keyspace=\"msgq\","
-                      "kind=\"write\",le=\"+Inf\",table=\"jobs\"}"),
+  EXPECT_EQ(Sample(m,
+                   "msgq_mysql_statement_seconds_bucket{keyspace=\"msgq\","
+                   "kind=\"write\",le=\"+Inf\",table=\"jobs\"}"),
             writes);
   // One delay per message sent with a time_next: the inserts have
   // time_next 0 (the column default here), the 4 redeliveries the time
   // their postpone set.
   EXPECT_EQ(Sample(m, absl::StrCat("msgq_send_delay_seconds_count", kJobs)), 4);
+  // Idle and caught up: the server's heartbeat brings the lag to 0.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Sample(ScrapeMetrics(Url("/metrics")),
+                      "msgq_binlog_lag_seconds{}") == 0;
+      },
+      absl::Seconds(5)));
   bool build_info = false;
   for (const auto& [name, value] : m) {
     if (name.rfind("msgq_build_info{commit=", 0) == 0) {
@@ -101,13 +115,15 @@ TEST_F(MetricsTest, KnownWorkloadGivesExactCounters) {
 
 TEST_F(MetricsTest, RefusedTableIsReportedWithItsError) {
   ASSERT_NO_FATAL_FAILURE(CreateTable("good"));
-  ASSERT_NO_FATAL_FAILURE(Exec(
-      "CREATE TABLE msgq.bad (id BIGINT PRIMARY KEY) COMMENT 'vitess_message'"));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("CREATE TABLE msgq.bad (id BIGINT PRIMARY KEY) COMMENT "
+           "'vitess_message'"));
   ASSERT_NO_FATAL_FAILURE(StartHttpServer());
   std::map<std::string, double> m = ScrapeMetrics(Url("/metrics"));
   EXPECT_EQ(Sample(m, "msgq_tables{}"), 2);
   EXPECT_EQ(Sample(m, "msgq_table_loaded{keyspace=\"msgq\",table=\"bad\"}"), 0);
-  EXPECT_EQ(Sample(m, "msgq_table_loaded{keyspace=\"msgq\",table=\"good\"}"), 1);
+  EXPECT_EQ(Sample(m, "msgq_table_loaded{keyspace=\"msgq\",table=\"good\"}"),
+            1);
   int errors = 0;
   for (const auto& [name, value] : m) {
     if (name.rfind("msgq_table_error_info{error=", 0) == 0) {
@@ -131,8 +147,8 @@ TEST_F(MetricsTest, ScrapeOfAHundredTablesIsCheap) {
   ASSERT_EQ(Sample(m, "msgq_tables{}"), 100);
   absl::StatusOr<std::string> timing = Probe("time", Url("/metrics"), "50");
   ASSERT_TRUE(timing.ok()) << timing.status();
-  std::vector<std::string> f = absl::StrSplit(*timing, absl::ByAnyChar(" \n"),
-                                              absl::SkipEmpty());
+  std::vector<std::string> f =
+      absl::StrSplit(*timing, absl::ByAnyChar(" \n"), absl::SkipEmpty());
   ASSERT_EQ(f.size(), 3u) << *timing;
   double mean_ms = 0, max_ms = 0;
   ASSERT_TRUE(absl::SimpleAtod(f[0], &mean_ms));
@@ -142,6 +158,92 @@ TEST_F(MetricsTest, ScrapeOfAHundredTablesIsCheap) {
   std::printf("scrape of 100 tables: mean %s ms, max %s ms, %s bytes\n",
               f[0].c_str(), f[1].c_str(), f[2].c_str());
   EXPECT_LT(mean_ms, 50);
+}
+
+// The console's recent-messages API (GET /api/messages): the ids enqueued,
+// highest first, bookkeeping columns only unless payload=1, limits checked.
+TEST_F(MetricsTest, RecentMessagesApiShowsWhatWasEnqueued) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("jobs"));
+  ASSERT_NO_FATAL_FAILURE(StartHttpServer());
+  ASSERT_NO_FATAL_FAILURE(InsertRange("jobs", 1, 5));
+  auto [code, body] =
+      HttpGet(Url("/api/messages?keyspace=msgq&table=jobs&limit=3"));
+  ASSERT_EQ(code, 200) << body;
+  nlohmann::json page = nlohmann::json::parse(body);
+  EXPECT_EQ(page["columns"], nlohmann::json({"id", "priority", "epoch",
+                                             "time_next", "time_acked"}));
+  ASSERT_EQ(page["messages"].size(), 3u) << body;
+  std::vector<std::string> ids;
+  for (const auto& m : page["messages"]) ids.push_back(m["id"]);
+  EXPECT_EQ(ids, (std::vector<std::string>{"5", "4", "3"}));
+  EXPECT_EQ(page["messages"][0]["priority"], "50");
+  EXPECT_EQ(page["messages"][0]["time_acked"], nullptr);
+  EXPECT_FALSE(page["messages"][0].contains("message"));
+
+  std::tie(code, body) =
+      HttpGet(Url("/api/messages?keyspace=msgq&table=jobs&limit=1&payload=1"));
+  ASSERT_EQ(code, 200) << body;
+  page = nlohmann::json::parse(body);
+  EXPECT_EQ(page["messages"][0]["message"], "{\"n\": 5}");
+
+  std::tie(code, body) =
+      HttpGet(Url("/api/messages?keyspace=msgq&table=jobs&limit=101"));
+  EXPECT_EQ(code, 400);
+  EXPECT_EQ(body, "{\"error\":\"limit must be 1..100\"}");
+  std::tie(code, body) = HttpGet(Url("/api/messages?keyspace=msgq&table=nope"));
+  EXPECT_EQ(code, 404) << body;
+}
+
+// Pending due now and the oldest due age, measured by the sampler with an
+// index-only statement: 5 rows due since always (time_next 0), 2 due for
+// 30 s, 1 due in an hour (not counted), 1 acked (not counted).
+TEST_F(MetricsTest, PendingDueIsCountedFromTheIndex) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("jobs"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("jobs", 1, 5));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("INSERT INTO msgq.jobs (id, message, time_next, time_acked) VALUES "
+           "(6, '{}', (UNIX_TIMESTAMP(NOW(6)) - 30) * 1000000000, NULL), "
+           "(7, '{}', (UNIX_TIMESTAMP(NOW(6)) - 30) * 1000000000, NULL), "
+           "(8, '{}', (UNIX_TIMESTAMP(NOW(6)) + 3600) * 1000000000, NULL), "
+           "(9, '{}', NULL, 1)"));
+  // The statement reads poller_idx only.
+  MessageTable table;
+  table.keyspace = "msgq";
+  table.name = "jobs";
+  absl::StatusOr<QueryResult> plan = db_->Query(
+      "EXPLAIN " + DueDepthSql(table, absl::ToUnixNanos(absl::Now()), 100000));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int key = -1, extra = -1, name = -1;
+  for (size_t i = 0; i < plan->columns.size(); ++i) {
+    if (plan->columns[i] == "key") key = i;
+    if (plan->columns[i] == "Extra") extra = i;
+    if (plan->columns[i] == "table") name = i;
+  }
+  ASSERT_GE(key, 0);
+  int jobs_rows = 0;
+  for (const auto& row : plan->rows) {
+    if (row[name].value_or("") != "jobs") continue;
+    ++jobs_rows;
+    EXPECT_EQ(row[key].value_or("NULL"), "poller_idx");
+    EXPECT_NE(row[extra].value_or("").find("Using index"), std::string::npos)
+        << row[extra].value_or("");
+  }
+  EXPECT_EQ(jobs_rows, 1);
+
+  ASSERT_NO_FATAL_FAILURE(StartHttpServer());
+  std::map<std::string, double> m;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        m = ScrapeMetrics(Url("/metrics"));
+        return Sample(m, absl::StrCat("msgq_pending_due_messages", kJobs)) == 7;
+      },
+      absl::Seconds(25)))
+      << Sample(m, absl::StrCat("msgq_pending_due_messages", kJobs));
+  EXPECT_EQ(Sample(m, absl::StrCat("msgq_pending_due_capped", kJobs)), 0);
+  const double age =
+      Sample(m, absl::StrCat("msgq_oldest_due_age_seconds", kJobs));
+  EXPECT_GE(age, 30);
+  EXPECT_LT(age, 60);
 }
 
 }  // namespace

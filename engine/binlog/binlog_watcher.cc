@@ -1,5 +1,7 @@
 #include "engine/binlog/binlog_watcher.h"
 
+#include <algorithm>
+
 // mysql.h must come before mariadb_rpl.h, which uses its types.
 #include <mysql.h>
 // clang-format off
@@ -118,12 +120,23 @@ BinlogWatcher::Status BinlogWatcher::status() const {
   absl::MutexLock lock(&mu_);
   Status s = status_;
   s.server_id = options_.server_id;
+  s.lag_seconds = LagSeconds(s, caught_up_, absl::Now());
   return s;
+}
+
+double BinlogWatcher::LagSeconds(const Status& status, bool caught_up,
+                                 absl::Time now) {
+  if (!status.streaming || caught_up ||
+      status.last_event_time == absl::InfinitePast()) {
+    return 0;
+  }
+  return std::max(0.0, absl::ToDoubleSeconds(now - status.last_event_time));
 }
 
 void BinlogWatcher::SetStreaming(bool streaming) {
   absl::MutexLock lock(&mu_);
   status_.streaming = streaming;
+  caught_up_ = true;
   if (streaming) status_.position = ConnectState();
 }
 
@@ -370,6 +383,15 @@ absl::Status BinlogWatcher::StreamOnce() {
               "' as server id ", options_.server_id);
       SetStreaming(true);
       listener_->OnStreaming(true, "");
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      if (event->event_type == HEARTBEAT_LOG_EVENT) {
+        caught_up_ = true;
+      } else if (event->timestamp != 0) {
+        caught_up_ = false;
+        status_.last_event_time = absl::FromUnixSeconds(event->timestamp);
+      }
     }
     if (event->event_type == HEARTBEAT_LOG_EVENT) {
       // An idle stream: a RESET MASTER leaves the dump waiting on a file

@@ -101,6 +101,15 @@ class BinlogWatcher {
     int64_t evictions = 0;
     // Last committed GTID per domain ("0-1-42,1-2-7").
     std::string position;
+    // The timestamp (1 s resolution, the server's clock) of the last event
+    // read from the stream, heartbeats aside; InfinitePast before the first.
+    absl::Time last_event_time = absl::InfinitePast();
+    // Seconds behind the binlog while streaming: now - last_event_time
+    // while events arrive, 0 once the server sent a heartbeat (it sends one
+    // after a second with nothing to send: the watcher is caught up) and 0
+    // before the first event; never negative (clock skew). 0 when not
+    // streaming (see `streaming`).
+    double lag_seconds = 0;
   };
 
   BinlogWatcher(Options options, Listener* listener);
@@ -112,8 +121,11 @@ class BinlogWatcher {
   // Stops following (closes the dump connection) and joins the thread.
   void Stop();
 
-  // A snapshot. Thread-safe.
+  // A snapshot; lag_seconds is computed against absl::Now(). Thread-safe.
   Status status() const;
+  // The lag of `status` at `now` as status() computes it (for tests).
+  static double LagSeconds(const Status& status, bool caught_up,
+                           absl::Time now);
 
   // A default server id unlikely to collide, even between two msgqd in
   // containers (same pid 1, maybe the same host name and address): a hash
@@ -153,6 +165,9 @@ class BinlogWatcher {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int socket_ ABSL_GUARDED_BY(mu_) = -1;  // of the dump connection
   Status status_ ABSL_GUARDED_BY(mu_);
+  // True since the last heartbeat (nothing left to read), false while
+  // events arrive: lag_seconds is 0 when true.
+  bool caught_up_ ABSL_GUARDED_BY(mu_) = true;
   std::thread thread_;
 
   // Watcher thread only: last committed GTID per replication domain.

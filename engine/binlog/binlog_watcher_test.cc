@@ -49,5 +49,22 @@ TEST(BinlogWatcherPosition, GoneWhenTheServerIsBehindOrLacksTheDomain) {
   EXPECT_TRUE(BinlogWatcher::PositionGone("0-1-5,1-1-3", "0-1-9,1-1-2"));
 }
 
+// Behind by now - the last event's timestamp while events arrive; 0 when
+// caught up (a heartbeat came), before any event, and when not streaming.
+TEST(BinlogWatcherLag, IsTheLastEventsAgeUnlessCaughtUp) {
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  BinlogWatcher::Status s;
+  s.streaming = true;
+  EXPECT_EQ(BinlogWatcher::LagSeconds(s, false, now), 0);
+  s.last_event_time = absl::FromUnixSeconds(993);
+  EXPECT_EQ(BinlogWatcher::LagSeconds(s, false, now), 7);
+  EXPECT_EQ(BinlogWatcher::LagSeconds(s, true, now), 0);
+  s.last_event_time = absl::FromUnixSeconds(1002);  // the server's clock ahead
+  EXPECT_EQ(BinlogWatcher::LagSeconds(s, false, now), 0);
+  s.last_event_time = absl::FromUnixSeconds(993);
+  s.streaming = false;
+  EXPECT_EQ(BinlogWatcher::LagSeconds(s, false, now), 0);
+}
+
 }  // namespace
 }  // namespace msgq

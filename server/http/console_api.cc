@@ -1,13 +1,17 @@
 #include "server/http/console_api.h"
 
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "engine/sql/peek_statement.h"
 #include "nlohmann/json.hpp"
 
 namespace msgq {
@@ -19,21 +23,34 @@ constexpr absl::Duration kAnswerTimeout = absl::Seconds(10);
 
 HttpResponse Json(int status, const json& body) {
   // Replace invalid UTF-8 (table errors may quote raw bytes).
-  return HttpResponse{status, "application/json",
-                      body.dump(-1, ' ', false,
-                                json::error_handler_t::replace)};
+  return HttpResponse{
+      status, "application/json",
+      body.dump(-1, ' ', false, json::error_handler_t::replace)};
 }
 
 HttpResponse Error(const absl::Status& status) {
   int code = 500;
   switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument: code = 400; break;
-    case absl::StatusCode::kNotFound: code = 404; break;
-    case absl::StatusCode::kFailedPrecondition: code = 409; break;
-    case absl::StatusCode::kResourceExhausted: code = 429; break;
-    case absl::StatusCode::kUnavailable: code = 503; break;
-    case absl::StatusCode::kDeadlineExceeded: code = 504; break;
-    default: break;
+    case absl::StatusCode::kInvalidArgument:
+      code = 400;
+      break;
+    case absl::StatusCode::kNotFound:
+      code = 404;
+      break;
+    case absl::StatusCode::kFailedPrecondition:
+      code = 409;
+      break;
+    case absl::StatusCode::kResourceExhausted:
+      code = 429;
+      break;
+    case absl::StatusCode::kUnavailable:
+      code = 503;
+      break;
+    case absl::StatusCode::kDeadlineExceeded:
+      code = 504;
+      break;
+    default:
+      break;
   }
   return Json(code, json{{"error", std::string(status.message())}});
 }
@@ -69,12 +86,18 @@ absl::StatusOr<std::shared_ptr<MessageManager>> FindTable(
                       request.Param("table").value_or(""));
 }
 
-HttpResponse Tables(Engine* engine) {
+HttpResponse Tables(Engine* engine, const DueDepthSampler* depth) {
   json tables = json::array();
   for (const Engine::TableInfo& t : engine->ListTables()) {
     const MessageManager::Stats& s = t.stats;
-    json row = {{"keyspace", t.keyspace}, {"name", t.name},
-                {"loaded", t.loaded},     {"error", t.error}};
+    json row = {{"keyspace", t.keyspace},
+                {"name", t.name},
+                {"loaded", t.loaded},
+                {"error", t.error},
+                {"ownership",
+                 {{"state", t.ownership.state},
+                  {"owner", t.ownership.owner},
+                  {"error", t.ownership.error}}}};
     if (t.loaded) {
       row.update(json{{"discovery", t.discovery},
                       {"subscribers", s.subscribers},
@@ -88,9 +111,23 @@ HttpResponse Tables(Engine* engine) {
                       {"died", s.died},
                       {"purged", s.purged},
                       {"polls", s.polls},
+                      {"postponed", s.postponed},
+                      {"fetches", s.fetches},
                       {"mysql_up", s.mysql_ok},
                       {"ack_wait", absl::ToDoubleSeconds(t.settings.ack_wait)},
                       {"batch_size", t.settings.batch_size}});
+    }
+    if (t.loaded && depth != nullptr) {
+      std::optional<DueDepthSampler::Sample> d =
+          depth->Get({t.keyspace, t.name});
+      row["pending_due"] = d ? json(d->depth.count) : json(nullptr);
+      row["pending_capped"] = d ? json(d->depth.capped) : json(nullptr);
+      row["oldest_due_age"] =
+          !d ? json(nullptr)
+             : json(d->depth.oldest_due_ns
+                        ? std::max<double>(
+                              0, (d->now_ns - *d->depth.oldest_due_ns) / 1e9)
+                        : 0.0);
     }
     tables.push_back(std::move(row));
   }
@@ -99,9 +136,10 @@ HttpResponse Tables(Engine* engine) {
   return Json(200, json{{"time", absl::ToUnixMillis(absl::Now()) / 1000.0},
                         {"ready", health.ok()},
                         {"ready_reason", std::string(health.message())},
-                        {"binlog", {{"streaming", binlog.streaming},
-                                    {"last_error", binlog.last_error},
-                                    {"position", binlog.position}}},
+                        {"binlog",
+                         {{"streaming", binlog.streaming},
+                          {"last_error", binlog.last_error},
+                          {"position", binlog.position}}},
                         {"tables", std::move(tables)}});
 }
 
@@ -130,6 +168,39 @@ HttpResponse Dead(Engine* engine, const HttpRequest& request) {
   return Json(200, json{{"messages", std::move(out)}});
 }
 
+// A table's recent messages: bookkeeping columns, the payload only when
+// asked (payload=1, each column cut to kPeekPayloadBytes).
+HttpResponse Messages(Engine* engine, const HttpRequest& request) {
+  PeekRequest peek;
+  if (auto v = request.Param("limit")) {
+    if (!absl::SimpleAtoi(*v, &peek.limit)) {
+      return Error(absl::InvalidArgumentError(
+          absl::StrCat("limit must be 1..", kMaxPeekLimit)));
+    }
+  }
+  absl::StatusOr<PeekOrder> order =
+      ParsePeekOrder(request.Param("order").value_or("newest"));
+  if (!order.ok()) return Error(order.status());
+  peek.order = *order;
+  peek.payload = request.Param("payload").value_or("") == "1";
+  absl::StatusOr<QueryResult> result = engine->ReadTable(
+      request.Param("keyspace").value_or(""),
+      request.Param("table").value_or(""),
+      [&peek](const MessageTable& table) { return PeekSql(table, peek); });
+  if (!result.ok()) return Error(result.status());
+  json rows = json::array();
+  for (const auto& values : result->rows) {
+    json row = json::object();
+    for (size_t i = 0; i < values.size() && i < result->columns.size(); ++i) {
+      row[result->columns[i]] =
+          values[i].has_value() ? json(*values[i]) : json(nullptr);
+    }
+    rows.push_back(std::move(row));
+  }
+  return Json(
+      200, json{{"columns", result->columns}, {"messages", std::move(rows)}});
+}
+
 HttpResponse Redrive(Engine* engine, const HttpRequest& request) {
   if (request.method != "POST") {
     return Json(405, json{{"error", "use POST"}});
@@ -151,11 +222,16 @@ HttpResponse Redrive(Engine* engine, const HttpRequest& request) {
 
 }  // namespace
 
-std::map<std::string, HttpHandler> ConsoleApiRoutes(Engine* engine) {
+std::map<std::string, HttpHandler> ConsoleApiRoutes(
+    Engine* engine, std::shared_ptr<const DueDepthSampler> depth) {
   return {
-      {"/api/tables", [engine](const HttpRequest&) { return Tables(engine); }},
-      {"/api/dead",
-       [engine](const HttpRequest& r) { return Dead(engine, r); }},
+      {"/api/tables",
+       [engine, depth](const HttpRequest&) {
+         return Tables(engine, depth.get());
+       }},
+      {"/api/dead", [engine](const HttpRequest& r) { return Dead(engine, r); }},
+      {"/api/messages",
+       [engine](const HttpRequest& r) { return Messages(engine, r); }},
       {"/api/redrive",
        [engine](const HttpRequest& r) { return Redrive(engine, r); }},
   };

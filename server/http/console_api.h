@@ -3,6 +3,15 @@
 //                      readiness and the binlog state (the console polls it);
 //   GET  /api/dead     ?keyspace=&table=[&after_id=][&limit=1..1000, 100]
 //                      a page of a table's dead messages;
+//   GET  /api/messages ?keyspace=&table=[&limit=1..100, 50]
+//                      [&order=newest|next][&payload=1]
+//                      a table's recent messages: id, priority, epoch,
+//                      time_next, time_acked (and time_created, time_dead,
+//                      last_error when the table has them) as text or null,
+//                      highest id first (newest) or unacked in the poll's
+//                      order (next); the payload columns only with
+//                      payload=1, each cut to 256 bytes
+//                      (engine/sql/peek_statement.h);
 //   POST /api/redrive  keyspace, table and id (repeated) or all=1, as form
 //                      fields; needs the header X-Msgq-Console: 1 (a page
 //                      of another origin cannot send it without CORS).
@@ -18,15 +27,20 @@
 #define MSGQ_SERVER_HTTP_CONSOLE_API_H_
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "engine/engine.h"
+#include "server/http/due_depth_sampler.h"
 #include "server/http/http_server.h"
 
 namespace msgq {
 
-// The handlers above, by path; `engine` must outlive them.
-std::map<std::string, HttpHandler> ConsoleApiRoutes(Engine* engine);
+// The handlers above, by path; `engine` must outlive them. With `depth`,
+// /api/tables also gives each loaded table's pending_due, pending_capped
+// and oldest_due_age (seconds) from its cache (null until measured).
+std::map<std::string, HttpHandler> ConsoleApiRoutes(
+    Engine* engine, std::shared_ptr<const DueDepthSampler> depth = nullptr);
 
 }  // namespace msgq
 

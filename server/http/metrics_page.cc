@@ -1,5 +1,6 @@
 #include "server/http/metrics_page.h"
 
+#include <algorithm>
 #include <functional>
 #include <vector>
 
@@ -47,8 +48,7 @@ const std::vector<TableMetric>& LoadedTableMetrics() {
        "Acked rows deleted past msgq_purge_after.",
        [](const S& s) { return s.purged; }},
       {"msgq_polls_total", MetricType::kCounter,
-       "Polls of the table for due rows.",
-       [](const S& s) { return s.polls; }},
+       "Polls of the table for due rows.", [](const S& s) { return s.polls; }},
       {"msgq_binlog_fetches_total", MetricType::kCounter,
        "Reads by primary key of rows the binlog named.",
        [](const S& s) { return s.fetches; }},
@@ -136,10 +136,45 @@ void TableFamilies(const std::vector<Table>& tables, MetricsText& text) {
   }
 }
 
+void DueFamilies(const std::vector<Table>& tables,
+                 const DueDepthSampler& sampler, MetricsText& text) {
+  std::vector<std::pair<const Table*, DueDepthSampler::Sample>> samples;
+  for (const Table& t : tables) {
+    if (!t.loaded) continue;
+    if (auto s = sampler.Get({t.keyspace, t.name}))
+      samples.emplace_back(&t, *s);
+  }
+  text.Family("msgq_pending_due_messages", MetricType::kGauge,
+              "Unacked rows with time_next <= now, counted from poller_idx "
+              "alone (never the table) at most every 10 s, up to 100000 (see "
+              "msgq_pending_due_capped); absent until first measured.");
+  for (const auto& [t, s] : samples) {
+    text.Sample(TableLabels(*t), static_cast<double>(s.depth.count));
+  }
+  text.Family("msgq_pending_due_capped", MetricType::kGauge,
+              "1 when more rows were due than the count's cap (100000), so "
+              "msgq_pending_due_messages is a lower bound.");
+  for (const auto& [t, s] : samples) {
+    text.Sample(TableLabels(*t), s.depth.capped ? 1 : 0);
+  }
+  text.Family("msgq_oldest_due_age_seconds", MetricType::kGauge,
+              "At the last measurement: its time minus the smallest "
+              "time_next > 0 of the due rows (rows enqueued with time_next 0 "
+              "carry no due time); 0 when none.");
+  for (const auto& [t, s] : samples) {
+    const double age =
+        s.depth.oldest_due_ns.has_value()
+            ? std::max<double>(0, (s.now_ns - *s.depth.oldest_due_ns) / 1e9)
+            : 0;
+    text.Sample(TableLabels(*t), age);
+  }
+}
+
 }  // namespace
 
 std::string RenderMetrics(const Engine& engine, const GrpcMetrics* grpc,
-                          const BuildInfo& build) {
+                          const BuildInfo& build,
+                          const DueDepthSampler* depth) {
   MetricsText text;
   text.Family("msgq_build_info", MetricType::kGauge,
               "msgqd's version and git commit, in labels (value 1).");
@@ -153,6 +188,12 @@ std::string RenderMetrics(const Engine& engine, const GrpcMetrics* grpc,
   text.Family("msgq_binlog_streaming", MetricType::kGauge,
               "1 while msgqd follows the binlog (else tables are polled).");
   text.Sample({}, binlog.streaming ? 1 : 0);
+  text.Family("msgq_binlog_lag_seconds", MetricType::kGauge,
+              "Seconds behind the binlog: now minus the timestamp (1 s "
+              "resolution) of the last binlog event read while events keep "
+              "arriving; 0 once the server sent a heartbeat (it does after "
+              "1 s with nothing to send: caught up), 0 while not streaming.");
+  text.Sample({}, binlog.lag_seconds);
   text.Family("msgq_binlog_position_resets_total", MetricType::kCounter,
               "Times the binlog resume position was gone and following "
               "restarted from the server's current position.");
@@ -166,6 +207,7 @@ std::string RenderMetrics(const Engine& engine, const GrpcMetrics* grpc,
               "Message tables found, loaded or not.");
   text.Sample({}, static_cast<double>(tables.size()));
   TableFamilies(tables, text);
+  if (depth != nullptr) DueFamilies(tables, *depth, text);
   if (grpc != nullptr) grpc->Collect(text);
   return text.Take();
 }

@@ -1,7 +1,8 @@
 // RenderMetrics: the /metrics page (Prometheus text format 0.0.4) from the
 // engine's in-memory state and the gRPC counters. A scrape reads
 // Engine::ListTables() (each table's counters under its own lock, briefly)
-// and never touches MySQL. Every family is documented in README.md
+// and never touches MySQL (the pending-due families come from a
+// DueDepthSampler's cache). Every family is documented in README.md
 // ("Metrics, health and the console").
 //
 // Thread-safety: safe to call concurrently.
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "server/http/due_depth_sampler.h"
 #include "server/http/grpc_metrics.h"
 
 namespace msgq {
@@ -20,9 +22,11 @@ struct BuildInfo {
   std::string commit;
 };
 
-// `grpc` may be null (no gRPC families).
+// `grpc` may be null (no gRPC families); `depth` may be null (no pending
+// due families).
 std::string RenderMetrics(const Engine& engine, const GrpcMetrics* grpc,
-                          const BuildInfo& build);
+                          const BuildInfo& build,
+                          const DueDepthSampler* depth = nullptr);
 
 }  // namespace msgq
 

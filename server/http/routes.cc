@@ -1,5 +1,6 @@
 #include "server/http/routes.h"
 
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -11,10 +12,15 @@ namespace msgq {
 std::map<std::string, HttpHandler> MsgqdRoutes(Engine* engine,
                                                const GrpcMetrics* grpc,
                                                BuildInfo build) {
-  std::map<std::string, HttpHandler> routes = ConsoleApiRoutes(engine);
-  routes["/metrics"] = [engine, grpc, build](const HttpRequest&) {
+  // Measures pending due messages off the scrape path; stopped when the
+  // routes (the HTTP server) go away.
+  std::shared_ptr<DueDepthSampler> depth = DueDepthSampler::ForEngine(
+      engine, RealClock::Get(), DueDepthSampler::Options());
+  depth->Start();
+  std::map<std::string, HttpHandler> routes = ConsoleApiRoutes(engine, depth);
+  routes["/metrics"] = [engine, grpc, build, depth](const HttpRequest&) {
     return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
-                        RenderMetrics(*engine, grpc, build)};
+                        RenderMetrics(*engine, grpc, build, depth.get())};
   };
   routes["/healthz"] = [](const HttpRequest&) {
     return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"};

@@ -1,5 +1,7 @@
 // Every route of msgqd's HTTP port:
-//   GET /metrics   Prometheus text format (metrics_page.h);
+//   GET /metrics   Prometheus text format (metrics_page.h), with pending
+//                  due messages from a DueDepthSampler the routes own (its
+//                  thread measures each table at most every 10 s);
 //   GET /healthz   liveness: 200 "ok" while the process serves;
 //   GET /readyz    readiness, as the gRPC health service: 200 "ready", or
 //                  503 with the reason (schema not loaded, MySQL down,

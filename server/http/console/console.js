@@ -1,6 +1,7 @@
 // msgq web console: polls /api/tables every 2 s, keeps a few minutes of
 // history per table in memory for rates and sparklines, and shows the
-// selected table's dead messages with redrive buttons (POST /api/redrive).
+// selected table's dead messages with redrive buttons (POST /api/redrive)
+// and its recent messages (GET /api/messages, the payload only when asked).
 // Data is only ever inserted as text (textContent), never as HTML.
 "use strict";
 
@@ -8,6 +9,7 @@ const REFRESH_MS = 2000;
 const HISTORY = 90;  // samples: 3 minutes at 2 s
 const history = new Map();  // "ks.table" -> [{t, sent, acked}]
 let selected = null;  // {keyspace, name}
+let lastTables = [];  // the latest /api/tables "tables"
 
 const $ = (id) => document.getElementById(id);
 
@@ -88,6 +90,7 @@ function stateCell(t) {
 }
 
 function render(data) {
+  lastTables = data.tables;
   $("ready").textContent = data.ready ? "ready" : "not ready";
   $("ready").className = "badge " + (data.ready ? "ok" : "bad");
   $("ready").title = data.ready_reason || "";
@@ -144,6 +147,10 @@ function render(data) {
         "no message tables yet: create one (see README, \"Message tables\")")));
   }
   $("tables").tBodies[0].replaceWith(body);
+  if (selected) {
+    showOwnership(data.tables.find((x) => x.keyspace === selected.keyspace &&
+                                          x.name === selected.name));
+  }
   $("sum-tables").textContent = fmt(data.tables.length);
   for (const f of ["subscribers", "queued", "in_flight", "dead"]) {
     $("sum-" + f).textContent = fmt(sums[f]);
@@ -195,6 +202,48 @@ async function loadDead() {
   tbody.replaceWith(body);
 }
 
+// Unix ns (text) as a local time; "–" for NULL, "at once" for 0.
+function fmtNs(ns) {
+  if (ns === null || ns === undefined) return "–";
+  if (ns === "0") return "at once";
+  return new Date(Number(ns) / 1e6).toLocaleString();
+}
+
+async function loadRecent() {
+  if (!selected) return;
+  const payload = $("recent-payload").checked;
+  const params = {keyspace: selected.keyspace, table: selected.name, limit: 50,
+                  order: $("recent-order").value};
+  if (payload) params.payload = "1";
+  const r = await fetch("/api/messages?" + query(params), {cache: "no-store"});
+  const data = await r.json();
+  const body = el("tbody");
+  if (!r.ok) {
+    body.append(el("tr", {}, el("td", {colSpan: 9, class: "error"}, data.error)));
+  } else {
+    const fixed = new Set(["id", "priority", "epoch", "time_next", "time_acked",
+                           "time_created", "time_dead", "last_error"]);
+    for (const m of data.messages) {
+      const extra = Object.entries(m).filter(([k]) => !fixed.has(k))
+          .map(([k, v]) => `${k}: ${v === null ? "NULL" : v}`).join("  ");
+      body.append(el("tr", {"data-recent-id": m.id},
+          el("td", {}, m.id),
+          el("td", {class: "num"}, m.priority),
+          el("td", {class: "num"}, m.epoch),
+          el("td", {}, m.time_acked !== null ? "–" : fmtNs(m.time_next)),
+          el("td", {}, fmtNs(m.time_acked)),
+          el("td", {}, "time_created" in m ? fmtNs(m.time_created) : "–"),
+          el("td", {}, "time_dead" in m ? fmtNs(m.time_dead) : "–"),
+          el("td", {class: "error"}, m.last_error || "–"),
+          el("td", {class: "muted", title: extra}, payload ? extra : "hidden")));
+    }
+    if (!data.messages.length) {
+      body.append(el("tr", {}, el("td", {colSpan: 9, class: "muted"}, "no messages")));
+    }
+  }
+  $("recent").tBodies[0].replaceWith(body);
+}
+
 async function redrive(what, button) {
   if (button) button.disabled = true;
   const form = Object.assign({keyspace: selected.keyspace, table: selected.name}, what);
@@ -208,21 +257,41 @@ async function redrive(what, button) {
   $("action-result").textContent = r.ok
       ? `redriven: ${data.redriven}` : `redrive failed: ${data.error}`;
   await loadDead();
+  await loadRecent();
   await refresh();
 }
 
 function select(keyspace, name) {
   selected = {keyspace, name};
   $("detail").hidden = false;
-  $("detail-title").textContent = `${keyspace}.${name}: dead messages`;
+  $("detail-title").textContent = `${keyspace}.${name}`;
   $("action-result").textContent = "";
   window.history.replaceState(null, "", "#" + keyspace + "." + name);
   for (const tr of document.querySelectorAll("#tables tr[data-table]")) {
     tr.classList.toggle("selected", tr.dataset.table === keyspace + "." + name);
   }
+  showOwnership(lastTables.find((x) => x.keyspace === keyspace && x.name === name));
   loadDead();
+  loadRecent();
 }
 
+function showOwnership(t) {
+  const o = t && t.ownership;
+  $("detail-ownership").textContent = o
+      ? `ownership: ${o.state}${o.owner ? " (owner " + o.owner + ")" : ""}` +
+        `${o.error ? ": " + o.error : ""}` +
+        (t.loaded && t.pending_due !== null && t.pending_due !== undefined
+            ? `  ·  due now ${fmt(t.pending_due)}${t.pending_capped ? "+" : ""}` +
+              `  ·  oldest due ${t.oldest_due_age.toFixed(0)} s`
+            : "") +
+        (t.loaded ? `  ·  postponed ${fmt(t.postponed)}  ·  nacked ${fmt(t.nacked)}` +
+                    `  ·  died ${fmt(t.died)}  ·  purged ${fmt(t.purged)}` +
+                    `  ·  polls ${fmt(t.polls)}  ·  binlog fetches ${fmt(t.fetches)}` : "")
+      : "";
+}
+
+$("recent-order").addEventListener("change", loadRecent);
+$("recent-payload").addEventListener("change", loadRecent);
 $("redrive-all").addEventListener("click", () => redrive({all: "1"}, $("redrive-all")));
 $("detail-close").addEventListener("click", () => {
   selected = null;
