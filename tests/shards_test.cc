@@ -1,0 +1,237 @@
+// Shards (issue 14): two private MariaDBs, one msgqd each, the same message
+// table on both with the same ids, and one C++ Subscriber subscribed to both
+// servers. Ids collide across the shards, so an ack sent to the wrong server
+// would settle a different message: these tests check that every message is
+// settled on the shard it came from, and that one server going away does not
+// stop the other.
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "client/client.h"
+#include "client/subscriber.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/test_env.h"
+
+namespace msgq::testing {
+namespace {
+
+constexpr int kRows = 20;
+
+struct Shard {
+  std::unique_ptr<PrivateMariaDb> db;
+  std::unique_ptr<Msgqd> server;
+};
+
+class ShardsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (Shard* shard : {&a_, &b_}) {
+      auto db = PrivateMariaDb::Start({});
+      ASSERT_TRUE(db.ok()) << db.status();
+      shard->db = *std::move(db);
+      ASSERT_TRUE(shard->db->Exec("CREATE DATABASE msgq").ok());
+      ASSERT_TRUE(shard->db->Exec("USE msgq").ok());
+      ASSERT_TRUE(
+          shard->db
+              ->Exec(MessageTableDdl("q", MessageComment("vt_ack_wait=30")))
+              .ok());
+      ASSERT_NO_FATAL_FAILURE(StartServer(*shard, "127.0.0.1:0"));
+    }
+  }
+
+  void StartServer(Shard& shard, const std::string& listen) {
+    auto server = Msgqd::Start(
+        *shard.db, {"--databases=msgq", "--schema_reload_interval=200ms",
+                    "--http_listen=", "--listen=" + listen});
+    ASSERT_TRUE(server.ok()) << server.status();
+    shard.server = *std::move(server);
+  }
+
+  // Inserts ids [from, to] with message {"shard": "NAME", "n": id}.
+  void Insert(Shard& shard, const std::string& name, int from, int to) {
+    std::string sql = "INSERT INTO msgq.q (id, message) VALUES ";
+    for (int i = from; i <= to; ++i) {
+      absl::StrAppend(&sql, i > from ? "," : "", "(", i, ", '{\"shard\": \"",
+                      name, "\", \"n\": ", i, "}')");
+    }
+    ASSERT_TRUE(shard.db->Exec(sql).ok()) << sql;
+  }
+
+  static int64_t Int(Shard& shard, const std::string& sql) {
+    int64_t v = -1;
+    EXPECT_TRUE(absl::SimpleAtoi(shard.db->Scalar(sql), &v)) << sql;
+    return v;
+  }
+
+  static std::string AckedIds(Shard& shard) {
+    return shard.db->Scalar(
+        "SELECT IFNULL(GROUP_CONCAT(id ORDER BY id), '') FROM msgq.q WHERE "
+        "time_acked IS NOT NULL");
+  }
+
+  Shard a_;
+  Shard b_;
+};
+
+std::string Range(int from, int to, int step = 1) {
+  std::string out;
+  for (int i = from; i <= to; i += step) {
+    absl::StrAppend(&out, out.empty() ? "" : ",", i);
+  }
+  return out;
+}
+
+// Records which server each message came from; acks every message of shard
+// a and the even ids of shard b, and hands the odd ids of shard b back for an
+// hour: if any ack went to the wrong shard, an odd id of b would be acked or
+// an even one left unacked.
+class Recorder {
+ public:
+  Recorder(std::string a, std::string b) : a_(std::move(a)), b_(std::move(b)) {}
+
+  HandlerResult Handle(const Message& message) {
+    const std::string body(message.Get("message").value_or(""));
+    int64_t id = 0;
+    EXPECT_TRUE(absl::SimpleAtoi(message.id(), &id));
+    absl::MutexLock lock(&mu_);
+    ++seen_[message.server()];
+    // The body says which shard the row lives in.
+    const bool from_a = body.find("\"shard\": \"a\"") != std::string::npos;
+    if (message.server() != (from_a ? a_ : b_)) ++misrouted_;
+    if (!from_a && id % 2 == 1) {
+      return HandlerResult::RetryAfter(absl::Hours(1), "odd id of shard b");
+    }
+    return HandlerResult::Ack();
+  }
+
+  int64_t seen(const std::string& server) {
+    absl::MutexLock lock(&mu_);
+    return seen_[server];
+  }
+  int64_t misrouted() {
+    absl::MutexLock lock(&mu_);
+    return misrouted_;
+  }
+
+ private:
+  const std::string a_;
+  const std::string b_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, int64_t> seen_ ABSL_GUARDED_BY(mu_);
+  int64_t misrouted_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// One subscriber on both shards receives all 2N messages (N from each, ids
+// 1..N on both) and settles each on its own shard: shard a has every row
+// acked; shard b exactly its even ids (its odd ids were nacked with a
+// one-hour delay, so they stay unacked).
+TEST_F(ShardsTest, SubscriberAcksEachMessageOnItsOwnShard) {
+  ASSERT_NO_FATAL_FAILURE(Insert(a_, "a", 1, kRows));
+  ASSERT_NO_FATAL_FAILURE(Insert(b_, "b", 1, kRows));
+  const std::string a = a_.server->address();
+  const std::string b = b_.server->address();
+  Recorder recorder(a, b);
+  auto subscriber = Subscriber::Start(
+      ChannelsTo({a, b}), TableRef("msgq", "q"),
+      [&](const Message& m) { return recorder.Handle(m); },
+      SubscriberOptions{.concurrency = 4, .jitter_seed = 7});
+  ASSERT_TRUE(subscriber.ok()) << subscriber.status();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const Subscriber::Stats s = (*subscriber)->stats();
+        return s.acked == kRows + kRows / 2 && s.retried == kRows / 2;
+      },
+      absl::Seconds(30)))
+      << "acked " << (*subscriber)->stats().acked;
+  (*subscriber)->Stop();
+  const Subscriber::Stats stats = (*subscriber)->stats();
+  EXPECT_EQ(stats.received, 2 * kRows);
+  EXPECT_EQ(stats.handled, kRows + kRows / 2);
+  EXPECT_EQ(stats.failed, kRows / 2);
+  EXPECT_EQ(stats.acked, kRows + kRows / 2);
+  EXPECT_EQ(stats.retried, kRows / 2);
+  EXPECT_EQ(stats.streams_started, 2);
+  EXPECT_EQ(recorder.seen(a), kRows);
+  EXPECT_EQ(recorder.seen(b), kRows);
+  EXPECT_EQ(recorder.misrouted(), 0);
+  EXPECT_EQ(AckedIds(a_), Range(1, kRows));
+  EXPECT_EQ(AckedIds(b_), Range(2, kRows, 2));
+  EXPECT_EQ(Int(b_, "SELECT COUNT(*) FROM msgq.q WHERE time_acked IS NULL"),
+            kRows / 2);
+}
+
+// Shard b's msgqd stops (SIGTERM) while subscribed: messages of shard a keep
+// arriving and are acked; msgqd b starts again on the same address and the
+// same subscriber reconnects to it and drains what was inserted meanwhile.
+TEST_F(ShardsTest, SubscriberSurvivesOneServerRestart) {
+  const std::string a = a_.server->address();
+  const std::string b = b_.server->address();
+  absl::Mutex mu;
+  int64_t acked_a = 0, acked_b = 0;
+  auto subscriber = Subscriber::Start(
+      ChannelsTo({a, b}), TableRef("msgq", "q"),
+      [&](const Message& m) {
+        absl::MutexLock lock(&mu);
+        ++(m.server() == a ? acked_a : acked_b);
+        return HandlerResult::Ack();
+      },
+      SubscriberOptions{.concurrency = 2,
+                        .backoff = {.initial = absl::Milliseconds(50),
+                                    .max = absl::Milliseconds(500)},
+                        .jitter_seed = 11});
+  ASSERT_TRUE(subscriber.ok()) << subscriber.status();
+  ASSERT_NO_FATAL_FAILURE(Insert(a_, "a", 1, 5));
+  ASSERT_NO_FATAL_FAILURE(Insert(b_, "b", 1, 5));
+  auto count = [&](int64_t& n) {
+    absl::MutexLock lock(&mu);
+    return n;
+  };
+  ASSERT_TRUE(
+      Eventually([&] { return count(acked_a) == 5 && count(acked_b) == 5; },
+                 absl::Seconds(30)));
+
+  // The acks are batched: let them reach shard b before it stops (an ack
+  // lost with the server would bring its message back after ack_wait).
+  auto acked_rows = [&](Shard& shard) {
+    return Int(shard,
+               "SELECT COUNT(*) FROM msgq.q WHERE time_acked IS NOT "
+               "NULL");
+  };
+  ASSERT_TRUE(
+      Eventually([&] { return acked_rows(b_) == 5; }, absl::Seconds(10)));
+  EXPECT_EQ(b_.server->Terminate(), 0);
+  b_.server.reset();
+  ASSERT_NO_FATAL_FAILURE(Insert(a_, "a", 6, 10));
+  ASSERT_NO_FATAL_FAILURE(Insert(b_, "b", 6, 10));
+  ASSERT_TRUE(
+      Eventually([&] { return count(acked_a) == 10; }, absl::Seconds(30)));
+  EXPECT_EQ(count(acked_b), 5);
+  EXPECT_FALSE((*subscriber)->done());
+
+  ASSERT_NO_FATAL_FAILURE(StartServer(b_, b));
+  ASSERT_EQ(b_.server->address(), b);
+  ASSERT_TRUE(
+      Eventually([&] { return count(acked_b) == 10; }, absl::Seconds(60)));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return Int(a_,
+                   "SELECT COUNT(*) FROM msgq.q WHERE time_acked IS NOT "
+                   "NULL") == 10 &&
+               Int(b_,
+                   "SELECT COUNT(*) FROM msgq.q WHERE time_acked IS NOT "
+                   "NULL") == 10;
+      },
+      absl::Seconds(10)));
+  (*subscriber)->Stop();
+  EXPECT_TRUE((*subscriber)->Wait().ok());
+  EXPECT_EQ((*subscriber)->stats().received, 20);
+  EXPECT_GE((*subscriber)->stats().reconnects, 1);
+}
+
+}  // namespace
+}  // namespace msgq::testing
