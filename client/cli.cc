@@ -29,7 +29,9 @@ Commands:
   help [COMMAND]       show this help, or a command's
 
 Run 'msgq COMMAND --help' for a command's flags. --server and --timeout may
-also follow the command.
+also follow the command. tables and tail take several servers (shards, or
+instances sharing a database); the commands that take ids take exactly one,
+the server the messages came from: ids are unique only within a shard.
 
 Exit codes:
   0  success
