@@ -26,6 +26,8 @@ Commands:
                        list dead messages: id, epoch, when, last error
   redrive TABLE (ID...|--all)
                        send dead messages again
+  stats [TABLE] [--watch] [--json] [--interval=D]
+                       rates (sent/s, acked/s, ...) and depths per table
   help [COMMAND]       show this help, or a command's
 
 Run 'msgq COMMAND --help' for a command's flags. --server and --timeout may
@@ -52,6 +54,7 @@ Command FindCommand(absl::string_view name) {
   if (name == "extend") return &RunExtend;
   if (name == "dead") return &RunDead;
   if (name == "redrive") return &RunRedrive;
+  if (name == "stats") return &RunStats;
   return nullptr;
 }
 

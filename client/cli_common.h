@@ -68,6 +68,9 @@ int RunTail(absl::Span<const std::string> args, std::ostream& out,
             std::ostream& err, const CliEnvironment& env);
 int RunAck(absl::Span<const std::string> args, std::ostream& out,
            std::ostream& err, const CliEnvironment& env);
+// cli_stats.cc
+int RunStats(absl::Span<const std::string> args, std::ostream& out,
+             std::ostream& err, const CliEnvironment& env);
 // cli_failure.cc
 int RunNack(absl::Span<const std::string> args, std::ostream& out,
             std::ostream& err, const CliEnvironment& env);

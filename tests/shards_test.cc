@@ -270,7 +270,8 @@ int RunCli(const std::vector<std::string>& args, std::string* out,
 // and OWNER columns (leases are off today: "off", no holder); the id-taking
 // commands refuse a list (exit 2) because ids are unique only per shard; and
 // `msgq tail --server=A,B --ack --count=4` prints the messages of both
-// shards, each with its server, and acks each on its own shard.
+// shards, each with its server, and acks each on its own shard; then
+// `msgq stats --json` reports sent 2 and acked 2 for each server.
 TEST_F(ShardsTest, CliTablesAndTailAcrossServers) {
   const std::string a = a_.server->address();
   const std::string b = b_.server->address();
@@ -330,6 +331,28 @@ TEST_F(ShardsTest, CliTablesAndTailAcrossServers) {
               b));
   EXPECT_EQ(AckedIds(a_), "1,2");
   EXPECT_EQ(AckedIds(b_), "1,2");
+
+  // `msgq stats --json` on both: one line, a row per server with the
+  // counters of that workload (2 sent and 2 acked on each shard).
+  ASSERT_EQ(RunCli({"stats", "q", "--json", "--interval=200ms",
+                    "--server=" + a + "," + b},
+                   &out, &err),
+            0)
+      << err;
+  EXPECT_EQ(err, "");
+  std::vector<std::string> samples =
+      absl::StrSplit(out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(samples.size(), 1u) << out;
+  for (const std::string& server : {a, b}) {
+    EXPECT_THAT(samples[0],
+                ::testing::HasSubstr(absl::StrCat(
+                    "{\"server\":\"", server,
+                    "\",\"keyspace\":\"msgq\",\"name\":\"q\",\"sent\":2,"
+                    "\"acked\":2,\"redelivered\":0,\"nacked\":0,\"died\":0,"
+                    "\"sent_per_s\":0.0,\"acked_per_s\":0.0,"
+                    "\"redelivered_per_s\":0.0,\"nacked_per_s\":0.0,"
+                    "\"died_per_s\":0.0,\"cached\":0,\"in_flight\":0,")));
+  }
 }
 
 }  // namespace
