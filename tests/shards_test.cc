@@ -241,11 +241,13 @@ TEST_F(ShardsTest, SubscriberSurvivesOneServerRestart) {
   EXPECT_GE((*subscriber)->stats().reconnects, 1);
 }
 
-// Runs the msgq CLI with `args`; returns its exit code and fills `out`/`err`.
-int RunCli(const std::vector<std::string>& args, std::string* out,
-           std::string* err) {
-  std::string command = "env -u MSGQ_SERVER timeout --kill-after=5 60 ";
-  absl::StrAppend(&command, MSGQ_CLI_PATH);
+// Runs `program` with `args` (and `env` assignments) under a 60 s timeout;
+// returns its exit code and fills `out`/`err`.
+int RunProgram(const std::string& program, const std::vector<std::string>& args,
+               std::string* out, std::string* err,
+               const std::string& env = "") {
+  std::string command = absl::StrCat("env -u MSGQ_SERVER ", env,
+                                     " timeout --kill-after=5 60 ", program);
   for (const std::string& a : args) absl::StrAppend(&command, " '", a, "'");
   char err_path[] = "/tmp/msgq-test-shards-err-XXXXXX";
   const int fd = mkstemp(err_path);
@@ -264,6 +266,11 @@ int RunCli(const std::vector<std::string>& args, std::string* out,
   *err = ss.str();
   unlink(err_path);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int RunCli(const std::vector<std::string>& args, std::string* out,
+           std::string* err) {
+  return RunProgram(MSGQ_CLI_PATH, args, out, err);
 }
 
 // `msgq tables --server=A,B` prints one row per (server, table) with SERVER
@@ -353,6 +360,36 @@ TEST_F(ShardsTest, CliTablesAndTailAcrossServers) {
                     "\"redelivered_per_s\":0.0,\"nacked_per_s\":0.0,"
                     "\"died_per_s\":0.0,\"cached\":0,\"in_flight\":0,")));
   }
+}
+
+// msgq_consume.py --server=A,B --count 4 prints the 4 messages of both
+// shards (ids 1 and 2 on each) and acks each on its own shard.
+TEST_F(ShardsTest, PythonConsumerAcrossServers) {
+  const std::string a = a_.server->address();
+  const std::string b = b_.server->address();
+  ASSERT_NO_FATAL_FAILURE(Insert(a_, "a", 1, 2));
+  ASSERT_NO_FATAL_FAILURE(Insert(b_, "b", 1, 2));
+  std::string out, err;
+  ASSERT_EQ(RunProgram("/usr/bin/python3",
+                       {std::string(MSGQ_SOURCE_DIR) +
+                            "/client/python/msgq_consume.py",
+                        "--server", a + "," + b, "--count", "4", "q"},
+                       &out, &err,
+                       absl::StrCat("PYTHONPATH=", MSGQ_PYTHON_STUBS,
+                                    " PYTHONDONTWRITEBYTECODE=1")),
+            0)
+      << err;
+  std::vector<std::string> lines = absl::StrSplit(out, '\n', absl::SkipEmpty());
+  std::sort(lines.begin(), lines.end());
+  auto line = [](const char* shard, int id) {
+    return absl::StrCat("{\"id\":", id, ",\"message\":\"{\\\"shard\\\": \\\"",
+                        shard, "\\\", \\\"n\\\": ", id, "}\"}");
+  };
+  EXPECT_THAT(lines, ::testing::ElementsAre(line("a", 1), line("b", 1),
+                                            line("a", 2), line("b", 2)))
+      << err;
+  EXPECT_EQ(AckedIds(a_), "1,2");
+  EXPECT_EQ(AckedIds(b_), "1,2");
 }
 
 }  // namespace
