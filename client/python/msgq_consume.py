@@ -22,8 +22,8 @@ connection drops, it reconnects with capped exponential backoff and jitter
 (100ms doubling to 5s, +-20%). If the very first connection fails, or the
 server answers NOT_FOUND / FAILED_PRECONDITION / INVALID_ARGUMENT, it exits.
 
-With several servers (--server A,B; consume_all() as a library) it streams
-from all of them at once, one thread per server, and acks or nacks each
+With several servers (--server A,B; msgq_fanin.consume_all() as a library)
+it streams from all of them at once, one thread per server, and acks or nacks each
 message on the server it came from (message.server): ids are unique only
 within a shard, so the same id on another server is another message.
 
@@ -54,7 +54,6 @@ import json
 import random
 import re
 import sys
-import threading
 import time
 
 import grpc
@@ -340,60 +339,6 @@ def consume(channel, table, handler, keyspace="", ack=True, count=0,
         sleep(delay)
 
 
-def consume_all(servers, table, handler, count=0, on_reconnect=None,
-                **kwargs):
-    """consume() from several servers at once (fan-in): `servers` is a list
-    of (name, channel). One thread per server streams and settles its own
-    messages: each message's ack or nack goes to the server it came from
-    (message.server), because ids are unique only within a shard (id 5 on
-    another shard is another message). `handler` runs under a lock, one
-    message at a time. With `count`, stops once `count` messages were handled
-    in total (later ones are handed back at once), closing the other
-    streams. Returns the number handled; raises the first error that ended
-    a server's consume (the others are then stopped)."""
-    lock = threading.Lock()
-    stop = threading.Event()
-    state = {"handled": 0, "error": None}
-
-    def counted(message):
-        with lock:
-            if count and state["handled"] >= count:
-                return Retry(delay=0, reason="consumer stopped before it")
-            result = handler(message)
-            state["handled"] += 1
-            if count and state["handled"] >= count:
-                stop.set()
-            return result
-
-    def run(name, channel):
-        try:
-            consume(channel, table, counted, server=name, stop=stop,
-                    on_reconnect=(lambda c, d, t: on_reconnect(name, c, d, t))
-                    if on_reconnect else None, **kwargs)
-        except Exception as e:  # first error ends all
-            with lock:
-                if state["error"] is None:
-                    state["error"] = e
-            stop.set()
-
-    threads = [threading.Thread(target=run, args=(name, channel), daemon=True)
-               for name, channel in servers]
-    for t in threads:
-        t.start()
-    stop.wait()
-    # Threads mid-batch finish settling it; the others sit in their stream
-    # until their channel is closed.
-    for t in threads:
-        t.join(timeout=2)
-    for _, channel in servers:
-        channel.close()
-    for t in threads:
-        t.join()
-    if state["error"] is not None:
-        raise state["error"]
-    return state["handled"]
-
-
 def _send_nacks(stub, keyspace, table, nacks, timeout):
     for (delay, reason, is_dead), deliveries in nacks.items():
         request = messaging_pb2.MessageNackRequest(
@@ -452,8 +397,9 @@ def main(argv=None):
         def on_server_reconnect(name, code, details, delay):
             print("msgq_consume: %s: stream ended (%s: %s); reconnecting in "
                   "%.3fs" % (name, code.name, details, delay), file=sys.stderr)
+        import msgq_fanin  # here: it imports this module
         try:
-            consume_all([(s, grpc.insecure_channel(s, options=CHANNEL_OPTIONS))
+            msgq_fanin.consume_all([(s, grpc.insecure_channel(s, options=CHANNEL_OPTIONS))
                          for s in servers], args.table, handler,
                         count=args.count, on_reconnect=on_server_reconnect,
                         keyspace=args.keyspace, ack=args.ack,
