@@ -26,10 +26,14 @@ Commands:
                        list dead messages: id, epoch, when, last error
   redrive TABLE (ID...|--all)
                        send dead messages again
+  stats [TABLE] [--watch] [--json] [--interval=D]
+                       rates (sent/s, acked/s, ...) and depths per table
   help [COMMAND]       show this help, or a command's
 
 Run 'msgq COMMAND --help' for a command's flags. --server and --timeout may
-also follow the command.
+also follow the command. tables and tail take several servers (shards, or
+instances sharing a database); the commands that take ids take exactly one,
+the server the messages came from: ids are unique only within a shard.
 
 Exit codes:
   0  success
@@ -50,6 +54,7 @@ Command FindCommand(absl::string_view name) {
   if (name == "extend") return &RunExtend;
   if (name == "dead") return &RunDead;
   if (name == "redrive") return &RunRedrive;
+  if (name == "stats") return &RunStats;
   return nullptr;
 }
 

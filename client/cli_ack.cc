@@ -39,8 +39,7 @@ int RunAck(absl::Span<const std::string> args, std::ostream& out,
   if (positional->empty()) return ReportUsageError(err, "ack", "missing TABLE");
   if (positional->size() < 2) return ReportUsageError(err, "ack", "missing ID");
 
-  absl::StatusOr<std::unique_ptr<Client>> client =
-      Client::Connect(common.server, ClientOptions{.timeout = common.timeout});
+  absl::StatusOr<std::unique_ptr<Client>> client = ConnectOne(common);
   if (!client.ok())
     return ReportUsageError(err, "ack", client.status().message());
   const TableRef table(keyspace, (*positional)[0]);

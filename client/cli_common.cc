@@ -1,14 +1,31 @@
 #include "client/cli_common.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace msgq {
 
 void AddCommonFlags(FlagParser& flags, CommonFlags* common) {
   flags.AddString("server", &common->server, "HOST:PORT",
-                  "msgqd to talk to ($MSGQ_SERVER overrides the default)");
+                  "msgqd to talk to; tables and tail take a list A,B,... "
+                  "($MSGQ_SERVER overrides the default)");
   flags.AddDuration("timeout", &common->timeout,
                     "deadline of each call to the server");
+}
+
+std::vector<std::string> ServerList(const CommonFlags& common) {
+  return absl::StrSplit(common.server, ',', absl::SkipEmpty());
+}
+
+absl::StatusOr<std::unique_ptr<Client>> ConnectOne(const CommonFlags& common) {
+  if (ServerList(common).size() > 1) {
+    return absl::InvalidArgumentError(
+        "this command takes one --server, the one the messages came from: "
+        "ids are unique only within a shard, so the same id on another "
+        "server is another message");
+  }
+  return Client::Connect(common.server,
+                         ClientOptions{.timeout = common.timeout});
 }
 
 int ExitCodeFor(const absl::Status& status) {

@@ -13,8 +13,10 @@
 #ifndef MSGQ_CLIENT_CLI_COMMON_H_
 #define MSGQ_CLIENT_CLI_COMMON_H_
 
+#include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -22,6 +24,7 @@
 #include "absl/types/span.h"
 #include "client/cli.h"
 #include "client/cli_flags.h"
+#include "client/client.h"
 
 namespace msgq {
 
@@ -32,6 +35,17 @@ struct CommonFlags {
 
 // Declares --server and --timeout.
 void AddCommonFlags(FlagParser& flags, CommonFlags* common);
+
+// The servers of --server: a comma-separated list ("a:1,b:2"), empty entries
+// dropped.
+std::vector<std::string> ServerList(const CommonFlags& common);
+
+// A Client of the one server of --server. Returns INVALID_ARGUMENT for an
+// empty --server, and for a list of several: commands that take message ids
+// (ack, nack, extend, redrive) or page through one table's dead messages
+// must talk to the one server the messages live on, because ids are unique
+// only within a shard (id 5 acked on another shard is another message).
+absl::StatusOr<std::unique_ptr<Client>> ConnectOne(const CommonFlags& common);
 
 // kExitUnavailable, kExitNotFound, kExitUsage (INVALID_ARGUMENT raised by the
 // tool itself is reported by the caller) or kExitError.
@@ -54,6 +68,9 @@ int RunTail(absl::Span<const std::string> args, std::ostream& out,
             std::ostream& err, const CliEnvironment& env);
 int RunAck(absl::Span<const std::string> args, std::ostream& out,
            std::ostream& err, const CliEnvironment& env);
+// cli_stats.cc
+int RunStats(absl::Span<const std::string> args, std::ostream& out,
+             std::ostream& err, const CliEnvironment& env);
 // cli_failure.cc
 int RunNack(absl::Span<const std::string> args, std::ostream& out,
             std::ostream& err, const CliEnvironment& env);

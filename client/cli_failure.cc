@@ -138,8 +138,7 @@ int RunNack(absl::Span<const std::string> args, std::ostream& out,
                             "--delay and --dead exclude each other");
   }
 
-  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(
-      t.common.server, ClientOptions{.timeout = t.common.timeout});
+  absl::StatusOr<std::unique_ptr<Client>> client = ConnectOne(t.common);
   if (!client.ok()) {
     return ReportUsageError(err, "nack", client.status().message());
   }
@@ -179,8 +178,7 @@ int RunExtend(absl::Span<const std::string> args, std::ostream& out,
     return ReportUsageError(err, "extend", "--duration must be positive");
   }
 
-  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(
-      t.common.server, ClientOptions{.timeout = t.common.timeout});
+  absl::StatusOr<std::unique_ptr<Client>> client = ConnectOne(t.common);
   if (!client.ok()) {
     return ReportUsageError(err, "extend", client.status().message());
   }
@@ -226,8 +224,7 @@ int RunDead(absl::Span<const std::string> args, std::ostream& out,
                             absl::StrCat("--limit ", limit, " is too large"));
   }
 
-  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(
-      t.common.server, ClientOptions{.timeout = t.common.timeout});
+  absl::StatusOr<std::unique_ptr<Client>> client = ConnectOne(t.common);
   if (!client.ok()) {
     return ReportUsageError(err, "dead", client.status().message());
   }
@@ -270,8 +267,7 @@ int RunRedrive(absl::Span<const std::string> args, std::ostream& out,
     return ReportUsageError(err, "redrive", "missing ID (or --all)");
   }
 
-  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(
-      t.common.server, ClientOptions{.timeout = t.common.timeout});
+  absl::StatusOr<std::unique_ptr<Client>> client = ConnectOne(t.common);
   if (!client.ok()) {
     return ReportUsageError(err, "redrive", client.status().message());
   }

@@ -1,7 +1,11 @@
 // `msgq tables`: lists the server's message tables.
+#include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "client/cli_common.h"
 #include "client/cli_format.h"
 #include "client/client.h"
@@ -18,8 +22,85 @@ counted: see "When work fails" in the README), and DETAILS (the settings of a
 loaded table, or why it failed to load). With --json, prints
 {"tables":[...]} using the field names of msgq.v1.TableStatus.
 
+With several servers (--server=A,B,...: shards, or instances sharing a
+database), asks each and prints one row per (server, table) with two more
+columns: SERVER first, and OWNER after STATUS: the table's lease state as
+that server sees it ("off": leases disabled, that server sends; "owner",
+"standby", "unknown"), followed by ":INSTANCE" when a lease holder is known.
+With --json, prints {"servers":[{"server":"A","tables":[...]},...]}. A server
+that does not answer is reported on stderr, the others are still printed,
+and the exit code is that of the first failure.
+
 Flags:
 )";
+
+std::string Owner(const v1::Ownership& ownership) {
+  std::string state = ownership.state().empty() ? "-" : ownership.state();
+  if (ownership.owner().empty()) return state;
+  return absl::StrCat(state, ":", ownership.owner());
+}
+
+struct ServerTables {
+  std::string server;
+  std::vector<v1::TableStatus> tables;
+};
+
+// FormatTablesText() with SERVER first and OWNER after STATUS.
+std::string FormatServerTablesText(const std::vector<ServerTables>& servers) {
+  std::string out;
+  // Built cell by cell rather than from FormatTablesText's lines so columns
+  // stay aligned across servers.
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"SERVER", "KEYSPACE", "NAME", "STATUS", "OWNER", "DISCOVERY",
+                  "SUBSCRIBERS", "CACHED", "IN_FLIGHT", "DEAD", "DETAILS"});
+  for (const ServerTables& s : servers) {
+    for (const v1::TableStatus& t : s.tables) {
+      if (t.loaded()) {
+        rows.push_back({s.server, t.keyspace(), t.name(), "loaded",
+                        Owner(t.ownership()),
+                        t.discovery().empty() ? "-" : t.discovery(),
+                        absl::StrCat(t.subscribers()), absl::StrCat(t.cached()),
+                        absl::StrCat(t.in_flight()),
+                        t.dead() < 0 ? "-" : absl::StrCat(t.dead()),
+                        FormatSettings(t.settings())});
+      } else {
+        rows.push_back(
+            {s.server, t.keyspace(), t.name(), "error", Owner(t.ownership()),
+             "-", absl::StrCat(t.subscribers()), "-", "-", "-", t.error()});
+      }
+    }
+  }
+  std::vector<size_t> widths(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (i + 1 == row.size()) {
+        absl::StrAppend(&line, row[i]);
+      } else {
+        absl::StrAppend(&line, row[i],
+                        std::string(widths[i] - row[i].size() + 2, ' '));
+      }
+    }
+    absl::StrAppend(&out, absl::StripTrailingAsciiWhitespace(line), "\n");
+  }
+  return out;
+}
+
+std::string FormatServerTablesJson(const std::vector<ServerTables>& servers) {
+  std::string out = "{\"servers\":[";
+  for (size_t i = 0; i < servers.size(); ++i) {
+    // FormatTablesJson() is {"tables":[...]}: splice the server in front.
+    absl::StrAppend(&out, i > 0 ? "," : "",
+                    "{\"server\":", JsonQuote(servers[i].server), ",",
+                    FormatTablesJson(servers[i].tables).substr(1));
+  }
+  return out + "]}";
+}
 
 }  // namespace
 
@@ -43,8 +124,31 @@ int RunTables(absl::Span<const std::string> args, std::ostream& out,
                             "unexpected argument '" + (*positional)[0] + "'");
   }
 
-  absl::StatusOr<std::unique_ptr<Client>> client =
-      Client::Connect(common.server, ClientOptions{.timeout = common.timeout});
+  const std::vector<std::string> servers = ServerList(common);
+  if (servers.size() > 1) {
+    std::vector<ServerTables> answers;
+    int code = kExitOk;
+    for (const std::string& server : servers) {
+      CommonFlags one = common;
+      one.server = server;
+      absl::StatusOr<std::unique_ptr<Client>> client = ConnectOne(one);
+      absl::StatusOr<std::vector<v1::TableStatus>> tables =
+          client.ok()
+              ? (*client)->ListTables()
+              : absl::StatusOr<std::vector<v1::TableStatus>>(client.status());
+      if (!tables.ok()) {
+        const int failed = ReportError(err, "tables", one, tables.status());
+        if (code == kExitOk) code = failed;
+        continue;
+      }
+      answers.push_back({server, *std::move(tables)});
+    }
+    out << (json ? FormatServerTablesJson(answers) + "\n"
+                 : FormatServerTablesText(answers));
+    out.flush();
+    return code;
+  }
+  absl::StatusOr<std::unique_ptr<Client>> client = ConnectOne(common);
   if (!client.ok())
     return ReportUsageError(err, "tables", client.status().message());
   absl::StatusOr<std::vector<v1::TableStatus>> tables = (*client)->ListTables();

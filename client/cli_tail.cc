@@ -4,10 +4,12 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "client/cli_common.h"
@@ -29,6 +31,9 @@ only ({"id":1,"message":"hello"}; numeric columns as numbers, NULL as null).
 Messages are acknowledged only with --ack; otherwise the server redelivers
 them after the table's ack_wait. With --ack, messages received after --count
 was reached are handed back at once (nack, no delay).
+With several servers (--server=A,B,...), subscribes to all of them, adds
+" server=A" to each text line (the server to ack, nack or extend it on: ids
+are unique only within a shard) and acks each message on its own server.
 Reconnects when the stream ends (server restart, table reload); fails at once
 if the first connection cannot be made or the table is unknown. Stops on
 Ctrl-C, or with --count N after N messages (exit 0).
@@ -39,8 +44,13 @@ Flags:
 // Shared by the handler, the signal thread and RunTail.
 class TailState {
  public:
-  TailState(std::ostream& out, std::ostream& err, bool json, int64_t count)
-      : out_(out), err_(err), json_(json), count_(count) {}
+  TailState(std::ostream& out, std::ostream& err, bool json, int64_t count,
+            bool show_server)
+      : out_(out),
+        err_(err),
+        json_(json),
+        count_(count),
+        show_server_(show_server) {}
 
   HandlerResult Print(const Message& message) {
     absl::MutexLock lock(&mu_);
@@ -49,8 +59,9 @@ class TailState {
                                        "msgq tail stopped before printing it");
     }
     out_ << (json_ ? FormatMessageJson(message)
-                   : FormatMessageTextWithEpoch(message))
-         << "\n";
+                   : FormatMessageTextWithEpoch(message));
+    if (show_server_ && !json_) out_ << " server=" << message.server();
+    out_ << "\n";
     out_.flush();
     if (++printed_ == count_) StopLocked();
     return HandlerResult::Ack();
@@ -99,6 +110,7 @@ class TailState {
   std::ostream& err_;
   const bool json_;
   const int64_t count_;
+  const bool show_server_;
 
   mutable absl::Mutex mu_;
   int64_t printed_ ABSL_GUARDED_BY(mu_) = 0;
@@ -167,11 +179,12 @@ int RunTail(absl::Span<const std::string> args, std::ostream& out,
     return ReportUsageError(err, "tail",
                             "unexpected argument '" + (*positional)[1] + "'");
   }
-  if (common.server.empty()) {
+  const std::vector<std::string> servers = ServerList(common);
+  if (servers.empty()) {
     return ReportUsageError(err, "tail", "empty --server");
   }
 
-  TailState state(out, err, json, count);
+  TailState state(out, err, json, count, servers.size() > 1);
   std::optional<SignalStopper> signals;
   if (env.handle_signals) signals.emplace(state);
 
@@ -180,9 +193,17 @@ int RunTail(absl::Span<const std::string> args, std::ostream& out,
   options.auto_ack = ack;
   options.ack_timeout = common.timeout;
   options.retry_initial_connect = false;
-  int64_t streams = 0;  // only touched on the stream thread
-  options.on_connected = [&state, &streams](const Schema&) {
-    if (++streams > 1) state.Note("reconnected");
+  // Streams started per server; each server's stream thread touches only
+  // its own entry, created here before any thread starts.
+  absl::flat_hash_map<std::string, int64_t> streams;
+  for (const std::string& server : servers) streams[server] = 0;
+  const bool several = servers.size() > 1;
+  options.on_server_connected = [&state, &streams, several](
+                                    absl::string_view server, const Schema&) {
+    if (++streams.find(server)->second > 1) {
+      state.Note(several ? absl::StrCat("reconnected to ", server)
+                         : "reconnected");
+    }
   };
   options.on_stream_error = [&state](const absl::Status& status,
                                      absl::Duration retry_in) {
@@ -195,7 +216,7 @@ int RunTail(absl::Span<const std::string> args, std::ostream& out,
     state.AckFailed(status);
   };
   absl::StatusOr<std::unique_ptr<Subscriber>> subscriber = Subscriber::Start(
-      NewChannel(common.server), TableRef(keyspace, (*positional)[0]),
+      ChannelsTo(servers), TableRef(keyspace, (*positional)[0]),
       [&state](const Message& message) { return state.Print(message); },
       std::move(options));
   if (!subscriber.ok()) {

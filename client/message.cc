@@ -40,11 +40,12 @@ std::optional<size_t> Schema::IndexOf(absl::string_view name) const {
 }
 
 Message::Message(std::shared_ptr<const Schema> schema, std::string values,
-                 std::vector<Span> offsets, int64_t epoch)
+                 std::vector<Span> offsets, int64_t epoch, std::string server)
     : schema_(std::move(schema)),
       values_(std::move(values)),
       offsets_(std::move(offsets)),
-      epoch_(epoch) {
+      epoch_(epoch),
+      server_(std::move(server)) {
   id_ = std::string(*Get(size_t{0}));
 }
 
@@ -68,7 +69,7 @@ bool Message::IsNull(absl::string_view name) const {
 }
 
 absl::StatusOr<Message> DecodeRow(std::shared_ptr<const Schema> schema,
-                                  const v1::Row& row) {
+                                  const v1::Row& row, std::string server) {
   if (static_cast<size_t>(row.lengths_size()) != schema->size()) {
     return absl::InternalError(
         absl::StrCat("malformed row: ", row.lengths_size(), " lengths for ",
@@ -105,7 +106,7 @@ absl::StatusOr<Message> DecodeRow(std::shared_ptr<const Schema> schema,
         absl::StrCat("malformed row: negative epoch ", row.epoch()));
   }
   return Message(std::move(schema), row.values(), std::move(offsets),
-                 row.epoch());
+                 row.epoch(), std::move(server));
 }
 
 }  // namespace msgq

@@ -19,6 +19,11 @@
 // id, and only the holder of the latest delivery can nack or extend it:
 //   client->Nack(table, {msg->delivery()}, {.reason = "backend down"});
 //
+// A Message received by a Subscriber of several servers also remembers the
+// server it came from (server()): its ack, nack and extends must go to that
+// server only, because ids are unique only within one shard (id 5 on another
+// shard is another message).
+//
 // Schema, Message and Delivery are immutable after construction (Delivery is
 // a plain value) and safe to read from many threads. A Message shares its
 // Schema and owns a copy of its bytes.
@@ -95,6 +100,10 @@ class Message {
   // {id(), epoch()}: what names this delivery to MessageNack/MessageExtend.
   Delivery delivery() const { return {id_, epoch_}; }
 
+  // The server the message came from, as given to the Subscriber ("" for a
+  // Subscriber started on one channel, or a row decoded without one).
+  const std::string& server() const { return server_; }
+
   const Schema& schema() const { return *schema_; }
   size_t size() const { return offsets_.size(); }
 
@@ -113,28 +122,29 @@ class Message {
 
  private:
   friend absl::StatusOr<Message> DecodeRow(std::shared_ptr<const Schema>,
-                                           const v1::Row&);
+                                           const v1::Row&, std::string);
   struct Span {
     size_t offset;
     int64_t length;  // -1 = NULL
   };
   Message(std::shared_ptr<const Schema> schema, std::string values,
-          std::vector<Span> offsets, int64_t epoch);
+          std::vector<Span> offsets, int64_t epoch, std::string server);
 
   std::shared_ptr<const Schema> schema_;
   std::string values_;
   std::vector<Span> offsets_;
   std::string id_;
   int64_t epoch_;
+  std::string server_;
 };
 
 // Decodes one packed row of a table with `schema`.
 // Returns INTERNAL (the server broke the protocol) when the number of lengths
 // differs from the number of columns, a length is below -1, the lengths do not
 // add up to the size of `values`, the id (column 0) is NULL or the epoch is
-// negative.
+// negative. `server` becomes the message's server().
 absl::StatusOr<Message> DecodeRow(std::shared_ptr<const Schema> schema,
-                                  const v1::Row& row);
+                                  const v1::Row& row, std::string server = {});
 
 }  // namespace msgq
 

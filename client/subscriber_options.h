@@ -1,0 +1,105 @@
+// The settings and counters of a Subscriber (see subscriber.h), and the
+// servers it subscribes to. Plain values; thread-compatible.
+#ifndef MSGQ_CLIENT_SUBSCRIBER_OPTIONS_H_
+#define MSGQ_CLIENT_SUBSCRIBER_OPTIONS_H_
+
+#include <grpcpp/channel.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "client/ack_batcher.h"
+#include "client/backoff.h"
+#include "client/heartbeat.h"
+#include "client/message.h"
+
+namespace msgq {
+
+// One server of a Subscriber: a name (reported as Message::server() and in
+// errors; the target, e.g. "db1:15999", by convention) and a channel to it.
+struct ServerChannel {
+  std::string name;
+  std::shared_ptr<grpc::ChannelInterface> channel;
+};
+
+// A ServerChannel per target, named after it, over NewChannel(target).
+std::vector<ServerChannel> ChannelsTo(absl::Span<const std::string> targets);
+
+struct SubscriberOptions {
+  // Handler invocations that may run at once (worker threads). At least 1;
+  // with 1, messages are handled in the order received (per server; across
+  // servers in the order they arrive).
+  int concurrency = 1;
+  // Messages received but not yet given to a handler, from all servers
+  // together. When full, reading pauses and gRPC flow control pushes back on
+  // the servers. At least 1.
+  size_t queue_capacity = 16;
+  // When false, nothing is settled (e.g. to peek at a queue): no ack, nack
+  // or extend is sent, the handler's result only feeds stats() and messages
+  // are redelivered after the table's ack_wait.
+  bool auto_ack = true;
+  // How acknowledgements are batched (one batcher per server).
+  AckBatcherOptions ack;
+  // Deadline of each MessageAck, MessageNack, MessageExtend and ListTables.
+  absl::Duration ack_timeout = absl::Seconds(10);
+  // Extending the deliveries of running handlers; max_extension = 0
+  // disables it (and the ListTables lookup).
+  HeartbeatOptions heartbeat;
+  // Delays between reconnects (each server has its own backoff).
+  BackoffOptions backoff;
+  // Seed of the backoff jitter; 0 picks a random one. Server i uses seed + i.
+  uint64_t jitter_seed = 0;
+  // When false, failing to start the very first stream to a server ends the
+  // subscription with that error (e.g. UNAVAILABLE when the server is down)
+  // instead of retrying; later reconnects always follow the retry rules. When
+  // true, a subscriber started while a server is down waits for it.
+  bool retry_initial_connect = true;
+
+  // Optional callbacks, run on internal threads; they must return quickly.
+  // With several servers, the statuses given to them start with
+  // "server NAME: ".
+  // A stream started; `schema` holds the table's columns.
+  std::function<void(const Schema& schema)> on_connected;
+  // The same, naming the server (ServerChannel::name).
+  std::function<void(absl::string_view server, const Schema& schema)>
+      on_server_connected;
+  // A stream ended with retryable `status`; the next try is in `retry_in`.
+  std::function<void(const absl::Status& status, absl::Duration retry_in)>
+      on_stream_error;
+  // A MessageAck call failed (the ids may be retried; see ack_batcher.h).
+  std::function<void(const absl::Status& status)> on_ack_error;
+  // A MessageNack call failed (not retried).
+  std::function<void(const absl::Status& status)> on_nack_error;
+  // Heartbeats cannot work: ListTables failed or does not list the table
+  // (reported once per stream start), or a MessageExtend failed.
+  std::function<void(const absl::Status& status)> on_heartbeat_error;
+};
+
+// Counters of a Subscriber since Start(), summed over its servers.
+struct SubscriberStats {
+  int64_t received = 0;         // messages decoded from the streams
+  int64_t handled = 0;          // handler returned Ack (or OK)
+  int64_t failed = 0;           // handler returned Retry or Dead
+  int64_t acked = 0;            // ids the servers reported as newly acked
+  int64_t ack_calls = 0;        // MessageAck calls that succeeded
+  int64_t retried = 0;          // nacked rows the servers will send again
+  int64_t dead = 0;             // nacked rows the servers reported dead
+  int64_t nack_calls = 0;       // MessageNack calls that succeeded
+  int64_t extended = 0;         // extends that kept a delivery
+  int64_t lost = 0;             // extends that found it sent again
+  int64_t extend_errors = 0;    // MessageExtend calls that failed
+  int64_t streams_started = 0;  // streams that delivered their fields
+  int64_t reconnects = 0;       // retries after a stream ended
+};
+
+}  // namespace msgq
+
+#endif  // MSGQ_CLIENT_SUBSCRIBER_OPTIONS_H_
