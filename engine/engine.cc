@@ -241,8 +241,8 @@ absl::Status Engine::Reload() {
     }
   }
   for (const Key& key : restarted) {
-    LogInfo("table `", key.first, "`.`", key.second,
-            "` was truncated, dropped or altered: starting over");
+    LogTableInfo(key.first, key.second, "table `", key.first, "`.`", key.second,
+                 "` was truncated, dropped or altered: starting over");
   }
   std::vector<std::pair<Key, Entry>> fresh;
   for (TableDefinition& def : changed) {
@@ -256,10 +256,11 @@ absl::Status Engine::Reload() {
       entry.manager = std::make_shared<MessageManager>(
           *std::move(table), std::move(store), clock_, jitter_,
           options_.manager, executor_);
-      LogInfo("table `", def.keyspace, "`.`", def.name, "` loaded");
+      LogTableInfo(def.keyspace, def.name, "table `", def.keyspace, "`.`",
+                   def.name, "` loaded");
     } else {
       entry.error = std::string(table.status().message());
-      LogWarning(entry.error);
+      LogTableWarning(def.keyspace, def.name, entry.error);
     }
     fresh.emplace_back(Key{def.keyspace, def.name}, std::move(entry));
   }
@@ -269,6 +270,7 @@ absl::Status Engine::Reload() {
   // Meanwhile the successor already takes subscribers and acks.
   std::vector<std::shared_ptr<MessageManager>> retired;
   std::vector<std::shared_ptr<MessageManager>> to_start;
+  std::optional<size_t> tables_now;
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("engine stopping");
@@ -283,14 +285,19 @@ absl::Status Engine::Reload() {
     for (const Key& key : removed) {
       auto it = tables_.find(key);
       if (it->second.manager != nullptr) retired.push_back(it->second.manager);
-      LogInfo("table `", key.first, "`.`", key.second, "` is gone");
       tables_.erase(it);
     }
-    if (!loaded_once_ || !last_error_.ok()) {
-      LogInfo("schema loaded: ", tables_.size(), " message table(s)");
-    }
+    if (!loaded_once_ || !last_error_.ok()) tables_now = tables_.size();
     loaded_once_ = true;
     last_error_ = absl::OkStatus();
+  }
+  // Logged once the lock is released.
+  for (const Key& key : removed) {
+    LogTableInfo(key.first, key.second, "table `", key.first, "`.`",
+                 key.second, "` is gone");
+  }
+  if (tables_now.has_value()) {
+    LogInfo("schema loaded: ", *tables_now, " message table(s)");
   }
   for (auto& manager : retired) {
     manager->Stop(absl::UnavailableError(

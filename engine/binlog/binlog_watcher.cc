@@ -421,8 +421,9 @@ absl::Status BinlogWatcher::StreamOnce() {
         status_.position = ConnectState();
       }
       for (const TableName& name : decoded->resets) {
-        LogInfo("binlog: `", name.db, "`.`", name.table,
-                "` was truncated, altered, renamed or dropped; resetting it");
+        LogTableInfo(
+            name.db, name.table, "binlog: `", name.db, "`.`", name.table,
+            "` was truncated, altered, renamed or dropped; resetting it");
         listener_->OnTableReset(name.db, name.table);
       }
       if (!decoded->changes.empty()) {

@@ -346,7 +346,9 @@ class MessageManager : private RoundExecutor::Task {
   Log StatementFailedLocked(const char* what, const absl::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Log MysqlOkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  static void Emit(Log log);
+  // Writes `log` as a line about this table (keyspace and table fields in
+  // JSON; repeated warnings and errors rate-limited, engine/log.h).
+  void Emit(Log log) const;
 
   // Constant after construction.
   const MessageTable table_;

@@ -168,8 +168,10 @@ MessageManager::Log MessageManager::MysqlOkLocked() {
                         absl::StrCat(log_name_, ": MySQL is reachable again"));
 }
 
-void MessageManager::Emit(Log log) {
-  if (log.has_value()) LogLine(log->first, log->second);
+void MessageManager::Emit(Log log) const {
+  if (log.has_value()) {
+    LogTableLine(log->first, table_.keyspace, table_.name, log->second);
+  }
 }
 
 bool MessageManager::DoWrites(Work& work) {

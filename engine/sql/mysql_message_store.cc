@@ -102,7 +102,8 @@ absl::StatusOr<std::vector<std::string>> MysqlMessageStore::InListStatements(
   auto refuse = [&](absl::Status status) -> absl::Status {
     if (!skip_bad_ids) return status;
     ++skipped_ids_;
-    LogWarning(log_name_, ": skipping a row id: ", status.message());
+    LogTableWarning(table_.keyspace, table_.name, log_name_,
+                    ": skipping a row id: ", status.message());
     return absl::OkStatus();
   };
   for (const std::string& id : ids) {

@@ -168,9 +168,10 @@ absl::Status MysqlMessageStore::LearnLastErrorCharset(MysqlConnection* conn,
     return Check(r.status());
   }
   if (!r.ok() || r->rows.size() != 1 || !r->rows[0][0].has_value()) {
-    LogWarning(log_name_, ": cannot read the character set of last_error (",
-               r.ok() ? "no such column" : r.status().message(),
-               "); reasons are stored as ASCII");
+    LogTableWarning(table_.keyspace, table_.name, log_name_,
+                    ": cannot read the character set of last_error (",
+                    r.ok() ? "no such column" : r.status().message(),
+                    "); reasons are stored as ASCII");
     failure_sql_.set_last_error_repertoire(Repertoire::kAscii);
     return absl::OkStatus();
   }
