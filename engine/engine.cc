@@ -24,10 +24,15 @@ std::string Echo(absl::string_view name) {
                       name.size(), " bytes)");
 }
 
+Engine::Options WithLeases(Engine::Options options) {
+  options.manager.leased = options.leases;
+  return options;
+}
+
 }  // namespace
 
 Engine::Engine(Options options, Clock* clock, JitterSource* jitter)
-    : options_(std::move(options)),
+    : options_(WithLeases(std::move(options))),
       clock_(clock),
       jitter_(jitter),
       pool_(std::make_shared<MysqlPool>(
@@ -37,13 +42,25 @@ Engine::Engine(Options options, Clock* clock, JitterSource* jitter)
       executor_(std::make_shared<RoundExecutor>(PoolSize(options_), clock)) {}
 
 int Engine::PoolSize(const Options& options) {
-  return std::max(1, options.max_connections - (options.binlog ? 2 : 0));
+  return std::max(1, options.max_connections - (options.binlog ? 2 : 0) -
+                         (options.leases ? 1 : 0));
 }
 
 Engine::~Engine() { Stop(); }
 
 absl::Status Engine::Start() {
+  if (options_.leases) {
+    MysqlOptions mysql = options_.mysql;
+    mysql.io_timeout = options_.lease_duration;  // a renewal never hangs long
+    leases_ = std::make_unique<LeaseKeeper>(
+        LeaseKeeper::Options{.self = options_.instance_id,
+                             .address = options_.address,
+                             .lease = options_.lease_duration},
+        std::make_unique<MysqlLeaseStore>(mysql, options_.databases.front()),
+        clock_, [this] { return LoadedTables(); });
+  }
   absl::Status status = Reload();
+  if (leases_ != nullptr) leases_->Start();
   thread_ = std::thread([this] { ReloadLoop(); });
   if (options_.binlog) {
     BinlogWatcher::Options binlog;
@@ -58,6 +75,17 @@ absl::Status Engine::Start() {
         "polling");
   }
   return status;
+}
+
+std::map<std::string, std::shared_ptr<MessageManager>> Engine::LoadedTables()
+    const {
+  std::map<std::string, std::shared_ptr<MessageManager>> out;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [key, entry] : tables_) {
+    if (entry.manager == nullptr) continue;
+    out.emplace(absl::StrCat(key.first, ".", key.second), entry.manager);
+  }
+  return out;
 }
 
 std::shared_ptr<MessageManager> Engine::FindLoaded(
@@ -163,11 +191,17 @@ bool Engine::Stop(absl::Duration timeout) {
       manager->Stop(absl::UnavailableError("server shutting down"));
     });
   }
-  absl::MutexLock lock(&pending->mu);
-  auto done = [&pending]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pending->mu) {
-    return pending->left == 0;
-  };
-  return pending->mu.AwaitWithDeadline(absl::Condition(&done), deadline);
+  bool finished = false;
+  {
+    absl::MutexLock lock(&pending->mu);
+    auto done = [&pending]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pending->mu) {
+      return pending->left == 0;
+    };
+    finished = pending->mu.AwaitWithDeadline(absl::Condition(&done), deadline);
+  }
+  // Every postpone is written: hand the tables over at once.
+  if (finished && leases_ != nullptr) leases_->Stop();
+  return finished;
 }
 
 void Engine::ReloadLoop() {
@@ -293,8 +327,8 @@ absl::Status Engine::Reload() {
   }
   // Logged once the lock is released.
   for (const Key& key : removed) {
-    LogTableInfo(key.first, key.second, "table `", key.first, "`.`",
-                 key.second, "` is gone");
+    LogTableInfo(key.first, key.second, "table `", key.first, "`.`", key.second,
+                 "` is gone");
   }
   if (tables_now.has_value()) {
     LogInfo("schema loaded: ", *tables_now, " message table(s)");
@@ -304,6 +338,7 @@ absl::Status Engine::Reload() {
         "message table was changed or dropped: reconnect"));
   }
   for (auto& manager : to_start) manager->Start();
+  if (leases_ != nullptr && !to_start.empty()) leases_->Wake();
   return absl::OkStatus();
 }
 
@@ -371,6 +406,10 @@ std::vector<Engine::TableInfo> Engine::ListTables() const {
   std::vector<TableInfo> out;
   for (auto& [info, manager] : rows) {
     if (manager != nullptr) info.stats = manager->stats();
+    if (manager != nullptr && leases_ != nullptr) {
+      info.ownership =
+          leases_->Ownership(absl::StrCat(info.keyspace, ".", info.name));
+    }
     out.push_back(std::move(info));
   }
   return out;

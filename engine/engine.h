@@ -32,6 +32,7 @@
 #include "absl/time/time.h"
 #include "engine/binlog/binlog_watcher.h"
 #include "engine/clock.h"
+#include "engine/lease/lease_keeper.h"
 #include "engine/lease/table_ownership.h"
 #include "engine/queue/backoff.h"
 #include "engine/queue/message_manager.h"
@@ -62,6 +63,13 @@ class Engine : private BinlogWatcher::Listener {
     uint32_t binlog_server_id = BinlogWatcher::DefaultServerId();
     // Names this msgqd in lease rows (--instance_id); unique per process.
     std::string instance_id;
+    // Several msgqd share the tables (--leases): each table is sent by the
+    // one instance holding its lease in MySQL (engine/lease/). Takes one
+    // more MySQL connection, of the keeper's own. The lease rows live in
+    // the first of `databases`.
+    bool leases = false;
+    absl::Duration lease_duration = absl::Seconds(5);
+    std::string address;  // --listen, written in the heartbeat row
   };
 
   struct TableInfo {
@@ -143,6 +151,8 @@ class Engine : private BinlogWatcher::Listener {
   using Key = std::pair<std::string, std::string>;
 
   void ReloadLoop();
+  // The loaded tables by "keyspace.table" (the lease keeper's view).
+  std::map<std::string, std::shared_ptr<MessageManager>> LoadedTables() const;
   std::shared_ptr<MessageManager> FindLoaded(const std::string& db,
                                              const std::string& table) const;
 
@@ -176,6 +186,7 @@ class Engine : private BinlogWatcher::Listener {
   bool reload_requested_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
   std::unique_ptr<BinlogWatcher> binlog_;
+  std::unique_ptr<LeaseKeeper> leases_;  // with Options::leases
   // The connections of every table's rounds and of reloads; as many
   // workers run rounds as the pool has connections, so a round never waits
   // for one (except behind a reload).

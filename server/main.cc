@@ -11,6 +11,7 @@
 // UNAVAILABLE, exits 0.
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -25,10 +26,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
-#include "engine/queue/backoff.h"
 #include "engine/clock.h"
 #include "engine/engine.h"
 #include "engine/log.h"
+#include "engine/queue/backoff.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -88,6 +89,18 @@ ABSL_FLAG(int64_t, max_message_bytes, 4000000,
           "A row larger than this is never sent: it dies with a reason "
           "giving its size. Keep it under the clients' gRPC max receive "
           "message size (4 MiB by default)");
+ABSL_FLAG(bool, leases, false,
+          "Several msgqd serve the same tables: each table is sent by the one "
+          "instance holding its lease in MySQL (tables msgq_leases and "
+          "msgq_instances in the first of --databases; see "
+          "docs/several_instances.md)");
+ABSL_FLAG(absl::Duration, lease_duration, absl::Seconds(5),
+          "How long a table's lease lasts without renewal (renewed every "
+          "fifth of it); a standby takes a dead owner's tables within about "
+          "this plus a fifth");
+ABSL_FLAG(std::string, instance_id, "",
+          "This msgqd's name in lease rows and ListTables (default: "
+          "host:listen-port:pid)");
 ABSL_FLAG(absl::Duration, max_extend, absl::Hours(12),
           "The longest MessageExtend a subscriber may ask for");
 
@@ -179,6 +192,31 @@ int main(int argc, char** argv) {
   if (options.manager.max_extend <= absl::ZeroDuration()) {
     msgq::LogError("--max_extend must be positive");
     return 2;
+  }
+
+  options.leases = absl::GetFlag(FLAGS_leases);
+  options.lease_duration = absl::GetFlag(FLAGS_lease_duration);
+  if (options.lease_duration < absl::Milliseconds(500)) {
+    msgq::LogError("--lease_duration must be at least 500ms");
+    return 2;
+  }
+  if (options.leases && options.max_connections < (options.binlog ? 4 : 2)) {
+    msgq::LogError("--mysql_max_connections must be at least ",
+                   options.binlog ? 4 : 2,
+                   " with --leases (the lease keeper has one of its own)");
+    return 2;
+  }
+  options.address = absl::GetFlag(FLAGS_listen);
+  options.instance_id = absl::GetFlag(FLAGS_instance_id);
+  if (options.instance_id.empty()) {
+    char host[256] = {0};
+    gethostname(host, sizeof(host) - 1);
+    const std::string listen = absl::GetFlag(FLAGS_listen);
+    const size_t colon = listen.rfind(':');
+    options.instance_id = absl::StrCat(
+        host, ":",
+        colon == std::string::npos ? listen : listen.substr(colon + 1), ":",
+        getpid());
   }
 
   msgq::SeededJitter jitter(absl::ToUnixNanos(absl::Now()));
