@@ -3,12 +3,12 @@
 // real msgqd and a real private MariaDB, and are signalled, starved and
 // cut off from their server the way a user's terminal or a restart would.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -69,8 +69,8 @@ class Child {
     std::vector<char*> envp;
     for (auto& e : env_) envp.push_back(e.data());
     envp.push_back(nullptr);
-    const int err_fd = open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                            0600);
+    const int err_fd =
+        open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     const int null_fd = open("/dev/null", O_RDWR);
     pid_ = fork();
     if (pid_ == 0) {
@@ -160,7 +160,8 @@ bool SigintPending(pid_t pid) {
   std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
   std::string line;
   while (std::getline(status, line)) {
-    if (absl::StartsWith(line, "SigPnd:") || absl::StartsWith(line, "ShdPnd:")) {
+    if (absl::StartsWith(line, "SigPnd:") ||
+        absl::StartsWith(line, "ShdPnd:")) {
       uint64_t mask = 0;
       std::string hex(absl::StripAsciiWhitespace(line.substr(7)));
       if (absl::SimpleHexAtoi(hex, &mask) && (mask & (1ULL << (SIGINT - 1)))) {
@@ -208,12 +209,11 @@ TEST_F(ClientPromisesTest, TailAckFlushesItsAcksOnSigint) {
       },
       absl::Seconds(30)))
       << cli.err();
-  ASSERT_EQ(Int("SELECT COUNT(*) FROM msgq.q WHERE time_acked IS NOT NULL"),
-            0);
+  ASSERT_EQ(Int("SELECT COUNT(*) FROM msgq.q WHERE time_acked IS NOT NULL"), 0);
 
   ASSERT_EQ(kill(cli.pid(), SIGINT), 0);
-  ASSERT_TRUE(Eventually([&] { return !SigintPending(cli.pid()); },
-                         absl::Seconds(10)))
+  ASSERT_TRUE(
+      Eventually([&] { return !SigintPending(cli.pid()); }, absl::Seconds(10)))
       << "the CLI never took SIGINT";
   std::string out;
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
@@ -289,9 +289,9 @@ TEST_F(ClientPromisesTest, PythonConsumerKeepsConsumingAcrossMsgqdRestart) {
   EXPECT_EQ(code, 0) << python.err();
   std::vector<std::string> expected;
   for (int i = 1; i <= 6; ++i) expected.push_back(JsonLine(i));
-  EXPECT_THAT(std::vector<std::string>(absl::StrSplit(out, '\n',
-                                                      absl::SkipEmpty())),
-              ElementsAreArray(expected))
+  EXPECT_THAT(
+      std::vector<std::string>(absl::StrSplit(out, '\n', absl::SkipEmpty())),
+      ElementsAreArray(expected))
       << python.err();
   EXPECT_THAT(python.err(), HasSubstr("reconnecting"));
   EXPECT_EQ(Ids("SELECT id FROM msgq.q WHERE time_acked IS NOT NULL ORDER BY "

@@ -58,8 +58,8 @@ class FailureTest : public MsgqTest {
   }
 
   grpc::Status Extend(const std::string& table,
-                      const std::vector<Delivered>& deliveries,
-                      double duration, int64_t* extended) {
+                      const std::vector<Delivered>& deliveries, double duration,
+                      int64_t* extended) {
     v1::MessageExtendRequest request;
     request.set_name(table);
     for (const auto& [id, epoch] : deliveries) {
@@ -109,9 +109,9 @@ class FailureTest : public MsgqTest {
         table + "` WHERE id = " + id);
   }
   bool IsDead(const std::string& table, const std::string& id) {
-    return db_->Scalar("SELECT COUNT(*) FROM msgq.`" + table + "` WHERE id = " +
-                       id + " AND time_next IS NULL AND time_acked IS NULL") ==
-           "1";
+    return db_->Scalar("SELECT COUNT(*) FROM msgq.`" + table +
+                       "` WHERE id = " + id +
+                       " AND time_next IS NULL AND time_acked IS NULL") == "1";
   }
 };
 

@@ -75,8 +75,9 @@ TEST_F(FailureTest, RedriveSendsDeadMessagesAgainWithTheEpochReset) {
   ASSERT_TRUE(ListDead("r", 2, "2", &page).ok());
   ASSERT_EQ(page.messages_size(), 1);
   EXPECT_EQ(page.messages(0).id(), "3");
-  EXPECT_TRUE(Eventually([&] { return FindTable(stub_.get(), "r").dead() == 3; },
-                         absl::Seconds(20)));
+  EXPECT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "r").dead() == 3; },
+                 absl::Seconds(20)));
 
   int64_t redriven = -1;
   ASSERT_TRUE(Redrive("r", {"2", "4"}, false, &redriven).ok());
@@ -89,8 +90,9 @@ TEST_F(FailureTest, RedriveSendsDeadMessagesAgainWithTheEpochReset) {
   const std::vector<Delivered> all = DeliveredRows(c);
   EXPECT_THAT(std::vector<Delivered>(all.begin() + 5, all.end()),
               ElementsAre(Delivered("1", 0), Delivered("3", 0)));
-  EXPECT_TRUE(Eventually([&] { return FindTable(stub_.get(), "r").dead() == 0; },
-                         absl::Seconds(20)));
+  EXPECT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "r").dead() == 0; },
+                 absl::Seconds(20)));
   EXPECT_EQ(db_->Scalar("SELECT COUNT(*) FROM msgq.r WHERE time_dead IS NULL"),
             "4");
 }

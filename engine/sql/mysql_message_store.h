@@ -27,8 +27,8 @@
 #include <string>
 
 #include "engine/directives.h"
-#include "engine/queue/message_store.h"
 #include "engine/message_table.h"
+#include "engine/queue/message_store.h"
 #include "engine/sql/failure_statements.h"
 #include "engine/sql/mysql_connection.h"
 #include "engine/sql/mysql_pool.h"
@@ -144,7 +144,7 @@ class MysqlMessageStore final : public MessageStore {
   size_t first_streamed_ = 3;  // index of the id in select_prefix_'s rows
   FailureStatements failure_sql_;
   bool last_error_charset_known_ = false;
-  MysqlPool* const pool_;           // may be null
+  MysqlPool* const pool_;                  // may be null
   std::optional<MysqlPool::Lease> lease_;  // with a pool
   std::unique_ptr<MysqlConnection> conn_;  // without one
   int64_t skipped_ids_ = 0;

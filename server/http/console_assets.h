@@ -9,9 +9,9 @@
 namespace msgq {
 
 struct ConsoleAsset {
-  const char* path;          // "/index.html"
+  const char* path;  // "/index.html"
   const char* content_type;
-  const char* body;          // NUL-terminated text
+  const char* body;  // NUL-terminated text
 };
 
 extern const ConsoleAsset kConsoleAssets[];

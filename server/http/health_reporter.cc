@@ -32,9 +32,8 @@ void HealthReporter::Run() {
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      auto stopping = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-        return stopping_;
-      };
+      auto stopping = [this]()
+                          ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_; };
       mu_.AwaitWithTimeout(absl::Condition(&stopping), interval_);
       if (stopping_) return;
     }

@@ -40,9 +40,8 @@ std::optional<std::string> Var(const std::string& data, absl::string_view name,
   if (data.empty()) return std::nullopt;
   std::string key(name);
   std::string value(data.size() + 1, '\0');
-  const int n = mg_get_var2(data.data(), data.size(), key.c_str(),
-                            value.data(), value.size(),
-                            static_cast<size_t>(occurrence));
+  const int n = mg_get_var2(data.data(), data.size(), key.c_str(), value.data(),
+                            value.size(), static_cast<size_t>(occurrence));
   if (n < 0) return std::nullopt;
   value.resize(static_cast<size_t>(n));
   return value;
@@ -77,10 +76,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   std::unique_ptr<HttpServer> server(
       new HttpServer(std::move(routes), options));
   const std::string threads = absl::StrCat(options.threads);
-  const char* config[] = {"listening_ports", listen.c_str(),
-                          "num_threads",     threads.c_str(),
-                          "enable_keep_alive", "no",
-                          nullptr};
+  const char* config[] = {
+      "listening_ports",   listen.c_str(), "num_threads", threads.c_str(),
+      "enable_keep_alive", "no",           nullptr};
   mg_callbacks callbacks{};
   char error_text[256] = {0};
   mg_error_data error{nullptr, error_text, sizeof(error_text)};
@@ -98,8 +96,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   }
   server->port_ = ports[0].port;
   for (const auto& route : server->routes_) {
-    mg_set_request_handler(server->context_, route.first.c_str(), &HttpServer::Handle,
-                           nullptr);
+    mg_set_request_handler(server->context_, route.first.c_str(),
+                           &HttpServer::Handle, nullptr);
   }
   return server;
 }
@@ -135,8 +133,8 @@ int HttpServer::Handle(::mg_connection* conn, void* /*cbdata*/) {
     request.body.resize(static_cast<size_t>(info->content_length));
     size_t got = 0;
     while (got < request.body.size()) {
-      const int n = mg_read(conn, request.body.data() + got,
-                            request.body.size() - got);
+      const int n =
+          mg_read(conn, request.body.data() + got, request.body.size() - got);
       if (n <= 0) break;
       got += static_cast<size_t>(n);
     }

@@ -9,7 +9,8 @@
 //
 // Example:
 //   auto http = HttpServer::Start("127.0.0.1:0", {{"/healthz",
-//       [](const HttpRequest&) { return HttpResponse{200, "text/plain", "ok"}; }}});
+//       [](const HttpRequest&) { return HttpResponse{200, "text/plain", "ok"};
+//       }}});
 //   int port = (*http)->port();
 //
 // Thread-safety: handlers run concurrently (up to Options::threads); the
@@ -36,8 +37,8 @@ namespace msgq {
 struct HttpRequest {
   std::string method;  // "GET", "POST", ...
   std::string path;
-  std::string query;   // after '?', still URL-encoded
-  std::string body;    // form bodies, URL-encoded
+  std::string query;  // after '?', still URL-encoded
+  std::string body;   // form bodies, URL-encoded
   // Request headers, names lowercased.
   std::map<std::string, std::string> headers;
 

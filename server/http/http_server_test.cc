@@ -48,13 +48,15 @@ class HttpServerTest : public ::testing::Test {
     };
     routes["/echo"] = [](const HttpRequest& r) {
       std::string ids;
-      for (const std::string& id : r.Params("id")) absl::StrAppend(&ids, id, ";");
+      for (const std::string& id : r.Params("id"))
+        absl::StrAppend(&ids, id, ";");
       auto header = r.headers.find("x-test");
       return HttpResponse{
           201, "text/plain",
-          absl::StrCat(r.method, " ", r.path, " name=", r.Param("name").value_or("-"),
-                       " ids=", ids, " header=",
-                       header == r.headers.end() ? "-" : header->second)};
+          absl::StrCat(
+              r.method, " ", r.path, " name=", r.Param("name").value_or("-"),
+              " ids=", ids,
+              " header=", header == r.headers.end() ? "-" : header->second)};
     };
     HttpServer::Options options;
     options.max_body_bytes = 64;
@@ -79,35 +81,37 @@ TEST_F(HttpServerTest, ServesExactPathsOnly) {
 
 TEST_F(HttpServerTest, PassesQueryFormBodyAndHeaders) {
   const std::string body = "id=3&id=a%20b";
-  Reply r = Fetch(server_->port(),
-                  absl::StrCat("POST /echo?name=x%2By&id=1 HTTP/1.0\r\n"
-                               "X-Test: yes\r\n"
-                               "Content-Type: application/x-www-form-urlencoded\r\n"
-                               "Content-Length: ",
-                               body.size(), "\r\n\r\n", body));
+  Reply r =
+      Fetch(server_->port(),
+            absl::StrCat("POST /echo?name=x%2By&id=1 HTTP/1.0\r\n"
+                         "X-Test: yes\r\n"
+                         "Content-Type: application/x-www-form-urlencoded\r\n"
+                         "Content-Length: ",
+                         body.size(), "\r\n\r\n", body));
   EXPECT_EQ(r.status, 201);
   EXPECT_EQ(r.body, "POST /echo name=x+y ids=1;3;a b; header=yes");
 }
 
 TEST_F(HttpServerTest, RefusesLargeBodies) {
   const std::string body(65, 'x');
-  Reply r = Fetch(server_->port(),
-                  absl::StrCat("POST /echo HTTP/1.0\r\nContent-Length: ",
-                               body.size(), "\r\n\r\n", body));
+  Reply r =
+      Fetch(server_->port(),
+            absl::StrCat("POST /echo HTTP/1.0\r\nContent-Length: ", body.size(),
+                         "\r\n\r\n", body));
   EXPECT_EQ(r.status, 413);
 }
 
 TEST(HttpServerStartTest, PortInUseIsUnavailable) {
   auto first = HttpServer::Start("127.0.0.1:0", {});
   ASSERT_TRUE(first.ok()) << first.status();
-  auto second = HttpServer::Start(
-      absl::StrCat("127.0.0.1:", (*first)->port()), {});
+  auto second =
+      HttpServer::Start(absl::StrCat("127.0.0.1:", (*first)->port()), {});
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ(second.status().message().rfind(
-                absl::StrCat("cannot serve HTTP on 127.0.0.1:", (*first)->port()),
-                0),
-            0u)
+  EXPECT_EQ(
+      second.status().message().rfind(
+          absl::StrCat("cannot serve HTTP on 127.0.0.1:", (*first)->port()), 0),
+      0u)
       << second.status();
 }
 
