@@ -398,36 +398,32 @@ def main(argv=None):
             print("msgq_consume: %s: stream ended (%s: %s); reconnecting in "
                   "%.3fs" % (name, code.name, details, delay), file=sys.stderr)
         import msgq_fanin  # here: it imports this module
-        try:
-            msgq_fanin.consume_all([(s, grpc.insecure_channel(s, options=CHANNEL_OPTIONS))
-                         for s in servers], args.table, handler,
-                        count=args.count, on_reconnect=on_server_reconnect,
-                        keyspace=args.keyspace, ack=args.ack,
-                        ack_timeout=args.timeout)
-        except grpc.RpcError as e:
-            print("msgq_consume: %s: %s" % (e.code().name, e.details()),
-                  file=sys.stderr)
-            return _exit_code(e.code())
-        except ProtocolError as e:
-            print("msgq_consume: protocol error: %s" % e, file=sys.stderr)
-            return EXIT_ERROR
-        except KeyboardInterrupt:
-            return EXIT_OK
-        return EXIT_OK
+        channels = [(s, grpc.insecure_channel(s, options=CHANNEL_OPTIONS))
+                    for s in servers]
+        return _run(lambda: msgq_fanin.consume_all(
+            channels, args.table, handler, count=args.count,
+            on_reconnect=on_server_reconnect, keyspace=args.keyspace,
+            ack=args.ack, ack_timeout=args.timeout))
     with grpc.insecure_channel(args.server, options=CHANNEL_OPTIONS) as channel:
-        try:
-            consume(channel, args.table, handler, keyspace=args.keyspace,
-                    ack=args.ack, count=args.count, ack_timeout=args.timeout,
-                    on_reconnect=on_reconnect)
-        except grpc.RpcError as e:
-            print("msgq_consume: %s: %s" % (e.code().name, e.details()),
-                  file=sys.stderr)
-            return _exit_code(e.code())
-        except ProtocolError as e:
-            print("msgq_consume: protocol error: %s" % e, file=sys.stderr)
-            return EXIT_ERROR
-        except KeyboardInterrupt:
-            return EXIT_OK
+        return _run(lambda: consume(
+            channel, args.table, handler, keyspace=args.keyspace, ack=args.ack,
+            count=args.count, ack_timeout=args.timeout,
+            on_reconnect=on_reconnect))
+
+
+def _run(consume_fn):
+    """Runs consume_fn() and maps how it ended to the exit code."""
+    try:
+        consume_fn()
+    except grpc.RpcError as e:
+        print("msgq_consume: %s: %s" % (e.code().name, e.details()),
+              file=sys.stderr)
+        return _exit_code(e.code())
+    except ProtocolError as e:
+        print("msgq_consume: protocol error: %s" % e, file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return EXIT_OK
     return EXIT_OK
 
 
