@@ -43,12 +43,20 @@ Engine::Engine(Options options, Clock* clock, JitterSource* jitter)
 
 int Engine::PoolSize(const Options& options) {
   return std::max(1, options.max_connections - (options.binlog ? 2 : 0) -
-                         (options.leases ? 1 : 0));
+                         (options.leases ? 1 : 0) -
+                         (options.mysql.primary != nullptr ? 1 : 0));
 }
 
 Engine::~Engine() { Stop(); }
 
 absl::Status Engine::Start() {
+  if (options_.mysql.primary != nullptr) {
+    MysqlOptions mysql = options_.mysql;
+    mysql.io_timeout = absl::Seconds(5);  // a check never hangs long
+    primary_monitor_ =
+        std::make_unique<MysqlPrimaryMonitor>(mysql, absl::Seconds(1));
+    primary_monitor_->Start();
+  }
   if (options_.leases) {
     MysqlOptions mysql = options_.mysql;
     mysql.io_timeout = options_.lease_duration;  // a renewal never hangs long

@@ -39,6 +39,7 @@
 #include "engine/queue/round_executor.h"
 #include "engine/sql/mysql_connection.h"
 #include "engine/sql/mysql_pool.h"
+#include "engine/sql/mysql_primary_monitor.h"
 #include "engine/sql/schema_loader.h"
 
 namespace msgq {
@@ -53,9 +54,10 @@ class Engine : private BinlogWatcher::Listener {
     MessageManager::Options manager;
     // MySQL connections msgqd may hold at once, all tables together
     // (--mysql_max_connections): the binlog follower takes 2 of them (its
-    // dump and a control connection), the rest form the pool every table's
-    // rounds and the schema reloads borrow from. At least 3 with the
-    // binlog, 1 without.
+    // dump and a control connection), the lease keeper 1, the primary
+    // monitor 1 (with several MySQL servers), the rest form the pool every
+    // table's rounds and the schema reloads borrow from. At least 3 with
+    // the binlog, 1 without.
     int max_connections = 8;
     // Follow the binlog for instant delivery (falls back to polling when the
     // server does not allow it).
@@ -84,7 +86,8 @@ class Engine : private BinlogWatcher::Listener {
   };
 
   // The connections of the pool for `options` (max_connections less the
-  // binlog follower's), at least 1.
+  // binlog follower's, the lease keeper's and the primary monitor's), at
+  // least 1.
   static int PoolSize(const Options& options);
 
   Engine(Options options, Clock* clock, JitterSource* jitter);
@@ -187,6 +190,8 @@ class Engine : private BinlogWatcher::Listener {
   std::thread thread_;
   std::unique_ptr<BinlogWatcher> binlog_;
   std::unique_ptr<LeaseKeeper> leases_;  // with Options::leases
+  // With several MySQL servers (MysqlOptions::primary).
+  std::unique_ptr<MysqlPrimaryMonitor> primary_monitor_;
   // The connections of every table's rounds and of reloads; as many
   // workers run rounds as the pool has connections, so a round never waits
   // for one (except behind a reload).

@@ -40,8 +40,12 @@
 #include "server/http/routes.h"
 #include "server/messaging_service.h"
 
-ABSL_FLAG(std::string, mysql_host, "127.0.0.1", "MySQL host (TCP)");
-ABSL_FLAG(int, mysql_port, 3306, "MySQL port (TCP)");
+ABSL_FLAG(std::string, mysql_host, "127.0.0.1",
+          "MySQL host (TCP), or several as host[:port],host[:port]: the "
+          "servers of one replication topology, of which msgqd serves the "
+          "writable one (@@read_only=0), following it when it moves");
+ABSL_FLAG(int, mysql_port, 3306,
+          "MySQL port (TCP), for --mysql_host entries without one");
 ABSL_FLAG(std::string, mysql_socket, "",
           "MySQL Unix socket; when set, used instead of host/port");
 ABSL_FLAG(std::string, mysql_user, "root", "MySQL user");
@@ -140,9 +144,20 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   msgq::Engine::Options options;
-  options.mysql.host = absl::GetFlag(FLAGS_mysql_host);
-  options.mysql.port = absl::GetFlag(FLAGS_mysql_port);
   options.mysql.socket = absl::GetFlag(FLAGS_mysql_socket);
+  absl::StatusOr<std::vector<msgq::MysqlEndpoint>> endpoints =
+      msgq::ParseMysqlEndpoints(absl::GetFlag(FLAGS_mysql_host),
+                                absl::GetFlag(FLAGS_mysql_port));
+  if (!endpoints.ok()) {
+    msgq::LogError(endpoints.status().message());
+    return 2;
+  }
+  options.mysql.host = endpoints->front().host;
+  options.mysql.port = endpoints->front().port;
+  if (endpoints->size() > 1 && options.mysql.socket.empty()) {
+    options.mysql.primary =
+        std::make_shared<msgq::MysqlPrimary>(*std::move(endpoints));
+  }
   options.mysql.user = absl::GetFlag(FLAGS_mysql_user);
   options.mysql.password = absl::GetFlag(FLAGS_mysql_password);
   ApplyEnvironment(options.mysql);

@@ -256,7 +256,7 @@ TEST_F(SqlHardeningTest, OneFailingAckGroupDoesNotFailTheOthers) {
 
 // Defect 7: only a lost connection is UNAVAILABLE; a statement over
 // max_allowed_packet and other client-side errors are permanent.
-TEST(MysqlErrorClassTest, OnlyConnectionLossIsUnavailable) {
+TEST(MysqlErrorClassTest, OnlyConnectionLossAndReadOnlyAreUnavailable) {
   struct Case {
     unsigned int code;
     absl::StatusCode status;
@@ -270,6 +270,8 @@ TEST(MysqlErrorClassTest, OnlyConnectionLossIsUnavailable) {
            {1927, absl::StatusCode::kUnavailable, true},  // CONNECTION_KILLED
            {1053, absl::StatusCode::kUnavailable, true},  // SERVER_SHUTDOWN
            {1040, absl::StatusCode::kUnavailable, true},  // too many conns
+           {1290, absl::StatusCode::kUnavailable, true},  // --read-only
+           {1836, absl::StatusCode::kUnavailable, true},  // read-only mode
            {1153, absl::StatusCode::kInvalidArgument, true},   // packet > max
            {2020, absl::StatusCode::kInvalidArgument, false},  // client-side
            {2014, absl::StatusCode::kInternal, true},  // commands out of sync

@@ -87,6 +87,7 @@ absl::StatusOr<std::unique_ptr<PrivateMariaDb>> PrivateMariaDb::Start(
   lo.dir = db->dir_->path();
   lo.durable = false;  // tests never lose power; fsyncs only slow them
   lo.binlog = options.binlog;
+  lo.extra_args = options.extra_args;
   absl::StatusOr<std::unique_ptr<launch::PrivateMariaDb>> server =
       launch::PrivateMariaDb::Start(lo);
   if (!server.ok()) return server.status();
@@ -114,6 +115,11 @@ PrivateMariaDb::~PrivateMariaDb() {
 absl::Status PrivateMariaDb::Stop() {
   conn_.reset();
   return server_->Stop();
+}
+
+absl::Status PrivateMariaDb::Kill() {
+  conn_.reset();
+  return server_->Stop(launch::PrivateMariaDb::StopMode::kKill);
 }
 
 absl::Status PrivateMariaDb::Restart() { return server_->Restart(); }

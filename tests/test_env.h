@@ -54,6 +54,7 @@ class PrivateMariaDb {
  public:
   struct Options {
     bool binlog = true;
+    std::vector<std::string> extra_args;  // passed to mariadbd
   };
   static absl::StatusOr<std::unique_ptr<PrivateMariaDb>> Start(Options options);
   ~PrivateMariaDb();
@@ -62,6 +63,8 @@ class PrivateMariaDb {
   // socket and data, on the same port when it is still free and on another
   // one otherwise: port() and mysql_options() follow, msgqd uses the socket.
   absl::Status Stop();
+  // SIGKILL: a crash (the test's connection goes with it).
+  absl::Status Kill();
   absl::Status Restart();
 
   const std::string& socket() const { return server_->socket(); }

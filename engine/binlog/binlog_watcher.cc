@@ -376,6 +376,12 @@ absl::Status BinlogWatcher::StreamOnce() {
       }
       return DumpError(code, message);
     }
+    if (conn->stale()) {
+      // The primary moved (mysql_primary.h): resume there by GTID.
+      clear_socket();
+      return absl::UnavailableError(
+          absl::StrCat("the MySQL primary moved away from ", conn->server()));
+    }
     if (!started) {
       started = true;
       stream_started_ = true;

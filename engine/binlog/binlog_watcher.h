@@ -12,6 +12,10 @@
 // GTID, with capped exponential backoff; each (re)start is reported so the
 // engine can poll once to cover any gap.
 //
+// When the MySQL primary moves (MysqlOptions::primary), the dump ends at
+// the next event or heartbeat and resumes on the new primary from the last
+// committed GTID.
+//
 // When the resume GTID no longer exists on the server (binlog purged, RESET
 // MASTER, failover: error 1236, or @@gtid_binlog_pos behind the resume
 // position, checked at each reconnect and at most once a second while the

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 
 namespace msgq {
@@ -46,6 +47,10 @@ MysqlErrorClass ClassifyMysqlError(unsigned int code) {
     case ER_NET_ERROR_ON_WRITE:
     case ER_NET_WRITE_INTERRUPTED:
     case ER_NET_PACKETS_OUT_OF_ORDER:
+    // A read-only server (a demoted primary, a replica): the writable one is
+    // elsewhere, or will be after a failover.
+    case ER_OPTION_PREVENTS_STATEMENT:
+    case ER_READ_ONLY_MODE:
       return {absl::StatusCode::kUnavailable, true};
     // The statement was rolled back (or cut short); the connection is fine.
     case ER_LOCK_WAIT_TIMEOUT:
@@ -83,6 +88,46 @@ std::string QuoteIdentifier(absl::string_view name) {
 
 absl::StatusOr<std::unique_ptr<MysqlConnection>> MysqlConnection::Connect(
     const MysqlOptions& options) {
+  if (options.primary != nullptr && options.socket.empty()) {
+    return ConnectToPrimary(options);
+  }
+  return ConnectOne(options);
+}
+
+absl::StatusOr<std::unique_ptr<MysqlConnection>>
+MysqlConnection::ConnectToPrimary(const MysqlOptions& options) {
+  MysqlPrimary& primary = *options.primary;
+  std::vector<std::string> passed;
+  for (size_t i : primary.Order()) {
+    const MysqlEndpoint& endpoint = primary.endpoints()[i];
+    MysqlOptions one = options;
+    one.primary = nullptr;
+    one.host = endpoint.host;
+    one.port = endpoint.port;
+    absl::StatusOr<std::unique_ptr<MysqlConnection>> conn = ConnectOne(one);
+    if (!conn.ok()) {
+      primary.Failed(i);
+      passed.push_back(absl::StrCat(endpoint.ToString(), " (",
+                                    conn.status().message(), ")"));
+      continue;
+    }
+    if ((*conn)->read_only_) {
+      primary.Lost(i);
+      passed.push_back(absl::StrCat(endpoint.ToString(), " (read-only)"));
+      continue;
+    }
+    (*conn)->generation_ = primary.Found(i);
+    (*conn)->primary_ = options.primary;
+    (*conn)->endpoint_ = static_cast<int>(i);
+    return conn;
+  }
+  return absl::UnavailableError(
+      absl::StrCat("no writable MySQL server among --mysql_host: ",
+                   absl::StrJoin(passed, ", ")));
+}
+
+absl::StatusOr<std::unique_ptr<MysqlConnection>> MysqlConnection::ConnectOne(
+    const MysqlOptions& options) {
   LibraryInitOnce();
   MYSQL* mysql = mysql_init(nullptr);
   if (mysql == nullptr) {
@@ -117,6 +162,8 @@ absl::StatusOr<std::unique_ptr<MysqlConnection>> MysqlConnection::Connect(
     return status;
   }
   std::unique_ptr<MysqlConnection> conn(new MysqlConnection(mysql));
+  conn->server_ = use_socket ? options.socket
+                             : absl::StrCat(options.host, ":", options.port);
   if (absl::Status s = conn->SetUpSession(); !s.ok()) {
     // The server answered, so the cause is permanent unless the connection
     // broke meanwhile.
@@ -127,10 +174,11 @@ absl::StatusOr<std::unique_ptr<MysqlConnection>> MysqlConnection::Connect(
 }
 
 absl::Status MysqlConnection::SetUpSession() {
-  absl::StatusOr<QueryResult> vars =
-      Query("SELECT @@max_allowed_packet, @@log_bin, @@binlog_format");
+  absl::StatusOr<QueryResult> vars = Query(
+      "SELECT @@max_allowed_packet, @@log_bin, @@binlog_format, "
+      "@@read_only");
   if (!vars.ok()) return vars.status();
-  if (vars->rows.size() != 1 || vars->rows[0].size() != 3) {
+  if (vars->rows.size() != 1 || vars->rows[0].size() != 4) {
     return absl::InternalError("unexpected reply to the session query");
   }
   const auto& row = vars->rows[0];
@@ -140,6 +188,7 @@ absl::Status MysqlConnection::SetUpSession() {
     return absl::InternalError("unreadable @@max_allowed_packet");
   }
   max_allowed_packet_ = packet;
+  read_only_ = row[3].value_or("0") != "0";
   // READ COMMITTED takes no gap locks, so an ack of a missing id or a purge
   // never blocks a producer's INSERT. InnoDB refuses writes at READ
   // COMMITTED under binlog_format=STATEMENT (error 1665); there REPEATABLE
@@ -170,6 +219,11 @@ absl::Status MysqlConnection::ErrorStatus(absl::string_view what) {
 
 absl::Status MysqlConnection::StartQuery(absl::string_view sql) {
   if (broken_) return absl::UnavailableError("MySQL connection is broken");
+  if (stale()) {
+    broken_ = true;
+    return absl::UnavailableError(absl::StrCat(
+        "the MySQL primary moved away from ", server_, "; reconnecting"));
+  }
   if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) {
     return ErrorStatus("query failed");
   }

@@ -35,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "engine/sql/mysql_primary.h"
 
 struct st_mysql;
 
@@ -50,6 +51,11 @@ struct MysqlOptions {
   absl::Duration connect_timeout = absl::Seconds(5);
   // Bounds every read/write on the socket, so a dead server cannot hang us.
   absl::Duration io_timeout = absl::Seconds(30);
+  // Several servers of one replication topology (--mysql_host=a,b): when
+  // set (and `socket` is empty), `host` and `port` are ignored, Connect()
+  // connects to the writable one and the connection goes stale when the
+  // primary moves (mysql_primary.h). Shared by every copy of these options.
+  std::shared_ptr<MysqlPrimary> primary;
 };
 
 // A fully buffered result set. Values are the text protocol's; NULL is
@@ -62,7 +68,10 @@ struct QueryResult {
 class MysqlConnection {
  public:
   // Connects; UNAVAILABLE with MySQL's message when the server cannot be
-  // reached or refuses the login.
+  // reached or refuses the login. With MysqlOptions::primary: to the first
+  // server in MysqlPrimary::Order() that answers and has @@read_only=0;
+  // UNAVAILABLE naming every server and why it was passed over when none
+  // does.
   static absl::StatusOr<std::unique_ptr<MysqlConnection>> Connect(
       const MysqlOptions& options);
 
@@ -89,13 +98,28 @@ class MysqlConnection {
   // The session's isolation level ("READ COMMITTED" or "REPEATABLE READ").
   const std::string& isolation_level() const { return isolation_level_; }
 
-  // Whether an error returned by this connection left it unusable.
-  bool broken() const { return broken_; }
+  // Whether an error returned by this connection left it unusable, or it is
+  // stale.
+  bool broken() const { return broken_ || stale(); }
+  // Opened on a server that is no longer the primary (MysqlOptions::primary
+  // moved on): its statements fail with UNAVAILABLE without being sent.
+  bool stale() const {
+    return primary_ != nullptr && primary_->generation() != generation_;
+  }
+  // The server this connection is on ("host:port" or the socket path), and
+  // its index in MysqlOptions::primary's endpoints (-1 without one).
+  const std::string& server() const { return server_; }
+  int endpoint() const { return endpoint_; }
 
   st_mysql* raw() { return mysql_; }
 
  private:
   explicit MysqlConnection(st_mysql* mysql) : mysql_(mysql) {}
+  // Connects to one server (host/port/socket of `options`).
+  static absl::StatusOr<std::unique_ptr<MysqlConnection>> ConnectOne(
+      const MysqlOptions& options);
+  static absl::StatusOr<std::unique_ptr<MysqlConnection>> ConnectToPrimary(
+      const MysqlOptions& options);
   absl::Status SetUpSession();
   absl::Status ErrorStatus(absl::string_view what);
   absl::Status StartQuery(absl::string_view sql);
@@ -107,6 +131,11 @@ class MysqlConnection {
 
   st_mysql* mysql_;
   bool broken_ = false;
+  bool read_only_ = false;  // @@read_only at connect
+  std::string server_;
+  std::shared_ptr<MysqlPrimary> primary_;  // with MysqlOptions::primary
+  uint64_t generation_ = 0;                // primary_'s, at connect
+  int endpoint_ = -1;
   int64_t max_allowed_packet_ = 0;
   std::string isolation_level_;
 };

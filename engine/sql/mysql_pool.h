@@ -5,7 +5,8 @@
 // `max_connections` (--mysql_max_connections, default 8) however many
 // tables it serves, and a table with nothing to do holds none. At most
 // `max_idle` returned connections are kept open for the next borrower;
-// broken ones (MysqlConnection::broken()) are closed, never handed out again.
+// broken ones (MysqlConnection::broken()) are closed, never handed out again,
+// also when they broke while idle.
 // Connections are opened lazily, outside the pool's lock.
 //
 // Borrow(timeout) waits up to `timeout` for a connection when the budget is
@@ -92,6 +93,9 @@ class BoundedPool {
 
   absl::StatusOr<Lease> Borrow(absl::Duration timeout) {
     const absl::Time deadline = absl::Now() + timeout;
+    // An idle connection that broke while it waited (e.g. went stale when
+    // the MySQL primary moved) is closed, and its slot reused.
+    std::unique_ptr<T> stale;
     {
       absl::MutexLock lock(&mu_);
       ++waiting_;
@@ -103,15 +107,17 @@ class BoundedPool {
       if (!idle_.empty()) {
         std::unique_ptr<T> conn = std::move(idle_.back());
         idle_.pop_back();
-        return Lease(this, std::move(conn));
-      }
-      if (open_ >= options_.max_connections) {
+        if (!conn->broken()) return Lease(this, std::move(conn));
+        stale = std::move(conn);  // keeps its slot for the new one
+      } else if (open_ >= options_.max_connections) {
         return absl::ResourceExhaustedError(
             absl::StrCat("all ", options_.max_connections,
                          " MySQL connections of the budget are in use"));
+      } else {
+        ++open_;  // reserve the slot; connect outside the lock
       }
-      ++open_;  // reserve the slot; connect outside the lock
     }
+    stale.reset();
     absl::StatusOr<std::unique_ptr<T>> conn = opener_();
     if (!conn.ok()) {
       absl::MutexLock lock(&mu_);

@@ -97,6 +97,26 @@ TEST_F(BoundedPoolTest, BrokenConnectionsAreClosedNotReused) {
   EXPECT_EQ((*b)->serial, 2);
 }
 
+// A connection that broke while idle (e.g. went stale when the MySQL primary
+// moved) is never handed out: its slot goes to a new one.
+TEST_F(BoundedPoolTest, ConnectionsThatBrokeWhileIdleAreReplaced) {
+  auto pool = MakePool({.max_connections = 1, .max_idle = 1});
+  FakeConn* idle = nullptr;
+  {
+    absl::StatusOr<Pool::Lease> a = pool->Borrow(absl::ZeroDuration());
+    ASSERT_TRUE(a.ok());
+    idle = a->get();
+  }
+  ASSERT_EQ(pool->idle(), 1);
+  idle->is_broken = true;
+  absl::StatusOr<Pool::Lease> b = pool->Borrow(absl::ZeroDuration());
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ((*b)->serial, 2);
+  EXPECT_EQ(opened_, 2);
+  EXPECT_EQ(pool->open(), 1);
+  EXPECT_EQ(pool->idle(), 0);
+}
+
 TEST_F(BoundedPoolTest, IdleConnectionsBeyondMaxIdleAreClosed) {
   auto pool = MakePool({.max_connections = 3, .max_idle = 1});
   {
