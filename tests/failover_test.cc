@@ -19,7 +19,7 @@
 namespace msgq::testing {
 namespace {
 
-class FailoverTest : public MsgqTest {
+class PrimaryFailoverTest : public MsgqTest {
  protected:
   void SetUp() override {
     ASSERT_NO_FATAL_FAILURE(MsgqTest::SetUp());
@@ -99,7 +99,8 @@ class FailoverTest : public MsgqTest {
 // is killed, the replica promoted; msgqd follows. Every row the new primary
 // has (committed and replicated) is delivered, and acked there; a message
 // scheduled before the failover is not sent before its time.
-TEST_F(FailoverTest, KilledPrimaryPromotedReplicaEveryReplicatedRowDelivered) {
+TEST_F(PrimaryFailoverTest,
+       KilledPrimaryPromotedReplicaEveryReplicatedRowDelivered) {
   ASSERT_NO_FATAL_FAILURE(StartOnBoth());
   StreamCollector sub(stub_.get(), "q");
   ASSERT_TRUE(sub.WaitForFields(absl::Seconds(10)));
@@ -192,7 +193,7 @@ TEST_F(FailoverTest, KilledPrimaryPromotedReplicaEveryReplicatedRowDelivered) {
 // only the primary monitor's @@read_only check moves it. After the move
 // nothing more is written to the old primary; new rows on the new primary
 // are delivered and acked there.
-TEST_F(FailoverTest, ReadOnlyPrimaryIsLeftForThePromotedReplica) {
+TEST_F(PrimaryFailoverTest, ReadOnlyPrimaryIsLeftForThePromotedReplica) {
   ASSERT_NO_FATAL_FAILURE(StartOnBoth());
   StreamCollector sub(stub_.get(), "q");
   ASSERT_TRUE(sub.WaitForFields(absl::Seconds(10)));
