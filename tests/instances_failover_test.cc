@@ -158,6 +158,52 @@ TEST_F(FailoverTest, KillingTheOwnerUnderASteadyProducer) {
       committed.size(), in_flight.size(), duplicates);
 }
 
+// The owner frozen by SIGSTOP under the producer: b takes q and delivers
+// what comes; a, woken, finds its grant run out and sends nothing more.
+TEST_F(FailoverTest, AFrozenOwnerUnderASteadyProducerSendsNothingAfterWaking) {
+  ASSERT_NO_FATAL_FAILURE(
+      StartPair({}, /*a_acks_fall_back=*/true, absl::Milliseconds(100)));
+  Producer producer(*db_, "q", absl::Milliseconds(5));
+  ASSERT_TRUE(Eventually([&] { return Received(OnA()).size() >= 200; },
+                         absl::Seconds(30)));
+  ASSERT_EQ(kill(a_->pid(), SIGSTOP), 0);
+  ASSERT_TRUE(Eventually([&] { return Received(OnB()).size() >= 200; },
+                         absl::Seconds(30)));
+  const absl::Time woken = absl::Now();
+  ASSERT_EQ(kill(a_->pid(), SIGCONT), 0);
+  EXPECT_TRUE(Eventually([&] { return State(*a_, "q") == "standby"; },
+                         absl::Seconds(30)));
+  const size_t at_wake = Received(OnB()).size();
+  ASSERT_TRUE(
+      Eventually([&] { return Received(OnB()).size() >= at_wake + 100; },
+                 absl::Seconds(30)));
+  producer.Stop();
+  EXPECT_EQ(producer.failures(), 0);
+  ASSERT_NO_FATAL_FAILURE(ExpectAllReceivedAndAcked(producer.committed_ids()));
+  EXPECT_EQ(FindTable(b_stub_.get(), "q").ownership().owner(), "b");
+  EXPECT_EQ(FindTable(a_stub_.get(), "q").ownership().owner(), "b");
+  // What a wrote before it froze was read at once (the kernel delivers it
+  // while a is stopped); anything read after the wake was sent after it.
+  size_t a_after_wake = 0;
+  std::set<std::string> from_a;
+  for (AckingSubscriber* s : OnA()) {
+    for (const AckingSubscriber::Arrival& a : s->arrivals()) {
+      a_after_wake += a.at > woken;
+      from_a.insert(a.id);
+    }
+  }
+  EXPECT_EQ(a_after_wake, 0u);
+  // Sent twice only if a had sent it before it froze.
+  const std::multiset<std::string> got = Received(All());
+  size_t duplicates = 0;
+  for (auto it = got.begin(); it != got.end(); it = got.upper_bound(*it)) {
+    if (got.count(*it) < 2) continue;
+    duplicates += got.count(*it) - 1;
+    EXPECT_TRUE(from_a.contains(*it)) << *it << " sent twice, not by a";
+  }
+  std::printf("SIGSTOP of the owner: %zu duplicates\n", duplicates);
+}
+
 // The owner loses MySQL (a frozen relay: no reset, its statements hang)
 // but not its subscribers. Its grant runs out a quarter lease before the
 // lease can expire (engine/lease/lease_keeper.h), b takes q and delivers
