@@ -10,37 +10,18 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tests/fixture.h"
+#include "tests/instances_fixture.h"
 
 namespace msgq::testing {
 namespace {
 
-class InstancesTest : public MsgqTest {
- protected:
-  std::unique_ptr<Msgqd> StartInstance() {
-    auto server = Msgqd::Start(
-        *db_, {"--databases=msgq", "--schema_reload_interval=200ms", "--leases",
-               "--lease_duration=2s"});
-    EXPECT_TRUE(server.ok()) << server.status();
-    return server.ok() ? *std::move(server) : nullptr;
+// Ids received by `collectors`, with their count (duplicates count).
+std::multiset<std::string> Ids(
+    const std::vector<StreamCollector*>& collectors) {
+  std::multiset<std::string> out;
+  for (StreamCollector* c : collectors) {
+    for (const std::string& id : c->ids()) out.insert(id);
   }
-  static std::string State(const Msgqd& server, const std::string& table) {
-    return FindTable(server.Stub().get(), table).ownership().state();
-  }
-  // Ids received by `collectors`, with their count (duplicates count).
-  static std::multiset<std::string> Ids(
-      const std::vector<StreamCollector*>& collectors) {
-    std::multiset<std::string> out;
-    for (StreamCollector* c : collectors) {
-      for (const std::string& id : c->ids()) out.insert(id);
-    }
-    return out;
-  }
-};
-
-std::set<std::string> Range(int from, int to) {
-  std::set<std::string> out;
-  for (int i = from; i <= to; ++i) out.insert(std::to_string(i));
   return out;
 }
 
@@ -138,43 +119,80 @@ TEST_F(InstancesTest, AFrozenOwnerSendsNothingOnceItsLeaseIsGone) {
   EXPECT_EQ(State(*a, "q"), "standby");
 }
 
+// 12 tables over three instances: 4/4/4; a clean stop hands its tables
+// over at once (6/6); started again, an instance takes its share back
+// (4/4/4) and every message inserted across the rebalance is sent once.
 TEST_F(InstancesTest, TablesSpreadOverInstancesAndRebalance) {
+  std::vector<std::string> names;
   for (int i = 0; i < 12; ++i) {
-    ASSERT_NO_FATAL_FAILURE(CreateTable("t" + std::to_string(i)));
+    names.push_back("t" + std::to_string(i));
+    ASSERT_NO_FATAL_FAILURE(CreateTable(names.back()));
   }
   std::vector<std::unique_ptr<Msgqd>> servers;
   for (int i = 0; i < 3; ++i) {
     servers.push_back(StartInstance());
     ASSERT_TRUE(servers.back() != nullptr);
   }
-  auto owned = [&](const Msgqd& s) {
-    v1::ListTablesResponse response;
-    grpc::ClientContext context;
-    if (!s.Stub()
-             ->ListTables(&context, v1::ListTablesRequest(), &response)
-             .ok()) {
-      return -1;
-    }
-    int n = 0;
-    for (const auto& t : response.tables())
-      n += t.ownership().state() == "owner";
-    return n;
-  };
   auto spread = [&](std::vector<int> want) {
-    return Eventually(
+    std::vector<int> got;
+    const bool ok = Eventually(
         [&] {
-          for (size_t i = 0; i < want.size(); ++i) {
-            if (owned(*servers[i]) != want[i]) return false;
-          }
-          return true;
+          got.clear();
+          for (const auto& s : servers) got.push_back(Owned(*s));
+          return got == want;
         },
         absl::Seconds(30));
+    EXPECT_EQ(got, want);
+    return ok;
   };
-  EXPECT_TRUE(spread({4, 4, 4}));
+  ASSERT_TRUE(spread({4, 4, 4}));
   // A clean stop hands its tables over at once.
   EXPECT_EQ(servers[2]->Terminate(), 0);
   servers.pop_back();
-  EXPECT_TRUE(spread({6, 6}));
+  ASSERT_TRUE(spread({6, 6}));
+
+  // A subscriber on every instance for every table, acking nothing (the
+  // 30 s ack wait is longer than the test: a second send is a duplicate).
+  std::vector<std::unique_ptr<v1::Messaging::Stub>> stubs;
+  std::vector<std::unique_ptr<StreamCollector>> streams;
+  std::map<std::string, std::vector<StreamCollector*>> by_table;
+  auto subscribe = [&](const Msgqd& server) {
+    stubs.push_back(server.Stub());
+    for (const std::string& name : names) {
+      streams.push_back(
+          std::make_unique<StreamCollector>(stubs.back().get(), name));
+      by_table[name].push_back(streams.back().get());
+      ASSERT_TRUE(streams.back()->WaitForFields(absl::Seconds(10)));
+    }
+  };
+  ASSERT_NO_FATAL_FAILURE(subscribe(*servers[0]));
+  ASSERT_NO_FATAL_FAILURE(subscribe(*servers[1]));
+  servers.push_back(StartInstance());
+  ASSERT_TRUE(servers.back() != nullptr);
+  ASSERT_NO_FATAL_FAILURE(subscribe(*servers[2]));
+  // Inserted while the tables move.
+  for (const std::string& name : names) {
+    ASSERT_NO_FATAL_FAILURE(InsertRange(name, 1, 5));
+  }
+  EXPECT_TRUE(spread({4, 4, 4}));
+  for (const std::string& name : names) {
+    ASSERT_NO_FATAL_FAILURE(InsertRange(name, 6, 10));
+  }
+  EXPECT_TRUE(Eventually(
+      [&] {
+        for (const std::string& name : names) {
+          if (Ids(by_table[name]).size() < 10) return false;
+        }
+        return true;
+      },
+      absl::Seconds(30)));
+  absl::SleepFor(absl::Milliseconds(500));  // a late second send shows
+  for (const std::string& name : names) {
+    const std::multiset<std::string> got = Ids(by_table[name]);
+    EXPECT_EQ(got.size(), 10u) << name;
+    EXPECT_EQ(std::set<std::string>(got.begin(), got.end()), Range(1, 10))
+        << name;
+  }
 }
 
 }  // namespace

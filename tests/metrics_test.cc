@@ -246,5 +246,89 @@ TEST_F(MetricsTest, PendingDueIsCountedFromTheIndex) {
   EXPECT_LT(age, 60);
 }
 
+// Ownership (issue 14): without --leases the server sends every table
+// itself and shows no lease.
+TEST_F(MetricsTest, AnUnleasedServerOwnsEveryTable) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("jobs"));
+  ASSERT_NO_FATAL_FAILURE(StartHttpServer({"--instance_id=solo"}));
+  std::map<std::string, double> m = ScrapeMetrics(Url("/metrics"));
+  EXPECT_EQ(Sample(m, "msgq_instance_info{instance=\"solo\"}"), 1);
+  EXPECT_EQ(Sample(m, absl::StrCat("msgq_table_owned", kJobs)), 1);
+  EXPECT_EQ(Sample(m,
+                   "msgq_table_lease_info{keyspace=\"msgq\",owner=\"\","
+                   "state=\"off\",table=\"jobs\"}"),
+            1);
+  int infos = 0;
+  for (const auto& [name, value] : m) {
+    infos += name.rfind("msgq_table_lease_info{", 0) == 0;
+    infos += name.rfind("msgq_instance_info{", 0) == 0;
+  }
+  EXPECT_EQ(infos, 2);
+  EXPECT_EQ(Sample(m, absl::StrCat("msgq_table_owner_since_seconds", kJobs)),
+            -1);
+  EXPECT_EQ(Sample(m, absl::StrCat("msgq_table_lease_expires_seconds", kJobs)),
+            -1);
+}
+
+// With --leases: the owner and a standby both show who holds the table and
+// since when, exactly as the lease row in MySQL says.
+TEST_F(MetricsTest, LeasedServersShowTheOwnerAndSinceWhen) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("jobs"));
+  const std::vector<std::string> leased = {"--leases", "--lease_duration=2s"};
+  std::vector<std::string> args = leased;
+  args.push_back("--instance_id=one");
+  ASSERT_NO_FATAL_FAILURE(StartHttpServer(args));
+  const std::string since_sample =
+      absl::StrCat("msgq_table_owner_since_seconds", kJobs);
+  const std::string expires_sample =
+      absl::StrCat("msgq_table_lease_expires_seconds", kJobs);
+  std::map<std::string, double> m;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        m = ScrapeMetrics(Url("/metrics"));
+        return Sample(m, since_sample) > 0;
+      },
+      absl::Seconds(20)));
+  const std::string row_since = db_->Scalar(
+      "SELECT since FROM msgq.msgq_leases WHERE name = 'msgq.jobs'");
+  int64_t since_ns = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(row_since, &since_ns)) << row_since;
+  const double since = since_ns / 1e9;
+  EXPECT_EQ(Sample(m, "msgq_instance_info{instance=\"one\"}"), 1);
+  EXPECT_EQ(Sample(m, absl::StrCat("msgq_table_owned", kJobs)), 1);
+  EXPECT_EQ(Sample(m,
+                   "msgq_table_lease_info{keyspace=\"msgq\",owner=\"one\","
+                   "state=\"owner\",table=\"jobs\"}"),
+            1);
+  EXPECT_EQ(Sample(m, since_sample), since);
+  // Renewed every 400 ms to MySQL's now + 2 s.
+  EXPECT_GT(Sample(m, expires_sample), since);
+  EXPECT_LE(Sample(m, expires_sample),
+            std::stod(db_->Scalar("SELECT UNIX_TIMESTAMP(NOW(6))")) + 2);
+
+  args = leased;
+  args.insert(args.end(),
+              {"--instance_id=two", "--databases=msgq",
+               "--schema_reload_interval=200ms", "--http_listen=127.0.0.1:0"});
+  absl::StatusOr<std::unique_ptr<Msgqd>> two = Msgqd::Start(*db_, args);
+  ASSERT_TRUE(two.ok()) << two.status();
+  const int port = HttpPortFromLog((*two)->Log());
+  ASSERT_NE(port, 0) << (*two)->Log();
+  const std::string url = absl::StrCat("http://127.0.0.1:", port, "/metrics");
+  const std::string standby_info =
+      "msgq_table_lease_info{keyspace=\"msgq\",owner=\"one\","
+      "state=\"standby\",table=\"jobs\"}";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        m = ScrapeMetrics(url);
+        return Sample(m, standby_info) == 1;
+      },
+      absl::Seconds(20)));
+  EXPECT_EQ(Sample(m, "msgq_instance_info{instance=\"two\"}"), 1);
+  EXPECT_EQ(Sample(m, absl::StrCat("msgq_table_owned", kJobs)), 0);
+  EXPECT_EQ(Sample(m, since_sample), since);
+  EXPECT_GT(Sample(m, expires_sample), since);
+}
+
 }  // namespace
 }  // namespace msgq::testing

@@ -67,6 +67,47 @@ const std::vector<TableMetric>& LoadedTableMetrics() {
   return *metrics;
 }
 
+// Who sends each loaded table (issue 14; engine/lease/): this instance's
+// view as ListTables shows it.
+void OwnershipFamilies(const std::vector<Table>& tables, MetricsText& text) {
+  text.Family("msgq_table_owned", MetricType::kGauge,
+              "1 while this instance may send the table (it holds the "
+              "table's lease, or --leases is off), else 0.");
+  for (const Table& t : tables) {
+    if (!t.loaded) continue;
+    const std::string& state = t.ownership.state;
+    text.Sample(TableLabels(t), state == "owner" || state == "off" ? 1 : 0);
+  }
+  text.Family("msgq_table_lease_info", MetricType::kGauge,
+              "The table's lease as this instance last read it, in labels "
+              "(value 1): state (owner, standby, off without --leases, "
+              "unknown when the lease rows cannot be read) and owner (the "
+              "instance holding the lease, empty when none).");
+  for (const Table& t : tables) {
+    if (!t.loaded) continue;
+    MetricLabels labels = TableLabels(t);
+    labels.emplace_back("owner", t.ownership.owner);
+    labels.emplace_back("state", t.ownership.state);
+    text.Sample(labels, 1);
+  }
+  text.Family("msgq_table_owner_since_seconds", MetricType::kGauge,
+              "Unix time (MySQL's clock) the lease's holder took the table; "
+              "absent when nobody holds it or it is not known yet.");
+  for (const Table& t : tables) {
+    if (t.loaded && t.ownership.since > 0) {
+      text.Sample(TableLabels(t), t.ownership.since / 1e9);
+    }
+  }
+  text.Family("msgq_table_lease_expires_seconds", MetricType::kGauge,
+              "Unix time (MySQL's clock) the table's lease ends unless its "
+              "holder renews it; absent when nobody holds it.");
+  for (const Table& t : tables) {
+    if (t.loaded && t.ownership.expires > 0) {
+      text.Sample(TableLabels(t), t.ownership.expires / 1e9);
+    }
+  }
+}
+
 void TableFamilies(const std::vector<Table>& tables, MetricsText& text) {
   text.Family("msgq_table_loaded", MetricType::kGauge,
               "1 when the message table loaded, 0 when its definition is "
@@ -179,6 +220,10 @@ std::string RenderMetrics(const Engine& engine, const GrpcMetrics* grpc,
   text.Family("msgq_build_info", MetricType::kGauge,
               "msgqd's version and git commit, in labels (value 1).");
   text.Sample({{"version", build.version}, {"commit", build.commit}}, 1);
+  text.Family("msgq_instance_info", MetricType::kGauge,
+              "This msgqd's instance id (--instance_id), as written in lease "
+              "rows and shown by ListTables, in a label (value 1).");
+  text.Sample({{"instance", engine.instance_id()}}, 1);
   const absl::Status health = engine.Health();
   text.Family("msgq_ready", MetricType::kGauge,
               "1 when the schema is loaded and MySQL answers (as /readyz "
@@ -207,6 +252,7 @@ std::string RenderMetrics(const Engine& engine, const GrpcMetrics* grpc,
               "Message tables found, loaded or not.");
   text.Sample({}, static_cast<double>(tables.size()));
   TableFamilies(tables, text);
+  OwnershipFamilies(tables, text);
   if (depth != nullptr) DueFamilies(tables, *depth, text);
   if (grpc != nullptr) grpc->Collect(text);
   return text.Take();
