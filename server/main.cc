@@ -39,18 +39,8 @@
 #include "server/http/http_server.h"
 #include "server/http/routes.h"
 #include "server/messaging_service.h"
+#include "server/mysql_flags.h"
 
-ABSL_FLAG(std::string, mysql_host, "127.0.0.1",
-          "MySQL host (TCP), or several as host[:port],host[:port]: the "
-          "servers of one replication topology, of which msgqd serves the "
-          "writable one (@@read_only=0), following it when it moves");
-ABSL_FLAG(int, mysql_port, 3306,
-          "MySQL port (TCP), for --mysql_host entries without one");
-ABSL_FLAG(std::string, mysql_socket, "",
-          "MySQL Unix socket; when set, used instead of host/port");
-ABSL_FLAG(std::string, mysql_user, "root", "MySQL user");
-ABSL_FLAG(std::string, mysql_password, "",
-          "MySQL password (or set MSGQ_MYSQL_PASSWORD)");
 ABSL_FLAG(std::string, databases, "msgq",
           "Comma-separated databases to serve; a request with an empty "
           "keyspace gets the first of them that has the table");
@@ -108,22 +98,11 @@ ABSL_FLAG(std::string, instance_id, "",
 ABSL_FLAG(absl::Duration, max_extend, absl::Hours(12),
           "The longest MessageExtend a subscriber may ask for");
 
-namespace {
-
-// Flags win; MSGQ_MYSQL_* environment variables fill in what was not given.
-void ApplyEnvironment(msgq::MysqlOptions& mysql) {
-  auto env = [](const char* name) -> const char* { return std::getenv(name); };
-  if (const char* v = env("MSGQ_MYSQL_PASSWORD"); v && mysql.password.empty()) {
-    mysql.password = v;
-  }
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "msgqd: serves MySQL/MariaDB message tables over gRPC (msgq.v1)");
   absl::ParseCommandLine(argc, argv);
+  msgq::HideMysqlPasswordInArgv(argc, argv);
   absl::StatusOr<msgq::LogOptions> log_options = msgq::ParseLogOptions(
       absl::GetFlag(FLAGS_log_format), absl::GetFlag(FLAGS_log_level));
   if (!log_options.ok()) {
@@ -144,23 +123,12 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   msgq::Engine::Options options;
-  options.mysql.socket = absl::GetFlag(FLAGS_mysql_socket);
-  absl::StatusOr<std::vector<msgq::MysqlEndpoint>> endpoints =
-      msgq::ParseMysqlEndpoints(absl::GetFlag(FLAGS_mysql_host),
-                                absl::GetFlag(FLAGS_mysql_port));
-  if (!endpoints.ok()) {
-    msgq::LogError(endpoints.status().message());
+  absl::StatusOr<msgq::MysqlOptions> mysql = msgq::MysqlOptionsFromFlags();
+  if (!mysql.ok()) {
+    msgq::LogError(mysql.status().message());
     return 2;
   }
-  options.mysql.host = endpoints->front().host;
-  options.mysql.port = endpoints->front().port;
-  if (endpoints->size() > 1 && options.mysql.socket.empty()) {
-    options.mysql.primary =
-        std::make_shared<msgq::MysqlPrimary>(*std::move(endpoints));
-  }
-  options.mysql.user = absl::GetFlag(FLAGS_mysql_user);
-  options.mysql.password = absl::GetFlag(FLAGS_mysql_password);
-  ApplyEnvironment(options.mysql);
+  options.mysql = *std::move(mysql);
   for (absl::string_view db :
        absl::StrSplit(absl::GetFlag(FLAGS_databases), ',', absl::SkipEmpty())) {
     options.databases.emplace_back(absl::StripAsciiWhitespace(db));

@@ -143,6 +143,15 @@ absl::StatusOr<std::unique_ptr<MysqlConnection>> MysqlConnection::ConnectOne(
   // transaction; callers replace a broken connection themselves.
   my_bool reconnect = 0;
   mysql_optionsv(mysql, MYSQL_OPT_RECONNECT, &reconnect);
+  if (options.tls != MysqlTls::kDisabled) {
+    my_bool enforce = 1;
+    mysql_optionsv(mysql, MYSQL_OPT_SSL_ENFORCE, &enforce);
+    if (options.tls == MysqlTls::kVerifyIdentity) {
+      mysql_optionsv(mysql, MYSQL_OPT_SSL_CA, options.tls_ca.c_str());
+      my_bool verify = 1;
+      mysql_optionsv(mysql, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &verify);
+    }
+  }
   const bool use_socket = !options.socket.empty();
   if (use_socket) {
     unsigned int protocol = MYSQL_PROTOCOL_SOCKET;

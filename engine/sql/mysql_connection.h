@@ -41,6 +41,12 @@ struct st_mysql;
 
 namespace msgq {
 
+enum class MysqlTls {
+  kDisabled,
+  kRequired,        // encrypted; the server's certificate is not checked
+  kVerifyIdentity,  // encrypted; certificate checked against tls_ca and host
+};
+
 struct MysqlOptions {
   std::string host = "127.0.0.1";
   int port = 3306;
@@ -51,6 +57,10 @@ struct MysqlOptions {
   absl::Duration connect_timeout = absl::Seconds(5);
   // Bounds every read/write on the socket, so a dead server cannot hang us.
   absl::Duration io_timeout = absl::Seconds(30);
+  // TLS to the server; a connection that cannot have it fails (UNAVAILABLE)
+  // rather than going on in plaintext.
+  MysqlTls tls = MysqlTls::kDisabled;
+  std::string tls_ca;  // PEM file, for kVerifyIdentity
   // Several servers of one replication topology (--mysql_host=a,b): when
   // set (and `socket` is empty), `host` and `port` are ignored, Connect()
   // connects to the writable one and the connection goes stale when the
