@@ -231,7 +231,8 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
     }
     // msgq's own postpones and acks of ids in flight: nothing new.
     if (ledger_.InFlight(c.id)) continue;
-    if (!owner) continue;  // the owner reads it; a new owner polls first
+    // The owner reads it; a new owner (or a resumed table) polls first.
+    if (!owner || paused_) continue;
     // Priority, schedule or payload may have changed: read it again.
     cache_.RemoveQueued(c.id);
     if (*c.time_next > now) {
@@ -259,6 +260,7 @@ MessageManager::Stats MessageManager::stats() const {
   s.in_flight = static_cast<int64_t>(ledger_.in_flight());
   s.mysql_ok = scheduler_.mysql_ok();
   s.owner = OwnsLocked();
+  s.paused = paused_;
   return s;
 }
 
@@ -268,6 +270,7 @@ MessageManager::Sends MessageManager::PumpLocked() {
     cache_.Clear();  // another instance sends these now
     return sends;
   }
+  if (paused_) return sends;
   const int64_t now = cache_.empty() ? 0 : clock_->NowNanos();
   while (!cache_.empty()) {
     std::optional<Dispatcher::Pick> pick = dispatcher_.Next();
@@ -300,7 +303,8 @@ void MessageManager::Deliver(Sends sends) {
 
 RoundScheduler::View MessageManager::ViewLocked() const {
   RoundScheduler::View view;
-  view.subscribers = !dispatcher_.empty();
+  // A paused table reads nothing due, as if nobody subscribed.
+  view.subscribers = !dispatcher_.empty() && !paused_;
   view.cache_full = cache_.full();
   view.writes_pending = ledger_.HasOwed() || HasRequestsLocked();
   view.owner = OwnsLocked();

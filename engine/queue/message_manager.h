@@ -119,7 +119,8 @@ class MessageManager : private RoundExecutor::Task {
     // -1 until counted.
     int64_t dead = -1;
     bool mysql_ok = true;
-    bool owner = true;  // reads and sends the table now (see Own)
+    bool owner = true;    // reads and sends the table now (see Own)
+    bool paused = false;  // see SetPaused
     // Statement latency by kind; a round's write covers postpones, acks,
     // nacks, extends and redrives together.
     StatementLatency poll_latency;
@@ -218,6 +219,16 @@ class MessageManager : private RoundExecutor::Task {
 
   // Polls in the next round (e.g. after the binlog stream restarted).
   void RequestPoll();
+
+  // ---- Flow control (message_manager_flow.cc) ----
+  // Pauses or resumes sending. A paused table sends nothing: its queued
+  // messages are dropped (they stay due in MySQL), no poll or fetch reads
+  // due rows, binlog-named rows are ignored; acks, nacks, extends, redrives
+  // and the postpones of earlier sends still go out, so messages in flight
+  // keep their ack wait. Resuming polls at once. Repeating the current
+  // state changes nothing. The engine keeps the state in MySQL (Engine::
+  // SetPaused); this is the manager's side only.
+  void SetPaused(bool paused);
 
   // ---- Ownership (several instances; see engine/lease/lease_keeper.h) ----
   // Only an owner polls, fetches, purges and sends; any manager takes acks,
@@ -383,6 +394,8 @@ class MessageManager : private RoundExecutor::Task {
   size_t pending_ack_ids_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
+  // SetPaused(true): nothing is read due or sent.
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
   // Ownership ends at this monotonic time (InfiniteFuture: not leased).
   absl::Time owned_until_ ABSL_GUARDED_BY(mu_);
   Stats counters_ ABSL_GUARDED_BY(mu_);
