@@ -117,7 +117,8 @@ void MessageManager::Stop(absl::Status reason) {
   for (PendingDeadList& p : left.dead_lists) p.done(stopped);
 }
 
-absl::Status MessageManager::Subscribe(std::shared_ptr<Subscriber> subscriber) {
+absl::Status MessageManager::Subscribe(std::shared_ptr<Subscriber> subscriber,
+                                       int max_unacked) {
   Sends sends;
   {
     absl::MutexLock lock(&mu_);
@@ -125,7 +126,7 @@ absl::Status MessageManager::Subscribe(std::shared_ptr<Subscriber> subscriber) {
       return absl::UnavailableError(
           absl::StrCat(log_name_, " is being reloaded or shut down: retry"));
     }
-    if (dispatcher_.Add(std::move(subscriber))) {
+    if (dispatcher_.Add(std::move(subscriber), max_unacked)) {
       scheduler_.RequestPoll();
       next_dead_count_ = absl::InfinitePast();  // count with that poll
       WakeLocked();
@@ -192,19 +193,25 @@ void MessageManager::Ack(std::vector<std::string> ids, AckCallback done) {
     return;
   }
   absl::Status refused;
+  Sends sends;
   {
     absl::MutexLock lock(&mu_);
     refused = AdmitLocked(ids.size());
     if (refused.ok()) {
       // Never send again what is being acked, and don't postpone it.
-      for (const std::string& id : ids) cache_.RemoveQueued(id);
+      bool freed = false;
+      for (const std::string& id : ids) {
+        cache_.RemoveQueued(id);
+        freed |= dispatcher_.Release(id);  // prefetch slots
+      }
       acks_.push_back(
           PendingAck{ledger_.BeginAck(std::move(ids)), std::move(done)});
       WakeLocked();
-      return;
+      if (freed) sends = PumpLocked();
     }
   }
-  done(refused);
+  if (!refused.ok()) done(refused);
+  Deliver(std::move(sends));
 }
 
 void MessageManager::NoteDueAt(int64_t time_next) {
@@ -220,36 +227,43 @@ void MessageManager::RequestPoll() {
 }
 
 void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
-  absl::MutexLock lock(&mu_);
-  const int64_t now = clock_->NowNanos();
-  const bool owner = OwnsLocked();
-  for (const RowChange& c : changes) {
-    if (c.deleted || c.time_acked.has_value() || !c.time_next.has_value()) {
+  Sends sends;
+  {
+    absl::MutexLock lock(&mu_);
+    const int64_t now = clock_->NowNanos();
+    const bool owner = OwnsLocked();
+    bool freed = false;
+    for (const RowChange& c : changes) {
+      if (c.deleted || c.time_acked.has_value() || !c.time_next.has_value()) {
+        cache_.RemoveQueued(c.id);
+        scheduler_.ForgetFetch(c.id);
+        freed |= dispatcher_.Release(c.id);  // prefetch slots
+        continue;
+      }
+      // msgq's own postpones and acks of ids in flight: nothing new.
+      if (ledger_.InFlight(c.id)) continue;
+      // The owner reads it; a new owner (or a resumed table) polls first.
+      if (!owner || paused_) continue;
+      // Priority, schedule or payload may have changed: read it again.
       cache_.RemoveQueued(c.id);
-      scheduler_.ForgetFetch(c.id);
-      continue;
+      if (*c.time_next > now) {
+        scheduler_.ForgetFetch(c.id);
+        scheduler_.NoteDueAt(*c.time_next);
+        continue;
+      }
+      if (dispatcher_.empty()) continue;  // the first subscriber polls
+      if (!options_.binlog_fetch_by_id) {
+        scheduler_.RequestPoll();
+      } else if (cache_.full()) {
+        scheduler_.NoteBacklog();  // the poll at drain picks it up
+      } else {
+        scheduler_.NameForFetch(c.id);
+      }
     }
-    // msgq's own postpones and acks of ids in flight: nothing new.
-    if (ledger_.InFlight(c.id)) continue;
-    // The owner reads it; a new owner (or a resumed table) polls first.
-    if (!owner || paused_) continue;
-    // Priority, schedule or payload may have changed: read it again.
-    cache_.RemoveQueued(c.id);
-    if (*c.time_next > now) {
-      scheduler_.ForgetFetch(c.id);
-      scheduler_.NoteDueAt(*c.time_next);
-      continue;
-    }
-    if (dispatcher_.empty()) continue;  // the first subscriber polls
-    if (!options_.binlog_fetch_by_id) {
-      scheduler_.RequestPoll();
-    } else if (cache_.full()) {
-      scheduler_.NoteBacklog();  // the poll at drain picks it up
-    } else {
-      scheduler_.NameForFetch(c.id);
-    }
+    WakeLocked();
+    if (freed) sends = PumpLocked();
   }
-  WakeLocked();
+  Deliver(std::move(sends));
 }
 
 MessageManager::Stats MessageManager::stats() const {
@@ -275,9 +289,12 @@ MessageManager::Sends MessageManager::PumpLocked() {
   while (!cache_.empty()) {
     std::optional<Dispatcher::Pick> pick = dispatcher_.Next();
     if (!pick.has_value()) break;  // everyone is busy
-    MessageBatch batch =
-        cache_.PopBatch(static_cast<size_t>(table_.settings.batch_size),
-                        options_.max_batch_bytes);
+    MessageBatch batch = cache_.PopBatch(
+        std::min(static_cast<size_t>(table_.settings.batch_size), pick->room),
+        options_.max_batch_bytes);
+    if (pick->room != Dispatcher::kUnlimited) {
+      dispatcher_.Hold(pick->subscriber.get(), batch);
+    }
     for (Message& m : batch) {
       ledger_.Sent(m.id, m.epoch);
       m.sent_at = now;

@@ -166,8 +166,13 @@ class MessageManager : private RoundExecutor::Task {
   void Stop(absl::Status reason);
 
   // Adds a subscriber; the first one triggers an immediate poll.
+  // With max_unacked > 0 (prefetch) it holds at most that many messages
+  // unacked: its slot for a message frees when the message is acked (Ack
+  // here, or the binlog shows it acked or deleted), nacked, read due again
+  // (its ack wait ran out) or handed back (OnSendFailed); 0 = unlimited.
   // UNAVAILABLE when the manager is stopping.
-  absl::Status Subscribe(std::shared_ptr<Subscriber> subscriber);
+  absl::Status Subscribe(std::shared_ptr<Subscriber> subscriber,
+                         int max_unacked = 0);
   // Removes a subscriber; no Send reaches it after this returns... except one
   // already in progress on another thread. Messages it received and did not
   // ack come back after their time_next; batches it hands back with

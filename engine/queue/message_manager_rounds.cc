@@ -243,6 +243,8 @@ void MessageManager::AddToCacheLocked(std::vector<Message>& rows) {
   for (Message& m : rows) {
     // MySQL may still show the state from before an unsettled write.
     if (ledger_.InFlight(m.id)) continue;
+    // Due again (its ack wait ran out): no longer held (prefetch).
+    dispatcher_.Release(m.id);
     if (std::optional<std::string> reason = DeathReasonLocked(m, now)) {
       auto it = std::find_if(
           deaths.begin(), deaths.end(),
