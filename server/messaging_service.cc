@@ -234,6 +234,8 @@ grpc::ServerUnaryReactor* MessagingService::ListTables(
       out->set_max_attempts(s.max_attempts);
       out->set_max_age(absl::ToDoubleSeconds(s.max_age));
       out->set_dead_retention(absl::ToDoubleSeconds(s.dead_retention));
+      out->set_rate_limit(s.rate_limit);
+      out->set_rate_burst(s.rate_burst);
     }
   }
   const BinlogWatcher::Status binlog = engine_->binlog_status();

@@ -45,7 +45,12 @@ MessageManager::MessageManager(MessageTable table,
       dispatcher_(options.max_batches_per_subscriber),
       scheduler_(SchedulerOptions(table_, options), clock->MonotonicNow()),
       owned_until_(options.leased ? absl::InfinitePast()
-                                  : absl::InfiniteFuture()) {}
+                                  : absl::InfiniteFuture()) {
+  if (table_.settings.rate_limit > 0) {
+    limiter_.emplace(table_.settings.rate_limit, table_.settings.rate_burst,
+                     clock_->MonotonicNow());
+  }
+}
 
 MessageManager::~MessageManager() {
   Stop(absl::UnavailableError("message manager destroyed"));
@@ -286,12 +291,26 @@ MessageManager::Sends MessageManager::PumpLocked() {
   }
   if (paused_) return sends;
   const int64_t now = cache_.empty() ? 0 : clock_->NowNanos();
+  // msgq_rate_limit: the messages that may go now.
+  size_t tokens = Dispatcher::kUnlimited;
+  if (limiter_.has_value() && !cache_.empty()) {
+    tokens = limiter_->Available(clock_->MonotonicNow());
+  }
   while (!cache_.empty()) {
+    if (tokens == 0) {  // a round sends more when the next token is there
+      scheduler_.WakeAt(limiter_->NextToken(clock_->MonotonicNow()));
+      break;
+    }
     std::optional<Dispatcher::Pick> pick = dispatcher_.Next();
     if (!pick.has_value()) break;  // everyone is busy
     MessageBatch batch = cache_.PopBatch(
-        std::min(static_cast<size_t>(table_.settings.batch_size), pick->room),
+        std::min({static_cast<size_t>(table_.settings.batch_size), pick->room,
+                  tokens}),
         options_.max_batch_bytes);
+    if (limiter_.has_value()) {
+      limiter_->Take(batch.size());
+      tokens -= batch.size();
+    }
     if (pick->room != Dispatcher::kUnlimited) {
       dispatcher_.Hold(pick->subscriber.get(), batch);
     }

@@ -48,6 +48,7 @@
 #include "engine/queue/message_cache.h"
 #include "engine/queue/message_manager_latency.h"
 #include "engine/queue/message_store.h"
+#include "engine/queue/rate_limiter.h"
 #include "engine/queue/round_executor.h"
 #include "engine/queue/round_scheduler.h"
 #include "engine/queue/settlement_ledger.h"
@@ -399,6 +400,8 @@ class MessageManager : private RoundExecutor::Task {
   size_t pending_ack_ids_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
+  // msgq_rate_limit's token bucket; nullopt without one.
+  std::optional<RateLimiter> limiter_ ABSL_GUARDED_BY(mu_);
   // SetPaused(true): nothing is read due or sent.
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
   // Ownership ends at this monotonic time (InfiniteFuture: not leased).

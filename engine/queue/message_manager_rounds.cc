@@ -136,6 +136,14 @@ void MessageManager::DoWork(Work work) {
     MessageStore* store;
     ~EndRound() { store->EndRound(); }
   } end_round{store_.get()};
+  if (work.round.pump) {  // a rate limit's tokens came back
+    Sends sends;
+    {
+      absl::MutexLock lock(&mu_);
+      sends = PumpLocked();
+    }
+    Deliver(std::move(sends));
+  }
   // When MySQL is unreachable the round ends: one failure per round sets the
   // backoff, and no further statement waits on a dead server.
   const bool writes_ok = DoWrites(work);
