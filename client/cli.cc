@@ -26,6 +26,9 @@ Commands:
                        list dead messages: id, epoch, when, last error
   redrive TABLE (ID...|--all)
                        send dead messages again
+  pause TABLE          stop sending TABLE's messages (enqueueing and acks go
+                       on; kept in MySQL, for every msgqd)
+  resume TABLE         send TABLE's messages again
   stats [TABLE] [--watch] [--json] [--interval=D]
                        rates (sent/s, acked/s, ...) and depths per table
   help [COMMAND]       show this help, or a command's
@@ -55,6 +58,8 @@ Command FindCommand(absl::string_view name) {
   if (name == "dead") return &RunDead;
   if (name == "redrive") return &RunRedrive;
   if (name == "stats") return &RunStats;
+  if (name == "pause") return &RunPause;
+  if (name == "resume") return &RunResume;
   return nullptr;
 }
 

@@ -68,6 +68,11 @@ int RunTail(absl::Span<const std::string> args, std::ostream& out,
             std::ostream& err, const CliEnvironment& env);
 int RunAck(absl::Span<const std::string> args, std::ostream& out,
            std::ostream& err, const CliEnvironment& env);
+// cli_pause.cc
+int RunPause(absl::Span<const std::string> args, std::ostream& out,
+             std::ostream& err, const CliEnvironment& env);
+int RunResume(absl::Span<const std::string> args, std::ostream& out,
+              std::ostream& err, const CliEnvironment& env);
 // cli_stats.cc
 int RunStats(absl::Span<const std::string> args, std::ostream& out,
              std::ostream& err, const CliEnvironment& env);

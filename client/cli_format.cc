@@ -208,7 +208,7 @@ std::string FormatTablesText(const std::vector<v1::TableStatus>& tables) {
                   "CACHED", "IN_FLIGHT", "DEAD", "DETAILS"});
   for (const v1::TableStatus& t : tables) {
     if (t.loaded()) {
-      rows.push_back({t.keyspace(), t.name(), "loaded",
+      rows.push_back({t.keyspace(), t.name(), t.paused() ? "paused" : "loaded",
                       t.discovery().empty() ? "-" : t.discovery(),
                       absl::StrCat(t.subscribers()), absl::StrCat(t.cached()),
                       absl::StrCat(t.in_flight()),

@@ -16,7 +16,8 @@ namespace {
 constexpr char kTablesUsage[] = R"(Usage: msgq tables [flags]
 
 Lists every message table of the server's databases, loaded or not, one per
-line with aligned columns: KEYSPACE, NAME, STATUS (loaded or error),
+line with aligned columns: KEYSPACE, NAME, STATUS (loaded, paused: see
+'msgq pause', or error),
 DISCOVERY (binlog or poll), SUBSCRIBERS, CACHED, IN_FLIGHT, DEAD ("-" until
 counted: see "When work fails" in the README), and DETAILS (the settings of a
 loaded table, or why it failed to load). With --json, prints
@@ -56,8 +57,8 @@ std::string FormatServerTablesText(const std::vector<ServerTables>& servers) {
   for (const ServerTables& s : servers) {
     for (const v1::TableStatus& t : s.tables) {
       if (t.loaded()) {
-        rows.push_back({s.server, t.keyspace(), t.name(), "loaded",
-                        Owner(t.ownership()),
+        rows.push_back({s.server, t.keyspace(), t.name(),
+                        t.paused() ? "paused" : "loaded", Owner(t.ownership()),
                         t.discovery().empty() ? "-" : t.discovery(),
                         absl::StrCat(t.subscribers()), absl::StrCat(t.cached()),
                         absl::StrCat(t.in_flight()),

@@ -2,6 +2,8 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -157,6 +159,7 @@ int RunTail(absl::Span<const std::string> args, std::ostream& out,
   bool ack = false;
   bool json = false;
   int64_t count = 0;
+  int64_t max_unacked = 0;
   FlagParser flags;
   AddCommonFlags(flags, &common);
   flags.AddString("keyspace", &keyspace, "K",
@@ -165,6 +168,9 @@ int RunTail(absl::Span<const std::string> args, std::ostream& out,
   flags.AddCount("count", &count, "N",
                  "exit after N messages; 0 = run until interrupted");
   flags.AddBool("json", &json, "print one JSON object per message");
+  flags.AddCount("max_unacked", &max_unacked, "N",
+                 "each server sends at most N messages unacked at a time; "
+                 "0 = unlimited");
   absl::StatusOr<std::vector<std::string>> positional = flags.Parse(args);
   if (!positional.ok()) {
     return ReportUsageError(err, "tail", positional.status().message());
@@ -191,6 +197,8 @@ int RunTail(absl::Span<const std::string> args, std::ostream& out,
   SubscriberOptions options;
   options.concurrency = 1;  // print in arrival order
   options.auto_ack = ack;
+  options.max_unacked = static_cast<int>(
+      std::min<int64_t>(max_unacked, std::numeric_limits<int>::max()));
   options.ack_timeout = common.timeout;
   options.retry_initial_connect = false;
   // Streams started per server; each server's stream thread touches only

@@ -172,6 +172,19 @@ absl::StatusOr<std::vector<v1::DeadMessage>> Client::ListDead(
       std::make_move_iterator(response.mutable_messages()->end()));
 }
 
+absl::Status Client::SetPaused(const TableRef& table, bool paused) {
+  v1::SetPausedRequest request;
+  request.set_keyspace(table.keyspace);
+  request.set_name(table.name);
+  request.set_paused(paused);
+  v1::SetPausedResponse response;
+  grpc::ClientContext context;
+  SetDeadline(context, options_.timeout);
+  grpc::Status status = stub_->SetPaused(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<v1::TableStatus>> Client::ListTables() {
   v1::ListTablesResponse response;
   grpc::ClientContext context;

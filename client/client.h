@@ -136,6 +136,11 @@ class Client {
       const TableRef& table, int32_t limit = 0,
       absl::string_view after_id = "");
 
+  // Pauses (`paused`) or resumes sending `table` on every msgqd serving it
+  // (MySQL keeps the state). Pausing a paused table is not an error.
+  // Errors: as Ack (no ids), plus UNIMPLEMENTED from an older server.
+  absl::Status SetPaused(const TableRef& table, bool paused);
+
   // Every message table of the server's databases, loaded or not, in the
   // server's order. Errors: UNAVAILABLE, DEADLINE_EXCEEDED.
   absl::StatusOr<std::vector<v1::TableStatus>> ListTables();

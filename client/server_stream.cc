@@ -160,6 +160,7 @@ ServerStream::StreamEnd ServerStream::RunStream(grpc::ClientContext& context) {
   v1::MessageStreamRequest request;
   request.set_keyspace(table_.keyspace);
   request.set_name(table_.name);
+  request.set_max_unacked(options_.max_unacked);
   std::unique_ptr<grpc::ClientReader<v1::MessageStreamResponse>> reader =
       stub_->MessageStream(&context, request);
 

@@ -51,6 +51,10 @@ absl::StatusOr<std::unique_ptr<Subscriber>> Subscriber::Start(
     return absl::InvalidArgumentError(absl::StrCat(
         "concurrency must be at least 1, got ", options.concurrency));
   }
+  if (options.max_unacked < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_unacked must be >= 0, got ", options.max_unacked));
+  }
   if (options.ack_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("ack_timeout must be positive");
   }

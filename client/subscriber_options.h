@@ -42,6 +42,10 @@ struct SubscriberOptions {
   // together. When full, reading pauses and gRPC flow control pushes back on
   // the servers. At least 1.
   size_t queue_capacity = 16;
+  // Prefetch: each server sends this subscriber at most this many messages
+  // unacked at a time (MessageStreamRequest.max_unacked); 0 = unlimited.
+  // Without auto_ack, messages count until their ack wait runs out.
+  int max_unacked = 0;
   // When false, nothing is settled (e.g. to peek at a queue): no ack, nack
   // or extend is sent, the handler's result only feeds stats() and messages
   // are redelivered after the table's ack_wait.

@@ -1,5 +1,6 @@
 #include "engine/directives.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -39,11 +40,15 @@ constexpr absl::string_view kMessageCols = "vt_message_cols";
 constexpr absl::string_view kMaxAttempts = "msgq_max_attempts";
 constexpr absl::string_view kMaxAge = "msgq_max_age";
 constexpr absl::string_view kDeadRetention = "msgq_dead_retention";
+constexpr absl::string_view kRateLimit = "msgq_rate_limit";
+constexpr absl::string_view kRateBurst = "msgq_rate_burst";
+// Far above what one table can send; keeps the token arithmetic exact.
+constexpr double kMaxRate = 1e9;
 
 constexpr absl::string_view kKnownDirectives[] = {
-    kAckWait,        kPurgeAfter, kBatchSize,     kCacheSize,
-    kPollerInterval, kMinBackoff, kMaxBackoff,    kMessageCols,
-    kMaxAttempts,    kMaxAge,     kDeadRetention,
+    kAckWait,       kPurgeAfter, kBatchSize,   kCacheSize,   kPollerInterval,
+    kMinBackoff,    kMaxBackoff, kMessageCols, kMaxAttempts, kMaxAge,
+    kDeadRetention, kRateLimit,  kRateBurst,
 };
 
 // Directive name -> trimmed raw value. Views point into the comment.
@@ -87,6 +92,25 @@ bool IsPlainDecimal(absl::string_view s) {
     if (i == exp_start) return false;
   }
   return i == s.size();
+}
+
+// A positive number (fractions allowed) up to `max`.
+absl::StatusOr<double> ParseRate(absl::string_view name,
+                                 absl::string_view value, double max) {
+  double v = 0;
+  if (!IsPlainDecimal(value) || !absl::SimpleAtod(value, &v)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: \"%s\" is not a number", name, value));
+  }
+  if (!(v > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: \"%s\" must be positive", name, value));
+  }
+  if (!std::isfinite(v) || v > max) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: \"%s\" is more than %g", name, value, max));
+  }
+  return v;
 }
 
 absl::StatusOr<absl::Duration> ParseSeconds(absl::string_view name,
@@ -264,6 +288,25 @@ absl::StatusOr<TableSettings> ParseDirectives(absl::string_view comment) {
   if (const auto it = raw.find(kDeadRetention); it != raw.end()) {
     ASSIGN_OR_RETURN(settings.dead_retention,
                      ParseSeconds(kDeadRetention, it->second));
+  }
+  if (const auto it = raw.find(kRateLimit); it != raw.end()) {
+    ASSIGN_OR_RETURN(settings.rate_limit,
+                     ParseRate(kRateLimit, it->second, kMaxRate));
+    // Default burst: one second's worth, at least one message.
+    settings.rate_burst = std::max(1.0, std::ceil(settings.rate_limit));
+  }
+  if (const auto it = raw.find(kRateBurst); it != raw.end()) {
+    if (settings.rate_limit == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kRateBurst, " needs ", kRateLimit,
+                       " (the rate the burst refills at)"));
+    }
+    ASSIGN_OR_RETURN(settings.rate_burst,
+                     ParseRate(kRateBurst, it->second, kMaxRate));
+    if (settings.rate_burst < 1) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: \"%s\" must be at least 1 message", kRateBurst, it->second));
+    }
   }
   return settings;
 }

@@ -385,6 +385,40 @@ TEST(ParseDirectivesTest, ParsesFailureDirectives) {
   EXPECT_EQ(most->dead_retention, absl::Milliseconds(1));
 }
 
+TEST(ParseDirectivesTest, ParsesRateLimit) {
+  absl::StatusOr<TableSettings> s = ParseDirectives(kRequired);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->rate_limit, 0);  // unlimited
+  s = ParseDirectives(WithRequired("msgq_rate_burst=10,msgq_rate_limit=50"));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->rate_limit, 50);
+  EXPECT_EQ(s->rate_burst, 10);
+  s = ParseDirectives(WithRequired("msgq_rate_limit=0.5"));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->rate_limit, 0.5);
+  EXPECT_EQ(s->rate_burst, 1);  // default: one second's worth, at least 1
+  s = ParseDirectives(WithRequired("msgq_rate_limit=100.5"));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->rate_burst, 101);
+}
+
+TEST(ParseDirectivesTest, BadRateLimitsAreRefused) {
+  EXPECT_EQ(ErrorOf(WithRequired("msgq_rate_limit=0")),
+            "msgq_rate_limit: \"0\" must be positive");
+  EXPECT_EQ(ErrorOf(WithRequired("msgq_rate_limit=abc")),
+            "msgq_rate_limit: \"abc\" is not a number");
+  EXPECT_EQ(ErrorOf(WithRequired("msgq_rate_limit=2e9")),
+            "msgq_rate_limit: \"2e9\" is more than 1e+09");
+  EXPECT_EQ(ErrorOf(WithRequired("msgq_rate_limit=2000000000")),
+            "msgq_rate_limit: \"2000000000\" is more than 1e+09");
+  EXPECT_EQ(ErrorOf(WithRequired("msgq_rate_burst=5")),
+            "msgq_rate_burst needs msgq_rate_limit (the rate the burst "
+            "refills at)");
+  EXPECT_EQ(ErrorOf(WithRequired("msgq_rate_limit=5,msgq_rate_burst=0.5")),
+            "msgq_rate_burst: \"0.5\" must be at least 1 message");
+  ExpectInvalid(WithRequired("msgq_rate_limit="), {"msgq_rate_limit"});
+}
+
 TEST(ParseDirectivesTest, UnknownMsgqDirective) {
   EXPECT_EQ(ErrorOf(WithRequired("msgq_max_attempt=3")),
             "unknown directive msgq_max_attempt");

@@ -236,6 +236,7 @@ absl::Status Engine::Reload() {
         pool_->Borrow(MysqlMessageStore::kBorrowTimeout);
     if (conn.ok()) {
       snapshot = LoadSchema(**conn, options_.databases);
+      if (snapshot.ok()) ReadPaused(**conn);
     } else {
       snapshot = conn.status();
     }
@@ -345,6 +346,7 @@ absl::Status Engine::Reload() {
     manager->Stop(absl::UnavailableError(
         "message table was changed or dropped: reconnect"));
   }
+  ApplyPaused();  // before a new manager's first send
   for (auto& manager : to_start) manager->Start();
   if (leases_ != nullptr && !to_start.empty()) leases_->Wake();
   return absl::OkStatus();

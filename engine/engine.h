@@ -37,6 +37,7 @@
 #include "engine/queue/backoff.h"
 #include "engine/queue/message_manager.h"
 #include "engine/queue/round_executor.h"
+#include "engine/serial_worker.h"
 #include "engine/sql/mysql_connection.h"
 #include "engine/sql/mysql_pool.h"
 #include "engine/sql/mysql_primary_monitor.h"
@@ -131,6 +132,18 @@ class Engine : private BinlogWatcher::Listener {
   // What the binlog watcher is doing (default when --binlog=false).
   BinlogWatcher::Status binlog_status() const;
 
+  // Pauses or resumes a table for every msgqd serving it (engine_pause.cc):
+  // writes the state to MySQL (msgq_paused in the first of `databases`,
+  // engine/sql/mysql_pause_store.h), then applies it here at once; other
+  // instances apply it at their next schema reload (within
+  // reload_interval), and a restarted one before its first send. `done`
+  // runs once: inline with Find()'s errors (INVALID_ARGUMENT for an empty
+  // name, NOT_FOUND, FAILED_PRECONDITION, UNAVAILABLE), else on a thread of
+  // the engine's after the write, with the write's status (UNAVAILABLE
+  // when MySQL cannot be reached). Never blocks.
+  void SetPaused(absl::string_view keyspace, absl::string_view name,
+                 bool paused, std::function<void(absl::Status)> done);
+
   // Read-only looks at a table for the console and metrics (engine_peek.cc).
   // Runs the one SELECT that `build` makes from the loaded table's
   // definition (through engine/sql/ helpers, e.g. peek_statement.h) on a
@@ -154,6 +167,11 @@ class Engine : private BinlogWatcher::Listener {
   using Key = std::pair<std::string, std::string>;
 
   void ReloadLoop();
+  // Reads the paused tables over `conn` (each reload); on an error the
+  // known set is kept (engine_pause.cc).
+  void ReadPaused(MysqlConnection& conn);
+  // Pauses or resumes every loaded manager as the paused set says.
+  void ApplyPaused();
   // The loaded tables by "keyspace.table" (the lease keeper's view).
   std::map<std::string, std::shared_ptr<MessageManager>> LoadedTables() const;
   std::shared_ptr<MessageManager> FindLoaded(const std::string& db,
@@ -187,6 +205,11 @@ class Engine : private BinlogWatcher::Listener {
   // reload, which is requested at once.
   std::set<Key> reset_requested_ ABSL_GUARDED_BY(mu_);
   bool reload_requested_ ABSL_GUARDED_BY(mu_) = false;
+  // The paused tables as last read or written; SetPaused writes counted so
+  // a read that ran across one does not undo it; the last read's error.
+  std::set<Key> paused_ ABSL_GUARDED_BY(mu_);
+  uint64_t pause_writes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string pause_error_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
   std::unique_ptr<BinlogWatcher> binlog_;
   std::unique_ptr<LeaseKeeper> leases_;  // with Options::leases
@@ -197,6 +220,9 @@ class Engine : private BinlogWatcher::Listener {
   // for one (except behind a reload).
   const std::shared_ptr<MysqlPool> pool_;
   const std::shared_ptr<RoundExecutor> executor_;
+  // Runs SetPaused's writes; last, so it is joined before anything it uses
+  // is destroyed.
+  SerialWorker pause_worker_;
 };
 
 }  // namespace msgq

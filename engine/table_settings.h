@@ -36,6 +36,11 @@ struct TableSettings {
   // Dead rows are deleted after this long (msgq_dead_retention, needs a
   // time_dead column); zero = kept until redriven or deleted.
   absl::Duration dead_retention;
+  // Sends per second for the whole table, redeliveries included
+  // (msgq_rate_limit, fractions allowed); 0 = unlimited. At most rate_burst
+  // at once (msgq_rate_burst; default max(1, ceil(rate_limit))).
+  double rate_limit = 0;
+  double rate_burst = 0;
 
   friend bool operator==(const TableSettings&, const TableSettings&) = default;
 };

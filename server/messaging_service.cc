@@ -177,6 +177,17 @@ grpc::ServerUnaryReactor* MessagingService::ListDead(
   return reactor;
 }
 
+grpc::ServerUnaryReactor* MessagingService::SetPaused(
+    grpc::CallbackServerContext* context, const v1::SetPausedRequest* request,
+    v1::SetPausedResponse* /*response*/) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  engine_->SetPaused(request->keyspace(), request->name(), request->paused(),
+                     [reactor](absl::Status status) {
+                       reactor->Finish(ToGrpcStatus(status));
+                     });
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* MessagingService::ListTables(
     grpc::CallbackServerContext* context,
     const v1::ListTablesRequest* /*request*/,
@@ -200,6 +211,7 @@ grpc::ServerUnaryReactor* MessagingService::ListTables(
     t->set_died(info.stats.died);
     t->set_purged(info.stats.purged);
     t->set_polls(info.stats.polls);
+    t->set_paused(info.stats.paused);
     v1::Ownership* own = t->mutable_ownership();
     own->set_state(info.ownership.state);
     own->set_owner(info.ownership.owner);
@@ -222,6 +234,8 @@ grpc::ServerUnaryReactor* MessagingService::ListTables(
       out->set_max_attempts(s.max_attempts);
       out->set_max_age(absl::ToDoubleSeconds(s.max_age));
       out->set_dead_retention(absl::ToDoubleSeconds(s.dead_retention));
+      out->set_rate_limit(s.rate_limit);
+      out->set_rate_burst(s.rate_burst);
     }
   }
   const BinlogWatcher::Status binlog = engine_->binlog_status();

@@ -1,6 +1,7 @@
 // MessagingService: the msgq.v1.Messaging gRPC service (callback API) over
 // an Engine. Handlers never block: streams are StreamReactors, acks, nacks,
 // extends, redrives and dead lists finish from the table manager's thread,
+// SetPaused from the engine's pause writer,
 // ListTables reads in-memory state.
 #ifndef MSGQ_SERVER_MESSAGING_SERVICE_H_
 #define MSGQ_SERVER_MESSAGING_SERVICE_H_
@@ -36,6 +37,9 @@ class MessagingService final : public v1::Messaging::CallbackService {
   grpc::ServerUnaryReactor* ListDead(grpc::CallbackServerContext* context,
                                      const v1::ListDeadRequest* request,
                                      v1::ListDeadResponse* response) override;
+  grpc::ServerUnaryReactor* SetPaused(grpc::CallbackServerContext* context,
+                                      const v1::SetPausedRequest* request,
+                                      v1::SetPausedResponse* response) override;
   grpc::ServerUnaryReactor* ListTables(
       grpc::CallbackServerContext* context,
       const v1::ListTablesRequest* request,

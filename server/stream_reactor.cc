@@ -1,5 +1,6 @@
 #include "server/stream_reactor.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 
 namespace msgq {
@@ -139,6 +140,12 @@ void StreamSink::Advance(absl::ReleasableMutexLock& lock) {
 
 StreamReactor::StreamReactor(Engine* engine,
                              const v1::MessageStreamRequest& request) {
+  if (request.max_unacked() < 0) {
+    Finish(grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("max_unacked must be >= 0, got ", request.max_unacked())));
+    return;
+  }
   absl::StatusOr<std::shared_ptr<MessageManager>> manager =
       engine->Find(request.keyspace(), request.name());
   if (!manager.ok()) {
@@ -154,7 +161,7 @@ StreamReactor::StreamReactor(Engine* engine,
     f->set_type(c.data_type);
   }
   sink_->SendFields(std::move(fields));
-  absl::Status subscribed = manager_->Subscribe(sink_);
+  absl::Status subscribed = manager_->Subscribe(sink_, request.max_unacked());
   if (!subscribed.ok()) sink_->RequestFinish(ToGrpcStatus(subscribed));
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
+
 namespace msgq {
 
 Dispatcher::Slot* Dispatcher::Find(const Subscriber* subscriber) {
@@ -11,9 +13,11 @@ Dispatcher::Slot* Dispatcher::Find(const Subscriber* subscriber) {
   return nullptr;
 }
 
-bool Dispatcher::Add(std::shared_ptr<Subscriber> subscriber) {
+bool Dispatcher::Add(std::shared_ptr<Subscriber> subscriber, int max_unacked) {
   if (Find(subscriber.get()) != nullptr) return slots_.size() == 1;
-  slots_.push_back(Slot{std::move(subscriber)});
+  Slot slot{std::move(subscriber)};
+  slot.max_unacked = std::max(0, max_unacked);
+  slots_.push_back(std::move(slot));
   return slots_.size() == 1;
 }
 
@@ -22,6 +26,15 @@ bool Dispatcher::Remove(const Subscriber* subscriber) {
     return s.subscriber.get() == subscriber;
   });
   if (it == slots_.end()) return false;
+  if (it->unacked > 0) {
+    for (auto h = held_.begin(); h != held_.end();) {
+      if (h->second == subscriber) {
+        held_.erase(h++);
+      } else {
+        ++h;
+      }
+    }
+  }
   const size_t index = static_cast<size_t>(it - slots_.begin());
   slots_.erase(it);
   // Keep the turn of whoever was next.
@@ -37,7 +50,7 @@ void Dispatcher::SendDone(const Subscriber* subscriber) {
 
 bool Dispatcher::HasFreeSlot() const {
   for (const Slot& slot : slots_) {
-    if (slot.outstanding < max_outstanding_) return true;
+    if (slot.Free(max_outstanding_)) return true;
   }
   return false;
 }
@@ -47,12 +60,43 @@ std::optional<Dispatcher::Pick> Dispatcher::Next() {
   for (size_t i = 0; i < n; ++i) {
     const size_t index = (next_ + i) % n;
     Slot& slot = slots_[index];
-    if (slot.outstanding >= max_outstanding_) continue;
+    if (!slot.Free(max_outstanding_)) continue;
     ++slot.outstanding;
     next_ = (index + 1) % n;
-    return Pick{slot.subscriber, slot.next_sequence++};
+    Pick pick{slot.subscriber, slot.next_sequence++};
+    if (slot.max_unacked > 0) {
+      pick.room = static_cast<size_t>(slot.max_unacked - slot.unacked);
+    }
+    return pick;
   }
   return std::nullopt;
+}
+
+void Dispatcher::Hold(const Subscriber* subscriber, const MessageBatch& batch) {
+  Slot* slot = Find(subscriber);
+  if (slot == nullptr || slot->max_unacked == 0) return;
+  for (const Message& m : batch) {
+    Release(m.id);  // sent again: no longer the previous holder's
+    held_.emplace(m.id, subscriber);
+    ++slot->unacked;
+  }
+}
+
+bool Dispatcher::ReleaseHeld(absl::string_view id) {
+  auto it = held_.find(id);
+  if (it == held_.end()) return false;
+  Slot* slot = Find(it->second);
+  held_.erase(it);
+  if (slot == nullptr || slot->unacked == 0) return false;
+  --slot->unacked;
+  return true;
+}
+
+int Dispatcher::unacked(const Subscriber* subscriber) const {
+  for (const Slot& slot : slots_) {
+    if (slot.subscriber.get() == subscriber) return slot.unacked;
+  }
+  return 0;
 }
 
 std::vector<std::shared_ptr<Subscriber>> Dispatcher::TakeAll() {
@@ -60,6 +104,7 @@ std::vector<std::shared_ptr<Subscriber>> Dispatcher::TakeAll() {
   out.reserve(slots_.size());
   for (Slot& slot : slots_) out.push_back(std::move(slot.subscriber));
   slots_.clear();
+  held_.clear();
   next_ = 0;
   return out;
 }

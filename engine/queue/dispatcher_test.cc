@@ -1,5 +1,6 @@
 #include "engine/queue/dispatcher.h"
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -94,6 +95,70 @@ TEST(DispatcherTest, TakeAllEmpties) {
   EXPECT_EQ(d.TakeAll().size(), 2u);
   EXPECT_TRUE(d.empty());
   EXPECT_FALSE(d.Next().has_value());
+}
+
+MessageBatch Batch(std::vector<std::string> ids) {
+  MessageBatch batch;
+  for (std::string& id : ids) {
+    Message m;
+    m.id = std::move(id);
+    batch.push_back(std::move(m));
+  }
+  return batch;
+}
+
+TEST(DispatcherTest, MaxUnackedCapsRoomAndReleaseFreesIt) {
+  Dispatcher d(2);
+  auto subs = Make(2);
+  d.Add(subs[0], /*max_unacked=*/3);
+  d.Add(subs[1]);  // unlimited
+  EXPECT_FALSE(d.holding());
+
+  std::optional<Dispatcher::Pick> p = d.Next();
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->subscriber, subs[0]);
+  EXPECT_EQ(p->room, 3u);
+  d.Hold(subs[0].get(), Batch({"1", "2"}));
+  EXPECT_EQ(d.unacked(subs[0].get()), 2);
+  p = d.Next();
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->subscriber, subs[1]);
+  EXPECT_EQ(p->room, std::numeric_limits<size_t>::max());
+  d.Hold(subs[1].get(), Batch({"9"}));  // unlimited: not counted
+  EXPECT_FALSE(d.Release("9"));
+  p = d.Next();
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->room, 1u);
+  d.Hold(subs[0].get(), Batch({"3"}));
+  d.SendDone(subs[0].get());
+  d.SendDone(subs[0].get());
+  // A free batch slot, but no room: skipped like a busy subscriber.
+  EXPECT_EQ(Picks(d, subs, 10), (std::vector<int>{1}));
+  EXPECT_FALSE(d.Release("unknown"));
+  EXPECT_TRUE(d.Release("2"));
+  EXPECT_FALSE(d.Release("2"));  // once
+  EXPECT_EQ(d.unacked(subs[0].get()), 2);
+  p = d.Next();
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->subscriber, subs[0]);
+  EXPECT_EQ(p->room, 1u);
+}
+
+TEST(DispatcherTest, HoldMovesAnIdAndRemoveDropsHolds) {
+  Dispatcher d(2);
+  auto subs = Make(2);
+  d.Add(subs[0], 5);
+  d.Add(subs[1], 5);
+  d.Hold(subs[0].get(), Batch({"1", "2"}));
+  d.Hold(subs[1].get(), Batch({"2"}));  // sent again, to the other
+  EXPECT_EQ(d.unacked(subs[0].get()), 1);
+  EXPECT_EQ(d.unacked(subs[1].get()), 1);
+  EXPECT_TRUE(d.Remove(subs[0].get()));
+  EXPECT_FALSE(d.Release("1"));  // its holds went with it
+  EXPECT_TRUE(d.holding());
+  EXPECT_TRUE(d.Release("2"));
+  EXPECT_FALSE(d.holding());
+  EXPECT_EQ(d.unacked(subs[1].get()), 0);
 }
 
 }  // namespace

@@ -45,7 +45,12 @@ MessageManager::MessageManager(MessageTable table,
       dispatcher_(options.max_batches_per_subscriber),
       scheduler_(SchedulerOptions(table_, options), clock->MonotonicNow()),
       owned_until_(options.leased ? absl::InfinitePast()
-                                  : absl::InfiniteFuture()) {}
+                                  : absl::InfiniteFuture()) {
+  if (table_.settings.rate_limit > 0) {
+    limiter_.emplace(table_.settings.rate_limit, table_.settings.rate_burst,
+                     clock_->MonotonicNow());
+  }
+}
 
 MessageManager::~MessageManager() {
   Stop(absl::UnavailableError("message manager destroyed"));
@@ -117,7 +122,8 @@ void MessageManager::Stop(absl::Status reason) {
   for (PendingDeadList& p : left.dead_lists) p.done(stopped);
 }
 
-absl::Status MessageManager::Subscribe(std::shared_ptr<Subscriber> subscriber) {
+absl::Status MessageManager::Subscribe(std::shared_ptr<Subscriber> subscriber,
+                                       int max_unacked) {
   Sends sends;
   {
     absl::MutexLock lock(&mu_);
@@ -125,7 +131,7 @@ absl::Status MessageManager::Subscribe(std::shared_ptr<Subscriber> subscriber) {
       return absl::UnavailableError(
           absl::StrCat(log_name_, " is being reloaded or shut down: retry"));
     }
-    if (dispatcher_.Add(std::move(subscriber))) {
+    if (dispatcher_.Add(std::move(subscriber), max_unacked)) {
       scheduler_.RequestPoll();
       next_dead_count_ = absl::InfinitePast();  // count with that poll
       WakeLocked();
@@ -192,19 +198,25 @@ void MessageManager::Ack(std::vector<std::string> ids, AckCallback done) {
     return;
   }
   absl::Status refused;
+  Sends sends;
   {
     absl::MutexLock lock(&mu_);
     refused = AdmitLocked(ids.size());
     if (refused.ok()) {
       // Never send again what is being acked, and don't postpone it.
-      for (const std::string& id : ids) cache_.RemoveQueued(id);
+      bool freed = false;
+      for (const std::string& id : ids) {
+        cache_.RemoveQueued(id);
+        freed |= dispatcher_.Release(id);  // prefetch slots
+      }
       acks_.push_back(
           PendingAck{ledger_.BeginAck(std::move(ids)), std::move(done)});
       WakeLocked();
-      return;
+      if (freed) sends = PumpLocked();
     }
   }
-  done(refused);
+  if (!refused.ok()) done(refused);
+  Deliver(std::move(sends));
 }
 
 void MessageManager::NoteDueAt(int64_t time_next) {
@@ -220,35 +232,43 @@ void MessageManager::RequestPoll() {
 }
 
 void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
-  absl::MutexLock lock(&mu_);
-  const int64_t now = clock_->NowNanos();
-  const bool owner = OwnsLocked();
-  for (const RowChange& c : changes) {
-    if (c.deleted || c.time_acked.has_value() || !c.time_next.has_value()) {
+  Sends sends;
+  {
+    absl::MutexLock lock(&mu_);
+    const int64_t now = clock_->NowNanos();
+    const bool owner = OwnsLocked();
+    bool freed = false;
+    for (const RowChange& c : changes) {
+      if (c.deleted || c.time_acked.has_value() || !c.time_next.has_value()) {
+        cache_.RemoveQueued(c.id);
+        scheduler_.ForgetFetch(c.id);
+        freed |= dispatcher_.Release(c.id);  // prefetch slots
+        continue;
+      }
+      // msgq's own postpones and acks of ids in flight: nothing new.
+      if (ledger_.InFlight(c.id)) continue;
+      // The owner reads it; a new owner (or a resumed table) polls first.
+      if (!owner || paused_) continue;
+      // Priority, schedule or payload may have changed: read it again.
       cache_.RemoveQueued(c.id);
-      scheduler_.ForgetFetch(c.id);
-      continue;
+      if (*c.time_next > now) {
+        scheduler_.ForgetFetch(c.id);
+        scheduler_.NoteDueAt(*c.time_next);
+        continue;
+      }
+      if (dispatcher_.empty()) continue;  // the first subscriber polls
+      if (!options_.binlog_fetch_by_id) {
+        scheduler_.RequestPoll();
+      } else if (cache_.full()) {
+        scheduler_.NoteBacklog();  // the poll at drain picks it up
+      } else {
+        scheduler_.NameForFetch(c.id);
+      }
     }
-    // msgq's own postpones and acks of ids in flight: nothing new.
-    if (ledger_.InFlight(c.id)) continue;
-    if (!owner) continue;  // the owner reads it; a new owner polls first
-    // Priority, schedule or payload may have changed: read it again.
-    cache_.RemoveQueued(c.id);
-    if (*c.time_next > now) {
-      scheduler_.ForgetFetch(c.id);
-      scheduler_.NoteDueAt(*c.time_next);
-      continue;
-    }
-    if (dispatcher_.empty()) continue;  // the first subscriber polls
-    if (!options_.binlog_fetch_by_id) {
-      scheduler_.RequestPoll();
-    } else if (cache_.full()) {
-      scheduler_.NoteBacklog();  // the poll at drain picks it up
-    } else {
-      scheduler_.NameForFetch(c.id);
-    }
+    WakeLocked();
+    if (freed) sends = PumpLocked();
   }
-  WakeLocked();
+  Deliver(std::move(sends));
 }
 
 MessageManager::Stats MessageManager::stats() const {
@@ -259,6 +279,7 @@ MessageManager::Stats MessageManager::stats() const {
   s.in_flight = static_cast<int64_t>(ledger_.in_flight());
   s.mysql_ok = scheduler_.mysql_ok();
   s.owner = OwnsLocked();
+  s.paused = paused_;
   return s;
 }
 
@@ -268,13 +289,31 @@ MessageManager::Sends MessageManager::PumpLocked() {
     cache_.Clear();  // another instance sends these now
     return sends;
   }
+  if (paused_) return sends;
   const int64_t now = cache_.empty() ? 0 : clock_->NowNanos();
+  // msgq_rate_limit: the messages that may go now.
+  size_t tokens = Dispatcher::kUnlimited;
+  if (limiter_.has_value() && !cache_.empty()) {
+    tokens = limiter_->Available(clock_->MonotonicNow());
+  }
   while (!cache_.empty()) {
+    if (tokens == 0) {  // a round sends more when the next token is there
+      scheduler_.WakeAt(limiter_->NextToken(clock_->MonotonicNow()));
+      break;
+    }
     std::optional<Dispatcher::Pick> pick = dispatcher_.Next();
     if (!pick.has_value()) break;  // everyone is busy
-    MessageBatch batch =
-        cache_.PopBatch(static_cast<size_t>(table_.settings.batch_size),
-                        options_.max_batch_bytes);
+    MessageBatch batch = cache_.PopBatch(
+        std::min({static_cast<size_t>(table_.settings.batch_size), pick->room,
+                  tokens}),
+        options_.max_batch_bytes);
+    if (limiter_.has_value()) {
+      limiter_->Take(batch.size());
+      tokens -= batch.size();
+    }
+    if (pick->room != Dispatcher::kUnlimited) {
+      dispatcher_.Hold(pick->subscriber.get(), batch);
+    }
     for (Message& m : batch) {
       ledger_.Sent(m.id, m.epoch);
       m.sent_at = now;
@@ -300,7 +339,8 @@ void MessageManager::Deliver(Sends sends) {
 
 RoundScheduler::View MessageManager::ViewLocked() const {
   RoundScheduler::View view;
-  view.subscribers = !dispatcher_.empty();
+  // A paused table reads nothing due, as if nobody subscribed.
+  view.subscribers = !dispatcher_.empty() && !paused_;
   view.cache_full = cache_.full();
   view.writes_pending = ledger_.HasOwed() || HasRequestsLocked();
   view.owner = OwnsLocked();

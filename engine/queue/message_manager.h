@@ -48,6 +48,7 @@
 #include "engine/queue/message_cache.h"
 #include "engine/queue/message_manager_latency.h"
 #include "engine/queue/message_store.h"
+#include "engine/queue/rate_limiter.h"
 #include "engine/queue/round_executor.h"
 #include "engine/queue/round_scheduler.h"
 #include "engine/queue/settlement_ledger.h"
@@ -119,7 +120,8 @@ class MessageManager : private RoundExecutor::Task {
     // -1 until counted.
     int64_t dead = -1;
     bool mysql_ok = true;
-    bool owner = true;  // reads and sends the table now (see Own)
+    bool owner = true;    // reads and sends the table now (see Own)
+    bool paused = false;  // see SetPaused
     // Statement latency by kind; a round's write covers postpones, acks,
     // nacks, extends and redrives together.
     StatementLatency poll_latency;
@@ -165,8 +167,13 @@ class MessageManager : private RoundExecutor::Task {
   void Stop(absl::Status reason);
 
   // Adds a subscriber; the first one triggers an immediate poll.
+  // With max_unacked > 0 (prefetch) it holds at most that many messages
+  // unacked: its slot for a message frees when the message is acked (Ack
+  // here, or the binlog shows it acked or deleted), nacked, read due again
+  // (its ack wait ran out) or handed back (OnSendFailed); 0 = unlimited.
   // UNAVAILABLE when the manager is stopping.
-  absl::Status Subscribe(std::shared_ptr<Subscriber> subscriber);
+  absl::Status Subscribe(std::shared_ptr<Subscriber> subscriber,
+                         int max_unacked = 0);
   // Removes a subscriber; no Send reaches it after this returns... except one
   // already in progress on another thread. Messages it received and did not
   // ack come back after their time_next; batches it hands back with
@@ -218,6 +225,16 @@ class MessageManager : private RoundExecutor::Task {
 
   // Polls in the next round (e.g. after the binlog stream restarted).
   void RequestPoll();
+
+  // ---- Flow control (message_manager_flow.cc) ----
+  // Pauses or resumes sending. A paused table sends nothing: its queued
+  // messages are dropped (they stay due in MySQL), no poll or fetch reads
+  // due rows, binlog-named rows are ignored; acks, nacks, extends, redrives
+  // and the postpones of earlier sends still go out, so messages in flight
+  // keep their ack wait. Resuming polls at once. Repeating the current
+  // state changes nothing. The engine keeps the state in MySQL (Engine::
+  // SetPaused); this is the manager's side only.
+  void SetPaused(bool paused);
 
   // ---- Ownership (several instances; see engine/lease/lease_keeper.h) ----
   // Only an owner polls, fetches, purges and sends; any manager takes acks,
@@ -383,6 +400,10 @@ class MessageManager : private RoundExecutor::Task {
   size_t pending_ack_ids_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
+  // msgq_rate_limit's token bucket; nullopt without one.
+  std::optional<RateLimiter> limiter_ ABSL_GUARDED_BY(mu_);
+  // SetPaused(true): nothing is read due or sent.
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
   // Ownership ends at this monotonic time (InfiniteFuture: not leased).
   absl::Time owned_until_ ABSL_GUARDED_BY(mu_);
   Stats counters_ ABSL_GUARDED_BY(mu_);

@@ -105,19 +105,23 @@ void MessageManager::Nack(NackRequest request, NackCallback done) {
     group.nacks.push_back(std::move(n));
   }
   absl::Status refused;
+  Sends sends;
   {
     absl::MutexLock lock(&mu_);
     refused = AdmitLocked(ids.size());
     if (refused.ok()) {
+      bool freed = false;  // prefetch slots
+      for (const std::string& id : ids) freed |= dispatcher_.Release(id);
       // The nack decides the row's next time; a queued copy is a newer
       // delivery's and stays (the epoch check keeps this nack off it).
       nacks_.push_back(PendingNack{ledger_.BeginHold(std::move(ids)),
                                    std::move(group), std::move(done)});
       WakeLocked();
-      return;
+      if (freed) sends = PumpLocked();
     }
   }
-  done(refused);
+  if (!refused.ok()) done(refused);
+  Deliver(std::move(sends));
 }
 
 void MessageManager::Extend(std::vector<Delivery> deliveries,

@@ -136,6 +136,14 @@ void MessageManager::DoWork(Work work) {
     MessageStore* store;
     ~EndRound() { store->EndRound(); }
   } end_round{store_.get()};
+  if (work.round.pump) {  // a rate limit's tokens came back
+    Sends sends;
+    {
+      absl::MutexLock lock(&mu_);
+      sends = PumpLocked();
+    }
+    Deliver(std::move(sends));
+  }
   // When MySQL is unreachable the round ends: one failure per round sets the
   // backoff, and no further statement waits on a dead server.
   const bool writes_ok = DoWrites(work);
@@ -243,6 +251,8 @@ void MessageManager::AddToCacheLocked(std::vector<Message>& rows) {
   for (Message& m : rows) {
     // MySQL may still show the state from before an unsettled write.
     if (ledger_.InFlight(m.id)) continue;
+    // Due again (its ack wait ran out): no longer held (prefetch).
+    dispatcher_.Release(m.id);
     if (std::optional<std::string> reason = DeathReasonLocked(m, now)) {
       auto it = std::find_if(
           deaths.begin(), deaths.end(),

@@ -60,7 +60,7 @@ bool RoundScheduler::FetchDue(const View& view, absl::Time mono) const {
 bool RoundScheduler::HaveWork(const View& view, absl::Time mono,
                               int64_t wall_ns) const {
   if (Waiting(mono)) return false;
-  if (view.writes_pending) return true;
+  if (view.writes_pending || mono >= pump_at_) return true;
   return FetchDue(view, mono) || PurgeDue(view, mono) ||
          PollDue(view, mono, wall_ns);
 }
@@ -68,8 +68,8 @@ bool RoundScheduler::HaveWork(const View& view, absl::Time mono,
 absl::Time RoundScheduler::NextDeadline(const View& view, absl::Time mono,
                                         int64_t wall_ns) const {
   if (Waiting(mono)) return retry_at_;
-  if (!view.owner) return absl::InfiniteFuture();
-  absl::Time deadline = next_purge_at_;
+  if (!view.owner) return pump_at_;
+  absl::Time deadline = std::min(next_purge_at_, pump_at_);
   if (view.subscribers && !view.cache_full) {
     deadline = std::min(deadline, next_poll_at_);
     if (next_due_ns_.has_value()) {
@@ -85,6 +85,10 @@ RoundScheduler::Round RoundScheduler::Take(const View& view, absl::Time mono,
                                            int64_t wall_ns) {
   Round round;
   if (Waiting(mono)) return round;
+  if (mono >= pump_at_) {
+    round.pump = true;
+    pump_at_ = absl::InfiniteFuture();
+  }
   if (PollDue(view, mono, wall_ns)) {
     round.poll = true;
     round.backlog_generation = backlog_generation_;

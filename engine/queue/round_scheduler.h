@@ -31,6 +31,7 @@
 #ifndef MSGQ_ENGINE_QUEUE_ROUND_SCHEDULER_H_
 #define MSGQ_ENGINE_QUEUE_ROUND_SCHEDULER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -73,6 +74,7 @@ class RoundScheduler {
     uint64_t backlog_generation = 0;  // hand back to PollDone
     std::vector<std::string> fetch_ids;
     bool purge = false;
+    bool pump = false;  // WakeAt's time came: hand out queued messages
   };
 
   RoundScheduler(Options options, absl::Time mono_now);
@@ -91,6 +93,10 @@ class RoundScheduler {
   bool NameForFetch(const std::string& id);
   // The row no longer needs reading (acked, deleted, rescheduled).
   void ForgetFetch(const std::string& id);
+
+  // Queued messages may be sent at `mono` (a rate limit's next token): a
+  // round with `pump` runs then. The earliest of several calls wins.
+  void WakeAt(absl::Time mono) { pump_at_ = std::min(pump_at_, mono); }
 
   // ---- Decisions ----
   // True when a round should run now.
@@ -150,6 +156,7 @@ class RoundScheduler {
   bool mysql_ok_ = true;
   Backoff retry_backoff_;
   absl::Time retry_at_ = absl::InfinitePast();
+  absl::Time pump_at_ = absl::InfiniteFuture();
 };
 
 }  // namespace msgq

@@ -222,5 +222,23 @@ TEST(RoundSchedulerOwnerTest, WithoutOwnershipOnlyWritesAreDue) {
   EXPECT_TRUE(r.purge);
 }
 
+TEST_F(RoundSchedulerTest, WakeAtRunsOnePumpRoundAtThatTime) {
+  ASSERT_NO_FATAL_FAILURE(Settle());
+  RoundScheduler::View full = Subscribed();
+  full.cache_full = true;  // nothing else to do but purge in 30 s
+  const absl::Time token = mono_ + absl::Milliseconds(100);
+  s_.WakeAt(token);
+  s_.WakeAt(mono_ + absl::Seconds(1));  // a later one does not win
+  EXPECT_FALSE(s_.HaveWork(full, mono_, wall_));
+  EXPECT_EQ(s_.NextDeadline(full, mono_, wall_), token);
+  EXPECT_TRUE(s_.HaveWork(full, token, wall_));
+  RoundScheduler::Round r = s_.Take(full, token, wall_);
+  EXPECT_TRUE(r.pump);
+  EXPECT_FALSE(r.poll);
+  // Once: no busy loop afterwards.
+  EXPECT_FALSE(s_.HaveWork(full, token, wall_));
+  EXPECT_EQ(s_.NextDeadline(full, token, wall_), mono_ + absl::Seconds(30));
+}
+
 }  // namespace
 }  // namespace msgq
