@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "engine/sql/mysql_connection.h"
 #include "tests/instances_fixture.h"
 
 namespace msgq::testing {
@@ -33,8 +34,9 @@ class FailoverTest : public InstancesTest {
   // back to b when `a_acks_fall_back` and come every `a_ack_every`; b's
   // always fall back to a.
   void StartPair(std::vector<std::string> a_args, bool a_acks_fall_back,
-                 absl::Duration a_ack_every) {
-    ASSERT_NO_FATAL_FAILURE(CreateTable("q", "vt_ack_wait=10"));
+                 absl::Duration a_ack_every,
+                 const std::string& directives = "vt_ack_wait=10") {
+    ASSERT_NO_FATAL_FAILURE(CreateTable("q", directives));
     a_args.push_back("--instance_id=a");
     a_ = StartInstance(std::move(a_args));
     ASSERT_TRUE(a_ != nullptr);
@@ -284,6 +286,69 @@ TEST_F(FailoverTest, AnOwnerCutOffFromMysqlStopsBeforeItsLeaseEnds) {
       "%s after it; %zu rows inserted after the freeze\n",
       absl::FormatDuration(last_a - frozen).c_str(),
       absl::FormatDuration(first_b - frozen).c_str(), after_freeze);
+}
+
+// Fencing when only the keeper is stuck. A test session locks a's
+// heartbeat row, so a's lease renewals hang while its manager still reads
+// and sends: the only thing that stops a is its grant, which ends a
+// quarter lease before the lease can (engine/lease/lease_keeper.h). a's
+// sends are rate limited (msgq_rate_limit) so it holds a backlog in its
+// cache. The test checks a did send after the lock (else it proves
+// nothing), stopped by locked + L, and that b's first message came after
+// a's last: a grant as long as the lease or longer fails here.
+TEST_F(FailoverTest, AnOwnerThatCannotRenewStopsBeforeTheStandbySends) {
+  ASSERT_NO_FATAL_FAILURE(
+      StartPair({}, /*a_acks_fall_back=*/true, absl::Milliseconds(100),
+                "vt_ack_wait=10,msgq_rate_limit=100,msgq_rate_burst=1"));
+  constexpr int kRows = 1000;
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, kRows));
+  // A second of sends: the rest waits in a's cache for tokens.
+  ASSERT_TRUE(Eventually([&] { return Received(OnA()).size() >= 100; },
+                         absl::Seconds(30)));
+  absl::StatusOr<std::unique_ptr<MysqlConnection>> locker = db_->Connect();
+  ASSERT_TRUE(locker.ok()) << locker.status();
+  ASSERT_TRUE((*locker)->Execute("BEGIN").ok());
+  const absl::Time locked = absl::Now();
+  absl::StatusOr<QueryResult> row = (*locker)->Query(
+      "SELECT instance FROM msgq.msgq_instances WHERE instance = 'a' FOR "
+      "UPDATE");
+  ASSERT_TRUE(row.ok()) << row.status();
+  ASSERT_EQ(row->rows.size(), 1u);
+  ASSERT_TRUE(Eventually([&] { return State(*b_, "q") == "owner"; },
+                         absl::Seconds(30)));
+  ASSERT_TRUE(Eventually([&] { return Received(OnB()).size() >= 50; },
+                         absl::Seconds(30)));
+  ASSERT_TRUE((*locker)->Execute("ROLLBACK").ok());
+  EXPECT_TRUE(Eventually([&] { return State(*a_, "q") == "standby"; },
+                         absl::Seconds(30)));
+  ASSERT_NO_FATAL_FAILURE(ExpectAllReceivedAndAcked(Range(1, kRows)));
+
+  absl::Time last_a = absl::InfinitePast(), first_b = absl::InfiniteFuture();
+  size_t a_after_lock = 0;
+  for (AckingSubscriber* s : OnA()) {
+    for (const AckingSubscriber::Arrival& a : s->arrivals()) {
+      last_a = std::max(last_a, a.at);
+      a_after_lock += a.at > locked;
+    }
+  }
+  for (AckingSubscriber* s : OnB()) {
+    for (const AckingSubscriber::Arrival& a : s->arrivals()) {
+      first_b = std::min(first_b, a.at);
+    }
+  }
+  // At 100/s for up to 3L/4 after the last renewal (1.5 s): ~50 to 150.
+  EXPECT_GE(a_after_lock, 20u);
+  EXPECT_LE(last_a, locked + kLease)
+      << "a sent " << absl::FormatDuration(last_a - locked)
+      << " after its renewals stopped";
+  EXPECT_LT(last_a, first_b)
+      << "b's first arrival came " << absl::FormatDuration(last_a - first_b)
+      << " before a's last";
+  std::printf(
+      "owner unable to renew: a sent %zu after the lock, its last %s after "
+      "it; b's first %s after it\n",
+      a_after_lock, absl::FormatDuration(last_a - locked).c_str(),
+      absl::FormatDuration(first_b - locked).c_str());
 }
 
 }  // namespace

@@ -95,18 +95,31 @@ absl::StatusOr<LeaseView> MysqlLeaseStore::Renew(const std::string& self,
                                    ToInt(row[2]), ToInt(row[3])});
     view.now = ToInt(row[4]);
   }
-  absl::StatusOr<QueryResult> alive =
-      Query(absl::StrCat("SELECT instance, ", kNow, " FROM ", instances_,
-                         " WHERE expires > ", kNow, " ORDER BY instance"));
-  if (!alive.ok()) return alive.status();
-  for (const auto& row : alive->rows) {
-    view.alive.push_back(row[0].value_or(""));
-    view.now = ToInt(row[1]);
+  // Every heartbeat row, read without locks: alive is decided here, and
+  // rows gone for an hour are deleted by key below, so no instance's
+  // renewal ever waits on another instance's heartbeat row (a scanning
+  // DELETE would lock them all).
+  absl::StatusOr<QueryResult> instances =
+      Query(absl::StrCat("SELECT instance, expires, ", kNow, " FROM ",
+                         instances_, " ORDER BY instance"));
+  if (!instances.ok()) return instances.status();
+  constexpr int64_t kForgetAfter = int64_t{3600} * 1000 * 1000 * 1000;
+  std::vector<std::string> gone;
+  for (const auto& row : instances->rows) {
+    view.now = ToInt(row[2]);
+    const int64_t expires = ToInt(row[1]);
+    if (expires > view.now) {
+      view.alive.push_back(row[0].value_or(""));
+    } else if (expires < view.now - kForgetAfter) {
+      gone.push_back((*c)->QuoteString(row[0].value_or("")));
+    }
   }
-  // Rows of instances gone for an hour are of no use to anyone.
-  r = Execute(absl::StrCat("DELETE FROM ", instances_, " WHERE expires < ",
-                           kNow, " - 3600000000000"));
-  if (!r.ok()) return r.status();
+  if (!gone.empty()) {
+    r = Execute(absl::StrCat("DELETE FROM ", instances_, " WHERE instance IN (",
+                             absl::StrJoin(gone, ", "), ") AND expires < ",
+                             kNow, " - ", kForgetAfter));
+    if (!r.ok()) return r.status();
+  }
   return view;
 }
 
