@@ -53,3 +53,26 @@ write_basic_package_version_file(
 install(FILES ${PROJECT_BINARY_DIR}/cmake/msgqConfig.cmake
   ${PROJECT_BINARY_DIR}/cmake/msgqConfigVersion.cmake
   DESTINATION ${MSGQ_INSTALL_CMAKEDIR} COMPONENT dev)
+
+# The systemd unit and the example flagfile (packaging/). Where they go is
+# decided at install time, as GNUInstallDirs does for sysconfdir: with the
+# prefix /usr (the .deb, or a system install) /lib/systemd/system and
+# /etc/msgq; under any other prefix <prefix>/lib/systemd/system and
+# <prefix>/etc/msgq. (file(INSTALL) prepends $DESTDIR.)
+set(_msgq_install_files [[
+  if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+    set(_msgq_unitdir "/lib/systemd/system")
+    set(_msgq_etcdir "/etc/msgq")
+  else()
+    set(_msgq_unitdir "${CMAKE_INSTALL_PREFIX}/lib/systemd/system")
+    set(_msgq_etcdir "${CMAKE_INSTALL_PREFIX}/etc/msgq")
+  endif()
+  file(INSTALL DESTINATION "${_msgq_unitdir}" TYPE FILE
+    PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
+    FILES "@PROJECT_SOURCE_DIR@/packaging/msgqd.service")
+  file(INSTALL DESTINATION "${_msgq_etcdir}" TYPE FILE
+    PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
+    FILES "@PROJECT_SOURCE_DIR@/packaging/msgqd.flags")
+]])
+string(CONFIGURE "${_msgq_install_files}" _msgq_install_files @ONLY)
+install(CODE "${_msgq_install_files}" COMPONENT server)

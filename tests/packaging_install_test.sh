@@ -19,7 +19,8 @@ for f in bin/msgqd bin/msgq lib/libmsgq_client.a lib/libmsgq_proto.a \
     include/msgq/client/client.h include/msgq/client/subscriber.h \
     include/msgq/common/backoff.h include/msgq/msgq/v1/messaging.grpc.pb.h \
     lib/cmake/msgq/msgqConfig.cmake lib/cmake/msgq/msgqConfigVersion.cmake \
-    lib/cmake/msgq/msgqTargets.cmake; do
+    lib/cmake/msgq/msgqTargets.cmake lib/systemd/system/msgqd.service \
+    etc/msgq/msgqd.flags; do
   [ -e "$tmp/prefix/$f" ] || fail "not installed: $f"
 done
 # The CLI's headers are not part of the library.
@@ -28,9 +29,8 @@ done
 if grep -q -e "$src" -e "$build" "$tmp/prefix"/lib/cmake/msgq/*.cmake; then
   fail "exported targets name the source or build tree"
 fi
-"$tmp/prefix/bin/msgqd" --version >/dev/null 2>&1 ||
-  "$tmp/prefix/bin/msgqd" --helpshort >/dev/null 2>&1 ||
-  fail "installed msgqd does not run"
+"$tmp/prefix/bin/msgqd" --flagfile="$tmp/prefix/etc/msgq/msgqd.flags" \
+  --only_check_args || fail "installed msgqd rejects the installed flagfile"
 
 cmake -S "$src/tests/packaging_consumer" -B "$tmp/consumer" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" \
