@@ -3,7 +3,7 @@
 build_py runs grpc_tools.protoc on msgq/v1/messaging.proto and writes
 messaging_pb2.py and messaging_pb2_grpc.py into the built msgq/v1. The
 .proto is found in $MSGQ_PROTO_DIR, else ../../proto (a source checkout);
-a tree that already holds msgq/v1/messaging_pb2.py (an sdist) keeps it.
+the stubs are regenerated on every build (never stale after a proto change).
 """
 
 import os
@@ -37,8 +37,6 @@ class BuildPyWithStubs(build_py):
         if not os.path.exists(init):
             with open(init, "w") as f:
                 f.write('"""Generated protobuf and gRPC stubs of msgq.v1."""\n')
-        if os.path.exists(os.path.join(out, "messaging_pb2.py")):
-            return
         proto_dir = _proto_dir()
         if proto_dir is None:
             raise SystemExit("msgq: %s not found: set MSGQ_PROTO_DIR to the "
