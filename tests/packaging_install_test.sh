@@ -3,7 +3,9 @@
 # (tests/packaging_consumer) finds it with find_package(msgq), links
 # msgq::client, and runs: ListTables against a closed port must come back
 # UNAVAILABLE from the installed library. Also checks the installed layout.
-# Needs a built tree (it installs, never builds, BUILD_DIR).
+# Needs a built tree (it installs, never builds, BUILD_DIR). ctest sets
+# MSGQ_CONSUMER_CXX (the tree's compiler) and MSGQ_CONSUMER_FLAGS (its
+# -fsanitize=, if any) for the consumer.
 #   tests/packaging_install_test.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1
@@ -34,7 +36,9 @@ fi
 
 cmake -S "$src/tests/packaging_consumer" -B "$tmp/consumer" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" \
-  ${CMAKE_CXX_COMPILER_LAUNCHER:+-DCMAKE_CXX_COMPILER_LAUNCHER=$CMAKE_CXX_COMPILER_LAUNCHER} \
+  ${MSGQ_CONSUMER_CXX:+-DCMAKE_CXX_COMPILER=$MSGQ_CONSUMER_CXX} \
+  "-DCMAKE_CXX_FLAGS=${MSGQ_CONSUMER_FLAGS:-}" \
+  "-DCMAKE_EXE_LINKER_FLAGS=${MSGQ_CONSUMER_FLAGS:-}" \
   >"$tmp/configure.log" 2>&1 ||
   { cat "$tmp/configure.log" >&2; fail "find_package(msgq) failed"; }
 cmake --build "$tmp/consumer" >"$tmp/build.log" 2>&1 ||
