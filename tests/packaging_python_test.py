@@ -155,6 +155,9 @@ class InstalledPackageTest(unittest.TestCase):
                         self.msgq.__file__)
         self.assertTrue(messaging_pb2.__file__.startswith(self.env.site),
                         messaging_pb2.__file__)
+        # Typed (PEP 561).
+        self.assertTrue(os.path.isfile(os.path.join(self.env.site, "msgq",
+                                                    "py.typed")))
 
     def test_consume_and_ack(self):
         self.insert("msgq_a", "t_ack", 1, 2)

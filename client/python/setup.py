@@ -52,4 +52,5 @@ class BuildPyWithStubs(build_py):
             raise SystemExit("msgq: grpc_tools.protoc failed (%d)" % code)
 
 
-setup(packages=["msgq"], cmdclass={"build_py": BuildPyWithStubs})
+setup(packages=["msgq"], package_data={"msgq": ["py.typed"]},
+      cmdclass={"build_py": BuildPyWithStubs})
