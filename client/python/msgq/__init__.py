@@ -1,0 +1,45 @@
+"""msgq: a Python client of msgqd (gRPC API msgq.v1.Messaging).
+
+    import msgq
+
+    def handler(message: msgq.Message) -> msgq.HandlerResult:
+        if message.get("message") is None:
+            return msgq.dead("NULL message")
+        if not backend_up():
+            return msgq.retry(delay=30, reason="backend down")
+        process(message)          # raising retries it with the table's backoff
+        return msgq.ack
+
+    msgq.Subscriber("127.0.0.1:15999", "orders", handler).run()
+
+Subscriber (msgq.subscriber) takes several servers, TLS and a bearer token;
+consume() and consume_all() are the functions underneath, on channels you
+make yourself. The generated stubs are msgq.v1.messaging_pb2 and
+msgq.v1.messaging_pb2_grpc. The console script msgq-consume prints a table's
+messages as JSON lines (msgq.cli).
+"""
+
+# In a source checkout the stubs are generated into the build tree
+# (build/client/python/msgq/v1): with that directory on sys.path, msgq.v1 is
+# found there too. An installed package has msgq/v1 inside.
+import pkgutil as _pkgutil
+
+__path__ = _pkgutil.extend_path(__path__, __name__)  # type: ignore[name-defined]
+
+from msgq.backoff import Backoff  # noqa: E402
+from msgq.consume import CHANNEL_OPTIONS, RETRYABLE, consume  # noqa: E402
+from msgq.fanin import consume_all  # noqa: E402
+from msgq.message import Message, ProtocolError, decode_row  # noqa: E402
+from msgq.results import (Ack, Dead, HandlerResult, Retry, ack,  # noqa: E402
+                          dead, outcome, retry)
+from msgq.subscriber import (TLS, Subscriber, bearer_metadata,  # noqa: E402
+                             make_channel)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Ack", "Backoff", "CHANNEL_OPTIONS", "Dead", "HandlerResult", "Message",
+    "ProtocolError", "RETRYABLE", "Retry", "Subscriber", "TLS", "ack",
+    "bearer_metadata", "consume", "consume_all", "dead", "decode_row",
+    "make_channel", "outcome", "retry",
+]

@@ -1,0 +1,166 @@
+"""consume(): stream one table from one server into a handler and settle.
+
+After each streamed batch the acks go out in one MessageAck and the rest in
+one MessageNack per distinct (delay, reason, dead), each naming the
+deliveries (id + the epoch they were streamed with). A failed MessageNack is
+reported on stderr and not retried: the messages then come back after the
+table's ack_wait anyway.
+
+When the stream ends with UNAVAILABLE (server restart, table reload) or the
+connection drops, it reconnects with capped exponential backoff and jitter
+(100ms doubling to 5s, +-20%). If the very first connection fails, or the
+server answers NOT_FOUND / FAILED_PRECONDITION / INVALID_ARGUMENT /
+UNAUTHENTICATED / PERMISSION_DENIED, the error is raised.
+
+`metadata` goes with every call (MessageStream, MessageAck, MessageNack):
+Subscriber passes ("authorization", "Bearer <token>") there, so tokens work
+on plaintext channels as well as TLS ones.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import grpc
+
+from msgq.backoff import Backoff
+from msgq.message import Message, ProtocolError, decode_row
+from msgq.results import Ack, HandlerResult, NackKey, Retry, outcome
+from msgq.v1 import messaging_pb2
+from msgq.v1 import messaging_pb2_grpc
+
+RETRYABLE = {
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.RESOURCE_EXHAUSTED,
+    grpc.StatusCode.ABORTED,
+    grpc.StatusCode.INTERNAL,
+    grpc.StatusCode.UNKNOWN,
+    grpc.StatusCode.CANCELLED,
+}
+
+# Reconnect within 100ms..5s rather than gRPC's default 1s..120s. (Not
+# grpc.min_reconnect_backoff_ms: gRPC uses it as the connect timeout.)
+CHANNEL_OPTIONS = [
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 5000),
+]
+
+# The prefix of what the library reports on stderr (kept from the script
+# msgq_consume.py, which tests and log scrapers match).
+LOG_PREFIX = "msgq_consume"
+
+Handler = Callable[[Message], HandlerResult]
+Metadata = Sequence[Tuple[str, str]]
+# on_reconnect(code, details, delay_seconds)
+OnReconnect = Callable[[grpc.StatusCode, str, float], None]
+
+
+def consume(channel: grpc.Channel, table: str, handler: Handler,
+            keyspace: str = "", ack: bool = True, count: int = 0,
+            ack_timeout: float = 10.0, backoff: Optional[Backoff] = None,
+            on_reconnect: Optional[OnReconnect] = None,
+            sleep: Callable[[float], None] = time.sleep, server: str = "",
+            stop: Optional[threading.Event] = None,
+            metadata: Optional[Metadata] = None) -> int:
+    """Streams `table` into `handler(message)` until `count` messages (0 = no
+    limit). The handler's results are sent once per streamed batch when
+    `ack`: one MessageAck, then one MessageNack per distinct (delay, reason,
+    dead); without `ack` nothing is sent. Returns the number of messages
+    handled. Raises grpc.RpcError for errors that are not worth a retry, or
+    when the first connection fails, and ProtocolError for a malformed
+    stream; a handler returning something else than a result raises
+    TypeError. `server` becomes each Message.server; once the
+    threading.Event `stop` is set, returns after the current batch (and,
+    instead of retrying, when the stream is cancelled, e.g. by closing the
+    channel). `metadata` is sent with every call."""
+    stub = messaging_pb2_grpc.MessagingStub(channel)
+    md = tuple(metadata) if metadata else None
+    request = messaging_pb2.MessageStreamRequest(
+        keyspace=keyspace.encode(), name=table.encode())
+    backoff = backoff or Backoff()
+    handled = 0
+    started_once = False
+    while True:
+        # After a first success, wait for the channel to reconnect instead of
+        # failing fast while the server is down.
+        stream = stub.MessageStream(request, wait_for_ready=started_once,
+                                    metadata=md)
+        fields = None
+        try:
+            for response in stream:
+                if fields is None:
+                    if not response.fields:
+                        raise ProtocolError("first response has no fields")
+                    fields = list(response.fields)
+                    started_once = True
+                    backoff.reset()
+                ids: List[bytes] = []
+                # (delay, reason, dead) -> deliveries, in order
+                nacks: Dict[NackKey, List[messaging_pb2.Delivery]] = {}
+                for row in response.rows:
+                    message = Message(fields, decode_row(fields, row),
+                                      row.epoch, server)
+                    try:
+                        result = handler(message)
+                    except Exception as e:  # the handler's failure: retry
+                        print("%s: handler failed: %r" % (LOG_PREFIX, e),
+                              file=sys.stderr)
+                        result = Retry(reason=str(e) or repr(e))
+                    settled = outcome(result)
+                    if isinstance(settled, Ack):
+                        ids.append(message.id)
+                    else:
+                        nacks.setdefault(settled.key(), []).append(
+                            message.delivery)
+                    handled += 1
+                    if count and handled >= count:
+                        break
+                if ack and ids:
+                    stub.MessageAck(messaging_pb2.MessageAckRequest(
+                        keyspace=keyspace.encode(), name=table.encode(),
+                        ids=ids),
+                        timeout=ack_timeout, metadata=md)
+                if ack:
+                    _send_nacks(stub, keyspace, table, nacks, ack_timeout, md)
+                if count and handled >= count:
+                    return handled
+                if stop is not None and stop.is_set():
+                    return handled
+            # The server is not supposed to end a stream successfully.
+            if not started_once:
+                raise ProtocolError("stream ended before sending fields")
+            code, details = grpc.StatusCode.UNAVAILABLE, "stream ended"
+        except grpc.RpcError as e:
+            if stop is not None and stop.is_set():
+                return handled
+            if e.code() not in RETRYABLE or not started_once:
+                raise
+            code, details = e.code(), e.details()
+        finally:
+            stream.cancel()
+        delay = backoff.next()
+        if on_reconnect:
+            on_reconnect(code, details, delay)
+        sleep(delay)
+
+
+def _send_nacks(stub: messaging_pb2_grpc.MessagingStub, keyspace: str,
+                table: str,
+                nacks: Dict[NackKey, List[messaging_pb2.Delivery]],
+                timeout: float, metadata: Optional[Metadata]) -> None:
+    for (delay, reason, is_dead), deliveries in nacks.items():
+        request = messaging_pb2.MessageNackRequest(
+            keyspace=keyspace.encode(), name=table.encode(),
+            deliveries=deliveries, reason=reason, dead=is_dead)
+        if delay is not None:
+            request.delay.value = float(delay)
+        try:
+            stub.MessageNack(request, timeout=timeout, metadata=metadata)
+        except grpc.RpcError as e:
+            # Not fatal: unsettled deliveries come back after ack_wait.
+            print("%s: nack failed: %s: %s"
+                  % (LOG_PREFIX, e.code().name, e.details()), file=sys.stderr)

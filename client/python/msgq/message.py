@@ -1,0 +1,108 @@
+"""Message: one streamed row, decoded from msgq.v1's packed Row.
+
+Values are bytes in MySQL's text-protocol form, or None for NULL. A Message
+is not modified after it is built; reading it from several threads is safe.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from typing import Dict, List, Optional, Sequence
+
+from msgq.v1 import messaging_pb2
+
+NUMERIC_TYPES = {"tinyint", "smallint", "mediumint", "int", "integer",
+                 "bigint", "decimal", "numeric", "float", "double"}
+_JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+
+
+def _latin1_fallback(error: UnicodeDecodeError):
+    bad = error.object[error.start:error.end]
+    return "".join(chr(b) for b in bad), error.end
+
+
+codecs.register_error("msgq-latin1", _latin1_fallback)
+
+
+class ProtocolError(Exception):
+    """The server sent something that breaks the MessageStream contract."""
+
+
+class Message:
+    """One decoded row. Values are bytes (text-protocol form) or None (NULL)."""
+
+    def __init__(self, fields: Sequence[messaging_pb2.Field],
+                 values: List[Optional[bytes]], epoch: int = 0,
+                 server: str = "") -> None:
+        self.fields = fields          # list of msgq.v1.Field
+        self.values = values          # list of bytes or None
+        self.epoch = epoch            # sends before this delivery (Row.epoch)
+        # The server it came from; its ack or nack goes there only.
+        self.server = server
+        self._index: Dict[str, int] = {}
+        for i, field in enumerate(fields):
+            self._index.setdefault(field.name, i)
+
+    @property
+    def id(self) -> bytes:
+        """The id as streamed in column 0, as MessageAck takes it."""
+        return self.values[0]  # type: ignore[return-value]  # never NULL
+
+    @property
+    def delivery(self) -> messaging_pb2.Delivery:
+        """This delivery as MessageNack and MessageExtend take it."""
+        return messaging_pb2.Delivery(id=self.id, epoch=self.epoch)
+
+    def has(self, name: str) -> bool:
+        return name in self._index
+
+    def get(self, name: str) -> Optional[bytes]:
+        """The column's bytes; None when NULL. KeyError if no such column."""
+        return self.values[self._index[name]]
+
+    def to_json(self) -> str:
+        """One JSON object, as `msgq tail --json` prints it: numeric columns
+        as numbers, NULL as null, bytes that are not UTF-8 as Latin-1."""
+        parts = []
+        for field, value in zip(self.fields, self.values):
+            if value is None:
+                rendered = "null"
+            else:
+                text = value.decode("utf-8", errors="msgq-latin1")
+                if field.type in NUMERIC_TYPES and _JSON_NUMBER.fullmatch(text):
+                    rendered = text
+                else:
+                    rendered = json.dumps(text, ensure_ascii=False)
+            parts.append(json.dumps(field.name, ensure_ascii=False) + ":" +
+                         rendered)
+        return "{" + ",".join(parts) + "}"
+
+
+def decode_row(fields: Sequence[messaging_pb2.Field],
+               row: messaging_pb2.Row) -> List[Optional[bytes]]:
+    """Splits a packed msgq.v1.Row into one bytes-or-None value per field.
+    Raises ProtocolError when the row is malformed."""
+    if len(row.lengths) != len(fields):
+        raise ProtocolError("malformed row: %d lengths for %d columns" %
+                            (len(row.lengths), len(fields)))
+    values: List[Optional[bytes]] = []
+    offset = 0
+    for i, length in enumerate(row.lengths):
+        if length < -1:
+            raise ProtocolError("malformed row: column %d has length %d" %
+                                (i, length))
+        if length == -1:
+            values.append(None)
+            continue
+        if offset + length > len(row.values):
+            raise ProtocolError("malformed row: column %d overruns the values" % i)
+        values.append(row.values[offset:offset + length])
+        offset += length
+    if offset != len(row.values):
+        raise ProtocolError("malformed row: lengths add up to %d, values has %d"
+                            % (offset, len(row.values)))
+    if values[0] is None:
+        raise ProtocolError("malformed row: the id (column 0) is NULL")
+    return values

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# `cmake --install` into a temporary prefix, then a tiny downstream project
+# (tests/packaging_consumer) finds it with find_package(msgq), links
+# msgq::client, and runs: ListTables against a closed port must come back
+# UNAVAILABLE from the installed library. Also checks the installed layout.
+# Needs a built tree (it installs, never builds, BUILD_DIR). ctest sets
+# MSGQ_CONSUMER_CXX (the tree's compiler) and MSGQ_CONSUMER_FLAGS (its
+# -fsanitize=, if any) for the consumer.
+#   tests/packaging_install_test.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+src=$1
+build=$2
+tmp=$(mktemp -d /tmp/msgq-install-test-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" ||
+  { cat "$tmp/install.log" >&2; fail "cmake --install failed"; }
+for f in bin/msgqd bin/msgq lib/libmsgq_client.a lib/libmsgq_proto.a \
+    lib/libmsgq_common.a lib/libmsgq_common_grpc.a \
+    include/msgq/client/client.h include/msgq/client/subscriber.h \
+    include/msgq/common/backoff.h include/msgq/msgq/v1/messaging.grpc.pb.h \
+    lib/cmake/msgq/msgqConfig.cmake lib/cmake/msgq/msgqConfigVersion.cmake \
+    lib/cmake/msgq/msgqTargets.cmake lib/systemd/system/msgqd.service \
+    etc/msgq/msgqd.flags; do
+  [ -e "$tmp/prefix/$f" ] || fail "not installed: $f"
+done
+# The CLI's headers are not part of the library.
+[ ! -e "$tmp/prefix/include/msgq/client/cli.h" ] || fail "cli.h installed"
+# No path of the source or build tree leaks into the exported targets.
+if grep -q -e "$src" -e "$build" "$tmp/prefix"/lib/cmake/msgq/*.cmake; then
+  fail "exported targets name the source or build tree"
+fi
+"$tmp/prefix/bin/msgqd" --flagfile="$tmp/prefix/etc/msgq/msgqd.flags" \
+  --only_check_args || fail "installed msgqd rejects the installed flagfile"
+
+cmake -S "$src/tests/packaging_consumer" -B "$tmp/consumer" -G Ninja \
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" \
+  ${MSGQ_CONSUMER_CXX:+-DCMAKE_CXX_COMPILER=$MSGQ_CONSUMER_CXX} \
+  "-DCMAKE_CXX_FLAGS=${MSGQ_CONSUMER_FLAGS:-}" \
+  "-DCMAKE_EXE_LINKER_FLAGS=${MSGQ_CONSUMER_FLAGS:-}" \
+  >"$tmp/configure.log" 2>&1 ||
+  { cat "$tmp/configure.log" >&2; fail "find_package(msgq) failed"; }
+cmake --build "$tmp/consumer" >"$tmp/build.log" 2>&1 ||
+  { cat "$tmp/build.log" >&2; fail "the consumer did not build"; }
+out=$("$tmp/consumer/consumer" --server=127.0.0.1:1)
+[ "$out" = "ListTables: UNAVAILABLE" ] || fail "consumer printed: $out"
+echo "PASS: installed msgq::client works downstream"
