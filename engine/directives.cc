@@ -42,13 +42,14 @@ constexpr absl::string_view kMaxAge = "msgq_max_age";
 constexpr absl::string_view kDeadRetention = "msgq_dead_retention";
 constexpr absl::string_view kRateLimit = "msgq_rate_limit";
 constexpr absl::string_view kRateBurst = "msgq_rate_burst";
+constexpr absl::string_view kOrderBy = "msgq_order_by";
 // Far above what one table can send; keeps the token arithmetic exact.
 constexpr double kMaxRate = 1e9;
 
 constexpr absl::string_view kKnownDirectives[] = {
     kAckWait,       kPurgeAfter, kBatchSize,   kCacheSize,   kPollerInterval,
     kMinBackoff,    kMaxBackoff, kMessageCols, kMaxAttempts, kMaxAge,
-    kDeadRetention, kRateLimit,  kRateBurst,
+    kDeadRetention, kRateLimit,  kRateBurst,   kOrderBy,
 };
 
 // Directive name -> trimmed raw value. Views point into the comment.
@@ -307,6 +308,20 @@ absl::StatusOr<TableSettings> ParseDirectives(absl::string_view comment) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s: \"%s\" must be at least 1 message", kRateBurst, it->second));
     }
+  }
+  if (const auto it = raw.find(kOrderBy); it != raw.end()) {
+    // A column name; the table's loader checks that the column exists.
+    const absl::string_view col = it->second;
+    const bool plain = !col.empty() && col.size() <= 64 &&
+                       std::all_of(col.begin(), col.end(), [](char c) {
+                         return absl::ascii_isalnum(c) || c == '_' || c == '$';
+                       });
+    if (!plain) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: \"%s\" is not a column name (letters, digits, _ and $)",
+          kOrderBy, col));
+    }
+    settings.order_by = std::string(col);
   }
   return settings;
 }

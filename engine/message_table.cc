@@ -134,6 +134,20 @@ absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
         ": msgq_dead_retention needs a time_dead column (bigint, Unix "
         "ns; msgq sets it when a message dies)"));
   }
+  if (!table.settings.order_by.empty()) {
+    const Column* c = FindColumn(table.columns, table.settings.order_by);
+    if (c == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          where, ": msgq_order_by names column ", table.settings.order_by,
+          " which the table does not have"));
+    }
+    if (IsBookkeeping(c->name) || absl::EqualsIgnoreCase(c->name, "id")) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          where, ": msgq_order_by names ", c->name,
+          ", one of msgq's own columns; name a column of yours (the key)"));
+    }
+    table.settings.order_by = c->name;  // as the table spells it
+  }
   if (!table.settings.message_cols.empty()) {
     for (const std::string& col : table.settings.message_cols) {
       const Column* c = FindColumn(table.columns, col);

@@ -41,6 +41,10 @@ struct TableSettings {
   // at once (msgq_rate_burst; default max(1, ceil(rate_limit))).
   double rate_limit = 0;
   double rate_burst = 0;
+  // Messages with the same value of this column are sent one at a time, in
+  // id order (msgq_order_by); empty = no order. See README, "Ordered
+  // delivery per key".
+  std::string order_by;
 
   friend bool operator==(const TableSettings&, const TableSettings&) = default;
 };

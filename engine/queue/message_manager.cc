@@ -237,12 +237,17 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
     absl::MutexLock lock(&mu_);
     const int64_t now = clock_->NowNanos();
     const bool owner = OwnsLocked();
+    // msgq_order_by: only a key's head may be read, and a settled head lets
+    // the next one go; rows are found by polls (which check headship), not
+    // fetched by id.
+    const bool ordered = !table_.settings.order_by.empty();
     bool freed = false;
     for (const RowChange& c : changes) {
       if (c.deleted || c.time_acked.has_value() || !c.time_next.has_value()) {
         cache_.RemoveQueued(c.id);
         scheduler_.ForgetFetch(c.id);
         freed |= dispatcher_.Release(c.id);  // prefetch slots
+        if (ordered && owner && !paused_) scheduler_.RequestPoll();
         continue;
       }
       // msgq's own postpones and acks of ids in flight: nothing new.
@@ -257,7 +262,7 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
         continue;
       }
       if (dispatcher_.empty()) continue;  // the first subscriber polls
-      if (!options_.binlog_fetch_by_id) {
+      if (!options_.binlog_fetch_by_id || ordered) {
         scheduler_.RequestPoll();
       } else if (cache_.full()) {
         scheduler_.NoteBacklog();  // the poll at drain picks it up

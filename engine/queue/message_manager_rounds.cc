@@ -237,6 +237,12 @@ bool MessageManager::DoWrites(Work& work) {
       }
     }
     SettleGroupsLocked(result, work, group_replies, logs);
+    // msgq_order_by: a settled message lets the next of its key be read.
+    if (!table_.settings.order_by.empty() && result.ok() &&
+        (!work.acks.empty() || !work.writes.nack_groups.empty() ||
+         !work.writes.redrive_groups.empty())) {
+      scheduler_.RequestPoll();
+    }
   }
   for (Log& log : logs) Emit(std::move(log));
   for (auto& [done, value] : replies) done(std::move(value));

@@ -44,6 +44,20 @@ MysqlMessageStore::MysqlMessageStore(MessageTable table, MysqlOptions options,
     cols.push_back(QuoteIdentifier(c.name));
   select_prefix_ = absl::StrCat("SELECT ", absl::StrJoin(cols, ", "), " FROM ",
                                 quoted_table_);
+  if (!table_.settings.order_by.empty()) {
+    // msgq_order_by: only a key's head may be read, the row with no smaller
+    // id of the same key that is unacked and not dead (a dead row leaves
+    // the line; NULL keys are not ordered). Reads with
+    // INDEX (key, time_acked, id) stop at the first such row.
+    const std::string key = QuoteIdentifier(table_.settings.order_by);
+    head_condition_ = absl::StrCat(
+        " AND NOT EXISTS (SELECT 1 FROM ", quoted_table_,
+        " AS `msgq_head` WHERE `msgq_head`.", key, " = ", quoted_table_, ".",
+        key,
+        " AND `msgq_head`.`time_acked` IS NULL AND `msgq_head`.`time_next` "
+        "IS NOT NULL AND `msgq_head`.`id` < ",
+        quoted_table_, ".`id`)");
+  }
 }
 
 absl::StatusOr<MysqlConnection*> MysqlMessageStore::Conn() {
@@ -143,10 +157,10 @@ absl::StatusOr<std::vector<std::string>> MysqlMessageStore::InListStatements(
 }
 
 std::string MysqlMessageStore::PollSql(int64_t now, int64_t limit) const {
-  return absl::StrCat(select_prefix_,
-                      " WHERE `time_acked` IS NULL AND `time_next` <= ", now,
-                      " ORDER BY `priority`, `time_next`, `id` LIMIT ",
-                      std::clamp<int64_t>(limit, 0, kMaxPollRows));
+  return absl::StrCat(
+      select_prefix_, " WHERE `time_acked` IS NULL AND `time_next` <= ", now,
+      head_condition_, " ORDER BY `priority`, `time_next`, `id` LIMIT ",
+      std::clamp<int64_t>(limit, 0, kMaxPollRows));
 }
 
 absl::StatusOr<std::vector<Message>> MysqlMessageStore::ReadMessages(
@@ -197,7 +211,9 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FetchDue(
   if (!conn.ok()) return conn.status();
   absl::StatusOr<std::vector<std::string>> statements = InListStatements(
       absl::StrCat(select_prefix_, " WHERE `id` IN ("),
-      absl::StrCat(") AND `time_acked` IS NULL AND `time_next` <= ", now), ids,
+      absl::StrCat(") AND `time_acked` IS NULL AND `time_next` <= ", now,
+                   head_condition_),
+      ids,
       /*skip_bad_ids=*/true, StatementLimit((*conn)->max_allowed_packet()));
   if (!statements.ok()) return statements.status();
   std::vector<Message> out;

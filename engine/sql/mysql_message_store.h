@@ -141,6 +141,9 @@ class MysqlMessageStore final : public MessageStore {
   const std::string log_name_;      // table `db`.`t`
   // SELECT priority, time_next, epoch[, time_created], <streamed> FROM t
   std::string select_prefix_;
+  // With msgq_order_by: the condition that a row is its key's head (every
+  // read of due rows ANDs it in); empty otherwise.
+  std::string head_condition_;
   size_t first_streamed_ = 3;  // index of the id in select_prefix_'s rows
   FailureStatements failure_sql_;
   bool last_error_charset_known_ = false;
