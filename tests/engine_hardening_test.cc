@@ -213,7 +213,9 @@ TEST_F(EngineHardeningTest, ShutdownFinishesWithinItsDeadlineWhenMysqlHangs) {
   kill(mariadb_pid, SIGCONT);
   acker.join();
   EXPECT_EQ(code, 1);
-  EXPECT_LT(took, absl::Seconds(8));
+  // Bounded by the 2 s deadline, not by the 30 s I/O timeouts (per
+  // statement, retried): 15 s separates the two even on a loaded machine.
+  EXPECT_LT(took, absl::Seconds(15));
   EXPECT_THAT(server_->Log(), HasSubstr("did not flush within 2s"));
 }
 

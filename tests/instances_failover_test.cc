@@ -14,8 +14,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "gtest/gtest.h"
 #include "engine/sql/mysql_connection.h"
+#include "gtest/gtest.h"
 #include "tests/instances_fixture.h"
 
 namespace msgq::testing {
@@ -168,7 +168,7 @@ TEST_F(FailoverTest, AFrozenOwnerUnderASteadyProducerSendsNothingAfterWaking) {
   Producer producer(*db_, "q", absl::Milliseconds(5));
   ASSERT_TRUE(Eventually([&] { return Received(OnA()).size() >= 200; },
                          absl::Seconds(30)));
-  ASSERT_EQ(kill(a_->pid(), SIGSTOP), 0);
+  ASSERT_TRUE(StopAndWait(a_->pid()));
   ASSERT_TRUE(Eventually([&] { return Received(OnB()).size() >= 200; },
                          absl::Seconds(30)));
   const absl::Time woken = absl::Now();

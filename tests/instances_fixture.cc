@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -47,6 +50,28 @@ int InstancesTest::Owned(const Msgqd& server) {
     n += t.ownership().state() == "owner";
   }
   return n;
+}
+
+bool StopAndWait(pid_t pid, absl::Duration timeout) {
+  if (kill(pid, SIGSTOP) != 0) return false;
+  const std::string tasks = absl::StrCat("/proc/", pid, "/task");
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    bool all = true;
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
+      std::ifstream stat(task.path() / "stat");
+      std::string line;
+      std::getline(stat, line);
+      // pid (comm) STATE ...: comm may hold spaces, so find the last ')'.
+      const size_t paren = line.rfind(')');
+      if (paren == std::string::npos || paren + 2 >= line.size()) continue;
+      all &= line[paren + 2] == 'T' || line[paren + 2] == 't';
+    }
+    if (!ec && all) return true;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return false;
 }
 
 std::set<std::string> Range(int from, int to) {

@@ -21,6 +21,8 @@
 #ifndef MSGQ_TESTS_INSTANCES_FIXTURE_H_
 #define MSGQ_TESTS_INSTANCES_FIXTURE_H_
 
+#include <sys/types.h>
+
 #include <map>
 #include <memory>
 #include <set>
@@ -50,6 +52,12 @@ class InstancesTest : public MsgqTest {
 
 // Ids "from".."to".
 std::set<std::string> Range(int from, int to);
+
+// Sends SIGSTOP to `pid` and waits until every thread of it is stopped
+// (state T in /proc/PID/task/*/stat). kill() returns before that: one
+// thread takes the signal and then stops the others, so on a loaded machine
+// the process may run on for a while. False on timeout.
+bool StopAndWait(pid_t pid, absl::Duration timeout = absl::Seconds(10));
 
 class AckingSubscriber {
  public:

@@ -104,7 +104,7 @@ TEST_F(InstancesTest, AFrozenOwnerSendsNothingOnceItsLeaseIsGone) {
   ASSERT_TRUE(Eventually([&] { return State(*b, "q") == "standby"; },
                          absl::Seconds(10)));
 
-  ASSERT_EQ(kill(a->pid(), SIGSTOP), 0);
+  ASSERT_TRUE(StopAndWait(a->pid()));
   ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 50));
   ASSERT_TRUE(
       Eventually([&] { return on_b.row_count() >= 50; }, absl::Seconds(20)));
