@@ -40,6 +40,7 @@
 #include "server/http/routes.h"
 #include "server/messaging_service.h"
 #include "server/mysql_flags.h"
+#include "server/security_flags.h"
 
 ABSL_FLAG(std::string, databases, "msgq",
           "Comma-separated databases to serve; a request with an empty "
@@ -202,6 +203,14 @@ int main(int argc, char** argv) {
         getpid());
   }
 
+  absl::StatusOr<msgq::SecurityConfig> security = msgq::SecurityFromFlags();
+  if (!security.ok()) {
+    msgq::LogError(security.status().message());
+    return 2;
+  }
+  msgq::LogSecurity(*security, absl::GetFlag(FLAGS_listen),
+                    absl::GetFlag(FLAGS_http_listen));
+
   msgq::SeededJitter jitter(absl::ToUnixNanos(absl::Now()));
   msgq::Engine engine(options, msgq::RealClock::Get(), &jitter);
   if (absl::Status s = engine.Start(); !s.ok()) {
@@ -209,7 +218,7 @@ int main(int argc, char** argv) {
                      s.message());
   }
 
-  msgq::MessagingService service(&engine);
+  msgq::MessagingService service(&engine, security->authorizer.get());
   msgq::GrpcMetrics grpc_metrics;
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -223,7 +232,9 @@ int main(int argc, char** argv) {
   }
   int port = 0;
   const std::string listen = absl::GetFlag(FLAGS_listen);
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, msgq::GrpcServerCredentials(*security),
+                           &port);
+  msgq::ApplyServerLimits(&builder);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
