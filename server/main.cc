@@ -250,9 +250,10 @@ int main(int argc, char** argv) {
   if (const std::string http_listen = absl::GetFlag(FLAGS_http_listen);
       !http_listen.empty()) {
     absl::StatusOr<std::unique_ptr<msgq::HttpServer>> started =
-        msgq::HttpServer::Start(http_listen,
-                                msgq::MsgqdRoutes(&engine, &grpc_metrics,
-                                                  msgq::CurrentBuildInfo()));
+        msgq::HttpServer::Start(
+            http_listen,
+            msgq::MsgqdRoutes(&engine, &grpc_metrics, msgq::CurrentBuildInfo(),
+                              security->authorizer.get()));
     if (started.ok()) {
       http = *std::move(started);
       std::fprintf(stderr, "msgqd http on %s:%d\n",

@@ -9,7 +9,7 @@
 #include "grpcpp/resource_quota.h"
 
 ABSL_FLAG(std::string, tls_cert, "",
-          "PEM certificate chain of the gRPC (and HTTP) port; with "
+          "PEM certificate chain of the gRPC port; with "
           "--tls_key turns TLS on. Re-read when it changes");
 ABSL_FLAG(std::string, tls_key, "",
           "PEM private key of --tls_cert (unencrypted; keep it 0600)");
@@ -19,9 +19,6 @@ ABSL_FLAG(std::string, tls_client_ca, "",
 ABSL_FLAG(absl::Duration, tls_reload_interval, absl::Seconds(60),
           "How often the TLS files are checked for a new certificate (new "
           "connections get it; at least 1s)");
-ABSL_FLAG(bool, http_tls, true,
-          "With --tls_cert, serve HTTPS on --http_listen with the same "
-          "certificate and key");
 ABSL_FLAG(std::string, auth_tokens_file, "",
           "File of 'sha256-hex principal' lines: clients must send "
           "'authorization: Bearer <token>' (re-read when it changes)");
@@ -68,7 +65,6 @@ absl::StatusOr<SecurityConfig> SecurityFromFlags() {
     return absl::InvalidArgumentError(
         "--tls_reload_interval must be at least 1s");
   }
-  config.http_tls = config.tls.enabled() && absl::GetFlag(FLAGS_http_tls);
   auth::AuthOptions options;
   options.tokens_file = absl::GetFlag(FLAGS_auth_tokens_file);
   options.policy_file = absl::GetFlag(FLAGS_auth_policy_file);
@@ -132,6 +128,15 @@ void LogSecurity(const SecurityConfig& config, const std::string& listen,
   LogInfo("security: ", config.tls.enabled() ? "TLS" : "plaintext",
           config.tls.client_ca.empty() ? "" : " with client certificates", "; ",
           a.Describe());
+  if (!IsLoopback(http_listen)) {
+    // Debian 12's libcivetweb1 (1.15) loads libssl at run time and needs
+    // SSL_get_peer_certificate, which OpenSSL 3 no longer exports: its
+    // HTTPS does not start (and a TLS connection crashes it).
+    LogWarning("the HTTP port ", http_listen,
+               " is plaintext (no HTTPS with this civetweb): keep "
+               "--http_listen on loopback or behind a TLS proxy; console "
+               "tokens and /metrics would cross the network in clear");
+  }
   const bool exposed = !IsLoopback(listen) || !IsLoopback(http_listen);
   if (exposed && (!a.required() || !a.has_policy())) {
     LogWarning("listening beyond loopback (", listen, ", http ", http_listen,

@@ -20,8 +20,6 @@ namespace msgq {
 struct SecurityConfig {
   auth::TlsFiles tls;
   absl::Duration tls_reload_interval;
-  // HTTPS on the HTTP port (with tls's certificate and key).
-  bool http_tls = false;
   std::unique_ptr<auth::Authorizer> authorizer;
 };
 

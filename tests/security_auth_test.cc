@@ -1,5 +1,7 @@
 // Bearer tokens and the authorization policy against a real msgqd and
 // MariaDB (issue 17), over plaintext gRPC.
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,42 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
+
+// GET (or POST with an empty form) `url` with an optional bearer token:
+// "STATUS BODY" (urllib from Debian's python3).
+std::string Http(const std::string& url, const std::string& token,
+                 bool post = false) {
+  const std::string script = absl::StrCat(
+      "import sys, urllib.request, urllib.error\n"
+      "r = urllib.request.Request(sys.argv[1], data=b'' if sys.argv[3] == "
+      "'1' else None, headers={'X-Msgq-Console': '1'})\n"
+      "if sys.argv[2]: r.add_header('Authorization', 'Bearer ' + "
+      "sys.argv[2])\n"
+      "try:\n  f = urllib.request.urlopen(r); print(f.status, "
+      "f.read().decode())\n"
+      "except urllib.error.HTTPError as e:\n  print(e.code, "
+      "e.read().decode())\n");
+  const std::string cmd =
+      absl::StrCat("/usr/bin/python3 -c \"", script, "\" '", url, "' '", token,
+                   "' ", post ? "1" : "0");
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return "popen failed";
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  pclose(pipe);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+// The port of "msgqd http on HOST:PORT" in `log`; 0 if absent.
+int HttpPort(const std::string& log) {
+  const std::string prefix = "msgqd http on 127.0.0.1:";
+  const size_t at = log.find(prefix);
+  return at == std::string::npos ? 0
+                                 : std::atoi(log.c_str() + at + prefix.size());
+}
 
 class SecurityAuthTest : public SecurityTest {
  protected:
@@ -147,6 +185,36 @@ TEST_F(SecurityAuthTest, StreamsPerPrincipalAreLimited) {
   EXPECT_TRUE(Eventually(
       [&] { return OpenStream(stub_.get(), "a", "tok-worker").ok(); },
       absl::Seconds(10)));
+}
+
+TEST_F(SecurityAuthTest, ConsoleApiNeedsATokenAndAdmin) {
+  ASSERT_NO_FATAL_FAILURE(StartWithPolicy({"--http_listen=127.0.0.1:0"}));
+  const int port = HttpPort(server_->Log());
+  ASSERT_NE(port, 0) << server_->Log();
+  const std::string base = absl::StrCat("http://127.0.0.1:", port);
+  EXPECT_EQ(Http(base + "/healthz", ""), "200 ok");
+  EXPECT_EQ(Http(base + "/api/tables", ""),
+            "401 {\"error\":\"missing or invalid credentials: send "
+            "'authorization: Bearer <token>'\"}");
+  EXPECT_EQ(Http(base + "/api/tables", "tok-wrong"),
+            "401 {\"error\":\"missing or invalid credentials: unknown "
+            "bearer token\"}");
+  const std::string worker_tables = Http(base + "/api/tables", "tok-worker");
+  EXPECT_THAT(worker_tables, HasSubstr("\"name\":\"a\""));
+  EXPECT_THAT(worker_tables, Not(HasSubstr("\"name\":\"b\"")));
+  EXPECT_EQ(Http(base + "/api/dead?keyspace=msgq&table=a", "tok-worker"),
+            "403 {\"error\":\"permission denied: 'worker' may not admin "
+            "msgq.a\"}");
+  EXPECT_EQ(Http(base + "/api/messages?table=a", "tok-worker"),
+            "403 {\"error\":\"permission denied: 'worker' may not admin "
+            "msgq.a\"}");
+  EXPECT_EQ(Http(base + "/api/redrive?table=a&all=1", "tok-worker", true),
+            "403 {\"error\":\"permission denied: 'worker' may not admin "
+            "msgq.a\"}");
+  EXPECT_EQ(Http(base + "/api/dead?keyspace=msgq&table=a", "tok-ops"),
+            "200 {\"messages\":[]}");
+  EXPECT_EQ(Http(base + "/api/redrive?table=b&all=1", "tok-ops", true),
+            "200 {\"redriven\":0}");
 }
 
 TEST_F(SecurityAuthTest, OpenAccessWarnsBeyondLoopback) {
