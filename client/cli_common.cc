@@ -38,6 +38,14 @@ absl::StatusOr<ChannelSecurity> SecurityOf(const CommonFlags& common) {
   return security;
 }
 
+absl::StatusOr<std::vector<ServerChannel>> ChannelsFor(
+    const CommonFlags& common) {
+  absl::StatusOr<ChannelSecurity> security = SecurityOf(common);
+  if (!security.ok()) return security.status();
+  if (security->empty()) return ChannelsTo(ServerList(common));
+  return SecureChannelsTo(ServerList(common), *security);
+}
+
 absl::StatusOr<std::unique_ptr<Client>> ConnectTo(const std::string& server,
                                                   const CommonFlags& common) {
   const ClientOptions options{.timeout = common.timeout};

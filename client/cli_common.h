@@ -47,6 +47,11 @@ void AddCommonFlags(FlagParser& flags, CommonFlags* common);
 // $MSGQ_TOKEN. INVALID_ARGUMENT when the token file cannot be read.
 absl::StatusOr<ChannelSecurity> SecurityOf(const CommonFlags& common);
 
+// A ServerChannel per server of --server, with the flags' security (for a
+// Subscriber); the errors of SecurityOf and NewSecureChannel.
+absl::StatusOr<std::vector<ServerChannel>> ChannelsFor(
+    const CommonFlags& common);
+
 // A Client of `server` with the flags' timeout and security; the errors of
 // SecurityOf and NewSecureChannel.
 absl::StatusOr<std::unique_ptr<Client>> ConnectTo(const std::string& server,
