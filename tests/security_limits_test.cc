@@ -65,6 +65,29 @@ TEST_F(SecurityLimitsTest, ConcurrentStreamsPerConnectionAreCapped) {
                          absl::Seconds(10)));
 }
 
+// A client pinging far more often than --grpc_min_ping_interval while its
+// stream carries no data gets GOAWAY (too many pings): the stream ends
+// UNAVAILABLE instead of the server answering pings forever.
+TEST_F(SecurityLimitsTest, PingFloodEndsTheConnection) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("a"));
+  ASSERT_NO_FATAL_FAILURE(
+      StartServer({"--grpc_min_ping_interval=10s", "--http_listen="}));
+  ASSERT_NO_FATAL_FAILURE(WaitForTable(stub_.get(), "a", ""));
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 100);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  auto stub = v1::Messaging::NewStub(grpc::CreateCustomChannel(
+      server_->address(), grpc::InsecureChannelCredentials(), args));
+  StreamCollector idle(stub.get(), "a", "msgq");
+  ASSERT_TRUE(idle.WaitForFields(absl::Seconds(10)));
+  ASSERT_TRUE(idle.WaitForEnd(absl::Seconds(20)));
+  EXPECT_EQ(idle.status().error_code(), grpc::StatusCode::UNAVAILABLE)
+      << idle.status().error_message();
+}
+
 TEST_F(SecurityLimitsTest, BadLimitFlagsRefuseToStart) {
   absl::StatusOr<std::unique_ptr<Msgqd>> s = Msgqd::Start(
       *db_, {"--databases=msgq", "--grpc_max_concurrent_streams=0"});
