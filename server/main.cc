@@ -9,6 +9,10 @@
 // and then "msgqd listening on HOST:PORT" to stderr once it serves. SIGTERM
 // or SIGINT: reports NOT_SERVING, stops accepting, ends open streams with
 // UNAVAILABLE, exits 0.
+//
+// TLS (--tls_*), bearer tokens and the authorization policy (--auth_*) and
+// the limits against hostile clients (--grpc_*) are read by
+// server/security_flags.h; the MySQL flags by server/mysql_flags.h.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
