@@ -9,6 +9,7 @@
 
 #include "client/client.h"
 #include "client/credentials.h"
+#include "client/subscriber.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/security_fixture.h"
@@ -116,6 +117,47 @@ TEST_F(SecurityClientTest, DISABLED_CliTailAndStatsWithTlsAndToken) {
              {"tail", "b", "--keyspace=msgq", "--count=1", server, ca});
   EXPECT_NE(denied.code, 0);
   EXPECT_THAT(denied.output, HasSubstr("may not stream msgq.b"));
+}
+
+// A Subscriber over SecureChannelsTo: streams and acks with TLS and the
+// worker's token (stream,ack on a); on b it ends with PERMISSION_DENIED.
+TEST_F(SecurityClientTest, SubscriberWithTlsAndToken) {
+  ASSERT_NO_FATAL_FAILURE(Start(/*mtls=*/false));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("a", 1, 3));
+  const ChannelSecurity worker{.tls_ca_file = Path("ca.pem"),
+                               .token = "tok-worker"};
+  auto servers = SecureChannelsTo({server_->address()}, worker);
+  ASSERT_TRUE(servers.ok()) << servers.status();
+  absl::Mutex mu;
+  std::vector<std::string> ids;
+  auto subscriber =
+      Subscriber::Start(*servers, TableRef("msgq", "a"), [&](const Message& m) {
+        absl::MutexLock lock(&mu);
+        ids.push_back(std::string(m.id()));
+        return HandlerResult::Ack();
+      });
+  ASSERT_TRUE(subscriber.ok()) << subscriber.status();
+  EXPECT_TRUE(Eventually([&] { return (*subscriber)->stats().acked == 3; },
+                         absl::Seconds(20)))
+      << server_->Log();
+  (*subscriber)->Stop();
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_THAT(ids, ::testing::UnorderedElementsAre("1", "2", "3"));
+  }
+  EXPECT_EQ(db_->Scalar("SELECT COUNT(*) FROM msgq.a WHERE time_acked IS "
+                        "NOT NULL"),
+            "3");
+
+  auto denied = Subscriber::Start(
+      *SecureChannelsTo({server_->address()}, worker), TableRef("msgq", "b"),
+      [](const Message&) { return HandlerResult::Ack(); },
+      SubscriberOptions{.retry_initial_connect = false});
+  ASSERT_TRUE(denied.ok()) << denied.status();
+  absl::Status ended = (*denied)->Wait();
+  EXPECT_EQ(ended.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(ended.message(),
+            "permission denied: 'worker' may not stream msgq.b");
 }
 
 TEST_F(SecurityClientTest, CppClientWithMutualTlsAndToken) {
