@@ -1,5 +1,8 @@
 #include "client/cli_common.h"
 
+#include <cstdlib>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
@@ -11,6 +14,49 @@ void AddCommonFlags(FlagParser& flags, CommonFlags* common) {
                   "($MSGQ_SERVER overrides the default)");
   flags.AddDuration("timeout", &common->timeout,
                     "deadline of each call to the server");
+  flags.AddString("tls_ca", &common->tls_ca, "PEM",
+                  "CA that signed the server's certificate; turns TLS on");
+  flags.AddString("tls_cert", &common->tls_cert, "PEM",
+                  "client certificate (mTLS; with --tls_key and --tls_ca)");
+  flags.AddString("tls_key", &common->tls_key, "PEM", "key of --tls_cert");
+  flags.AddString("token_file", &common->token_file, "FILE",
+                  "file holding the bearer token sent to the server "
+                  "($MSGQ_TOKEN when not given)");
+}
+
+absl::StatusOr<ChannelSecurity> SecurityOf(const CommonFlags& common) {
+  ChannelSecurity security{.tls_ca_file = common.tls_ca,
+                           .tls_cert_file = common.tls_cert,
+                           .tls_key_file = common.tls_key};
+  if (!common.token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadTokenFile(common.token_file);
+    if (!token.ok()) return token.status();
+    security.token = *std::move(token);
+  } else if (const char* env = std::getenv("MSGQ_TOKEN"); env != nullptr) {
+    security.token = std::string(absl::StripAsciiWhitespace(env));
+  }
+  return security;
+}
+
+absl::StatusOr<std::vector<ServerChannel>> ChannelsFor(
+    const CommonFlags& common) {
+  absl::StatusOr<ChannelSecurity> security = SecurityOf(common);
+  if (!security.ok()) return security.status();
+  if (security->empty()) return ChannelsTo(ServerList(common));
+  return SecureChannelsTo(ServerList(common), *security);
+}
+
+absl::StatusOr<std::unique_ptr<Client>> ConnectTo(const std::string& server,
+                                                  const CommonFlags& common) {
+  const ClientOptions options{.timeout = common.timeout};
+  absl::StatusOr<ChannelSecurity> security = SecurityOf(common);
+  if (!security.ok()) return security.status();
+  if (security->empty()) return Client::Connect(server, options);
+  if (server.empty()) return absl::InvalidArgumentError("empty server address");
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      NewSecureChannel(server, *security);
+  if (!channel.ok()) return channel.status();
+  return std::make_unique<Client>(*std::move(channel), options);
 }
 
 std::vector<std::string> ServerList(const CommonFlags& common) {
@@ -24,8 +70,7 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectOne(const CommonFlags& common) {
         "ids are unique only within a shard, so the same id on another "
         "server is another message");
   }
-  return Client::Connect(common.server,
-                         ClientOptions{.timeout = common.timeout});
+  return ConnectTo(common.server, common);
 }
 
 int ExitCodeFor(const absl::Status& status) {

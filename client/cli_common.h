@@ -25,16 +25,37 @@
 #include "client/cli.h"
 #include "client/cli_flags.h"
 #include "client/client.h"
+#include "client/credentials.h"
 
 namespace msgq {
 
 struct CommonFlags {
   std::string server = "127.0.0.1:15999";
   absl::Duration timeout = absl::Seconds(10);
+  // TLS and credentials (client/credentials.h).
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string token_file;
 };
 
-// Declares --server and --timeout.
+// Declares --server, --timeout, --tls_ca, --tls_cert, --tls_key and
+// --token_file.
 void AddCommonFlags(FlagParser& flags, CommonFlags* common);
+
+// The ChannelSecurity of the flags: the token from --token_file, else from
+// $MSGQ_TOKEN. INVALID_ARGUMENT when the token file cannot be read.
+absl::StatusOr<ChannelSecurity> SecurityOf(const CommonFlags& common);
+
+// A ServerChannel per server of --server, with the flags' security (for a
+// Subscriber); the errors of SecurityOf and NewSecureChannel.
+absl::StatusOr<std::vector<ServerChannel>> ChannelsFor(
+    const CommonFlags& common);
+
+// A Client of `server` with the flags' timeout and security; the errors of
+// SecurityOf and NewSecureChannel.
+absl::StatusOr<std::unique_ptr<Client>> ConnectTo(const std::string& server,
+                                                  const CommonFlags& common);
 
 // The servers of --server: a comma-separated list ("a:1,b:2"), empty entries
 // dropped.

@@ -36,7 +36,7 @@ void AddDeliveries(absl::Span<const Delivery> deliveries,
 
 }  // namespace
 
-std::shared_ptr<grpc::Channel> NewChannel(absl::string_view target) {
+grpc::ChannelArguments MsgqChannelArguments() {
   grpc::ChannelArguments args;
   // Not GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC uses it as the connect
   // timeout (default 20s), and a short one fails handshakes under load.
@@ -45,8 +45,13 @@ std::shared_ptr<grpc::Channel> NewChannel(absl::string_view target) {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 6 * 60 * 1000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20 * 1000);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  return args;
+}
+
+std::shared_ptr<grpc::Channel> NewChannel(absl::string_view target) {
   return grpc::CreateCustomChannel(std::string(target),
-                                   grpc::InsecureChannelCredentials(), args);
+                                   grpc::InsecureChannelCredentials(),
+                                   MsgqChannelArguments());
 }
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(

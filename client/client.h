@@ -24,6 +24,7 @@
 #define MSGQ_CLIENT_CLIENT_H_
 
 #include <grpcpp/channel.h>
+#include <grpcpp/support/channel_arguments.h>
 
 #include <cstdint>
 #include <memory>
@@ -70,7 +71,12 @@ struct NackResult {
 // sends a keepalive ping every 6 minutes on an idle connection (slower than
 // the 5-minute minimum gRPC servers accept by default) so that a silently
 // dropped connection is noticed.
+// For TLS, client certificates and bearer tokens see NewSecureChannel in
+// client/credentials.h.
 std::shared_ptr<grpc::Channel> NewChannel(absl::string_view target);
+
+// The channel arguments of NewChannel (reconnect backoff, keepalive).
+grpc::ChannelArguments MsgqChannelArguments();
 
 class Client {
  public:

@@ -9,6 +9,10 @@
 // and then "msgqd listening on HOST:PORT" to stderr once it serves. SIGTERM
 // or SIGINT: reports NOT_SERVING, stops accepting, ends open streams with
 // UNAVAILABLE, exits 0.
+//
+// TLS (--tls_*), bearer tokens and the authorization policy (--auth_*) and
+// the limits against hostile clients (--grpc_*) are read by
+// server/security_flags.h; the MySQL flags by server/mysql_flags.h.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -40,6 +44,7 @@
 #include "server/http/routes.h"
 #include "server/messaging_service.h"
 #include "server/mysql_flags.h"
+#include "server/security_flags.h"
 
 ABSL_FLAG(std::string, databases, "msgq",
           "Comma-separated databases to serve; a request with an empty "
@@ -202,6 +207,14 @@ int main(int argc, char** argv) {
         getpid());
   }
 
+  absl::StatusOr<msgq::SecurityConfig> security = msgq::SecurityFromFlags();
+  if (!security.ok()) {
+    msgq::LogError(security.status().message());
+    return 2;
+  }
+  msgq::LogSecurity(*security, absl::GetFlag(FLAGS_listen),
+                    absl::GetFlag(FLAGS_http_listen));
+
   msgq::SeededJitter jitter(absl::ToUnixNanos(absl::Now()));
   msgq::Engine engine(options, msgq::RealClock::Get(), &jitter);
   if (absl::Status s = engine.Start(); !s.ok()) {
@@ -209,7 +222,7 @@ int main(int argc, char** argv) {
                      s.message());
   }
 
-  msgq::MessagingService service(&engine);
+  msgq::MessagingService service(&engine, security->authorizer.get());
   msgq::GrpcMetrics grpc_metrics;
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -223,7 +236,9 @@ int main(int argc, char** argv) {
   }
   int port = 0;
   const std::string listen = absl::GetFlag(FLAGS_listen);
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, msgq::GrpcServerCredentials(*security),
+                           &port);
+  msgq::ApplyServerLimits(&builder);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
@@ -239,9 +254,10 @@ int main(int argc, char** argv) {
   if (const std::string http_listen = absl::GetFlag(FLAGS_http_listen);
       !http_listen.empty()) {
     absl::StatusOr<std::unique_ptr<msgq::HttpServer>> started =
-        msgq::HttpServer::Start(http_listen,
-                                msgq::MsgqdRoutes(&engine, &grpc_metrics,
-                                                  msgq::CurrentBuildInfo()));
+        msgq::HttpServer::Start(
+            http_listen,
+            msgq::MsgqdRoutes(&engine, &grpc_metrics, msgq::CurrentBuildInfo(),
+                              security->authorizer.get()));
     if (started.ok()) {
       http = *std::move(started);
       std::fprintf(stderr, "msgqd http on %s:%d\n",

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/grpc_status.h"
+#include "server/auth/grpc_auth.h"
 #include "server/stream_reactor.h"
 
 namespace msgq {
@@ -47,16 +48,31 @@ absl::StatusOr<absl::Duration> RequestSeconds(const char* what, double s) {
   return absl::Seconds(s);
 }
 
-// The manager of the request's table; on an error `reactor` is finished
-// with it and null is returned.
+// The manager of the request's table after authenticating the caller and
+// authorizing `action` on the table; on an error `reactor` is finished with
+// it and null is returned.
 template <typename Request>
 std::shared_ptr<MessageManager> ManagerOrFinish(
-    const Engine& engine, const Request& request,
-    grpc::ServerUnaryReactor* reactor) {
+    const Engine& engine, const auth::Authorizer& authorizer,
+    const grpc::CallbackServerContext& context, const Request& request,
+    auth::Action action, grpc::ServerUnaryReactor* reactor) {
+  absl::StatusOr<std::string> principal =
+      auth::AuthenticateCall(authorizer, context);
+  if (!principal.ok()) {
+    reactor->Finish(ToGrpcStatus(principal.status()));
+    return nullptr;
+  }
   absl::StatusOr<std::shared_ptr<MessageManager>> manager =
       engine.Find(request.keyspace(), request.name());
   if (!manager.ok()) {
     reactor->Finish(ToGrpcStatus(manager.status()));
+    return nullptr;
+  }
+  const MessageTable& table = (*manager)->table();
+  if (absl::Status allowed =
+          authorizer.Authorize(*principal, action, table.keyspace, table.name);
+      !allowed.ok()) {
+    reactor->Finish(ToGrpcStatus(allowed));
     return nullptr;
   }
   return *std::move(manager);
@@ -65,17 +81,17 @@ std::shared_ptr<MessageManager> ManagerOrFinish(
 }  // namespace
 
 grpc::ServerWriteReactor<v1::MessageStreamResponse>*
-MessagingService::MessageStream(grpc::CallbackServerContext* /*context*/,
+MessagingService::MessageStream(grpc::CallbackServerContext* context,
                                 const v1::MessageStreamRequest* request) {
-  return new StreamReactor(engine_, *request);
+  return new StreamReactor(engine_, authorizer_, *context, *request);
 }
 
 grpc::ServerUnaryReactor* MessagingService::MessageAck(
     grpc::CallbackServerContext* context, const v1::MessageAckRequest* request,
     v1::MessageAckResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::shared_ptr<MessageManager> manager =
-      ManagerOrFinish(*engine_, *request, reactor);
+  std::shared_ptr<MessageManager> manager = ManagerOrFinish(
+      *engine_, *authorizer_, *context, *request, auth::Action::kAck, reactor);
   if (manager == nullptr) return reactor;
   std::vector<std::string> ids(request->ids().begin(), request->ids().end());
   manager->Ack(std::move(ids),
@@ -94,8 +110,8 @@ grpc::ServerUnaryReactor* MessagingService::MessageNack(
     grpc::CallbackServerContext* context, const v1::MessageNackRequest* request,
     v1::MessageNackResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::shared_ptr<MessageManager> manager =
-      ManagerOrFinish(*engine_, *request, reactor);
+  std::shared_ptr<MessageManager> manager = ManagerOrFinish(
+      *engine_, *authorizer_, *context, *request, auth::Action::kNack, reactor);
   if (manager == nullptr) return reactor;
   MessageManager::NackRequest nack;
   nack.deliveries = Deliveries(*request);
@@ -123,8 +139,8 @@ grpc::ServerUnaryReactor* MessagingService::MessageExtend(
     const v1::MessageExtendRequest* request,
     v1::MessageExtendResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::shared_ptr<MessageManager> manager =
-      ManagerOrFinish(*engine_, *request, reactor);
+  std::shared_ptr<MessageManager> manager = ManagerOrFinish(
+      *engine_, *authorizer_, *context, *request, auth::Action::kNack, reactor);
   if (manager == nullptr) return reactor;
   absl::StatusOr<absl::Duration> duration =
       RequestSeconds("duration", request->duration());
@@ -144,7 +160,8 @@ grpc::ServerUnaryReactor* MessagingService::Redrive(
     v1::RedriveResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   std::shared_ptr<MessageManager> manager =
-      ManagerOrFinish(*engine_, *request, reactor);
+      ManagerOrFinish(*engine_, *authorizer_, *context, *request,
+                      auth::Action::kAdmin, reactor);
   if (manager == nullptr) return reactor;
   std::vector<std::string> ids(request->ids().begin(), request->ids().end());
   manager->Redrive(std::move(ids), request->all(),
@@ -159,7 +176,8 @@ grpc::ServerUnaryReactor* MessagingService::ListDead(
     v1::ListDeadResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   std::shared_ptr<MessageManager> manager =
-      ManagerOrFinish(*engine_, *request, reactor);
+      ManagerOrFinish(*engine_, *authorizer_, *context, *request,
+                      auth::Action::kAdmin, reactor);
   if (manager == nullptr) return reactor;
   const int limit = request->limit() == 0 ? kDefaultDeadPage : request->limit();
   manager->ListDead(request->after_id(), limit,
@@ -181,8 +199,13 @@ grpc::ServerUnaryReactor* MessagingService::SetPaused(
     grpc::CallbackServerContext* context, const v1::SetPausedRequest* request,
     v1::SetPausedResponse* /*response*/) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  engine_->SetPaused(request->keyspace(), request->name(), request->paused(),
-                     [reactor](absl::Status status) {
+  // Resolves an empty keyspace to the table's before the check.
+  std::shared_ptr<MessageManager> manager =
+      ManagerOrFinish(*engine_, *authorizer_, *context, *request,
+                      auth::Action::kAdmin, reactor);
+  if (manager == nullptr) return reactor;
+  engine_->SetPaused(manager->table().keyspace, request->name(),
+                     request->paused(), [reactor](absl::Status status) {
                        reactor->Finish(ToGrpcStatus(status));
                      });
   return reactor;
@@ -192,7 +215,15 @@ grpc::ServerUnaryReactor* MessagingService::ListTables(
     grpc::CallbackServerContext* context,
     const v1::ListTablesRequest* /*request*/,
     v1::ListTablesResponse* response) {
+  absl::StatusOr<std::string> principal =
+      auth::AuthenticateCall(*authorizer_, *context);
+  if (!principal.ok()) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(ToGrpcStatus(principal.status()));
+    return reactor;
+  }
   for (const Engine::TableInfo& info : engine_->ListTables()) {
+    if (!authorizer_->MayList(*principal, info.keyspace, info.name)) continue;
     v1::TableStatus* t = response->add_tables();
     t->set_keyspace(info.keyspace);
     t->set_name(info.name);

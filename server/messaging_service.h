@@ -3,18 +3,29 @@
 // extends, redrives and dead lists finish from the table manager's thread,
 // SetPaused from the engine's pause writer,
 // ListTables reads in-memory state.
+//
+// Every RPC first authenticates its caller and authorizes its action on its
+// table (server/auth/authorizer.h): UNAUTHENTICATED, PERMISSION_DENIED
+// naming the action and the table; MessageStream needs `stream`,
+// MessageAck `ack`, MessageNack and MessageExtend `nack`, SetPaused,
+// Redrive and ListDead `admin`. ListTables lists only the tables the
+// caller has some action on (binlog and instance for every authenticated
+// caller). The table is looked up before the check, so a caller may learn
+// whether a table exists (NOT_FOUND) without rights on it.
 #ifndef MSGQ_SERVER_MESSAGING_SERVICE_H_
 #define MSGQ_SERVER_MESSAGING_SERVICE_H_
 
 #include "engine/engine.h"
 #include "msgq/v1/messaging.grpc.pb.h"
+#include "server/auth/authorizer.h"
 
 namespace msgq {
 
 class MessagingService final : public v1::Messaging::CallbackService {
  public:
-  // `engine` must outlive the service.
-  explicit MessagingService(Engine* engine) : engine_(engine) {}
+  // `engine` and `authorizer` must outlive the service.
+  MessagingService(Engine* engine, auth::Authorizer* authorizer)
+      : engine_(engine), authorizer_(authorizer) {}
 
   grpc::ServerWriteReactor<v1::MessageStreamResponse>* MessageStream(
       grpc::CallbackServerContext* context,
@@ -47,6 +58,7 @@ class MessagingService final : public v1::Messaging::CallbackService {
 
  private:
   Engine* const engine_;
+  auth::Authorizer* const authorizer_;
 };
 
 }  // namespace msgq

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "server/auth/grpc_auth.h"
 
 namespace msgq {
 
@@ -138,22 +139,11 @@ void StreamSink::Advance(absl::ReleasableMutexLock& lock) {
   reactor_->StartWrite(response);
 }
 
-StreamReactor::StreamReactor(Engine* engine,
-                             const v1::MessageStreamRequest& request) {
-  if (request.max_unacked() < 0) {
-    Finish(grpc::Status(
-        grpc::StatusCode::INVALID_ARGUMENT,
-        absl::StrCat("max_unacked must be >= 0, got ", request.max_unacked())));
-    return;
-  }
-  absl::StatusOr<std::shared_ptr<MessageManager>> manager =
-      engine->Find(request.keyspace(), request.name());
-  if (!manager.ok()) {
-    Finish(ToGrpcStatus(manager.status()));
-    return;
-  }
-  manager_ = *std::move(manager);
-  sink_ = std::make_shared<StreamSink>(this, manager_);
+StreamReactor::StreamReactor(Engine* engine, auth::Authorizer* authorizer,
+                             const grpc::CallbackServerContext& context,
+                             const v1::MessageStreamRequest& request)
+    : authorizer_(authorizer) {
+  if (!Admit(engine, context, request)) return;
   v1::MessageStreamResponse fields;
   for (const Column& c : manager_->table().streamed) {
     v1::Field* f = fields.add_fields();
@@ -163,6 +153,41 @@ StreamReactor::StreamReactor(Engine* engine,
   sink_->SendFields(std::move(fields));
   absl::Status subscribed = manager_->Subscribe(sink_, request.max_unacked());
   if (!subscribed.ok()) sink_->RequestFinish(ToGrpcStatus(subscribed));
+}
+
+bool StreamReactor::Admit(Engine* engine,
+                          const grpc::CallbackServerContext& context,
+                          const v1::MessageStreamRequest& request) {
+  absl::StatusOr<std::string> principal =
+      auth::AuthenticateCall(*authorizer_, context);
+  if (!principal.ok()) {
+    Finish(ToGrpcStatus(principal.status()));
+    return false;
+  }
+  if (request.max_unacked() < 0) {
+    Finish(grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("max_unacked must be >= 0, got ", request.max_unacked())));
+    return false;
+  }
+  absl::StatusOr<std::shared_ptr<MessageManager>> manager =
+      engine->Find(request.keyspace(), request.name());
+  if (!manager.ok()) {
+    Finish(ToGrpcStatus(manager.status()));
+    return false;
+  }
+  const MessageTable& table = (*manager)->table();
+  absl::Status allowed = authorizer_->Authorize(
+      *principal, auth::Action::kStream, table.keyspace, table.name);
+  if (allowed.ok()) allowed = authorizer_->AcquireStream(*principal);
+  if (!allowed.ok()) {
+    Finish(ToGrpcStatus(allowed));
+    return false;
+  }
+  slot_ = *std::move(principal);
+  manager_ = *std::move(manager);
+  sink_ = std::make_shared<StreamSink>(this, manager_);
+  return true;
 }
 
 void StreamReactor::OnWriteDone(bool ok) { sink_->OnWriteDone(ok); }
@@ -177,6 +202,7 @@ void StreamReactor::OnCancel() {
 void StreamReactor::OnDone() {
   // The one place a reactor is deleted: gRPC guarantees no reaction follows.
   if (manager_ != nullptr) manager_->Unsubscribe(sink_.get());
+  if (slot_.has_value()) authorizer_->ReleaseStream(*slot_);
   delete this;
 }
 

@@ -20,6 +20,8 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -27,6 +29,7 @@
 #include "engine/queue/subscriber.h"
 #include "grpcpp/grpcpp.h"
 #include "msgq/v1/messaging.grpc.pb.h"
+#include "server/auth/authorizer.h"
 
 namespace msgq {
 
@@ -80,14 +83,27 @@ class StreamSink final : public Subscriber {
 class StreamReactor final
     : public grpc::ServerWriteReactor<v1::MessageStreamResponse> {
  public:
-  // Looks up the table and subscribes, or finishes with the lookup's error.
-  StreamReactor(Engine* engine, const v1::MessageStreamRequest& request);
+  // Authenticates the caller, looks up the table, authorizes `stream` on
+  // it, takes one of the principal's stream slots and subscribes; or
+  // finishes with the first error (UNAUTHENTICATED, the lookup's,
+  // PERMISSION_DENIED, RESOURCE_EXHAUSTED). `engine` and `authorizer`
+  // must outlive the reactor.
+  StreamReactor(Engine* engine, auth::Authorizer* authorizer,
+                const grpc::CallbackServerContext& context,
+                const v1::MessageStreamRequest& request);
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
   void OnDone() override;
 
  private:
+  // Subscribes to the table if the caller may; false after Finish.
+  bool Admit(Engine* engine, const grpc::CallbackServerContext& context,
+             const v1::MessageStreamRequest& request);
+
+  auth::Authorizer* const authorizer_;
+  // Set once the principal holds a stream slot (released in OnDone).
+  std::optional<std::string> slot_;
   std::shared_ptr<MessageManager> manager_;
   std::shared_ptr<StreamSink> sink_;
 };

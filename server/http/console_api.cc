@@ -37,6 +37,12 @@ HttpResponse Error(const absl::Status& status) {
     case absl::StatusCode::kNotFound:
       code = 404;
       break;
+    case absl::StatusCode::kUnauthenticated:
+      code = 401;
+      break;
+    case absl::StatusCode::kPermissionDenied:
+      code = 403;
+      break;
     case absl::StatusCode::kFailedPrecondition:
       code = 409;
       break;
@@ -80,15 +86,47 @@ class Answer {
   std::shared_ptr<State> state_ = std::make_shared<State>();
 };
 
-absl::StatusOr<std::shared_ptr<MessageManager>> FindTable(
-    Engine* engine, const HttpRequest& request) {
-  return engine->Find(request.Param("keyspace").value_or(""),
-                      request.Param("table").value_or(""));
+// The caller of an /api/ request: its bearer token's principal, "" when
+// access is open, or UNAUTHENTICATED.
+absl::StatusOr<std::string> Caller(const auth::Authorizer* authorizer,
+                                   const HttpRequest& request) {
+  if (authorizer == nullptr) return std::string();
+  std::optional<absl::string_view> header;
+  if (auto it = request.headers.find("authorization");
+      it != request.headers.end()) {
+    header = it->second;
+  }
+  return authorizer->Authenticate(header, {});
 }
 
-HttpResponse Tables(Engine* engine, const DueDepthSampler* depth) {
+// The table of the request, if the caller may administer it.
+absl::StatusOr<std::shared_ptr<MessageManager>> FindTable(
+    Engine* engine, const auth::Authorizer* authorizer,
+    const HttpRequest& request) {
+  absl::StatusOr<std::string> caller = Caller(authorizer, request);
+  if (!caller.ok()) return caller.status();
+  absl::StatusOr<std::shared_ptr<MessageManager>> manager =
+      engine->Find(request.Param("keyspace").value_or(""),
+                   request.Param("table").value_or(""));
+  if (!manager.ok() || authorizer == nullptr) return manager;
+  const MessageTable& table = (*manager)->table();
+  absl::Status allowed = authorizer->Authorize(*caller, auth::Action::kAdmin,
+                                               table.keyspace, table.name);
+  if (!allowed.ok()) return allowed;
+  return manager;
+}
+
+HttpResponse Tables(Engine* engine, const DueDepthSampler* depth,
+                    const auth::Authorizer* authorizer,
+                    const HttpRequest& request) {
+  absl::StatusOr<std::string> caller = Caller(authorizer, request);
+  if (!caller.ok()) return Error(caller.status());
   json tables = json::array();
   for (const Engine::TableInfo& t : engine->ListTables()) {
+    if (authorizer != nullptr &&
+        !authorizer->MayList(*caller, t.keyspace, t.name)) {
+      continue;
+    }
     const MessageManager::Stats& s = t.stats;
     json row = {{"keyspace", t.keyspace},
                 {"name", t.name},
@@ -143,14 +181,15 @@ HttpResponse Tables(Engine* engine, const DueDepthSampler* depth) {
                         {"tables", std::move(tables)}});
 }
 
-HttpResponse Dead(Engine* engine, const HttpRequest& request) {
+HttpResponse Dead(Engine* engine, const auth::Authorizer* authorizer,
+                  const HttpRequest& request) {
   int limit = 100;
   if (auto v = request.Param("limit")) {
     if (!absl::SimpleAtoi(*v, &limit) || limit < 1 || limit > 1000) {
       return Error(absl::InvalidArgumentError("limit must be 1..1000"));
     }
   }
-  auto manager = FindTable(engine, request);
+  auto manager = FindTable(engine, authorizer, request);
   if (!manager.ok()) return Error(manager.status());
   Answer<std::vector<DeadRow>> answer;
   (*manager)->ListDead(request.Param("after_id").value_or(""), limit,
@@ -170,7 +209,8 @@ HttpResponse Dead(Engine* engine, const HttpRequest& request) {
 
 // A table's recent messages: bookkeeping columns, the payload only when
 // asked (payload=1, each column cut to kPeekPayloadBytes).
-HttpResponse Messages(Engine* engine, const HttpRequest& request) {
+HttpResponse Messages(Engine* engine, const auth::Authorizer* authorizer,
+                      const HttpRequest& request) {
   PeekRequest peek;
   if (auto v = request.Param("limit")) {
     if (!absl::SimpleAtoi(*v, &peek.limit)) {
@@ -183,9 +223,11 @@ HttpResponse Messages(Engine* engine, const HttpRequest& request) {
   if (!order.ok()) return Error(order.status());
   peek.order = *order;
   peek.payload = request.Param("payload").value_or("") == "1";
+  // Authorizes (and resolves an empty keyspace) before reading.
+  auto manager = FindTable(engine, authorizer, request);
+  if (!manager.ok()) return Error(manager.status());
   absl::StatusOr<QueryResult> result = engine->ReadTable(
-      request.Param("keyspace").value_or(""),
-      request.Param("table").value_or(""),
+      (*manager)->table().keyspace, (*manager)->table().name,
       [&peek](const MessageTable& table) { return PeekSql(table, peek); });
   if (!result.ok()) return Error(result.status());
   json rows = json::array();
@@ -201,7 +243,8 @@ HttpResponse Messages(Engine* engine, const HttpRequest& request) {
       200, json{{"columns", result->columns}, {"messages", std::move(rows)}});
 }
 
-HttpResponse Redrive(Engine* engine, const HttpRequest& request) {
+HttpResponse Redrive(Engine* engine, const auth::Authorizer* authorizer,
+                     const HttpRequest& request) {
   if (request.method != "POST") {
     return Json(405, json{{"error", "use POST"}});
   }
@@ -209,7 +252,7 @@ HttpResponse Redrive(Engine* engine, const HttpRequest& request) {
   if (header == request.headers.end() || header->second != "1") {
     return Json(403, json{{"error", "missing header X-Msgq-Console: 1"}});
   }
-  auto manager = FindTable(engine, request);
+  auto manager = FindTable(engine, authorizer, request);
   if (!manager.ok()) return Error(manager.status());
   Answer<int64_t> answer;
   (*manager)->Redrive(request.Params("id"),
@@ -223,17 +266,25 @@ HttpResponse Redrive(Engine* engine, const HttpRequest& request) {
 }  // namespace
 
 std::map<std::string, HttpHandler> ConsoleApiRoutes(
-    Engine* engine, std::shared_ptr<const DueDepthSampler> depth) {
+    Engine* engine, std::shared_ptr<const DueDepthSampler> depth,
+    const auth::Authorizer* authorizer) {
   return {
       {"/api/tables",
-       [engine, depth](const HttpRequest&) {
-         return Tables(engine, depth.get());
+       [engine, depth, authorizer](const HttpRequest& r) {
+         return Tables(engine, depth.get(), authorizer, r);
        }},
-      {"/api/dead", [engine](const HttpRequest& r) { return Dead(engine, r); }},
+      {"/api/dead",
+       [engine, authorizer](const HttpRequest& r) {
+         return Dead(engine, authorizer, r);
+       }},
       {"/api/messages",
-       [engine](const HttpRequest& r) { return Messages(engine, r); }},
+       [engine, authorizer](const HttpRequest& r) {
+         return Messages(engine, authorizer, r);
+       }},
       {"/api/redrive",
-       [engine](const HttpRequest& r) { return Redrive(engine, r); }},
+       [engine, authorizer](const HttpRequest& r) {
+         return Redrive(engine, authorizer, r);
+       }},
   };
 }
 

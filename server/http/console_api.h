@@ -15,9 +15,15 @@
 //   POST /api/redrive  keyspace, table and id (repeated) or all=1, as form
 //                      fields; needs the header X-Msgq-Console: 1 (a page
 //                      of another origin cannot send it without CORS).
+// With an Authorizer that requires credentials, every /api/ request needs
+// `Authorization: Bearer <token>` (401 without a valid one; client
+// certificates are not read here), and the policy applies as on gRPC:
+// /api/tables lists only the caller's tables, /api/dead, /api/messages and
+// /api/redrive need `admin` on the table (403 naming action and table).
 // Actions go through the same Engine::Find and MessageManager calls, with
 // the same checks, as the gRPC RPCs. Errors are JSON {"error": "..."} with
-// 400 (INVALID_ARGUMENT), 403 (missing header), 404 (NOT_FOUND), 409
+// 400 (INVALID_ARGUMENT), 401 (UNAUTHENTICATED), 403 (missing header,
+// PERMISSION_DENIED), 404 (NOT_FOUND), 409
 // (FAILED_PRECONDITION), 429 (RESOURCE_EXHAUSTED), 503 (UNAVAILABLE) or
 // 504 (no answer from the table within 10 s).
 //
@@ -31,16 +37,19 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "server/auth/authorizer.h"
 #include "server/http/due_depth_sampler.h"
 #include "server/http/http_server.h"
 
 namespace msgq {
 
-// The handlers above, by path; `engine` must outlive them. With `depth`,
+// The handlers above, by path; `engine` and `authorizer` (null: open
+// access) must outlive them. With `depth`,
 // /api/tables also gives each loaded table's pending_due, pending_capped
 // and oldest_due_age (seconds) from its cache (null until measured).
 std::map<std::string, HttpHandler> ConsoleApiRoutes(
-    Engine* engine, std::shared_ptr<const DueDepthSampler> depth = nullptr);
+    Engine* engine, std::shared_ptr<const DueDepthSampler> depth = nullptr,
+    const auth::Authorizer* authorizer = nullptr);
 
 }  // namespace msgq
 

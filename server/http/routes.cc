@@ -9,15 +9,16 @@
 
 namespace msgq {
 
-std::map<std::string, HttpHandler> MsgqdRoutes(Engine* engine,
-                                               const GrpcMetrics* grpc,
-                                               BuildInfo build) {
+std::map<std::string, HttpHandler> MsgqdRoutes(
+    Engine* engine, const GrpcMetrics* grpc, BuildInfo build,
+    const auth::Authorizer* authorizer) {
   // Measures pending due messages off the scrape path; stopped when the
   // routes (the HTTP server) go away.
   std::shared_ptr<DueDepthSampler> depth = DueDepthSampler::ForEngine(
       engine, RealClock::Get(), DueDepthSampler::Options());
   depth->Start();
-  std::map<std::string, HttpHandler> routes = ConsoleApiRoutes(engine, depth);
+  std::map<std::string, HttpHandler> routes =
+      ConsoleApiRoutes(engine, depth, authorizer);
   routes["/metrics"] = [engine, grpc, build, depth](const HttpRequest&) {
     return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
                         RenderMetrics(*engine, grpc, build, depth.get())};

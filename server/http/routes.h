@@ -15,16 +15,20 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "server/auth/authorizer.h"
 #include "server/http/grpc_metrics.h"
 #include "server/http/http_server.h"
 #include "server/http/metrics_page.h"
 
 namespace msgq {
 
-// `engine` and `grpc` (may be null) must outlive the routes.
-std::map<std::string, HttpHandler> MsgqdRoutes(Engine* engine,
-                                               const GrpcMetrics* grpc,
-                                               BuildInfo build);
+// `engine`, `grpc` and `authorizer` (both may be null; no authorizer =
+// open access) must outlive the routes. The authorizer guards /api/ only
+// (console_api.h); /metrics, the health pages and the console's files are
+// open to whoever reaches the port.
+std::map<std::string, HttpHandler> MsgqdRoutes(
+    Engine* engine, const GrpcMetrics* grpc, BuildInfo build,
+    const auth::Authorizer* authorizer = nullptr);
 
 }  // namespace msgq
 

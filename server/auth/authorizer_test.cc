@@ -1,0 +1,174 @@
+#include "server/auth/authorizer.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace msgq::auth {
+namespace {
+
+std::string Hex(const Digest& d) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : d) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+class AuthorizerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/msgq-authz-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    tokens_ = dir_ + "/tokens";
+    policy_ = dir_ + "/policy";
+    Write(tokens_, Hex(Sha256("t-billing")) + " billing\n" +
+                       Hex(Sha256("t-ops")) + " ops\n");
+    Write(policy_, "billing shop/invoices stream\nops */* admin\n");
+  }
+  void TearDown() override {
+    std::remove(tokens_.c_str());
+    std::remove(policy_.c_str());
+    rmdir(dir_.c_str());
+  }
+  // Replaces `path` the way a deployment should: a new file renamed over.
+  static void Write(const std::string& path, const std::string& text) {
+    std::ofstream(path + ".new") << text;
+    std::rename((path + ".new").c_str(), path.c_str());
+  }
+  std::unique_ptr<Authorizer> Make(bool certs = false, int max_streams = 0) {
+    AuthOptions o;
+    o.tokens_file = tokens_;
+    o.policy_file = policy_;
+    o.client_certificates = certs;
+    o.reload_interval = absl::Hours(1);  // the tests call RefreshNow
+    o.max_streams_per_principal = max_streams;
+    absl::StatusOr<std::unique_ptr<Authorizer>> a = Authorizer::Create(o);
+    EXPECT_TRUE(a.ok()) << a.status();
+    return a.ok() ? *std::move(a) : nullptr;
+  }
+  std::string dir_, tokens_, policy_;
+};
+
+TEST_F(AuthorizerTest, BearerTokenNamesThePrincipal) {
+  auto a = Make();
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(*a->Authenticate("Bearer t-billing", {}), "billing");
+  EXPECT_EQ(*a->Authenticate("bearer  t-ops", {}), "ops");
+  absl::StatusOr<std::string> wrong = a->Authenticate("Bearer t-nobody", {});
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(wrong.status().message(),
+            "missing or invalid credentials: unknown bearer token");
+  absl::StatusOr<std::string> missing = a->Authenticate(std::nullopt, {});
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(missing.status().message(),
+            "missing or invalid credentials: send 'authorization: Bearer "
+            "<token>'");
+  absl::StatusOr<std::string> basic = a->Authenticate("Basic t-ops", {});
+  EXPECT_EQ(basic.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(basic.status().message().find("t-ops"), std::string::npos);
+}
+
+TEST_F(AuthorizerTest, CertificateIdentityWithoutToken) {
+  auto a = Make(/*certs=*/true);
+  ASSERT_NE(a, nullptr);
+  const std::vector<std::string> ids = {"client-a"};
+  EXPECT_EQ(*a->Authenticate(std::nullopt, ids), "client-a");
+  // A token wins over the certificate; a bad one is refused.
+  EXPECT_EQ(*a->Authenticate("Bearer t-ops", ids), "ops");
+  EXPECT_EQ(a->Authenticate("Bearer bad", ids).status().code(),
+            absl::StatusCode::kUnauthenticated);
+}
+
+TEST_F(AuthorizerTest, PermissionDeniedNamesActionAndTable) {
+  auto a = Make();
+  ASSERT_NE(a, nullptr);
+  EXPECT_TRUE(
+      a->Authorize("billing", Action::kStream, "shop", "invoices").ok());
+  absl::Status ack = a->Authorize("billing", Action::kAck, "shop", "invoices");
+  EXPECT_EQ(ack.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(ack.message(),
+            "permission denied: 'billing' may not ack shop.invoices");
+  EXPECT_EQ(a->Authorize("billing", Action::kStream, "shop", "orders").code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(a->MayList("billing", "shop", "invoices"));
+  EXPECT_FALSE(a->MayList("billing", "shop", "orders"));
+  EXPECT_TRUE(a->MayList("ops", "shop", "orders"));
+}
+
+TEST_F(AuthorizerTest, ReloadsChangedFilesAndKeepsTheOldOnError) {
+  auto a = Make();
+  ASSERT_NE(a, nullptr);
+  Write(tokens_, Hex(Sha256("t-new")) + " billing\n");
+  Write(policy_, "billing shop/invoices stream,ack\n");
+  a->RefreshNow();
+  EXPECT_EQ(*a->Authenticate("Bearer t-new", {}), "billing");
+  EXPECT_EQ(a->Authenticate("Bearer t-billing", {}).status().code(),
+            absl::StatusCode::kUnauthenticated);
+  EXPECT_TRUE(a->Authorize("billing", Action::kAck, "shop", "invoices").ok());
+
+  Write(policy_, "billing shop/invoices stream,bogus\n");
+  Write(tokens_, "not-a-digest x\n");
+  a->RefreshNow();
+  EXPECT_EQ(*a->Authenticate("Bearer t-new", {}), "billing");
+  EXPECT_TRUE(a->Authorize("billing", Action::kAck, "shop", "invoices").ok());
+}
+
+TEST_F(AuthorizerTest, StartRefusesABadPolicyWithFileAndLine) {
+  Write(policy_, "ops */* admin\nops */*\n");
+  AuthOptions o;
+  o.tokens_file = tokens_;
+  o.policy_file = policy_;
+  absl::StatusOr<std::unique_ptr<Authorizer>> a = Authorizer::Create(o);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(a.status().message(),
+            absl::StrCat(policy_,
+                         ":2: expected 'principal keyspace/table actions', "
+                         "got 2 fields"));
+}
+
+TEST_F(AuthorizerTest, PolicyNeedsAuthentication) {
+  AuthOptions o;
+  o.policy_file = policy_;
+  absl::StatusOr<std::unique_ptr<Authorizer>> a = Authorizer::Create(o);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(AuthorizerTest, OpenWithoutFiles) {
+  absl::StatusOr<std::unique_ptr<Authorizer>> a =
+      Authorizer::Create(AuthOptions());
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_FALSE((*a)->required());
+  EXPECT_EQ(*(*a)->Authenticate(std::nullopt, {}), "");
+  EXPECT_TRUE((*a)->Authorize("", Action::kAdmin, "k", "t").ok());
+}
+
+TEST_F(AuthorizerTest, StreamSlotsPerPrincipal) {
+  auto a = Make(false, /*max_streams=*/2);
+  ASSERT_NE(a, nullptr);
+  EXPECT_TRUE(a->AcquireStream("billing").ok());
+  EXPECT_TRUE(a->AcquireStream("billing").ok());
+  absl::Status third = a->AcquireStream("billing");
+  EXPECT_EQ(third.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(third.message(),
+            "'billing' already has 2 open streams "
+            "(--max_streams_per_principal)");
+  EXPECT_TRUE(a->AcquireStream("ops").ok());
+  a->ReleaseStream("billing");
+  EXPECT_TRUE(a->AcquireStream("billing").ok());
+}
+
+}  // namespace
+}  // namespace msgq::auth

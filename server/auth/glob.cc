@@ -1,0 +1,29 @@
+#include "server/auth/glob.h"
+
+namespace msgq::auth {
+
+bool GlobMatch(absl::string_view pattern, absl::string_view text) {
+  size_t p = 0, t = 0;
+  // Where to resume after the last '*': the pattern just past it, and the
+  // text position it has swallowed up to.
+  size_t star = absl::string_view::npos, star_text = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      star_text = t;
+    } else if (p < pattern.size() &&
+               (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p;
+      ++t;
+    } else if (star != absl::string_view::npos) {
+      p = star + 1;
+      t = ++star_text;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+}  // namespace msgq::auth

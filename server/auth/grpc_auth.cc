@@ -1,0 +1,27 @@
+#include "server/auth/grpc_auth.h"
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace msgq::auth {
+
+absl::StatusOr<std::string> AuthenticateCall(
+    const Authorizer& authorizer, const grpc::ServerContextBase& context) {
+  if (!authorizer.required()) return std::string();
+  std::optional<absl::string_view> header;
+  const auto& metadata = context.client_metadata();
+  if (auto it = metadata.find("authorization"); it != metadata.end()) {
+    header = absl::string_view(it->second.data(), it->second.size());
+  }
+  std::vector<std::string> identities;
+  std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (auth != nullptr && auth->IsPeerAuthenticated()) {
+    for (const grpc::string_ref& id : auth->GetPeerIdentity()) {
+      identities.emplace_back(id.data(), id.size());
+    }
+  }
+  return authorizer.Authenticate(header, identities);
+}
+
+}  // namespace msgq::auth

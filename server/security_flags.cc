@@ -1,0 +1,153 @@
+#include "server/security_flags.h"
+
+#include <utility>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "engine/log.h"
+#include "grpcpp/resource_quota.h"
+
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain of the gRPC port; with "
+          "--tls_key turns TLS on. Re-read when it changes");
+ABSL_FLAG(std::string, tls_key, "",
+          "PEM private key of --tls_cert (unencrypted; keep it 0600)");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA bundle: clients must present a certificate it signed "
+          "(mTLS); the certificate's identity (SAN, else CN) is a principal");
+ABSL_FLAG(absl::Duration, tls_reload_interval, absl::Seconds(60),
+          "How often the TLS files are checked for a new certificate (new "
+          "connections get it; at least 1s)");
+ABSL_FLAG(std::string, auth_tokens_file, "",
+          "File of 'sha256-hex principal' lines: clients must send "
+          "'authorization: Bearer <token>' (re-read when it changes)");
+ABSL_FLAG(std::string, auth_policy_file, "",
+          "File of 'principal keyspace/table actions' grants (actions "
+          "stream, ack, nack, admin, *); without it every authenticated "
+          "caller may do everything (re-read when it changes)");
+ABSL_FLAG(absl::Duration, auth_reload_interval, absl::Seconds(1),
+          "How often --auth_tokens_file and --auth_policy_file are checked "
+          "for changes");
+ABSL_FLAG(int, max_streams_per_principal, 0,
+          "Open MessageStreams one principal may hold (RESOURCE_EXHAUSTED "
+          "beyond); 0 = no limit");
+ABSL_FLAG(int, grpc_max_receive_message_bytes, 4 << 20,
+          "Largest request msgqd accepts (RESOURCE_EXHAUSTED beyond)");
+ABSL_FLAG(int, grpc_max_concurrent_streams, 100,
+          "Concurrent calls (HTTP/2 streams) per client connection");
+ABSL_FLAG(absl::Duration, grpc_min_ping_interval, absl::Seconds(60),
+          "Keepalive enforcement: a client pinging more often than this "
+          "(with or without calls) gets GOAWAY after a few pings");
+ABSL_FLAG(int64_t, grpc_memory_quota_bytes, int64_t{1} << 30,
+          "Memory gRPC may use for all connections and calls (a "
+          "grpc::ResourceQuota); new calls are refused beyond");
+
+namespace msgq {
+namespace {
+
+bool IsLoopback(const std::string& address) {
+  const std::string host = address.substr(0, address.rfind(':'));
+  return absl::StartsWith(host, "127.") || host == "localhost" ||
+         host == "[::1]" || host == "::1" || address.empty();
+}
+
+}  // namespace
+
+absl::StatusOr<SecurityConfig> SecurityFromFlags() {
+  SecurityConfig config;
+  config.tls.cert = absl::GetFlag(FLAGS_tls_cert);
+  config.tls.key = absl::GetFlag(FLAGS_tls_key);
+  config.tls.client_ca = absl::GetFlag(FLAGS_tls_client_ca);
+  if (absl::Status s = auth::CheckTlsFiles(config.tls); !s.ok()) return s;
+  config.tls_reload_interval = absl::GetFlag(FLAGS_tls_reload_interval);
+  if (config.tls_reload_interval < absl::Seconds(1)) {
+    return absl::InvalidArgumentError(
+        "--tls_reload_interval must be at least 1s");
+  }
+  auth::AuthOptions options;
+  options.tokens_file = absl::GetFlag(FLAGS_auth_tokens_file);
+  options.policy_file = absl::GetFlag(FLAGS_auth_policy_file);
+  options.client_certificates = !config.tls.client_ca.empty();
+  options.reload_interval = absl::GetFlag(FLAGS_auth_reload_interval);
+  if (options.reload_interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--auth_reload_interval must be positive");
+  }
+  options.max_streams_per_principal =
+      absl::GetFlag(FLAGS_max_streams_per_principal);
+  if (options.max_streams_per_principal < 0) {
+    return absl::InvalidArgumentError(
+        "--max_streams_per_principal must be >= 0");
+  }
+  absl::StatusOr<std::unique_ptr<auth::Authorizer>> authorizer =
+      auth::Authorizer::Create(std::move(options));
+  if (!authorizer.ok()) return authorizer.status();
+  config.authorizer = *std::move(authorizer);
+  if (absl::GetFlag(FLAGS_grpc_max_receive_message_bytes) < 1024 ||
+      absl::GetFlag(FLAGS_grpc_max_concurrent_streams) < 1 ||
+      absl::GetFlag(FLAGS_grpc_memory_quota_bytes) < (1 << 20) ||
+      absl::GetFlag(FLAGS_grpc_min_ping_interval) < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--grpc_max_receive_message_bytes must be >= 1024, "
+        "--grpc_max_concurrent_streams >= 1, --grpc_memory_quota_bytes >= "
+        "1 MiB and --grpc_min_ping_interval >= 0");
+  }
+  return config;
+}
+
+std::shared_ptr<grpc::ServerCredentials> GrpcServerCredentials(
+    const SecurityConfig& config) {
+  if (!config.tls.enabled()) return grpc::InsecureServerCredentials();
+  return auth::WatchedServerCredentials(config.tls, config.tls_reload_interval);
+}
+
+void ApplyServerLimits(grpc::ServerBuilder* builder) {
+  builder->SetMaxReceiveMessageSize(
+      absl::GetFlag(FLAGS_grpc_max_receive_message_bytes));
+  builder->AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                              absl::GetFlag(FLAGS_grpc_max_concurrent_streams));
+  const int ping_ms = static_cast<int>(
+      absl::ToInt64Milliseconds(absl::GetFlag(FLAGS_grpc_min_ping_interval)));
+  builder->AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, ping_ms);
+  // Clients' keepalive pings on idle connections are fine (msgq's client
+  // sends one every 6 minutes), as long as they respect the interval.
+  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2);
+  // Outlives every server built (msgqd builds one); gRPC keeps its own ref.
+  static grpc::ResourceQuota quota("msgqd");
+  quota.Resize(
+      static_cast<size_t>(absl::GetFlag(FLAGS_grpc_memory_quota_bytes)));
+  builder->SetResourceQuota(quota);
+}
+
+void LogSecurity(const SecurityConfig& config, const std::string& listen,
+                 const std::string& http_listen) {
+  const auth::Authorizer& a = *config.authorizer;
+  LogInfo("security: ", config.tls.enabled() ? "TLS" : "plaintext",
+          config.tls.client_ca.empty() ? "" : " with client certificates", "; ",
+          a.Describe());
+  if (!IsLoopback(http_listen)) {
+    // Debian 12's libcivetweb1 (1.15) loads libssl at run time and needs
+    // SSL_get_peer_certificate, which OpenSSL 3 no longer exports: its
+    // HTTPS does not start (and a TLS connection crashes it).
+    LogWarning("the HTTP port ", http_listen,
+               " is plaintext (no HTTPS with this civetweb): keep "
+               "--http_listen on loopback or behind a TLS proxy; console "
+               "tokens and /metrics would cross the network in clear");
+  }
+  const bool exposed = !IsLoopback(listen) || !IsLoopback(http_listen);
+  if (exposed && (!a.required() || !a.has_policy())) {
+    LogWarning("listening beyond loopback (", listen, ", http ", http_listen,
+               ") with ",
+               a.required() ? "no --auth_policy_file: every authenticated "
+                              "caller may stream, ack and administer every "
+                              "table"
+                            : "no authentication: anyone who reaches the "
+                              "port may stream, ack and administer every "
+                              "table (see --auth_tokens_file)");
+  }
+}
+
+}  // namespace msgq

@@ -1,0 +1,46 @@
+// msgqd's security and limit flags: TLS (--tls_*), authentication and
+// authorization (--auth_*), and the gRPC server's limits against hostile or
+// broken clients (--grpc_*, --max_streams_per_principal).
+//
+// Not thread-safe: call from main before starting threads.
+#ifndef MSGQ_SERVER_SECURITY_FLAGS_H_
+#define MSGQ_SERVER_SECURITY_FLAGS_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "server/auth/authorizer.h"
+#include "server/auth/server_tls.h"
+
+namespace msgq {
+
+struct SecurityConfig {
+  auth::TlsFiles tls;
+  absl::Duration tls_reload_interval;
+  std::unique_ptr<auth::Authorizer> authorizer;
+};
+
+// Reads and checks the flags and files. INVALID_ARGUMENT naming the flag,
+// or FILE:LINE of a token or policy file that does not parse.
+absl::StatusOr<SecurityConfig> SecurityFromFlags();
+
+// The credentials of the gRPC port: TLS watching the files, or insecure.
+std::shared_ptr<grpc::ServerCredentials> GrpcServerCredentials(
+    const SecurityConfig& config);
+
+// Sets the server's limits from the --grpc_* flags: max receive message
+// size, max concurrent streams per connection, keepalive ping enforcement
+// and a memory quota.
+void ApplyServerLimits(grpc::ServerBuilder* builder);
+
+// Logs what is configured and warns once when a listening address is not
+// loopback and access is open (no authentication or no policy).
+void LogSecurity(const SecurityConfig& config, const std::string& listen,
+                 const std::string& http_listen);
+
+}  // namespace msgq
+
+#endif  // MSGQ_SERVER_SECURITY_FLAGS_H_

@@ -1,0 +1,231 @@
+// Bearer tokens and the authorization policy against a real msgqd and
+// MariaDB (issue 17), over plaintext gRPC.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/security_fixture.h"
+
+namespace msgq::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// GET (or POST with an empty form) `url` with an optional bearer token:
+// "STATUS BODY" (urllib from Debian's python3).
+std::string Http(const std::string& url, const std::string& token,
+                 bool post = false) {
+  const std::string script = absl::StrCat(
+      "import sys, urllib.request, urllib.error\n"
+      "r = urllib.request.Request(sys.argv[1], data=b'' if sys.argv[3] == "
+      "'1' else None, headers={'X-Msgq-Console': '1'})\n"
+      "if sys.argv[2]: r.add_header('Authorization', 'Bearer ' + "
+      "sys.argv[2])\n"
+      "try:\n  f = urllib.request.urlopen(r); print(f.status, "
+      "f.read().decode())\n"
+      "except urllib.error.HTTPError as e:\n  print(e.code, "
+      "e.read().decode())\n");
+  const std::string cmd =
+      absl::StrCat("/usr/bin/python3 -c \"", script, "\" '", url, "' '", token,
+                   "' ", post ? "1" : "0");
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return "popen failed";
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  pclose(pipe);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+// The port of "msgqd http on HOST:PORT" in `log`; 0 if absent.
+int HttpPort(const std::string& log) {
+  const std::string prefix = "msgqd http on 127.0.0.1:";
+  const size_t at = log.find(prefix);
+  return at == std::string::npos ? 0
+                                 : std::atoi(log.c_str() + at + prefix.size());
+}
+
+class SecurityAuthTest : public SecurityTest {
+ protected:
+  // Tables a and b; tokens "tok-worker" (worker) and "tok-ops" (ops);
+  // worker may stream a, ops administer everything.
+  void StartWithPolicy(std::vector<std::string> extra = {}) {
+    ASSERT_NO_FATAL_FAILURE(CreateTable("a"));
+    ASSERT_NO_FATAL_FAILURE(CreateTable("b"));
+    ReplaceFile(Path("tokens"), "# test tokens\n" +
+                                    TokenLine("tok-worker", "worker") +
+                                    TokenLine("tok-ops", "ops"));
+    ReplaceFile(Path("policy"), "worker msgq/a stream\nops */* admin\n");
+    extra.push_back("--auth_tokens_file=" + Path("tokens"));
+    extra.push_back("--auth_policy_file=" + Path("policy"));
+    extra.push_back("--auth_reload_interval=100ms");
+    ASSERT_NO_FATAL_FAILURE(StartServer(extra));
+    ASSERT_NO_FATAL_FAILURE(WaitForTable(stub_.get(), "b", "tok-ops"));
+  }
+};
+
+TEST_F(SecurityAuthTest, MissingOrWrongTokenIsUnauthenticated) {
+  ASSERT_NO_FATAL_FAILURE(StartWithPolicy());
+  v1::ListTablesResponse r;
+  grpc::Status missing = ListTables(stub_.get(), "", &r);
+  EXPECT_EQ(missing.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(missing.error_message(),
+            "missing or invalid credentials: send 'authorization: Bearer "
+            "<token>'");
+  grpc::Status wrong = OpenStream(stub_.get(), "a", "tok-wrong");
+  EXPECT_EQ(wrong.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(wrong.error_message(),
+            "missing or invalid credentials: unknown bearer token");
+  EXPECT_EQ(Ack(stub_.get(), "a", "").error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Pause(stub_.get(), "a", "tok-wrong").error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(OpenStream(stub_.get(), "a", "tok-worker").ok());
+  // Tokens never reach the log.
+  EXPECT_THAT(server_->Log(), Not(HasSubstr("tok-")));
+}
+
+TEST_F(SecurityAuthTest, PolicyDeniesOtherTablesAndActions) {
+  ASSERT_NO_FATAL_FAILURE(StartWithPolicy());
+  EXPECT_TRUE(OpenStream(stub_.get(), "a", "tok-worker").ok());
+  grpc::Status other = OpenStream(stub_.get(), "b", "tok-worker");
+  EXPECT_EQ(other.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(other.error_message(),
+            "permission denied: 'worker' may not stream msgq.b");
+  grpc::Status ack = Ack(stub_.get(), "a", "tok-worker");
+  EXPECT_EQ(ack.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(ack.error_message(),
+            "permission denied: 'worker' may not ack msgq.a");
+  grpc::Status pause = Pause(stub_.get(), "a", "tok-worker");
+  EXPECT_EQ(pause.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(pause.error_message(),
+            "permission denied: 'worker' may not admin msgq.a");
+  // ops administers but may not stream.
+  EXPECT_TRUE(Pause(stub_.get(), "b", "tok-ops").ok());
+  EXPECT_EQ(OpenStream(stub_.get(), "b", "tok-ops").error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // ListTables shows a principal only its tables.
+  v1::ListTablesResponse worker, ops;
+  ASSERT_TRUE(ListTables(stub_.get(), "tok-worker", &worker).ok());
+  EXPECT_THAT(TableNames(worker), ElementsAre("a"));
+  ASSERT_TRUE(ListTables(stub_.get(), "tok-ops", &ops).ok());
+  EXPECT_THAT(TableNames(ops), ElementsAre("a", "b"));
+}
+
+TEST_F(SecurityAuthTest, TokenAndPolicyFilesAreReloaded) {
+  ASSERT_NO_FATAL_FAILURE(StartWithPolicy());
+  // A new token for worker; the old one stops working.
+  ReplaceFile(Path("tokens"), TokenLine("tok-worker-2", "worker") +
+                                  TokenLine("tok-ops", "ops"));
+  EXPECT_TRUE(Eventually(
+      [&] { return OpenStream(stub_.get(), "a", "tok-worker-2").ok(); },
+      absl::Seconds(10)))
+      << server_->Log();
+  EXPECT_EQ(OpenStream(stub_.get(), "a", "tok-worker").error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  // worker is granted ack on a.
+  ReplaceFile(Path("policy"), "worker msgq/a stream,ack\nops */* admin\n");
+  EXPECT_TRUE(
+      Eventually([&] { return Ack(stub_.get(), "a", "tok-worker-2").ok(); },
+                 absl::Seconds(10)))
+      << server_->Log();
+  // A broken policy is logged with file:line and the last good one stays.
+  ReplaceFile(Path("policy"), "worker msgq/a stream\nops */* admin,root\n");
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return server_->Log().find(Path("policy") +
+                                   ":2: unknown action "
+                                   "'root'") != std::string::npos;
+      },
+      absl::Seconds(10)))
+      << server_->Log();
+  EXPECT_TRUE(Ack(stub_.get(), "a", "tok-worker-2").ok());
+}
+
+TEST_F(SecurityAuthTest, BadPolicyRefusesToStart) {
+  ReplaceFile(Path("tokens"), TokenLine("t", "p"));
+  ReplaceFile(Path("policy"), "p msgq/a stream\n\np msgq-a stream\n");
+  absl::StatusOr<std::unique_ptr<Msgqd>> server = Msgqd::Start(
+      *db_, {"--databases=msgq", "--auth_tokens_file=" + Path("tokens"),
+             "--auth_policy_file=" + Path("policy")});
+  ASSERT_FALSE(server.ok());
+  EXPECT_THAT(server.status().message(),
+              HasSubstr(Path("policy") + ":3: the target must be "
+                                         "keyspace/table"));
+}
+
+TEST_F(SecurityAuthTest, StreamsPerPrincipalAreLimited) {
+  ASSERT_NO_FATAL_FAILURE(StartWithPolicy({"--max_streams_per_principal=1"}));
+  StreamCollector first(stub_.get(), "a", "msgq");  // no token: refused
+  ASSERT_TRUE(first.WaitForEnd(absl::Seconds(10)));
+  EXPECT_EQ(first.status().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  // One stream of worker stays open while a second is refused.
+  grpc::ClientContext ctx;
+  Prepare(&ctx, "tok-worker");
+  v1::MessageStreamRequest request;
+  request.set_keyspace("msgq");
+  request.set_name("a");
+  auto reader = stub_->MessageStream(&ctx, request);
+  v1::MessageStreamResponse fields;
+  ASSERT_TRUE(reader->Read(&fields));
+  grpc::Status second = OpenStream(stub_.get(), "a", "tok-worker");
+  EXPECT_EQ(second.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(second.error_message(),
+            "'worker' already has 1 open streams "
+            "(--max_streams_per_principal)");
+  ctx.TryCancel();
+  reader->Finish();
+  EXPECT_TRUE(Eventually(
+      [&] { return OpenStream(stub_.get(), "a", "tok-worker").ok(); },
+      absl::Seconds(10)));
+}
+
+TEST_F(SecurityAuthTest, ConsoleApiNeedsATokenAndAdmin) {
+  ASSERT_NO_FATAL_FAILURE(StartWithPolicy({"--http_listen=127.0.0.1:0"}));
+  const int port = HttpPort(server_->Log());
+  ASSERT_NE(port, 0) << server_->Log();
+  const std::string base = absl::StrCat("http://127.0.0.1:", port);
+  EXPECT_EQ(Http(base + "/healthz", ""), "200 ok");
+  EXPECT_EQ(Http(base + "/api/tables", ""),
+            "401 {\"error\":\"missing or invalid credentials: send "
+            "'authorization: Bearer <token>'\"}");
+  EXPECT_EQ(Http(base + "/api/tables", "tok-wrong"),
+            "401 {\"error\":\"missing or invalid credentials: unknown "
+            "bearer token\"}");
+  const std::string worker_tables = Http(base + "/api/tables", "tok-worker");
+  EXPECT_THAT(worker_tables, HasSubstr("\"name\":\"a\""));
+  EXPECT_THAT(worker_tables, Not(HasSubstr("\"name\":\"b\"")));
+  EXPECT_EQ(Http(base + "/api/dead?keyspace=msgq&table=a", "tok-worker"),
+            "403 {\"error\":\"permission denied: 'worker' may not admin "
+            "msgq.a\"}");
+  EXPECT_EQ(Http(base + "/api/messages?table=a", "tok-worker"),
+            "403 {\"error\":\"permission denied: 'worker' may not admin "
+            "msgq.a\"}");
+  EXPECT_EQ(Http(base + "/api/redrive?table=a&all=1", "tok-worker", true),
+            "403 {\"error\":\"permission denied: 'worker' may not admin "
+            "msgq.a\"}");
+  EXPECT_EQ(Http(base + "/api/dead?keyspace=msgq&table=a", "tok-ops"),
+            "200 {\"messages\":[]}");
+  EXPECT_EQ(Http(base + "/api/redrive?table=b&all=1", "tok-ops", true),
+            "200 {\"redriven\":0}");
+}
+
+TEST_F(SecurityAuthTest, OpenAccessWarnsBeyondLoopback) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("a"));
+  auto server = Msgqd::Start(
+      *db_, {"--databases=msgq", "--listen=0.0.0.0:0", "--http_listen="});
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_THAT((*server)->Log(),
+              HasSubstr("with no authentication: anyone who reaches the "
+                        "port may stream, ack and administer every table"));
+}
+
+}  // namespace
+}  // namespace msgq::testing

@@ -1,0 +1,205 @@
+// The client side of msgqd's security (issue 17): the msgq CLI's --tls_ca,
+// --tls_cert/--tls_key, --token_file and $MSGQ_TOKEN, and the C++ client's
+// NewSecureChannel, against a real msgqd with TLS, mTLS and tokens.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "client/credentials.h"
+#include "client/subscriber.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/security_fixture.h"
+
+#ifndef MSGQ_CLI_PATH
+#error "MSGQ_CLI_PATH must be defined"
+#endif
+
+namespace msgq::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct ToolResult {
+  int code = -1;
+  std::string output;  // stdout and stderr
+};
+
+ToolResult RunCli(const std::string& prefix,
+                  const std::vector<std::string>& args) {
+  std::string cmd = absl::StrCat(prefix, MSGQ_CLI_PATH);
+  for (const std::string& a : args) absl::StrAppend(&cmd, " '", a, "'");
+  absl::StrAppend(&cmd, " 2>&1");
+  ToolResult r;
+  FILE* f = popen(cmd.c_str(), "r");
+  if (f == nullptr) return r;
+  char buf[512];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.output.append(buf, n);
+  const int status = pclose(f);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class SecurityClientTest : public SecurityTest {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(SecurityTest::SetUp());
+    ASSERT_TRUE(MakeTestCertificates(files_->path()))
+        << ReadText(Path("openssl.log"));
+    ASSERT_NO_FATAL_FAILURE(CreateTable("a"));
+    ASSERT_NO_FATAL_FAILURE(CreateTable("b"));
+    ReplaceFile(Path("tokens"), TokenLine("tok-worker", "worker"));
+    ReplaceFile(Path("worker.token"), "tok-worker\n");
+    ReplaceFile(Path("policy"),
+                "worker msgq/a stream,ack\nreader msgq/* admin\n");
+  }
+  void Start(bool mtls) {
+    std::vector<std::string> args = {
+        "--tls_cert=" + Path("server1.pem"), "--tls_key=" + Path("server1.key"),
+        "--auth_tokens_file=" + Path("tokens"),
+        "--auth_policy_file=" + Path("policy"), "--http_listen="};
+    if (mtls) args.push_back("--tls_client_ca=" + Path("ca.pem"));
+    ASSERT_NO_FATAL_FAILURE(StartServer(args));
+    auto stub = v1::Messaging::NewStub(
+        TlsChannel(server_->address(), files_->path(), mtls ? "reader" : ""));
+    ASSERT_NO_FATAL_FAILURE(WaitForTable(stub.get(), "a", "tok-worker"));
+  }
+};
+
+TEST_F(SecurityClientTest, CliWithTlsAndToken) {
+  ASSERT_NO_FATAL_FAILURE(Start(/*mtls=*/false));
+  const std::string server = "--server=" + server_->address();
+  const std::string ca = "--tls_ca=" + Path("ca.pem");
+  ToolResult ok = RunCli(
+      "", {"tables", server, ca, "--token_file=" + Path("worker.token")});
+  EXPECT_EQ(ok.code, 0) << ok.output;
+  EXPECT_THAT(ok.output, HasSubstr("a"));
+  EXPECT_THAT(ok.output, Not(HasSubstr(" b ")));
+  ToolResult env = RunCli("MSGQ_TOKEN=tok-worker ", {"tables", server, ca});
+  EXPECT_EQ(env.code, 0) << env.output;
+  ToolResult no_token = RunCli("MSGQ_TOKEN= ", {"tables", server, ca});
+  EXPECT_NE(no_token.code, 0);
+  EXPECT_THAT(no_token.output,
+              HasSubstr("UNAUTHENTICATED: missing or invalid credentials"));
+  ToolResult plaintext = RunCli("MSGQ_TOKEN=tok-worker ", {"tables", server});
+  EXPECT_NE(plaintext.code, 0);
+  EXPECT_THAT(plaintext.output, HasSubstr("is unavailable"));
+  ToolResult pause = RunCli("MSGQ_TOKEN=tok-worker ",
+                            {"pause", server, ca, "--keyspace=msgq", "a"});
+  EXPECT_NE(pause.code, 0);
+  EXPECT_THAT(pause.output,
+              HasSubstr("PERMISSION_DENIED: permission denied: 'worker' may "
+                        "not admin msgq.a"));
+}
+
+// Needs /work/wt/notes/f17s_tail_stats.patch (cli_tail.cc and cli_stats.cc
+// using ChannelsFor/ConnectTo): until then tail and stats ignore the TLS
+// and token flags.
+TEST_F(SecurityClientTest, DISABLED_CliTailAndStatsWithTlsAndToken) {
+  ASSERT_NO_FATAL_FAILURE(Start(/*mtls=*/false));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("a", 1, 2));
+  const std::string server = "--server=" + server_->address();
+  const std::string ca = "--tls_ca=" + Path("ca.pem");
+  ToolResult tail =
+      RunCli("", {"tail", "a", "--keyspace=msgq", "--count=2", "--ack", server,
+                  ca, "--token_file=" + Path("worker.token")});
+  EXPECT_EQ(tail.code, 0) << tail.output;
+  EXPECT_THAT(tail.output, HasSubstr("id=2 "));
+  ToolResult stats = RunCli("MSGQ_TOKEN=tok-worker ", {"stats", server, ca});
+  EXPECT_EQ(stats.code, 0) << stats.output;
+  ToolResult denied =
+      RunCli("MSGQ_TOKEN=tok-worker ",
+             {"tail", "b", "--keyspace=msgq", "--count=1", server, ca});
+  EXPECT_NE(denied.code, 0);
+  EXPECT_THAT(denied.output, HasSubstr("may not stream msgq.b"));
+}
+
+// A Subscriber over SecureChannelsTo: streams and acks with TLS and the
+// worker's token (stream,ack on a); on b it ends with PERMISSION_DENIED.
+TEST_F(SecurityClientTest, SubscriberWithTlsAndToken) {
+  ASSERT_NO_FATAL_FAILURE(Start(/*mtls=*/false));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("a", 1, 3));
+  const ChannelSecurity worker{.tls_ca_file = Path("ca.pem"),
+                               .token = "tok-worker"};
+  auto servers = SecureChannelsTo({server_->address()}, worker);
+  ASSERT_TRUE(servers.ok()) << servers.status();
+  absl::Mutex mu;
+  std::vector<std::string> ids;
+  auto subscriber =
+      Subscriber::Start(*servers, TableRef("msgq", "a"), [&](const Message& m) {
+        absl::MutexLock lock(&mu);
+        ids.push_back(std::string(m.id()));
+        return HandlerResult::Ack();
+      });
+  ASSERT_TRUE(subscriber.ok()) << subscriber.status();
+  EXPECT_TRUE(Eventually([&] { return (*subscriber)->stats().acked == 3; },
+                         absl::Seconds(20)))
+      << server_->Log();
+  (*subscriber)->Stop();
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_THAT(ids, ::testing::UnorderedElementsAre("1", "2", "3"));
+  }
+  EXPECT_EQ(db_->Scalar("SELECT COUNT(*) FROM msgq.a WHERE time_acked IS "
+                        "NOT NULL"),
+            "3");
+
+  auto denied = Subscriber::Start(
+      *SecureChannelsTo({server_->address()}, worker), TableRef("msgq", "b"),
+      [](const Message&) { return HandlerResult::Ack(); },
+      SubscriberOptions{.retry_initial_connect = false});
+  ASSERT_TRUE(denied.ok()) << denied.status();
+  absl::Status ended = (*denied)->Wait();
+  EXPECT_EQ(ended.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(ended.message(),
+            "permission denied: 'worker' may not stream msgq.b");
+}
+
+TEST_F(SecurityClientTest, CppClientWithMutualTlsAndToken) {
+  ASSERT_NO_FATAL_FAILURE(Start(/*mtls=*/true));
+  ChannelSecurity reader{.tls_ca_file = Path("ca.pem"),
+                         .tls_cert_file = Path("reader.pem"),
+                         .tls_key_file = Path("reader.key")};
+  auto channel = NewSecureChannel(server_->address(), reader);
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  Client as_reader(*channel);
+  // reader (the certificate) administers; the token makes it worker.
+  absl::StatusOr<std::vector<v1::DeadMessage>> dead =
+      as_reader.ListDead(TableRef("msgq", "b"));
+  EXPECT_TRUE(dead.ok()) << dead.status();
+  ChannelSecurity worker = reader;
+  worker.token = "tok-worker";
+  auto worker_channel = NewSecureChannel(server_->address(), worker);
+  ASSERT_TRUE(worker_channel.ok()) << worker_channel.status();
+  Client as_worker(*worker_channel);
+  absl::StatusOr<int64_t> acked = as_worker.Ack(TableRef("msgq", "a"), {"1"});
+  EXPECT_TRUE(acked.ok()) << acked.status();
+  absl::StatusOr<std::vector<v1::DeadMessage>> denied =
+      as_worker.ListDead(TableRef("msgq", "b"));
+  EXPECT_EQ(denied.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(denied.status().message(),
+            "permission denied: 'worker' may not admin msgq.b");
+  // No client certificate: the handshake fails.
+  auto anonymous = NewSecureChannel(
+      server_->address(),
+      ChannelSecurity{.tls_ca_file = Path("ca.pem"), .token = "tok-worker"});
+  ASSERT_TRUE(anonymous.ok());
+  EXPECT_EQ(Client(*anonymous).ListTables().status().code(),
+            absl::StatusCode::kUnavailable);
+  // A certificate without its key is refused before any call.
+  EXPECT_EQ(
+      NewSecureChannel(server_->address(),
+                       ChannelSecurity{.tls_ca_file = Path("ca.pem"),
+                                       .tls_cert_file = Path("reader.pem")})
+          .status()
+          .code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace msgq::testing

@@ -1,0 +1,123 @@
+// TLS and mTLS on msgqd's gRPC port, certificate rotation and the startup
+// checks of the TLS flags, against a real msgqd and MariaDB (issue 17).
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/security_fixture.h"
+
+namespace msgq::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class SecurityTlsTest : public SecurityTest {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(SecurityTest::SetUp());
+    ASSERT_TRUE(MakeTestCertificates(files_->path()))
+        << ReadText(Path("openssl.log"));
+    // The served certificate and key, replaced by the rotation test.
+    ReplaceFile(Path("tls.pem"), ReadText(Path("server1.pem")));
+    ReplaceFile(Path("tls.key"), ReadText(Path("server1.key")));
+  }
+  std::vector<std::string> TlsArgs() {
+    return {"--tls_cert=" + Path("tls.pem"), "--tls_key=" + Path("tls.key"),
+            "--tls_reload_interval=1s", "--http_listen="};
+  }
+  std::unique_ptr<v1::Messaging::Stub> TlsStub(const std::string& client = "") {
+    return v1::Messaging::NewStub(
+        TlsChannel(server_->address(), files_->path(), client));
+  }
+};
+
+TEST_F(SecurityTlsTest, PlaintextClientFailsTlsClientWorks) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q"));
+  ASSERT_NO_FATAL_FAILURE(StartServer(TlsArgs()));
+  auto plain = v1::Messaging::NewStub(PlainChannel(server_->address()));
+  v1::ListTablesResponse r;
+  EXPECT_EQ(ListTables(plain.get(), "", &r).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  auto tls = TlsStub();
+  ASSERT_NO_FATAL_FAILURE(WaitForTable(tls.get(), "q", ""));
+  std::string cn;
+  ASSERT_TRUE(ListTables(tls.get(), "", &r, &cn).ok());
+  EXPECT_EQ(cn, "msgqd-1");
+  EXPECT_TRUE(OpenStream(tls.get(), "q", "").ok());
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 2));
+  StreamCollector s(tls.get(), "q", "msgq");
+  ASSERT_TRUE(s.WaitForRows(2, absl::Seconds(20))) << server_->Log();
+  EXPECT_THAT(s.ids(), ElementsAre("1", "2"));
+}
+
+TEST_F(SecurityTlsTest, MutualTlsNeedsACertificateOfTheClientCa) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q"));
+  ASSERT_NO_FATAL_FAILURE(CreateTable("r"));
+  ReplaceFile(Path("policy"), "reader msgq/q stream\n");
+  std::vector<std::string> args = TlsArgs();
+  args.push_back("--tls_client_ca=" + Path("ca.pem"));
+  args.push_back("--auth_policy_file=" + Path("policy"));
+  ASSERT_NO_FATAL_FAILURE(StartServer(args));
+  auto reader = TlsStub("reader");
+  ASSERT_NO_FATAL_FAILURE(WaitForTable(reader.get(), "q", ""));
+  v1::ListTablesResponse r;
+  // No client certificate, or one of another CA: the handshake fails.
+  auto anonymous = TlsStub();
+  EXPECT_EQ(ListTables(anonymous.get(), "", &r).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  auto intruder = TlsStub("intruder");
+  EXPECT_EQ(ListTables(intruder.get(), "", &r).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  // The certificate's CN is the principal the policy grants.
+  EXPECT_TRUE(OpenStream(reader.get(), "q", "").ok());
+  grpc::Status denied = OpenStream(reader.get(), "r", "");
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(denied.error_message(),
+            "permission denied: 'reader' may not stream msgq.r");
+  ASSERT_TRUE(ListTables(reader.get(), "", &r).ok());
+  EXPECT_THAT(TableNames(r), ElementsAre("q"));
+}
+
+TEST_F(SecurityTlsTest, RotatedCertificateServesNewConnections) {
+  ASSERT_NO_FATAL_FAILURE(StartServer(TlsArgs()));
+  v1::ListTablesResponse r;
+  std::string cn;
+  ASSERT_TRUE(ListTables(TlsStub().get(), "", &r, &cn).ok());
+  EXPECT_EQ(cn, "msgqd-1");
+  ReplaceFile(Path("tls.key"), ReadText(Path("server2.key")));
+  ReplaceFile(Path("tls.pem"), ReadText(Path("server2.pem")));
+  EXPECT_TRUE(Eventually(
+      [&] {
+        std::string now;
+        return ListTables(TlsStub().get(), "", &r, &now).ok() &&
+               now == "msgqd-2";
+      },
+      absl::Seconds(15)))
+      << server_->Log();
+}
+
+TEST_F(SecurityTlsTest, BadTlsFlagsRefuseToStart) {
+  auto expect_refused = [&](std::vector<std::string> args,
+                            const std::string& message) {
+    args.push_back("--databases=msgq");
+    absl::StatusOr<std::unique_ptr<Msgqd>> s = Msgqd::Start(*db_, args);
+    ASSERT_FALSE(s.ok()) << "started with " << args[0];
+    EXPECT_THAT(s.status().message(), HasSubstr(message));
+  };
+  expect_refused({"--tls_cert=" + Path("tls.pem")},
+                 "--tls_cert and --tls_key go together: give both or neither");
+  expect_refused(
+      {"--tls_cert=" + Path("tls.pem"), "--tls_key=" + Path("server2.key")},
+      "--tls_key=" + Path("server2.key") +
+          ": is not the key of the certificate in " + Path("tls.pem"));
+  expect_refused(
+      {"--tls_cert=" + Path("nope.pem"), "--tls_key=" + Path("tls.key")},
+      "--tls_cert=" + Path("nope.pem") + ": cannot be read");
+  expect_refused({"--tls_client_ca=" + Path("ca.pem")},
+                 "--tls_client_ca needs --tls_cert and --tls_key");
+}
+
+}  // namespace
+}  // namespace msgq::testing
