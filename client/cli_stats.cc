@@ -77,8 +77,7 @@ int RunStats(absl::Span<const std::string> args, std::ostream& out,
   if (servers.empty()) return ReportUsageError(err, "stats", "empty --server");
   std::vector<std::unique_ptr<Client>> clients;
   for (const std::string& server : servers) {
-    absl::StatusOr<std::unique_ptr<Client>> client =
-        Client::Connect(server, ClientOptions{.timeout = common.timeout});
+    absl::StatusOr<std::unique_ptr<Client>> client = ConnectTo(server, common);
     if (!client.ok()) {
       return ReportUsageError(err, "stats", client.status().message());
     }

@@ -223,8 +223,12 @@ int RunTail(absl::Span<const std::string> args, std::ostream& out,
   options.on_ack_error = [&state](const absl::Status& status) {
     state.AckFailed(status);
   };
+  absl::StatusOr<std::vector<ServerChannel>> channels = ChannelsFor(common);
+  if (!channels.ok()) {
+    return ReportUsageError(err, "tail", channels.status().message());
+  }
   absl::StatusOr<std::unique_ptr<Subscriber>> subscriber = Subscriber::Start(
-      ChannelsTo(servers), TableRef(keyspace, (*positional)[0]),
+      *std::move(channels), TableRef(keyspace, (*positional)[0]),
       [&state](const Message& message) { return state.Print(message); },
       std::move(options));
   if (!subscriber.ok()) {

@@ -97,10 +97,10 @@ TEST_F(SecurityClientTest, CliWithTlsAndToken) {
                         "not admin msgq.a"));
 }
 
-// Needs /work/wt/notes/f17s_tail_stats.patch (cli_tail.cc and cli_stats.cc
-// using ChannelsFor/ConnectTo): until then tail and stats ignore the TLS
-// and token flags.
-TEST_F(SecurityClientTest, DISABLED_CliTailAndStatsWithTlsAndToken) {
+// msgq tail and msgq stats take the same TLS and token flags as the other
+// commands (they ignored them before cli_tail.cc/cli_stats.cc used
+// ChannelsFor/ConnectTo).
+TEST_F(SecurityClientTest, CliTailAndStatsWithTlsAndToken) {
   ASSERT_NO_FATAL_FAILURE(Start(/*mtls=*/false));
   ASSERT_NO_FATAL_FAILURE(InsertRange("a", 1, 2));
   const std::string server = "--server=" + server_->address();
