@@ -1,0 +1,85 @@
+// msgqd's MySQL-protocol port (issue 18) end to end: a private MariaDB, a
+// real msgqd, the real `mariadb` client and hand-driven sockets.
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "server/mysql_protocol/command.h"
+#include "tests/mysql_protocol_fixture.h"
+
+namespace msgq::testing {
+namespace {
+
+namespace mp = ::msgq::mysql_protocol;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// What the mariadb client prints for a row of InsertRange (batch mode).
+std::string Row(int id) { return absl::StrCat(id, "\t{\"n\": ", id, "}"); }
+
+TEST_F(MysqlProtocolTest, MariadbClientReceivesInsertedMessages) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo"));
+  ASSERT_NO_FATAL_FAILURE(StartWithMysqlProtocol());
+  auto client = StartMariadb("stream * from demo");
+  ASSERT_NE(client, nullptr);
+  // The header line comes with the column definitions: id and the payload
+  // column; the bookkeeping columns (priority, epoch, time_next,
+  // time_acked) are not streamed.
+  ASSERT_TRUE(WaitForLines(*client, 1)) << client->Log();
+  EXPECT_THAT(ClientLines(*client), ElementsAre("id\tmessage"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 1, 3));
+  ASSERT_TRUE(WaitForLines(*client, 4)) << client->Log();
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 4, 4));
+  ASSERT_TRUE(WaitForLines(*client, 5)) << client->Log();
+  EXPECT_THAT(ClientLines(*client),
+              ElementsAre("id\tmessage", Row(1), Row(2), Row(3), Row(4)));
+  EXPECT_TRUE(client->running());  // streams forever
+  EXPECT_EQ(FindTable(stub_.get(), "demo").subscribers(), 1);
+  client->Stop(SIGKILL, absl::Seconds(5));
+  EXPECT_TRUE(Eventually(
+      [&] { return FindTable(stub_.get(), "demo").subscribers() == 0; },
+      absl::Seconds(10)));
+}
+
+TEST_F(MysqlProtocolTest, WrongPasswordIs1045) {
+  ASSERT_NO_FATAL_FAILURE(StartWithMysqlProtocol());
+  auto client = StartMariadb("select 1", "wrong");
+  ASSERT_NE(client, nullptr);
+  EXPECT_EQ(client->Stop(0, absl::Seconds(20)), 1);
+  EXPECT_THAT(client->Log(),
+              HasSubstr("ERROR 1045 (28000): Access denied for user 'reader' "
+                        "(using password: YES)"));
+  auto raw = RawClient::Connect(port_);
+  ASSERT_TRUE(raw.ok());
+  auto answer = (*raw)->Login("someone", kPassword);
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(ErrCode(*answer), 1045);
+  EXPECT_TRUE((*raw)->WaitClosed(absl::Seconds(5)));
+}
+
+TEST_F(MysqlProtocolTest, ConnectStatementsAndUnknownTable) {
+  ASSERT_NO_FATAL_FAILURE(StartWithMysqlProtocol());
+  auto ok = StartMariadb(
+      "select 1; select @@version_comment limit 1; "
+      "SET NAMES utf8mb4; select database()",
+      kPassword, {"-N", "-D", "msgq"});
+  ASSERT_NE(ok, nullptr);
+  EXPECT_EQ(ok->Stop(0, absl::Seconds(20)), 0) << ok->Log();
+  EXPECT_THAT(ClientLines(*ok), ElementsAre("1", "msgq", "msgq"));
+  auto missing = StartMariadb("stream * from nope");
+  ASSERT_NE(missing, nullptr);
+  EXPECT_EQ(missing->Stop(0, absl::Seconds(20)), 1);
+  EXPECT_THAT(missing->Log(),
+              HasSubstr("ERROR 1146 (42S02) at line 1: Table 'nope' "
+                        "doesn't exist"));
+  auto unserved = StartMariadb("show databases");
+  ASSERT_NE(unserved, nullptr);
+  EXPECT_EQ(unserved->Stop(0, absl::Seconds(20)), 1);
+  EXPECT_THAT(unserved->Log(),
+              HasSubstr("ERROR 1064 (42000) at line 1: msgq serves "
+                        "only 'stream * from"));
+}
+
+}  // namespace
+}  // namespace msgq::testing
