@@ -49,8 +49,10 @@ int ErrCode(const mysql_protocol::Packet& p);
 
 class MysqlProtocolTest : public MsgqTest {
  protected:
-  // Starts msgqd with the port on 127.0.0.1:0, kUser/kPassword and `args`.
-  void StartWithMysqlProtocol(std::vector<std::string> args = {});
+  // Starts msgqd with the port on 127.0.0.1:0, kUser/kPassword (unless
+  // !with_user: any user, empty password) and `args`.
+  void StartWithMysqlProtocol(std::vector<std::string> args = {},
+                              bool with_user = true);
 
   // `mariadb --no-defaults -q -h 127.0.0.1 -P port -u user -pPASSWORD -e sql`
   // under stdbuf -oL (a line out as each row arrives), stdout and stderr

@@ -81,5 +81,32 @@ TEST_F(MysqlProtocolTest, ConnectStatementsAndUnknownTable) {
                         "only 'stream * from"));
 }
 
+// Without --mysql_protocol_user (loopback only): any user name with an
+// empty password; a password is refused.
+TEST_F(MysqlProtocolTest, WithoutAUserAnyNameWithAnEmptyPasswordOnLoopback) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo"));
+  ASSERT_NO_FATAL_FAILURE(StartWithMysqlProtocol({}, /*with_user=*/false));
+  auto refused = StartMariadb("select 1", "some-password");
+  ASSERT_NE(refused, nullptr);
+  EXPECT_EQ(refused->Stop(0, absl::Seconds(20)), 1);
+  EXPECT_THAT(refused->Log(), HasSubstr("ERROR 1045 (28000)"));
+  auto client = StartMariadb("stream * from demo", "");
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(WaitForLines(*client, 1)) << client->Log();
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 7, 7));
+  ASSERT_TRUE(WaitForLines(*client, 2)) << client->Log();
+  EXPECT_THAT(ClientLines(*client), ElementsAre("id\tmessage", Row(7)));
+}
+
+TEST_F(MysqlProtocolTest, NonLoopbackWithoutAUserDoesNotStart) {
+  auto server = Msgqd::Start(
+      *db_, {"--databases=msgq", "--mysql_protocol_listen=0.0.0.0:0"});
+  ASSERT_FALSE(server.ok());
+  EXPECT_THAT(server.status().message(),
+              HasSubstr("is not a loopback address: set "
+                        "--mysql_protocol_user and "
+                        "--mysql_protocol_password_file"));
+}
+
 }  // namespace
 }  // namespace msgq::testing
