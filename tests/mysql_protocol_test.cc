@@ -98,6 +98,21 @@ TEST_F(MysqlProtocolTest, WithoutAUserAnyNameWithAnEmptyPasswordOnLoopback) {
   EXPECT_THAT(ClientLines(*client), ElementsAre("id\tmessage", Row(7)));
 }
 
+// SIGTERM with a client streaming: the port closes its connections before
+// the engine stops, and msgqd exits 0.
+TEST_F(MysqlProtocolTest, SigtermWhileStreamingExitsCleanly) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo"));
+  ASSERT_NO_FATAL_FAILURE(StartWithMysqlProtocol());
+  auto client = StartMariadb("stream * from demo");
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(Eventually(
+      [&] { return FindTable(stub_.get(), "demo").subscribers() == 1; },
+      absl::Seconds(10)));
+  EXPECT_EQ(server_->Terminate(absl::Seconds(15)), 0) << server_->Log();
+  EXPECT_EQ(client->Stop(0, absl::Seconds(10)), 1);
+  EXPECT_THAT(client->Log(), HasSubstr("ERROR 2013"));  // lost connection
+}
+
 TEST_F(MysqlProtocolTest, NonLoopbackWithoutAUserDoesNotStart) {
   auto server = Msgqd::Start(
       *db_, {"--databases=msgq", "--mysql_protocol_listen=0.0.0.0:0"});
