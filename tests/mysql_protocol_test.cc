@@ -98,6 +98,31 @@ TEST_F(MysqlProtocolTest, WithoutAUserAnyNameWithAnEmptyPasswordOnLoopback) {
   EXPECT_THAT(ClientLines(*client), ElementsAre("id\tmessage", Row(7)));
 }
 
+// The mariadb client's Ctrl-C sends KILL QUERY on a second connection: the
+// stream ends with ERR 1317 and the subscription goes.
+TEST_F(MysqlProtocolTest, CtrlCInTheMariadbClientEndsTheStream) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo"));
+  ASSERT_NO_FATAL_FAILURE(StartWithMysqlProtocol());
+  auto client = StartMariadb("stream * from demo");
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(Eventually(
+      [&] { return FindTable(stub_.get(), "demo").subscribers() == 1; },
+      absl::Seconds(10)));
+  EXPECT_EQ(client->Stop(SIGINT, absl::Seconds(10)), 1) << client->Log();
+  EXPECT_THAT(client->Log(),
+              HasSubstr("ERROR 1317 (70100) at line 1: Query execution was "
+                        "interrupted"));
+  EXPECT_TRUE(Eventually(
+      [&] { return FindTable(stub_.get(), "demo").subscribers() == 0; },
+      absl::Seconds(10)));
+  // KILL of an id that does not exist.
+  auto unknown = StartMariadb("kill query 4000000");
+  ASSERT_NE(unknown, nullptr);
+  EXPECT_EQ(unknown->Stop(0, absl::Seconds(20)), 1);
+  EXPECT_THAT(unknown->Log(), HasSubstr("ERROR 1094 (HY000) at line 1: "
+                                        "Unknown thread id: 4000000"));
+}
+
 // SIGTERM with a client streaming: the port closes its connections before
 // the engine stops, and msgqd exits 0.
 TEST_F(MysqlProtocolTest, SigtermWhileStreamingExitsCleanly) {

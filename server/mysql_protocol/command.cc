@@ -61,6 +61,13 @@ CommandResult Query(Session& session, absl::string_view sql) {
       return Ok();
     case Kind::kSet:
       return Ok();
+    case Kind::kKill: {
+      CommandResult r;
+      r.action = CommandResult::Action::kKill;
+      r.kill_id = st.kill_id;
+      r.kill_connection = st.kill_connection;
+      return r;
+    }
     case Kind::kSelectVersionComment:
       return Reply(SmallResultSet(seq, {TextColumn("@@version_comment")},
                                   {{std::string(kVersionComment)}}));

@@ -34,11 +34,14 @@ struct CommandResult {
     kReply,   // write `reply`, read the next command
     kClose,   // write `reply` (may be empty), then close
     kStream,  // stream keyspace.table; the result set starts at seq 1
+    kKill,    // KILL [QUERY|CONNECTION] kill_id: the connection answers
   };
   Action action = Action::kReply;
   std::string reply;     // framed packets
   std::string keyspace;  // kStream: as written, or the session's database
   std::string table;     // kStream
+  uint32_t kill_id = 0;  // kKill
+  bool kill_connection = false;
 };
 
 CommandResult DispatchCommand(Session& session, const Packet& packet);

@@ -2,7 +2,9 @@
 
 #include <openssl/rand.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -42,8 +44,22 @@ std::string EngineErr(uint8_t seq, const absl::Status& status,
 }  // namespace
 
 Connection::Connection(int fd, uint32_t id, const ConnectionOptions& options,
-                       Engine* engine)
-    : fd_(fd), id_(id), options_(options), engine_(engine) {}
+                       Engine* engine, KillFunction kill)
+    : fd_(fd),
+      id_(id),
+      options_(options),
+      engine_(engine),
+      kill_(std::move(kill)),
+      interrupt_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+Connection::~Connection() {
+  if (interrupt_fd_ >= 0) close(interrupt_fd_);
+}
+
+void Connection::Interrupt() {
+  const uint64_t one = 1;
+  if (interrupt_fd_ >= 0) (void)!write(interrupt_fd_, &one, sizeof(one));
+}
 
 absl::Status Connection::Write(absl::string_view bytes) {
   while (!bytes.empty()) {
@@ -158,6 +174,18 @@ void Connection::Run() {
         break;
       case CommandResult::Action::kClose:
         return;
+      case CommandResult::Action::kKill: {
+        uint8_t seq = 1;
+        const bool found =
+            kill_ != nullptr && kill_(result.kill_id, result.kill_connection);
+        const std::string reply =
+            found ? Frame(seq, OkPayload())
+                  : ErrPacket(
+                        seq, kErNoSuchThread, "HY000",
+                        absl::StrCat("Unknown thread id: ", result.kill_id));
+        if (!Write(reply).ok()) return;
+        break;
+      }
       case CommandResult::Action::kStream:
         if (!Stream(result.keyspace, result.table)) return;
         break;
@@ -188,15 +216,25 @@ bool Connection::Stream(const std::string& keyspace, const std::string& table) {
     return Write(EngineErr(seq, s, keyspace, table)).ok();
   }
   MessageManager& m = sink->manager();
+  uint64_t stale = 0;  // a KILL QUERY from before this stream
+  if (interrupt_fd_ >= 0) (void)!read(interrupt_fd_, &stale, sizeof(stale));
   while (true) {
-    pollfd fds[2] = {{fd_, POLLIN, 0}, {sink->wake_fd(), POLLIN, 0}};
-    const int ready = poll(fds, 2, -1);
+    pollfd fds[3] = {{fd_, POLLIN, 0},
+                     {sink->wake_fd(), POLLIN, 0},
+                     {interrupt_fd_, POLLIN, 0}};
+    const int ready = poll(fds, 3, -1);
     if (ready < 0 && errno == EINTR) continue;
     if (ready < 0 || (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
       // The client left, or sent something (a COM_QUIT; nothing else is
       // valid while a result set is being read): end the stream.
       sink->Finish();
       return false;
+    }
+    if (fds[2].revents & POLLIN) {
+      sink->Finish();
+      return Write(ErrPacket(seq, kErQueryInterrupted, "70100",
+                             "Query execution was interrupted"))
+          .ok();
     }
     if ((fds[1].revents & POLLIN) == 0) continue;
     RowSink::Ready taken = sink->TakeReady();

@@ -14,6 +14,10 @@
 // back after their ack wait), or when the engine closes it (ERR packet,
 // the connection goes back to reading commands).
 //
+// KILL QUERY n (from another connection, as the mariadb client sends on
+// Ctrl-C) ends connection n's stream with ERR 1317 and it reads commands
+// again; KILL [CONNECTION] n closes it.
+//
 // No lock is held across socket I/O; writes block (that is the back
 // pressure: a client that does not read holds at most the manager's
 // max_batches_per_subscriber batches).
@@ -21,6 +25,7 @@
 #define MSGQ_SERVER_MYSQL_PROTOCOL_CONNECTION_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -43,11 +48,19 @@ struct ConnectionOptions {
 
 class Connection {
  public:
+  // Kills connection `id` (its stream only, unless `connection`); false
+  // when there is no such connection.
+  using KillFunction = std::function<bool(uint32_t id, bool connection)>;
+
   // Does not own `fd` (the server closes it after Run returns).
   Connection(int fd, uint32_t id, const ConnectionOptions& options,
-             Engine* engine);
+             Engine* engine, KillFunction kill);
+  ~Connection();
 
   void Run();
+  // Ends the stream under way, if any (KILL QUERY). Thread-safe, never
+  // blocks.
+  void Interrupt();
 
  private:
   // Handshake and authentication; false: the connection is to be closed
@@ -68,6 +81,8 @@ class Connection {
   const uint32_t id_;
   const ConnectionOptions& options_;
   Engine* const engine_;
+  const KillFunction kill_;
+  const int interrupt_fd_;  // eventfd; -1 if none could be made
   Session session_;
   std::string in_;  // bytes read, not yet parsed
 };

@@ -142,12 +142,31 @@ void MysqlProtocolServer::AcceptLoop() {
     const uint32_t id = next_id_++;
     Client& client = clients_[id];
     client.fd = fd;
-    client.thread = std::thread([this, id, fd] { Serve(id, fd); });
+    client.connection =
+        std::make_unique<Connection>(fd, id, options_.connection, engine_,
+                                     [this](uint32_t target, bool connection) {
+                                       return Kill(target, connection);
+                                     });
+    client.thread = std::thread(
+        [this, id, fd, c = client.connection.get()] { Serve(id, fd, c); });
   }
 }
 
-void MysqlProtocolServer::Serve(uint32_t id, int fd) {
-  Connection(fd, id, options_.connection, engine_).Run();
+bool MysqlProtocolServer::Kill(uint32_t id, bool connection) {
+  absl::MutexLock lock(&mu_);
+  auto it = clients_.find(id);
+  if (it == clients_.end() || it->second.done) return false;
+  if (connection) {
+    // Its thread sees the socket end and leaves (fd closed only at reap).
+    shutdown(it->second.fd, SHUT_RDWR);
+  } else {
+    it->second.connection->Interrupt();
+  }
+  return true;
+}
+
+void MysqlProtocolServer::Serve(uint32_t id, int fd, Connection* connection) {
+  connection->Run();
   shutdown(fd, SHUT_RDWR);
   absl::MutexLock lock(&mu_);
   // Gone from the map once Stop() took over the joining.

@@ -53,12 +53,15 @@ class MysqlProtocolServer {
  private:
   struct Client {
     int fd = -1;
+    std::unique_ptr<Connection> connection;
     std::thread thread;
     bool done = false;
   };
   MysqlProtocolServer(Options options, Engine* engine, int listen_fd, int port);
   void AcceptLoop();
-  void Serve(uint32_t id, int fd);
+  void Serve(uint32_t id, int fd, Connection* connection);
+  // KILL [QUERY|CONNECTION] id; false when there is no such client.
+  bool Kill(uint32_t id, bool connection);
   // Joins and closes the clients whose threads ended.
   void Reap();
 

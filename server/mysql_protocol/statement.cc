@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 
 namespace msgq::mysql_protocol {
 namespace {
@@ -107,6 +108,21 @@ Statement RecognizeStatement(absl::string_view sql) {
   if (Is(t, 0, "use") && t.size() == 2 && IsIdentifier(t[1])) {
     out.kind = Kind::kUse;
     out.keyspace = t[1].text;
+    return out;
+  }
+  if (Is(t, 0, "kill") && t.size() >= 2) {
+    size_t i = 1;
+    out.kill_connection = true;
+    if (Is(t, 1, "query") || Is(t, 1, "connection")) {
+      out.kill_connection = Is(t, 1, "connection");
+      i = 2;
+    }
+    uint32_t id = 0;
+    if (i + 1 == t.size() && IsInteger(t[i]) &&
+        absl::SimpleAtoi(t[i].text, &id)) {
+      out.kind = Kind::kKill;
+      out.kill_id = id;
+    }
     return out;
   }
   if (Is(t, 0, "set")) {

@@ -52,5 +52,23 @@ TEST(StatementTest, ConnectTimeStatements) {
   EXPECT_EQ(RecognizeStatement(" ; ").kind, Kind::kEmpty);
 }
 
+TEST(StatementTest, Kill) {
+  Statement s = RecognizeStatement("KILL QUERY 42");
+  EXPECT_EQ(s.kind, Kind::kKill);
+  EXPECT_EQ(s.kill_id, 42u);
+  EXPECT_FALSE(s.kill_connection);
+  s = RecognizeStatement("kill connection 7");
+  EXPECT_EQ(s.kind, Kind::kKill);
+  EXPECT_EQ(s.kill_id, 7u);
+  EXPECT_TRUE(s.kill_connection);
+  s = RecognizeStatement("kill 9;");
+  EXPECT_EQ(s.kind, Kind::kKill);
+  EXPECT_TRUE(s.kill_connection);
+  for (const char* sql : {"kill", "kill query", "kill query x",
+                          "kill 99999999999", "kill query 1 2"}) {
+    EXPECT_EQ(RecognizeStatement(sql).kind, Kind::kUnsupported) << sql;
+  }
+}
+
 }  // namespace
 }  // namespace msgq::mysql_protocol
