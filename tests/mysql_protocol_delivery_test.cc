@@ -85,6 +85,53 @@ TEST_F(MysqlProtocolDeliveryTest, DisconnectedClientHandsItsMessagesBack) {
   }
 }
 
+// A MySQL-protocol client that stops reading is skipped, never waited for:
+// its socket fills, it holds at most a few batches, and a gRPC subscriber
+// on the same table gets the rest.
+TEST_F(MysqlProtocolDeliveryTest, AClientThatDoesNotReadIsSkipped) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo", "vt_batch_size=1"));
+  ASSERT_NO_FATAL_FAILURE(StartWithMysqlProtocol());
+  auto raw = RawClient::Connect(port_);
+  ASSERT_TRUE(raw.ok());
+  auto login = (*raw)->Login(kUser, kPassword);
+  ASSERT_TRUE(login.ok());
+  ASSERT_EQ(login->payload[0], '\0');
+  ASSERT_TRUE((*raw)->Send(0, "\x03stream * from demo"));
+  StreamCollector grpc(stub_.get(), "demo");
+  ASSERT_TRUE(WaitForSubscribers("demo", 2));
+  // 200 messages of 100 kB: 20 MB, more than loopback socket buffers hold.
+  constexpr int kMessages = 200;
+  for (int i = 1; i <= kMessages; i += 20) {
+    ASSERT_NO_FATAL_FAILURE(
+        Exec(absl::StrCat("INSERT INTO msgq.demo (id, message) SELECT seq, "
+                          "JSON_OBJECT('p', REPEAT('x', 100000)) FROM seq_",
+                          i, "_to_", i + 19)));
+  }
+  // The raw client reads nothing; gRPC gets everything it does not hold.
+  EXPECT_TRUE(
+      Eventually([&] { return grpc.row_count() >= 120; }, absl::Seconds(30)))
+      << grpc.row_count();
+  std::set<std::string> unique;
+  for (const std::string& id : grpc.ids()) unique.insert(id);
+  EXPECT_EQ(unique.size(), grpc.row_count());
+}
+
+// The engine ends a stream when its table goes: the result set ends with an
+// error packet.
+TEST_F(MysqlProtocolDeliveryTest, DroppedTableEndsTheStreamWithAnError) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo"));
+  ASSERT_NO_FATAL_FAILURE(StartWithMysqlProtocol());
+  auto client = StartMariadb("stream * from demo");
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(WaitForSubscribers("demo", 1)) << client->Log();
+  ASSERT_NO_FATAL_FAILURE(Exec("DROP TABLE msgq.demo"));
+  EXPECT_EQ(client->Stop(0, absl::Seconds(20)), 1) << client->Log();
+  EXPECT_THAT(
+      client->Log(),
+      ::testing::HasSubstr("ERROR 1105 (HY000) at line 1: UNAVAILABLE: message "
+                           "table was changed or dropped: reconnect"));
+}
+
 // Acks stay on gRPC (or a plain UPDATE): a message received over the MySQL
 // protocol and acked with MessageAck is not redelivered.
 TEST_F(MysqlProtocolDeliveryTest, AckedOverGrpcIsNotRedelivered) {

@@ -34,11 +34,11 @@ std::string EngineErr(uint8_t seq, const absl::Status& status,
         absl::StrCat("Table '", keyspace.empty() ? "" : keyspace + ".", table,
                      "' doesn't exist (", status.message(), ")"));
   }
-  if (status.code() == absl::StatusCode::kUnavailable) {
-    return ErrPacket(seq, kErServerShutdown, "08S01",
-                     absl::StrCat("unavailable: ", status.message()));
-  }
-  return ErrPacket(seq, kErUnknown, "HY000", status.message());
+  // UNAVAILABLE (table changed or dropped, msgqd stopping, MySQL away):
+  // the client may subscribe again; like every other error, 1105.
+  return ErrPacket(seq, kErUnknown, "HY000",
+                   absl::StrCat(absl::StatusCodeToString(status.code()), ": ",
+                                status.message()));
 }
 
 }  // namespace

@@ -96,7 +96,6 @@ inline constexpr uint16_t kErUnknown = 1105;         // anything else
 inline constexpr uint16_t kErNoSuchTable = 1146;     // unknown table
 inline constexpr uint16_t kErPacketTooLarge = 1153;  // > max packet
 inline constexpr uint16_t kErNetPacketsOutOfOrder = 1156;
-inline constexpr uint16_t kErServerShutdown = 1053;
 inline constexpr uint16_t kErNoSuchThread = 1094;      // KILL of an unknown id
 inline constexpr uint16_t kErQueryInterrupted = 1317;  // KILL QUERY
 
