@@ -44,6 +44,7 @@
 #include "server/http/routes.h"
 #include "server/messaging_service.h"
 #include "server/mysql_flags.h"
+#include "server/mysql_protocol/mysql_protocol_flags.h"
 #include "server/security_flags.h"
 
 ABSL_FLAG(std::string, databases, "msgq",
@@ -222,6 +223,14 @@ int main(int argc, char** argv) {
                      s.message());
   }
 
+  // `stream * from T` over the MySQL protocol (server/mysql_protocol/).
+  auto mysql_protocol = msgq::mysql_protocol::StartFromFlags(&engine);
+  if (!mysql_protocol.ok()) {
+    msgq::LogError(mysql_protocol.status().message());
+    engine.Stop();
+    return 2;
+  }
+
   msgq::MessagingService service(&engine, security->authorizer.get());
   msgq::GrpcMetrics grpc_metrics;
   grpc::EnableDefaultHealthCheckService(true);
@@ -279,6 +288,7 @@ int main(int argc, char** argv) {
   // Tell load balancers first, then end streams (UNAVAILABLE), then stop
   // serving.
   health.Stop();
+  if (*mysql_protocol != nullptr) (*mysql_protocol)->Stop();
   const absl::Duration timeout = absl::GetFlag(FLAGS_shutdown_timeout);
   if (!engine.Stop(timeout)) {
     msgq::LogError("shutdown: tables did not flush within ",

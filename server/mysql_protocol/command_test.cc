@@ -1,0 +1,132 @@
+#include "server/mysql_protocol/command.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "server/mysql_protocol/result_set.h"
+
+namespace msgq::mysql_protocol {
+namespace {
+
+using namespace std::string_literals;
+using Action = CommandResult::Action;
+
+Packet Command(uint8_t command, const std::string& arg = "") {
+  return Packet{0, std::string(1, char(command)) + arg};
+}
+
+TEST(CommandTest, PingIsOkAtSequenceOne) {
+  Session s;
+  CommandResult r = DispatchCommand(s, Command(kComPing));
+  EXPECT_EQ(r.action, Action::kReply);
+  EXPECT_EQ(r.reply, "\x07\x00\x00\x01\x00\x00\x00\x02\x00\x00\x00"s);
+}
+
+TEST(CommandTest, QuitCloses) {
+  Session s;
+  CommandResult r = DispatchCommand(s, Command(kComQuit));
+  EXPECT_EQ(r.action, Action::kClose);
+  EXPECT_EQ(r.reply, "");
+}
+
+TEST(CommandTest, UnknownCommandIsErr1047) {
+  Session s;
+  CommandResult r = DispatchCommand(s, Command(0x16, "x"));  // stmt prepare
+  EXPECT_EQ(r.action, Action::kReply);
+  ASSERT_GE(r.reply.size(), 13u);
+  EXPECT_EQ(r.reply.substr(3, 10), "\x01\xff\x17\x04#08S01"s);
+}
+
+TEST(CommandTest, OutOfOrderClosesWith1156) {
+  Session s;
+  CommandResult r = DispatchCommand(s, Packet{3, "\x0e"s});
+  EXPECT_EQ(r.action, Action::kClose);
+  EXPECT_EQ(r.reply.substr(3, 10), "\x04\xff\x84\x04#08S01"s);
+}
+
+TEST(CommandTest, UnservedStatementIsErr1064) {
+  Session s;
+  CommandResult r = DispatchCommand(s, Command(kComQuery, "show databases"));
+  EXPECT_EQ(r.action, Action::kReply);
+  EXPECT_EQ(r.reply.substr(3, 10), "\x01\xff\x28\x04#42000"s);
+  r = DispatchCommand(s, Command(kComQuery, ""));
+  EXPECT_EQ(r.reply.substr(3, 10), "\x01\xff\x29\x04#42000"s);
+}
+
+TEST(CommandTest, UseAndInitDbSetTheStreamKeyspace) {
+  Session s;
+  CommandResult r = DispatchCommand(s, Command(kComQuery, "stream * from q"));
+  EXPECT_EQ(r.action, Action::kStream);
+  EXPECT_EQ(r.keyspace, "");
+  EXPECT_EQ(r.table, "q");
+  DispatchCommand(s, Command(kComInitDb, "app"));
+  EXPECT_EQ(s.database, "app");
+  r = DispatchCommand(s, Command(kComQuery, "stream * from q"));
+  EXPECT_EQ(r.keyspace, "app");
+  DispatchCommand(s, Command(kComQuery, "use other"));
+  r = DispatchCommand(s, Command(kComQuery, "stream * from x.q"));
+  EXPECT_EQ(r.keyspace, "x");
+  EXPECT_EQ(s.database, "other");
+}
+
+TEST(CommandTest, SelectOneExactResultSet) {
+  Session s;
+  CommandResult r = DispatchCommand(s, Command(kComQuery, "select 1"));
+  EXPECT_EQ(r.action, Action::kReply);
+  const std::string want =
+      "\x01\x00\x00\x01\x01"  // one column
+      "\x18\x00\x00\x02"
+      "\x03"
+      "def"
+      "\x00\x00\x00"
+      "\x01"
+      "1"
+      "\x01"
+      "1"
+      "\x0c\x3f\x00\x15\x00\x00\x00\x08\x01\x80\x00\x00\x00"
+      "\x05\x00\x00\x03\xfe\x00\x00\x02\x00"  // EOF
+      "\x02\x00\x00\x04\x01"
+      "1"                                       // row "1"
+      "\x05\x00\x00\x05\xfe\x00\x00\x02\x00"s;  // EOF
+  EXPECT_EQ(r.reply, want);
+}
+
+TEST(ResultSetTest, PackedRowNullsAndTypes) {
+  PackedRow row;
+  row.lengths = {1, -1, 3};
+  row.values = "7abc";
+  EXPECT_EQ(PackedRowPayload(row),
+            "\x01"
+            "7"
+            "\xfb"
+            "\x03"
+            "abc"s);
+  row.lengths = {1, 10};  // overruns: the rest is NULL, nothing read past
+  EXPECT_EQ(PackedRowPayload(row),
+            "\x01"
+            "7"
+            "\xfb"s);
+
+  ColumnDefinition id =
+      DefinitionOf("msgq", "q", Column{"id", "bigint", "bigint(20)"});
+  EXPECT_EQ(id.type, kTypeLongLong);
+  EXPECT_EQ(id.charset, 63);
+  EXPECT_EQ(id.flags, kNumFlag | kPriKeyFlag);
+  ColumnDefinition msg =
+      DefinitionOf("msgq", "q", Column{"message", "longtext", "longtext"});
+  EXPECT_EQ(msg.type, kTypeBlob);
+  EXPECT_EQ(msg.charset, 45);
+  ColumnDefinition v =
+      DefinitionOf("msgq", "q", Column{"v", "varbinary", "varbinary(16)"});
+  EXPECT_EQ(v.type, kTypeVarString);
+  EXPECT_EQ(v.length, 16u);
+  EXPECT_EQ(v.flags, kBinaryFlag);
+  ColumnDefinition u =
+      DefinitionOf("msgq", "q", Column{"n", "int", "int(10) unsigned"});
+  EXPECT_EQ(u.flags, kNumFlag | kUnsignedFlag);
+  EXPECT_EQ(DefinitionOf("msgq", "q", Column{"g", "point", "point"}).type,
+            kTypeVarString);
+}
+
+}  // namespace
+}  // namespace msgq::mysql_protocol

@@ -1,0 +1,269 @@
+#include "server/mysql_protocol/connection.h"
+
+#include <openssl/rand.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "engine/log.h"
+#include "server/mysql_protocol/handshake.h"
+#include "server/mysql_protocol/result_set.h"
+#include "server/mysql_protocol/row_sink.h"
+
+namespace msgq::mysql_protocol {
+namespace {
+
+// Milliseconds until `deadline` for poll(): -1 for none, at least 0.
+int PollTimeout(absl::Time deadline) {
+  if (deadline == absl::InfiniteFuture()) return -1;
+  const int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+  return static_cast<int>(std::clamp<int64_t>(ms, 0, 1 << 30));
+}
+
+// The ERR packet for an engine error on `keyspace`.`table`.
+std::string EngineErr(uint8_t seq, const absl::Status& status,
+                      const std::string& keyspace, const std::string& table) {
+  if (status.code() == absl::StatusCode::kNotFound) {
+    return ErrPacket(
+        seq, kErNoSuchTable, "42S02",
+        absl::StrCat("Table '", keyspace.empty() ? "" : keyspace + ".", table,
+                     "' doesn't exist (", status.message(), ")"));
+  }
+  // UNAVAILABLE (table changed or dropped, msgqd stopping, MySQL away):
+  // the client may subscribe again; like every other error, 1105.
+  return ErrPacket(seq, kErUnknown, "HY000",
+                   absl::StrCat(absl::StatusCodeToString(status.code()), ": ",
+                                status.message()));
+}
+
+}  // namespace
+
+Connection::Connection(int fd, uint32_t id, const ConnectionOptions& options,
+                       Engine* engine, KillFunction kill)
+    : fd_(fd),
+      id_(id),
+      options_(options),
+      engine_(engine),
+      kill_(std::move(kill)),
+      interrupt_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+Connection::~Connection() {
+  if (interrupt_fd_ >= 0) close(interrupt_fd_);
+}
+
+void Connection::Interrupt() {
+  const uint64_t one = 1;
+  if (interrupt_fd_ >= 0) (void)!write(interrupt_fd_, &one, sizeof(one));
+}
+
+absl::Status Connection::Write(absl::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return absl::UnavailableError(absl::StrCat("send: ", strerror(errno)));
+    }
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Connection::Receive() {
+  char buf[16384];
+  while (true) {
+    const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+    if (n > 0) {
+      in_.append(buf, static_cast<size_t>(n));
+      return absl::OkStatus();
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return absl::UnavailableError(n == 0 ? "client closed the connection"
+                                         : strerror(errno));
+  }
+}
+
+absl::StatusOr<Packet> Connection::ReadPacket(absl::Time deadline) {
+  while (true) {
+    size_t consumed = 0;
+    absl::StatusOr<std::optional<Packet>> parsed =
+        ParsePacket(in_, options_.max_packet, &consumed);
+    if (!parsed.ok()) return parsed.status();
+    if (parsed->has_value()) {
+      in_.erase(0, consumed);
+      return **std::move(parsed);
+    }
+    pollfd p{fd_, POLLIN, 0};
+    const int ready = poll(&p, 1, PollTimeout(deadline));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) return absl::DeadlineExceededError("handshake timeout");
+    if (ready < 0) return absl::UnavailableError(strerror(errno));
+    if (absl::Status s = Receive(); !s.ok()) return s;
+  }
+}
+
+bool Connection::Authenticate() {
+  unsigned char random[kScrambleBytes];
+  if (RAND_bytes(random, sizeof(random)) != 1) return false;
+  const std::string scramble = MakeScramble(
+      absl::string_view(reinterpret_cast<const char*>(random), kScrambleBytes));
+  uint8_t seq = 0;
+  if (!Write(Frame(seq, HandshakePayload(id_, scramble))).ok()) return false;
+  const absl::Time deadline = absl::Now() + options_.handshake_timeout;
+  absl::StatusOr<Packet> packet = ReadPacket(deadline);
+  if (!packet.ok()) {
+    if (packet.status().code() == absl::StatusCode::kResourceExhausted) {
+      (void)Write(
+          ErrPacket(1, kErPacketTooLarge, "08S01", packet.status().message()));
+    }
+    return false;
+  }
+  absl::StatusOr<HandshakeResponse> response =
+      ParseHandshakeResponse(packet->payload);
+  if (!response.ok()) {
+    (void)Write(ErrPacket(
+        uint8_t(packet->seq + 1), kErHandshake, "08S01",
+        absl::StrCat("Bad handshake: ", response.status().message())));
+    return false;
+  }
+  std::string auth = response->auth_response;
+  seq = uint8_t(packet->seq + 1);
+  if (!response->auth_plugin.empty() &&
+      response->auth_plugin != kNativePassword) {
+    if (!Write(Frame(seq, AuthSwitchPayload(scramble))).ok()) return false;
+    packet = ReadPacket(deadline);
+    if (!packet.ok()) return false;
+    auth = packet->payload;
+    seq = uint8_t(packet->seq + 1);
+  }
+  const bool allowed =
+      options_.user.empty()
+          ? auth.empty()
+          : response->user == options_.user &&
+                CheckNativePassword(scramble, options_.password, auth);
+  if (!allowed) {
+    (void)Write(ErrPacket(
+        seq, kErAccessDenied, "28000",
+        absl::StrCat("Access denied for user '", response->user,
+                     "' (using password: ", auth.empty() ? "NO" : "YES", ")")));
+    return false;
+  }
+  session_.database = response->database;
+  return Write(Frame(seq, OkPayload())).ok();
+}
+
+void Connection::Run() {
+  if (!Authenticate()) return;
+  while (true) {
+    absl::StatusOr<Packet> packet = ReadPacket(absl::InfiniteFuture());
+    if (!packet.ok()) {
+      if (packet.status().code() == absl::StatusCode::kResourceExhausted) {
+        (void)Write(ErrPacket(1, kErPacketTooLarge, "08S01",
+                              packet.status().message()));
+      }
+      return;
+    }
+    CommandResult result = DispatchCommand(session_, *packet);
+    if (!result.reply.empty() && !Write(result.reply).ok()) return;
+    switch (result.action) {
+      case CommandResult::Action::kReply:
+        break;
+      case CommandResult::Action::kClose:
+        return;
+      case CommandResult::Action::kKill: {
+        uint8_t seq = 1;
+        const bool found =
+            kill_ != nullptr && kill_(result.kill_id, result.kill_connection);
+        const std::string reply =
+            found ? Frame(seq, OkPayload())
+                  : ErrPacket(
+                        seq, kErNoSuchThread, "HY000",
+                        absl::StrCat("Unknown thread id: ", result.kill_id));
+        if (!Write(reply).ok()) return;
+        break;
+      }
+      case CommandResult::Action::kStream:
+        if (!Stream(result.keyspace, result.table)) return;
+        break;
+    }
+  }
+}
+
+bool Connection::Stream(const std::string& keyspace, const std::string& table) {
+  uint8_t seq = 1;
+  absl::StatusOr<std::shared_ptr<MessageManager>> manager =
+      engine_->Find(keyspace, table);
+  if (!manager.ok()) {
+    return Write(EngineErr(seq, manager.status(), keyspace, table)).ok();
+  }
+  absl::StatusOr<std::shared_ptr<RowSink>> created = RowSink::Create(*manager);
+  if (!created.ok()) {
+    return Write(EngineErr(seq, created.status(), keyspace, table)).ok();
+  }
+  const std::shared_ptr<RowSink> sink = *std::move(created);
+  const MessageTable& t = (*manager)->table();
+  std::vector<ColumnDefinition> columns;
+  for (const Column& c : t.streamed) {
+    columns.push_back(DefinitionOf(t.keyspace, t.name, c));
+  }
+  if (!Write(StreamHeader(seq, columns)).ok()) return false;
+  if (absl::Status s = (*manager)->Subscribe(sink); !s.ok()) {
+    sink->Finish();
+    return Write(EngineErr(seq, s, keyspace, table)).ok();
+  }
+  MessageManager& m = sink->manager();
+  uint64_t stale = 0;  // a KILL QUERY from before this stream
+  if (interrupt_fd_ >= 0) (void)!read(interrupt_fd_, &stale, sizeof(stale));
+  while (true) {
+    pollfd fds[3] = {{fd_, POLLIN, 0},
+                     {sink->wake_fd(), POLLIN, 0},
+                     {interrupt_fd_, POLLIN, 0}};
+    const int ready = poll(fds, 3, -1);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0 || (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+      // The client left, or sent something (a COM_QUIT; nothing else is
+      // valid while a result set is being read): end the stream.
+      sink->Finish();
+      return false;
+    }
+    if (fds[2].revents & POLLIN) {
+      sink->Finish();
+      return Write(ErrPacket(seq, kErQueryInterrupted, "70100",
+                             "Query execution was interrupted"))
+          .ok();
+    }
+    if ((fds[1].revents & POLLIN) == 0) continue;
+    RowSink::Ready taken = sink->TakeReady();
+    bool failed = false;
+    for (MessageBatch& batch : taken.batches) {
+      if (failed) {
+        m.OnSendFailed(sink.get(), std::move(batch));
+        continue;
+      }
+      std::string bytes;
+      for (const Message& message : batch) {
+        if (message.row != nullptr) {
+          bytes += Frame(seq, PackedRowPayload(*message.row));
+        }
+      }
+      if (Write(bytes).ok()) {
+        m.OnSendDone(sink.get());
+      } else {
+        failed = true;
+        sink->Finish();
+        m.OnSendFailed(sink.get(), std::move(batch));
+      }
+    }
+    if (failed) return false;
+    if (taken.closed.has_value()) {
+      sink->Finish();
+      return Write(EngineErr(seq, *taken.closed, keyspace, table)).ok();
+    }
+  }
+}
+
+}  // namespace msgq::mysql_protocol

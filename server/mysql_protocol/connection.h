@@ -1,0 +1,92 @@
+// Connection: one client of msgq's MySQL-protocol port, served on a thread
+// of its own (Run blocks until the client leaves or the socket is shut
+// down by MysqlProtocolServer::Stop).
+//
+// Phases: the handshake (HandshakeV10, mysql_native_password, an
+// AuthSwitchRequest for clients that offer another plugin), bounded by
+// Options::handshake_timeout as a whole; then commands (command.h). For
+// `stream * from T` it subscribes a RowSink to the table's manager exactly
+// like a gRPC MessageStream (same round-robin and backoff, counted among
+// the table's subscribers), sends the column definitions of the streamed
+// columns, then one text row per message as they come. The stream ends
+// when the client disconnects or sends anything (unsubscribe: messages not
+// written go to the other subscribers at once, written unacked ones come
+// back after their ack wait), or when the engine closes it (ERR packet,
+// the connection goes back to reading commands).
+//
+// KILL QUERY n (from another connection, as the mariadb client sends on
+// Ctrl-C) ends connection n's stream with ERR 1317 and it reads commands
+// again; KILL [CONNECTION] n closes it.
+//
+// No lock is held across socket I/O; writes block (that is the back
+// pressure: a client that does not read holds at most the manager's
+// max_batches_per_subscriber batches).
+#ifndef MSGQ_SERVER_MYSQL_PROTOCOL_CONNECTION_H_
+#define MSGQ_SERVER_MYSQL_PROTOCOL_CONNECTION_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "engine/engine.h"
+#include "server/mysql_protocol/command.h"
+#include "server/mysql_protocol/packet.h"
+
+namespace msgq::mysql_protocol {
+
+struct ConnectionOptions {
+  // Empty: any user name with an empty password (the server allows that
+  // only on a loopback listen address).
+  std::string user;
+  std::string password;
+  absl::Duration handshake_timeout = absl::Seconds(10);
+  // Largest command packet read; larger ones get ERR 1153 and a close.
+  size_t max_packet = 1 << 20;
+};
+
+class Connection {
+ public:
+  // Kills connection `id` (its stream only, unless `connection`); false
+  // when there is no such connection.
+  using KillFunction = std::function<bool(uint32_t id, bool connection)>;
+
+  // Does not own `fd` (the server closes it after Run returns).
+  Connection(int fd, uint32_t id, const ConnectionOptions& options,
+             Engine* engine, KillFunction kill);
+  ~Connection();
+
+  void Run();
+  // Ends the stream under way, if any (KILL QUERY). Thread-safe, never
+  // blocks.
+  void Interrupt();
+
+ private:
+  // Handshake and authentication; false: the connection is to be closed
+  // (an ERR packet was sent when the protocol allows one).
+  bool Authenticate();
+  // Streams until the client leaves (false) or the engine ends the stream
+  // (true: read the next command).
+  bool Stream(const std::string& keyspace, const std::string& table);
+
+  absl::Status Write(absl::string_view bytes);
+  // One packet; UNAVAILABLE when the peer closed or the socket failed,
+  // DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED (too large, see ParsePacket).
+  absl::StatusOr<Packet> ReadPacket(absl::Time deadline);
+  // One recv() into in_; UNAVAILABLE on EOF or error.
+  absl::Status Receive();
+
+  const int fd_;
+  const uint32_t id_;
+  const ConnectionOptions& options_;
+  Engine* const engine_;
+  const KillFunction kill_;
+  const int interrupt_fd_;  // eventfd; -1 if none could be made
+  Session session_;
+  std::string in_;  // bytes read, not yet parsed
+};
+
+}  // namespace msgq::mysql_protocol
+
+#endif  // MSGQ_SERVER_MYSQL_PROTOCOL_CONNECTION_H_

@@ -1,0 +1,82 @@
+// The connection phase of the MySQL protocol as msgq serves it: the
+// server's HandshakeV10 (protocol 10), the client's HandshakeResponse41, the
+// AuthSwitchRequest sent to clients that offer another plugin, and the
+// mysql_native_password check:
+//   client sends SHA1(pw) XOR SHA1(scramble + SHA1(SHA1(pw)))
+// (an empty password sends an empty response).
+//
+// No TLS, no compression, no CLIENT_DEPRECATE_EOF: the capabilities msgq
+// announces are kServerCapabilities. Pure functions: thread-compatible.
+#ifndef MSGQ_SERVER_MYSQL_PROTOCOL_HANDSHAKE_H_
+#define MSGQ_SERVER_MYSQL_PROTOCOL_HANDSHAKE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace msgq::mysql_protocol {
+
+inline constexpr uint32_t kClientLongPassword = 0x00000001;
+inline constexpr uint32_t kClientLongFlag = 0x00000004;
+inline constexpr uint32_t kClientConnectWithDb = 0x00000008;
+inline constexpr uint32_t kClientProtocol41 = 0x00000200;
+inline constexpr uint32_t kClientSsl = 0x00000800;
+inline constexpr uint32_t kClientTransactions = 0x00002000;
+inline constexpr uint32_t kClientSecureConnection = 0x00008000;
+inline constexpr uint32_t kClientPluginAuth = 0x00080000;
+inline constexpr uint32_t kClientConnectAttrs = 0x00100000;
+inline constexpr uint32_t kClientPluginAuthLenencData = 0x00200000;
+
+inline constexpr uint32_t kServerCapabilities =
+    kClientLongPassword | kClientLongFlag | kClientConnectWithDb |
+    kClientProtocol41 | kClientTransactions | kClientSecureConnection |
+    kClientPluginAuth | kClientConnectAttrs | kClientPluginAuthLenencData;
+
+inline constexpr char kServerVersion[] = "8.0.30-msgq";
+inline constexpr char kNativePassword[] = "mysql_native_password";
+inline constexpr size_t kScrambleBytes = 20;
+// utf8mb4_general_ci: the engine reads rows as utf8mb4.
+inline constexpr uint8_t kUtf8mb4GeneralCi = 45;
+inline constexpr uint8_t kBinaryCharset = 63;
+
+// The HandshakeV10 payload. `scramble` must be kScrambleBytes bytes with no
+// NUL (see MakeScramble).
+std::string HandshakePayload(uint32_t connection_id,
+                             absl::string_view scramble);
+
+// kScrambleBytes printable ASCII bytes (0x21..0x7E) from `random_bytes`
+// (any bytes; e.g. from RAND_bytes), as MySQL servers send.
+std::string MakeScramble(absl::string_view random_bytes);
+
+struct HandshakeResponse {
+  uint32_t capabilities = 0;
+  std::string user;
+  std::string auth_response;
+  std::string database;     // empty when not given
+  std::string auth_plugin;  // empty when not given
+};
+
+// Parses a HandshakeResponse41. INVALID_ARGUMENT when it is truncated or
+// malformed, when the client lacks CLIENT_PROTOCOL_41 (pre-4.1 clients),
+// or asks for TLS (an SSLRequest; msgq does not offer CLIENT_SSL).
+absl::StatusOr<HandshakeResponse> ParseHandshakeResponse(
+    absl::string_view payload);
+
+// AuthSwitchRequest to mysql_native_password with `scramble`.
+std::string AuthSwitchPayload(absl::string_view scramble);
+
+// Whether `response` proves knowledge of `password` for `scramble`
+// (constant-time compare). An empty password matches only an empty
+// response.
+bool CheckNativePassword(absl::string_view scramble, absl::string_view password,
+                         absl::string_view response);
+
+// What a client computes (for tests and the fuzzer).
+std::string NativePasswordResponse(absl::string_view scramble,
+                                   absl::string_view password);
+
+}  // namespace msgq::mysql_protocol
+
+#endif  // MSGQ_SERVER_MYSQL_PROTOCOL_HANDSHAKE_H_

@@ -1,0 +1,94 @@
+#include "server/mysql_protocol/mysql_protocol_flags.h"
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/time/time.h"
+#include "engine/log.h"
+
+ABSL_FLAG(std::string, mysql_protocol_listen, "127.0.0.1:15306",
+          "MySQL client/server protocol address where any MySQL client "
+          "receives messages with 'stream * from TABLE' (port 0 picks a free "
+          "port; empty disables)");
+ABSL_FLAG(int, mysql_protocol_max_connections, 64,
+          "MySQL-protocol clients served at once (one thread each); one more "
+          "gets error 1040 'Too many connections'");
+ABSL_FLAG(std::string, mysql_protocol_user, "",
+          "The user MySQL-protocol clients must log in as (with the password "
+          "of --mysql_protocol_password_file); empty: any user with an empty "
+          "password, allowed only on a loopback --mysql_protocol_listen");
+ABSL_FLAG(std::string, mysql_protocol_password_file, "",
+          "File whose first line is --mysql_protocol_user's password");
+ABSL_FLAG(absl::Duration, mysql_protocol_handshake_timeout, absl::Seconds(10),
+          "A MySQL-protocol client that has not logged in by then is "
+          "disconnected");
+
+namespace msgq::mysql_protocol {
+
+absl::StatusOr<MysqlProtocolServer::Options> OptionsFromFlags() {
+  MysqlProtocolServer::Options options;
+  options.listen = absl::GetFlag(FLAGS_mysql_protocol_listen);
+  options.max_connections = absl::GetFlag(FLAGS_mysql_protocol_max_connections);
+  if (options.max_connections < 1) {
+    return absl::InvalidArgumentError(
+        "--mysql_protocol_max_connections must be at least 1");
+  }
+  options.connection.handshake_timeout =
+      absl::GetFlag(FLAGS_mysql_protocol_handshake_timeout);
+  if (options.connection.handshake_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--mysql_protocol_handshake_timeout must be positive");
+  }
+  options.connection.user = absl::GetFlag(FLAGS_mysql_protocol_user);
+  const std::string file = absl::GetFlag(FLAGS_mysql_protocol_password_file);
+  if (options.connection.user.empty() != file.empty()) {
+    return absl::InvalidArgumentError(
+        "--mysql_protocol_user and --mysql_protocol_password_file go "
+        "together");
+  }
+  if (!file.empty()) {
+    std::ifstream in(file);
+    std::string line;
+    if (!in || !std::getline(in, line)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--mysql_protocol_password_file: cannot read '", file, "'"));
+    }
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--mysql_protocol_password_file: '", file,
+                       "' has an empty first line"));
+    }
+    options.connection.password = std::move(line);
+  }
+  return options;
+}
+
+absl::StatusOr<std::unique_ptr<MysqlProtocolServer>> StartFromFlags(
+    Engine* engine) {
+  absl::StatusOr<MysqlProtocolServer::Options> options = OptionsFromFlags();
+  if (!options.ok()) return options.status();
+  if (options->listen.empty()) return nullptr;
+  const std::string listen = options->listen;
+  absl::StatusOr<std::unique_ptr<MysqlProtocolServer>> server =
+      MysqlProtocolServer::Start(*std::move(options), engine);
+  if (!server.ok()) {
+    if (server.status().code() != absl::StatusCode::kUnavailable) {
+      return server.status();
+    }
+    // Like the HTTP port: a port in use costs this way in, not the queues.
+    LogError(server.status().message(),
+             "; serving gRPC without the MySQL protocol");
+    return nullptr;
+  }
+  std::fprintf(stderr, "msgqd mysql protocol on %s:%d\n",
+               listen.substr(0, listen.rfind(':')).c_str(), (*server)->port());
+  std::fflush(stderr);
+  return server;
+}
+
+}  // namespace msgq::mysql_protocol

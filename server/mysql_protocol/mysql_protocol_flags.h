@@ -1,0 +1,37 @@
+// msgqd's --mysql_protocol_* flags: the MySQL-protocol port where clients
+// receive messages with `stream * from TABLE` (server.h).
+//
+// Identity (until msgq has its own authentication): --mysql_protocol_user
+// with --mysql_protocol_password_file (the file's first line; there is no
+// password flag, so it never shows in `ps`). Without a user, any user name
+// with an empty password is let in, and only on a loopback listen address.
+//
+// Not thread-safe: call from main.
+#ifndef MSGQ_SERVER_MYSQL_PROTOCOL_MYSQL_PROTOCOL_FLAGS_H_
+#define MSGQ_SERVER_MYSQL_PROTOCOL_MYSQL_PROTOCOL_FLAGS_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "engine/engine.h"
+#include "server/mysql_protocol/server.h"
+
+namespace msgq::mysql_protocol {
+
+// The options the flags describe. INVALID_ARGUMENT naming the flag: a
+// password file without a user or a user without one, an unreadable or
+// empty password file, max connections < 1, a timeout <= 0.
+absl::StatusOr<MysqlProtocolServer::Options> OptionsFromFlags();
+
+// Starts the port the flags describe and prints "msgqd mysql protocol on
+// HOST:PORT" to stderr; null (and OK) when --mysql_protocol_listen is
+// empty, or (logged) when the address cannot be bound: like the HTTP
+// port, a port in use costs this way in, not the gRPC service. The
+// errors of OptionsFromFlags and MysqlProtocolServer::Start's
+// INVALID_ARGUMENT (msgqd exits 2 on those).
+absl::StatusOr<std::unique_ptr<MysqlProtocolServer>> StartFromFlags(
+    Engine* engine);
+
+}  // namespace msgq::mysql_protocol
+
+#endif  // MSGQ_SERVER_MYSQL_PROTOCOL_MYSQL_PROTOCOL_FLAGS_H_

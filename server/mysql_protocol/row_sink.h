@@ -1,0 +1,76 @@
+// RowSink: the engine-facing Subscriber of one `stream * from T` on a MySQL
+// protocol connection. The table's manager hands it batches (Send) from
+// engine threads; the connection's own thread takes them in sequence order
+// (TakeReady), writes them as rows and reports each one back
+// (OnSendDone/OnSendFailed on the manager).
+//
+// Like the gRPC StreamSink, it never blocks the engine: Send only queues
+// and wakes the connection through an eventfd (wake_fd(), owned by the
+// sink so a late Send never writes to a closed descriptor). What is queued
+// is bounded by the manager's max_batches_per_subscriber, since a batch's
+// slot frees only once the connection wrote it. Finish() unsubscribes and
+// hands every batch not yet taken back to the manager (they go to the other
+// subscribers at once); a Send arriving afterwards is handed back too.
+//
+// Thread-safe.
+#ifndef MSGQ_SERVER_MYSQL_PROTOCOL_ROW_SINK_H_
+#define MSGQ_SERVER_MYSQL_PROTOCOL_ROW_SINK_H_
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/queue/message_manager.h"
+#include "engine/queue/subscriber.h"
+
+namespace msgq::mysql_protocol {
+
+class RowSink final : public Subscriber {
+ public:
+  // INTERNAL when no eventfd can be made (out of descriptors).
+  static absl::StatusOr<std::shared_ptr<RowSink>> Create(
+      std::shared_ptr<MessageManager> manager);
+  ~RowSink() override;
+
+  // Subscriber:
+  void Send(uint64_t sequence, MessageBatch batch) override;
+  void Close(absl::Status status) override;
+
+  // Readable when batches or a close are waiting (poll it for POLLIN).
+  int wake_fd() const { return wake_fd_; }
+
+  struct Ready {
+    std::deque<MessageBatch> batches;    // in sequence order
+    std::optional<absl::Status> closed;  // the engine ended the stream
+  };
+  // Takes what is ready and clears the wake-up.
+  Ready TakeReady();
+
+  // Ends the subscription: unsubscribes, then hands back every batch not
+  // taken. Idempotent.
+  void Finish();
+
+  MessageManager& manager() const { return *manager_; }
+
+ private:
+  RowSink(std::shared_ptr<MessageManager> manager, int wake_fd);
+  void Wake();
+
+  const std::shared_ptr<MessageManager> manager_;
+  const int wake_fd_;
+
+  absl::Mutex mu_;
+  std::map<uint64_t, MessageBatch> early_ ABSL_GUARDED_BY(mu_);
+  std::deque<MessageBatch> ready_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<absl::Status> closed_ ABSL_GUARDED_BY(mu_);
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace msgq::mysql_protocol
+
+#endif  // MSGQ_SERVER_MYSQL_PROTOCOL_ROW_SINK_H_

@@ -1,0 +1,150 @@
+#include "server/mysql_protocol/statement.h"
+
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+
+namespace msgq::mysql_protocol {
+namespace {
+
+struct Token {
+  std::string text;     // identifier without backticks; word as written
+  bool quoted = false;  // `...`
+};
+
+bool IsWordChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+         c == '$' || c == '@' || static_cast<unsigned char>(c) >= 0x80;
+}
+
+// Splits into words, `quoted identifiers` and single punctuation chars.
+// false on an unterminated backtick.
+bool Tokenize(absl::string_view sql, std::vector<Token>& out) {
+  size_t i = 0;
+  while (i < sql.size()) {
+    const char c = sql[i];
+    if (absl::ascii_isspace(static_cast<unsigned char>(c))) {
+      ++i;
+    } else if (c == '`') {
+      Token t;
+      t.quoted = true;
+      ++i;
+      while (true) {
+        if (i >= sql.size()) return false;
+        if (sql[i] == '`') {
+          if (i + 1 < sql.size() && sql[i + 1] == '`') {
+            t.text.push_back('`');
+            i += 2;
+            continue;
+          }
+          ++i;
+          break;
+        }
+        t.text.push_back(sql[i++]);
+      }
+      out.push_back(std::move(t));
+    } else if (IsWordChar(c)) {
+      Token t;
+      while (i < sql.size() && IsWordChar(sql[i])) t.text.push_back(sql[i++]);
+      out.push_back(std::move(t));
+    } else {
+      out.push_back(Token{std::string(1, c), false});
+      ++i;
+    }
+  }
+  return true;
+}
+
+bool Is(const std::vector<Token>& t, size_t i, absl::string_view word) {
+  return i < t.size() && !t[i].quoted &&
+         absl::EqualsIgnoreCase(t[i].text, word);
+}
+
+bool IsIdentifier(const Token& t) {
+  if (t.quoted) return !t.text.empty();
+  return !t.text.empty() && t.text[0] != '@' && IsWordChar(t.text[0]);
+}
+
+bool IsInteger(const Token& t) {
+  if (t.quoted || t.text.empty() || t.text.size() > 18) return false;
+  for (char c : t.text) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+// `select X [limit N]` where X is tokens [1, end).
+bool LimitTail(const std::vector<Token>& t, size_t i) {
+  if (i == t.size()) return true;
+  return i + 2 == t.size() && Is(t, i, "limit") && IsInteger(t[i + 1]);
+}
+
+}  // namespace
+
+Statement RecognizeStatement(absl::string_view sql) {
+  using Kind = Statement::Kind;
+  Statement out;
+  std::vector<Token> t;
+  if (!Tokenize(sql, t)) return out;
+  while (!t.empty() && !t.back().quoted && t.back().text == ";") t.pop_back();
+  if (t.empty()) {
+    out.kind = Kind::kEmpty;
+    return out;
+  }
+  if (Is(t, 0, "stream") && Is(t, 1, "*") && Is(t, 2, "from") &&
+      t.size() >= 4 && IsIdentifier(t[3])) {
+    if (t.size() == 4) {
+      out.kind = Kind::kStream;
+      out.table = t[3].text;
+    } else if (t.size() == 6 && Is(t, 4, ".") && IsIdentifier(t[5])) {
+      out.kind = Kind::kStream;
+      out.keyspace = t[3].text;
+      out.table = t[5].text;
+    }
+    return out;
+  }
+  if (Is(t, 0, "use") && t.size() == 2 && IsIdentifier(t[1])) {
+    out.kind = Kind::kUse;
+    out.keyspace = t[1].text;
+    return out;
+  }
+  if (Is(t, 0, "kill") && t.size() >= 2) {
+    size_t i = 1;
+    out.kill_connection = true;
+    if (Is(t, 1, "query") || Is(t, 1, "connection")) {
+      out.kill_connection = Is(t, 1, "connection");
+      i = 2;
+    }
+    uint32_t id = 0;
+    if (i + 1 == t.size() && IsInteger(t[i]) &&
+        absl::SimpleAtoi(t[i].text, &id)) {
+      out.kind = Kind::kKill;
+      out.kill_id = id;
+    }
+    return out;
+  }
+  if (Is(t, 0, "set")) {
+    out.kind = Kind::kSet;
+    return out;
+  }
+  if (!Is(t, 0, "select") || t.size() < 2) return out;
+  if (Is(t, 1, "@@version_comment") && LimitTail(t, 2)) {
+    out.kind = Kind::kSelectVersionComment;
+  } else if (Is(t, 1, "@@version") && LimitTail(t, 2)) {
+    out.kind = Kind::kSelectVersion;
+  } else if (Is(t, 1, "version") && Is(t, 2, "(") && Is(t, 3, ")") &&
+             LimitTail(t, 4)) {
+    out.kind = Kind::kSelectVersion;
+  } else if (Is(t, 1, "database") && Is(t, 2, "(") && Is(t, 3, ")") &&
+             LimitTail(t, 4)) {
+    out.kind = Kind::kSelectDatabase;
+  } else if (IsInteger(t[1]) && LimitTail(t, 2)) {
+    out.kind = Kind::kSelectInteger;
+    out.literal = t[1].text;
+  }
+  return out;
+}
+
+}  // namespace msgq::mysql_protocol

@@ -1,0 +1,74 @@
+#include "server/mysql_protocol/statement.h"
+
+#include "gtest/gtest.h"
+
+namespace msgq::mysql_protocol {
+namespace {
+
+using Kind = Statement::Kind;
+
+TEST(StatementTest, StreamForms) {
+  for (const char* sql : {"stream * from demo", "STREAM * FROM demo;",
+                          "  Stream *from `demo` ;;", "stream\n*\tfrom demo"}) {
+    Statement s = RecognizeStatement(sql);
+    EXPECT_EQ(s.kind, Kind::kStream) << sql;
+    EXPECT_EQ(s.table, "demo") << sql;
+    EXPECT_EQ(s.keyspace, "") << sql;
+  }
+  Statement s = RecognizeStatement("stream * from `my db`.`we``ird`");
+  EXPECT_EQ(s.kind, Kind::kStream);
+  EXPECT_EQ(s.keyspace, "my db");
+  EXPECT_EQ(s.table, "we`ird");
+  s = RecognizeStatement("stream * from msgq.Demo");
+  EXPECT_EQ(s.keyspace, "msgq");
+  EXPECT_EQ(s.table, "Demo");  // names keep their case
+}
+
+TEST(StatementTest, RejectsOtherShapes) {
+  for (const char* sql :
+       {"stream id from demo", "stream * from", "stream * from a.b.c",
+        "stream * from demo where 1", "stream * from `unterminated",
+        "stream * from ``", "select * from demo", "stream * from @@x",
+        "show databases", "select 1; select 2", "select 1 limit"}) {
+    EXPECT_EQ(RecognizeStatement(sql).kind, Kind::kUnsupported) << sql;
+  }
+}
+
+TEST(StatementTest, ConnectTimeStatements) {
+  EXPECT_EQ(RecognizeStatement("select @@version_comment limit 1").kind,
+            Kind::kSelectVersionComment);
+  EXPECT_EQ(RecognizeStatement("SELECT @@VERSION").kind, Kind::kSelectVersion);
+  EXPECT_EQ(RecognizeStatement("select version()").kind, Kind::kSelectVersion);
+  EXPECT_EQ(RecognizeStatement("SELECT DATABASE()").kind,
+            Kind::kSelectDatabase);
+  Statement one = RecognizeStatement("select 1");
+  EXPECT_EQ(one.kind, Kind::kSelectInteger);
+  EXPECT_EQ(one.literal, "1");
+  EXPECT_EQ(RecognizeStatement("SET NAMES utf8mb4").kind, Kind::kSet);
+  EXPECT_EQ(RecognizeStatement("set autocommit=0").kind, Kind::kSet);
+  Statement use = RecognizeStatement("use `msgq`;");
+  EXPECT_EQ(use.kind, Kind::kUse);
+  EXPECT_EQ(use.keyspace, "msgq");
+  EXPECT_EQ(RecognizeStatement(" ; ").kind, Kind::kEmpty);
+}
+
+TEST(StatementTest, Kill) {
+  Statement s = RecognizeStatement("KILL QUERY 42");
+  EXPECT_EQ(s.kind, Kind::kKill);
+  EXPECT_EQ(s.kill_id, 42u);
+  EXPECT_FALSE(s.kill_connection);
+  s = RecognizeStatement("kill connection 7");
+  EXPECT_EQ(s.kind, Kind::kKill);
+  EXPECT_EQ(s.kill_id, 7u);
+  EXPECT_TRUE(s.kill_connection);
+  s = RecognizeStatement("kill 9;");
+  EXPECT_EQ(s.kind, Kind::kKill);
+  EXPECT_TRUE(s.kill_connection);
+  for (const char* sql : {"kill", "kill query", "kill query x",
+                          "kill 99999999999", "kill query 1 2"}) {
+    EXPECT_EQ(RecognizeStatement(sql).kind, Kind::kUnsupported) << sql;
+  }
+}
+
+}  // namespace
+}  // namespace msgq::mysql_protocol

@@ -1,0 +1,156 @@
+// Delivery through msgqd's MySQL-protocol port shares the table with gRPC
+// streams: round-robin between both kinds of subscriber, and a client that
+// disconnects hands its messages back.
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "tests/mysql_protocol_fixture.h"
+
+namespace msgq::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::UnorderedElementsAre;
+
+class MysqlProtocolDeliveryTest : public MysqlProtocolTest {
+ protected:
+  // The ids of the rows the mariadb client printed (after its header).
+  std::vector<std::string> ClientIds(const launch::ChildProcess& child) {
+    std::vector<std::string> ids;
+    std::vector<std::string> lines = ClientLines(child);
+    for (size_t i = 1; i < lines.size(); ++i) {
+      ids.push_back(std::string(lines[i].substr(0, lines[i].find('\t'))));
+    }
+    return ids;
+  }
+  bool WaitForSubscribers(const std::string& table, int n) {
+    return Eventually(
+        [&] { return FindTable(stub_.get(), table).subscribers() == n; },
+        absl::Seconds(10));
+  }
+};
+
+TEST_F(MysqlProtocolDeliveryTest, RoundRobinWithAGrpcSubscriber) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo", "vt_batch_size=1"));
+  ASSERT_NO_FATAL_FAILURE(StartWithMysqlProtocol());
+  auto client = StartMariadb("stream * from msgq.demo");
+  ASSERT_NE(client, nullptr);
+  StreamCollector grpc(stub_.get(), "demo");
+  ASSERT_TRUE(WaitForSubscribers("demo", 2)) << client->Log();
+  for (int i = 1; i <= 20; ++i)
+    ASSERT_NO_FATAL_FAILURE(InsertRange("demo", i, i));
+  ASSERT_TRUE(Eventually(
+      [&] { return ClientIds(*client).size() + grpc.row_count() >= 20; },
+      absl::Seconds(20)))
+      << client->Log();
+  const std::vector<std::string> mysql_ids = ClientIds(*client);
+  const std::vector<std::string> grpc_ids = grpc.ids();
+  EXPECT_FALSE(mysql_ids.empty());
+  EXPECT_FALSE(grpc_ids.empty());
+  // None twice while unacked (the ack wait is 30 s).
+  std::multiset<int> all;
+  for (const auto& ids : {mysql_ids, grpc_ids}) {
+    for (const std::string& id : ids) {
+      int n = 0;
+      ASSERT_TRUE(absl::SimpleAtoi(id, &n)) << id;
+      all.insert(n);
+    }
+  }
+  std::multiset<int> want;
+  for (int i = 1; i <= 20; ++i) want.insert(i);
+  EXPECT_EQ(all, want);
+  EXPECT_EQ(mysql_ids.size() + grpc_ids.size(), 20u);
+}
+
+TEST_F(MysqlProtocolDeliveryTest, DisconnectedClientHandsItsMessagesBack) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo", "vt_ack_wait=1"));
+  ASSERT_NO_FATAL_FAILURE(StartWithMysqlProtocol());
+  auto client = StartMariadb("stream * from demo");
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(WaitForSubscribers("demo", 1)) << client->Log();
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 1, 3));
+  ASSERT_TRUE(WaitForLines(*client, 4)) << client->Log();
+  EXPECT_THAT(ClientIds(*client), ElementsAre("1", "2", "3"));
+  client->Stop(SIGKILL, absl::Seconds(5));
+  ASSERT_TRUE(WaitForSubscribers("demo", 0));
+  // Unacked, they come back after the ack wait, to the next subscriber.
+  StreamCollector grpc(stub_.get(), "demo");
+  ASSERT_TRUE(grpc.WaitForRows(3, absl::Seconds(20)));
+  EXPECT_THAT(grpc.ids(), UnorderedElementsAre("1", "2", "3"));
+  for (const auto& response : grpc.responses()) {
+    for (const auto& row : response.rows()) EXPECT_GE(row.epoch(), 1);
+  }
+}
+
+// A MySQL-protocol client that stops reading is skipped, never waited for:
+// its socket fills, it holds at most a few batches, and a gRPC subscriber
+// on the same table gets the rest.
+TEST_F(MysqlProtocolDeliveryTest, AClientThatDoesNotReadIsSkipped) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo", "vt_batch_size=1"));
+  ASSERT_NO_FATAL_FAILURE(StartWithMysqlProtocol());
+  auto raw = RawClient::Connect(port_);
+  ASSERT_TRUE(raw.ok());
+  auto login = (*raw)->Login(kUser, kPassword);
+  ASSERT_TRUE(login.ok());
+  ASSERT_EQ(login->payload[0], '\0');
+  ASSERT_TRUE((*raw)->Send(0, "\x03stream * from demo"));
+  StreamCollector grpc(stub_.get(), "demo");
+  ASSERT_TRUE(WaitForSubscribers("demo", 2));
+  // 200 messages of 100 kB: 20 MB, more than loopback socket buffers hold.
+  constexpr int kMessages = 200;
+  for (int i = 1; i <= kMessages; i += 20) {
+    ASSERT_NO_FATAL_FAILURE(
+        Exec(absl::StrCat("INSERT INTO msgq.demo (id, message) SELECT seq, "
+                          "JSON_OBJECT('p', REPEAT('x', 100000)) FROM seq_",
+                          i, "_to_", i + 19)));
+  }
+  // The raw client reads nothing; gRPC gets everything it does not hold.
+  EXPECT_TRUE(
+      Eventually([&] { return grpc.row_count() >= 120; }, absl::Seconds(30)))
+      << grpc.row_count();
+  std::set<std::string> unique;
+  for (const std::string& id : grpc.ids()) unique.insert(id);
+  EXPECT_EQ(unique.size(), grpc.row_count());
+}
+
+// The engine ends a stream when its table goes: the result set ends with an
+// error packet.
+TEST_F(MysqlProtocolDeliveryTest, DroppedTableEndsTheStreamWithAnError) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo"));
+  ASSERT_NO_FATAL_FAILURE(StartWithMysqlProtocol());
+  auto client = StartMariadb("stream * from demo");
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(WaitForSubscribers("demo", 1)) << client->Log();
+  ASSERT_NO_FATAL_FAILURE(Exec("DROP TABLE msgq.demo"));
+  EXPECT_EQ(client->Stop(0, absl::Seconds(20)), 1) << client->Log();
+  EXPECT_THAT(
+      client->Log(),
+      ::testing::HasSubstr("ERROR 1105 (HY000) at line 1: UNAVAILABLE: message "
+                           "table was changed or dropped: reconnect"));
+}
+
+// Acks stay on gRPC (or a plain UPDATE): a message received over the MySQL
+// protocol and acked with MessageAck is not redelivered.
+TEST_F(MysqlProtocolDeliveryTest, AckedOverGrpcIsNotRedelivered) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo", "vt_ack_wait=1"));
+  ASSERT_NO_FATAL_FAILURE(StartWithMysqlProtocol());
+  auto client = StartMariadb("stream * from demo");
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(WaitForSubscribers("demo", 1)) << client->Log();
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 1, 2));
+  ASSERT_TRUE(WaitForLines(*client, 3)) << client->Log();
+  int64_t acked = 0;
+  ASSERT_TRUE(AckIds(stub_.get(), "demo", {"1"}, &acked).ok());
+  EXPECT_EQ(acked, 1);
+  ASSERT_NO_FATAL_FAILURE(Exec(absl::StrCat(
+      "UPDATE msgq.demo SET time_acked = ", NowNanos(), " WHERE id = 2")));
+  // Past the ack wait, nothing comes back.
+  absl::SleepFor(absl::Seconds(3));
+  EXPECT_THAT(ClientIds(*client), ElementsAre("1", "2"));
+}
+
+}  // namespace
+}  // namespace msgq::testing
