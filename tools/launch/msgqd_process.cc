@@ -13,6 +13,9 @@ absl::StatusOr<std::unique_ptr<MsgqdProcess>> MsgqdProcess::Start(
       options.path,
       absl::StrCat("--mysql_socket=", options.mysql_socket),
       "--listen=127.0.0.1:0",
+      // Off unless the caller asks (a later flag wins): parallel test
+      // servers would all race for the default port 15306.
+      "--mysql_protocol_listen=",
   };
   argv.insert(argv.end(), options.args.begin(), options.args.end());
   absl::StatusOr<std::unique_ptr<ChildProcess>> child =
