@@ -8,7 +8,9 @@ Opens URL, waits until TABLE's row ("keyspace.name") shows EXPECT_SENT sent
 messages, reads every row as shown, saves OUT_DIR/console.png, clicks the
 row, reads the dead list, the recent messages and the ownership line, saves OUT_DIR/console-dead.png, clicks "Redrive
 all dead", waits for the result and for the row's dead count to show 0, and
-prints a JSON report on stdout. Exit 77 when Chromium or chromedriver is
+prints a JSON report on stdout. With MSGQ_CONSOLE_TOKEN set, first waits
+for the console to ask for a token (report "token_prompt") and signs in
+with it. Exit 77 when Chromium or chromedriver is
 missing (the test reports it as skipped), 1 on failure.
 """
 import base64
@@ -122,6 +124,18 @@ def main():
             }}}}
         wd.session = wd.call("POST", "/session", caps)["sessionId"]
         wd.s("POST", "/url", {"url": url})
+        token = os.environ.get("MSGQ_CONSOLE_TOKEN")
+        if token:
+            # Authentication on: the console asks for a token at the first
+            # 401, then shows the tables with it.
+            report["token_prompt"] = wd.wait(
+                "the token form",
+                "const f = document.getElementById('token-form');"
+                "return f && !f.hidden ? "
+                "document.getElementById('ready').textContent : null;")
+            wd.js("document.getElementById('token').value = arguments[0];"
+                  "document.getElementById('token-form').requestSubmit();",
+                  token)
         wd.wait("%s to show %s sent" % (table, expect_sent),
                 "const r = document.querySelector("
                 "'#tables tr[data-table=\"' + arguments[0] + '\"] td[data-field=sent]');"

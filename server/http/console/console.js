@@ -13,6 +13,27 @@ let lastTables = [];  // the latest /api/tables "tables"
 
 const $ = (id) => document.getElementById(id);
 
+// With authentication on (msgqd --auth_tokens_file) the /api calls need a
+// bearer token: asked for at the first 401 and kept in this tab only
+// (sessionStorage), sent as "Authorization: Bearer ...".
+const TOKEN_KEY = "msgq-token";
+
+async function api(url, init) {
+  const options = Object.assign({cache: "no-store"}, init || {});
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) {
+    options.headers = Object.assign({}, options.headers,
+                                    {"Authorization": "Bearer " + token});
+  }
+  const r = await fetch(url, options);
+  if (r.status === 401) {
+    $("token-form").hidden = false;
+    $("ready").textContent = "token needed";
+    $("ready").className = "badge bad";
+  }
+  return r;
+}
+
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -161,7 +182,8 @@ function render(data) {
 
 async function refresh() {
   try {
-    const r = await fetch("/api/tables", {cache: "no-store"});
+    const r = await api("/api/tables");
+    if (r.status === 401) return;
     render(await r.json());
   } catch (e) {
     $("ready").textContent = "msgqd unreachable";
@@ -176,7 +198,7 @@ function query(params) {
 async function loadDead() {
   if (!selected) return;
   const tbody = $("dead").tBodies[0];
-  const r = await fetch("/api/dead?" + query({keyspace: selected.keyspace,
+  const r = await api("/api/dead?" + query({keyspace: selected.keyspace,
                                                table: selected.name, limit: 100}));
   const data = await r.json();
   const body = el("tbody");
@@ -215,7 +237,7 @@ async function loadRecent() {
   const params = {keyspace: selected.keyspace, table: selected.name, limit: 50,
                   order: $("recent-order").value};
   if (payload) params.payload = "1";
-  const r = await fetch("/api/messages?" + query(params), {cache: "no-store"});
+  const r = await api("/api/messages?" + query(params));
   const data = await r.json();
   const body = el("tbody");
   if (!r.ok) {
@@ -247,7 +269,7 @@ async function loadRecent() {
 async function redrive(what, button) {
   if (button) button.disabled = true;
   const form = Object.assign({keyspace: selected.keyspace, table: selected.name}, what);
-  const r = await fetch("/api/redrive", {
+  const r = await api("/api/redrive", {
     method: "POST",
     headers: {"Content-Type": "application/x-www-form-urlencoded",
               "X-Msgq-Console": "1"},
@@ -290,6 +312,13 @@ function showOwnership(t) {
       : "";
 }
 
+$("token-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  sessionStorage.setItem(TOKEN_KEY, $("token").value);
+  $("token").value = "";
+  $("token-form").hidden = true;
+  refresh();
+});
 $("recent-order").addEventListener("change", loadRecent);
 $("recent-payload").addEventListener("change", loadRecent);
 $("redrive-all").addEventListener("click", () => redrive({all: "1"}, $("redrive-all")));
