@@ -56,7 +56,16 @@ class WebDriver:
                       {"using": "css selector", "value": css})[ELEMENT]
 
     def click(self, css):
-        self.s("POST", "/element/%s/click" % self.find(css), {})
+        # The console re-renders its tables every 2 s: an element found just
+        # before a refresh is stale by the click, so find it again.
+        for attempt in range(10):
+            try:
+                self.s("POST", "/element/%s/click" % self.find(css), {})
+                return
+            except RuntimeError as e:
+                if "stale element" not in str(e) or attempt == 9:
+                    raise
+                time.sleep(0.1)
 
     def js(self, script, *args):
         return self.s("POST", "/execute/sync", {"script": script, "args": list(args)})
