@@ -22,9 +22,10 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 TEST_F(FailureTest, AMessageThatAlwaysFailsDiesAfterExactlyNSends) {
-  ASSERT_NO_FATAL_FAILURE(CreateFailureTable(
-      "f", "vt_ack_wait=30,vt_min_backoff=0.1,vt_max_backoff=0.2,"
-           "msgq_max_attempts=3"));
+  ASSERT_NO_FATAL_FAILURE(
+      CreateFailureTable("f",
+                         "vt_ack_wait=30,vt_min_backoff=0.1,vt_max_backoff=0.2,"
+                         "msgq_max_attempts=3"));
   ASSERT_NO_FATAL_FAILURE(StartServer());
   ASSERT_NO_FATAL_FAILURE(InsertRange("f", 1, 1));
   StreamCollector c(stub_.get(), "f");
@@ -48,8 +49,9 @@ TEST_F(FailureTest, AMessageThatAlwaysFailsDiesAfterExactlyNSends) {
 
 TEST_F(FailureTest, UnackedSendsKillAfterMaxAttemptsWithAReason) {
   ASSERT_NO_FATAL_FAILURE(CreateFailureTable(
-      "t", "vt_ack_wait=0.5,vt_min_backoff=0.1,vt_max_backoff=0.1,"
-           "msgq_max_attempts=2"));
+      "t",
+      "vt_ack_wait=0.5,vt_min_backoff=0.1,vt_max_backoff=0.1,"
+      "msgq_max_attempts=2"));
   ASSERT_NO_FATAL_FAILURE(StartServer());
   ASSERT_NO_FATAL_FAILURE(InsertRange("t", 1, 1));
   StreamCollector c(stub_.get(), "t");
@@ -110,8 +112,7 @@ TEST_F(FailureTest, ANackWithADelayComesBackAtThatTimeNotEarlier) {
   // Generous: the machine is loaded; docs say +-200 ms when it is not.
   EXPECT_LT(waited, absl::Seconds(4)) << waited;
   EXPECT_EQ(DeliveredRows(c).back(), Delivered("7", 1));
-  EXPECT_EQ(db_->Scalar("SELECT last_error FROM msgq.n WHERE id = 7"),
-            "later");
+  EXPECT_EQ(db_->Scalar("SELECT last_error FROM msgq.n WHERE id = 7"), "later");
 }
 
 TEST_F(FailureTest, MaxAgeKillsAtTheFirstFailureAfterThatAge) {
@@ -119,10 +120,10 @@ TEST_F(FailureTest, MaxAgeKillsAtTheFirstFailureAfterThatAge) {
       CreateFailureTable("a", "vt_ack_wait=30,msgq_max_age=5"));
   ASSERT_NO_FATAL_FAILURE(StartServer());
   const int64_t now = NowNanos();
-  ASSERT_NO_FATAL_FAILURE(Exec(
-      "INSERT INTO msgq.a (id, message, time_created) VALUES (1, '{}', " +
-      std::to_string(now - int64_t{60} * 1000000000) + "), (2, '{}', " +
-      std::to_string(now) + ")"));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("INSERT INTO msgq.a (id, message, time_created) VALUES (1, '{}', " +
+           std::to_string(now - int64_t{60} * 1000000000) + "), (2, '{}', " +
+           std::to_string(now) + ")"));
   StreamCollector c(stub_.get(), "a");
   // Old as it is, the first send is not a failure: both are delivered.
   ASSERT_TRUE(c.WaitForRows(2, absl::Seconds(20)));
@@ -137,16 +138,17 @@ TEST_F(FailureTest, MaxAgeKillsAtTheFirstFailureAfterThatAge) {
 }
 
 TEST_F(FailureTest, ARowTooLargeForTheStreamDiesAndTheOthersKeepFlowing) {
-  ASSERT_NO_FATAL_FAILURE(CreateTable(
-      "big", "vt_ack_wait=30",
-      std::string(kFailureColumns) + ", payload longtext"));
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("big", "vt_ack_wait=30",
+                  std::string(kFailureColumns) + ", payload longtext"));
   ASSERT_NO_FATAL_FAILURE(StartServer());
   ASSERT_NO_FATAL_FAILURE(
       Exec("INSERT INTO msgq.big (id, message, payload) VALUES (1, '{}', 'a'), "
            "(2, '{}', REPEAT('x', 5000000)), (3, '{}', 'c')"));
   StreamCollector c(stub_.get(), "big");
   ASSERT_TRUE(c.WaitForRows(2, absl::Seconds(20)));
-  ASSERT_TRUE(Eventually([&] { return IsDead("big", "2"); }, absl::Seconds(20)));
+  ASSERT_TRUE(
+      Eventually([&] { return IsDead("big", "2"); }, absl::Seconds(20)));
   const std::string error =
       db_->Scalar("SELECT last_error FROM msgq.big WHERE id = 2");
   // "row of <size> bytes is larger than the stream limit of 4000000 bytes",
@@ -165,8 +167,8 @@ TEST_F(FailureTest, EveryNewDirectiveAndColumnIsValidated) {
   ASSERT_NO_FATAL_FAILURE(CreateTable("v2", "msgq_bogus=1"));
   ASSERT_NO_FATAL_FAILURE(CreateTable("v3", "msgq_max_age=10"));
   ASSERT_NO_FATAL_FAILURE(CreateTable("v4", "msgq_dead_retention=60"));
-  ASSERT_NO_FATAL_FAILURE(CreateTable("v5", "msgq_max_age=-1",
-                                      "time_created bigint"));
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("v5", "msgq_max_age=-1", "time_created bigint"));
   ASSERT_NO_FATAL_FAILURE(CreateTable("v6", "", "last_error int"));
   ASSERT_NO_FATAL_FAILURE(CreateTable("v7", "", "time_created datetime"));
   // (MessageComment would merge the two.)

@@ -40,17 +40,19 @@ TEST_F(HealthTest, NotServingWhileMysqlIsDownServingWhenBack) {
   ASSERT_NO_FATAL_FAILURE(StartHttpServer());
   constexpr int kServing = HealthCheckResponse::SERVING;
   constexpr int kNotServing = HealthCheckResponse::NOT_SERVING;
-  ASSERT_TRUE(Eventually([&] { return Check("") == kServing; },
-                         absl::Seconds(10)));
+  ASSERT_TRUE(
+      Eventually([&] { return Check("") == kServing; }, absl::Seconds(10)));
   EXPECT_EQ(Check("msgq.v1.Messaging"), kServing);
-  EXPECT_EQ(HttpGet(Url("/readyz")), std::make_pair(200, std::string("ready\n")));
+  EXPECT_EQ(HttpGet(Url("/readyz")),
+            std::make_pair(200, std::string("ready\n")));
   EXPECT_EQ(HttpGet(Url("/healthz")), std::make_pair(200, std::string("ok\n")));
   EXPECT_EQ(ScrapeMetrics(Url("/metrics"))["msgq_ready{}"], 1);
 
   ASSERT_TRUE(db_->Stop().ok());
   // The engine notices at its next schema read (every 200 ms here).
-  EXPECT_TRUE(Eventually([&] { return Check("msgq.v1.Messaging") == kNotServing; },
-                         absl::Seconds(15)));
+  EXPECT_TRUE(
+      Eventually([&] { return Check("msgq.v1.Messaging") == kNotServing; },
+                 absl::Seconds(15)));
   EXPECT_EQ(Check(""), kNotServing);
   std::pair<int, std::string> ready = HttpGet(Url("/readyz"));
   EXPECT_EQ(ready.first, 503);
@@ -91,15 +93,16 @@ TEST_F(HealthTest, ReflectionListsTheServices) {
   for (const auto& s : response.list_services_response().service()) {
     names.insert(s.name());
   }
-  EXPECT_EQ(names, (std::set<std::string>{
-                       "grpc.health.v1.Health",
-                       "grpc.reflection.v1alpha.ServerReflection",
-                       "msgq.v1.Messaging"}));
+  EXPECT_EQ(names,
+            (std::set<std::string>{"grpc.health.v1.Health",
+                                   "grpc.reflection.v1alpha.ServerReflection",
+                                   "msgq.v1.Messaging"}));
   // And the API's descriptors can be fetched without the .proto file.
   request.set_file_containing_symbol("msgq.v1.Messaging");
   ASSERT_TRUE(stream->Write(request));
   ASSERT_TRUE(stream->Read(&response));
-  EXPECT_GE(response.file_descriptor_response().file_descriptor_proto_size(), 1);
+  EXPECT_GE(response.file_descriptor_response().file_descriptor_proto_size(),
+            1);
   stream->WritesDone();
   EXPECT_TRUE(stream->Finish().ok());
 }

@@ -36,9 +36,9 @@ inline int HttpPortFromLog(const std::string& log) {
 inline absl::StatusOr<std::string> Probe(const std::string& mode,
                                          const std::string& url,
                                          const std::string& extra = "") {
-  const std::string cmd = absl::StrCat("/usr/bin/python3 ", MSGQ_TESTS_DIR,
-                                       "/http_probe.py ", mode, " '", url,
-                                       "' ", extra);
+  const std::string cmd =
+      absl::StrCat("/usr/bin/python3 ", MSGQ_TESTS_DIR, "/http_probe.py ", mode,
+                   " '", url, "' ", extra);
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return absl::InternalError("popen failed");
   std::string out;

@@ -100,8 +100,8 @@ class PromisesTest : public MsgqTest {
       int devnull = open("/dev/null", O_RDWR);
       dup2(devnull, STDIN_FILENO);
       dup2(devnull, STDOUT_FILENO);
-      execl(MSGQ_CLI_PATH, MSGQ_CLI_PATH, server.c_str(), "tail",
-            table.c_str(), static_cast<char*>(nullptr));
+      execl(MSGQ_CLI_PATH, MSGQ_CLI_PATH, server.c_str(), "tail", table.c_str(),
+            static_cast<char*>(nullptr));
       _exit(127);
     }
     ASSERT_TRUE(Eventually(
@@ -370,16 +370,16 @@ TEST_F(PromisesTest, AcksAcceptedBeforeSigtermAreCommitted) {
   std::thread first([&] {
     first_status = AckIds(stub_.get(), "q", {"1", "2", "3"}, &first_acked);
   });
-  ASSERT_TRUE(Eventually(
-      [&] { return FindTable(stub_.get(), "q").in_flight() == 3; },
-      absl::Seconds(20)))
+  ASSERT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "q").in_flight() == 3; },
+                 absl::Seconds(20)))
       << FindTable(stub_.get(), "q").in_flight();
   std::thread second([&] {
     second_status = AckIds(stub_.get(), "q", {"4", "5"}, &second_acked);
   });
-  ASSERT_TRUE(Eventually(
-      [&] { return FindTable(stub_.get(), "q").in_flight() == 5; },
-      absl::Seconds(20)))
+  ASSERT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "q").in_flight() == 5; },
+                 absl::Seconds(20)))
       << FindTable(stub_.get(), "q").in_flight();
   // Nothing committed yet.
   ASSERT_EQ(Int("SELECT COUNT(*) FROM msgq.q WHERE time_acked IS NOT NULL"), 0);
@@ -388,9 +388,7 @@ TEST_F(PromisesTest, AcksAcceptedBeforeSigtermAreCommitted) {
   std::thread stopper(
       [&] { exit_code = server_->Terminate(absl::Seconds(90), SIGTERM); });
   ASSERT_TRUE(Eventually(
-      [&] {
-        return server_->Log().find("shutting down") != std::string::npos;
-      },
+      [&] { return server_->Log().find("shutting down") != std::string::npos; },
       absl::Seconds(20)))
       << server_->Log();
   lock.Release();
@@ -422,9 +420,9 @@ TEST_F(PromisesTest, InFlightCountsSendsAndAcksUntilTheyCommit) {
   ASSERT_NO_FATAL_FAILURE(
       CreateTable("q", "vt_poller_interval=300,vt_ack_wait=300"));
   ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 5));
-  ASSERT_NO_FATAL_FAILURE(Exec(absl::StrCat(
-      "INSERT INTO msgq.q (id, time_next, message) VALUES (6, ",
-      NowNanos() + 3600 * kSecond, ", '{}')")));
+  ASSERT_NO_FATAL_FAILURE(Exec(
+      absl::StrCat("INSERT INTO msgq.q (id, time_next, message) VALUES (6, ",
+                   NowNanos() + 3600 * kSecond, ", '{}')")));
   ASSERT_NO_FATAL_FAILURE(StartServer());
   EXPECT_EQ(FindTable(stub_.get(), "q").in_flight(), 0);
   RowLock lock(db_.get(), "q", "id BETWEEN 1 AND 6");
@@ -441,19 +439,18 @@ TEST_F(PromisesTest, InFlightCountsSendsAndAcksUntilTheyCommit) {
     ack_status = AckIds(stub_.get(), "q", {"1", "2", "3", "6"}, &acked);
   });
   // The ack is accepted (6 joins the ids in flight) but cannot commit.
-  ASSERT_TRUE(Eventually(
-      [&] { return FindTable(stub_.get(), "q").in_flight() == 6; },
-      absl::Seconds(20)))
+  ASSERT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "q").in_flight() == 6; },
+                 absl::Seconds(20)))
       << FindTable(stub_.get(), "q").in_flight();
-  EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.q WHERE time_acked IS NOT NULL"),
-            0);
+  EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.q WHERE time_acked IS NOT NULL"), 0);
   lock.Release();
   acker.join();
   EXPECT_TRUE(ack_status.ok()) << ack_status.error_message();
   EXPECT_EQ(acked, 4);
-  ASSERT_TRUE(Eventually(
-      [&] { return FindTable(stub_.get(), "q").in_flight() == 0; },
-      absl::Seconds(20)))
+  ASSERT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "q").in_flight() == 0; },
+                 absl::Seconds(20)))
       << FindTable(stub_.get(), "q").in_flight();
   EXPECT_EQ(FindTable(stub_.get(), "q").cached(), 0);
   EXPECT_EQ(Ids("SELECT id FROM msgq.q WHERE time_acked IS NOT NULL ORDER BY "
@@ -480,10 +477,10 @@ TEST_F(PromisesTest, InFlightCountsSendsAndAcksUntilTheyCommit) {
 // (MessageManager::PumpLocked). Subscribers still never wait on the
 // interval: the next send refills. Not asserted here.)
 TEST_F(PromisesTest, FullCacheRefillsWhenDrainedToHalf) {
-  ASSERT_NO_FATAL_FAILURE(CreateTable(
-      "q",
-      "vt_cache_size=10,vt_poller_interval=300,vt_batch_size=1,"
-      "vt_ack_wait=300"));
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("q",
+                  "vt_cache_size=10,vt_poller_interval=300,vt_batch_size=1,"
+                  "vt_ack_wait=300"));
   ASSERT_NO_FATAL_FAILURE(StartServer({"--max_batches_per_subscriber=1"}));
   ASSERT_NO_FATAL_FAILURE(WaitForDiscovery("q", "binlog"));
   for (int from = 1; from <= 48; from += 12) {
@@ -566,12 +563,12 @@ TEST_F(PromisesTest, NoblobRowImageIsFollowed) {
                  absl::Seconds(10)));
   ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 2));
   ASSERT_TRUE(s.WaitForRows(2, absl::Seconds(20)));
-  ASSERT_NO_FATAL_FAILURE(Exec(absl::StrCat(
-      "INSERT INTO msgq.q (id, time_next, message) VALUES (3, ",
-      NowNanos() + 3600 * kSecond, ", '{}')")));
-  ASSERT_NO_FATAL_FAILURE(Exec(absl::StrCat(
-      "UPDATE msgq.q SET time_next = ", NowNanos(),
-      " WHERE id IN (3) AND time_acked IS NULL")));
+  ASSERT_NO_FATAL_FAILURE(Exec(
+      absl::StrCat("INSERT INTO msgq.q (id, time_next, message) VALUES (3, ",
+                   NowNanos() + 3600 * kSecond, ", '{}')")));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec(absl::StrCat("UPDATE msgq.q SET time_next = ", NowNanos(),
+                        " WHERE id IN (3) AND time_acked IS NULL")));
   ASSERT_TRUE(s.WaitForRows(3, absl::Seconds(20)));
   EXPECT_THAT(s.ids(), ElementsAre("1", "2", "3"));
   EXPECT_EQ(FindTable(stub_.get(), "q").discovery(), "binlog");

@@ -25,8 +25,8 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::vector<msgq::v1::TableStatus>> tables =
       (*client)->ListTables();
   std::printf("ListTables: %s\n",
-              tables.ok() ? "OK"
-                          : absl::StatusCodeToString(tables.status().code())
-                                .c_str());
+              tables.ok()
+                  ? "OK"
+                  : absl::StatusCodeToString(tables.status().code()).c_str());
   return 0;
 }
