@@ -5,6 +5,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "server/auth/config_lines.h"
 #include "server/auth/glob.h"
 
 namespace msgq::auth {
@@ -13,11 +14,6 @@ namespace {
 constexpr uint8_t kAllActions =
     static_cast<uint8_t>(Action::kStream) | static_cast<uint8_t>(Action::kAck) |
     static_cast<uint8_t>(Action::kNack) | static_cast<uint8_t>(Action::kAdmin);
-
-absl::Status LineError(absl::string_view file, int line,
-                       absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(file, ":", line, ": ", what));
-}
 
 // The bit of one action name; 0 when unknown.
 uint8_t ParseAction(absl::string_view name) {
@@ -51,11 +47,7 @@ absl::StatusOr<Policy> Policy::Parse(absl::string_view text,
   int number = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++number;
-    if (size_t hash = line.find('#'); hash != absl::string_view::npos) {
-      line = line.substr(0, hash);
-    }
-    std::vector<absl::string_view> fields =
-        absl::StrSplit(line, absl::ByAnyChar(" \t\r\f\v"), absl::SkipEmpty());
+    const std::vector<absl::string_view> fields = ConfigFields(line);
     if (fields.empty()) continue;
     if (fields.size() != 3) {
       return LineError(file, number,

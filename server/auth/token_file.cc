@@ -7,14 +7,10 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "server/auth/config_lines.h"
 
 namespace msgq::auth {
 namespace {
-
-absl::Status LineError(absl::string_view file, int line,
-                       absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(file, ":", line, ": ", what));
-}
 
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -49,11 +45,7 @@ absl::StatusOr<TokenTable> TokenTable::Parse(absl::string_view text,
   int number = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++number;
-    if (size_t hash = line.find('#'); hash != absl::string_view::npos) {
-      line = line.substr(0, hash);
-    }
-    std::vector<absl::string_view> fields =
-        absl::StrSplit(line, absl::ByAnyChar(" \t\r\f\v"), absl::SkipEmpty());
+    const std::vector<absl::string_view> fields = ConfigFields(line);
     if (fields.empty()) continue;
     if (fields.size() != 2) {
       return LineError(file, number,
