@@ -26,6 +26,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -107,6 +108,13 @@ ABSL_FLAG(absl::Duration, max_extend, absl::Hours(12),
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "msgqd: serves MySQL/MariaDB message tables over gRPC (msgq.v1)");
+  const msgq::BuildInfo build = msgq::CurrentBuildInfo();
+  absl::FlagsUsageConfig usage_config;
+  usage_config.version_string = [build] {
+    return absl::StrCat("msgqd ", build.version, " (commit ", build.commit,
+                        ")\n");
+  };
+  absl::SetFlagsUsageConfig(usage_config);
   absl::ParseCommandLine(argc, argv);
   msgq::HideMysqlPasswordInArgv(argc, argv);
   absl::StatusOr<msgq::LogOptions> log_options = msgq::ParseLogOptions(

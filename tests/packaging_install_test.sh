@@ -33,6 +33,14 @@ if grep -q -e "$src" -e "$build" "$tmp/prefix"/lib/cmake/msgq/*.cmake; then
 fi
 "$tmp/prefix/bin/msgqd" --flagfile="$tmp/prefix/etc/msgq/msgqd.flags" \
   --only_check_args || fail "installed msgqd rejects the installed flagfile"
+# msgqd's version is the package's (and the Python package's).
+version=$("$tmp/prefix/bin/msgqd" --version | head -1)
+case "$version" in
+  "msgqd 0.1.0 (commit "*) ;;
+  *) fail "msgqd --version says '$version', not 0.1.0" ;;
+esac
+grep -q '^version = "0.1.0"$' "$src/client/python/pyproject.toml" ||
+  fail "client/python/pyproject.toml is not at 0.1.0"
 
 cmake -S "$src/tests/packaging_consumer" -B "$tmp/consumer" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" \

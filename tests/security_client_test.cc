@@ -17,6 +17,9 @@
 #ifndef MSGQ_CLI_PATH
 #error "MSGQ_CLI_PATH must be defined"
 #endif
+#ifndef MSGQ_PYTHON_STUBS
+#error "MSGQ_PYTHON_STUBS must be defined"
+#endif
 
 namespace msgq::testing {
 namespace {
@@ -117,6 +120,61 @@ TEST_F(SecurityClientTest, CliTailAndStatsWithTlsAndToken) {
              {"tail", "b", "--keyspace=msgq", "--count=1", server, ca});
   EXPECT_NE(denied.code, 0);
   EXPECT_THAT(denied.output, HasSubstr("may not stream msgq.b"));
+}
+
+// The Python package (client/python/msgq, run as msgq_consume.py) against
+// the same msgqd: TLS plus the worker's token streams and acks a; a wrong
+// token is UNAUTHENTICATED and b is PERMISSION_DENIED, both exit 1 at once
+// (no reconnect loop).
+TEST_F(SecurityClientTest, PythonConsumerWithTlsAndToken) {
+  ASSERT_NO_FATAL_FAILURE(Start(/*mtls=*/false));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("a", 1, 3));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("b", 1, 1));
+  ReplaceFile(Path("wrong.token"), "tok-nobody\n");
+  const std::string python =
+      absl::StrCat("PYTHONPATH=", MSGQ_PYTHON_STUBS,
+                   " PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 ",
+                   MSGQ_SOURCE_DIR, "/client/python/msgq_consume.py");
+  auto consume = [&](const std::string& table, const std::string& token,
+                     int count) {
+    std::string cmd = absl::StrCat(
+        python, " --server=", server_->address(), " --tls_ca=", Path("ca.pem"),
+        " --token_file=", Path(token), " --count=", count, " ", table);
+    ToolResult r;
+    FILE* f = popen((cmd + " 2>&1").c_str(), "r");
+    if (f == nullptr) return r;
+    char buf[512];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.output.append(buf, n);
+    const int status = pclose(f);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+  };
+  const ToolResult ok = consume("a", "worker.token", 3);
+  EXPECT_EQ(ok.code, 0) << ok.output;
+  EXPECT_EQ(ok.output,
+            "{\"id\":1,\"message\":\"{\\\"n\\\": 1}\"}\n"
+            "{\"id\":2,\"message\":\"{\\\"n\\\": 2}\"}\n"
+            "{\"id\":3,\"message\":\"{\\\"n\\\": 3}\"}\n");
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return db_->Scalar(
+                   "SELECT COUNT(*) FROM msgq.a WHERE time_acked IS "
+                   "NOT NULL") == "3";
+      },
+      absl::Seconds(10)));
+
+  const ToolResult wrong = consume("a", "wrong.token", 1);
+  EXPECT_EQ(wrong.code, 1) << wrong.output;
+  EXPECT_THAT(wrong.output, HasSubstr("UNAUTHENTICATED"));
+  EXPECT_THAT(wrong.output, Not(HasSubstr("tok-nobody")));
+  const ToolResult denied = consume("b", "worker.token", 1);
+  EXPECT_EQ(denied.code, 1) << denied.output;
+  EXPECT_THAT(denied.output,
+              HasSubstr("permission denied: 'worker' may not stream msgq.b"));
+  EXPECT_EQ(db_->Scalar("SELECT COUNT(*) FROM msgq.b WHERE time_acked IS "
+                        "NOT NULL"),
+            "0");
 }
 
 // A Subscriber over SecureChannelsTo: streams and acks with TLS and the
