@@ -113,6 +113,56 @@ TEST_F(MetricsTest, KnownWorkloadGivesExactCounters) {
   EXPECT_TRUE(build_info);
 }
 
+// Acks written by SQL are told from msgq's own, and rows found through
+// the binlog get a commit-to-send latency (rows found by a poll do not).
+TEST_F(MetricsTest, SqlAcksAndCommitToSendAreCounted) {
+  constexpr char kT[] = "{keyspace=\"msgq\",table=\"sqlacks\"}";
+  ASSERT_NO_FATAL_FAILURE(CreateTable("sqlacks"));
+  ASSERT_NO_FATAL_FAILURE(StartHttpServer());
+  StreamCollector stream(stub_.get(), "sqlacks");
+  // Subscribed, its first poll done, the binlog streaming: rows inserted
+  // now are found through the binlog only.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        std::map<std::string, double> m = ScrapeMetrics(Url("/metrics"));
+        return Sample(m, absl::StrCat("msgq_subscribers", kT)) == 1 &&
+               Sample(m, absl::StrCat("msgq_polls_total", kT)) >= 1 &&
+               Sample(m, "msgq_binlog_streaming{}") == 1;
+      },
+      absl::Seconds(10)));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("sqlacks", 1, 5));
+  ASSERT_TRUE(stream.WaitForRows(5, absl::Seconds(10)));
+  int64_t acked = 0;
+  ASSERT_TRUE(AckIds(stub_.get(), "sqlacks", {"1", "2"}, &acked).ok());
+  ASSERT_EQ(acked, 2);
+  // An application acks 3 and 4 itself, then touches acked row 3 again.
+  Exec(
+      "UPDATE sqlacks SET time_acked = 1, time_next = NULL "
+      "WHERE id IN (3, 4)");
+  Exec("UPDATE sqlacks SET time_acked = 2 WHERE id = 3");
+  // The binlog is read in order: once row 6 arrives, both UPDATEs were
+  // seen.
+  ASSERT_NO_FATAL_FAILURE(InsertRange("sqlacks", 6, 6));
+  ASSERT_TRUE(stream.WaitForRows(6, absl::Seconds(10)));
+  std::map<std::string, double> m;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        m = ScrapeMetrics(Url("/metrics"));
+        return Sample(m, absl::StrCat("msgq_acked_by_sql_total", kT)) >= 2;
+      },
+      absl::Seconds(10)));
+  EXPECT_EQ(Sample(m, absl::StrCat("msgq_acked_by_sql_total", kT)), 2);
+  EXPECT_EQ(Sample(m, absl::StrCat("msgq_acked_total", kT)), 2);
+  EXPECT_EQ(Sample(m, absl::StrCat("msgq_commit_to_send_seconds_count", kT)),
+            6);
+  EXPECT_EQ(Sample(m,
+                   "msgq_commit_to_send_seconds_bucket{keyspace=\"msgq\","
+                   "le=\"+Inf\",table=\"sqlacks\"}"),
+            6);
+  stream.Cancel();
+  ASSERT_TRUE(stream.WaitForEnd(absl::Seconds(5)));
+}
+
 TEST_F(MetricsTest, RefusedTableIsReportedWithItsError) {
   ASSERT_NO_FATAL_FAILURE(CreateTable("good"));
   ASSERT_NO_FATAL_FAILURE(

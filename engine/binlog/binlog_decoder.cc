@@ -261,6 +261,7 @@ absl::Status BinlogDecoder::DecodeRows(uint8_t type, absl::string_view body,
   auto bit = [](absl::string_view map, size_t i) {
     return (static_cast<uint8_t>(map[i / 8]) >> (i % 8)) & 1;
   };
+  bool acked_before = false;  // of the update's row, from its before image
   for (int image = 0; r.left() > 0; ++image) {
     const absl::string_view used = present[update ? image % 2 : 0];
     size_t n_present = 0;
@@ -291,7 +292,10 @@ absl::Status BinlogDecoder::DecodeRows(uint8_t type, absl::string_view body,
         return Malformed("value");
       }
     }
-    if (update && image % 2 == 0) continue;  // before image
+    if (update && image % 2 == 0) {  // before image
+      acked_before = !values[cols.time_acked].is_null;
+      continue;
+    }
     const Value& id = values[cols.id];
     if (id.is_null) continue;
     const uint8_t id_type = static_cast<uint8_t>(t.types[cols.id]);
@@ -318,6 +322,8 @@ absl::Status BinlogDecoder::DecodeRows(uint8_t type, absl::string_view body,
                              static_cast<uint8_t>(t.types[cols.time_next]));
     change.time_acked = IntOf(values[cols.time_acked],
                               static_cast<uint8_t>(t.types[cols.time_acked]));
+    change.newly_acked =
+        update && !acked_before && change.time_acked.has_value();
     out->changes.push_back(std::move(change));
   }
   if (!out->changes.empty()) {

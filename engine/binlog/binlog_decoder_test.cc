@@ -96,13 +96,34 @@ TEST_F(BinlogDecoderTest, UpdateReportsAfterImagesAndDeleteTheRowsGone) {
   EXPECT_EQ(u.changes[0].id, "1");
   EXPECT_EQ(u.changes[0].time_next, std::nullopt);
   EXPECT_THAT(u.changes[0].time_acked, Optional(123));
+  EXPECT_TRUE(u.changes[0].newly_acked);
   EXPECT_EQ(u.changes[1].id, "2");
   EXPECT_THAT(u.changes[1].time_next, Optional(77));
+  EXPECT_FALSE(u.changes[1].newly_acked);
   DecodedEvent d =
       Ok(Rows(kDeleteRowsV1, 7, 6, {DemoRow(3, 50, 0, std::nullopt)}));
   ASSERT_EQ(d.changes.size(), 1u);
   EXPECT_EQ(d.changes[0].id, "3");
   EXPECT_TRUE(d.changes[0].deleted);
+  EXPECT_FALSE(d.changes[0].newly_acked);
+}
+
+TEST_F(BinlogDecoderTest, OnlyAnUpdateFromUnackedToAckedIsNewlyAcked) {
+  Ok(TableMap(7, "app", "q", kDemo));
+  DecodedEvent u = Ok(Rows(
+      kUpdateRowsV1, 7, 6,
+      {DemoRow(1, 50, std::nullopt, 100), DemoRow(1, 50, std::nullopt, 200),
+       DemoRow(2, 50, 5, std::nullopt), DemoRow(2, 50, std::nullopt, 300)}));
+  ASSERT_EQ(u.changes.size(), 2u);
+  EXPECT_THAT(u.changes[0].time_acked, Optional(200));
+  EXPECT_FALSE(u.changes[0].newly_acked);  // was acked already
+  EXPECT_THAT(u.changes[1].time_acked, Optional(300));
+  EXPECT_TRUE(u.changes[1].newly_acked);
+  // An insert of an acked row is not an ack.
+  DecodedEvent w =
+      Ok(Rows(kWriteRowsV2, 7, 6, {DemoRow(3, 50, std::nullopt, 400)}));
+  ASSERT_EQ(w.changes.size(), 1u);
+  EXPECT_FALSE(w.changes[0].newly_acked);
 }
 
 TEST_F(BinlogDecoderTest, TextIdsAndEveryOtherColumnTypeAreMeasured) {

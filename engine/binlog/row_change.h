@@ -29,6 +29,9 @@ struct RowChange {
   int64_t priority = 0;
   std::optional<int64_t> time_next;
   std::optional<int64_t> time_acked;
+  // An UPDATE that acked the row: time_acked NULL in the before image and
+  // set in the after image (false for inserts, deletes and other updates).
+  bool newly_acked = false;
 };
 
 }  // namespace msgq

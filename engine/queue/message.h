@@ -29,6 +29,9 @@ struct Message {
   // When the manager handed it to a subscriber (Unix ns; 0 = not sent), so
   // a batch handed back later is known to be still this send's.
   int64_t sent_at = 0;
+  // When the binlog showed the commit that made it due (Unix ns; 0 = found
+  // by a poll), until its first handoff (commit_to_send).
+  int64_t seen_at = 0;
   std::shared_ptr<const PackedRow> row;
 
   // Bytes the row takes on the wire (values plus a length per column).

@@ -244,6 +244,10 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
     bool freed = false;
     for (const RowChange& c : changes) {
       if (c.deleted || c.time_acked.has_value() || !c.time_next.has_value()) {
+        if (c.newly_acked && !own_acks_.Take(c.id).has_value()) {
+          ++counters_.acked_by_sql;
+        }
+        binlog_seen_.Erase(c.id);
         cache_.RemoveQueued(c.id);
         scheduler_.ForgetFetch(c.id);
         freed |= dispatcher_.Release(c.id);  // prefetch slots
@@ -257,11 +261,13 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
       // Priority, schedule or payload may have changed: read it again.
       cache_.RemoveQueued(c.id);
       if (*c.time_next > now) {
+        binlog_seen_.Erase(c.id);  // on time, not "from its commit"
         scheduler_.ForgetFetch(c.id);
         scheduler_.NoteDueAt(*c.time_next);
         continue;
       }
       if (dispatcher_.empty()) continue;  // the first subscriber polls
+      binlog_seen_.Put(c.id, now);
       if (!options_.binlog_fetch_by_id || ordered) {
         scheduler_.RequestPoll();
       } else if (cache_.full()) {
@@ -325,6 +331,11 @@ MessageManager::Sends MessageManager::PumpLocked() {
       counters_.redelivered += m.epoch > 0;
       if (m.time_next > 0 && now >= m.time_next) {
         counters_.send_delay.Observe(absl::Nanoseconds(now - m.time_next));
+      }
+      if (m.seen_at > 0) {
+        counters_.commit_to_send.Observe(
+            absl::Nanoseconds(std::max<int64_t>(0, now - m.seen_at)));
+        m.seen_at = 0;  // the first handoff only
       }
     }
     counters_.sent += static_cast<int64_t>(batch.size());

@@ -49,6 +49,7 @@
 #include "engine/queue/message_manager_latency.h"
 #include "engine/queue/message_store.h"
 #include "engine/queue/rate_limiter.h"
+#include "engine/queue/recent_ids.h"
 #include "engine/queue/round_executor.h"
 #include "engine/queue/round_scheduler.h"
 #include "engine/queue/settlement_ledger.h"
@@ -111,9 +112,12 @@ class MessageManager : private RoundExecutor::Task {
     int64_t redelivered = 0;  // sent with epoch > 0 (part of sent)
     int64_t postponed = 0;    // sent rows whose time_next was pushed back
     int64_t acked = 0;        // rows acked by MessageAck
-    int64_t purged = 0;       // acked rows deleted past msgq_purge_after
-    int64_t nacked = 0;       // rows retried by MessageNack
-    int64_t died = 0;         // rows that died (nack, attempts, age, size)
+    // Rows the binlog showed going from unacked to acked that this msgqd
+    // did not ack: an application's UPDATE (or another msgqd's ack).
+    int64_t acked_by_sql = 0;
+    int64_t purged = 0;  // acked rows deleted past msgq_purge_after
+    int64_t nacked = 0;  // rows retried by MessageNack
+    int64_t died = 0;    // rows that died (nack, attempts, age, size)
     // Dead rows in MySQL: counted at a purge step at most once a minute
     // while the table has subscribers (or after a dead list was asked
     // for), kept up to date with msgq's own deaths and redrives between;
@@ -131,6 +135,9 @@ class MessageManager : private RoundExecutor::Task {
     // From a message's time_next (when it became due) to its handoff to a
     // stream, per message sent with a time_next > 0.
     StatementLatency send_delay;
+    // From the binlog showing a row's commit to the row's first handoff to
+    // a stream, per message found through the binlog.
+    StatementLatency commit_to_send;
   };
 
   // One delivery: the id and the epoch it was streamed with.
@@ -407,6 +414,11 @@ class MessageManager : private RoundExecutor::Task {
   // Ownership ends at this monotonic time (InfiniteFuture: not leased).
   absl::Time owned_until_ ABSL_GUARDED_BY(mu_);
   Stats counters_ ABSL_GUARDED_BY(mu_);
+  // Ids this manager is acking, until the binlog shows the ack (then it is
+  // not counted as acked_by_sql), and when the binlog showed a due row's
+  // commit, until the row is queued (Message::seen_at). Unix ns.
+  RecentIds own_acks_ ABSL_GUARDED_BY(mu_){1 << 16, 60'000'000'000};
+  RecentIds binlog_seen_ ABSL_GUARDED_BY(mu_){1 << 16, 600'000'000'000};
   std::thread thread_;
 };
 

@@ -44,6 +44,8 @@ MessageManager::Work MessageManager::TakeWorkLocked() {
   work.acks.swap(acks_);
   for (const PendingAck& ack : work.acks) {
     work.writes.ack_groups.push_back(ack.ticket.ids);
+    // Before the write: the binlog may show it before the result is back.
+    for (const std::string& id : ack.ticket.ids) own_acks_.Put(id, work.now);
   }
   work.nacks.swap(nacks_);
   for (const PendingNack& p : work.nacks) {
@@ -225,6 +227,9 @@ bool MessageManager::DoWrites(Work& work) {
           : i < result->acks.size() ? result->acks[i]
                                     : absl::StatusOr<int64_t>(int64_t{0});
       ledger_.AckDone(ack.ticket, OutcomeOf(n.status()));
+      if (!n.ok()) {
+        for (const std::string& id : ack.ticket.ids) own_acks_.Erase(id);
+      }
       if (n.ok()) {
         counters_.acked += *n;
         replies.emplace_back(std::move(ack.done), *n);
@@ -272,6 +277,7 @@ void MessageManager::AddToCacheLocked(std::vector<Message>& rows) {
       it->ticket.ids.push_back(m.id);
       continue;
     }
+    m.seen_at = binlog_seen_.Take(m.id).value_or(0);
     if (cache_.Add(std::move(m)) == MessageCache::AddResult::kFull) {
       scheduler_.NoteBacklog();
       break;

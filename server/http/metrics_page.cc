@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <tuple>
 #include <vector>
 
 #include "common/metrics.h"
@@ -38,6 +39,11 @@ const std::vector<TableMetric>& LoadedTableMetrics() {
       {"msgq_acked_total", MetricType::kCounter,
        "Rows acked by MessageAck (went from unacked to acked).",
        [](const S& s) { return s.acked; }},
+      {"msgq_acked_by_sql_total", MetricType::kCounter,
+       "Rows the binlog showed going from unacked to acked that this msgqd "
+       "did not ack: an application's UPDATE (or another msgqd's "
+       "MessageAck). Binlog discovery only.",
+       [](const S& s) { return s.acked_by_sql; }},
       {"msgq_nacked_total", MetricType::kCounter,
        "Rows handed back for a retry by MessageNack.",
        [](const S& s) { return s.nacked; }},
@@ -165,15 +171,27 @@ void TableFamilies(const std::vector<Table>& tables, MetricsText& text) {
       text.Histogram(labels, data);
     }
   }
-  text.Family("msgq_send_delay_seconds", MetricType::kHistogram,
-              "Per message sent: from its time_next (when it became due) to "
-              "its handoff to a stream.");
-  for (const Table& t : tables) {
-    if (!t.loaded) continue;
-    data.counts.assign(t.stats.send_delay.buckets.begin(),
-                       t.stats.send_delay.buckets.end());
-    data.sum = t.stats.send_delay.sum_seconds;
-    text.Histogram(TableLabels(t), data);
+  using S = MessageManager::Stats;
+  const std::tuple<const char*, const char*, StatementLatency S::*> delays[] = {
+      {"msgq_send_delay_seconds",
+       "Per message sent: from its time_next (when it became due) to its "
+       "handoff to a stream.",
+       &S::send_delay},
+      {"msgq_commit_to_send_seconds",
+       "Per message found through the binlog: from the moment msgqd read "
+       "its commit on the binlog to its first handoff to a stream. The "
+       "commit itself is earlier by msgq_binlog_lag_seconds (binlog "
+       "timestamps have 1 s resolution).",
+       &S::commit_to_send}};
+  for (const auto& [name, help, field] : delays) {
+    text.Family(name, MetricType::kHistogram, help);
+    for (const Table& t : tables) {
+      if (!t.loaded) continue;
+      const StatementLatency& latency = t.stats.*field;
+      data.counts.assign(latency.buckets.begin(), latency.buckets.end());
+      data.sum = latency.sum_seconds;
+      text.Histogram(TableLabels(t), data);
+    }
   }
 }
 

@@ -1,0 +1,48 @@
+#include "engine/queue/recent_ids.h"
+
+namespace msgq {
+
+void RecentIds::Put(absl::string_view id, int64_t value) {
+  // Age first: whatever is older than the newcomer's window goes.
+  while (!order_.empty()) {
+    auto it = values_.find(order_.front().second);
+    if (it != values_.end() && it->second.seq == order_.front().first) {
+      if (it->second.value >= value - max_age_ && values_.size() < capacity_) {
+        break;
+      }
+      values_.erase(it);
+    }
+    order_.pop_front();
+  }
+  if (capacity_ == 0) return;
+  auto [it, inserted] = values_.try_emplace(id);
+  if (!inserted) return;
+  it->second = Entry{value, next_seq_};
+  order_.emplace_back(next_seq_++, std::string(id));
+  Trim();
+}
+
+std::optional<int64_t> RecentIds::Take(absl::string_view id) {
+  auto it = values_.find(id);
+  if (it == values_.end()) return std::nullopt;
+  const int64_t value = it->second.value;
+  values_.erase(it);
+  Trim();
+  return value;
+}
+
+void RecentIds::Trim() {
+  auto live = [this](const std::pair<uint64_t, std::string>& e) {
+    auto it = values_.find(e.second);
+    return it != values_.end() && it->second.seq == e.first;
+  };
+  while (!order_.empty() && !live(order_.front())) order_.pop_front();
+  if (order_.size() <= 2 * values_.size() + 16) return;
+  std::deque<std::pair<uint64_t, std::string>> kept;
+  for (auto& e : order_) {
+    if (live(e)) kept.push_back(std::move(e));
+  }
+  order_.swap(kept);
+}
+
+}  // namespace msgq
