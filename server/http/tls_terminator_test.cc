@@ -169,5 +169,16 @@ TEST_F(TlsTerminatorTest, ConnectionsBeyondTheLimitAreClosedAtOnce) {
   EXPECT_EQ(response.substr(0, 15), "HTTP/1.1 200 OK");
 }
 
+TEST_F(TlsTerminatorTest, PortInUseIsUnavailable) {
+  ASSERT_NO_FATAL_FAILURE(Start());
+  HttpServer::Options options;
+  options.tls = context_.get();
+  const std::string listen = absl::StrCat("127.0.0.1:", server_->port());
+  auto second = HttpServer::Start(listen, {}, options);
+  EXPECT_EQ(second.status(),
+            absl::UnavailableError(absl::StrCat(
+                "cannot serve HTTPS on ", listen, ": Address already in use")));
+}
+
 }  // namespace
 }  // namespace msgq
