@@ -166,6 +166,11 @@ TEST_F(SecurityHttpsTest, MutualTlsNeedsAClientCertificateOfTheCa) {
                                     Path("reader.key")));
   EXPECT_EQ(reader.exit_code, 0) << reader.err;
   EXPECT_EQ(reader.out, "200\nok\n");
+  // The refusals are logged with the client's address and the reason.
+  EXPECT_THAT(server_->Log(), HasSubstr("HTTPS client 127.0.0.1:"));
+  EXPECT_THAT(server_->Log(),
+              HasSubstr(": TLS handshake failed: peer did not return a "
+                        "certificate"));
 }
 
 TEST_F(SecurityHttpsTest, RotatedCertificateIsServedAfterTheReloadInterval) {

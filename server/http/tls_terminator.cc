@@ -10,8 +10,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/tls/tls_connection.h"
 
@@ -72,6 +74,22 @@ int BoundPort(int fd) {
     return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
   }
   return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+}
+
+// "ADDRESS:PORT" of an accepted client.
+std::string PeerName(const sockaddr_storage& addr) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (addr.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+    port = ntohs(a->sin6_port);
+    return absl::StrCat("[", host, "]:", port);
+  }
+  const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+  inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+  port = ntohs(a->sin_port);
+  return absl::StrCat(host, ":", port);
 }
 
 int ConnectBackend(int port) {
@@ -163,7 +181,10 @@ void TlsTerminator::AcceptLoop() {
     if (p[1].revents != 0) return;
     Reap();
     if (r <= 0 || (p[0].revents & POLLIN) == 0) continue;
-    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    sockaddr_storage peer{};
+    socklen_t peer_len = sizeof(peer);
+    const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer),
+                           &peer_len, SOCK_CLOEXEC);
     if (fd < 0) continue;
     absl::MutexLock lock(&mu_);
     if (connections_.size() >= static_cast<size_t>(options_.max_connections)) {
@@ -178,11 +199,12 @@ void TlsTerminator::AcceptLoop() {
     connections_.emplace_back();
     Connection* c = &connections_.back();
     c->wake_fd = wake_fd;
-    c->thread = std::thread([this, fd, c] { Serve(fd, c); });
+    c->thread = std::thread(
+        [this, fd, c, name = PeerName(peer)] { Serve(fd, name, c); });
   }
 }
 
-void TlsTerminator::Serve(int fd, Connection* self) {
+void TlsTerminator::Serve(int fd, std::string peer, Connection* self) {
   auto finish = [&] {
     absl::MutexLock lock(&mu_);
     self->done = true;
@@ -192,6 +214,17 @@ void TlsTerminator::Serve(int fd, Connection* self) {
   absl::StatusOr<std::unique_ptr<tls::TlsConnection>> conn =
       tls::TlsConnection::Accept(fd, context_->Acquire(),
                                  absl::Now() + options_.handshake_timeout);
+  // A client that just leaves (a port probe, a stopping terminator) is
+  // not worth a warning.
+  const std::string reason(conn.status().message());
+  if (absl::IsUnavailable(conn.status()) &&
+      !absl::StrContains(reason, "unexpected eof while reading") &&
+      !absl::StrContains(reason, "connection closed or reset")) {
+    if (std::optional<std::string> line = handshake_log_.Admit(
+            reason, absl::StrCat("HTTPS client ", peer, ": ", reason))) {
+      LogWarning(*line);
+    }
+  }
   const int backend = conn.ok() ? ConnectBackend(backend_port_) : -1;
   if (backend < 0) return finish();
   tls::TlsConnection& client = **conn;

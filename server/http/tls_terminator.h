@@ -10,7 +10,9 @@
 // connection beyond is closed at once. A client that does not finish its
 // handshake within Options::handshake_timeout, or sends and receives
 // nothing for Options::idle_timeout, is dropped, so a silent client holds
-// one slot for a bounded time and never blocks the others. The backend
+// one slot for a bounded time and never blocks the others. A failed
+// handshake is logged with the client's address (a warning, each reason at
+// most once a minute). The backend
 // serves one request per connection (no keep-alive), so a connection ends
 // when the backend closes it.
 //
@@ -35,6 +37,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "engine/log.h"
 #include "server/tls/tls_server_context.h"
 
 namespace msgq {
@@ -79,7 +82,7 @@ class TlsTerminator {
         context_(context),
         options_(options) {}
   void AcceptLoop();
-  void Serve(int fd, Connection* self);
+  void Serve(int fd, std::string peer, Connection* self);
   // Joins the threads of finished connections.
   void Reap() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -93,6 +96,9 @@ class TlsTerminator {
   // Readable once the terminator stops (wakes every poll()).
   int stop_fds_[2] = {-1, -1};
   std::thread acceptor_;
+  // Failed handshakes (a plain HTTP client, a missing or foreign client
+  // certificate) are logged, each reason at most once a minute.
+  LogRepeatLimiter handshake_log_{RealClock::Get()};
 
   absl::Mutex mu_;
   std::list<Connection> connections_ ABSL_GUARDED_BY(mu_);
