@@ -5,7 +5,8 @@
 //
 // Besides msgq.v1.Messaging, the gRPC port serves grpc.health.v1.Health and
 // server reflection; the HTTP port serves /metrics, /healthz, /readyz and
-// the web console (server/http/routes.h). Prints "msgqd http on HOST:PORT"
+// the web console (server/http/routes.h), over HTTPS when --tls_cert is
+// set (server/http/tls_terminator.h). Prints "msgqd http on HOST:PORT"
 // and then "msgqd listening on HOST:PORT" to stderr once it serves. SIGTERM
 // or SIGINT: reports NOT_SERVING, stops accepting, ends open streams with
 // UNAVAILABLE, exits 0.
@@ -20,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -267,19 +269,44 @@ int main(int argc, char** argv) {
 
   // A port in use costs the console and metrics, not the queues: msgqd
   // goes on serving gRPC and says so.
+  // With --tls_cert the HTTP port speaks HTTPS only, with the gRPC port's
+  // files (and client CA).
+  std::unique_ptr<msgq::tls::TlsServerContext> http_tls;
   std::unique_ptr<msgq::HttpServer> http;
   if (const std::string http_listen = absl::GetFlag(FLAGS_http_listen);
       !http_listen.empty()) {
+    msgq::HttpServer::Options http_options;
+    absl::Status tls_status;
+    if (std::optional<msgq::tls::TlsServerFiles> files =
+            msgq::TlsFilesFromFlags()) {
+      absl::StatusOr<std::unique_ptr<msgq::tls::TlsServerContext>> context =
+          msgq::tls::TlsServerContext::Create(*std::move(files));
+      if (context.ok()) {
+        http_tls = *std::move(context);
+        http_options.tls = http_tls.get();
+      }
+      tls_status = context.status();
+    }
     absl::StatusOr<std::unique_ptr<msgq::HttpServer>> started =
-        msgq::HttpServer::Start(
-            http_listen,
-            msgq::MsgqdRoutes(&engine, &grpc_metrics, msgq::CurrentBuildInfo(),
-                              security->authorizer.get()));
+        tls_status.ok()
+            ? msgq::HttpServer::Start(
+                  http_listen,
+                  msgq::MsgqdRoutes(&engine, &grpc_metrics,
+                                    msgq::CurrentBuildInfo(),
+                                    security->authorizer.get()),
+                  http_options)
+            : absl::StatusOr<std::unique_ptr<msgq::HttpServer>>(tls_status);
     if (started.ok()) {
       http = *std::move(started);
       std::fprintf(stderr, "msgqd http on %s:%d\n",
                    http_listen.substr(0, http_listen.rfind(':')).c_str(),
                    http->port());
+      if (http->tls()) {
+        msgq::LogInfo("the HTTP port speaks HTTPS only",
+                      http_tls->requires_client_certificate()
+                          ? ", with client certificates of --tls_client_ca"
+                          : "");
+      }
     } else {
       msgq::LogError(started.status().message(),
                      "; serving gRPC without metrics, health pages or console");

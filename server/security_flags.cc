@@ -9,13 +9,15 @@
 #include "grpcpp/resource_quota.h"
 
 ABSL_FLAG(std::string, tls_cert, "",
-          "PEM certificate chain of the gRPC port; with "
-          "--tls_key turns TLS on. Re-read when it changes");
+          "PEM certificate chain of the gRPC port and the HTTP port; with "
+          "--tls_key turns TLS on (the HTTP port is then HTTPS only). "
+          "Re-read when it changes");
 ABSL_FLAG(std::string, tls_key, "",
           "PEM private key of --tls_cert (unencrypted; keep it 0600)");
 ABSL_FLAG(std::string, tls_client_ca, "",
-          "PEM CA bundle: clients must present a certificate it signed "
-          "(mTLS); the certificate's identity (SAN, else CN) is a principal");
+          "PEM CA bundle: clients of the gRPC and HTTP ports must present a "
+          "certificate it signed (mTLS); on gRPC the certificate's identity "
+          "(SAN, else CN) is a principal");
 ABSL_FLAG(absl::Duration, tls_reload_interval, absl::Seconds(60),
           "How often the TLS files are checked for a new certificate (new "
           "connections get it; at least 1s)");
@@ -96,6 +98,16 @@ absl::StatusOr<SecurityConfig> SecurityFromFlags() {
   return config;
 }
 
+std::optional<tls::TlsServerFiles> TlsFilesFromFlags() {
+  tls::TlsServerFiles files;
+  files.cert = absl::GetFlag(FLAGS_tls_cert);
+  if (files.cert.empty()) return std::nullopt;
+  files.key = absl::GetFlag(FLAGS_tls_key);
+  files.client_ca = absl::GetFlag(FLAGS_tls_client_ca);
+  files.reload_interval = absl::GetFlag(FLAGS_tls_reload_interval);
+  return files;
+}
+
 std::shared_ptr<grpc::ServerCredentials> GrpcServerCredentials(
     const SecurityConfig& config) {
   if (!config.tls.enabled()) return grpc::InsecureServerCredentials();
@@ -128,14 +140,12 @@ void LogSecurity(const SecurityConfig& config, const std::string& listen,
   LogInfo("security: ", config.tls.enabled() ? "TLS" : "plaintext",
           config.tls.client_ca.empty() ? "" : " with client certificates", "; ",
           a.Describe());
-  if (!IsLoopback(http_listen)) {
-    // Debian 12's libcivetweb1 (1.15) loads libssl at run time and needs
-    // SSL_get_peer_certificate, which OpenSSL 3 no longer exports: its
-    // HTTPS does not start (and a TLS connection crashes it).
+  if (!IsLoopback(http_listen) && !config.tls.enabled()) {
+    // With --tls_cert the HTTP port is HTTPS (server/http/tls_terminator.h).
     LogWarning("the HTTP port ", http_listen,
-               " is plaintext (no HTTPS with this civetweb): keep "
-               "--http_listen on loopback or behind a TLS proxy; console "
-               "tokens and /metrics would cross the network in clear");
+               " is plaintext (no --tls_cert): keep --http_listen on "
+               "loopback or turn TLS on; console tokens and /metrics would "
+               "cross the network in clear");
   }
   const bool exposed = !IsLoopback(listen) || !IsLoopback(http_listen);
   if (exposed && (!a.required() || !a.has_policy())) {

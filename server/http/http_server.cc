@@ -1,7 +1,10 @@
 #include "server/http/http_server.h"
 
 #include <civetweb.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
 
+#include <cstring>
 #include <mutex>
 
 #include "absl/status/status.h"
@@ -28,6 +31,8 @@ const char* Reason(int status) {
       return "Method Not Allowed";
     case 413:
       return "Payload Too Large";
+    case 421:
+      return "Misdirected Request";
     case 500:
       return "Internal Server Error";
     case 503:
@@ -80,9 +85,15 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   std::unique_ptr<HttpServer> server(
       new HttpServer(std::move(routes), options));
   const std::string threads = absl::StrCat(options.threads);
-  const char* config[] = {
-      "listening_ports",   listen.c_str(), "num_threads", threads.c_str(),
-      "enable_keep_alive", "no",           nullptr};
+  // With TLS, civetweb serves the terminator only.
+  const std::string backend = options.tls != nullptr ? "127.0.0.1:0" : listen;
+  const char* config[] = {"listening_ports",
+                          backend.c_str(),
+                          "num_threads",
+                          threads.c_str(),
+                          "enable_keep_alive",
+                          "no",
+                          nullptr};
   mg_callbacks callbacks{};
   char error_text[256] = {0};
   mg_error_data error{nullptr, error_text, sizeof(error_text)};
@@ -99,6 +110,22 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
         absl::StrCat("cannot serve HTTP on ", listen, ": no port"));
   }
   server->port_ = ports[0].port;
+  server->backend_port_ = ports[0].port;
+  if (options.tls != nullptr) {
+    unsigned char random[16];
+    if (RAND_bytes(random, sizeof(random)) != 1) {
+      return absl::InternalError("no random bytes for the TLS relay");
+    }
+    for (unsigned char b : random) {
+      absl::StrAppend(&server->relay_secret_, absl::Hex(b, absl::kZeroPad2));
+    }
+    absl::StatusOr<std::unique_ptr<TlsTerminator>> terminator =
+        TlsTerminator::Start(listen, server->port_, server->relay_secret_,
+                             options.tls, options.terminator);
+    if (!terminator.ok()) return terminator.status();
+    server->terminator_ = *std::move(terminator);
+    server->port_ = server->terminator_->port();
+  }
   for (const auto& route : server->routes_) {
     mg_set_request_handler(server->context_, route.first.c_str(),
                            &HttpServer::Handle, nullptr);
@@ -107,6 +134,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
 }
 
 HttpServer::~HttpServer() {
+  terminator_.reset();  // no new requests
   if (context_ != nullptr) mg_stop(context_);
 }
 
@@ -127,6 +155,18 @@ int HttpServer::Handle(::mg_connection* conn, void* /*cbdata*/) {
   for (int i = 0; i < info->num_headers; ++i) {
     request.headers[absl::AsciiStrToLower(info->http_headers[i].name)] =
         info->http_headers[i].value;
+  }
+  if (!server->relay_secret_.empty()) {
+    // The terminator's header comes first, right after the request line:
+    // mg_get_header returns the first of several.
+    const char* relay = mg_get_header(conn, kTlsRelayHeader);
+    const std::string& secret = server->relay_secret_;
+    if (relay == nullptr || std::strlen(relay) != secret.size() ||
+        CRYPTO_memcmp(relay, secret.data(), secret.size()) != 0) {
+      mg_send_http_error(conn, 421, "%s", "this port speaks HTTPS only\n");
+      return 421;
+    }
+    request.headers.erase(kTlsRelayHeader);
   }
   if (info->content_length > 0) {
     if (static_cast<size_t>(info->content_length) >

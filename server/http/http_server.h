@@ -13,6 +13,9 @@
 //       }}});
 //   int port = (*http)->port();
 //
+// With Options::tls the port speaks HTTPS only (see TlsTerminator): plain
+// HTTP to it fails the handshake.
+//
 // Thread-safety: handlers run concurrently (up to Options::threads); the
 // object itself is immutable after Start. Destruction stops the server
 // and waits for running handlers.
@@ -28,6 +31,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "server/http/tls_terminator.h"
+#include "server/tls/tls_server_context.h"
 
 struct mg_connection;
 struct mg_context;
@@ -64,10 +69,17 @@ class HttpServer {
     int threads = 4;
     // A request body larger than this gets 413.
     size_t max_body_bytes = 1 << 20;
+    // Non-null: HTTPS with this context (which must outlive the server).
+    // civetweb then listens on 127.0.0.1:0 only, behind a TlsTerminator on
+    // `listen`, and answers requests that did not come through it with
+    // 421.
+    tls::TlsServerContext* tls = nullptr;
+    TlsTerminator::Options terminator;
   };
 
   // Listens on `listen` ("HOST:PORT"; port 0 picks a free one) and serves
-  // `routes`. UNAVAILABLE when it cannot listen (the message says why).
+  // `routes` (over HTTPS with Options::tls). UNAVAILABLE when it cannot
+  // listen (the message says why).
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
       const std::string& listen, std::map<std::string, HttpHandler> routes,
       Options options);
@@ -79,8 +91,11 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // The port listened on.
+  // The port listened on (with TLS: the terminator's).
   int port() const { return port_; }
+  bool tls() const { return terminator_ != nullptr; }
+  // civetweb's own port (with TLS: on 127.0.0.1, behind the terminator).
+  int backend_port() const { return backend_port_; }
 
  private:
   HttpServer(std::map<std::string, HttpHandler> routes, Options options)
@@ -92,6 +107,10 @@ class HttpServer {
   const Options options_;
   ::mg_context* context_ = nullptr;
   int port_ = 0;
+  int backend_port_ = 0;
+  // With TLS: what the terminator adds to each request it relays.
+  std::string relay_secret_;
+  std::unique_ptr<TlsTerminator> terminator_;
 };
 
 }  // namespace msgq
