@@ -26,6 +26,9 @@ ABSL_FLAG(std::string, batch_size, "100",
           "vt_batch_size of the message table; a comma-separated list runs "
           "one msgq drain per value (a sweep)");
 ABSL_FLAG(int, cache_size, 10000, "vt_cache_size of the message tables");
+ABSL_FLAG(std::string, directives, "",
+          "More directives for the message tables' comment, e.g. "
+          "msgq_rate_limit=1000000 (to measure a feature's cost)");
 ABSL_FLAG(double, poller_interval, 0.1,
           "vt_poller_interval (s) of the message tables");
 ABSL_FLAG(double, ack_wait, 30, "vt_ack_wait (s) of the message tables");
@@ -114,6 +117,7 @@ absl::StatusOr<BenchOptions> OptionsFromFlags() {
   }
   if (o.batch_sizes.empty()) return Invalid("batch_size", "empty");
   o.cache_size = absl::GetFlag(FLAGS_cache_size);
+  o.directives = absl::GetFlag(FLAGS_directives);
   o.poller_interval_s = absl::GetFlag(FLAGS_poller_interval);
   o.ack_wait_s = absl::GetFlag(FLAGS_ack_wait);
   o.drain_timeout_s = absl::GetFlag(FLAGS_drain_timeout);
@@ -162,6 +166,12 @@ absl::StatusOr<BenchOptions> OptionsFromFlags() {
     return Invalid("preload_connections", "must be positive");
   }
   if (o.cache_size <= 0) return Invalid("cache_size", "must be positive");
+  for (char c : o.directives) {
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '=' ||
+          c == ',' || c == '.')) {
+      return Invalid("directives", "name=value pairs separated by commas");
+    }
+  }
   if (o.poller_interval_s <= 0) {
     return Invalid("poller_interval", "must be positive");
   }
@@ -189,7 +199,9 @@ std::string MessageTableComment(const BenchOptions& options, int batch_size) {
   return absl::StrCat("vitess_message,vt_ack_wait=", options.ack_wait_s,
                       ",vt_purge_after=86400,vt_batch_size=", batch_size,
                       ",vt_cache_size=", options.cache_size,
-                      ",vt_poller_interval=", options.poller_interval_s);
+                      ",vt_poller_interval=", options.poller_interval_s,
+                      options.directives.empty() ? "" : ",",
+                      options.directives);
 }
 
 }  // namespace msgq::bench

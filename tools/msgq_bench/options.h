@@ -44,6 +44,7 @@ struct BenchOptions {
   int cache_size = 10000;
   double poller_interval_s = 0.1;
   double ack_wait_s = 30;
+  std::string directives;  // appended to the comment after a comma
 
   // Subscribers.
   AckMode ack_mode = AckMode::kAsync;
