@@ -206,16 +206,21 @@ absl::Status TlsServerContext::ReloadNow() {
                  "change again");
     }
   }
-  absl::MutexLock lock(&mu_);
-  checking_ = false;
-  next_check_ = options_.clock->MonotonicNow() + files_.reload_interval;
-  if (now.ok()) seen_ = *now;
+  {
+    absl::MutexLock lock(&mu_);
+    checking_ = false;
+    next_check_ = options_.clock->MonotonicNow() + files_.reload_interval;
+    if (now.ok()) seen_ = *now;
+    if (loaded.has_value()) {
+      // The stamps taken before reading: a change during the read shows up
+      // as a change at the next check.
+      seen_ = loaded->stamps;
+      current_ = std::move(loaded->ctx);
+      ++reloads_;
+    }
+  }
+  // Logged once the lock is released.
   if (loaded.has_value()) {
-    // The stamps taken before reading: a change during the read shows up
-    // as a change at the next check.
-    seen_ = loaded->stamps;
-    current_ = std::move(loaded->ctx);
-    ++reloads_;
     LogInfo("TLS: loaded the new certificate from ", files_.cert);
   }
   return result;
