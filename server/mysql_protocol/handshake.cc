@@ -115,6 +115,18 @@ std::string AuthSwitchPayload(absl::string_view scramble) {
   return out;
 }
 
+std::string ClearPasswordSwitchPayload() {
+  std::string out;
+  AppendInt1(out, 0xFE);
+  AppendNulString(out, kClearPassword);
+  return out;
+}
+
+std::string ClearPassword(absl::string_view response) {
+  if (!response.empty() && response.back() == '\0') response.remove_suffix(1);
+  return std::string(response);
+}
+
 std::string NativePasswordResponse(absl::string_view scramble,
                                    absl::string_view password) {
   if (password.empty()) return "";

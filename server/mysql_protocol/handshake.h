@@ -1,6 +1,7 @@
 // The connection phase of the MySQL protocol as msgq serves it: the
 // server's HandshakeV10 (protocol 10), the client's HandshakeResponse41, the
-// AuthSwitchRequest sent to clients that offer another plugin, and the
+// AuthSwitchRequest sent to clients that offer another plugin (or to
+// mysql_clear_password when the password is a bearer token), and the
 // mysql_native_password check:
 //   client sends SHA1(pw) XOR SHA1(scramble + SHA1(SHA1(pw)))
 // (an empty password sends an empty response).
@@ -36,6 +37,8 @@ inline constexpr uint32_t kServerCapabilities =
 
 inline constexpr char kServerVersion[] = "8.0.30-msgq";
 inline constexpr char kNativePassword[] = "mysql_native_password";
+// The password as typed, NUL-terminated: how a client gives a bearer token.
+inline constexpr char kClearPassword[] = "mysql_clear_password";
 inline constexpr size_t kScrambleBytes = 20;
 // utf8mb4_general_ci: the engine reads rows as utf8mb4.
 inline constexpr uint8_t kUtf8mb4GeneralCi = 45;
@@ -66,6 +69,14 @@ absl::StatusOr<HandshakeResponse> ParseHandshakeResponse(
 
 // AuthSwitchRequest to mysql_native_password with `scramble`.
 std::string AuthSwitchPayload(absl::string_view scramble);
+
+// AuthSwitchRequest to mysql_clear_password (no plugin data).
+std::string ClearPasswordSwitchPayload();
+
+// The password of a mysql_clear_password answer: `response` without its
+// terminating NUL (clients send strlen + 1 bytes; a missing NUL is taken
+// as is).
+std::string ClearPassword(absl::string_view response);
 
 // Whether `response` proves knowledge of `password` for `scramble`
 // (constant-time compare). An empty password matches only an empty

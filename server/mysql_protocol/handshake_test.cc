@@ -111,5 +111,13 @@ TEST(HandshakeTest, AuthSwitchExactBytes) {
             "\xfemysql_native_password\0abcdefghijklmnopqrst\0"s);
 }
 
+TEST(HandshakeTest, ClearPasswordSwitchAndAnswer) {
+  EXPECT_EQ(ClearPasswordSwitchPayload(), "\xfemysql_clear_password\0"s);
+  EXPECT_EQ(ClearPassword("tok-1\0"s), "tok-1");
+  EXPECT_EQ(ClearPassword("tok-1"), "tok-1");
+  EXPECT_EQ(ClearPassword("\0"s), "");
+  EXPECT_EQ(ClearPassword(""), "");
+}
+
 }  // namespace
 }  // namespace msgq::mysql_protocol

@@ -69,9 +69,10 @@ absl::StatusOr<MysqlProtocolServer::Options> OptionsFromFlags() {
 }
 
 absl::StatusOr<std::unique_ptr<MysqlProtocolServer>> StartFromFlags(
-    Engine* engine) {
+    Engine* engine, auth::Authorizer* authorizer) {
   absl::StatusOr<MysqlProtocolServer::Options> options = OptionsFromFlags();
   if (!options.ok()) return options.status();
+  options->connection.authorizer = authorizer;
   if (options->listen.empty()) return nullptr;
   const std::string listen = options->listen;
   absl::StatusOr<std::unique_ptr<MysqlProtocolServer>> server =
