@@ -96,6 +96,16 @@ absl::StatusOr<SecurityConfig> SecurityFromFlags() {
   return config;
 }
 
+std::optional<tls::TlsServerFiles> TlsFilesFromFlags() {
+  tls::TlsServerFiles files;
+  files.cert = absl::GetFlag(FLAGS_tls_cert);
+  if (files.cert.empty()) return std::nullopt;
+  files.key = absl::GetFlag(FLAGS_tls_key);
+  files.client_ca = absl::GetFlag(FLAGS_tls_client_ca);
+  files.reload_interval = absl::GetFlag(FLAGS_tls_reload_interval);
+  return files;
+}
+
 std::shared_ptr<grpc::ServerCredentials> GrpcServerCredentials(
     const SecurityConfig& config) {
   if (!config.tls.enabled()) return grpc::InsecureServerCredentials();

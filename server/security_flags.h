@@ -7,6 +7,7 @@
 #define MSGQ_SERVER_SECURITY_FLAGS_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -14,6 +15,7 @@
 #include "grpcpp/grpcpp.h"
 #include "server/auth/authorizer.h"
 #include "server/auth/server_tls.h"
+#include "server/tls/tls_server_context.h"
 
 namespace msgq {
 
@@ -26,6 +28,13 @@ struct SecurityConfig {
 // Reads and checks the flags and files. INVALID_ARGUMENT naming the flag,
 // or FILE:LINE of a token or policy file that does not parse.
 absl::StatusOr<SecurityConfig> SecurityFromFlags();
+
+// The TLS files of msgqd's own TLS sockets (the HTTP and MySQL-protocol
+// ports) from --tls_cert, --tls_key, --tls_client_ca and
+// --tls_reload_interval, the same files as the gRPC port's; nullopt when
+// --tls_cert is not set. Not checked here: SecurityFromFlags checks them at
+// start, tls::TlsServerContext::Create when it loads them.
+std::optional<tls::TlsServerFiles> TlsFilesFromFlags();
 
 // The credentials of the gRPC port: TLS watching the files, or insecure.
 std::shared_ptr<grpc::ServerCredentials> GrpcServerCredentials(
