@@ -46,7 +46,7 @@ std::string NonLoopbackAddress() {
 class MysqlProtocolAuthTest : public MysqlProtocolTest {
  protected:
   // Tables a and b; tokens "tok-worker" (worker: stream a) and "tok-ops"
-  // (ops: stream everything).
+  // (ops: everything); the client certificate "reader" may stream a.
   void StartWithTokens(std::vector<std::string> extra = {},
                        const std::string& host = "127.0.0.1") {
     ASSERT_NO_FATAL_FAILURE(CreateTable("a"));
@@ -56,12 +56,18 @@ class MysqlProtocolAuthTest : public MysqlProtocolTest {
     files_ = *std::move(dir);
     ReplaceFile(Path("tokens"), TokenLine("tok-worker", "worker") +
                                     TokenLine("tok-ops", "ops"));
-    ReplaceFile(Path("policy"), "worker msgq/a stream\nops */* *\n");
+    ReplaceFile(Path("policy"),
+                "worker msgq/a stream\nreader msgq/a stream\nops */* *\n");
     extra.push_back("--auth_tokens_file=" + Path("tokens"));
     extra.push_back("--auth_policy_file=" + Path("policy"));
     extra.push_back("--auth_reload_interval=100ms");
     ASSERT_NO_FATAL_FAILURE(
         StartWithMysqlProtocol(extra, /*with_user=*/false, host));
+    if (!certs_.empty()) {
+      // gRPC has TLS too.
+      stub_ = v1::Messaging::NewStub(
+          TlsChannel(server_->address(), certs_, "reader"));
+    }
     ASSERT_TRUE(Eventually(
         [&] {
           v1::ListTablesResponse r;
@@ -71,6 +77,20 @@ class MysqlProtocolAuthTest : public MysqlProtocolTest {
         },
         absl::Seconds(20)))
         << server_->Log();
+  }
+  // Test certificates (security_fixture.h) in certs_ and the flags of
+  // TLS with them (and mTLS with `client_ca`).
+  std::vector<std::string> TlsFlags(bool client_ca = false) {
+    auto dir = launch::OwnedDir::Create("msgq-test-mycerts");
+    EXPECT_TRUE(dir.ok()) << dir.status();
+    if (!dir.ok()) return {};
+    certs_dir_ = *std::move(dir);
+    certs_ = certs_dir_->path();
+    EXPECT_TRUE(MakeTestCertificates(certs_));
+    std::vector<std::string> flags = {"--tls_cert=" + certs_ + "/server1.pem",
+                                      "--tls_key=" + certs_ + "/server1.key"};
+    if (client_ca) flags.push_back("--tls_client_ca=" + certs_ + "/ca.pem");
+    return flags;
   }
   std::string Path(const std::string& name) const {
     return files_->path() + "/" + name;
@@ -85,6 +105,8 @@ class MysqlProtocolAuthTest : public MysqlProtocolTest {
   }
 
   std::unique_ptr<launch::OwnedDir> files_;
+  std::unique_ptr<launch::OwnedDir> certs_dir_;
+  std::string certs_;
 };
 
 TEST_F(MysqlProtocolAuthTest, TokenAsPasswordStreamsRows) {
@@ -226,6 +248,91 @@ TEST_F(MysqlProtocolAuthTest, TokensAndAMysqlProtocolUserDoNotGoTogether) {
   EXPECT_THAT(server.status().message(),
               HasSubstr("--mysql_protocol_user does not go with "
                         "--auth_tokens_file"));
+}
+
+// With --tls_cert/--tls_key the port offers TLS (CLIENT_SSL): the mariadb
+// client with --ssl streams; by default a client without TLS is refused.
+TEST_F(MysqlProtocolAuthTest, TlsStreamsAndPlainIsRefusedByDefault) {
+  ASSERT_NO_FATAL_FAILURE(StartWithTokens(TlsFlags()));
+  const std::string& dir = certs_;
+  auto tls = StartMariadb("stream * from a", "tok-worker",
+                          {"-uworker", "--ssl", "--ssl-ca=" + dir + "/ca.pem",
+                           "--ssl-verify-server-cert"});
+  ASSERT_NE(tls, nullptr);
+  ASSERT_TRUE(WaitForLines(*tls, 1)) << tls->Log();
+  ASSERT_NO_FATAL_FAILURE(InsertRange("a", 1, 2));
+  ASSERT_TRUE(WaitForLines(*tls, 3)) << tls->Log();
+  EXPECT_THAT(ClientLines(*tls), ElementsAre("id\tmessage", Row(1), Row(2)));
+  tls->Stop(SIGKILL, absl::Seconds(5));
+
+  auto plain =
+      StartMariadb("select 1", "tok-worker", {"-uworker", "--skip-ssl"});
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(plain->Stop(0, absl::Seconds(20)), 1);
+  EXPECT_THAT(plain->Log(),
+              HasSubstr("ERROR 3159 (HY000): Connections using insecure "
+                        "transport are prohibited: this port requires TLS "
+                        "(--mysql_protocol_require_tls)"));
+}
+
+// Connector/C over TLS: the rows come on a connection with a cipher; with
+// --mysql_protocol_require_tls=false a plain loopback client is let in too.
+TEST_F(MysqlProtocolAuthTest, ConnectorCRowsArriveOverTls) {
+  std::vector<std::string> flags = TlsFlags();
+  flags.push_back("--mysql_protocol_require_tls=false");
+  ASSERT_NO_FATAL_FAILURE(StartWithTokens(flags));
+  const std::string& dir = certs_;
+  ASSERT_NO_FATAL_FAILURE(InsertRange("b", 1, 1));
+  MYSQL* m = mysql_init(nullptr);
+  const std::string ca = dir + "/ca.pem";
+  mysql_options(m, MYSQL_OPT_SSL_CA, ca.c_str());
+  ASSERT_NE(mysql_real_connect(m, "127.0.0.1", "ops", "tok-ops", "msgq", port_,
+                               nullptr, 0),
+            nullptr)
+      << mysql_error(m);
+  const char* cipher = mysql_get_ssl_cipher(m);
+  ASSERT_NE(cipher, nullptr);
+  EXPECT_THAT(std::string(cipher), HasSubstr("TLS_AES"));
+  ASSERT_EQ(mysql_query(m, "stream * from b"), 0) << mysql_error(m);
+  MYSQL_RES* res = mysql_use_result(m);
+  ASSERT_NE(res, nullptr);
+  MYSQL_ROW row = mysql_fetch_row(res);
+  ASSERT_NE(row, nullptr) << mysql_error(m);
+  EXPECT_STREQ(row[0], "1");
+  EXPECT_STREQ(row[1], "{\"n\": 1}");
+  shutdown(static_cast<int>(mysql_get_socket(m)), SHUT_RDWR);
+  mysql_free_result(res);
+  mysql_close(m);
+
+  auto plain =
+      StartMariadb("select 1", "tok-worker", {"-uworker", "-N", "--skip-ssl"});
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(plain->Stop(0, absl::Seconds(20)), 0) << plain->Log();
+  EXPECT_THAT(ClientLines(*plain), ElementsAre("1"));
+}
+
+// With --tls_client_ca, a client certificate's common name is a principal,
+// as on the gRPC port: no password needed.
+TEST_F(MysqlProtocolAuthTest, ClientCertificateIsAPrincipal) {
+  ASSERT_NO_FATAL_FAILURE(StartWithTokens(TlsFlags(/*client_ca=*/true)));
+  const std::string& dir = certs_;
+  auto client =
+      StartMariadb("stream * from a", "",
+                   {"-ureader", "--ssl", "--ssl-ca=" + dir + "/ca.pem",
+                    "--ssl-cert=" + dir + "/reader.pem",
+                    "--ssl-key=" + dir + "/reader.key"});
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(WaitForLines(*client, 1)) << client->Log();
+  EXPECT_THAT(ClientLines(*client), ElementsAre("id\tmessage"));
+  client->Stop(SIGKILL, absl::Seconds(5));
+  // The certificate's name is the user name to give.
+  auto other = StartMariadb("select 1", "",
+                            {"-uworker", "--ssl", "--ssl-ca=" + dir + "/ca.pem",
+                             "--ssl-cert=" + dir + "/reader.pem",
+                             "--ssl-key=" + dir + "/reader.key"});
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->Stop(0, absl::Seconds(20)), 1);
+  EXPECT_THAT(other->Log(), HasSubstr("ERROR 1045 (28000)"));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "server/mysql_protocol/connection.h"
 
+#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <poll.h>
@@ -83,9 +84,11 @@ absl::Status Connection::Write(absl::string_view bytes) {
   return transport_->Write(bytes);
 }
 
-absl::Status Connection::Receive() { return transport_->Read(in_); }
+absl::Status Connection::Receive(absl::Time deadline, size_t max) {
+  return transport_->Read(in_, deadline, max);
+}
 
-absl::StatusOr<Packet> Connection::ReadPacket(absl::Time deadline) {
+absl::StatusOr<Packet> Connection::ReadPacket(absl::Time deadline, bool exact) {
   while (true) {
     size_t consumed = 0;
     absl::StatusOr<std::optional<Packet>> parsed =
@@ -101,7 +104,16 @@ absl::StatusOr<Packet> Connection::ReadPacket(absl::Time deadline) {
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) return absl::DeadlineExceededError("handshake timeout");
     if (ready < 0) return absl::UnavailableError(strerror(errno));
-    if (absl::Status s = Receive(); !s.ok()) return s;
+    size_t max = size_t{1} << 20;
+    if (exact) {
+      // The header, then the rest of the payload it announces.
+      max = in_.size() < 4 ? 4 - in_.size()
+                           : 4 +
+                                 (uint8_t(in_[0]) | uint8_t(in_[1]) << 8 |
+                                  uint32_t(uint8_t(in_[2])) << 16) -
+                                 in_.size();
+    }
+    if (absl::Status s = Receive(deadline, max); !s.ok()) return s;
   }
 }
 
@@ -111,14 +123,37 @@ bool Connection::Authenticate() {
   const std::string scramble = MakeScramble(
       absl::string_view(reinterpret_cast<const char*>(random), kScrambleBytes));
   uint8_t seq = 0;
-  if (!Write(Frame(seq, HandshakePayload(id_, scramble))).ok()) return false;
+  const bool offer_tls = options_.tls != nullptr;
+  if (!Write(Frame(seq, HandshakePayload(id_, scramble,
+                                         kServerCapabilities |
+                                             (offer_tls ? kClientSsl : 0))))
+           .ok()) {
+    return false;
+  }
   const absl::Time deadline = absl::Now() + options_.handshake_timeout;
-  absl::StatusOr<Packet> packet = ReadPacket(deadline);
+  absl::StatusOr<Packet> packet = ReadPacket(deadline, /*exact=*/offer_tls);
   if (!packet.ok()) {
     if (packet.status().code() == absl::StatusCode::kResourceExhausted) {
       (void)Write(
           ErrPacket(1, kErPacketTooLarge, "08S01", packet.status().message()));
     }
+    return false;
+  }
+  if (IsSslRequest(packet->payload)) {
+    if (!offer_tls) {
+      (void)Write(ErrPacket(uint8_t(packet->seq + 1), kErHandshake, "08S01",
+                            "Bad handshake: client asks for TLS; msgq's MySQL "
+                            "protocol port does not offer it (no --tls_cert)"));
+      return false;
+    }
+    if (!StartTls(deadline)) return false;
+    packet = ReadPacket(deadline);
+    if (!packet.ok()) return false;
+  } else if (offer_tls && options_.require_tls) {
+    (void)Write(ErrPacket(
+        uint8_t(packet->seq + 1), kErSecureTransportRequired, "HY000",
+        "Connections using insecure transport are prohibited: this port "
+        "requires TLS (--mysql_protocol_require_tls)"));
     return false;
   }
   absl::StatusOr<HandshakeResponse> response =
@@ -154,6 +189,27 @@ bool Connection::Authenticate() {
   }
   session_.database = response->database;
   return Write(Frame(seq, OkPayload())).ok();
+}
+
+bool Connection::StartTls(absl::Time deadline) {
+  // Bytes sent after the SSLRequest in the clear would pass for bytes from
+  // inside TLS.
+  if (!in_.empty()) return false;
+  const int fd = fcntl(fd_, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return false;
+  absl::StatusOr<std::unique_ptr<tls::TlsConnection>> connection =
+      tls::TlsConnection::Accept(fd, options_.tls->Acquire(), deadline);
+  if (!connection.ok()) {
+    LogInfo("MySQL protocol connection ", id_, ": ",
+            connection.status().message());
+    return false;
+  }
+  if (options_.tls->requires_client_certificate()) {
+    std::string name = (*connection)->PeerCommonName();
+    if (!name.empty()) peer_identities_.push_back(std::move(name));
+  }
+  transport_ = std::make_unique<TlsTransport>(*std::move(connection));
+  return true;
 }
 
 bool Connection::LoginWithToken(const HandshakeResponse& response, uint8_t seq,

@@ -3,7 +3,9 @@
 // down by MysqlProtocolServer::Stop).
 //
 // Phases: the handshake (HandshakeV10, mysql_native_password, an
-// AuthSwitchRequest for clients that offer another plugin), bounded by
+// AuthSwitchRequest for clients that offer another plugin; with TLS
+// configured an SSLRequest, the TLS handshake, and the rest inside TLS;
+// ERR 3159 for a client without TLS when TLS is required), bounded by
 // Options::handshake_timeout as a whole; then commands (command.h).
 //
 // Identity: with an Authorizer that requires credentials (msgqd's
@@ -49,6 +51,7 @@
 #include "server/mysql_protocol/handshake.h"
 #include "server/mysql_protocol/packet.h"
 #include "server/mysql_protocol/transport.h"
+#include "server/tls/tls_server_context.h"
 
 namespace msgq::mysql_protocol {
 
@@ -61,6 +64,12 @@ struct ConnectionOptions {
   // with its bearer tokens (user and password above must be empty) and
   // its policy applies; otherwise only its stream limit does.
   auth::Authorizer* authorizer = nullptr;
+  // Non-null: CLIENT_SSL is offered and an SSLRequest gets a TLS handshake
+  // with it; the login continues inside TLS. With a client CA the client
+  // certificate's common name is an identity for the Authorizer.
+  std::shared_ptr<tls::TlsServerContext> tls;
+  // With `tls`: a client that does not ask for TLS gets ERR 3159.
+  bool require_tls = true;
   absl::Duration handshake_timeout = absl::Seconds(10);
   // Largest command packet read; larger ones get ERR 1153 and a close.
   size_t max_packet = 1 << 20;
@@ -91,6 +100,9 @@ class Connection {
   // packet to send.
   bool LoginWithToken(const HandshakeResponse& response, uint8_t seq,
                       absl::Time deadline);
+  // After an SSLRequest: the TLS handshake on a dup of the socket; from
+  // then on transport_ is TLS. False: close the connection.
+  bool StartTls(absl::Time deadline);
   bool token_login() const {
     return options_.authorizer != nullptr && options_.authorizer->required();
   }
@@ -101,9 +113,11 @@ class Connection {
   absl::Status Write(absl::string_view bytes);
   // One packet; UNAVAILABLE when the peer closed or the socket failed,
   // DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED (too large, see ParsePacket).
-  absl::StatusOr<Packet> ReadPacket(absl::Time deadline);
+  // `exact`: reads no byte past the packet (what follows an SSLRequest is
+  // the TLS ClientHello, for OpenSSL to read from the socket).
+  absl::StatusOr<Packet> ReadPacket(absl::Time deadline, bool exact = false);
   // Reads what arrived into in_; UNAVAILABLE on EOF or error.
-  absl::Status Receive();
+  absl::Status Receive(absl::Time deadline, size_t max);
 
   const int fd_;
   const uint32_t id_;

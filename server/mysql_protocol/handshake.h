@@ -6,8 +6,11 @@
 //   client sends SHA1(pw) XOR SHA1(scramble + SHA1(SHA1(pw)))
 // (an empty password sends an empty response).
 //
-// No TLS, no compression, no CLIENT_DEPRECATE_EOF: the capabilities msgq
-// announces are kServerCapabilities. Pure functions: thread-compatible.
+// TLS: when the server offers CLIENT_SSL (HandshakePayload's
+// `capabilities`), a client may answer with a 32-byte SSLRequest
+// (IsSslRequest), do the TLS handshake, and send its HandshakeResponse41
+// inside TLS. No compression, no CLIENT_DEPRECATE_EOF: otherwise the
+// capabilities are kServerCapabilities. Pure functions: thread-compatible.
 #ifndef MSGQ_SERVER_MYSQL_PROTOCOL_HANDSHAKE_H_
 #define MSGQ_SERVER_MYSQL_PROTOCOL_HANDSHAKE_H_
 
@@ -45,9 +48,14 @@ inline constexpr uint8_t kUtf8mb4GeneralCi = 45;
 inline constexpr uint8_t kBinaryCharset = 63;
 
 // The HandshakeV10 payload. `scramble` must be kScrambleBytes bytes with no
-// NUL (see MakeScramble).
-std::string HandshakePayload(uint32_t connection_id,
-                             absl::string_view scramble);
+// NUL (see MakeScramble). `capabilities`: kServerCapabilities, with
+// kClientSsl when TLS is offered.
+std::string HandshakePayload(uint32_t connection_id, absl::string_view scramble,
+                             uint32_t capabilities = kServerCapabilities);
+
+// Whether a client's first answer is an SSLRequest: the 32 bytes of a
+// HandshakeResponse41 up to the user name, with CLIENT_SSL set.
+bool IsSslRequest(absl::string_view payload);
 
 // kScrambleBytes printable ASCII bytes (0x21..0x7E) from `random_bytes`
 // (any bytes; e.g. from RAND_bytes), as MySQL servers send.
@@ -61,9 +69,10 @@ struct HandshakeResponse {
   std::string auth_plugin;  // empty when not given
 };
 
-// Parses a HandshakeResponse41. INVALID_ARGUMENT when it is truncated or
-// malformed, when the client lacks CLIENT_PROTOCOL_41 (pre-4.1 clients),
-// or asks for TLS (an SSLRequest; msgq does not offer CLIENT_SSL).
+// Parses a HandshakeResponse41 (CLIENT_SSL may be set: the response sent
+// inside TLS). INVALID_ARGUMENT when it is truncated or malformed (an
+// SSLRequest has no user name), or when the client lacks
+// CLIENT_PROTOCOL_41 (pre-4.1 clients).
 absl::StatusOr<HandshakeResponse> ParseHandshakeResponse(
     absl::string_view payload);
 

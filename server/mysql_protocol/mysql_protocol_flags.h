@@ -10,6 +10,11 @@
 // `ps`); without a user, any user name with an empty password is let in,
 // and only on a loopback listen address.
 //
+// TLS: with --tls_cert/--tls_key (the gRPC port's files, re-read like
+// them) the port offers TLS, and with --mysql_protocol_require_tls (the
+// default) requires it; --tls_client_ca makes a client certificate's
+// common name a principal, as on the gRPC port.
+//
 // Not thread-safe: call from main.
 #ifndef MSGQ_SERVER_MYSQL_PROTOCOL_MYSQL_PROTOCOL_FLAGS_H_
 #define MSGQ_SERVER_MYSQL_PROTOCOL_MYSQL_PROTOCOL_FLAGS_H_

@@ -102,6 +102,8 @@ inline constexpr uint16_t kErQueryInterrupted = 1317;  // KILL QUERY
 inline constexpr uint16_t kErTableAccessDenied = 1142;
 // --max_streams_per_principal reached.
 inline constexpr uint16_t kErUserLimitReached = 1226;
+// TLS is required and the client did not ask for it.
+inline constexpr uint16_t kErSecureTransportRequired = 3159;
 
 }  // namespace msgq::mysql_protocol
 

@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -22,10 +23,11 @@ absl::Status PlainTransport::Write(absl::string_view bytes) {
   return absl::OkStatus();
 }
 
-absl::Status PlainTransport::Read(std::string& out) {
+absl::Status PlainTransport::Read(std::string& out, absl::Time, size_t max) {
   char buf[16384];
+  max = std::min(max, sizeof(buf));
   while (true) {
-    const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+    const ssize_t n = recv(fd_, buf, max, 0);
     if (n > 0) {
       out.append(buf, static_cast<size_t>(n));
       return absl::OkStatus();
@@ -34,6 +36,28 @@ absl::Status PlainTransport::Read(std::string& out) {
     return absl::UnavailableError(n == 0 ? "client closed the connection"
                                          : strerror(errno));
   }
+}
+
+absl::Status TlsTransport::Write(absl::string_view bytes) {
+  absl::Status s = connection_->WriteAll(bytes, absl::InfiniteFuture());
+  if (s.ok()) return s;
+  return absl::UnavailableError(s.message());
+}
+
+absl::Status TlsTransport::Read(std::string& out, absl::Time deadline,
+                                size_t max) {
+  char buf[16384];
+  absl::StatusOr<size_t> n =
+      connection_->Read(buf, std::min(max, sizeof(buf)), deadline);
+  if (!n.ok()) {
+    if (n.status().code() == absl::StatusCode::kDeadlineExceeded) {
+      return n.status();
+    }
+    return absl::UnavailableError(n.status().message());
+  }
+  if (*n == 0) return absl::UnavailableError("client closed the connection");
+  out.append(buf, *n);
+  return absl::OkStatus();
 }
 
 bool IsLoopbackPeer(int fd) {

@@ -1,6 +1,6 @@
 // Transport: the byte stream under one MySQL-protocol connection. The
 // connection starts on a PlainTransport (the socket); after an SSLRequest
-// it continues on a TLS transport over the same socket.
+// it continues on a TlsTransport over the same socket.
 //
 // Contract: Write sends all bytes or fails; Read blocks for at least one
 // byte. Both fail with UNAVAILABLE (peer closed, socket error, or TLS
@@ -13,10 +13,13 @@
 #ifndef MSGQ_SERVER_MYSQL_PROTOCOL_TRANSPORT_H_
 #define MSGQ_SERVER_MYSQL_PROTOCOL_TRANSPORT_H_
 
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "server/tls/tls_connection.h"
 
 namespace msgq::mysql_protocol {
 
@@ -24,8 +27,10 @@ class Transport {
  public:
   virtual ~Transport() = default;
   virtual absl::Status Write(absl::string_view bytes) = 0;
-  // Appends what arrived (at least one byte) to `out`.
-  virtual absl::Status Read(std::string& out) = 0;
+  // Appends what arrived (at least one byte, at most `max`) to `out`;
+  // DEADLINE_EXCEEDED when nothing came by `deadline`.
+  virtual absl::Status Read(std::string& out, absl::Time deadline,
+                            size_t max) = 0;
   // Whether Read would return without waiting for the fd.
   virtual bool Buffered() const = 0;
   virtual int fd() const = 0;
@@ -38,13 +43,31 @@ class PlainTransport : public Transport {
  public:
   explicit PlainTransport(int fd) : fd_(fd) {}
   absl::Status Write(absl::string_view bytes) override;
-  absl::Status Read(std::string& out) override;
+  // Blocks in recv() whatever the deadline: call it when poll() said the
+  // fd is readable.
+  absl::Status Read(std::string& out, absl::Time deadline, size_t max) override;
   bool Buffered() const override { return false; }
   int fd() const override { return fd_; }
   bool secure() const override { return false; }
 
  private:
   const int fd_;
+};
+
+// TLS over the socket (a dup of it, owned by `connection`); writes wait
+// without a deadline (back pressure, as on the plain socket).
+class TlsTransport : public Transport {
+ public:
+  explicit TlsTransport(std::unique_ptr<tls::TlsConnection> connection)
+      : connection_(std::move(connection)) {}
+  absl::Status Write(absl::string_view bytes) override;
+  absl::Status Read(std::string& out, absl::Time deadline, size_t max) override;
+  bool Buffered() const override { return connection_->HasBufferedData(); }
+  int fd() const override { return connection_->fd(); }
+  bool secure() const override { return true; }
+
+ private:
+  const std::unique_ptr<tls::TlsConnection> connection_;
 };
 
 // Whether the peer of connected socket `fd` is a loopback address
