@@ -216,6 +216,28 @@ TEST_F(MysqlProtocolAuthTest, StreamWithoutTheStreamActionIs1142) {
   EXPECT_THAT(ClientLines(*a), ElementsAre("id\tmessage"));
 }
 
+// MySQL streams count against --max_streams_per_principal like gRPC ones;
+// the slot comes back when the stream ends.
+TEST_F(MysqlProtocolAuthTest, StreamsCountAgainstThePrincipalsLimit) {
+  ASSERT_NO_FATAL_FAILURE(StartWithTokens({"--max_streams_per_principal=1"}));
+  auto first = StartMariadb("stream * from a", "tok-worker", {"-uworker"});
+  ASSERT_NE(first, nullptr);
+  ASSERT_TRUE(WaitForLines(*first, 1)) << first->Log();
+  auto second = StartMariadb("stream * from a", "tok-worker", {"-uworker"});
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second->Stop(0, absl::Seconds(20)), 1);
+  EXPECT_THAT(second->Log(),
+              HasSubstr("ERROR 1226 (42000) at line 1: 'worker' already has 1 "
+                        "open streams (--max_streams_per_principal)"));
+  first->Stop(SIGKILL, absl::Seconds(5));
+  ASSERT_TRUE(
+      Eventually([&] { return Subscribers("a") == 0; }, absl::Seconds(10)));
+  auto third = StartMariadb("stream * from a", "tok-worker", {"-uworker"});
+  ASSERT_NE(third, nullptr);
+  ASSERT_TRUE(WaitForLines(*third, 1)) << third->Log();
+  EXPECT_THAT(ClientLines(*third), ElementsAre("id\tmessage"));
+}
+
 // A clear-text token is refused on a connection that is neither TLS nor
 // loopback, whatever the token.
 TEST_F(MysqlProtocolAuthTest, ClearTextOnlyOnLoopback) {
