@@ -234,7 +234,8 @@ int main(int argc, char** argv) {
   }
 
   // `stream * from T` over the MySQL protocol (server/mysql_protocol/).
-  auto mysql_protocol = msgq::mysql_protocol::StartFromFlags(&engine);
+  auto mysql_protocol =
+      msgq::mysql_protocol::StartFromFlags(&engine, security->authorizer.get());
   if (!mysql_protocol.ok()) {
     msgq::LogError(mysql_protocol.status().message());
     engine.Stop();

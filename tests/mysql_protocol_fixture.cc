@@ -115,19 +115,20 @@ int ErrCode(const mp::Packet& p) {
 }
 
 void MysqlProtocolTest::StartWithMysqlProtocol(std::vector<std::string> args,
-                                               bool with_user) {
+                                               bool with_user,
+                                               const std::string& host) {
   password_file_ = db_->dir() + "/mysql_protocol_password";
   {
     std::ofstream out(password_file_);
     out << kPassword << "\n";
   }
-  args.push_back("--mysql_protocol_listen=127.0.0.1:0");
+  args.push_back("--mysql_protocol_listen=" + host + ":0");
   if (with_user) {
     args.push_back(absl::StrCat("--mysql_protocol_user=", kUser));
     args.push_back("--mysql_protocol_password_file=" + password_file_);
   }
   ASSERT_NO_FATAL_FAILURE(StartServer(args));
-  const std::string kLine = "msgqd mysql protocol on 127.0.0.1:";
+  const std::string kLine = "msgqd mysql protocol on " + host + ":";
   const std::string log = server_->Log();
   const size_t at = log.find(kLine);
   ASSERT_NE(at, std::string::npos) << log;

@@ -49,10 +49,11 @@ int ErrCode(const mysql_protocol::Packet& p);
 
 class MysqlProtocolTest : public MsgqTest {
  protected:
-  // Starts msgqd with the port on 127.0.0.1:0, kUser/kPassword (unless
+  // Starts msgqd with the port on `host`:0, kUser/kPassword (unless
   // !with_user: any user, empty password) and `args`.
   void StartWithMysqlProtocol(std::vector<std::string> args = {},
-                              bool with_user = true);
+                              bool with_user = true,
+                              const std::string& host = "127.0.0.1");
 
   // `mariadb --no-defaults -q -h 127.0.0.1 -P port -u user -pPASSWORD -e sql`
   // under stdbuf -oL (a line out as each row arrives), stdout and stderr

@@ -1,5 +1,7 @@
 #include "server/mysql_protocol/connection.h"
 
+#include <fcntl.h>
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -8,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "engine/log.h"
@@ -41,6 +44,21 @@ std::string EngineErr(uint8_t seq, const absl::Status& status,
                                 status.message()));
 }
 
+// One of a principal's --max_streams_per_principal slots, for a stream's
+// lifetime.
+class StreamSlot {
+ public:
+  StreamSlot(auth::Authorizer* authorizer, std::string principal)
+      : authorizer_(authorizer), principal_(std::move(principal)) {}
+  ~StreamSlot() { authorizer_->ReleaseStream(principal_); }
+  StreamSlot(const StreamSlot&) = delete;
+  StreamSlot& operator=(const StreamSlot&) = delete;
+
+ private:
+  auth::Authorizer* const authorizer_;
+  const std::string principal_;
+};
+
 }  // namespace
 
 Connection::Connection(int fd, uint32_t id, const ConnectionOptions& options,
@@ -50,7 +68,8 @@ Connection::Connection(int fd, uint32_t id, const ConnectionOptions& options,
       options_(options),
       engine_(engine),
       kill_(std::move(kill)),
-      interrupt_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+      interrupt_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      transport_(std::make_unique<PlainTransport>(fd)) {}
 
 Connection::~Connection() {
   if (interrupt_fd_ >= 0) close(interrupt_fd_);
@@ -62,32 +81,14 @@ void Connection::Interrupt() {
 }
 
 absl::Status Connection::Write(absl::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return absl::UnavailableError(absl::StrCat("send: ", strerror(errno)));
-    }
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return absl::OkStatus();
+  return transport_->Write(bytes);
 }
 
-absl::Status Connection::Receive() {
-  char buf[16384];
-  while (true) {
-    const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
-    if (n > 0) {
-      in_.append(buf, static_cast<size_t>(n));
-      return absl::OkStatus();
-    }
-    if (n < 0 && errno == EINTR) continue;
-    return absl::UnavailableError(n == 0 ? "client closed the connection"
-                                         : strerror(errno));
-  }
+absl::Status Connection::Receive(absl::Time deadline, size_t max) {
+  return transport_->Read(in_, deadline, max);
 }
 
-absl::StatusOr<Packet> Connection::ReadPacket(absl::Time deadline) {
+absl::StatusOr<Packet> Connection::ReadPacket(absl::Time deadline, bool exact) {
   while (true) {
     size_t consumed = 0;
     absl::StatusOr<std::optional<Packet>> parsed =
@@ -98,11 +99,21 @@ absl::StatusOr<Packet> Connection::ReadPacket(absl::Time deadline) {
       return **std::move(parsed);
     }
     pollfd p{fd_, POLLIN, 0};
-    const int ready = poll(&p, 1, PollTimeout(deadline));
+    const int ready =
+        transport_->Buffered() ? 1 : poll(&p, 1, PollTimeout(deadline));
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) return absl::DeadlineExceededError("handshake timeout");
     if (ready < 0) return absl::UnavailableError(strerror(errno));
-    if (absl::Status s = Receive(); !s.ok()) return s;
+    size_t max = size_t{1} << 20;
+    if (exact) {
+      // The header, then the rest of the payload it announces.
+      max = in_.size() < 4 ? 4 - in_.size()
+                           : 4 +
+                                 (uint8_t(in_[0]) | uint8_t(in_[1]) << 8 |
+                                  uint32_t(uint8_t(in_[2])) << 16) -
+                                 in_.size();
+    }
+    if (absl::Status s = Receive(deadline, max); !s.ok()) return s;
   }
 }
 
@@ -112,14 +123,37 @@ bool Connection::Authenticate() {
   const std::string scramble = MakeScramble(
       absl::string_view(reinterpret_cast<const char*>(random), kScrambleBytes));
   uint8_t seq = 0;
-  if (!Write(Frame(seq, HandshakePayload(id_, scramble))).ok()) return false;
+  const bool offer_tls = options_.tls != nullptr;
+  if (!Write(Frame(seq, HandshakePayload(id_, scramble,
+                                         kServerCapabilities |
+                                             (offer_tls ? kClientSsl : 0))))
+           .ok()) {
+    return false;
+  }
   const absl::Time deadline = absl::Now() + options_.handshake_timeout;
-  absl::StatusOr<Packet> packet = ReadPacket(deadline);
+  absl::StatusOr<Packet> packet = ReadPacket(deadline, /*exact=*/offer_tls);
   if (!packet.ok()) {
     if (packet.status().code() == absl::StatusCode::kResourceExhausted) {
       (void)Write(
           ErrPacket(1, kErPacketTooLarge, "08S01", packet.status().message()));
     }
+    return false;
+  }
+  if (IsSslRequest(packet->payload)) {
+    if (!offer_tls) {
+      (void)Write(ErrPacket(uint8_t(packet->seq + 1), kErHandshake, "08S01",
+                            "Bad handshake: client asks for TLS; msgq's MySQL "
+                            "protocol port does not offer it (no --tls_cert)"));
+      return false;
+    }
+    if (!StartTls(deadline)) return false;
+    packet = ReadPacket(deadline);
+    if (!packet.ok()) return false;
+  } else if (offer_tls && options_.require_tls) {
+    (void)Write(ErrPacket(
+        uint8_t(packet->seq + 1), kErSecureTransportRequired, "HY000",
+        "Connections using insecure transport are prohibited: this port "
+        "requires TLS (--mysql_protocol_require_tls)"));
     return false;
   }
   absl::StatusOr<HandshakeResponse> response =
@@ -132,6 +166,7 @@ bool Connection::Authenticate() {
   }
   std::string auth = response->auth_response;
   seq = uint8_t(packet->seq + 1);
+  if (token_login()) return LoginWithToken(*response, seq, deadline);
   if (!response->auth_plugin.empty() &&
       response->auth_plugin != kNativePassword) {
     if (!Write(Frame(seq, AuthSwitchPayload(scramble))).ok()) return false;
@@ -153,6 +188,69 @@ bool Connection::Authenticate() {
     return false;
   }
   session_.database = response->database;
+  return Write(Frame(seq, OkPayload())).ok();
+}
+
+bool Connection::StartTls(absl::Time deadline) {
+  // Bytes sent after the SSLRequest in the clear would pass for bytes from
+  // inside TLS.
+  if (!in_.empty()) return false;
+  const int fd = fcntl(fd_, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return false;
+  absl::StatusOr<std::unique_ptr<tls::TlsConnection>> connection =
+      tls::TlsConnection::Accept(fd, options_.tls->Acquire(), deadline);
+  if (!connection.ok()) {
+    LogInfo("MySQL protocol connection ", id_, ": ",
+            connection.status().message());
+    return false;
+  }
+  if (options_.tls->requires_client_certificate()) {
+    std::string name = (*connection)->PeerCommonName();
+    if (!name.empty()) peer_identities_.push_back(std::move(name));
+  }
+  transport_ = std::make_unique<TlsTransport>(*std::move(connection));
+  return true;
+}
+
+bool Connection::LoginWithToken(const HandshakeResponse& response, uint8_t seq,
+                                absl::Time deadline) {
+  const std::string denied =
+      absl::StrCat("Access denied for user '", response.user, "'");
+  if (!transport_->secure() && !IsLoopbackPeer(fd_)) {
+    (void)Write(ErrPacket(
+        seq, kErAccessDenied, "28000",
+        absl::StrCat(denied,
+                     ": a token is sent in clear text, so msgq takes it only "
+                     "over TLS or from a loopback address")));
+    return false;
+  }
+  std::string token;
+  if (response.auth_plugin == kClearPassword) {
+    token = ClearPassword(response.auth_response);
+  } else {
+    if (!Write(Frame(seq, ClearPasswordSwitchPayload())).ok()) return false;
+    absl::StatusOr<Packet> packet = ReadPacket(deadline);
+    if (!packet.ok()) return false;
+    token = ClearPassword(packet->payload);
+    OPENSSL_cleanse(packet->payload.data(), packet->payload.size());
+    seq = uint8_t(packet->seq + 1);
+  }
+  std::string bearer = absl::StrCat("Bearer ", token);
+  const bool given = !token.empty();
+  absl::StatusOr<std::string> principal = options_.authorizer->Authenticate(
+      given ? std::optional<absl::string_view>(bearer) : std::nullopt,
+      peer_identities_);
+  OPENSSL_cleanse(token.data(), token.size());
+  OPENSSL_cleanse(bearer.data(), bearer.size());
+  // A valid token under another name is refused like a wrong one.
+  if (!principal.ok() || *principal != response.user) {
+    (void)Write(ErrPacket(
+        seq, kErAccessDenied, "28000",
+        absl::StrCat(denied, " (using password: ", given ? "YES" : "NO", ")")));
+    return false;
+  }
+  principal_ = *std::move(principal);
+  session_.database = response.database;
   return Write(Frame(seq, OkPayload())).ok();
 }
 
@@ -200,12 +298,29 @@ bool Connection::Stream(const std::string& keyspace, const std::string& table) {
   if (!manager.ok()) {
     return Write(EngineErr(seq, manager.status(), keyspace, table)).ok();
   }
+  const MessageTable& t = (*manager)->table();
+  std::optional<StreamSlot> slot;
+  if (auth::Authorizer* a = options_.authorizer; a != nullptr) {
+    if (!a->Authorize(principal_, auth::Action::kStream, t.keyspace, t.name)
+             .ok()) {
+      // Names the action and the table, never the policy.
+      return Write(ErrPacket(seq, kErTableAccessDenied, "42000",
+                             absl::StrCat("STREAM command denied to user '",
+                                          principal_, "' for table '",
+                                          t.keyspace, ".", t.name, "'")))
+          .ok();
+    }
+    if (absl::Status s = a->AcquireStream(principal_); !s.ok()) {
+      return Write(ErrPacket(seq, kErUserLimitReached, "42000", s.message()))
+          .ok();
+    }
+    slot.emplace(a, principal_);
+  }
   absl::StatusOr<std::shared_ptr<RowSink>> created = RowSink::Create(*manager);
   if (!created.ok()) {
     return Write(EngineErr(seq, created.status(), keyspace, table)).ok();
   }
   const std::shared_ptr<RowSink> sink = *std::move(created);
-  const MessageTable& t = (*manager)->table();
   std::vector<ColumnDefinition> columns;
   for (const Column& c : t.streamed) {
     columns.push_back(DefinitionOf(t.keyspace, t.name, c));
@@ -222,9 +337,11 @@ bool Connection::Stream(const std::string& keyspace, const std::string& table) {
     pollfd fds[3] = {{fd_, POLLIN, 0},
                      {sink->wake_fd(), POLLIN, 0},
                      {interrupt_fd_, POLLIN, 0}};
-    const int ready = poll(fds, 3, -1);
+    // TLS may hold bytes of the client already: it sent something.
+    const int ready = transport_->Buffered() ? 1 : poll(fds, 3, -1);
     if (ready < 0 && errno == EINTR) continue;
-    if (ready < 0 || (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+    if (ready < 0 || transport_->Buffered() ||
+        (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
       // The client left, or sent something (a COM_QUIT; nothing else is
       // valid while a result set is being read): end the stream.
       sink->Finish();

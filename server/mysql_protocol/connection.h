@@ -3,8 +3,21 @@
 // down by MysqlProtocolServer::Stop).
 //
 // Phases: the handshake (HandshakeV10, mysql_native_password, an
-// AuthSwitchRequest for clients that offer another plugin), bounded by
-// Options::handshake_timeout as a whole; then commands (command.h). For
+// AuthSwitchRequest for clients that offer another plugin; with TLS
+// configured an SSLRequest, the TLS handshake, and the rest inside TLS;
+// ERR 3159 for a client without TLS when TLS is required), bounded by
+// Options::handshake_timeout as a whole; then commands (command.h).
+//
+// Identity: with an Authorizer that requires credentials (msgqd's
+// --auth_tokens_file), the client's password is a bearer token of the
+// token file: the server switches the client to mysql_clear_password (only
+// over TLS or from a loopback peer; otherwise ERR 1045 before the token is
+// sent), the Authorizer finds its principal (constant time, never logged),
+// and the user name must be that principal (else ERR 1045). `stream * from
+// T` then needs the policy's `stream` action on T, checked at each
+// statement like a gRPC MessageStream (ERR 1142 when denied, ERR 1226 over
+// --max_streams_per_principal; the connection stays usable). Without one:
+// ConnectionOptions::user/password, or anyone on loopback. For
 // `stream * from T` it subscribes a RowSink to the table's manager exactly
 // like a gRPC MessageStream (same round-robin and backoff, counted among
 // the table's subscribers), sends the column definitions of the streamed
@@ -26,13 +39,19 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "engine/engine.h"
+#include "server/auth/authorizer.h"
 #include "server/mysql_protocol/command.h"
+#include "server/mysql_protocol/handshake.h"
 #include "server/mysql_protocol/packet.h"
+#include "server/mysql_protocol/transport.h"
+#include "server/tls/tls_server_context.h"
 
 namespace msgq::mysql_protocol {
 
@@ -41,6 +60,16 @@ struct ConnectionOptions {
   // only on a loopback listen address).
   std::string user;
   std::string password;
+  // Not owned; may be null. When it requires credentials, clients log in
+  // with its bearer tokens (user and password above must be empty) and
+  // its policy applies; otherwise only its stream limit does.
+  auth::Authorizer* authorizer = nullptr;
+  // Non-null: CLIENT_SSL is offered and an SSLRequest gets a TLS handshake
+  // with it; the login continues inside TLS. With a client CA the client
+  // certificate's common name is an identity for the Authorizer.
+  std::shared_ptr<tls::TlsServerContext> tls;
+  // With `tls`: a client that does not ask for TLS gets ERR 3159.
+  bool require_tls = true;
   absl::Duration handshake_timeout = absl::Seconds(10);
   // Largest command packet read; larger ones get ERR 1153 and a close.
   size_t max_packet = 1 << 20;
@@ -66,6 +95,17 @@ class Connection {
   // Handshake and authentication; false: the connection is to be closed
   // (an ERR packet was sent when the protocol allows one).
   bool Authenticate();
+  // The rest of the login when the Authorizer requires credentials: the
+  // bearer token as a clear-text password (see above). `seq`: of the next
+  // packet to send.
+  bool LoginWithToken(const HandshakeResponse& response, uint8_t seq,
+                      absl::Time deadline);
+  // After an SSLRequest: the TLS handshake on a dup of the socket; from
+  // then on transport_ is TLS. False: close the connection.
+  bool StartTls(absl::Time deadline);
+  bool token_login() const {
+    return options_.authorizer != nullptr && options_.authorizer->required();
+  }
   // Streams until the client leaves (false) or the engine ends the stream
   // (true: read the next command).
   bool Stream(const std::string& keyspace, const std::string& table);
@@ -73,9 +113,11 @@ class Connection {
   absl::Status Write(absl::string_view bytes);
   // One packet; UNAVAILABLE when the peer closed or the socket failed,
   // DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED (too large, see ParsePacket).
-  absl::StatusOr<Packet> ReadPacket(absl::Time deadline);
-  // One recv() into in_; UNAVAILABLE on EOF or error.
-  absl::Status Receive();
+  // `exact`: reads no byte past the packet (what follows an SSLRequest is
+  // the TLS ClientHello, for OpenSSL to read from the socket).
+  absl::StatusOr<Packet> ReadPacket(absl::Time deadline, bool exact = false);
+  // Reads what arrived into in_; UNAVAILABLE on EOF or error.
+  absl::Status Receive(absl::Time deadline, size_t max);
 
   const int fd_;
   const uint32_t id_;
@@ -83,8 +125,11 @@ class Connection {
   Engine* const engine_;
   const KillFunction kill_;
   const int interrupt_fd_;  // eventfd; -1 if none could be made
+  std::unique_ptr<Transport> transport_;
   Session session_;
-  std::string in_;  // bytes read, not yet parsed
+  std::string principal_;                     // "" without token login
+  std::vector<std::string> peer_identities_;  // verified client certificate
+  std::string in_;                            // bytes read, not yet parsed
 };
 
 }  // namespace msgq::mysql_protocol

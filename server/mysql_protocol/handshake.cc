@@ -33,8 +33,15 @@ std::string MakeScramble(absl::string_view random_bytes) {
   return out;
 }
 
-std::string HandshakePayload(uint32_t connection_id,
-                             absl::string_view scramble) {
+bool IsSslRequest(absl::string_view payload) {
+  PayloadReader r(payload);
+  uint32_t capabilities = 0;
+  return payload.size() == 32 && r.ReadInt4(capabilities) &&
+         (capabilities & kClientSsl) && (capabilities & kClientProtocol41);
+}
+
+std::string HandshakePayload(uint32_t connection_id, absl::string_view scramble,
+                             uint32_t capabilities) {
   std::string out;
   AppendInt1(out, 10);
   AppendNulString(out, kServerVersion);
@@ -42,10 +49,10 @@ std::string HandshakePayload(uint32_t connection_id,
   const absl::string_view first = scramble.substr(0, 8);
   out.append(first.data(), first.size());
   AppendInt1(out, 0);
-  AppendInt2(out, uint16_t(kServerCapabilities & 0xFFFF));
+  AppendInt2(out, uint16_t(capabilities & 0xFFFF));
   AppendInt1(out, kUtf8mb4GeneralCi);
   AppendInt2(out, kServerStatusAutocommit);
-  AppendInt2(out, uint16_t(kServerCapabilities >> 16));
+  AppendInt2(out, uint16_t(capabilities >> 16));
   AppendInt1(out, uint8_t(kScrambleBytes + 1));
   out.append(10, '\0');
   AppendNulString(out, scramble.substr(8));
@@ -68,10 +75,6 @@ absl::StatusOr<HandshakeResponse> ParseHandshakeResponse(
   }
   if (!r.ReadInt4(max_packet) || !r.ReadInt1(charset) || !r.Skip(23)) {
     return absl::InvalidArgumentError("handshake response too short");
-  }
-  if (out.capabilities & kClientSsl) {
-    return absl::InvalidArgumentError(
-        "client asks for TLS; msgq's MySQL protocol port does not offer it");
   }
   absl::string_view user, auth;
   if (!r.ReadNulString(user)) {
@@ -113,6 +116,18 @@ std::string AuthSwitchPayload(absl::string_view scramble) {
   AppendNulString(out, kNativePassword);
   AppendNulString(out, scramble);
   return out;
+}
+
+std::string ClearPasswordSwitchPayload() {
+  std::string out;
+  AppendInt1(out, 0xFE);
+  AppendNulString(out, kClearPassword);
+  return out;
+}
+
+std::string ClearPassword(absl::string_view response) {
+  if (!response.empty() && response.back() == '\0') response.remove_suffix(1);
+  return std::string(response);
 }
 
 std::string NativePasswordResponse(absl::string_view scramble,

@@ -1,12 +1,16 @@
 // The connection phase of the MySQL protocol as msgq serves it: the
 // server's HandshakeV10 (protocol 10), the client's HandshakeResponse41, the
-// AuthSwitchRequest sent to clients that offer another plugin, and the
+// AuthSwitchRequest sent to clients that offer another plugin (or to
+// mysql_clear_password when the password is a bearer token), and the
 // mysql_native_password check:
 //   client sends SHA1(pw) XOR SHA1(scramble + SHA1(SHA1(pw)))
 // (an empty password sends an empty response).
 //
-// No TLS, no compression, no CLIENT_DEPRECATE_EOF: the capabilities msgq
-// announces are kServerCapabilities. Pure functions: thread-compatible.
+// TLS: when the server offers CLIENT_SSL (HandshakePayload's
+// `capabilities`), a client may answer with a 32-byte SSLRequest
+// (IsSslRequest), do the TLS handshake, and send its HandshakeResponse41
+// inside TLS. No compression, no CLIENT_DEPRECATE_EOF: otherwise the
+// capabilities are kServerCapabilities. Pure functions: thread-compatible.
 #ifndef MSGQ_SERVER_MYSQL_PROTOCOL_HANDSHAKE_H_
 #define MSGQ_SERVER_MYSQL_PROTOCOL_HANDSHAKE_H_
 
@@ -36,15 +40,22 @@ inline constexpr uint32_t kServerCapabilities =
 
 inline constexpr char kServerVersion[] = "8.0.30-msgq";
 inline constexpr char kNativePassword[] = "mysql_native_password";
+// The password as typed, NUL-terminated: how a client gives a bearer token.
+inline constexpr char kClearPassword[] = "mysql_clear_password";
 inline constexpr size_t kScrambleBytes = 20;
 // utf8mb4_general_ci: the engine reads rows as utf8mb4.
 inline constexpr uint8_t kUtf8mb4GeneralCi = 45;
 inline constexpr uint8_t kBinaryCharset = 63;
 
 // The HandshakeV10 payload. `scramble` must be kScrambleBytes bytes with no
-// NUL (see MakeScramble).
-std::string HandshakePayload(uint32_t connection_id,
-                             absl::string_view scramble);
+// NUL (see MakeScramble). `capabilities`: kServerCapabilities, with
+// kClientSsl when TLS is offered.
+std::string HandshakePayload(uint32_t connection_id, absl::string_view scramble,
+                             uint32_t capabilities = kServerCapabilities);
+
+// Whether a client's first answer is an SSLRequest: the 32 bytes of a
+// HandshakeResponse41 up to the user name, with CLIENT_SSL set.
+bool IsSslRequest(absl::string_view payload);
 
 // kScrambleBytes printable ASCII bytes (0x21..0x7E) from `random_bytes`
 // (any bytes; e.g. from RAND_bytes), as MySQL servers send.
@@ -58,14 +69,23 @@ struct HandshakeResponse {
   std::string auth_plugin;  // empty when not given
 };
 
-// Parses a HandshakeResponse41. INVALID_ARGUMENT when it is truncated or
-// malformed, when the client lacks CLIENT_PROTOCOL_41 (pre-4.1 clients),
-// or asks for TLS (an SSLRequest; msgq does not offer CLIENT_SSL).
+// Parses a HandshakeResponse41 (CLIENT_SSL may be set: the response sent
+// inside TLS). INVALID_ARGUMENT when it is truncated or malformed (an
+// SSLRequest has no user name), or when the client lacks
+// CLIENT_PROTOCOL_41 (pre-4.1 clients).
 absl::StatusOr<HandshakeResponse> ParseHandshakeResponse(
     absl::string_view payload);
 
 // AuthSwitchRequest to mysql_native_password with `scramble`.
 std::string AuthSwitchPayload(absl::string_view scramble);
+
+// AuthSwitchRequest to mysql_clear_password (no plugin data).
+std::string ClearPasswordSwitchPayload();
+
+// The password of a mysql_clear_password answer: `response` without its
+// terminating NUL (clients send strlen + 1 bytes; a missing NUL is taken
+// as is).
+std::string ClearPassword(absl::string_view response);
 
 // Whether `response` proves knowledge of `password` for `scramble`
 // (constant-time compare). An empty password matches only an empty

@@ -88,6 +88,7 @@ TEST(HandshakeResponseTest, ParsesOneByteAuthLengthAndPluginWithoutNul) {
 TEST(HandshakeResponseTest, RejectsOldTlsAndTruncated) {
   EXPECT_EQ(ParseHandshakeResponse(Response(0, "bob\0\0"s)).status().code(),
             absl::StatusCode::kInvalidArgument);
+  // An SSLRequest: no user name.
   EXPECT_EQ(ParseHandshakeResponse(Response(kClientProtocol41 | kClientSsl, ""))
                 .status()
                 .code(),
@@ -109,6 +110,33 @@ TEST(HandshakeResponseTest, RejectsOldTlsAndTruncated) {
 TEST(HandshakeTest, AuthSwitchExactBytes) {
   EXPECT_EQ(AuthSwitchPayload(kScramble),
             "\xfemysql_native_password\0abcdefghijklmnopqrst\0"s);
+}
+
+TEST(HandshakeTest, SslRequestAndTlsCapability) {
+  const std::string ssl = Response(kClientProtocol41 | kClientSsl, "");
+  ASSERT_EQ(ssl.size(), 32u);
+  EXPECT_TRUE(IsSslRequest(ssl));
+  EXPECT_FALSE(IsSslRequest(Response(kClientProtocol41, "")));
+  EXPECT_FALSE(
+      IsSslRequest(Response(kClientProtocol41 | kClientSsl, "bob\0\0"s)));
+  EXPECT_FALSE(IsSslRequest(""));
+  // Inside TLS the full response still carries CLIENT_SSL.
+  absl::StatusOr<HandshakeResponse> r = ParseHandshakeResponse(Response(
+      kClientProtocol41 | kClientSsl | kClientSecureConnection, "bob\0\0"s));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->user, "bob");
+  // The low capability bytes: 0xa20d | CLIENT_SSL.
+  EXPECT_EQ(HandshakePayload(7, kScramble, kServerCapabilities | kClientSsl)
+                .substr(26, 2),
+            "\x0d\xaa"s);
+}
+
+TEST(HandshakeTest, ClearPasswordSwitchAndAnswer) {
+  EXPECT_EQ(ClearPasswordSwitchPayload(), "\xfemysql_clear_password\0"s);
+  EXPECT_EQ(ClearPassword("tok-1\0"s), "tok-1");
+  EXPECT_EQ(ClearPassword("tok-1"), "tok-1");
+  EXPECT_EQ(ClearPassword("\0"s), "");
+  EXPECT_EQ(ClearPassword(""), "");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "engine/log.h"
+#include "server/security_flags.h"
 
 ABSL_FLAG(std::string, mysql_protocol_listen, "127.0.0.1:15306",
           "MySQL client/server protocol address where any MySQL client "
@@ -23,6 +24,11 @@ ABSL_FLAG(std::string, mysql_protocol_user, "",
           "password, allowed only on a loopback --mysql_protocol_listen");
 ABSL_FLAG(std::string, mysql_protocol_password_file, "",
           "File whose first line is --mysql_protocol_user's password");
+ABSL_FLAG(bool, mysql_protocol_require_tls, true,
+          "With TLS on (--tls_cert/--tls_key, the gRPC port's files), "
+          "MySQL-protocol clients must use TLS (error 3159 otherwise); "
+          "false also lets clients in without it (tokens then only from "
+          "loopback)");
 ABSL_FLAG(absl::Duration, mysql_protocol_handshake_timeout, absl::Seconds(10),
           "A MySQL-protocol client that has not logged in by then is "
           "disconnected");
@@ -69,9 +75,18 @@ absl::StatusOr<MysqlProtocolServer::Options> OptionsFromFlags() {
 }
 
 absl::StatusOr<std::unique_ptr<MysqlProtocolServer>> StartFromFlags(
-    Engine* engine) {
+    Engine* engine, auth::Authorizer* authorizer) {
   absl::StatusOr<MysqlProtocolServer::Options> options = OptionsFromFlags();
   if (!options.ok()) return options.status();
+  options->connection.authorizer = authorizer;
+  if (std::optional<tls::TlsServerFiles> files = TlsFilesFromFlags()) {
+    absl::StatusOr<std::unique_ptr<tls::TlsServerContext>> context =
+        tls::TlsServerContext::Create(*std::move(files));
+    if (!context.ok()) return context.status();
+    options->connection.tls = *std::move(context);
+    options->connection.require_tls =
+        absl::GetFlag(FLAGS_mysql_protocol_require_tls);
+  }
   if (options->listen.empty()) return nullptr;
   const std::string listen = options->listen;
   absl::StatusOr<std::unique_ptr<MysqlProtocolServer>> server =

@@ -1,10 +1,19 @@
 // msgqd's --mysql_protocol_* flags: the MySQL-protocol port where clients
 // receive messages with `stream * from TABLE` (server.h).
 //
-// Identity (until msgq has its own authentication): --mysql_protocol_user
-// with --mysql_protocol_password_file (the file's first line; there is no
-// password flag, so it never shows in `ps`). Without a user, any user name
-// with an empty password is let in, and only on a loopback listen address.
+// Identity: with msgqd's --auth_tokens_file (an Authorizer that requires
+// credentials), the gRPC bearer tokens: the token is the password, its
+// principal the user name, and the --auth_policy_file's `stream` action is
+// checked per statement (connection.h); --mysql_protocol_user is then an
+// error. Otherwise --mysql_protocol_user with --mysql_protocol_password_file
+// (the file's first line; there is no password flag, so it never shows in
+// `ps`); without a user, any user name with an empty password is let in,
+// and only on a loopback listen address.
+//
+// TLS: with --tls_cert/--tls_key (the gRPC port's files, re-read like
+// them) the port offers TLS, and with --mysql_protocol_require_tls (the
+// default) requires it; --tls_client_ca makes a client certificate's
+// common name a principal, as on the gRPC port.
 //
 // Not thread-safe: call from main.
 #ifndef MSGQ_SERVER_MYSQL_PROTOCOL_MYSQL_PROTOCOL_FLAGS_H_
@@ -14,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/engine.h"
+#include "server/auth/authorizer.h"
 #include "server/mysql_protocol/server.h"
 
 namespace msgq::mysql_protocol {
@@ -29,8 +39,9 @@ absl::StatusOr<MysqlProtocolServer::Options> OptionsFromFlags();
 // port, a port in use costs this way in, not the gRPC service. The
 // errors of OptionsFromFlags and MysqlProtocolServer::Start's
 // INVALID_ARGUMENT (msgqd exits 2 on those).
+// `authorizer` (not owned, may be null) must outlive the server.
 absl::StatusOr<std::unique_ptr<MysqlProtocolServer>> StartFromFlags(
-    Engine* engine);
+    Engine* engine, auth::Authorizer* authorizer);
 
 }  // namespace msgq::mysql_protocol
 

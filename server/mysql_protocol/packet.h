@@ -98,6 +98,12 @@ inline constexpr uint16_t kErPacketTooLarge = 1153;  // > max packet
 inline constexpr uint16_t kErNetPacketsOutOfOrder = 1156;
 inline constexpr uint16_t kErNoSuchThread = 1094;      // KILL of an unknown id
 inline constexpr uint16_t kErQueryInterrupted = 1317;  // KILL QUERY
+// The policy does not grant the statement's action on the table.
+inline constexpr uint16_t kErTableAccessDenied = 1142;
+// --max_streams_per_principal reached.
+inline constexpr uint16_t kErUserLimitReached = 1226;
+// TLS is required and the client did not ask for it.
+inline constexpr uint16_t kErSecureTransportRequired = 3159;
 
 }  // namespace msgq::mysql_protocol
 

@@ -52,7 +52,15 @@ absl::StatusOr<std::unique_ptr<MysqlProtocolServer>> MysqlProtocolServer::Start(
   if (absl::Status s = SplitHostPort(options.listen, host, port); !s.ok()) {
     return s;
   }
-  if (options.connection.user.empty() && !IsLoopbackHost(host)) {
+  const auth::Authorizer* authorizer = options.connection.authorizer;
+  const bool tokens = authorizer != nullptr && authorizer->required();
+  if (tokens && !options.connection.user.empty()) {
+    return absl::InvalidArgumentError(
+        "--mysql_protocol_user does not go with --auth_tokens_file or "
+        "--tls_client_ca: the MySQL protocol port then takes the bearer "
+        "tokens (the token as the password, its principal as the user)");
+  }
+  if (!tokens && options.connection.user.empty() && !IsLoopbackHost(host)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--mysql_protocol_listen '", options.listen,
         "' is not a loopback address: set --mysql_protocol_user and "

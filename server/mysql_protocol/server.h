@@ -40,8 +40,10 @@ class MysqlProtocolServer {
   };
 
   // Binds and starts accepting. INVALID_ARGUMENT for a malformed address,
-  // or no user configured on an address that is not loopback (anyone could
-  // read the queues); UNAVAILABLE when the address cannot be bound.
+  // no user and no Authorizer requiring credentials on an address that is
+  // not loopback (anyone could read the queues), or a user together with
+  // such an Authorizer (one way to log in, not two); UNAVAILABLE when the
+  // address cannot be bound.
   static absl::StatusOr<std::unique_ptr<MysqlProtocolServer>> Start(
       Options options, Engine* engine);
   ~MysqlProtocolServer();  // Stop()
