@@ -1,6 +1,6 @@
 // Fuzzes the MySQL-protocol port's parsing (server/mysql_protocol/): the
-// packet framing, the handshake response, and command dispatch with the
-// statement recognizer, over arbitrary client bytes.
+// packet framing, the SSLRequest check, the handshake response, and command
+// dispatch with the statement recognizer, over arbitrary client bytes.
 //
 // Properties: nothing crashes or reads out of bounds; a parsed packet
 // consumed exactly its header plus payload; every reply is a sequence of
@@ -58,6 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view input(reinterpret_cast<const char*>(data), size);
   (void)mp::RecognizeStatement(input);
   (void)mp::ParseHandshakeResponse(input);
+  (void)mp::IsSslRequest(input);
 
   // The input as a client's byte stream: a handshake response, then
   // commands, as a connection would read them.
