@@ -21,6 +21,7 @@
 namespace msgq::testing {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::IsEmpty;
 
@@ -165,6 +166,64 @@ TEST_F(EngineReloadTest, SuccessorStartsOnlyAfterThePredecessorsPostpones) {
   EXPECT_THAT(b->closed(), IsEmpty());
   successor->Unsubscribe(b.get());
   EXPECT_TRUE(engine.Stop(absl::Seconds(10)));
+}
+
+// A reload keeps an unchanged table's manager, loads a new table, keeps a
+// table that fails to load with its error (only it fails), replaces it once
+// fixed, and stops a dropped table's manager, closing its subscribers.
+TEST_F(EngineReloadTest, ReloadFollowsNewBrokenFixedAndDroppedTables) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q"));
+  Engine engine(EngineOptions(), RealClock::Get(), &jitter_);
+  ASSERT_TRUE(engine.Start().ok());
+  std::shared_ptr<MessageManager> q = Manager(engine);
+  ASSERT_NE(q, nullptr);
+  auto sub = std::make_shared<RecordingSubscriber>(q);
+  ASSERT_TRUE(q->Subscribe(sub).ok());
+
+  // New tables: one fine, one without its `epoch` column.
+  ASSERT_NO_FATAL_FAILURE(CreateTable("r"));
+  ASSERT_NO_FATAL_FAILURE(Exec(absl::StrCat(
+      "CREATE TABLE msgq.bad (id bigint PRIMARY KEY, priority tinyint, "
+      "time_next bigint, time_acked bigint, message json) COMMENT '",
+      MessageComment(), "'")));
+  ASSERT_TRUE(engine.Reload().ok());
+  EXPECT_EQ(Manager(engine), q);  // unchanged: the same manager
+  EXPECT_TRUE(engine.Find("msgq", "r").ok());
+  absl::StatusOr<std::shared_ptr<MessageManager>> bad =
+      engine.Find("msgq", "bad");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(bad.status().message(),
+            "table `msgq`.`bad`: missing required column epoch");
+  std::vector<std::string> listed;
+  for (const Engine::TableInfo& t : engine.ListTables()) {
+    listed.push_back(absl::StrCat(t.name, t.loaded ? "+" : "-", t.error));
+  }
+  EXPECT_THAT(listed,
+              ElementsAre("bad-table `msgq`.`bad`: missing required column "
+                          "epoch",
+                          "q+", "r+"));
+
+  // Fixed: loaded on the next reload.
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("ALTER TABLE msgq.bad ADD COLUMN epoch bigint NOT NULL DEFAULT 0"));
+  ASSERT_TRUE(engine.Reload().ok());
+  EXPECT_TRUE(engine.Find("msgq", "bad").ok());
+
+  // Dropped: NOT_FOUND, and its subscriber closed.
+  ASSERT_NO_FATAL_FAILURE(Exec("DROP TABLE msgq.q"));
+  ASSERT_TRUE(engine.Reload().ok());
+  absl::StatusOr<std::shared_ptr<MessageManager>> gone =
+      engine.Find("msgq", "q");
+  EXPECT_EQ(gone.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(gone.status().message(), "message table `msgq`.`q` not found");
+  ASSERT_EQ(sub->closed().size(), 1u);
+  EXPECT_EQ(sub->closed()[0],
+            absl::UnavailableError(
+                "message table was changed or dropped: reconnect"));
+  EXPECT_EQ(q->Subscribe(std::make_shared<RecordingSubscriber>(q)).code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(engine.Stop(absl::Seconds(10)));
+  EXPECT_EQ(engine.Reload().code(), absl::StatusCode::kUnavailable);
 }
 
 }  // namespace
