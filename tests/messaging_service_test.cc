@@ -164,6 +164,43 @@ TEST_F(MessagingServiceTest, StreamSendsFieldsThenRows) {
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
 }
 
+// max_unacked = 1: the second row comes only once the first is acked; a
+// reload that replaces the table ends the stream UNAVAILABLE.
+TEST_F(MessagingServiceTest, StreamHonoursMaxUnackedAndEndsOnReload) {
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 2));
+  grpc::ClientContext context;
+  v1::MessageStreamRequest request;
+  request.set_name("q");
+  request.set_max_unacked(1);
+  auto reader = stub_->MessageStream(&context, request);
+  v1::MessageStreamResponse response;
+  ASSERT_TRUE(reader->Read(&response));  // fields
+  ASSERT_TRUE(reader->Read(&response));
+  ASSERT_EQ(response.rows_size(), 1);
+  EXPECT_EQ(RowValue(response.rows(0), 0), "1");
+  // Polled and cached, but held back for the stream's one slot.
+  ASSERT_TRUE(
+      Eventually([&] { return engine_->ListTables()[0].stats.queued == 1; },
+                 absl::Seconds(10)));
+  EXPECT_EQ(engine_->ListTables()[0].stats.sent, 1);
+  int64_t acked = -1;
+  ASSERT_TRUE(Ack("q", {"1"}, &acked).ok());
+  EXPECT_EQ(acked, 1);
+  ASSERT_TRUE(reader->Read(&response));
+  ASSERT_EQ(response.rows_size(), 1);
+  EXPECT_EQ(RowValue(response.rows(0), 0), "2");
+
+  ASSERT_NO_FATAL_FAILURE(
+      Exec(absl::StrCat("ALTER TABLE msgq.q COMMENT '",
+                        MessageComment("vt_poller_interval=0.3"), "'")));
+  ASSERT_TRUE(engine_->Reload().ok());
+  EXPECT_FALSE(reader->Read(&response));
+  grpc::Status s = reader->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(s.error_message(),
+            "message table was changed or dropped: reconnect");
+}
+
 TEST_F(MessagingServiceTest, AckValidatesIdsAndCountsAcked) {
   ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 3));
   grpc::Status s = Ack("", {"1"});
