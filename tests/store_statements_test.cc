@@ -1,0 +1,165 @@
+// The exact SQL MysqlMessageStore sends for polls, fetches, postpones,
+// acks and purges, with integer and text ids, read back from a real
+// private MariaDB's general log (the write statements are built inside the
+// store; the log shows what reached the server).
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "engine/sql/mysql_message_store.h"
+#include "engine/sql/schema_loader.h"
+#include "gmock/gmock.h"
+#include "tests/fixture.h"
+
+namespace msgq::testing {
+namespace {
+
+using ::testing::ElementsAre;
+
+constexpr int64_t kNow = 1'800'000'000'000'000'000;
+
+class StoreStatementsTest : public MsgqTest {
+ protected:
+  PrivateMariaDb::Options DbOptions() override { return {.binlog = false}; }
+
+  std::unique_ptr<MysqlMessageStore> Store(const std::string& name) {
+    auto conn = db_->Connect();
+    if (!conn.ok()) {
+      ADD_FAILURE() << conn.status();
+      return nullptr;
+    }
+    absl::StatusOr<SchemaSnapshot> schema = LoadSchema(**conn, {"msgq"});
+    if (!schema.ok()) {
+      ADD_FAILURE() << schema.status();
+      return nullptr;
+    }
+    for (const TableDefinition& def : schema->tables) {
+      if (def.name != name) continue;
+      absl::StatusOr<MessageTable> table =
+          BuildMessageTable(def.keyspace, def.name, def.comment, def.columns);
+      if (!table.ok()) {
+        ADD_FAILURE() << table.status();
+        return nullptr;
+      }
+      return std::make_unique<MysqlMessageStore>(*std::move(table),
+                                                 db_->mysql_options());
+    }
+    ADD_FAILURE() << "no message table " << name;
+    return nullptr;
+  }
+
+  // Starts logging every statement to mysql.general_log.
+  void StartLog() {
+    ASSERT_NO_FATAL_FAILURE(Exec("TRUNCATE TABLE mysql.general_log"));
+    ASSERT_NO_FATAL_FAILURE(Exec("SET GLOBAL log_output = 'TABLE'"));
+    ASSERT_NO_FATAL_FAILURE(Exec("SET GLOBAL general_log = 1"));
+  }
+  // Stops logging; the statements logged on `table` (naming it), in order.
+  std::vector<std::string> StopLog(const std::string& table) {
+    EXPECT_TRUE(db_->Exec("SET GLOBAL general_log = 0").ok());
+    auto r = db_->Query(absl::StrCat(
+        "SELECT CONVERT(argument USING utf8mb4) FROM mysql.general_log "
+        "WHERE command_type = 'Query' AND argument LIKE '%`msgq`.`",
+        table, "`%' ORDER BY event_time"));
+    std::vector<std::string> out;
+    if (!r.ok()) {
+      ADD_FAILURE() << r.status();
+      return out;
+    }
+    for (const auto& row : r->rows) out.push_back(row[0].value_or("NULL"));
+    return out;
+  }
+};
+
+TEST_F(StoreStatementsTest, IntegerIds) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 3));
+  auto store = Store("q");
+  ASSERT_NE(store, nullptr);
+  ASSERT_NO_FATAL_FAILURE(StartLog());
+  auto polled = store->PollDue(kNow, 10);
+  ASSERT_TRUE(polled.ok()) << polled.status();
+  EXPECT_EQ(polled->size(), 3u);
+  auto fetched = store->FetchDue({"2", "3"}, kNow);
+  ASSERT_TRUE(fetched.ok()) << fetched.status();
+  EXPECT_EQ(fetched->size(), 2u);
+  WriteBatch batch;
+  batch.now = kNow;
+  batch.postpones = {{"1", kNow + 5}, {"2", kNow + 5}};
+  batch.ack_groups = {{"3"}};
+  auto written = store->Write(batch);
+  ASSERT_TRUE(written.ok()) << written.status();
+  // Acked at kNow: older than kNow + 1.
+  auto purged = store->Purge(kNow + 1, 500);
+  ASSERT_TRUE(purged.ok()) << purged.status();
+  EXPECT_EQ(*purged, 1);
+  const std::string cols =
+      "SELECT `priority`, `time_next`, `epoch`, `id`, `message` FROM "
+      "`msgq`.`q` WHERE ";
+  const std::string unacked =
+      " AND `time_acked` IS NULL AND `time_next` IS NOT NULL";
+  EXPECT_THAT(
+      StopLog("q"),
+      ElementsAre(
+          cols + "`time_acked` IS NULL AND `time_next` <= "
+                 "1800000000000000000 ORDER BY `priority`, `time_next`, `id` "
+                 "LIMIT 10",
+          cols + "`id` IN (2,3) AND `time_acked` IS NULL AND `time_next` <= "
+                 "1800000000000000000",
+          "UPDATE `msgq`.`q` SET `time_next` = 1800000000000000005, `epoch` = "
+          "IFNULL(`epoch`, 0) + 1 WHERE `id` IN (1,2)" +
+              unacked,
+          "UPDATE `msgq`.`q` SET `time_acked` = 1800000000000000000, "
+          "`time_next` = NULL WHERE `id` IN (3)" +
+              unacked,
+          "DELETE FROM `msgq`.`q` WHERE `time_acked` < 1800000000000000001 "
+          "LIMIT 500"));
+}
+
+// Text ids reach SQL only as hex literals of the id's bytes, whatever they
+// hold (a quote, a backslash, SQL).
+TEST_F(StoreStatementsTest, TextIdsAreHexLiterals) {
+  ASSERT_NO_FATAL_FAILURE(Exec("USE msgq"));
+  ASSERT_NO_FATAL_FAILURE(Exec(absl::StrReplaceAll(
+      MessageTableDdl("t", MessageComment()),
+      {{"id bigint NOT NULL", "id varchar(100) NOT NULL"}})));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("INSERT INTO msgq.t (id, message) VALUES ('a''b', '{}'), "
+           "('c\\\\d', '{}'), ('0) OR (1=1', '{}')"));
+  auto store = Store("t");
+  ASSERT_NE(store, nullptr);
+  ASSERT_NO_FATAL_FAILURE(StartLog());
+  auto fetched = store->FetchDue({"a'b", "c\\d"}, kNow);
+  ASSERT_TRUE(fetched.ok()) << fetched.status();
+  EXPECT_EQ(fetched->size(), 2u);
+  WriteBatch batch;
+  batch.now = kNow;
+  batch.postpones = {{"a'b", kNow + 5}};
+  batch.ack_groups = {{"0) OR (1=1", "c\\d"}};
+  auto written = store->Write(batch);
+  ASSERT_TRUE(written.ok()) << written.status();
+  const std::string unacked =
+      " AND `time_acked` IS NULL AND `time_next` IS NOT NULL";
+  EXPECT_THAT(
+      StopLog("t"),
+      ElementsAre(
+          "SELECT `priority`, `time_next`, `epoch`, `id`, `message` FROM "
+          "`msgq`.`t` WHERE `id` IN (_utf8mb4 X'612762',_utf8mb4 X'635C64') "
+          "AND `time_acked` IS NULL AND `time_next` <= 1800000000000000000",
+          "UPDATE `msgq`.`t` SET `time_next` = 1800000000000000005, `epoch` = "
+          "IFNULL(`epoch`, 0) + 1 WHERE `id` IN (_utf8mb4 X'612762')" +
+              unacked,
+          "UPDATE `msgq`.`t` SET `time_acked` = 1800000000000000000, "
+          "`time_next` = NULL WHERE `id` IN (_utf8mb4 "
+          "X'3029204F522028313D31',_utf8mb4 X'635C64')" +
+              unacked));
+  EXPECT_EQ(db_->Scalar("SELECT GROUP_CONCAT(id ORDER BY id SEPARATOR '|') "
+                        "FROM msgq.t WHERE time_acked IS NOT NULL"),
+            "0) OR (1=1|c\\d");
+  EXPECT_EQ(db_->Scalar("SELECT time_next FROM msgq.t WHERE id = 'a''b'"),
+            absl::StrCat(kNow + 5));
+}
+
+}  // namespace
+}  // namespace msgq::testing
