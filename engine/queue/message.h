@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct Message {
   // When the manager handed it to a subscriber (Unix ns; 0 = not sent), so
   // a batch handed back later is known to be still this send's.
   int64_t sent_at = 0;
+  // msgq_fair_by: the row's value of the fair column as MySQL's text form
+  // (nullopt for NULL); unused (nullopt) on other tables.
+  std::optional<std::string> fair_key;
   std::shared_ptr<const PackedRow> row;
 
   // Bytes the row takes on the wire (values plus a length per column).
