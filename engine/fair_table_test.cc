@@ -109,11 +109,12 @@ constexpr char kSelect[] =
 TEST(FairPollSqlTest, KeysPageByKeyset) {
   FairPollSql sql("`shop`.`jobs`", kSelect, "Tenant", IdKind::kSignedInteger);
   EXPECT_EQ(*sql.KeysSql(std::nullopt, 1000),
-            "SELECT DISTINCT `Tenant` FROM `shop`.`jobs` WHERE `time_acked` IS "
-            "NULL ORDER BY `Tenant` LIMIT 1000");
+            "SELECT `Tenant` FROM `shop`.`jobs` WHERE `time_acked` IS NULL "
+            "GROUP BY `time_acked`, `Tenant` ORDER BY `Tenant` LIMIT 1000");
   EXPECT_EQ(*sql.KeysSql("-42", 2),
-            "SELECT DISTINCT `Tenant` FROM `shop`.`jobs` WHERE `time_acked` IS "
-            "NULL AND `Tenant` > -42 ORDER BY `Tenant` LIMIT 2");
+            "SELECT `Tenant` FROM `shop`.`jobs` WHERE `time_acked` IS NULL AND "
+            "`Tenant` > -42 GROUP BY `time_acked`, `Tenant` ORDER BY `Tenant` "
+            "LIMIT 2");
   const absl::StatusOr<std::string> bad = sql.KeysSql("1 OR 1=1", 2);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
 }
@@ -148,6 +149,16 @@ TEST(FairPollSqlTest, SplitsLongStatementsAndSkipsKeysSqlCannotName) {
             "AND `time_next` <= 9 ORDER BY `priority`, `time_next`, `id` "
             "LIMIT 0, 1)");
   EXPECT_NE(out[1].find("`k` = 2 "), std::string::npos) << out[1];
+}
+
+TEST(FairPollSqlTest, ForcesTheFairIndexWhenGiven) {
+  FairPollSql sql("`d`.`t`", "SELECT `id` FROM `d`.`t`", "k",
+                  IdKind::kSignedInteger);
+  EXPECT_THAT(sql.RowsSql({{"1", 0, 1}}, 9, 100000, "fair`idx"),
+              ElementsAre("(SELECT `id` FROM `d`.`t` FORCE INDEX (`fair``idx`) "
+                          "WHERE `time_acked` IS NULL AND `k` = 1 AND "
+                          "`time_next` <= 9 ORDER BY `priority`, `time_next`, "
+                          "`id` LIMIT 0, 1)"));
 }
 
 TEST(FairByStatementTest, FairTablesReadTheKeyWithEveryRow) {

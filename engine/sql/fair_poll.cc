@@ -18,29 +18,33 @@ FairPollSql::FairPollSql(std::string quoted_table, std::string select_prefix,
 
 absl::StatusOr<std::string> FairPollSql::KeysSql(
     const std::optional<std::string>& after, int64_t limit) const {
-  std::string sql = absl::StrCat("SELECT DISTINCT ", key_, " FROM ",
-                                 quoted_table_, " WHERE `time_acked` IS NULL");
+  std::string sql = absl::StrCat("SELECT ", key_, " FROM ", quoted_table_,
+                                 " WHERE `time_acked` IS NULL");
   if (after.has_value()) {
     absl::StrAppend(&sql, " AND ", key_, " > ");
     if (absl::Status s = AppendIdLiteral(key_kind_, *after, &sql); !s.ok()) {
       return s;
     }
   }
-  absl::StrAppend(&sql, " ORDER BY ", key_, " LIMIT ",
-                  std::max<int64_t>(0, limit));
+  absl::StrAppend(&sql, " GROUP BY `time_acked`, ", key_, " ORDER BY ", key_,
+                  " LIMIT ", std::max<int64_t>(0, limit));
   return sql;
 }
 
-std::vector<std::string> FairPollSql::RowsSql(const std::vector<Slice>& slices,
-                                              int64_t now,
-                                              size_t max_bytes) const {
+std::vector<std::string> FairPollSql::RowsSql(
+    const std::vector<Slice>& slices, int64_t now, size_t max_bytes,
+    const std::string& force_index) const {
+  // The SELECT up to its WHERE, with the forced index if any.
+  const std::string head =
+      force_index.empty() ? select_prefix_
+                          : absl::StrCat(select_prefix_, " FORCE INDEX (",
+                                         QuoteIdentifier(force_index), ")");
   std::vector<std::string> out;
   std::string current;
   std::string part;
   for (const Slice& s : slices) {
     part.clear();
-    absl::StrAppend(&part, "(", select_prefix_,
-                    " WHERE `time_acked` IS NULL AND ", key_);
+    absl::StrAppend(&part, "(", head, " WHERE `time_acked` IS NULL AND ", key_);
     if (!s.key.has_value()) {
       part.append(" IS NULL");
     } else {

@@ -4,8 +4,9 @@
 // key that has the largest backlog. A fair poll instead reads in two steps:
 //   1. KeysSql: the distinct keys with unacked rows, in key order, a page at
 //      a time (keyset: the next page starts after the last key seen). With
-//      INDEX (time_acked, key, priority, time_next) MariaDB answers with a
-//      loose index scan, one dive per key ("Using index for group-by").
+//      INDEX (time_acked, key, priority, time_next) MariaDB answers
+//      `GROUP BY time_acked, key` with a loose index scan, one dive per key
+//      ("Using index for group-by"; DISTINCT key reads every entry).
 //   2. RowsSql: per key, its best due rows by (priority, time_next, id),
 //      `LIMIT offset, count`, as parenthesised SELECTs joined by UNION ALL;
 //      each is one range read of the same index.
@@ -48,11 +49,15 @@ class FairPollSql {
     int64_t count = 0;
   };
   // The statements reading `slices` (due at `now`), each at most
-  // `max_bytes` long unless a single slice is longer. A slice whose key is
+  // `max_bytes` long unless a single slice is longer. `force_index` (a name
+  // read from information_schema, or empty) is forced on every SELECT:
+  // inside a UNION MariaDB 10.11 otherwise reads a big key's rows with a
+  // full scan and a filesort instead of the index's order. A slice whose key is
   // not a value of the column's kind is left out (it cannot be named in
   // SQL; the caller's count of it stays short).
   std::vector<std::string> RowsSql(const std::vector<Slice>& slices,
-                                   int64_t now, size_t max_bytes) const;
+                                   int64_t now, size_t max_bytes,
+                                   const std::string& force_index = "") const;
 
  private:
   const std::string quoted_table_;

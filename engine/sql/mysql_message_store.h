@@ -97,6 +97,8 @@ class MysqlMessageStore final : public MessageStore {
   // page at a time, then each key's share of `limit`, interleaved by rank
   // within the key (1st of every key, then 2nd, ...).
   absl::StatusOr<std::vector<Message>> FairPollDue(int64_t now, int64_t limit);
+  // Sets fair_index_ (mysql_message_store_fair.cc).
+  absl::Status LearnFairIndex(MysqlConnection* conn);
   // Drops the connection when `status` says it broke; returns `status`.
   absl::Status Check(absl::Status status);
   // Statements `prefix <literals of ids, comma-separated> suffix`, each at
@@ -163,6 +165,11 @@ class MysqlMessageStore final : public MessageStore {
   size_t fair_column_ = 0;
   std::optional<FairPollSql> fair_sql_;
   std::optional<std::string> fair_after_;
+  // The index that starts (time_acked, fair column), looked up in
+  // information_schema at the first fair poll and after a failed one;
+  // empty when the table has none (the poll then goes without).
+  bool fair_index_known_ = false;
+  std::string fair_index_;
   FailureStatements failure_sql_;
   bool last_error_charset_known_ = false;
   MysqlPool* const pool_;                  // may be null

@@ -16,6 +16,28 @@ std::string Tag(const std::optional<std::string>& key) {
 
 }  // namespace
 
+absl::Status MysqlMessageStore::LearnFairIndex(MysqlConnection* conn) {
+  const std::string sql = absl::StrCat(
+      "SELECT `INDEX_NAME` FROM information_schema.STATISTICS WHERE "
+      "`TABLE_SCHEMA` = ",
+      conn->QuoteString(table_.keyspace),
+      " AND `TABLE_NAME` = ", conn->QuoteString(table_.name),
+      " AND ((`SEQ_IN_INDEX` = 1 AND `COLUMN_NAME` = 'time_acked') OR "
+      "(`SEQ_IN_INDEX` = 2 AND `COLUMN_NAME` = ",
+      conn->QuoteString(table_.settings.fair_by),
+      ")) GROUP BY `INDEX_NAME` HAVING COUNT(*) = 2 ORDER BY `INDEX_NAME` "
+      "LIMIT 1");
+  std::string name;
+  absl::Status status = conn->ForEachRow(
+      sql, [&name](char** values, unsigned long* lengths, unsigned int) {
+        if (values[0] != nullptr) name.assign(values[0], lengths[0]);
+      });
+  if (!status.ok()) return Check(status);
+  fair_index_ = std::move(name);
+  fair_index_known_ = true;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<Message>> MysqlMessageStore::FairPollDue(
     int64_t now, int64_t limit) {
   limit = std::clamp<int64_t>(limit, 0, kMaxPollRows);
@@ -24,6 +46,9 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FairPollDue(
   absl::StatusOr<MysqlConnection*> conn = Conn();
   if (!conn.ok()) return conn.status();
   const size_t max_bytes = StatementLimit((*conn)->max_allowed_packet());
+  if (!fair_index_known_) {
+    if (absl::Status s = LearnFairIndex(*conn); !s.ok()) return s;
+  }
   // At least 2, so that a full page never ends with NULL (first in order).
   const int64_t page_size = std::clamp<int64_t>(limit, 2, kFairKeysPerPage);
   absl::flat_hash_set<std::string> seen;
@@ -58,9 +83,13 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FairPollDue(
       const int64_t share = (room + n - 1) / n;
       for (FairPollSql::Slice& s : open) s.count = share;
       absl::flat_hash_map<std::string, int64_t> got;
-      for (const std::string& sql : fair_sql_->RowsSql(open, now, max_bytes)) {
+      for (const std::string& sql :
+           fair_sql_->RowsSql(open, now, max_bytes, fair_index_)) {
         absl::StatusOr<std::vector<Message>> rows = ReadMessages(sql, share);
-        if (!rows.ok()) return rows.status();
+        if (!rows.ok()) {
+          fair_index_known_ = false;  // e.g. the index was dropped
+          return rows.status();
+        }
         for (Message& m : *rows) {
           if (!seen.insert(m.id).second) continue;
           const std::string tag = Tag(m.fair_key);
