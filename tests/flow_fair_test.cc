@@ -73,6 +73,15 @@ TEST_F(FlowFairTest, SmallTenantsGoWithinTheirRoundsBehindABigBacklog) {
   EXPECT_EQ(distinct.size(), total);
   absl::SleepFor(absl::Milliseconds(300));
   EXPECT_EQ(stream.row_count(), total);
+  {  // ListTables shows the key column as the table spells it.
+    grpc::ClientContext call;
+    v1::ListTablesRequest request;
+    v1::ListTablesResponse response;
+    ASSERT_TRUE(stub_->ListTables(&call, request, &response).ok());
+    ASSERT_EQ(response.tables_size(), 1);
+    EXPECT_EQ(response.tables(0).settings().fair_by(), "tenant");
+    EXPECT_EQ(response.tables(0).settings().order_by(), "");
+  }
   // The k-th message of every small tenant within the first 21 * k sends.
   std::map<int, int> seen;  // tenant -> messages so far
   size_t last_small = 0;
@@ -175,7 +184,7 @@ TEST_F(FlowFairTest, DISABLED_MeasureSmallTenantWaitBehindABigBacklog) {
       o.path = run.binary;
       o.mysql_socket = db_->socket();
       o.args = {"--databases=msgq"};
-      o.log_path = "/dev/null";
+      o.log_path = ::testing::TempDir() + "/f16_baseline_msgqd.log";
       o.start_timeout = absl::Seconds(20);
       absl::StatusOr<std::unique_ptr<launch::MsgqdProcess>> p =
           launch::MsgqdProcess::Start(o);
