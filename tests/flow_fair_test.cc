@@ -113,19 +113,16 @@ TEST_F(FlowFairTest, SmallTenantsGoWithinTheirRoundsBehindABigBacklog) {
 // the plain table with this msgqd and with MSGQ_BASELINE_MSGQD (if set).
 struct Figures {
   double seconds = 0;
+  double first = 0;                  // the first message of any tenant, seconds
   double p50 = 0, p99 = 0, max = 0;  // small tenants' wait, seconds
 };
 
 Figures Drain(v1::Messaging::Stub* stub, const std::map<int64_t, int>& tenant,
               size_t total) {
-  grpc::ClientContext context;
-  v1::MessageStreamRequest request;
-  request.set_name("q");
   const absl::Time start = absl::Now();
-  auto reader = stub->MessageStream(&context, request);
-  v1::MessageStreamResponse r;
   std::vector<double> waits;
   std::set<std::string> got;
+  double first_at = 0;
   v1::MessageAckRequest ack;
   ack.set_name("q");
   auto flush = [&] {
@@ -134,21 +131,32 @@ Figures Drain(v1::Messaging::Stub* stub, const std::map<int64_t, int>& tenant,
     (void)stub->MessageAck(&call, ack, &out);
     ack.clear_ids();
   };
-  while (got.size() < total && reader->Read(&r)) {
-    const double now = absl::ToDoubleSeconds(absl::Now() - start);
-    for (const v1::Row& row : r.rows()) {
-      const std::string id = RowValue(row, 0);
-      if (!got.insert(id).second) continue;
-      if (tenant.at(std::stoll(id)) != 0) waits.push_back(now);
-      ack.add_ids(id);
+  // A stream refused before the table is loaded is opened again.
+  for (int attempt = 0; attempt < 100 && got.size() < total; ++attempt) {
+    grpc::ClientContext context;
+    v1::MessageStreamRequest request;
+    request.set_name("q");
+    auto reader = stub->MessageStream(&context, request);
+    v1::MessageStreamResponse r;
+    while (got.size() < total && reader->Read(&r)) {
+      const double now = absl::ToDoubleSeconds(absl::Now() - start);
+      for (const v1::Row& row : r.rows()) {
+        const std::string id = RowValue(row, 0);
+        if (got.empty()) first_at = now;
+        if (!got.insert(id).second) continue;
+        if (tenant.at(std::stoll(id)) != 0) waits.push_back(now);
+        ack.add_ids(id);
+      }
+      if (ack.ids_size() >= 500) flush();
     }
-    if (ack.ids_size() >= 500) flush();
+    if (ack.ids_size() > 0) flush();
+    context.TryCancel();
+    reader->Finish();
+    if (got.size() < total) absl::SleepFor(absl::Milliseconds(100));
   }
-  if (ack.ids_size() > 0) flush();
-  context.TryCancel();
-  reader->Finish();
   Figures f;
   f.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  f.first = first_at;
   std::sort(waits.begin(), waits.end());
   if (!waits.empty()) {
     f.p50 = waits[waits.size() / 2];
@@ -195,10 +203,12 @@ TEST_F(FlowFairTest, DISABLED_MeasureSmallTenantWaitBehindABigBacklog) {
     }
     const Figures f = Drain(stub.get(), tenant, tenant.size());
     std::printf(
-        "%-16s %zu messages in %.1f s (%.0f/s); small tenants' wait from the "
-        "start of streaming: p50 %.3f s, p99 %.3f s, max %.3f s\n",
+        "%-16s %zu messages in %.1f s (%.0f/s); first message at %.3f s; small "
+        "tenants' wait from the start of streaming: p50 %.3f s, p99 %.3f s, "
+        "max %.3f s\n",
         run.label.c_str(), tenant.size(), f.seconds,
-        static_cast<double>(tenant.size()) / f.seconds, f.p50, f.p99, f.max);
+        static_cast<double>(tenant.size()) / f.seconds, f.first, f.p50, f.p99,
+        f.max);
     std::fflush(stdout);
     server_.reset();
     if (process != nullptr) process->Stop(absl::Seconds(10), SIGTERM);
