@@ -199,6 +199,8 @@ std::string FormatSettings(const v1::TableSettings& s) {
   if (s.dead_retention() > 0) {
     absl::StrAppend(&out, " dead_retention=", Seconds(s.dead_retention()));
   }
+  if (!s.order_by().empty()) absl::StrAppend(&out, " order_by=", s.order_by());
+  if (!s.fair_by().empty()) absl::StrAppend(&out, " fair_by=", s.fair_by());
   return out;
 }
 

@@ -187,6 +187,16 @@ TEST(FormatSettingsTest, ShowsFailureLimitsOnlyWhenSet) {
               HasSubstr(" max_attempts=5 max_age=3600s dead_retention=86400s"));
 }
 
+TEST(FormatSettingsTest, ShowsOrderAndFairKeysOnlyWhenSet) {
+  v1::TableSettings s = Loaded().settings();
+  EXPECT_THAT(FormatSettings(s), ::testing::Not(HasSubstr("_by=")));
+  s.set_fair_by("tenant_id");
+  EXPECT_THAT(FormatSettings(s), ::testing::EndsWith(" fair_by=tenant_id"));
+  s.set_fair_by("");
+  s.set_order_by("order_id");
+  EXPECT_THAT(FormatSettings(s), ::testing::EndsWith(" order_by=order_id"));
+}
+
 TEST(FormatTablesJsonTest, UsesProtoFieldNamesAndPrintsDefaults) {
   const std::string json = FormatTablesJson({Loaded(), Broken()});
   EXPECT_THAT(json, HasSubstr(R"("in_flight":"3")"));  // int64 as string

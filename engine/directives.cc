@@ -43,13 +43,14 @@ constexpr absl::string_view kDeadRetention = "msgq_dead_retention";
 constexpr absl::string_view kRateLimit = "msgq_rate_limit";
 constexpr absl::string_view kRateBurst = "msgq_rate_burst";
 constexpr absl::string_view kOrderBy = "msgq_order_by";
+constexpr absl::string_view kFairBy = "msgq_fair_by";
 // Far above what one table can send; keeps the token arithmetic exact.
 constexpr double kMaxRate = 1e9;
 
 constexpr absl::string_view kKnownDirectives[] = {
     kAckWait,       kPurgeAfter, kBatchSize,   kCacheSize,   kPollerInterval,
     kMinBackoff,    kMaxBackoff, kMessageCols, kMaxAttempts, kMaxAge,
-    kDeadRetention, kRateLimit,  kRateBurst,   kOrderBy,
+    kDeadRetention, kRateLimit,  kRateBurst,   kOrderBy,     kFairBy,
 };
 
 // Directive name -> trimmed raw value. Views point into the comment.
@@ -158,6 +159,22 @@ absl::StatusOr<int> ParseCount(absl::string_view name, absl::string_view value,
         absl::StrFormat("%s: \"%s\" is more than %d", name, value, max));
   }
   return static_cast<int>(count);
+}
+
+// A plain column name (msgq_order_by, msgq_fair_by): letters, digits, _
+// and $, at most 64 characters.
+absl::StatusOr<std::string> ParseColumnName(absl::string_view name,
+                                            absl::string_view col) {
+  const bool plain = !col.empty() && col.size() <= 64 &&
+                     std::all_of(col.begin(), col.end(), [](char c) {
+                       return absl::ascii_isalnum(c) || c == '_' || c == '$';
+                     });
+  if (!plain) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: \"%s\" is not a column name (letters, digits, _ and $)", name,
+        col));
+  }
+  return std::string(col);
 }
 
 absl::StatusOr<std::vector<std::string>> ParseMessageCols(
@@ -309,19 +326,18 @@ absl::StatusOr<TableSettings> ParseDirectives(absl::string_view comment) {
           "%s: \"%s\" must be at least 1 message", kRateBurst, it->second));
     }
   }
+  // Column names; the table's loader checks that the columns exist.
   if (const auto it = raw.find(kOrderBy); it != raw.end()) {
-    // A column name; the table's loader checks that the column exists.
-    const absl::string_view col = it->second;
-    const bool plain = !col.empty() && col.size() <= 64 &&
-                       std::all_of(col.begin(), col.end(), [](char c) {
-                         return absl::ascii_isalnum(c) || c == '_' || c == '$';
-                       });
-    if (!plain) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: \"%s\" is not a column name (letters, digits, _ and $)",
-          kOrderBy, col));
+    ASSIGN_OR_RETURN(settings.order_by, ParseColumnName(kOrderBy, it->second));
+  }
+  if (const auto it = raw.find(kFairBy); it != raw.end()) {
+    ASSIGN_OR_RETURN(settings.fair_by, ParseColumnName(kFairBy, it->second));
+    if (!settings.order_by.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          kFairBy, " and ", kOrderBy,
+          " cannot be combined (an ordered key sends one message at a time "
+          "already)"));
     }
-    settings.order_by = std::string(col);
   }
   return settings;
 }

@@ -148,6 +148,29 @@ absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
     }
     table.settings.order_by = c->name;  // as the table spells it
   }
+  if (!table.settings.fair_by.empty()) {
+    const Column* c = FindColumn(table.columns, table.settings.fair_by);
+    if (c == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          where, ": msgq_fair_by names column ", table.settings.fair_by,
+          " which the table does not have"));
+    }
+    if (IsBookkeeping(c->name) || absl::EqualsIgnoreCase(c->name, "id")) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          where, ": msgq_fair_by names ", c->name,
+          ", one of msgq's own columns; name a column of yours (the tenant)"));
+    }
+    const std::string type = absl::AsciiStrToLower(c->data_type);
+    if (!IsIntegerType(type) && type != "char" && type != "varchar" &&
+        type != "binary" && type != "varbinary") {
+      return absl::FailedPreconditionError(absl::StrCat(
+          where, ": msgq_fair_by column ", c->name, " is ", c->column_type,
+          "; msgq needs an integer, char, varchar, binary or varbinary "
+          "column (one that an index holds whole)"));
+    }
+    table.settings.fair_by = c->name;  // as the table spells it
+    table.fair_kind = KindOf(*c);
+  }
   if (!table.settings.message_cols.empty()) {
     for (const std::string& col : table.settings.message_cols) {
       const Column* c = FindColumn(table.columns, col);

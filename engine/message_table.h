@@ -54,6 +54,9 @@ struct MessageTable {
   bool has_time_created = false;
   bool has_time_dead = false;
   int last_error_chars = 0;
+  // With msgq_fair_by: how the fair column's values are written into SQL
+  // (integer columns as integers, char/varchar as text, binary as bytes).
+  IdKind fair_kind = IdKind::kText;
 };
 
 // Builds and validates a message table. FAILED_PRECONDITION, with a message
@@ -62,7 +65,9 @@ struct MessageTable {
 // time_acked) is missing, vt_message_cols names a missing column, one of
 // msgq's optional columns has the wrong type (time_created and time_dead
 // must be integers, last_error text), msgq_max_age is set without a
-// time_created column or msgq_dead_retention without a time_dead column.
+// time_created column or msgq_dead_retention without a time_dead column,
+// or msgq_order_by / msgq_fair_by name a missing column or one of msgq's own
+// (msgq_fair_by also one not integer, char, varchar, binary or varbinary).
 absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
                                                absl::string_view name,
                                                absl::string_view comment,

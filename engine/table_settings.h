@@ -45,6 +45,10 @@ struct TableSettings {
   // id order (msgq_order_by); empty = no order. See README, "Ordered
   // delivery per key".
   std::string order_by;
+  // Within a priority, sends alternate between the values of this column
+  // (msgq_fair_by; NULL is one value of its own); empty = plain order. Not
+  // combined with order_by. See README, "Fairness across tenants".
+  std::string fair_by;
 
   friend bool operator==(const TableSettings&, const TableSettings&) = default;
 };

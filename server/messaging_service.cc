@@ -267,6 +267,8 @@ grpc::ServerUnaryReactor* MessagingService::ListTables(
       out->set_dead_retention(absl::ToDoubleSeconds(s.dead_retention));
       out->set_rate_limit(s.rate_limit);
       out->set_rate_burst(s.rate_burst);
+      out->set_order_by(s.order_by);
+      out->set_fair_by(s.fair_by);
     }
   }
   const BinlogWatcher::Status binlog = engine_->binlog_status();

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct Message {
   // When the binlog showed the commit that made it due (Unix ns; 0 = found
   // by a poll), until its first handoff (commit_to_send).
   int64_t seen_at = 0;
+  // msgq_fair_by: the row's value of the fair column as MySQL's text form
+  // (nullopt for NULL); unused (nullopt) on other tables.
+  std::optional<std::string> fair_key;
   std::shared_ptr<const PackedRow> row;
 
   // Bytes the row takes on the wire (values plus a length per column).

@@ -1,10 +1,12 @@
 #include "engine/queue/message_cache.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "engine/log.h"
 #include "engine/sql/sql_literal.h"
 
@@ -26,17 +28,48 @@ std::optional<absl::int128> CanonicalIntegerValue(IdKind kind,
   return absl::int128(v);
 }
 
+// The fair key as a map key: NULL and every value distinct.
+std::string FairKeyOf(const Message& m) {
+  return m.fair_key.has_value() ? absl::StrCat("v", *m.fair_key)
+                                : std::string("n");
+}
+
 }  // namespace
 
-MessageCache::Key MessageCache::KeyOf(const Message& m) const {
+MessageCache::Key MessageCache::KeyOf(const Message& m, int64_t tag) const {
   const std::optional<absl::int128> n = CanonicalIntegerValue(id_kind_, m.id);
-  return Key{m.priority, m.time_next, !n.has_value(), n.value_or(0), m.id};
+  return Key{m.priority, tag, m.time_next, !n.has_value(), n.value_or(0), m.id};
+}
+
+int64_t MessageCache::TagForAdd(const Message& m) {
+  Rounds& rounds = rounds_[m.priority];
+  KeyRound& key = rounds.keys[FairKeyOf(m)];
+  key.last_tag = std::max(rounds.virtual_tag, key.last_tag) + 1;
+  ++key.queued;
+  ++rounds.queued;
+  return key.last_tag;
+}
+
+void MessageCache::Leave(const Key& key, const Message& m, bool popped) {
+  auto r = rounds_.find(m.priority);
+  if (r == rounds_.end()) return;
+  Rounds& rounds = r->second;
+  if (popped) rounds.virtual_tag = std::get<1>(key);
+  auto k = rounds.keys.find(FairKeyOf(m));
+  if (k != rounds.keys.end() && --k->second.queued == 0) rounds.keys.erase(k);
+  if (--rounds.queued == 0) rounds_.erase(r);
+}
+
+size_t MessageCache::fair_keys() const {
+  size_t n = 0;
+  for (const auto& [priority, rounds] : rounds_) n += rounds.keys.size();
+  return n;
 }
 
 MessageCache::AddResult MessageCache::Add(Message message) {
   if (queued_.contains(message.id)) return AddResult::kAlreadyPresent;
   if (full()) return AddResult::kFull;
-  Key key = KeyOf(message);
+  Key key = KeyOf(message, fair_ ? TagForAdd(message) : 0);
   std::string id = message.id;
   auto [it, inserted] = order_.emplace(std::move(key), std::move(message));
   if (!inserted) {
@@ -61,6 +94,7 @@ MessageBatch MessageCache::PopBatch(size_t max, size_t max_bytes) {
       break;
     }
     bytes += size;
+    if (fair_) Leave(it->first, it->second, /*popped=*/true);
     queued_.erase(it->second.id);
     batch.push_back(std::move(it->second));
     order_.erase(it);
@@ -71,6 +105,7 @@ MessageBatch MessageCache::PopBatch(size_t max, size_t max_bytes) {
 bool MessageCache::RemoveQueued(absl::string_view id) {
   auto it = queued_.find(id);
   if (it == queued_.end()) return false;
+  if (fair_) Leave(it->second->first, it->second->second, /*popped=*/false);
   order_.erase(it->second);
   queued_.erase(it);
   return true;

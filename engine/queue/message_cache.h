@@ -13,6 +13,17 @@
 // so two different ids can never share a key; Add aborts the process when
 // that invariant is broken rather than leave a dangling index entry.
 //
+// Fair tables (msgq_fair_by) order within a priority by a start-time fair
+// queuing tag before time_next: a message of key k added at priority p gets
+// tag = max(V[p], last_tag[p][k]) + 1, where V[p] is the tag of the last
+// message popped at p. So each key's messages take rounds 1, 2, 3, ... and
+// a key that was idle joins the current round: a tenant with a backlog of a
+// million and one with a single message alternate. The per-key state lives
+// only while the key has queued messages (a key whose last message is
+// removed unsent starts afresh at the current round); a priority's state
+// only while it has queued messages. Other tables keep the plain order
+// (their tag is always 0).
+//
 // Not thread-safe: the owning MessageManager guards it with its mutex. Not
 // copyable (it indexes its own map by iterator).
 #ifndef MSGQ_ENGINE_QUEUE_MESSAGE_CACHE_H_
@@ -43,9 +54,12 @@ class MessageCache {
   // `id_kind` is the table's (MessageTable::id_kind). The default keeps the
   // old order for callers not yet passing it: canonical integers by value,
   // other ids bytewise after them.
+  // `fair` (msgq_fair_by) orders within a priority by the fair tag first
+  // (see above).
   explicit MessageCache(size_t capacity,
-                        IdKind id_kind = IdKind::kSignedInteger)
-      : capacity_(capacity), id_kind_(id_kind) {}
+                        IdKind id_kind = IdKind::kSignedInteger,
+                        bool fair = false)
+      : capacity_(capacity), id_kind_(id_kind), fair_(fair) {}
   MessageCache(const MessageCache&) = delete;
   MessageCache& operator=(const MessageCache&) = delete;
 
@@ -63,6 +77,7 @@ class MessageCache {
   void Clear() {
     queued_.clear();
     order_.clear();
+    rounds_.clear();
   }
 
   bool IsQueued(absl::string_view id) const { return queued_.contains(id); }
@@ -70,19 +85,40 @@ class MessageCache {
   size_t capacity() const { return capacity_; }
   bool full() const { return queued_.size() >= capacity_; }
   bool empty() const { return queued_.empty(); }
+  // Fair keys with queued messages (0 unless fair).
+  size_t fair_keys() const;
 
  private:
-  // priority, time_next, then (integer columns only) canonical integer ids by
-  // value before other ids, then the id bytes: total, and unique per id.
-  using Key = std::tuple<int64_t, int64_t, bool, absl::int128, std::string>;
+  // priority, the fair tag (0 unless fair), time_next, then (integer
+  // columns only) canonical integer ids by value before other ids, then the
+  // id bytes: total, and unique per id.
+  using Key =
+      std::tuple<int64_t, int64_t, int64_t, bool, absl::int128, std::string>;
   using Order = std::map<Key, Message>;
 
-  Key KeyOf(const Message& m) const;
+  // The fair state of one priority.
+  struct KeyRound {
+    int64_t last_tag = 0;  // of the key's latest added message
+    size_t queued = 0;     // its messages queued
+  };
+  struct Rounds {
+    int64_t virtual_tag = 0;  // V: the tag of the last message popped
+    size_t queued = 0;        // messages queued at this priority
+    absl::flat_hash_map<std::string, KeyRound> keys;
+  };
+
+  Key KeyOf(const Message& m, int64_t tag) const;
+  // Fair tables: the tag of a message about to be added (and its key's
+  // state updated), and the bookkeeping of one leaving (popped or not).
+  int64_t TagForAdd(const Message& m);
+  void Leave(const Key& key, const Message& m, bool popped);
 
   const size_t capacity_;
   const IdKind id_kind_;
+  const bool fair_;
   Order order_;
   absl::flat_hash_map<std::string, Order::iterator> queued_;
+  absl::flat_hash_map<int64_t, Rounds> rounds_;  // by priority; fair only
 };
 
 }  // namespace msgq

@@ -41,7 +41,8 @@ MessageManager::MessageManager(MessageTable table,
       executor_(std::move(executor)),
       log_name_(
           absl::StrCat("table `", table_.keyspace, "`.`", table_.name, "`")),
-      cache_(static_cast<size_t>(table_.settings.cache_size), table_.id_kind),
+      cache_(static_cast<size_t>(table_.settings.cache_size), table_.id_kind,
+             /*fair=*/!table_.settings.fair_by.empty()),
       dispatcher_(options.max_batches_per_subscriber),
       scheduler_(SchedulerOptions(table_, options), clock->MonotonicNow()),
       owned_until_(options.leased ? absl::InfinitePast()

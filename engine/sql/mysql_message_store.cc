@@ -39,11 +39,19 @@ MysqlMessageStore::MysqlMessageStore(MessageTable table, MysqlOptions options,
   // The bookkeeping columns come first; the streamed ones follow, id first.
   std::vector<std::string> cols = {"`priority`", "`time_next`", "`epoch`"};
   if (table_.has_time_created) cols.push_back("`time_created`");
+  if (!table_.settings.fair_by.empty()) {
+    fair_column_ = cols.size();
+    cols.push_back(QuoteIdentifier(table_.settings.fair_by));
+  }
   first_streamed_ = cols.size();
   for (const Column& c : table_.streamed)
     cols.push_back(QuoteIdentifier(c.name));
   select_prefix_ = absl::StrCat("SELECT ", absl::StrJoin(cols, ", "), " FROM ",
                                 quoted_table_);
+  if (!table_.settings.fair_by.empty()) {
+    fair_sql_.emplace(quoted_table_, select_prefix_, table_.settings.fair_by,
+                      table_.fair_kind);
+  }
   if (!table_.settings.order_by.empty()) {
     // msgq_order_by: only a key's head may be read, the row with no smaller
     // id of the same key that is unacked and not dead (a dead row leaves
@@ -178,6 +186,9 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::ReadMessages(
         if (table_.has_time_created) {
           m.time_created = ParseInt(values[3], lengths[3]);
         }
+        if (fair_column_ != 0 && values[fair_column_] != nullptr) {
+          m.fair_key.emplace(values[fair_column_], lengths[fair_column_]);
+        }
         const unsigned int first = static_cast<unsigned int>(first_streamed_);
         m.id.assign(values[first], lengths[first]);
         auto row = std::make_shared<PackedRow>();
@@ -201,6 +212,7 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::ReadMessages(
 
 absl::StatusOr<std::vector<Message>> MysqlMessageStore::PollDue(int64_t now,
                                                                 int64_t limit) {
+  if (fair_sql_.has_value()) return FairPollDue(now, limit);
   return ReadMessages(PollSql(now, limit), limit);
 }
 

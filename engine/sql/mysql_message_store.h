@@ -30,6 +30,7 @@
 #include "engine/message_table.h"
 #include "engine/queue/message_store.h"
 #include "engine/sql/failure_statements.h"
+#include "engine/sql/fair_poll.h"
 #include "engine/sql/mysql_connection.h"
 #include "engine/sql/mysql_pool.h"
 
@@ -70,8 +71,15 @@ class MysqlMessageStore final : public MessageStore {
   absl::StatusOr<std::vector<DeadRow>> ListDead(const std::string& after_id,
                                                 int limit) override;
 
-  // The SQL of a poll, of the next-due query and of CountDead (for EXPLAIN
-  // in tests).
+  // Keys a fair poll reads per page at most (msgq_fair_by), pages per poll
+  // at most, and the passes over one page's keys (each pass gives the room
+  // left to the keys that filled their share).
+  static constexpr int64_t kFairKeysPerPage = 1000;
+  static constexpr int kFairPagesPerPoll = 4;
+  static constexpr int kFairPassesPerPage = 4;
+
+  // The SQL of a poll (of an unfair table), of the next-due query and of
+  // CountDead (for EXPLAIN in tests).
   std::string PollSql(int64_t now, int64_t limit) const;
   std::string NextDueSql(int64_t now) const;
   std::string CountDeadSql() const { return failure_sql_.CountDead(); }
@@ -85,6 +93,12 @@ class MysqlMessageStore final : public MessageStore {
   // Runs a SELECT of select_prefix_ columns and decodes the rows.
   absl::StatusOr<std::vector<Message>> ReadMessages(const std::string& sql,
                                                     int64_t expected);
+  // PollDue of a msgq_fair_by table (mysql_message_store_fair.cc): keys a
+  // page at a time, then each key's share of `limit`, interleaved by rank
+  // within the key (1st of every key, then 2nd, ...).
+  absl::StatusOr<std::vector<Message>> FairPollDue(int64_t now, int64_t limit);
+  // Sets fair_index_ (mysql_message_store_fair.cc).
+  absl::Status LearnFairIndex(MysqlConnection* conn);
   // Drops the connection when `status` says it broke; returns `status`.
   absl::Status Check(absl::Status status);
   // Statements `prefix <literals of ids, comma-separated> suffix`, each at
@@ -145,6 +159,17 @@ class MysqlMessageStore final : public MessageStore {
   // read of due rows ANDs it in); empty otherwise.
   std::string head_condition_;
   size_t first_streamed_ = 3;  // index of the id in select_prefix_'s rows
+  // With msgq_fair_by: the fair column's index in select_prefix_'s rows
+  // (0 otherwise), the fair poll's SQL, and where the next poll's key page
+  // starts (nullopt: at the first key).
+  size_t fair_column_ = 0;
+  std::optional<FairPollSql> fair_sql_;
+  std::optional<std::string> fair_after_;
+  // The index that starts (time_acked, fair column), looked up in
+  // information_schema at the first fair poll and after a failed one;
+  // empty when the table has none (the poll then goes without).
+  bool fair_index_known_ = false;
+  std::string fair_index_;
   FailureStatements failure_sql_;
   bool last_error_charset_known_ = false;
   MysqlPool* const pool_;                  // may be null

@@ -1,0 +1,129 @@
+// MysqlMessageStore::FairPollDue: the poll of a msgq_fair_by table
+// (fair_poll.h has the statements and the index they want).
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "engine/sql/mysql_message_store.h"
+
+namespace msgq {
+namespace {
+
+// A key of the fair column as a map key: NULL and every value distinct.
+std::string Tag(const std::optional<std::string>& key) {
+  return key.has_value() ? absl::StrCat("v", *key) : std::string("n");
+}
+
+}  // namespace
+
+absl::Status MysqlMessageStore::LearnFairIndex(MysqlConnection* conn) {
+  const std::string sql = absl::StrCat(
+      "SELECT `INDEX_NAME` FROM information_schema.STATISTICS WHERE "
+      "`TABLE_SCHEMA` = ",
+      conn->QuoteString(table_.keyspace),
+      " AND `TABLE_NAME` = ", conn->QuoteString(table_.name),
+      " AND ((`SEQ_IN_INDEX` = 1 AND `COLUMN_NAME` = 'time_acked') OR "
+      "(`SEQ_IN_INDEX` = 2 AND `COLUMN_NAME` = ",
+      conn->QuoteString(table_.settings.fair_by),
+      ")) GROUP BY `INDEX_NAME` HAVING COUNT(*) = 2 ORDER BY `INDEX_NAME` "
+      "LIMIT 1");
+  std::string name;
+  absl::Status status = conn->ForEachRow(
+      sql, [&name](char** values, unsigned long* lengths, unsigned int) {
+        if (values[0] != nullptr) name.assign(values[0], lengths[0]);
+      });
+  if (!status.ok()) return Check(status);
+  fair_index_ = std::move(name);
+  fair_index_known_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Message>> MysqlMessageStore::FairPollDue(
+    int64_t now, int64_t limit) {
+  limit = std::clamp<int64_t>(limit, 0, kMaxPollRows);
+  std::vector<Message> out;
+  if (limit == 0) return out;
+  absl::StatusOr<MysqlConnection*> conn = Conn();
+  if (!conn.ok()) return conn.status();
+  const size_t max_bytes = StatementLimit((*conn)->max_allowed_packet());
+  if (!fair_index_known_) {
+    if (absl::Status s = LearnFairIndex(*conn); !s.ok()) return s;
+  }
+  // At least 2, so that a full page never ends with NULL (first in order).
+  const int64_t page_size = std::clamp<int64_t>(limit, 2, kFairKeysPerPage);
+  absl::flat_hash_set<std::string> seen;
+  std::vector<int64_t> rank;  // rank of out[i] within its key
+  absl::flat_hash_map<std::string, int64_t> per_key;  // rows read per key
+  for (int page = 0; page < kFairPagesPerPoll; ++page) {
+    absl::StatusOr<std::string> keys_sql =
+        fair_sql_->KeysSql(fair_after_, page_size);
+    if (!keys_sql.ok()) {  // a key read back that the column cannot hold
+      fair_after_.reset();
+      return keys_sql.status();
+    }
+    std::vector<FairPollSql::Slice> open;
+    absl::Status status = (*conn)->ForEachRow(
+        *keys_sql,
+        [&open](char** values, unsigned long* lengths, unsigned int) {
+          FairPollSql::Slice& s = open.emplace_back();
+          if (values[0] != nullptr) s.key.emplace(values[0], lengths[0]);
+        });
+    if (!status.ok()) return Check(status);
+    const bool more_keys = static_cast<int64_t>(open.size()) >= page_size;
+    if (more_keys) {
+      fair_after_ = open.back().key;
+    } else {
+      fair_after_.reset();  // the next page starts at the first key again
+    }
+    for (int pass = 0; pass < kFairPassesPerPage && !open.empty() &&
+                       static_cast<int64_t>(out.size()) < limit;
+         ++pass) {
+      const int64_t room = limit - static_cast<int64_t>(out.size());
+      const int64_t n = static_cast<int64_t>(open.size());
+      const int64_t share = (room + n - 1) / n;
+      for (FairPollSql::Slice& s : open) s.count = share;
+      absl::flat_hash_map<std::string, int64_t> got;
+      for (const std::string& sql :
+           fair_sql_->RowsSql(open, now, max_bytes, fair_index_)) {
+        absl::StatusOr<std::vector<Message>> rows = ReadMessages(sql, share);
+        if (!rows.ok()) {
+          fair_index_known_ = false;  // e.g. the index was dropped
+          return rows.status();
+        }
+        for (Message& m : *rows) {
+          if (!seen.insert(m.id).second) continue;
+          const std::string tag = Tag(m.fair_key);
+          ++got[tag];
+          rank.push_back(per_key[tag]++);
+          out.push_back(std::move(m));
+        }
+      }
+      // Keys that filled their share may have more: they share the room
+      // left in the next pass; the others are done.
+      std::vector<FairPollSql::Slice> next;
+      for (FairPollSql::Slice& s : open) {
+        const auto it = got.find(Tag(s.key));
+        if (it == got.end() || it->second < share) continue;
+        s.offset += share;
+        next.push_back(std::move(s));
+      }
+      open = std::move(next);
+    }
+    if (!more_keys || static_cast<int64_t>(out.size()) >= limit) break;
+  }
+  // Round-robin over the keys: the first row of every key, then the second,
+  // ... so a cache that fills part way still holds every key's best rows.
+  std::vector<size_t> order(out.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&rank](size_t a, size_t b) { return rank[a] < rank[b]; });
+  std::vector<Message> sorted;
+  sorted.reserve(std::min<size_t>(out.size(), static_cast<size_t>(limit)));
+  for (size_t i : order) {
+    if (static_cast<int64_t>(sorted.size()) >= limit) break;
+    sorted.push_back(std::move(out[i]));
+  }
+  return sorted;
+}
+
+}  // namespace msgq
