@@ -10,6 +10,10 @@
 --
 -- Enqueue inside your own transaction:
 --   INSERT INTO demo (id, message) VALUES (1, '{"hello": "world"}');
+-- Flow control directives need an index of their own (README "Flow
+-- control"): msgq_order_by=order_id wants INDEX (order_id, time_acked, id),
+-- msgq_fair_by=tenant_id wants
+--   INDEX fair_idx (time_acked, tenant_id, priority, time_next).
 -- Schedule for later (time_next in ns):
 --   INSERT INTO demo (id, message, time_next)
 --     VALUES (2, '{}', UNIX_TIMESTAMP(NOW(6) + INTERVAL 1 HOUR) * 1000000000);
