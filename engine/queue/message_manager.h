@@ -45,8 +45,8 @@
 #include "engine/message_table.h"
 #include "engine/queue/backoff.h"
 #include "engine/queue/dispatcher.h"
+#include "engine/queue/manager_stats.h"
 #include "engine/queue/message_cache.h"
-#include "engine/queue/message_manager_latency.h"
 #include "engine/queue/message_store.h"
 #include "engine/queue/rate_limiter.h"
 #include "engine/queue/recent_ids.h"
@@ -102,43 +102,8 @@ class MessageManager : private RoundExecutor::Task {
     bool leased = false;
   };
 
-  struct Stats {
-    int subscribers = 0;
-    int64_t queued = 0;
-    int64_t in_flight = 0;
-    int64_t polls = 0;
-    int64_t fetches = 0;  // reads of binlog-named rows by id
-    int64_t sent = 0;
-    int64_t redelivered = 0;  // sent with epoch > 0 (part of sent)
-    int64_t postponed = 0;    // sent rows whose time_next was pushed back
-    int64_t acked = 0;        // rows acked by MessageAck
-    // Rows the binlog showed going from unacked to acked that this msgqd
-    // did not ack: an application's UPDATE (or another msgqd's ack).
-    int64_t acked_by_sql = 0;
-    int64_t purged = 0;  // acked rows deleted past msgq_purge_after
-    int64_t nacked = 0;  // rows retried by MessageNack
-    int64_t died = 0;    // rows that died (nack, attempts, age, size)
-    // Dead rows in MySQL: counted at a purge step at most once a minute
-    // while the table has subscribers (or after a dead list was asked
-    // for), kept up to date with msgq's own deaths and redrives between;
-    // -1 until counted.
-    int64_t dead = -1;
-    bool mysql_ok = true;
-    bool owner = true;    // reads and sends the table now (see Own)
-    bool paused = false;  // see SetPaused
-    // Statement latency by kind; a round's write covers postpones, acks,
-    // nacks, extends and redrives together.
-    StatementLatency poll_latency;
-    StatementLatency fetch_latency;
-    StatementLatency write_latency;
-    StatementLatency purge_latency;
-    // From a message's time_next (when it became due) to its handoff to a
-    // stream, per message sent with a time_next > 0.
-    StatementLatency send_delay;
-    // From the binlog showing a row's commit to the row's first handoff to
-    // a stream, per message found through the binlog.
-    StatementLatency commit_to_send;
-  };
+  // What the manager counted (manager_stats.h).
+  using Stats = ManagerStats;
 
   // One delivery: the id and the epoch it was streamed with.
   struct Delivery {
