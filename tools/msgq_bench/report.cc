@@ -1,9 +1,13 @@
 #include "tools/msgq_bench/report.h"
 
 #include <fstream>
+#include <set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "tools/launch/child_process.h"
 
 namespace msgq::bench {
 namespace {
@@ -187,6 +191,34 @@ absl::Status WriteCsv(const BenchResults& r, const std::string& path) {
   }
   f.close();
   if (!f) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+absl::Status WritePlot(const BenchOptions& o, const BenchResults& r,
+                       const std::string& csv, const std::string& png) {
+  std::vector<std::string> drain_phases;
+  std::set<std::string> seen;
+  bool sustained = false;
+  for (const SeriesPoint& p : r.series) {
+    if (p.phase == "sustained") {
+      sustained = true;
+    } else if (seen.insert(p.phase).second) {
+      drain_phases.push_back(p.phase);
+    }
+  }
+  if (drain_phases.empty() && !sustained) return absl::OkStatus();
+  const std::string title =
+      absl::StrCat("msgq-bench ", r.env.date_utc, " - ", r.env.host, " (",
+                   r.env.cpus, " CPUs)");
+  absl::StatusOr<std::string> out = launch::RunCommand(absl::StrCat(
+      "gnuplot -c ",
+      launch::ShellQuote(
+          absl::StrCat(o.source_dir, "/tools/msgq_bench/bench.gp")),
+      " ", launch::ShellQuote(csv), " ", launch::ShellQuote(png), " ",
+      launch::ShellQuote(title), " ", o.messages, " ",
+      launch::ShellQuote(absl::StrJoin(drain_phases, " ")), " ",
+      sustained ? 1 : 0, " 2>&1"));
+  if (!out.ok()) return out.status();
   return absl::OkStatus();
 }
 
