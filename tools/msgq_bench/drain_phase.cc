@@ -5,11 +5,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "engine/log.h"
+#include "tools/launch/child_process.h"
 #include "tools/msgq_bench/clock.h"
 #include "tools/msgq_bench/cost_meter.h"
 #include "tools/msgq_bench/delivery_log.h"
 #include "tools/msgq_bench/msgqd_process.h"
-#include "tools/msgq_bench/perf_recorder.h"
 #include "tools/msgq_bench/phases.h"
 #include "tools/msgq_bench/preload.h"
 #include "tools/msgq_bench/relay.h"
@@ -33,21 +33,25 @@ double Settle(BenchContext& ctx) {
   return *waited;
 }
 
-// --perf: profiles of msgqd and mariadbd over one phase.
+// --perf: profiles of msgqd and mariadbd over one phase, by perf_phase.sh.
 class PhaseProfiles {
  public:
   PhaseProfiles(const BenchContext& ctx, const std::string& phase,
-                bool with_msgqd) {
+                bool with_msgqd)
+      : script_(launch::ShellQuote(absl::StrCat(
+            ctx.options.source_dir, "/tools/msgq_bench/perf_phase.sh"))) {
     if (!ctx.options.perf) return;
     auto start = [&](pid_t pid, const std::string& who) {
       if (pid <= 0) return;
-      absl::StatusOr<std::unique_ptr<PerfRecorder>> p = PerfRecorder::Start(
-          pid, absl::StrCat(ctx.options.out_dir, "/", who, "-", phase));
-      if (p.ok()) {
-        recorders_.push_back(*std::move(p));
+      const std::string prefix =
+          absl::StrCat(ctx.options.out_dir, "/", who, "-", phase);
+      absl::StatusOr<std::string> out = launch::RunCommand(absl::StrCat(
+          script_, " start ", pid, " ", launch::ShellQuote(prefix)));
+      if (out.ok()) {
+        prefixes_.push_back(prefix);
       } else {
         LogWarning("msgq-bench: no profile of ", who, ": ",
-                   p.status().message());
+                   out.status().message());
       }
     };
     if (with_msgqd) start(ctx.msgqd_pid, "msgqd");
@@ -56,22 +60,23 @@ class PhaseProfiles {
   // Stops perf; returns the text reports' paths, comma-separated.
   std::string Finish() {
     std::string paths;
-    for (auto& r : recorders_) {
-      absl::StatusOr<std::string> report = r->Finish();
-      if (report.ok()) {
+    for (const std::string& prefix : prefixes_) {
+      absl::StatusOr<std::string> out = launch::RunCommand(
+          absl::StrCat(script_, " stop ", launch::ShellQuote(prefix)));
+      if (out.ok()) {
         if (!paths.empty()) paths += ",";
-        paths += *report;
+        absl::StrAppend(&paths, prefix, ".perf.txt");
       } else {
-        LogWarning("msgq-bench: perf report failed: ",
-                   report.status().message());
+        LogWarning("msgq-bench: perf report failed: ", out.status().message());
       }
     }
-    recorders_.clear();
+    prefixes_.clear();
     return paths;
   }
 
  private:
-  std::vector<std::unique_ptr<PerfRecorder>> recorders_;
+  const std::string script_;
+  std::vector<std::string> prefixes_;  // of the profiles running
 };
 
 absl::Duration SampleInterval(const BenchContext& ctx) {
