@@ -83,6 +83,26 @@ absl::Duration SampleInterval(const BenchContext& ctx) {
   return absl::Seconds(ctx.options.sample_interval_s);
 }
 
+// Drops and creates `table` with `ddl`, then preloads --messages rows.
+absl::StatusOr<double> CreateAndPreload(BenchContext& ctx,
+                                        const std::string& table,
+                                        const std::string& ddl,
+                                        const std::string& payload_column) {
+  if (auto s = ctx.admin->Execute(absl::StrCat("DROP TABLE IF EXISTS ", table));
+      !s.ok()) {
+    return s.status();
+  }
+  if (auto s = ctx.admin->Execute(ddl); !s.ok()) return s.status();
+  PreloadSpec spec;
+  spec.qualified_table = table;
+  spec.payload_column = payload_column;
+  spec.rows = ctx.options.messages;
+  spec.connections = ctx.options.preload_connections;
+  spec.rows_per_insert = ctx.options.preload_rows_per_insert;
+  spec.payload_bytes = ctx.options.payload_bytes;
+  return Preload(ctx.mysql, spec);
+}
+
 }  // namespace
 
 std::string DrainTableName(int batch_size) {
@@ -91,43 +111,16 @@ std::string DrainTableName(int batch_size) {
 
 absl::StatusOr<double> PrepareRelay(BenchContext& ctx) {
   const std::string table = Qualified(ctx.options.database, kOutboxTable);
-  if (auto s = ctx.admin->Execute(absl::StrCat("DROP TABLE IF EXISTS ", table));
-      !s.ok()) {
-    return s.status();
-  }
-  if (auto s = ctx.admin->Execute(OutboxTableDdl(table)); !s.ok()) {
-    return s.status();
-  }
-  PreloadSpec spec;
-  spec.qualified_table = table;
-  spec.payload_column = "payload";
-  spec.rows = ctx.options.messages;
-  spec.connections = ctx.options.preload_connections;
-  spec.rows_per_insert = ctx.options.preload_rows_per_insert;
-  spec.payload_bytes = ctx.options.payload_bytes;
-  return Preload(ctx.mysql, spec);
+  return CreateAndPreload(ctx, table, OutboxTableDdl(table), "payload");
 }
 
 absl::StatusOr<double> PrepareDrain(BenchContext& ctx, int batch_size) {
   const std::string table =
       Qualified(ctx.options.database, DrainTableName(batch_size));
-  if (auto s = ctx.admin->Execute(absl::StrCat("DROP TABLE IF EXISTS ", table));
-      !s.ok()) {
-    return s.status();
-  }
-  if (auto s = ctx.admin->Execute(
-          MessageTableDdl(table, MessageTableComment(ctx.options, batch_size)));
-      !s.ok()) {
-    return s.status();
-  }
-  PreloadSpec spec;
-  spec.qualified_table = table;
-  spec.payload_column = "message";
-  spec.rows = ctx.options.messages;
-  spec.connections = ctx.options.preload_connections;
-  spec.rows_per_insert = ctx.options.preload_rows_per_insert;
-  spec.payload_bytes = ctx.options.payload_bytes;
-  return Preload(ctx.mysql, spec);
+  return CreateAndPreload(
+      ctx, table,
+      MessageTableDdl(table, MessageTableComment(ctx.options, batch_size)),
+      "message");
 }
 
 absl::StatusOr<RelayResult> RunRelayPhase(BenchContext& ctx,
