@@ -6,6 +6,31 @@
 
 namespace msgq::bench {
 
+void FillCost(const PhaseCost& c, int64_t delivered, pb::Cost* out) {
+  auto per_msg = [delivered](int64_t v) {
+    return delivered > 0
+               ? static_cast<double>(v) / static_cast<double>(delivered)
+               : 0;
+  };
+  out->set_wall_s(c.wall_s);
+  out->set_msgqd_cpu_s(c.msgqd_cpu_s);
+  out->set_msgqd_peak_rss_mib(
+      c.msgqd_peak_rss_kib < 0 ? -1.0 : c.msgqd_peak_rss_kib / 1024.0);
+  out->set_msgqd_peak_rss_is_phase_only(c.msgqd_peak_reset);
+  out->set_mariadbd_cpu_s(c.mariadbd_cpu_s);
+  out->set_bench_cpu_s(c.bench_cpu_s);
+  auto& per_message = *out->mutable_per_message();
+  const StatusCounters& m = c.mysql;
+  per_message["statements"] =
+      per_msg(m.Get("Com_select") + m.Get("Com_insert") + m.Get("Com_update") +
+              m.Get("Com_delete"));
+  per_message["questions"] = per_msg(m.Get("Questions"));
+  for (const auto& [name, v] : m.values) {
+    (*out->mutable_mysql_delta())[name] = static_cast<double>(v);
+    if (name != "Questions") per_message[name] = per_msg(v);
+  }
+}
+
 CostMeter::CostMeter(MysqlConnection* admin, pid_t msgqd_pid,
                      pid_t mariadbd_pid)
     : admin_(admin), msgqd_pid_(msgqd_pid), mariadbd_pid_(mariadbd_pid) {}

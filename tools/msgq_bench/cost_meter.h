@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/sql/mysql_connection.h"
+#include "tools/msgq_bench/bench_results.pb.h"
 #include "tools/msgq_bench/proc_stats.h"
 #include "tools/msgq_bench/status_counters.h"
 
@@ -27,6 +28,11 @@ struct PhaseCost {
   double mariadbd_cpu_s = -1;
   double bench_cpu_s = 0;
 };
+
+// Copies `cost` into bench.json's message, with every counter also per
+// delivered message (0 when `delivered` is 0), plus "statements" (Com_select
+// + Com_insert + Com_update + Com_delete) and "questions".
+void FillCost(const PhaseCost& cost, int64_t delivered, pb::Cost* out);
 
 class CostMeter {
  public:

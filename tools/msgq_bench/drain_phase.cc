@@ -5,11 +5,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "engine/log.h"
+#include "tools/launch/child_process.h"
 #include "tools/msgq_bench/clock.h"
 #include "tools/msgq_bench/cost_meter.h"
 #include "tools/msgq_bench/delivery_log.h"
 #include "tools/msgq_bench/msgqd_process.h"
-#include "tools/msgq_bench/perf_recorder.h"
 #include "tools/msgq_bench/phases.h"
 #include "tools/msgq_bench/preload.h"
 #include "tools/msgq_bench/relay.h"
@@ -33,21 +33,25 @@ double Settle(BenchContext& ctx) {
   return *waited;
 }
 
-// --perf: profiles of msgqd and mariadbd over one phase.
+// --perf: profiles of msgqd and mariadbd over one phase, by perf_phase.sh.
 class PhaseProfiles {
  public:
   PhaseProfiles(const BenchContext& ctx, const std::string& phase,
-                bool with_msgqd) {
+                bool with_msgqd)
+      : script_(launch::ShellQuote(absl::StrCat(
+            ctx.options.source_dir, "/tools/msgq_bench/perf_phase.sh"))) {
     if (!ctx.options.perf) return;
     auto start = [&](pid_t pid, const std::string& who) {
       if (pid <= 0) return;
-      absl::StatusOr<std::unique_ptr<PerfRecorder>> p = PerfRecorder::Start(
-          pid, absl::StrCat(ctx.options.out_dir, "/", who, "-", phase));
-      if (p.ok()) {
-        recorders_.push_back(*std::move(p));
+      const std::string prefix =
+          absl::StrCat(ctx.options.out_dir, "/", who, "-", phase);
+      absl::StatusOr<std::string> out = launch::RunCommand(absl::StrCat(
+          script_, " start ", pid, " ", launch::ShellQuote(prefix)));
+      if (out.ok()) {
+        prefixes_.push_back(prefix);
       } else {
         LogWarning("msgq-bench: no profile of ", who, ": ",
-                   p.status().message());
+                   out.status().message());
       }
     };
     if (with_msgqd) start(ctx.msgqd_pid, "msgqd");
@@ -56,26 +60,47 @@ class PhaseProfiles {
   // Stops perf; returns the text reports' paths, comma-separated.
   std::string Finish() {
     std::string paths;
-    for (auto& r : recorders_) {
-      absl::StatusOr<std::string> report = r->Finish();
-      if (report.ok()) {
+    for (const std::string& prefix : prefixes_) {
+      absl::StatusOr<std::string> out = launch::RunCommand(
+          absl::StrCat(script_, " stop ", launch::ShellQuote(prefix)));
+      if (out.ok()) {
         if (!paths.empty()) paths += ",";
-        paths += *report;
+        absl::StrAppend(&paths, prefix, ".perf.txt");
       } else {
-        LogWarning("msgq-bench: perf report failed: ",
-                   report.status().message());
+        LogWarning("msgq-bench: perf report failed: ", out.status().message());
       }
     }
-    recorders_.clear();
+    prefixes_.clear();
     return paths;
   }
 
  private:
-  std::vector<std::unique_ptr<PerfRecorder>> recorders_;
+  const std::string script_;
+  std::vector<std::string> prefixes_;  // of the profiles running
 };
 
 absl::Duration SampleInterval(const BenchContext& ctx) {
   return absl::Seconds(ctx.options.sample_interval_s);
+}
+
+// Drops and creates `table` with `ddl`, then preloads --messages rows.
+absl::StatusOr<double> CreateAndPreload(BenchContext& ctx,
+                                        const std::string& table,
+                                        const std::string& ddl,
+                                        const std::string& payload_column) {
+  if (auto s = ctx.admin->Execute(absl::StrCat("DROP TABLE IF EXISTS ", table));
+      !s.ok()) {
+    return s.status();
+  }
+  if (auto s = ctx.admin->Execute(ddl); !s.ok()) return s.status();
+  PreloadSpec spec;
+  spec.qualified_table = table;
+  spec.payload_column = payload_column;
+  spec.rows = ctx.options.messages;
+  spec.connections = ctx.options.preload_connections;
+  spec.rows_per_insert = ctx.options.preload_rows_per_insert;
+  spec.payload_bytes = ctx.options.payload_bytes;
+  return Preload(ctx.mysql, spec);
 }
 
 }  // namespace
@@ -86,52 +111,25 @@ std::string DrainTableName(int batch_size) {
 
 absl::StatusOr<double> PrepareRelay(BenchContext& ctx) {
   const std::string table = Qualified(ctx.options.database, kOutboxTable);
-  if (auto s = ctx.admin->Execute(absl::StrCat("DROP TABLE IF EXISTS ", table));
-      !s.ok()) {
-    return s.status();
-  }
-  if (auto s = ctx.admin->Execute(OutboxTableDdl(table)); !s.ok()) {
-    return s.status();
-  }
-  PreloadSpec spec;
-  spec.qualified_table = table;
-  spec.payload_column = "payload";
-  spec.rows = ctx.options.messages;
-  spec.connections = ctx.options.preload_connections;
-  spec.rows_per_insert = ctx.options.preload_rows_per_insert;
-  spec.payload_bytes = ctx.options.payload_bytes;
-  return Preload(ctx.mysql, spec);
+  return CreateAndPreload(ctx, table, OutboxTableDdl(table), "payload");
 }
 
 absl::StatusOr<double> PrepareDrain(BenchContext& ctx, int batch_size) {
   const std::string table =
       Qualified(ctx.options.database, DrainTableName(batch_size));
-  if (auto s = ctx.admin->Execute(absl::StrCat("DROP TABLE IF EXISTS ", table));
-      !s.ok()) {
-    return s.status();
-  }
-  if (auto s = ctx.admin->Execute(
-          MessageTableDdl(table, MessageTableComment(ctx.options, batch_size)));
-      !s.ok()) {
-    return s.status();
-  }
-  PreloadSpec spec;
-  spec.qualified_table = table;
-  spec.payload_column = "message";
-  spec.rows = ctx.options.messages;
-  spec.connections = ctx.options.preload_connections;
-  spec.rows_per_insert = ctx.options.preload_rows_per_insert;
-  spec.payload_bytes = ctx.options.payload_bytes;
-  return Preload(ctx.mysql, spec);
+  return CreateAndPreload(
+      ctx, table,
+      MessageTableDdl(table, MessageTableComment(ctx.options, batch_size)),
+      "message");
 }
 
 absl::StatusOr<RelayResult> RunRelayPhase(BenchContext& ctx,
                                           std::vector<SeriesPoint>* series) {
   RelayResult result;
-  result.workers = ctx.options.relay_workers;
-  result.batch = ctx.options.relay_batch;
-  result.messages = ctx.options.messages;
-  result.settle_s = Settle(ctx);
+  result.set_workers(ctx.options.relay_workers);
+  result.set_batch(ctx.options.relay_batch);
+  result.set_messages(ctx.options.messages);
+  result.set_settle_s(Settle(ctx));
 
   RelayOptions relay;
   relay.qualified_table = Qualified(ctx.options.database, kOutboxTable);
@@ -149,24 +147,26 @@ absl::StatusOr<RelayResult> RunRelayPhase(BenchContext& ctx,
   sampler.Start();
   absl::StatusOr<RelayRun> run = RunRelay(ctx.mysql, relay, &progress);
   sampler.Stop();
-  result.perf_report = profiles.Finish();
+  result.set_perf_report(profiles.Finish());
   absl::StatusOr<PhaseCost> cost = meter.End();
   if (!run.ok()) return run.status();
   if (!cost.ok()) return cost.status();
-  result.cost = *cost;
-  result.processed = run->processed;
-  result.batches = run->batches;
-  result.retries = run->retries;
-  result.seconds = NsToSeconds(run->end_ns - run->start_ns);
-  result.msgs_per_s = result.seconds > 0
-                          ? static_cast<double>(run->processed) / result.seconds
-                          : 0;
+  result.set_processed(run->processed);
+  FillCost(*cost, run->processed, result.mutable_cost());
+  result.set_batches(run->batches);
+  result.set_retries(run->retries);
+  result.set_seconds(NsToSeconds(run->end_ns - run->start_ns));
+  result.set_msgs_per_s(result.seconds() > 0
+                            ? static_cast<double>(run->processed) /
+                                  result.seconds()
+                            : 0);
   absl::StatusOr<int64_t> left = QueryInt(
       *ctx.admin, absl::StrCat("SELECT COUNT(*) FROM ", relay.qualified_table,
                                " WHERE processed_at IS NULL"));
   if (!left.ok()) return left.status();
-  result.left_in_db = *left;
-  result.ok = result.left_in_db == 0 && result.processed == result.messages;
+  result.set_left_in_db(*left);
+  result.set_ok(result.left_in_db() == 0 &&
+                result.processed() == result.messages());
   AppendSeries(
       "relay", sampler.samples(), run->start_ns,
       [](const std::vector<double>& prev, const std::vector<double>& cur,
@@ -181,29 +181,30 @@ absl::StatusOr<RelayResult> RunRelayPhase(BenchContext& ctx,
 absl::StatusOr<DrainResult> RunDrainPhase(BenchContext& ctx, int batch_size,
                                           std::vector<SeriesPoint>* series) {
   DrainResult result;
-  result.table = DrainTableName(batch_size);
-  result.phase = absl::StrCat("msgq_b", batch_size);
-  result.batch_size = batch_size;
-  result.cache_size = ctx.options.cache_size;
-  result.messages = ctx.options.messages;
-  const std::string qualified = Qualified(ctx.options.database, result.table);
+  result.set_table(DrainTableName(batch_size));
+  result.set_phase(absl::StrCat("msgq_b", batch_size));
+  result.set_batch_size(batch_size);
+  result.set_cache_size(ctx.options.cache_size);
+  result.set_messages(ctx.options.messages);
+  const std::string qualified = Qualified(ctx.options.database, result.table());
 
-  absl::StatusOr<v1::TableStatus> loaded = WaitForTable(
-      ctx.msgq_address, ctx.options.database, result.table, absl::Seconds(60));
+  absl::StatusOr<v1::TableStatus> loaded =
+      WaitForTable(ctx.msgq_address, ctx.options.database, result.table(),
+                   absl::Seconds(60));
   if (!loaded.ok()) return loaded.status();
-  result.settle_s = Settle(ctx);
+  result.set_settle_s(Settle(ctx));
 
   DeliveryLog log(ctx.options.messages);
   SubscriberPool::Options sub;
   sub.address = ctx.msgq_address;
   sub.keyspace = ctx.options.database;
-  sub.table = result.table;
+  sub.table = result.table();
   sub.streams = ctx.options.subscribers;
   sub.ack_mode = ctx.options.ack_mode;
   sub.max_acks_in_flight = ctx.options.max_acks_in_flight;
   SubscriberPool pool(sub, &log);
 
-  PhaseProfiles profiles(ctx, result.phase, /*with_msgqd=*/true);
+  PhaseProfiles profiles(ctx, result.phase(), /*with_msgqd=*/true);
   CostMeter meter(ctx.admin, ctx.msgqd_pid, ctx.mariadbd_pid);
   if (auto s = meter.Begin(); !s.ok()) return s;
   Sampler sampler(SampleInterval(ctx), [&] {
@@ -215,42 +216,42 @@ absl::StatusOr<DrainResult> RunDrainPhase(BenchContext& ctx, int batch_size,
   const int64_t subscribe_ns = NowNs();
   sampler.Start();
   pool.Start();
-  result.completed = pool.WaitAcked(ctx.options.messages,
-                                    absl::Seconds(ctx.options.drain_timeout_s));
-  const int64_t end_ns = result.completed ? pool.reached_ns() : NowNs();
+  result.set_completed(pool.WaitAcked(
+      ctx.options.messages, absl::Seconds(ctx.options.drain_timeout_s)));
+  const int64_t end_ns = result.completed() ? pool.reached_ns() : NowNs();
   absl::StatusOr<PhaseCost> cost = meter.End();
   sampler.Stop();
-  result.perf_report = profiles.Finish();
+  result.set_perf_report(profiles.Finish());
   pool.Stop();
   if (!cost.ok()) return cost.status();
-  result.cost = *cost;
 
   const int64_t first_ns = log.earliest_ns();
-  result.startup_s = first_ns > 0 ? NsToSeconds(first_ns - subscribe_ns) : 0;
-  result.seconds = first_ns > 0 ? NsToSeconds(end_ns - first_ns) : 0;
-  result.msgs_per_s =
-      result.seconds > 0 && result.completed
-          ? static_cast<double>(result.messages) / result.seconds
-          : 0;
-  result.received = log.unique();
-  result.duplicates = log.duplicates();
-  result.unexpected = log.unexpected();
-  result.lost = result.messages - result.received;
-  result.subscribers = pool.stats();
+  result.set_startup_s(first_ns > 0 ? NsToSeconds(first_ns - subscribe_ns) : 0);
+  result.set_seconds(first_ns > 0 ? NsToSeconds(end_ns - first_ns) : 0);
+  result.set_msgs_per_s(result.seconds() > 0 && result.completed()
+                            ? static_cast<double>(result.messages()) /
+                                  result.seconds()
+                            : 0);
+  result.set_received(log.unique());
+  result.set_duplicates(log.duplicates());
+  result.set_unexpected(log.unexpected());
+  result.set_lost(result.messages() - result.received());
+  *result.mutable_subscribers() = pool.stats();
+  FillCost(*cost, result.received(), result.mutable_cost());
   absl::StatusOr<int64_t> unacked =
       QueryInt(*ctx.admin, absl::StrCat("SELECT COUNT(*) FROM ", qualified,
                                         " WHERE time_acked IS NULL"));
   if (!unacked.ok()) return unacked.status();
-  result.unacked_in_db = *unacked;
+  result.set_unacked_in_db(*unacked);
   absl::StatusOr<int64_t> again = QueryInt(
       *ctx.admin,
       absl::StrCat("SELECT COUNT(*) FROM ", qualified, " WHERE epoch > 1"));
   if (!again.ok()) return again.status();
-  result.redelivered_in_db = *again;
-  result.ok = result.completed && result.lost == 0 &&
-              result.unacked_in_db == 0 && result.unexpected == 0;
+  result.set_sent_more_than_once_in_db(*again);
+  result.set_ok(result.completed() && result.lost() == 0 &&
+                result.unacked_in_db() == 0 && result.unexpected() == 0);
   AppendSeries(
-      result.phase, sampler.samples(), first_ns > 0 ? first_ns : subscribe_ns,
+      result.phase(), sampler.samples(), first_ns > 0 ? first_ns : subscribe_ns,
       [](const std::vector<double>& prev, const std::vector<double>& cur,
          double dt, SeriesPoint& p) {
         p.delivered_per_s = (cur[0] - prev[0]) / dt;

@@ -12,7 +12,6 @@
 // (speed is reported, never asserted), 1 otherwise, 2 on bad flags.
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -28,8 +27,6 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -38,6 +35,7 @@
 #include "tools/launch/child_process.h"
 #include "tools/launch/msgqd_process.h"
 #include "tools/launch/private_mariadb.h"
+#include "tools/msgq_bench/environment.h"
 #include "tools/msgq_bench/options.h"
 #include "tools/msgq_bench/phases.h"
 #include "tools/msgq_bench/report.h"
@@ -73,68 +71,6 @@ void StartSignalThread() {
     if (!e.mariadb_stop.empty()) (void)launch::RunCommand(e.mariadb_stop);
     _exit(130);
   }).detach();
-}
-
-std::string FirstLine(const std::string& s) {
-  return std::string(absl::StripAsciiWhitespace(s.substr(0, s.find('\n'))));
-}
-
-Environment DescribeEnvironment(const BenchOptions& o, MysqlConnection& admin,
-                                int argc, char** argv) {
-  Environment e;
-  e.date_utc =
-      absl::FormatTime("%Y-%m-%d %H:%M UTC", absl::Now(), absl::UTCTimeZone());
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  e.host = host;
-  e.cpus = static_cast<int>(std::thread::hardware_concurrency());
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);) {
-    if (line.rfind("model name", 0) == 0) {
-      e.cpu_model = std::string(
-          absl::StripAsciiWhitespace(line.substr(line.find(':') + 1)));
-      break;
-    }
-  }
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  int64_t kib = 0;
-  if (meminfo >> key >> kib) e.mem_total_mib = kib / 1024;
-  utsname u;
-  if (uname(&u) == 0) e.kernel = absl::StrCat(u.sysname, " ", u.release);
-  absl::StatusOr<QueryResult> v = admin.Query(
-      "SELECT VERSION(), @@innodb_flush_log_at_trx_commit, @@sync_binlog, "
-      "@@log_bin, @@binlog_format, @@innodb_buffer_pool_size DIV 1048576");
-  if (v.ok() && !v->rows.empty()) {
-    auto s = [&](int i) { return v->rows[0][i].value_or("NULL"); };
-    e.mysql_version = s(0);
-    e.mysql_settings =
-        absl::StrCat("innodb_flush_log_at_trx_commit=", s(1),
-                     ", sync_binlog=", s(2), ", log_bin=", s(3),
-                     ", binlog_format=", s(4), ", buffer pool ", s(5), " MiB");
-  }
-  const std::string git =
-      absl::StrCat("git -C ", launch::ShellQuote(o.source_dir));
-  e.msgq_commit =
-      FirstLine(launch::RunCommand(
-                    absl::StrCat(git, " describe --always --dirty 2>/dev/null"))
-                    .value_or("unknown"));
-  if (absl::EndsWith(e.msgq_commit, "-dirty")) {
-    // Identify the uncommitted state too: a hash of the diff.
-    absl::StrAppend(
-        &e.msgq_commit, " (diff sha1 ",
-        FirstLine(launch::RunCommand(
-                      absl::StrCat(git,
-                                   " diff HEAD 2>/dev/null | sha1sum | "
-                                   "cut -c1-12"))
-                      .value_or("?")),
-        ")");
-  }
-  std::vector<std::string> args(argv, argv + argc);
-  e.command = absl::StrJoin(args, " ");
-  e.msgqd = o.msgq_server.empty() ? o.msgqd_path
-                                  : absl::StrCat("external ", o.msgq_server);
-  return e;
 }
 
 int Run(const BenchOptions& options, int argc, char** argv) {
@@ -281,10 +217,10 @@ int Run(const BenchOptions& options, int argc, char** argv) {
       LogInfo("msgq-bench: relay baseline");
       absl::StatusOr<RelayResult> relay = RunRelayPhase(ctx, &results.series);
       if (relay.ok()) {
-        relay->preload_s = relay_preload;
+        relay->set_preload_s(relay_preload);
         results.relay = *relay;
-        if (!relay->ok) failed = true;
-        LogInfo("msgq-bench: relay ", relay->msgs_per_s, " msgs/s");
+        if (!relay->ok()) failed = true;
+        LogInfo("msgq-bench: relay ", relay->msgs_per_s(), " msgs/s");
       } else {
         fail("relay", relay.status());
       }
@@ -317,12 +253,13 @@ int Run(const BenchOptions& options, int argc, char** argv) {
         fail(absl::StrCat("msgq drain (batch ", batch, ")"), drain.status());
         continue;
       }
-      drain->preload_s = preload_s;
-      if (results.relay.has_value() && results.relay->msgs_per_s > 0) {
-        drain->ratio = drain->msgs_per_s / results.relay->msgs_per_s;
+      drain->set_preload_s(preload_s);
+      if (results.relay.has_value() && results.relay->msgs_per_s() > 0) {
+        drain->set_ratio_to_relay(drain->msgs_per_s() /
+                                  results.relay->msgs_per_s());
       }
-      if (!drain->ok) failed = true;
-      LogInfo("msgq-bench: msgq ", drain->msgs_per_s, " msgs/s");
+      if (!drain->ok()) failed = true;
+      LogInfo("msgq-bench: msgq ", drain->msgs_per_s(), " msgs/s");
       results.drains.push_back(*std::move(drain));
     }
     (void)ctx.admin->Execute(absl::StrCat(
@@ -337,8 +274,8 @@ int Run(const BenchOptions& options, int argc, char** argv) {
         started.ok() ? RunSustainedPhase(ctx, &results.series)
                      : absl::StatusOr<SustainedResult>(started);
     if (s.ok()) {
-      if (!s->ok) failed = true;
-      if (s->discovery != "binlog") {
+      if (!s->ok()) failed = true;
+      if (s->discovery() != "binlog") {
         results.notes.push_back(absl::StrCat(
             "sustained: msgqd discovered new rows by polling every ",
             o.poller_interval_s,

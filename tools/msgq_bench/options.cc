@@ -75,7 +75,8 @@ ABSL_FLAG(int, payload_bytes, 60, "Bytes of each JSON payload");
 ABSL_FLAG(double, sample_interval, 1.0, "Time series sampling period (s)");
 ABSL_FLAG(bool, perf, false,
           "Record `perf record -g` of msgqd and mariadbd during each drain "
-          "phase into out_dir/{msgqd,mariadbd}-PHASE.perf.{data,txt}");
+          "phase into out_dir/{msgqd,mariadbd}-PHASE.perf.{data,txt} (with "
+          "tools/msgq_bench/perf_phase.sh)");
 ABSL_FLAG(bool, plot, true, "Draw bench.png with gnuplot");
 ABSL_FLAG(bool, settle, true,
           "Before each measured phase, wait for InnoDB purge to catch up so "

@@ -18,15 +18,15 @@ Percentiles Summarize(std::vector<int64_t>& samples_ns) {
   if (samples_ns.empty()) return p;
   std::sort(samples_ns.begin(), samples_ns.end());
   auto ms = [](int64_t ns) { return static_cast<double>(ns) / 1e6; };
-  p.count = static_cast<int64_t>(samples_ns.size());
+  p.set_count(static_cast<int32_t>(samples_ns.size()));
   double sum = 0;
   for (int64_t v : samples_ns) sum += static_cast<double>(v);
-  p.mean_ms = sum / static_cast<double>(samples_ns.size()) / 1e6;
-  p.p50_ms = ms(Quantile(samples_ns, 0.50));
-  p.p90_ms = ms(Quantile(samples_ns, 0.90));
-  p.p99_ms = ms(Quantile(samples_ns, 0.99));
-  p.p999_ms = ms(Quantile(samples_ns, 0.999));
-  p.max_ms = ms(samples_ns.back());
+  p.set_mean_ms(sum / static_cast<double>(samples_ns.size()) / 1e6);
+  p.set_p50_ms(ms(Quantile(samples_ns, 0.50)));
+  p.set_p90_ms(ms(Quantile(samples_ns, 0.90)));
+  p.set_p99_ms(ms(Quantile(samples_ns, 0.99)));
+  p.set_p999_ms(ms(Quantile(samples_ns, 0.999)));
+  p.set_max_ms(ms(samples_ns.back()));
   return p;
 }
 

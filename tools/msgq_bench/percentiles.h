@@ -1,23 +1,17 @@
 // Percentiles of a set of durations (exact: the samples are sorted).
-// A plain value type; thread-compatible.
+// Thread-compatible.
 #ifndef MSGQ_TOOLS_MSGQ_BENCH_PERCENTILES_H_
 #define MSGQ_TOOLS_MSGQ_BENCH_PERCENTILES_H_
 
 #include <cstdint>
 #include <vector>
 
+#include "tools/msgq_bench/bench_results.pb.h"
+
 namespace msgq::bench {
 
-struct Percentiles {
-  int64_t count = 0;
-  // Milliseconds; all 0 when count == 0.
-  double mean_ms = 0;
-  double p50_ms = 0;
-  double p90_ms = 0;
-  double p99_ms = 0;
-  double p999_ms = 0;
-  double max_ms = 0;
-};
+// count, mean and percentiles in ms; all 0 when there are no samples.
+using Percentiles = pb::Latency;
 
 // Sorts `samples_ns` in place and summarises it (nearest-rank percentiles).
 Percentiles Summarize(std::vector<int64_t>& samples_ns);

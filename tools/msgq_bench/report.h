@@ -1,5 +1,6 @@
 // The report of a run: a readable table on stdout, bench.json, the time
-// series timeseries.csv, and bench.png drawn by gnuplot from the CSV.
+// series timeseries.csv, and bench.png drawn by gnuplot (bench.gp) from the
+// CSV.
 //
 // Thread-compatible. The writers return INTERNAL when a file cannot be
 // written (or gnuplot fails), naming the file.
@@ -19,7 +20,8 @@ std::string FormatTable(const BenchOptions& options,
 absl::Status WriteJson(const BenchOptions& options, const BenchResults& results,
                        const std::string& path);
 absl::Status WriteCsv(const BenchResults& results, const std::string& path);
-// Writes `png`'s gnuplot script next to it (.gp) and runs gnuplot.
+// Draws `png` from `csv` with gnuplot and tools/msgq_bench/bench.gp (found
+// under options.source_dir).
 absl::Status WritePlot(const BenchOptions& options, const BenchResults& results,
                        const std::string& csv, const std::string& png);
 

@@ -91,12 +91,12 @@ int64_t SubscriberPool::reached_ns() const {
 
 SubscriberPool::Stats SubscriberPool::stats() const {
   Stats s;
-  s.batches = batches_.load();
-  s.rows = rows_.load();
-  s.ack_rpcs = ack_rpcs_.load();
-  s.ack_errors = ack_errors_.load();
-  s.acked = acked_.load();
-  s.stream_restarts = restarts_.load();
+  s.set_batches(batches_.load());
+  s.set_rows(rows_.load());
+  s.set_ack_rpcs(ack_rpcs_.load());
+  s.set_ack_errors(ack_errors_.load());
+  s.set_acked(acked_.load());
+  s.set_stream_restarts(restarts_.load());
   return s;
 }
 

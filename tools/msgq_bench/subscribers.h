@@ -21,6 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "tools/msgq_bench/bench_results.pb.h"
 #include "tools/msgq_bench/delivery_log.h"
 #include "tools/msgq_bench/options.h"
 
@@ -36,14 +37,9 @@ class SubscriberPool {
     AckMode ack_mode = AckMode::kAsync;
     int max_acks_in_flight = 32;
   };
-  struct Stats {
-    int64_t batches = 0;
-    int64_t rows = 0;
-    int64_t ack_rpcs = 0;
-    int64_t ack_errors = 0;
-    int64_t acked = 0;  // rows msgqd reported as newly acked
-    int64_t stream_restarts = 0;
-  };
+  // batches, rows, ack_rpcs, ack_errors, acked (rows msgqd reported as newly
+  // acked), stream_restarts.
+  using Stats = pb::Subscribers;
 
   SubscriberPool(Options options, DeliveryLog* log);
   ~SubscriberPool();

@@ -12,6 +12,7 @@
 #include "tools/msgq_bench/cost_meter.h"
 #include "tools/msgq_bench/delivery_log.h"
 #include "tools/msgq_bench/msgqd_process.h"
+#include "tools/msgq_bench/percentiles.h"
 #include "tools/msgq_bench/phases.h"
 #include "tools/msgq_bench/producers.h"
 #include "tools/msgq_bench/sampler.h"
@@ -51,9 +52,9 @@ absl::StatusOr<SustainedResult> RunSustainedPhase(
     BenchContext& ctx, std::vector<SeriesPoint>* series) {
   const BenchOptions& o = ctx.options;
   SustainedResult result;
-  result.producers = o.producers;
-  result.offered_rate = o.rate;
-  result.duration_s = o.duration_s;
+  result.set_producers(o.producers);
+  result.set_offered_rate(o.rate);
+  result.set_duration_s(o.duration_s);
   const std::string table = Qualified(o.database, kSustainedTable);
   if (auto s = ctx.admin->Execute(absl::StrCat("DROP TABLE IF EXISTS ", table));
       !s.ok()) {
@@ -80,7 +81,7 @@ absl::StatusOr<SustainedResult> RunSustainedPhase(
   po.duration_s = o.duration_s;
   po.payload_bytes = o.payload_bytes;
   ProducerPool producers(ctx.mysql, po);
-  result.messages = producers.messages();
+  result.set_messages(producers.messages());
 
   DeliveryLog log(producers.messages());
   SubscriberPool::Options sub;
@@ -98,7 +99,7 @@ absl::StatusOr<SustainedResult> RunSustainedPhase(
     absl::StatusOr<v1::TableStatus> t = WaitForTable(
         ctx.msgq_address, o.database, kSustainedTable, absl::Seconds(10));
     if (!t.ok()) return t.status();
-    result.discovery = t->discovery();
+    result.set_discovery(t->discovery());
     if (t->subscribers() >= o.subscribers) break;
     if (absl::Now() > deadline) {
       return absl::DeadlineExceededError("subscribers did not all subscribe");
@@ -127,27 +128,27 @@ absl::StatusOr<SustainedResult> RunSustainedPhase(
   sampler.Stop();
   pool.Stop();
   if (!cost.ok()) return cost.status();
-  result.cost = *cost;
 
-  result.committed = producers.committed();
-  result.producer_errors = producers.errors();
+  result.set_committed(producers.committed());
+  result.set_producer_errors(producers.errors());
   const int64_t start = producers.start_ns();
   const double producing_s = NsToSeconds(producers.end_ns() - start);
-  result.achieved_offered_rate =
-      producing_s > 0 ? static_cast<double>(result.committed) / producing_s : 0;
-  result.max_producer_lag_ms =
-      static_cast<double>(producers.max_lag_ns()) / 1e6;
-  result.tail_s = all_acked && acked_ns > 0
-                      ? NsToSeconds(acked_ns - producers.end_ns())
-                      : o.tail_timeout_s;
+  result.set_achieved_offered_rate(
+      producing_s > 0 ? static_cast<double>(result.committed()) / producing_s
+                      : 0);
+  result.set_max_producer_lag_ms(static_cast<double>(producers.max_lag_ns()) /
+                                 1e6);
+  result.set_tail_s(all_acked && acked_ns > 0
+                        ? NsToSeconds(acked_ns - producers.end_ns())
+                        : o.tail_timeout_s);
 
   const int64_t window_end = start + static_cast<int64_t>(o.duration_s * 1e9);
   std::vector<int64_t> lat_end;
   std::vector<int64_t> lat_start;
   std::vector<std::pair<int64_t, int64_t>> by_receipt;
-  lat_end.reserve(static_cast<size_t>(result.committed));
-  lat_start.reserve(static_cast<size_t>(result.committed));
-  by_receipt.reserve(static_cast<size_t>(result.committed));
+  lat_end.reserve(static_cast<size_t>(result.committed()));
+  lat_start.reserve(static_cast<size_t>(result.committed()));
+  by_receipt.reserve(static_cast<size_t>(result.committed()));
   int64_t lost = 0;
   for (int64_t id = 1; id <= producers.messages(); ++id) {
     const int64_t committed = producers.commit_end_ns(id);
@@ -157,39 +158,43 @@ absl::StatusOr<SustainedResult> RunSustainedPhase(
       ++lost;
       continue;
     }
-    if (committed <= window_end) ++result.committed_in_window;
-    if (received <= window_end) ++result.delivered_in_window;
+    if (committed <= window_end)
+      result.set_committed_in_window(result.committed_in_window() + 1);
+    if (received <= window_end)
+      result.set_delivered_in_window(result.delivered_in_window() + 1);
     int64_t l = received - committed;
     if (l < 0) {
-      ++result.before_commit_returned;
+      result.set_received_before_commit_returned(
+          result.received_before_commit_returned() + 1);
       l = 0;
     }
     lat_end.push_back(l);
     lat_start.push_back(received - producers.commit_start_ns(id));
     by_receipt.emplace_back(received, l);
   }
-  result.latency = Summarize(lat_end);
-  result.latency_commit_start = Summarize(lat_start);
-  result.delivered_rate =
-      static_cast<double>(result.delivered_in_window) / o.duration_s;
-  result.delivered_pct = 100.0 * result.delivered_rate / o.rate;
-  result.delivered_pct_of_committed =
-      result.committed_in_window > 0
-          ? 100.0 * static_cast<double>(result.delivered_in_window) /
-                static_cast<double>(result.committed_in_window)
-          : 0;
-  result.received = log.unique();
-  result.duplicates = log.duplicates();
-  result.unexpected = log.unexpected();
-  result.lost = lost;
-  result.subscribers = pool.stats();
+  *result.mutable_latency_commit_end() = Summarize(lat_end);
+  *result.mutable_latency_commit_start() = Summarize(lat_start);
+  result.set_delivered_rate(static_cast<double>(result.delivered_in_window()) /
+                            o.duration_s);
+  result.set_delivered_pct_of_offered(100.0 * result.delivered_rate() / o.rate);
+  result.set_delivered_pct_of_committed(
+      result.committed_in_window() > 0
+          ? 100.0 * static_cast<double>(result.delivered_in_window()) /
+                static_cast<double>(result.committed_in_window())
+          : 0);
+  result.set_received(log.unique());
+  result.set_duplicates(log.duplicates());
+  result.set_unexpected(log.unexpected());
+  result.set_lost(lost);
+  *result.mutable_subscribers() = pool.stats();
+  FillCost(*cost, result.received(), result.mutable_cost());
   absl::StatusOr<int64_t> unacked =
       QueryInt(*ctx.admin, absl::StrCat("SELECT COUNT(*) FROM ", table,
                                         " WHERE time_acked IS NULL"));
   if (!unacked.ok()) return unacked.status();
-  result.unacked_in_db = *unacked;
-  result.ok = produced.ok() && all_acked && result.lost == 0 &&
-              result.unacked_in_db == 0 && result.unexpected == 0;
+  result.set_unacked_in_db(*unacked);
+  result.set_ok(produced.ok() && all_acked && result.lost() == 0 &&
+                result.unacked_in_db() == 0 && result.unexpected() == 0);
 
   const size_t first_point = series->size();
   AppendSeries(
