@@ -94,10 +94,15 @@ TEST(HarnessTest, KilledTestLeavesNothingBehind) {
   EXPECT_TRUE(Eventually([&] { return !Alive(mariadbd); }, absl::Seconds(10)));
   EXPECT_TRUE(Eventually([&] { return !Alive(watchdog); }, absl::Seconds(10)));
   // The directories outlive their owner until the next sweep (this one, or
-  // that of a test process starting in parallel).
-  (void)launch::SweepStaleDirs(kTempPrefix);
-  EXPECT_FALSE(fs::exists(db_dir));
-  EXPECT_FALSE(fs::exists(srv_dir));
+  // that of a test process starting in parallel: while that one holds a
+  // directory's lock and deletes it, this sweep skips it, so wait for it).
+  EXPECT_TRUE(Eventually(
+      [&] {
+        (void)launch::SweepStaleDirs(kTempPrefix);
+        return !fs::exists(db_dir) && !fs::exists(srv_dir);
+      },
+      absl::Seconds(10)))
+      << db_dir << " or " << srv_dir << " is still there";
 }
 
 // Processes whose command line names something inside `dir`.

@@ -32,10 +32,8 @@ struct ToolResult {
   std::string output;  // stdout and stderr
 };
 
-ToolResult RunCli(const std::string& prefix,
-                  const std::vector<std::string>& args) {
-  std::string cmd = absl::StrCat(prefix, MSGQ_CLI_PATH);
-  for (const std::string& a : args) absl::StrAppend(&cmd, " '", a, "'");
+// Runs `cmd` (a shell command line) with stderr merged into stdout.
+ToolResult RunCommand(std::string cmd) {
   absl::StrAppend(&cmd, " 2>&1");
   ToolResult r;
   FILE* f = popen(cmd.c_str(), "r");
@@ -46,6 +44,13 @@ ToolResult RunCli(const std::string& prefix,
   const int status = pclose(f);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+ToolResult RunCli(const std::string& prefix,
+                  const std::vector<std::string>& args) {
+  std::string cmd = absl::StrCat(prefix, MSGQ_CLI_PATH);
+  for (const std::string& a : args) absl::StrAppend(&cmd, " '", a, "'");
+  return RunCommand(std::move(cmd));
 }
 
 class SecurityClientTest : public SecurityTest {
@@ -137,18 +142,9 @@ TEST_F(SecurityClientTest, PythonConsumerWithTlsAndToken) {
                    MSGQ_SOURCE_DIR, "/client/python/msgq_consume.py");
   auto consume = [&](const std::string& table, const std::string& token,
                      int count) {
-    std::string cmd = absl::StrCat(
+    return RunCommand(absl::StrCat(
         python, " --server=", server_->address(), " --tls_ca=", Path("ca.pem"),
-        " --token_file=", Path(token), " --count=", count, " ", table);
-    ToolResult r;
-    FILE* f = popen((cmd + " 2>&1").c_str(), "r");
-    if (f == nullptr) return r;
-    char buf[512];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.output.append(buf, n);
-    const int status = pclose(f);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
+        " --token_file=", Path(token), " --count=", count, " ", table));
   };
   const ToolResult ok = consume("a", "worker.token", 3);
   EXPECT_EQ(ok.code, 0) << ok.output;
