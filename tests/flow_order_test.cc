@@ -5,6 +5,7 @@
 // head does not.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <random>
@@ -277,6 +278,65 @@ TEST_F(FlowOrderTest, DelayedNackHoldsTheKeyAndADeadHeadDoesNot) {
   }
   ASSERT_TRUE(stream.WaitForRows(5, absl::Seconds(10)));
   EXPECT_EQ(stream.ids().back(), "3");
+}
+
+// The cost of ordering, by hand (not a timed test):
+//   MSGQ_ORDER_ROWS=20000 MSGQ_ORDER_KEYS=100 build/tests/flow_order_test \
+//     --gtest_also_run_disabled_tests --gtest_filter='*DISABLED_Measure*'
+// The same rows (id % keys as the key) drained by one stream that acks
+// every batch at once, from a plain table and from an ordered one.
+TEST_F(FlowOrderTest, DISABLED_MeasureTheDrainOfAnOrderedTable) {
+  auto env = [](const char* name, int fallback) {
+    const char* v = std::getenv(name);
+    return v != nullptr ? std::atoi(v) : fallback;
+  };
+  const int rows = env("MSGQ_ORDER_ROWS", 20000);
+  const int keys = env("MSGQ_ORDER_KEYS", 100);
+  for (const char* directive : {"", ",msgq_order_by=order_key"}) {
+    Exec("DROP TABLE IF EXISTS msgq.q");
+    ASSERT_NO_FATAL_FAILURE(CreateTable(
+        "q",
+        absl::StrCat("vt_ack_wait=600,vt_batch_size=100,vt_poller_interval=1",
+                     directive),
+        kOrderKeyColumns));
+    for (int from = 1; from <= rows; from += 1000) {
+      std::string sql = "INSERT INTO msgq.q (id, order_key) VALUES ";
+      for (int id = from; id < from + 1000 && id <= rows; ++id) {
+        absl::StrAppend(&sql, id == from ? "" : ",", "(", id, ",", id % keys,
+                        ")");
+      }
+      Exec(sql);
+    }
+    ASSERT_NO_FATAL_FAILURE(StartServer());
+    const absl::Time start = absl::Now();
+    std::set<std::string> got;
+    grpc::ClientContext context;
+    v1::MessageStreamRequest request;
+    request.set_name("q");
+    auto reader = stub_->MessageStream(&context, request);
+    v1::MessageStreamResponse r;
+    while (got.size() < static_cast<size_t>(rows) && reader->Read(&r)) {
+      v1::MessageAckRequest ack;
+      ack.set_name("q");
+      for (const v1::Row& row : r.rows()) {
+        got.insert(RowValue(row, 0));
+        ack.add_ids(RowValue(row, 0));
+      }
+      if (ack.ids_size() == 0) continue;
+      grpc::ClientContext call;
+      v1::MessageAckResponse out;
+      ASSERT_TRUE(stub_->MessageAck(&call, ack, &out).ok());
+    }
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    context.TryCancel();
+    (void)reader->Finish();
+    EXPECT_EQ(got.size(), static_cast<size_t>(rows));
+    std::printf("%-8s %d rows, %d keys: %.1f s, %.0f msgs/s\n",
+                *directive == 0 ? "plain" : "ordered", rows, keys, seconds,
+                rows / seconds);
+    std::fflush(stdout);
+    server_.reset();
+  }
 }
 
 }  // namespace
