@@ -21,7 +21,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -234,8 +233,8 @@ int main(int argc, char** argv) {
   }
 
   // `stream * from T` over the MySQL protocol (server/mysql_protocol/).
-  auto mysql_protocol =
-      msgq::mysql_protocol::StartFromFlags(&engine, security->authorizer.get());
+  auto mysql_protocol = msgq::mysql_protocol::StartFromFlags(
+      &engine, security->authorizer.get(), security->own_tls);
   if (!mysql_protocol.ok()) {
     msgq::LogError(mysql_protocol.status().message());
     engine.Stop();
@@ -272,31 +271,17 @@ int main(int argc, char** argv) {
   // goes on serving gRPC and says so.
   // With --tls_cert the HTTP port speaks HTTPS only, with the gRPC port's
   // files (and client CA).
-  std::unique_ptr<msgq::tls::TlsServerContext> http_tls;
   std::unique_ptr<msgq::HttpServer> http;
   if (const std::string http_listen = absl::GetFlag(FLAGS_http_listen);
       !http_listen.empty()) {
     msgq::HttpServer::Options http_options;
-    absl::Status tls_status;
-    if (std::optional<msgq::tls::TlsServerFiles> files =
-            msgq::TlsFilesFromFlags()) {
-      absl::StatusOr<std::unique_ptr<msgq::tls::TlsServerContext>> context =
-          msgq::tls::TlsServerContext::Create(*std::move(files));
-      if (context.ok()) {
-        http_tls = *std::move(context);
-        http_options.tls = http_tls.get();
-      }
-      tls_status = context.status();
-    }
+    http_options.tls = security->own_tls.get();
     absl::StatusOr<std::unique_ptr<msgq::HttpServer>> started =
-        tls_status.ok()
-            ? msgq::HttpServer::Start(
-                  http_listen,
-                  msgq::MsgqdRoutes(&engine, &grpc_metrics,
-                                    msgq::CurrentBuildInfo(),
-                                    security->authorizer.get()),
-                  http_options)
-            : absl::StatusOr<std::unique_ptr<msgq::HttpServer>>(tls_status);
+        msgq::HttpServer::Start(
+            http_listen,
+            msgq::MsgqdRoutes(&engine, &grpc_metrics, msgq::CurrentBuildInfo(),
+                              security->authorizer.get()),
+            http_options);
     if (started.ok()) {
       http = *std::move(started);
       std::fprintf(stderr, "msgqd http on %s:%d\n",
@@ -304,7 +289,7 @@ int main(int argc, char** argv) {
                    http->port());
       if (http->tls()) {
         msgq::LogInfo("the HTTP port speaks HTTPS only",
-                      http_tls->requires_client_certificate()
+                      security->own_tls->requires_client_certificate()
                           ? ", with client certificates of --tls_client_ca"
                           : "");
       }

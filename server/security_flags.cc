@@ -86,6 +86,14 @@ absl::StatusOr<SecurityConfig> SecurityFromFlags() {
       auth::Authorizer::Create(std::move(options));
   if (!authorizer.ok()) return authorizer.status();
   config.authorizer = *std::move(authorizer);
+  if (config.tls.enabled()) {
+    absl::StatusOr<std::unique_ptr<tls::TlsServerContext>> own =
+        tls::TlsServerContext::Create(tls::TlsServerFiles{
+            config.tls.cert, config.tls.key, config.tls.client_ca,
+            config.tls_reload_interval});
+    if (!own.ok()) return own.status();
+    config.own_tls = *std::move(own);
+  }
   if (absl::GetFlag(FLAGS_grpc_max_receive_message_bytes) < 1024 ||
       absl::GetFlag(FLAGS_grpc_max_concurrent_streams) < 1 ||
       absl::GetFlag(FLAGS_grpc_memory_quota_bytes) < (1 << 20) ||
@@ -96,16 +104,6 @@ absl::StatusOr<SecurityConfig> SecurityFromFlags() {
         "1 MiB and --grpc_min_ping_interval >= 0");
   }
   return config;
-}
-
-std::optional<tls::TlsServerFiles> TlsFilesFromFlags() {
-  tls::TlsServerFiles files;
-  files.cert = absl::GetFlag(FLAGS_tls_cert);
-  if (files.cert.empty()) return std::nullopt;
-  files.key = absl::GetFlag(FLAGS_tls_key);
-  files.client_ca = absl::GetFlag(FLAGS_tls_client_ca);
-  files.reload_interval = absl::GetFlag(FLAGS_tls_reload_interval);
-  return files;
 }
 
 std::shared_ptr<grpc::ServerCredentials> GrpcServerCredentials(

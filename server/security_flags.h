@@ -23,18 +23,15 @@ struct SecurityConfig {
   auth::TlsFiles tls;
   absl::Duration tls_reload_interval;
   std::unique_ptr<auth::Authorizer> authorizer;
+  // With TLS on: the one context of msgqd's own TLS sockets (the HTTP and
+  // MySQL-protocol ports), from the same files, re-read every
+  // tls_reload_interval; null without TLS.
+  std::shared_ptr<tls::TlsServerContext> own_tls;
 };
 
 // Reads and checks the flags and files. INVALID_ARGUMENT naming the flag,
 // or FILE:LINE of a token or policy file that does not parse.
 absl::StatusOr<SecurityConfig> SecurityFromFlags();
-
-// The TLS files of msgqd's own TLS sockets (the HTTP and MySQL-protocol
-// ports) from --tls_cert, --tls_key, --tls_client_ca and
-// --tls_reload_interval, the same files as the gRPC port's; nullopt when
-// --tls_cert is not set. Not checked here: SecurityFromFlags checks them at
-// start, tls::TlsServerContext::Create when it loads them.
-std::optional<tls::TlsServerFiles> TlsFilesFromFlags();
 
 // The credentials of the gRPC port: TLS watching the files, or insecure.
 std::shared_ptr<grpc::ServerCredentials> GrpcServerCredentials(

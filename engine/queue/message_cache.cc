@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/log.h"
+#include "engine/queue/fair_key.h"
 #include "engine/sql/sql_literal.h"
 
 namespace msgq {
@@ -28,12 +29,6 @@ std::optional<absl::int128> CanonicalIntegerValue(IdKind kind,
   return absl::int128(v);
 }
 
-// The fair key as a map key: NULL and every value distinct.
-std::string FairKeyOf(const Message& m) {
-  return m.fair_key.has_value() ? absl::StrCat("v", *m.fair_key)
-                                : std::string("n");
-}
-
 }  // namespace
 
 MessageCache::Key MessageCache::KeyOf(const Message& m, int64_t tag) const {
@@ -43,7 +38,7 @@ MessageCache::Key MessageCache::KeyOf(const Message& m, int64_t tag) const {
 
 int64_t MessageCache::TagForAdd(const Message& m) {
   Rounds& rounds = rounds_[m.priority];
-  KeyRound& key = rounds.keys[FairKeyOf(m)];
+  KeyRound& key = rounds.keys[FairKeyTag(m.fair_key)];
   key.last_tag = std::max(rounds.virtual_tag, key.last_tag) + 1;
   ++key.queued;
   ++rounds.queued;
@@ -55,7 +50,7 @@ void MessageCache::Leave(const Key& key, const Message& m, bool popped) {
   if (r == rounds_.end()) return;
   Rounds& rounds = r->second;
   if (popped) rounds.virtual_tag = std::get<1>(key);
-  auto k = rounds.keys.find(FairKeyOf(m));
+  auto k = rounds.keys.find(FairKeyTag(m.fair_key));
   if (k != rounds.keys.end() && --k->second.queued == 0) rounds.keys.erase(k);
   if (--rounds.queued == 0) rounds_.erase(r);
 }

@@ -4,17 +4,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "engine/queue/fair_key.h"
 #include "engine/sql/mysql_message_store.h"
 
 namespace msgq {
-namespace {
-
-// A key of the fair column as a map key: NULL and every value distinct.
-std::string Tag(const std::optional<std::string>& key) {
-  return key.has_value() ? absl::StrCat("v", *key) : std::string("n");
-}
-
-}  // namespace
 
 absl::Status MysqlMessageStore::LearnFairIndex(MysqlConnection* conn) {
   const std::string sql = absl::StrCat(
@@ -92,7 +85,7 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FairPollDue(
         }
         for (Message& m : *rows) {
           if (!seen.insert(m.id).second) continue;
-          const std::string tag = Tag(m.fair_key);
+          const std::string tag = FairKeyTag(m.fair_key);
           ++got[tag];
           rank.push_back(per_key[tag]++);
           out.push_back(std::move(m));
@@ -102,7 +95,7 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FairPollDue(
       // left in the next pass; the others are done.
       std::vector<FairPollSql::Slice> next;
       for (FairPollSql::Slice& s : open) {
-        const auto it = got.find(Tag(s.key));
+        const auto it = got.find(FairKeyTag(s.key));
         if (it == got.end() || it->second < share) continue;
         s.offset += share;
         next.push_back(std::move(s));

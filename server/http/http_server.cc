@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -116,9 +117,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
     if (RAND_bytes(random, sizeof(random)) != 1) {
       return absl::InternalError("no random bytes for the TLS relay");
     }
-    for (unsigned char b : random) {
-      absl::StrAppend(&server->relay_secret_, absl::Hex(b, absl::kZeroPad2));
-    }
+    server->relay_secret_ = absl::BytesToHexString(absl::string_view(
+        reinterpret_cast<const char*>(random), sizeof(random)));
     absl::StatusOr<std::unique_ptr<TlsTerminator>> terminator =
         TlsTerminator::Start(listen, server->port_, server->relay_secret_,
                              options.tls, options.terminator);

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "common/poll_timeout.h"
 #include "engine/log.h"
 #include "server/mysql_protocol/handshake.h"
 #include "server/mysql_protocol/result_set.h"
@@ -20,13 +21,6 @@
 
 namespace msgq::mysql_protocol {
 namespace {
-
-// Milliseconds until `deadline` for poll(): -1 for none, at least 0.
-int PollTimeout(absl::Time deadline) {
-  if (deadline == absl::InfiniteFuture()) return -1;
-  const int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now());
-  return static_cast<int>(std::clamp<int64_t>(ms, 0, 1 << 30));
-}
 
 // The ERR packet for an engine error on `keyspace`.`table`.
 std::string EngineErr(uint8_t seq, const absl::Status& status,
@@ -100,7 +94,7 @@ absl::StatusOr<Packet> Connection::ReadPacket(absl::Time deadline, bool exact) {
     }
     pollfd p{fd_, POLLIN, 0};
     const int ready =
-        transport_->Buffered() ? 1 : poll(&p, 1, PollTimeout(deadline));
+        transport_->Buffered() ? 1 : poll(&p, 1, PollTimeoutMs(deadline));
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) return absl::DeadlineExceededError("handshake timeout");
     if (ready < 0) return absl::UnavailableError(strerror(errno));

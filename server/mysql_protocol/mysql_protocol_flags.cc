@@ -9,7 +9,6 @@
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "engine/log.h"
-#include "server/security_flags.h"
 
 ABSL_FLAG(std::string, mysql_protocol_listen, "127.0.0.1:15306",
           "MySQL client/server protocol address where any MySQL client "
@@ -75,15 +74,13 @@ absl::StatusOr<MysqlProtocolServer::Options> OptionsFromFlags() {
 }
 
 absl::StatusOr<std::unique_ptr<MysqlProtocolServer>> StartFromFlags(
-    Engine* engine, auth::Authorizer* authorizer) {
+    Engine* engine, auth::Authorizer* authorizer,
+    std::shared_ptr<tls::TlsServerContext> tls) {
   absl::StatusOr<MysqlProtocolServer::Options> options = OptionsFromFlags();
   if (!options.ok()) return options.status();
   options->connection.authorizer = authorizer;
-  if (std::optional<tls::TlsServerFiles> files = TlsFilesFromFlags()) {
-    absl::StatusOr<std::unique_ptr<tls::TlsServerContext>> context =
-        tls::TlsServerContext::Create(*std::move(files));
-    if (!context.ok()) return context.status();
-    options->connection.tls = *std::move(context);
+  if (tls != nullptr) {
+    options->connection.tls = std::move(tls);
     options->connection.require_tls =
         absl::GetFlag(FLAGS_mysql_protocol_require_tls);
   }

@@ -25,6 +25,7 @@
 #include "engine/engine.h"
 #include "server/auth/authorizer.h"
 #include "server/mysql_protocol/server.h"
+#include "server/tls/tls_server_context.h"
 
 namespace msgq::mysql_protocol {
 
@@ -39,9 +40,12 @@ absl::StatusOr<MysqlProtocolServer::Options> OptionsFromFlags();
 // port, a port in use costs this way in, not the gRPC service. The
 // errors of OptionsFromFlags and MysqlProtocolServer::Start's
 // INVALID_ARGUMENT (msgqd exits 2 on those).
-// `authorizer` (not owned, may be null) must outlive the server.
+// `authorizer` (not owned, may be null) must outlive the server; `tls`
+// (null: no TLS) is msgqd's context of its own TLS sockets
+// (SecurityConfig::own_tls).
 absl::StatusOr<std::unique_ptr<MysqlProtocolServer>> StartFromFlags(
-    Engine* engine, auth::Authorizer* authorizer);
+    Engine* engine, auth::Authorizer* authorizer,
+    std::shared_ptr<tls::TlsServerContext> tls);
 
 }  // namespace msgq::mysql_protocol
 

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/poll_timeout.h"
 
 namespace msgq::tls {
 namespace {
@@ -23,15 +24,6 @@ std::string OpenSslReason() {
   if (e == 0) return "connection closed or reset";
   const char* reason = ERR_reason_error_string(e);
   return reason != nullptr ? reason : absl::StrCat("OpenSSL error ", e);
-}
-
-int PollTimeoutMs(absl::Time deadline) {
-  if (deadline == absl::InfiniteFuture()) return -1;
-  const absl::Duration left = deadline - absl::Now();
-  if (left <= absl::ZeroDuration()) return 0;
-  return static_cast<int>(std::min<int64_t>(
-      absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))),
-      1 << 30));
 }
 
 }  // namespace
