@@ -210,8 +210,16 @@ BookkeepingColumns BookkeepingOf(const MessageTable& table) {
   b.column_count = static_cast<uint32_t>(table.columns.size());
   for (uint32_t i = 0; i < table.columns.size(); ++i) {
     const std::string& name = table.columns[i].name;
-    if (absl::EqualsIgnoreCase(name, "id")) b.id = i;
-    if (absl::EqualsIgnoreCase(name, "priority")) b.priority = i;
+    const bool is_unsigned = absl::StrContains(
+        absl::AsciiStrToLower(table.columns[i].column_type), "unsigned");
+    if (absl::EqualsIgnoreCase(name, "id")) {
+      b.id = i;
+      b.id_unsigned = is_unsigned;
+    }
+    if (absl::EqualsIgnoreCase(name, "priority")) {
+      b.priority = i;
+      b.priority_unsigned = is_unsigned;
+    }
     if (absl::EqualsIgnoreCase(name, "time_next")) b.time_next = i;
     if (absl::EqualsIgnoreCase(name, "time_acked")) b.time_acked = i;
   }

@@ -38,9 +38,13 @@ int64_t SignExtend(uint64_t bits, size_t size) {
   return static_cast<int64_t>((bits ^ sign) - sign);
 }
 
-std::optional<int64_t> IntOf(const Value& v, uint8_t type) {
+std::optional<int64_t> IntOf(const Value& v, uint8_t type,
+                             bool is_unsigned = false) {
   if (v.is_null) return std::nullopt;
-  if (v.integer) return SignExtend(v.bits, IntegerSize(type));
+  if (v.integer) {
+    return is_unsigned ? static_cast<int64_t>(v.bits)
+                       : SignExtend(v.bits, IntegerSize(type));
+  }
   int64_t n = 0;
   if (absl::SimpleAtoi(v.bytes, &n)) return n;
   return std::nullopt;
@@ -315,9 +319,13 @@ absl::Status BinlogDecoder::DecodeRows(uint8_t type, absl::string_view body,
                                                    id_type, " of ", t.db, ".",
                                                    t.table, " is not decoded"));
     }
-    change.priority = IntOf(values[cols.priority],
-                            static_cast<uint8_t>(t.types[cols.priority]))
-                          .value_or(0);
+    const bool priority_unsigned = t.is_unsigned.empty()
+                                       ? cols.priority_unsigned
+                                       : t.is_unsigned[cols.priority];
+    change.priority =
+        IntOf(values[cols.priority],
+              static_cast<uint8_t>(t.types[cols.priority]), priority_unsigned)
+            .value_or(0);
     change.time_next = IntOf(values[cols.time_next],
                              static_cast<uint8_t>(t.types[cols.time_next]));
     change.time_acked = IntOf(values[cols.time_acked],

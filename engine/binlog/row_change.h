@@ -19,6 +19,7 @@ struct BookkeepingColumns {
   // The id column is an unsigned integer (decoded as such unless the table
   // map's optional metadata says otherwise).
   bool id_unsigned = false;
+  bool priority_unsigned = false;  // likewise for the priority column
 };
 
 // One committed row change, as its after image says (the before image for

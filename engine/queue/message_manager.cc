@@ -248,6 +248,10 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
         if (c.newly_acked && !own_acks_.Take(c.id).has_value()) {
           ++counters_.acked_by_sql;
         }
+        // A purged row was acked long before: no read can show it due.
+        if (!(c.deleted && c.time_acked.has_value())) {
+          binlog_expect_.ExpectGone(c.id, now);
+        }
         binlog_seen_.Erase(c.id);
         cache_.RemoveQueued(c.id);
         scheduler_.ForgetFetch(c.id);
@@ -256,7 +260,11 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
         continue;
       }
       // msgq's own postpones and acks of ids in flight: nothing new.
-      if (ledger_.InFlight(c.id)) continue;
+      if (ledger_.InFlight(c.id)) {
+        binlog_expect_.Forget(c.id);
+        continue;
+      }
+      binlog_expect_.ExpectRow(c.id, c.priority, *c.time_next, now);
       // The owner reads it; a new owner (or a resumed table) polls first.
       if (!owner || paused_) continue;
       // Priority, schedule or payload may have changed: read it again.

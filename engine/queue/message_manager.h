@@ -44,6 +44,7 @@
 #include "engine/clock.h"
 #include "engine/message_table.h"
 #include "engine/queue/backoff.h"
+#include "engine/queue/binlog_expectations.h"
 #include "engine/queue/dispatcher.h"
 #include "engine/queue/manager_stats.h"
 #include "engine/queue/message_cache.h"
@@ -304,6 +305,10 @@ class MessageManager : private RoundExecutor::Task {
   // (too many sends, too old, too large) go to a death write instead.
   void AddToCacheLocked(std::vector<Message>& rows)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes from a read the rows that show an older state than the binlog
+  // already did (BinlogExpectations): a fetch reads them again later.
+  void DropStaleReadsLocked(std::vector<Message>& rows)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Why `m`, just read due from MySQL, must die instead of being sent;
   // nullopt when it may be sent.
   std::optional<std::string> DeathReasonLocked(const Message& m,
@@ -384,6 +389,11 @@ class MessageManager : private RoundExecutor::Task {
   // commit, until the row is queued (Message::seen_at). Unix ns.
   RecentIds own_acks_ ABSL_GUARDED_BY(mu_){1 << 16, 60'000'000'000};
   RecentIds binlog_seen_ ABSL_GUARDED_BY(mu_){1 << 16, 600'000'000'000};
+  // What the binlog last said of rows msgq did not write, so a read from
+  // before a commit was visible is not queued (10 s: far longer than a
+  // commit takes to become visible, or a poll to run).
+  BinlogExpectations binlog_expect_ ABSL_GUARDED_BY(mu_){1 << 16,
+                                                         10'000'000'000};
   std::thread thread_;
 };
 

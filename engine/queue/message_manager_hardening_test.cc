@@ -216,5 +216,60 @@ TEST_F(MessageManagerTest, StatsCountRedeliveriesPostponesAndStatements) {
   EXPECT_EQ(s.fetches, 0);
 }
 
+// The binlog can run ahead of InnoDB's commit: a read right after an
+// UPDATE's event may still show the row as it was. Such a read must not be
+// queued: it is read again until it shows what the binlog said.
+TEST_F(MessageManagerTest, AReadOlderThanTheBinlogIsReadAgain) {
+  ASSERT_NO_FATAL_FAILURE(Init({.poller_interval_s = 3600}));
+  auto sub = Subscribe();
+  RunOnce();
+  store_->PutDue("101", Now() - kSecond, /*priority=*/50);
+  RowChange c;
+  c.id = "101";
+  c.priority = 0;  // the UPDATE's after image
+  c.time_next = Now() - kSecond;
+  manager_->OnRowChanges({c});
+  RunOnce();  // the fetch still sees priority 50
+  ASSERT_EQ(store_->fetches().size(), 1u);
+  EXPECT_THAT(sub->ids(), IsEmpty());
+  EXPECT_EQ(stats().queued, 0);
+  store_->PutDue("101", Now() - kSecond, /*priority=*/0);  // now visible
+  Advance(absl::Milliseconds(5));
+  RunOnce();
+  ASSERT_EQ(store_->fetches().size(), 2u);
+  EXPECT_THAT(sub->ids(), ElementsAre("101"));
+}
+
+// An application moved a row later (or acked it) by SQL; a poll that began
+// before that commit was visible still shows it due: it is not sent early
+// (or again).
+TEST_F(MessageManagerTest, APollOlderThanTheBinlogSendsNothingEarly) {
+  ASSERT_NO_FATAL_FAILURE(Init({.poller_interval_s = 3600}));
+  auto sub = Subscribe();
+  RunOnce();
+  store_->PutDue("101", Now() - kSecond);
+  store_->PutDue("102", Now() - kSecond);
+  RowChange later;
+  later.id = "101";
+  later.time_next = Now() + 60 * kSecond;
+  RowChange acked;
+  acked.id = "102";
+  acked.time_next = std::nullopt;
+  acked.time_acked = Now();
+  acked.newly_acked = true;
+  manager_->OnRowChanges({later, acked});
+  manager_->RequestPoll();
+  RunOnce();  // the poll shows both rows as they were: due
+  EXPECT_EQ(store_->poll_calls(), 2);
+  EXPECT_THAT(sub->ids(), IsEmpty());
+  EXPECT_EQ(stats().queued, 0);
+  // The commits become visible; 101 is sent at its new time, 102 never.
+  store_->PutDue("101", Now() + 60 * kSecond);
+  store_->PutAcked("102", Now());
+  Advance(absl::Seconds(60));
+  RunOnce();
+  EXPECT_THAT(sub->ids(), ElementsAre("101"));
+}
+
 }  // namespace
 }  // namespace msgq::manager_test

@@ -290,6 +290,13 @@ void MessageManager::AddToCacheLocked(std::vector<Message>& rows) {
   if (!deaths.empty()) WakeLocked();
 }
 
+void MessageManager::DropStaleReadsLocked(std::vector<Message>& rows) {
+  const int64_t now = clock_->NowNanos();
+  std::erase_if(rows, [&](const Message& m) {
+    return !binlog_expect_.Accept(m.id, m.priority, m.time_next, now);
+  });
+}
+
 bool MessageManager::DoPoll(const Work& work) {
   int64_t limit = 0;
   {
@@ -317,6 +324,7 @@ bool MessageManager::DoPoll(const Work& work) {
     } else {
       log = MysqlOkLocked();
       ++counters_.polls;
+      DropStaleReadsLocked(*rows);
       absl::flat_hash_set<std::string> found;
       if (scheduler_.fetch_waiting() > 0) {
         for (const Message& m : *rows) found.insert(m.id);
@@ -364,6 +372,7 @@ bool MessageManager::DoFetch(const Work& work) {
     } else {
       log = MysqlOkLocked();
       ++counters_.fetches;
+      DropStaleReadsLocked(*rows);
       absl::flat_hash_set<std::string> found;
       for (const Message& m : *rows) found.insert(m.id);
       scheduler_.FetchDone(work.round.fetch_ids, found, clock_->MonotonicNow());
