@@ -44,13 +44,17 @@ constexpr absl::string_view kRateLimit = "msgq_rate_limit";
 constexpr absl::string_view kRateBurst = "msgq_rate_burst";
 constexpr absl::string_view kOrderBy = "msgq_order_by";
 constexpr absl::string_view kFairBy = "msgq_fair_by";
+constexpr absl::string_view kPartitionInterval = "msgq_partition_interval";
+constexpr absl::string_view kPartitionsAhead = "msgq_partitions_ahead";
 // Far above what one table can send; keeps the token arithmetic exact.
 constexpr double kMaxRate = 1e9;
 
 constexpr absl::string_view kKnownDirectives[] = {
-    kAckWait,       kPurgeAfter, kBatchSize,   kCacheSize,   kPollerInterval,
-    kMinBackoff,    kMaxBackoff, kMessageCols, kMaxAttempts, kMaxAge,
-    kDeadRetention, kRateLimit,  kRateBurst,   kOrderBy,     kFairBy,
+    kAckWait,         kPurgeAfter, kBatchSize,     kCacheSize,
+    kPollerInterval,  kMinBackoff, kMaxBackoff,    kMessageCols,
+    kMaxAttempts,     kMaxAge,     kDeadRetention, kRateLimit,
+    kRateBurst,       kOrderBy,    kFairBy,        kPartitionInterval,
+    kPartitionsAhead,
 };
 
 // Directive name -> trimmed raw value. Views point into the comment.
@@ -325,6 +329,24 @@ absl::StatusOr<TableSettings> ParseDirectives(absl::string_view comment) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s: \"%s\" must be at least 1 message", kRateBurst, it->second));
     }
+  }
+  // Used only by tables RANGE-partitioned on time_created; bounds lie on a
+  // grid of whole seconds (partition names are the bound's UTC second).
+  if (const auto it = raw.find(kPartitionInterval); it != raw.end()) {
+    ASSIGN_OR_RETURN(settings.partition_interval,
+                     ParseSeconds(kPartitionInterval, it->second));
+    if (settings.partition_interval !=
+            absl::Seconds(absl::ToInt64Seconds(settings.partition_interval)) ||
+        settings.partition_interval < absl::Seconds(1)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: \"%s\" must be a whole number of seconds",
+                          kPartitionInterval, it->second));
+    }
+  }
+  if (const auto it = raw.find(kPartitionsAhead); it != raw.end()) {
+    ASSIGN_OR_RETURN(
+        settings.partitions_ahead,
+        ParseCount(kPartitionsAhead, it->second, kMaxPartitionsAhead));
   }
   // Column names; the table's loader checks that the columns exist.
   if (const auto it = raw.find(kOrderBy); it != raw.end()) {

@@ -30,6 +30,7 @@ inline constexpr int kMaxCacheSize = 1000000;               // vt_cache_size
 inline constexpr int kMaxBatchSize = 10000;                 // vt_batch_size
 inline constexpr int64_t kMaxDurationSeconds = 3153600000;  // 100 years
 inline constexpr int kMaxAttemptsLimit = 1000000;           // msgq_max_attempts
+inline constexpr int kMaxPartitionsAhead = 1000;  // msgq_partitions_ahead
 
 // True when `comment` marks a message table (contains "vitess_message").
 bool IsMessageTableComment(absl::string_view comment);

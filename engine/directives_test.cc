@@ -385,6 +385,28 @@ TEST(ParseDirectivesTest, ParsesFailureDirectives) {
   EXPECT_EQ(most->dead_retention, absl::Milliseconds(1));
 }
 
+TEST(ParseDirectivesTest, PartitionDirectives) {
+  absl::StatusOr<TableSettings> s = ParseDirectives(kRequired);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->partition_interval, absl::Hours(24));
+  EXPECT_EQ(s->partitions_ahead, 2);
+  s = ParseDirectives(
+      WithRequired("msgq_partition_interval=3600,msgq_partitions_ahead=7"));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->partition_interval, absl::Hours(1));
+  EXPECT_EQ(s->partitions_ahead, 7);
+  ExpectInvalid(WithRequired("msgq_partition_interval=1.5"),
+                {"msgq_partition_interval", "whole number of seconds"});
+  ExpectInvalid(WithRequired("msgq_partition_interval=0.5"),
+                {"msgq_partition_interval", "whole number of seconds"});
+  ExpectInvalid(WithRequired("msgq_partition_interval=0"),
+                {"msgq_partition_interval", "positive"});
+  ExpectInvalid(WithRequired("msgq_partitions_ahead=0"),
+                {"msgq_partitions_ahead", "positive integer"});
+  ExpectInvalid(WithRequired("msgq_partitions_ahead=1001"),
+                {"msgq_partitions_ahead", "more than 1000"});
+}
+
 TEST(ParseDirectivesTest, ParsesRateLimit) {
   absl::StatusOr<TableSettings> s = ParseDirectives(kRequired);
   ASSERT_TRUE(s.ok()) << s.status();

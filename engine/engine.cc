@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/log.h"
+#include "engine/queue/partition_plan.h"
 #include "engine/sql/mysql_message_store.h"
 #include "engine/sql/sql_literal.h"
 
@@ -236,6 +237,24 @@ absl::Status Engine::Reload() {
         pool_->Borrow(MysqlMessageStore::kBorrowTimeout);
     if (conn.ok()) {
       snapshot = LoadSchema(**conn, options_.databases);
+      // information_schema can miss a table for a moment while an ALTER
+      // (msgqd's own partition purge among them) swaps its definition: a
+      // snapshot that drops or changes a loaded table is read once more,
+      // and the second read decides.
+      const auto drops_or_changes = [&](const SchemaSnapshot& snap) {
+        absl::MutexLock lock(&mu_);
+        size_t found = 0;
+        for (const TableDefinition& def : snap.tables) {
+          auto it = tables_.find(Key{def.keyspace, def.name});
+          if (it == tables_.end()) continue;
+          ++found;
+          if (!(it->second.definition == def)) return true;
+        }
+        return found != tables_.size();
+      };
+      if (snapshot.ok() && drops_or_changes(*snapshot)) {
+        snapshot = LoadSchema(**conn, options_.databases);
+      }
       if (snapshot.ok()) ReadPaused(**conn);
     } else {
       snapshot = conn.status();
@@ -294,6 +313,9 @@ absl::Status Engine::Reload() {
     absl::StatusOr<MessageTable> table =
         BuildMessageTable(def.keyspace, def.name, def.comment, def.columns);
     if (table.ok()) {
+      table->purge_by_partition =
+          table->has_time_created &&
+          IsRangeOnTimeCreated(def.partition_method, def.partition_expression);
       auto store = std::make_unique<MysqlMessageStore>(*table, options_.mysql,
                                                        pool_.get());
       entry.manager = std::make_shared<MessageManager>(

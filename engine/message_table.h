@@ -57,6 +57,10 @@ struct MessageTable {
   // With msgq_fair_by: how the fair column's values are written into SQL
   // (integer columns as integers, char/varchar as text, binary as bytes).
   IdKind fair_kind = IdKind::kText;
+  // RANGE-partitioned on time_created (engine/queue/partition_plan.h): acked
+  // rows are purged by dropping whole partitions instead of DELETE. Set by
+  // the engine from the table's partitioning, not by BuildMessageTable.
+  bool purge_by_partition = false;
 };
 
 // Builds and validates a message table. FAILED_PRECONDITION, with a message

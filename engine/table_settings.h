@@ -49,6 +49,12 @@ struct TableSettings {
   // (msgq_fair_by; NULL is one value of its own); empty = plain order. Not
   // combined with order_by. See README, "Fairness across tenants".
   std::string fair_by;
+  // Tables RANGE-partitioned on time_created only (README, "Partitioned
+  // tables"): the width of the partitions msgqd creates
+  // (msgq_partition_interval, whole seconds) and how many whole partitions
+  // it keeps ahead of the current one (msgq_partitions_ahead).
+  absl::Duration partition_interval = absl::Hours(24);
+  int partitions_ahead = 2;
 
   friend bool operator==(const TableSettings&, const TableSettings&) = default;
 };

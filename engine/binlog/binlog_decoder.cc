@@ -170,6 +170,9 @@ absl::Status BinlogDecoder::DecodeQuery(uint32_t /*server_id*/,
   if (query == "BEGIN") return absl::OkStatus();
   Commit(out);
   DdlStatement ddl = ParseDdl(db, query);
+  // Partitions added or dropped (msgqd's own partition purge among them)
+  // leave the table's manager and its cache alone.
+  if (ddl.kind == DdlStatement::kPartitionMaintenance) return absl::OkStatus();
   for (TableName& name : ddl.tables) {
     if (lookup_(name.db, name.table).has_value()) {
       out->resets.push_back(std::move(name));

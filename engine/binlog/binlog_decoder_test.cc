@@ -296,6 +296,24 @@ TEST_F(BinlogDecoderTest, DdlOfMessageTablesIsReportedAsReset) {
               ElementsAre(TableName{"app", "q"}));
 }
 
+// msgqd's partition purge commits DDL on its own tables every purge step;
+// the statement commits (the GTID moves on) but resets nothing, while a
+// user's real ALTER of the same table still does.
+TEST_F(BinlogDecoderTest, PartitionMaintenanceIsNotAReset) {
+  Ok(Gtid(11, 0, true));
+  DecodedEvent d =
+      Ok(Query("app", "ALTER TABLE `app`.`q` DROP PARTITION `p1`"));
+  EXPECT_THAT(d.committed_gtid, Optional(std::string("0-1-11")));
+  EXPECT_TRUE(d.resets.empty());
+  EXPECT_TRUE(Ok(Query("app",
+                       "ALTER TABLE q REORGANIZE PARTITION pmax INTO "
+                       "(PARTITION p2 VALUES LESS THAN (2), PARTITION pmax "
+                       "VALUES LESS THAN MAXVALUE)"))
+                  .resets.empty());
+  EXPECT_THAT(Ok(Query("app", "ALTER TABLE q ADD COLUMN note int")).resets,
+              ElementsAre(TableName{"app", "q"}));
+}
+
 // The table-id map is cleared on rotate and format description events and
 // never grows past its bound (FLUSH TABLES and ALTERs hand out new ids).
 TEST(BinlogDecoderTableMap, ClearedOnRotateAndBounded) {

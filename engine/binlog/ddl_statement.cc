@@ -121,6 +121,17 @@ class Parser {
     }
     return true;
   }
+  // ADD, DROP, REORGANIZE, TRUNCATE, COALESCE, ANALYZE, CHECK, OPTIMIZE,
+  // REBUILD or REPAIR followed by PARTITION: the grammar allows these only
+  // as the whole of an ALTER (never in a comma list with other changes).
+  bool PartitionMaintenance() {
+    for (absl::string_view verb :
+         {"ADD", "DROP", "REORGANIZE", "TRUNCATE", "COALESCE", "ANALYZE",
+          "CHECK", "OPTIMIZE", "REBUILD", "REPAIR"}) {
+      if (Sequence({verb, "PARTITION"})) return true;
+    }
+    return false;
+  }
   // WAIT n | NOWAIT
   void SkipWait() {
     if (Keyword("NOWAIT")) return;
@@ -169,7 +180,9 @@ DdlStatement ParseDdl(absl::string_view default_db, absl::string_view sql) {
     if (!p.Keyword("TABLE")) return {};
     p.Sequence({"IF", "EXISTS"});
     if (!p.Name(&name)) return {};
-    out.kind = DdlStatement::kAlter;
+    p.SkipWait();
+    out.kind = p.PartitionMaintenance() ? DdlStatement::kPartitionMaintenance
+                                        : DdlStatement::kAlter;
     out.tables.push_back(std::move(name));
   } else if (p.Keyword("RENAME")) {
     if (!p.Keyword("TABLE") && !p.Keyword("TABLES")) return {};

@@ -7,6 +7,15 @@
 //   TRUNCATE [TABLE] t [WAIT n | NOWAIT]
 //   DROP TABLE [IF EXISTS] t [, t ...] ...      (not DROP TEMPORARY TABLE)
 //   ALTER [ONLINE] [IGNORE] TABLE [IF EXISTS] t ...
+//     (kPartitionMaintenance when what follows the name, after an optional
+//     WAIT n | NOWAIT, is ADD, DROP, REORGANIZE, TRUNCATE, COALESCE,
+//     ANALYZE, CHECK, OPTIMIZE, REBUILD or REPAIR PARTITION: partitions
+//     come and go but the table's columns and rows' identities stay, so the
+//     engine keeps the table's manager; msgqd's own partition purge issues
+//     such statements every purge step. Everything else that changes
+//     partitioning -- PARTITION BY, REMOVE PARTITIONING, EXCHANGE or
+//     CONVERT PARTITION, which can bring rows in without row events -- is
+//     kAlter.)
 //   RENAME TABLE[S] [IF EXISTS] a [WAIT n | NOWAIT] TO b [, c TO d ...]
 //   CREATE OR REPLACE TABLE [IF NOT EXISTS] t ...  (not TEMPORARY)
 // A name is `t`, t, db.t or `db`.`t` (`` inside backticks is one `, "t"
@@ -38,7 +47,15 @@ struct TableName {
 };
 
 struct DdlStatement {
-  enum Kind { kNone, kTruncate, kDrop, kAlter, kRename, kCreateOrReplace };
+  enum Kind {
+    kNone,
+    kTruncate,
+    kDrop,
+    kAlter,
+    kRename,
+    kCreateOrReplace,
+    kPartitionMaintenance,
+  };
   Kind kind = kNone;
   std::vector<TableName> tables;
 };

@@ -60,6 +60,56 @@ TEST(ParseDdl, Alter) {
   }
 }
 
+// msgqd's own partition purge (engine/sql/partition_maintenance.h) and an
+// operator's partition upkeep: the manager must survive them.
+TEST(ParseDdl, PartitionMaintenanceIsNotAnAlter) {
+  for (const char* sql : {
+           "ALTER TABLE `app`.`q` WAIT 1 DROP PARTITION `p20251124000000`",
+           "ALTER TABLE `app`.`q` REORGANIZE PARTITION `pmax` INTO (PARTITION "
+           "`p1` VALUES LESS THAN (1763942400000000000), PARTITION `pmax` "
+           "VALUES LESS THAN MAXVALUE)",
+           "ALTER TABLE `app`.`q` ADD PARTITION (PARTITION `p1` VALUES LESS "
+           "THAN (5))",
+           "alter table q truncate partition p1, p2",
+           "ALTER TABLE q DROP PARTITION IF EXISTS p1",
+           "ALTER TABLE q ADD PARTITION IF NOT EXISTS (PARTITION p VALUES "
+           "LESS THAN (9))",
+           "ALTER TABLE q NOWAIT DROP PARTITION p1",
+           "ALTER TABLE q WAIT 3 COALESCE PARTITION 2",
+           "ALTER ONLINE TABLE IF EXISTS q /* upkeep */ OPTIMIZE PARTITION p1",
+           "ALTER TABLE q ANALYZE PARTITION ALL",
+           "ALTER TABLE q CHECK PARTITION p1",
+           "ALTER TABLE q REBUILD PARTITION p1",
+           "ALTER TABLE q REPAIR PARTITION p1",
+       }) {
+    DdlStatement d = ParseDdl("app", sql);
+    EXPECT_EQ(d.kind, DdlStatement::kPartitionMaintenance) << sql;
+    EXPECT_THAT(d.tables, ElementsAre(T("app", "q"))) << sql;
+  }
+}
+
+// Whatever can change columns or bring rows in without row events still
+// replaces the manager.
+TEST(ParseDdl, RepartitioningAndExchangeAreAlters) {
+  for (const char* sql : {
+           "ALTER TABLE q PARTITION BY RANGE (time_created) (PARTITION p "
+           "VALUES LESS THAN MAXVALUE)",
+           "ALTER TABLE q REMOVE PARTITIONING",
+           "ALTER TABLE q EXCHANGE PARTITION p1 WITH TABLE t2",
+           "ALTER TABLE q CONVERT TABLE t2 TO PARTITION p9 VALUES LESS THAN "
+           "(10)",
+           "ALTER TABLE q CONVERT PARTITION p1 TO TABLE t2",
+           "ALTER TABLE q DROP COLUMN partition_note",
+           "ALTER TABLE q DROP `partition`",
+           "ALTER TABLE q ADD COLUMN x int, ALGORITHM=INPLACE",
+           "ALTER TABLE q COMMENT 'vitess_message,vt_ack_wait=1'",
+       }) {
+    DdlStatement d = ParseDdl("app", sql);
+    EXPECT_EQ(d.kind, DdlStatement::kAlter) << sql;
+    EXPECT_THAT(d.tables, ElementsAre(T("app", "q"))) << sql;
+  }
+}
+
 TEST(ParseDdl, RenameReportsBothSides) {
   DdlStatement d = ParseDdl("app", "RENAME TABLE q TO q_old, q_new TO q");
   EXPECT_EQ(d.kind, DdlStatement::kRename);

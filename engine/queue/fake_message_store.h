@@ -198,6 +198,18 @@ class FakeMessageStore final : public MessageStore {
   absl::StatusOr<int64_t> CountDead() override;
   absl::StatusOr<std::vector<DeadRow>> ListDead(const std::string& after_id,
                                                 int limit) override;
+  // Records `now` and returns the next of partition_reports (an empty
+  // report when none is left). Changes no rows.
+  absl::StatusOr<PartitionReport> MaintainPartitions(int64_t now) override {
+    partition_calls.push_back(now);
+    if (partition_reports.empty()) return PartitionReport{};
+    absl::StatusOr<PartitionReport> next = std::move(partition_reports.front());
+    partition_reports.pop_front();
+    return next;
+  }
+  // Scripted results of MaintainPartitions, and the `now` of each call.
+  std::deque<absl::StatusOr<PartitionReport>> partition_reports;
+  std::vector<int64_t> partition_calls;
 
   // Orders ids as MySQL orders the id column: numerically when both are
   // integers, bytewise otherwise.

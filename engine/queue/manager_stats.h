@@ -25,6 +25,13 @@ struct ManagerStats {
   // did not ack: an application's UPDATE (or another msgqd's ack).
   int64_t acked_by_sql = 0;
   int64_t purged = 0;  // acked rows deleted past msgq_purge_after
+  // Tables RANGE-partitioned on time_created (purge by partition):
+  // partitions created ahead and dropped, and the partitions past
+  // vt_purge_after kept at the last step because they hold unacked (or
+  // dead, not expired) rows.
+  int64_t partitions_created = 0;
+  int64_t partitions_dropped = 0;
+  int64_t partitions_held_back = 0;
   int64_t nacked = 0;  // rows retried by MessageNack
   int64_t died = 0;    // rows that died (nack, attempts, age, size)
   // Dead rows in MySQL: counted at a purge step at most once a minute

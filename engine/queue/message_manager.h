@@ -28,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -330,6 +331,9 @@ class MessageManager : private RoundExecutor::Task {
   void DoDeadLists(Work& work, bool mysql_ok);
   // Purges dead rows past msgq_dead_retention (a purge step).
   void DoDeadPurge();
+  // The purge step of a table with purge_by_partition, instead of the
+  // DELETE (message_manager_partitions.cc).
+  void DoPartitionPurge(const Work& work);
   // Counts the dead rows when due (see its comment); every round.
   void MaybeCountDead();
   // Hands queued messages to free subscribers; returns the sends to make
@@ -374,6 +378,10 @@ class MessageManager : private RoundExecutor::Task {
   static constexpr absl::Duration kDeadCountEvery = absl::Minutes(1);
   absl::Time next_dead_count_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool dead_list_seen_ ABSL_GUARDED_BY(mu_) = false;
+  // Partitions held back at the last partition step (logged when they
+  // join), and the last error of creating partitions (logged when new).
+  std::set<std::string> held_back_ ABSL_GUARDED_BY(mu_);
+  std::string partition_create_error_ ABSL_GUARDED_BY(mu_);
   size_t pending_ack_ids_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;

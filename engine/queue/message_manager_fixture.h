@@ -99,6 +99,8 @@ struct TableConfig {
   std::string extra;  // more directives, e.g. ",vt_min_backoff=1"
   // Also msgq's optional columns: time_created, time_dead, last_error.
   bool failure_columns = false;
+  // RANGE-partitioned on time_created (MessageTable::purge_by_partition).
+  bool purge_by_partition = false;
 };
 
 inline std::string Comment(const TableConfig& c) {
@@ -146,6 +148,7 @@ class MessageManagerTest : public ::testing::Test {
     absl::StatusOr<MessageTable> table =
         BuildMessageTable("db", "queue", Comment(config), columns);
     ASSERT_TRUE(table.ok()) << table.status();
+    table->purge_by_partition = config.purge_by_partition;
     store_->set_schema(FakeMessageStore::SchemaOf(*table));
     manager_ = std::make_unique<MessageManager>(
         *std::move(table), std::move(store), &clock_,

@@ -386,6 +386,10 @@ bool MessageManager::DoFetch(const Work& work) {
 }
 
 void MessageManager::DoPurge(const Work& work) {
+  if (table_.purge_by_partition) {
+    DoPartitionPurge(work);
+    return;
+  }
   const int64_t cutoff =
       work.now - absl::ToInt64Nanoseconds(table_.settings.purge_after);
   const absl::Time start = clock_->MonotonicNow();

@@ -88,6 +88,18 @@ struct DeadRow {
   int64_t time_created = 0;  // 0 without a time_created column
 };
 
+// What one partition purge step did (tables RANGE-partitioned on
+// time_created; engine/sql/partition_maintenance.h).
+struct PartitionReport {
+  int created = 0;                   // partitions added ahead of time
+  std::vector<std::string> dropped;  // partitions dropped, oldest first
+  // Partitions old enough to drop that still hold an unacked row (or a dead
+  // one not past msgq_dead_retention): name, and the id of one such row.
+  std::vector<std::pair<std::string, std::string>> held_back;
+  // Why creating partitions failed (OK when it did not); drops still ran.
+  absl::Status create_error;
+};
+
 struct WriteBatch {
   int64_t now = 0;
   // Postponed in one statement per distinct time_next (usually one), split
@@ -142,6 +154,14 @@ class MessageStore {
   // Deletes at most `limit` rows dead since before `cutoff` (needs the
   // time_dead column; FAILED_PRECONDITION without it); returns how many.
   virtual absl::StatusOr<int64_t> PurgeDead(int64_t cutoff, int limit) = 0;
+  // Tables RANGE-partitioned on time_created only (MessageTable::
+  // purge_by_partition): instead of Purge, creates partitions ahead and
+  // drops old ones whose rows are all acked before now - vt_purge_after (or
+  // dead past msgq_dead_retention). UNIMPLEMENTED by stores without it.
+  virtual absl::StatusOr<PartitionReport> MaintainPartitions(int64_t now) {
+    (void)now;
+    return absl::UnimplementedError("partition purge");
+  }
   // How many rows are dead (an index range count on poller_idx).
   virtual absl::StatusOr<int64_t> CountDead() = 0;
   // At most `limit` dead rows with id > after_id (all when after_id is

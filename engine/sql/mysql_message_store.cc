@@ -35,6 +35,7 @@ MysqlMessageStore::MysqlMessageStore(MessageTable table, MysqlOptions options,
       log_name_(
           absl::StrCat("table `", table_.keyspace, "`.`", table_.name, "`")),
       failure_sql_(table_, quoted_table_),
+      partition_sql_(table_, quoted_table_),
       pool_(pool) {
   // The bookkeeping columns come first; the streamed ones follow, id first.
   std::vector<std::string> cols = {"`priority`", "`time_next`", "`epoch`"};
@@ -290,6 +291,20 @@ absl::StatusOr<int64_t> MysqlMessageStore::PurgeDead(int64_t cutoff,
       (*conn)->Execute(failure_sql_.PurgeDead(cutoff, limit));
   if (!n.ok()) return Check(n.status());
   return static_cast<int64_t>(*n);
+}
+
+absl::StatusOr<PartitionReport> MysqlMessageStore::MaintainPartitions(
+    int64_t now) {
+  if (!table_.purge_by_partition) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(log_name_, ": not RANGE-partitioned on time_created"));
+  }
+  absl::StatusOr<MysqlConnection*> conn = Conn();
+  if (!conn.ok()) return conn.status();
+  absl::StatusOr<PartitionReport> report =
+      msgq::MaintainPartitions(**conn, table_, partition_sql_, now);
+  if (!report.ok()) return Check(report.status());
+  return report;
 }
 
 absl::StatusOr<int64_t> MysqlMessageStore::CountDead() {

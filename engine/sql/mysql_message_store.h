@@ -33,6 +33,7 @@
 #include "engine/sql/fair_poll.h"
 #include "engine/sql/mysql_connection.h"
 #include "engine/sql/mysql_pool.h"
+#include "engine/sql/partition_maintenance.h"
 
 namespace msgq {
 
@@ -67,6 +68,9 @@ class MysqlMessageStore final : public MessageStore {
   absl::StatusOr<int64_t> Purge(int64_t cutoff, int limit) override;
   absl::StatusOr<int64_t> PurgeDead(int64_t cutoff, int limit) override;
   absl::StatusOr<int64_t> CountDead() override;
+  // Tables with purge_by_partition; FAILED_PRECONDITION for others.
+  absl::StatusOr<PartitionReport> MaintainPartitions(int64_t now) override;
+  const PartitionStatements& partition_sql() const { return partition_sql_; }
   // Reads at most kMaxPollRows rows whatever `limit` asks (negative = 0).
   absl::StatusOr<std::vector<DeadRow>> ListDead(const std::string& after_id,
                                                 int limit) override;
@@ -171,6 +175,7 @@ class MysqlMessageStore final : public MessageStore {
   bool fair_index_known_ = false;
   std::string fair_index_;
   FailureStatements failure_sql_;
+  PartitionStatements partition_sql_;
   bool last_error_charset_known_ = false;
   MysqlPool* const pool_;                  // may be null
   std::optional<MysqlPool::Lease> lease_;  // with a pool

@@ -1,10 +1,71 @@
 #include "engine/sql/schema_loader.h"
 
+#include <optional>
+
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
 namespace msgq {
+namespace {
+
+// Reads of a table that information_schema could not open just then (its
+// columns or partitions come back empty while an ALTER, msgqd's own
+// partition purge among them, swaps its definition) are retried this many
+// times before the reload fails (UNAVAILABLE; the engine keeps its tables).
+constexpr int kReadAttempts = 10;
+
+// One read of the message tables; nullopt when a table was caught mid-ALTER.
+absl::StatusOr<std::optional<std::vector<TableDefinition>>> ReadTables(
+    MysqlConnection& conn, const std::string& in_list) {
+  absl::StatusOr<QueryResult> rows = conn.Query(absl::StrCat(
+      "SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.TABLE_COMMENT, c.COLUMN_NAME, "
+      "c.DATA_TYPE, c.COLUMN_TYPE, t.CREATE_OPTIONS FROM "
+      "information_schema.TABLES t LEFT JOIN "
+      "information_schema.COLUMNS c ON c.TABLE_SCHEMA = t.TABLE_SCHEMA AND "
+      "c.TABLE_NAME = t.TABLE_NAME WHERE t.TABLE_SCHEMA IN (",
+      in_list,
+      ") AND t.TABLE_TYPE = 'BASE TABLE' AND t.TABLE_COMMENT LIKE "
+      "'%vitess_message%' ORDER BY t.TABLE_SCHEMA, t.TABLE_NAME, "
+      "c.ORDINAL_POSITION"));
+  if (!rows.ok()) return rows.status();
+  std::vector<TableDefinition> tables;
+  std::vector<bool> partitioned;
+  for (const auto& row : rows->rows) {
+    if (!row[3].has_value()) return std::nullopt;  // no columns: mid-ALTER
+    const std::string& keyspace = *row[0];
+    const std::string& name = *row[1];
+    if (tables.empty() || tables.back().keyspace != keyspace ||
+        tables.back().name != name) {
+      tables.push_back(
+          TableDefinition{keyspace, name, row[2].value_or(""), {}, "", ""});
+      partitioned.push_back(absl::StrContains(
+          absl::AsciiStrToLower(row[6].value_or("")), "partitioned"));
+    }
+    tables.back().columns.push_back(
+        Column{*row[3], absl::AsciiStrToLower(row[4].value_or("")),
+               row[5].value_or("")});
+  }
+  for (size_t i = 0; i < tables.size(); ++i) {
+    if (!partitioned[i]) continue;
+    TableDefinition& def = tables[i];
+    absl::StatusOr<QueryResult> p = conn.Query(absl::StrCat(
+        "SELECT PARTITION_METHOD, PARTITION_EXPRESSION, SUBPARTITION_METHOD "
+        "FROM information_schema.PARTITIONS WHERE TABLE_SCHEMA = ",
+        conn.QuoteString(def.keyspace),
+        " AND TABLE_NAME = ", conn.QuoteString(def.name),
+        " ORDER BY PARTITION_ORDINAL_POSITION LIMIT 1"));
+    if (!p.ok()) return p.status();
+    if (p->rows.empty() || !p->rows[0][0].has_value()) return std::nullopt;
+    if (p->rows[0][2].has_value()) continue;  // subpartitioned: not ours
+    def.partition_method = *p->rows[0][0];
+    def.partition_expression = p->rows[0][1].value_or("");
+  }
+  return tables;
+}
+
+}  // namespace
 
 absl::StatusOr<SchemaSnapshot> LoadSchema(
     MysqlConnection& conn, const std::vector<std::string>& databases) {
@@ -22,30 +83,18 @@ absl::StatusOr<SchemaSnapshot> LoadSchema(
   if (!dbs.ok()) return dbs.status();
   for (const auto& row : dbs->rows) snapshot.databases.push_back(*row[0]);
 
-  absl::StatusOr<QueryResult> rows = conn.Query(absl::StrCat(
-      "SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.TABLE_COMMENT, c.COLUMN_NAME, "
-      "c.DATA_TYPE, c.COLUMN_TYPE FROM information_schema.TABLES t JOIN "
-      "information_schema.COLUMNS c ON c.TABLE_SCHEMA = t.TABLE_SCHEMA AND "
-      "c.TABLE_NAME = t.TABLE_NAME WHERE t.TABLE_SCHEMA IN (",
-      in_list,
-      ") AND t.TABLE_TYPE = 'BASE TABLE' AND t.TABLE_COMMENT LIKE "
-      "'%vitess_message%' ORDER BY t.TABLE_SCHEMA, t.TABLE_NAME, "
-      "c.ORDINAL_POSITION"));
-  if (!rows.ok()) return rows.status();
-  for (const auto& row : rows->rows) {
-    const std::string& keyspace = *row[0];
-    const std::string& name = *row[1];
-    if (snapshot.tables.empty() ||
-        snapshot.tables.back().keyspace != keyspace ||
-        snapshot.tables.back().name != name) {
-      snapshot.tables.push_back(
-          TableDefinition{keyspace, name, row[2].value_or(""), {}});
+  for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
+    absl::StatusOr<std::optional<std::vector<TableDefinition>>> tables =
+        ReadTables(conn, in_list);
+    if (!tables.ok()) return tables.status();
+    if (tables->has_value()) {
+      snapshot.tables = **std::move(tables);
+      return snapshot;
     }
-    snapshot.tables.back().columns.push_back(
-        Column{*row[3], absl::AsciiStrToLower(row[4].value_or("")),
-               row[5].value_or("")});
   }
-  return snapshot;
+  return absl::UnavailableError(
+      "a message table's columns or partitions could not be read (it is "
+      "being altered); trying again at the next reload");
 }
 
 }  // namespace msgq

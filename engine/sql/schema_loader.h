@@ -19,6 +19,11 @@ struct TableDefinition {
   std::string name;
   std::string comment;
   std::vector<Column> columns;  // table order
+  // information_schema.PARTITIONS' PARTITION_METHOD and PARTITION_EXPRESSION
+  // ("RANGE", "`time_created`"); empty for a table that is not partitioned
+  // or is subpartitioned. Adding or dropping partitions leaves them alone.
+  std::string partition_method;
+  std::string partition_expression;
 
   friend bool operator==(const TableDefinition&,
                          const TableDefinition&) = default;
@@ -31,7 +36,11 @@ struct SchemaSnapshot {
   std::vector<TableDefinition> tables;
 };
 
-// Reads message tables of `databases`. Errors are the connection's
+// Reads message tables of `databases`: one query for all of them, and one
+// more per partitioned message table (TABLES.CREATE_OPTIONS says
+// "partitioned"). A table caught mid-ALTER (information_schema shows it
+// without columns or partitions for a moment) is read again, a few times;
+// UNAVAILABLE if it stays so. Other errors are the connection's
 // (UNAVAILABLE when MySQL is unreachable).
 absl::StatusOr<SchemaSnapshot> LoadSchema(
     MysqlConnection& conn, const std::vector<std::string>& databases);

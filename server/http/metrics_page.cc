@@ -53,6 +53,18 @@ const std::vector<TableMetric>& LoadedTableMetrics() {
       {"msgq_purged_total", MetricType::kCounter,
        "Acked rows deleted past msgq_purge_after.",
        [](const S& s) { return s.purged; }},
+      {"msgq_partitions_created_total", MetricType::kCounter,
+       "Partitions created ahead of time (tables RANGE-partitioned on "
+       "time_created).",
+       [](const S& s) { return s.partitions_created; }},
+      {"msgq_partitions_dropped_total", MetricType::kCounter,
+       "Partitions dropped because every row in them was acked before "
+       "vt_purge_after (or dead past msgq_dead_retention).",
+       [](const S& s) { return s.partitions_dropped; }},
+      {"msgq_partitions_held_back", MetricType::kGauge,
+       "Partitions past vt_purge_after kept at the last purge step because "
+       "they still hold unacked (or dead, not expired) rows.",
+       [](const S& s) { return s.partitions_held_back; }},
       {"msgq_polls_total", MetricType::kCounter,
        "Polls of the table for due rows.", [](const S& s) { return s.polls; }},
       {"msgq_binlog_fetches_total", MetricType::kCounter,
