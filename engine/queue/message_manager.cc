@@ -264,6 +264,13 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
         binlog_expect_.Forget(c.id);
         continue;
       }
+      // The echo of msgq's own postpone, read after the id left flight: if
+      // the batch was handed back, the message is queued again and stays.
+      if (std::optional<int64_t> own = own_postpones_.Take(c.id);
+          own.has_value() && *own == *c.time_next) {
+        binlog_expect_.Forget(c.id);
+        continue;
+      }
       binlog_expect_.ExpectRow(c.id, c.priority, *c.time_next, now);
       // The owner reads it; a new owner (or a resumed table) polls first.
       if (!owner || paused_) continue;

@@ -397,6 +397,12 @@ class MessageManager : private RoundExecutor::Task {
   // commit, until the row is queued (Message::seen_at). Unix ns.
   RecentIds own_acks_ ABSL_GUARDED_BY(mu_){1 << 16, 60'000'000'000};
   RecentIds binlog_seen_ ABSL_GUARDED_BY(mu_){1 << 16, 600'000'000'000};
+  // Postpones msgq committed (id -> the time_next written, which also ages
+  // them out), until the binlog echoes them: an echo read after the id left
+  // flight is msgq's own write, so a message handed back and queued again
+  // stays queued. Forgetting one early only brings back the old behaviour
+  // (the echo takes the message out until its time_next).
+  RecentIds own_postpones_ ABSL_GUARDED_BY(mu_){1 << 16, 60'000'000'000};
   // What the binlog last said of rows msgq did not write, so a read from
   // before a commit was visible is not queued (10 s: far longer than a
   // commit takes to become visible, or a poll to run).

@@ -271,5 +271,44 @@ TEST_F(MessageManagerTest, APollOlderThanTheBinlogSendsNothingEarly) {
   EXPECT_THAT(sub->ids(), ElementsAre("101"));
 }
 
+// 3. A batch handed back after its postpone committed is queued again at
+// once; the binlog's echo of that postpone (read after the id left flight)
+// is msgq's own write, not an application's reschedule, and must not take
+// it out of the queue until its ack wait (seen as a 20 s stall in
+// SecurityTlsTest.PlaintextClientFailsTlsClientWorks under load).
+TEST_F(MessageManagerTest, TheEchoOfItsOwnPostponeKeepsAHandedBackBatchQueued) {
+  ASSERT_NO_FATAL_FAILURE(
+      Init({.batch_size = 1}, {.max_batches_per_subscriber = 1}));
+  PutDue({"101"});
+  auto a = Subscribe();
+  RunOnce();
+  ASSERT_THAT(a->ids(), ElementsAre("101"));
+  RunOnce();  // the postpone commits: 101 leaves flight
+  ASSERT_EQ(store_->write_calls(), 1);
+  ASSERT_EQ(store_->writes()[0].batch.postpones.size(), 1u);
+  const int64_t postponed = store_->writes()[0].batch.postpones[0].time_next;
+  EXPECT_EQ(stats().in_flight, 0);
+  manager_->Unsubscribe(a.get());
+  manager_->OnSendFailed(a.get(), a->batches[0]);  // never written
+  EXPECT_EQ(stats().queued, 1);
+  RowChange echo;
+  echo.id = "101";
+  echo.time_next = postponed;
+  manager_->OnRowChanges({echo});
+  EXPECT_EQ(stats().queued, 1);
+  auto b = Subscribe();
+  EXPECT_THAT(b->ids(), ElementsAre("101"));
+  // An application's reschedule of a queued row still takes it out.
+  store_->PutDue("102", Now() - kSecond);
+  manager_->RequestPoll();
+  RunOnce();
+  ASSERT_EQ(stats().queued, 1);
+  RowChange later;
+  later.id = "102";
+  later.time_next = Now() + 60 * kSecond;
+  manager_->OnRowChanges({later});
+  EXPECT_EQ(stats().queued, 0);
+}
+
 }  // namespace
 }  // namespace msgq::manager_test

@@ -216,6 +216,7 @@ bool MessageManager::DoWrites(Work& work) {
       std::optional<int64_t> earliest;
       for (const Postponement& p : work.writes.postpones) {
         earliest = std::min(earliest.value_or(p.time_next), p.time_next);
+        own_postpones_.Put(p.id, p.time_next);
       }
       if (earliest.has_value()) scheduler_.NoteDueAt(*earliest);
     }
