@@ -318,9 +318,16 @@ absl::Status Engine::Reload() {
           IsRangeOnTimeCreated(def.partition_method, def.partition_expression);
       auto store = std::make_unique<MysqlMessageStore>(*table, options_.mysql,
                                                        pool_.get());
+      // The ack lane's store borrows a second pooled connection per round,
+      // when the pool has one to spare.
+      std::unique_ptr<MessageStore> ack_store;
+      if (options_.manager.ack_lane && PoolSize(options_) >= 2) {
+        ack_store = std::make_unique<MysqlMessageStore>(*table, options_.mysql,
+                                                        pool_.get());
+      }
       entry.manager = std::make_shared<MessageManager>(
           *std::move(table), std::move(store), clock_, jitter_,
-          options_.manager, executor_);
+          options_.manager, executor_, std::move(ack_store));
       LogTableInfo(def.keyspace, def.name, "table `", def.keyspace, "`.`",
                    def.name, "` loaded");
     } else {

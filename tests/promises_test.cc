@@ -298,7 +298,10 @@ TEST_F(PromisesTest, SqlRescheduleEarlierIsSentAtTheNewTime) {
 TEST_F(PromisesTest, SqlReprioritizedCachedRowsAreSentInTheirNewOrder) {
   ASSERT_NO_FATAL_FAILURE(CreateTable(
       "q", "vt_poller_interval=300,vt_batch_size=1,vt_ack_wait=300"));
-  ASSERT_NO_FATAL_FAILURE(StartServer({"--max_batches_per_subscriber=1"}));
+  // The stuck subscriber is stopped once the first postpone shows in MySQL:
+  // postpones at once, not after a grace in which it takes more rows.
+  ASSERT_NO_FATAL_FAILURE(StartServer(
+      {"--max_batches_per_subscriber=1", "--postpone_grace=0"}));
   ASSERT_NO_FATAL_FAILURE(WaitForDiscovery("q", "binlog"));
   for (int from = 1; from <= 24; from += 12) {
     ASSERT_NO_FATAL_FAILURE(InsertBig("q", from, from + 11, 1'500'000));
@@ -481,7 +484,10 @@ TEST_F(PromisesTest, FullCacheRefillsWhenDrainedToHalf) {
       CreateTable("q",
                   "vt_cache_size=10,vt_poller_interval=300,vt_batch_size=1,"
                   "vt_ack_wait=300"));
-  ASSERT_NO_FATAL_FAILURE(StartServer({"--max_batches_per_subscriber=1"}));
+  // The stuck subscriber is stopped once the first postpone shows in MySQL:
+  // postpones at once, not after a grace in which it takes more rows.
+  ASSERT_NO_FATAL_FAILURE(StartServer(
+      {"--max_batches_per_subscriber=1", "--postpone_grace=0"}));
   ASSERT_NO_FATAL_FAILURE(WaitForDiscovery("q", "binlog"));
   for (int from = 1; from <= 48; from += 12) {
     ASSERT_NO_FATAL_FAILURE(InsertBig("q", from, from + 11, 1'000'000));

@@ -32,13 +32,18 @@ MessageManager::MessageManager(MessageTable table,
                                std::unique_ptr<MessageStore> store,
                                Clock* clock, JitterSource* jitter,
                                Options options,
-                               std::shared_ptr<RoundExecutor> executor)
+                               std::shared_ptr<RoundExecutor> executor,
+                               std::unique_ptr<MessageStore> ack_store)
     : table_(std::move(table)),
       store_(std::move(store)),
       clock_(clock),
       jitter_(jitter),
       options_(options),
       executor_(std::move(executor)),
+      ack_store_(std::move(ack_store)),
+      postpone_grace_(std::max(
+          absl::ZeroDuration(),
+          std::min(options.postpone_grace, table_.settings.ack_wait / 10))),
       log_name_(
           absl::StrCat("table `", table_.keyspace, "`.`", table_.name, "`")),
       cache_(static_cast<size_t>(table_.settings.cache_size), table_.id_kind,
@@ -63,6 +68,7 @@ void MessageManager::Start() {
   started_ = true;
   if (executor_ != nullptr) {
     executor_->Add(this);
+    if (ack_store_ != nullptr) executor_->Add(&ack_lane_);
   } else {
     thread_ = std::thread([this] { Run(); });
   }
@@ -73,6 +79,14 @@ void MessageManager::WakeLocked() {
     wake_.Signal();
   } else if (started_) {
     executor_->Wake(this);
+  }
+}
+
+void MessageManager::WakeAcksLocked() {
+  if (!AckLaneLocked()) {
+    WakeLocked();
+  } else if (executor_ != nullptr && started_) {
+    executor_->Wake(&ack_lane_);
   }
 }
 
@@ -99,7 +113,9 @@ void MessageManager::Stop(absl::Status reason) {
     started_ = false;
   }
   if (flush) {
-    executor_->Remove(this);  // waits for a round in progress
+    // Each waits for a round in progress; Flush then writes every ack.
+    if (ack_store_ != nullptr) executor_->Remove(&ack_lane_);
+    executor_->Remove(this);
     Flush();
   }
   Work left;
@@ -212,7 +228,7 @@ void MessageManager::Ack(std::vector<std::string> ids, AckCallback done) {
       }
       acks_.push_back(
           PendingAck{ledger_.BeginAck(std::move(ids)), std::move(done)});
-      WakeLocked();
+      WakeAcksLocked();
       if (freed) sends = PumpLocked();
     }
   }
@@ -323,6 +339,7 @@ MessageManager::Sends MessageManager::PumpLocked() {
   if (limiter_.has_value() && !cache_.empty()) {
     tokens = limiter_->Available(clock_->MonotonicNow());
   }
+  const absl::Time mono = clock_->MonotonicNow();
   while (!cache_.empty()) {
     if (tokens == 0) {  // a round sends more when the next token is there
       scheduler_.WakeAt(limiter_->NextToken(clock_->MonotonicNow()));
@@ -342,7 +359,7 @@ MessageManager::Sends MessageManager::PumpLocked() {
       dispatcher_.Hold(pick->subscriber.get(), batch);
     }
     for (Message& m : batch) {
-      ledger_.Sent(m.id, m.epoch);
+      ledger_.Sent(m.id, m.epoch, mono);
       m.sent_at = now;
       counters_.redelivered += m.epoch > 0;
       if (m.time_next > 0 && now >= m.time_next) {
@@ -374,7 +391,14 @@ RoundScheduler::View MessageManager::ViewLocked() const {
   // A paused table reads nothing due, as if nobody subscribed.
   view.subscribers = !dispatcher_.empty() && !paused_;
   view.cache_full = cache_.full();
-  view.writes_pending = ledger_.HasOwed() || HasRequestsLocked();
+  view.writes_pending = RoundHasRequestsLocked();
+  if (ledger_.HasOwed()) {
+    const absl::Time cutoff = PostponeCutoffLocked(clock_->MonotonicNow());
+    view.postpones_due_at = cutoff == absl::InfiniteFuture()
+                                ? absl::InfinitePast()
+                                : ledger_.OldestOwedAt() +
+                                      postpone_grace_;
+  }
   view.owner = OwnsLocked();
   return view;
 }

@@ -47,6 +47,8 @@
 #include "engine/queue/backoff.h"
 #include "engine/queue/binlog_expectations.h"
 #include "engine/queue/dispatcher.h"
+#include "engine/queue/manager_options.h"
+#include "engine/queue/manager_round.h"
 #include "engine/queue/manager_stats.h"
 #include "engine/queue/message_cache.h"
 #include "engine/queue/message_store.h"
@@ -61,48 +63,8 @@ namespace msgq {
 
 class MessageManager : private RoundExecutor::Task {
  public:
-  struct Options {
-    // Batches handed to one subscriber and not yet written.
-    int max_batches_per_subscriber = 2;
-    // Rows deleted per purge statement.
-    int purge_batch = 500;
-    // Ack requests waiting for their statement; more get RESOURCE_EXHAUSTED.
-    int max_pending_acks = 10000;
-    // Ids in one MessageAck request.
-    int max_ids_per_ack = 100000;
-    // Ids in all ack requests waiting for their statement; more get
-    // RESOURCE_EXHAUSTED. Bounds memory and the next poll's size.
-    int max_pending_ack_ids = 200000;
-    // Reads of a binlog-named row that is not visible yet: first delay,
-    // doubled per attempt, and the number of attempts.
-    absl::Duration refetch_delay = absl::Milliseconds(5);
-    int max_refetches = 5;
-    // How rows the binlog names are read: true = by primary key (only those
-    // rows); false = the event just triggers a poll of the table. Kept to
-    // measure the two (docs/benchmarks.md).
-    bool binlog_fetch_by_id = true;
-    // Reconnect backoff after MySQL errors: doubles from min to max.
-    absl::Duration retry_min = absl::Milliseconds(100);
-    absl::Duration retry_max = absl::Seconds(10);
-    // +- this fraction of jitter on each retry delay.
-    double retry_jitter = 0.2;
-    // Bytes of rows in one streamed batch (Message::WireBytes); a batch
-    // always carries at least one message (--max_batch_bytes).
-    size_t max_batch_bytes = size_t{1} << 20;
-    // A row larger than this is never sent: it dies with a reason giving
-    // its size (--max_message_bytes; keep it under the clients' gRPC
-    // receive limit, 4 MiB by default).
-    size_t max_message_bytes = 4000000;
-    // The longest MessageExtend (--max_extend).
-    absl::Duration max_extend = absl::Hours(12);
-    // Lines logged for messages that die, per table per minute; the rest
-    // are counted in the next line.
-    int death_log_lines_per_minute = 10;
-    // Several msgqd share the table: the manager starts without ownership
-    // and reads and sends only while Own() granted it (engine/lease/).
-    // false: it owns the table from the start, for good.
-    bool leased = false;
-  };
+  // How it runs the table (manager_options.h).
+  using Options = ManagerOptions;
 
   // What the manager counted (manager_stats.h).
   using Stats = ManagerStats;
@@ -120,15 +82,18 @@ class MessageManager : private RoundExecutor::Task {
     bool dead = false;  // dead now
   };
 
-  using AckCallback = std::function<void(absl::StatusOr<int64_t>)>;
-  using NackCallback = std::function<void(absl::StatusOr<NackCount>)>;
-  using DeadCallback =
-      std::function<void(absl::StatusOr<std::vector<DeadRow>>)>;
+  using AckCallback = ManagerAckCallback;
+  using NackCallback = ManagerNackCallback;
+  using DeadCallback = ManagerDeadCallback;
 
   // `executor` runs the rounds; null: a thread of the manager's own.
+  // `ack_store` (another connection to the same table), when given, takes
+  // every ack: the ack lane, whose rounds (RunAckRound) the executor runs in
+  // parallel with the table's. Without an executor only a test drives it.
   MessageManager(MessageTable table, std::unique_ptr<MessageStore> store,
                  Clock* clock, JitterSource* jitter, Options options,
-                 std::shared_ptr<RoundExecutor> executor = nullptr);
+                 std::shared_ptr<RoundExecutor> executor = nullptr,
+                 std::unique_ptr<MessageStore> ack_store = nullptr);
   ~MessageManager();
   MessageManager(const MessageManager&) = delete;
   MessageManager& operator=(const MessageManager&) = delete;
@@ -233,49 +198,27 @@ class MessageManager : private RoundExecutor::Task {
   // pending writes, then a poll and a purge step if due. The thread calls it;
   // unit tests call it directly (without Start) with a fake clock.
   void RunOnce();
+  // One round of the ack lane (only with an ack store): writes the acks
+  // waiting, unless MySQL is in its retry backoff. Returns when to run next
+  // (InfiniteFuture: when woken). The executor calls it; unit tests too.
+  absl::Time RunAckRound();
 
   Stats stats() const;
   const MessageTable& table() const { return table_; }
 
  private:
-  struct PendingAck {
-    SettlementLedger::AckTicket ticket;
-    AckCallback done;
-  };
-  // A nack, or msgq's own deaths (done is null).
-  struct PendingNack {
-    SettlementLedger::AckTicket ticket;
-    NackGroup group;
-    NackCallback done;
-  };
-  struct PendingExtend {
-    SettlementLedger::AckTicket ticket;
-    ExtendGroup group;
-    AckCallback done;
-  };
-  struct PendingRedrive {
-    RedriveGroup group;
-    AckCallback done;
-  };
-  struct PendingDeadList {
-    std::string after_id;
-    int limit = 0;
-    DeadCallback done;
-  };
-  // What one round writes and reads, taken under the lock.
-  struct Work {
-    int64_t now = 0;  // wall clock, Unix ns
-    absl::Time mono;  // monotonic clock
-    WriteBatch writes;
-    std::vector<SettlementLedger::Postpone> postponed;
-    std::vector<PendingAck> acks;
-    std::vector<PendingNack> nacks;
-    std::vector<PendingExtend> extends;
-    std::vector<PendingRedrive> redrives;
-    std::vector<PendingDeadList> dead_lists;
-    RoundScheduler::Round round;
-  };
+  // What a round takes under the lock (manager_round.h).
+  using Work = ManagerRound;
   using Sends = std::vector<std::pair<Dispatcher::Pick, MessageBatch>>;
+  // The ack lane's task on the executor.
+  class AckLane final : public RoundExecutor::Task {
+   public:
+    explicit AckLane(MessageManager* manager) : manager_(manager) {}
+    absl::Time RunRound() override { return manager_->RunAckRound(); }
+
+   private:
+    MessageManager* const manager_;
+  };
   // A line to log once the lock is released.
   using Log = std::optional<std::pair<const char*, std::string>>;
 
@@ -290,15 +233,28 @@ class MessageManager : private RoundExecutor::Task {
   void Flush();
   // There may be work: wake the thread or queue a round.
   void WakeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An ack is waiting: wake the ack lane, or the rounds without one.
+  void WakeAcksLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the ack lane takes the acks (not when stopping: Flush does).
+  bool AckLaneLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return ack_store_ != nullptr && !stopping_;
+  }
   RoundScheduler::View ViewLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether ownership is held now (see Own).
   bool OwnsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return clock_->MonotonicNow() < owned_until_;
   }
   Work TakeWorkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Postpones of sends made by this time are written now; later ones wait
+  // out postpone_grace_ (InfiniteFuture: all now).
+  absl::Time PostponeCutoffLocked(absl::Time mono) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves the waiting acks into `work`'s writes.
+  void TakeAcksLocked(Work& work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DoWork(Work work);
-  // Each returns false when MySQL turned out to be unreachable.
-  bool DoWrites(Work& work);
+  // Each returns false when MySQL turned out to be unreachable. DoWrites
+  // writes through `store` (the table's, or the ack lane's).
+  bool DoWrites(Work& work, MessageStore* store);
   bool DoPoll(const Work& work);
   bool DoFetch(const Work& work);
   void DoPurge(const Work& work);
@@ -306,8 +262,16 @@ class MessageManager : private RoundExecutor::Task {
   // (too many sends, too old, too large) go to a death write instead.
   void AddToCacheLocked(std::vector<Message>& rows)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A poll or fetch starts; ReadDoneLocked after its result (or failure).
+  void ReadStartsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReadDoneLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ids that left flight; while a read runs they are remembered, as it may
+  // have read them from before their write committed.
+  void LeftFlightLocked(const std::vector<std::string>& ids)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes from a read the rows that show an older state than the binlog
-  // already did (BinlogExpectations): a fetch reads them again later.
+  // already did (BinlogExpectations: a fetch reads them again later), and
+  // the rows whose ids left flight while it ran.
   void DropStaleReadsLocked(std::vector<Message>& rows)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Why `m`, just read due from MySQL, must die instead of being sent;
@@ -327,6 +291,8 @@ class MessageManager : private RoundExecutor::Task {
   Log DeathLogLocked(int64_t count, const std::string& what)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool HasRequestsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The requests the table's round takes (not the ack lane's acks).
+  bool RoundHasRequestsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Answers the round's dead-list requests (UNAVAILABLE without MySQL).
   void DoDeadLists(Work& work, bool mysql_ok);
   // Purges dead rows past msgq_dead_retention (a purge step).
@@ -355,6 +321,10 @@ class MessageManager : private RoundExecutor::Task {
   JitterSource* const jitter_;
   const Options options_;
   const std::shared_ptr<RoundExecutor> executor_;  // may be null
+  const std::unique_ptr<MessageStore> ack_store_;  // the ack lane's; may be null
+  AckLane ack_lane_{this};
+  // Options::postpone_grace, at most a tenth of the table's ack wait.
+  const absl::Duration postpone_grace_;
   const std::string log_name_;
 
   mutable absl::Mutex mu_;
@@ -383,6 +353,11 @@ class MessageManager : private RoundExecutor::Task {
   std::set<std::string> held_back_ ABSL_GUARDED_BY(mu_);
   std::string partition_create_error_ ABSL_GUARDED_BY(mu_);
   size_t pending_ack_ids_ ABSL_GUARDED_BY(mu_) = 0;
+  // Polls and fetches running, and the ids that left flight meanwhile (the
+  // ack lane settles acks while the table's round reads): such a read may
+  // show the state from before the write, so it must not queue them.
+  int reads_running_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_set<std::string> left_while_reading_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   // msgq_rate_limit's token bucket; nullopt without one.

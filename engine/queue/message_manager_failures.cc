@@ -54,8 +54,12 @@ absl::Status MessageManager::AdmitLocked(size_t ids) {
 }
 
 bool MessageManager::HasRequestsLocked() const {
-  return !acks_.empty() || !nacks_.empty() || !extends_.empty() ||
-         !redrives_.empty() || !dead_lists_.empty();
+  return !acks_.empty() || RoundHasRequestsLocked();
+}
+
+bool MessageManager::RoundHasRequestsLocked() const {
+  return (!acks_.empty() && !AckLaneLocked()) || !nacks_.empty() ||
+         !extends_.empty() || !redrives_.empty() || !dead_lists_.empty();
 }
 
 void MessageManager::Nack(NackRequest request, NackCallback done) {

@@ -130,6 +130,8 @@ class MessageManagerTest : public ::testing::Test {
     // Retry delays exactly as documented (their jitter is tested in
     // round_scheduler_test.cc).
     options.retry_jitter = 0;
+    // Postpones in the round after the send, unless a test sets a grace.
+    options.postpone_grace = postpone_grace_;
     auto store = std::make_unique<FakeMessageStore>();
     store_ = store.get();
     std::vector<Column> columns = {
@@ -150,9 +152,16 @@ class MessageManagerTest : public ::testing::Test {
     ASSERT_TRUE(table.ok()) << table.status();
     table->purge_by_partition = config.purge_by_partition;
     store_->set_schema(FakeMessageStore::SchemaOf(*table));
+    std::unique_ptr<FakeMessageStore> ack_store;
+    if (with_ack_lane_) {
+      ack_store = std::make_unique<FakeMessageStore>();
+      ack_store_ = ack_store.get();
+      ack_store_->set_schema(store_->schema());
+    }
     manager_ = std::make_unique<MessageManager>(
         *std::move(table), std::move(store), &clock_,
-        jitter != nullptr ? jitter : &jitter_, options);
+        jitter != nullptr ? jitter : &jitter_, options, nullptr,
+        std::move(ack_store));
   }
 
   int64_t Now() const { return clock_.NowNanos(); }
@@ -205,6 +214,12 @@ class MessageManagerTest : public ::testing::Test {
   FakeClock clock_{Start()};
   FixedJitter jitter_{1.0};
   FakeMessageStore* store_ = nullptr;  // owned by manager_
+  // Set before Init(): the manager gets an ack lane writing to ack_store_,
+  // a second fake (its rows are the test's to keep in step with store_).
+  bool with_ack_lane_ = false;
+  // Set before Init(): Options::postpone_grace.
+  absl::Duration postpone_grace_ = absl::ZeroDuration();
+  FakeMessageStore* ack_store_ = nullptr;  // owned by manager_
   std::unique_ptr<MessageManager> manager_;
 };
 

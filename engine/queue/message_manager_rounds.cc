@@ -30,7 +30,7 @@ MessageManager::Work MessageManager::TakeWorkLocked() {
   work.mono = clock_->MonotonicNow();
   work.writes.now = work.now;
   if (scheduler_.Waiting(work.mono)) return work;
-  work.postponed = ledger_.TakePostpones();
+  work.postponed = ledger_.TakePostpones(PostponeCutoffLocked(work.mono));
   // One jitter per epoch per round, as one statement covers the round.
   absl::flat_hash_map<int64_t, int64_t> time_by_epoch;
   for (const auto& [id, epoch] : work.postponed) {
@@ -41,12 +41,7 @@ MessageManager::Work MessageManager::TakeWorkLocked() {
     }
     work.writes.postpones.push_back(Postponement{id, it->second});
   }
-  work.acks.swap(acks_);
-  for (const PendingAck& ack : work.acks) {
-    work.writes.ack_groups.push_back(ack.ticket.ids);
-    // Before the write: the binlog may show it before the result is back.
-    for (const std::string& id : ack.ticket.ids) own_acks_.Put(id, work.now);
-  }
+  if (!AckLaneLocked()) TakeAcksLocked(work);
   work.nacks.swap(nacks_);
   for (const PendingNack& p : work.nacks) {
     work.writes.nack_groups.push_back(p.group);
@@ -62,6 +57,16 @@ MessageManager::Work MessageManager::TakeWorkLocked() {
   work.dead_lists.swap(dead_lists_);
   work.round = scheduler_.Take(ViewLocked(), work.mono, work.now);
   return work;
+}
+
+absl::Time MessageManager::PostponeCutoffLocked(absl::Time mono) const {
+  // Stopping or not owning: every postpone now (Flush; a handover waits
+  // for Quiesced()).
+  if (stopping_ || !OwnsLocked() ||
+      postpone_grace_ <= absl::ZeroDuration()) {
+    return absl::InfiniteFuture();
+  }
+  return mono - postpone_grace_;
 }
 
 void MessageManager::RunOnce() {
@@ -127,7 +132,7 @@ void MessageManager::Flush() {
     last = TakeWorkLocked();
     last.round = RoundScheduler::Round();
   }
-  const bool ok = DoWrites(last);
+  const bool ok = DoWrites(last, store_.get());
   DoDeadLists(last, ok);
   store_->EndRound();
 }
@@ -148,7 +153,7 @@ void MessageManager::DoWork(Work work) {
   }
   // When MySQL is unreachable the round ends: one failure per round sets the
   // backoff, and no further statement waits on a dead server.
-  const bool writes_ok = DoWrites(work);
+  const bool writes_ok = DoWrites(work, store_.get());
   DoDeadLists(work, writes_ok);
   if (!writes_ok) return;
   if (work.round.poll && !DoPoll(work)) return;
@@ -184,7 +189,7 @@ void MessageManager::Emit(Log log) const {
   }
 }
 
-bool MessageManager::DoWrites(Work& work) {
+bool MessageManager::DoWrites(Work& work, MessageStore* store) {
   if (work.writes.postpones.empty() && work.writes.ack_groups.empty() &&
       work.writes.nack_groups.empty() && work.writes.extend_groups.empty() &&
       work.writes.redrive_groups.empty()) {
@@ -193,7 +198,7 @@ bool MessageManager::DoWrites(Work& work) {
   // Non-OK only when nothing was applied (connection lost, deadlock); else
   // the postpones and each ack group succeed or fail on their own.
   const absl::Time start = clock_->MonotonicNow();
-  absl::StatusOr<WriteResult> result = store_->Write(work.writes);
+  absl::StatusOr<WriteResult> result = store->Write(work.writes);
   const absl::Duration took = clock_->MonotonicNow() - start;
   std::vector<std::pair<AckCallback, absl::StatusOr<int64_t>>> replies;
   std::vector<std::function<void()>> group_replies;
@@ -210,7 +215,8 @@ bool MessageManager::DoWrites(Work& work) {
       logs.push_back(StatementFailedLocked("postpone", postpones));
     }
     counters_.write_latency.Observe(took);
-    ledger_.PostponesDone(work.postponed, OutcomeOf(postpones));
+    LeftFlightLocked(
+        ledger_.PostponesDone(work.postponed, OutcomeOf(postpones)));
     if (postpones.ok()) {
       counters_.postponed += static_cast<int64_t>(work.writes.postpones.size());
       std::optional<int64_t> earliest;
@@ -227,7 +233,7 @@ bool MessageManager::DoWrites(Work& work) {
           !result.ok()              ? absl::StatusOr<int64_t>(result.status())
           : i < result->acks.size() ? result->acks[i]
                                     : absl::StatusOr<int64_t>(int64_t{0});
-      ledger_.AckDone(ack.ticket, OutcomeOf(n.status()));
+      LeftFlightLocked(ledger_.AckDone(ack.ticket, OutcomeOf(n.status())));
       if (!n.ok()) {
         for (const std::string& id : ack.ticket.ids) own_acks_.Erase(id);
       }
@@ -294,7 +300,8 @@ void MessageManager::AddToCacheLocked(std::vector<Message>& rows) {
 void MessageManager::DropStaleReadsLocked(std::vector<Message>& rows) {
   const int64_t now = clock_->NowNanos();
   std::erase_if(rows, [&](const Message& m) {
-    return !binlog_expect_.Accept(m.id, m.priority, m.time_next, now);
+    return left_while_reading_.contains(m.id) ||
+           !binlog_expect_.Accept(m.id, m.priority, m.time_next, now);
   });
 }
 
@@ -309,6 +316,7 @@ bool MessageManager::DoPoll(const Work& work) {
     const int64_t capacity = static_cast<int64_t>(cache_.capacity());
     limit = std::min(capacity + static_cast<int64_t>(ledger_.in_flight()),
                      2 * capacity);
+    ReadStartsLocked();
   }
   const int64_t poll_limit = limit;
   const absl::Time start = clock_->MonotonicNow();
@@ -320,18 +328,20 @@ bool MessageManager::DoPoll(const Work& work) {
   {
     absl::MutexLock lock(&mu_);
     counters_.poll_latency.Observe(took);
+    // Whether the poll hit its limit (a backlog), before stale rows go.
+    const bool full = rows.ok() && static_cast<int64_t>(rows->size()) >= limit;
+    if (rows.ok()) DropStaleReadsLocked(*rows);
+    ReadDoneLocked();
     if (!rows.ok()) {
       log = StatementFailedLocked("poll", rows.status());
     } else {
       log = MysqlOkLocked();
       ++counters_.polls;
-      DropStaleReadsLocked(*rows);
       absl::flat_hash_set<std::string> found;
       if (scheduler_.fetch_waiting() > 0) {
         for (const Message& m : *rows) found.insert(m.id);
       }
-      scheduler_.PollDone(
-          work.round, static_cast<int64_t>(rows->size()) >= poll_limit, found);
+      scheduler_.PollDone(work.round, full, found);
       AddToCacheLocked(*rows);
       backlog = scheduler_.backlog();
     }
@@ -357,6 +367,10 @@ bool MessageManager::DoPoll(const Work& work) {
 }
 
 bool MessageManager::DoFetch(const Work& work) {
+  {
+    absl::MutexLock lock(&mu_);
+    ReadStartsLocked();
+  }
   const absl::Time start = clock_->MonotonicNow();
   absl::StatusOr<std::vector<Message>> rows =
       store_->FetchDue(work.round.fetch_ids, work.now);
@@ -366,6 +380,8 @@ bool MessageManager::DoFetch(const Work& work) {
   {
     absl::MutexLock lock(&mu_);
     counters_.fetch_latency.Observe(took);
+    if (rows.ok()) DropStaleReadsLocked(*rows);
+    ReadDoneLocked();
     if (!rows.ok()) {
       log = StatementFailedLocked("fetch", rows.status());
       // Whatever the reason, the poll finds them instead.
@@ -373,7 +389,6 @@ bool MessageManager::DoFetch(const Work& work) {
     } else {
       log = MysqlOkLocked();
       ++counters_.fetches;
-      DropStaleReadsLocked(*rows);
       absl::flat_hash_set<std::string> found;
       for (const Message& m : *rows) found.insert(m.id);
       scheduler_.FetchDone(work.round.fetch_ids, found, clock_->MonotonicNow());

@@ -60,7 +60,10 @@ bool RoundScheduler::FetchDue(const View& view, absl::Time mono) const {
 bool RoundScheduler::HaveWork(const View& view, absl::Time mono,
                               int64_t wall_ns) const {
   if (Waiting(mono)) return false;
-  if (view.writes_pending || mono >= pump_at_) return true;
+  if (view.writes_pending || mono >= pump_at_ ||
+      mono >= view.postpones_due_at) {
+    return true;
+  }
   return FetchDue(view, mono) || PurgeDue(view, mono) ||
          PollDue(view, mono, wall_ns);
 }
@@ -68,8 +71,9 @@ bool RoundScheduler::HaveWork(const View& view, absl::Time mono,
 absl::Time RoundScheduler::NextDeadline(const View& view, absl::Time mono,
                                         int64_t wall_ns) const {
   if (Waiting(mono)) return retry_at_;
-  if (!view.owner) return pump_at_;
-  absl::Time deadline = std::min(next_purge_at_, pump_at_);
+  absl::Time deadline = std::min(pump_at_, view.postpones_due_at);
+  if (!view.owner) return deadline;
+  deadline = std::min(deadline, next_purge_at_);
   if (view.subscribers && !view.cache_full) {
     deadline = std::min(deadline, next_poll_at_);
     if (next_due_ns_.has_value()) {

@@ -64,7 +64,10 @@ class RoundScheduler {
   struct View {
     bool subscribers = false;
     bool cache_full = false;
-    bool writes_pending = false;  // owed postpones or waiting acks
+    bool writes_pending = false;  // postpones due or requests waiting
+    // Owed postpones whose grace runs out then (monotonic); InfiniteFuture:
+    // none owed.
+    absl::Time postpones_due_at = absl::InfiniteFuture();
     bool owner = true;            // this instance may read and send the table
   };
 

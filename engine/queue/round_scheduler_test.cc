@@ -242,3 +242,27 @@ TEST_F(RoundSchedulerTest, WakeAtRunsOnePumpRoundAtThatTime) {
 
 }  // namespace
 }  // namespace msgq
+
+namespace msgq {
+namespace {
+
+// Owed postpones in their grace: a round when the oldest one's grace runs
+// out, not before (and not a busy loop meanwhile).
+TEST_F(RoundSchedulerTest, PostponesInTheirGraceWakeARoundWhenItRunsOut) {
+  Settle();
+  RoundScheduler::View view = Subscribed();
+  view.postpones_due_at = mono_ + absl::Milliseconds(50);
+  EXPECT_FALSE(s_.HaveWork(view, mono_, wall_));
+  EXPECT_EQ(s_.NextDeadline(view, mono_, wall_),
+            mono_ + absl::Milliseconds(50));
+  mono_ += absl::Milliseconds(50);
+  EXPECT_TRUE(s_.HaveWork(view, mono_, wall_));
+  // Not the owner: its deadline still comes (the postpones of its sends).
+  view.owner = false;
+  view.postpones_due_at = mono_ + absl::Milliseconds(7);
+  EXPECT_EQ(s_.NextDeadline(view, mono_, wall_),
+            mono_ + absl::Milliseconds(7));
+}
+
+}  // namespace
+}  // namespace msgq

@@ -1,5 +1,7 @@
 #include "engine/queue/settlement_ledger.h"
 
+#include <algorithm>
+
 namespace msgq {
 
 bool SettlementLedger::Acking(absl::string_view id) const {
@@ -25,16 +27,25 @@ void SettlementLedger::SettleIfDone(const std::string& id,
   if (left != nullptr) left->push_back(id);
 }
 
-void SettlementLedger::Sent(const std::string& id, int64_t epoch) {
-  SetOwed(entries_[id], epoch);
+void SettlementLedger::Sent(const std::string& id, int64_t epoch,
+                            absl::Time at) {
+  Entry& e = entries_[id];
+  SetOwed(e, epoch);
+  e.owed_at = at;
+  oldest_owed_at_ = std::min(oldest_owed_at_, at);
 }
 
-std::vector<SettlementLedger::Postpone> SettlementLedger::TakePostpones() {
+std::vector<SettlementLedger::Postpone> SettlementLedger::TakePostpones(
+    absl::Time sent_by) {
   std::vector<Postpone> taken;
+  oldest_owed_at_ = absl::InfiniteFuture();
   if (owed_ == 0) return taken;
-  taken.reserve(owed_);
   for (auto& [id, e] : entries_) {
     if (!e.owed.has_value()) continue;
+    if (e.owed_at > sent_by && e.acks == 0) {
+      oldest_owed_at_ = std::min(oldest_owed_at_, e.owed_at);
+      continue;
+    }
     taken.emplace_back(id, *e.owed);
     ClearOwed(e);
     ++e.writing;
@@ -57,6 +68,7 @@ std::vector<std::string> SettlementLedger::PostponesDone(
     // fail, and a postpone after a committed ack changes nothing.)
     if (outcome == Outcome::kTransient && !e.owed.has_value()) {
       SetOwed(e, epoch);
+      oldest_owed_at_ = std::min(oldest_owed_at_, e.owed_at);
     }
     SettleIfDone(id, &left);
   }
@@ -94,6 +106,7 @@ std::vector<std::string> SettlementLedger::AckDone(const AckTicket& ticket,
       auto it = entries_.find(id);
       if (it != entries_.end() && !it->second.owed.has_value()) {
         SetOwed(it->second, epoch);
+        oldest_owed_at_ = std::min(oldest_owed_at_, it->second.owed_at);
       }
     }
   }

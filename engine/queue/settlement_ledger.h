@@ -15,8 +15,12 @@
 //   writing   postpones taken by a round and not finished;
 //   acks      ack requests accepted and not finished.
 // The id is in flight while any of them is pending. The rules:
-//   Sent           owed := epoch (a newer send replaces an older owed one).
-//   TakePostpones  every owed id: owed -> writing.
+//   Sent           owed := epoch, at the caller's time of the send (a newer
+//                  send replaces an older owed one).
+//   TakePostpones  every owed id sent by a cutoff time, and every owed id
+//                  a hold waits for (below): owed -> writing. (The manager
+//                  defers a postpone for a short grace: an ack that comes
+//                  within it cancels the postpone, so it is never written.)
 //   PostponeDone   writing -1. Committed: nothing more. Transient failure
 //                  (UNAVAILABLE/ABORTED): owed again unless a newer send
 //                  already owes its own. Permanent failure: nothing
@@ -40,7 +44,7 @@
 //                  queued again at once (not while an ack of it runs).
 // Every method that can end obligations returns the ids that left flight.
 //
-// Pure logic: no I/O, no clock. Not thread-safe: the owning MessageManager
+// Pure logic: no I/O, no clock (times are values the caller passes). Not thread-safe: the owning MessageManager
 // guards it with its mutex.
 #ifndef MSGQ_ENGINE_QUEUE_SETTLEMENT_LEDGER_H_
 #define MSGQ_ENGINE_QUEUE_SETTLEMENT_LEDGER_H_
@@ -53,6 +57,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace msgq {
 
@@ -83,11 +88,21 @@ class SettlementLedger {
   bool PostponesPending() const { return owed_ > 0 || writing_ > 0; }
   bool Acking(absl::string_view id) const;
 
-  // `id` was handed to a subscriber, sent for the (epoch+1)-th time.
-  void Sent(const std::string& id, int64_t epoch);
+  // `id` was handed to a subscriber at `at`, sent for the (epoch+1)-th time.
+  void Sent(const std::string& id, int64_t epoch,
+            absl::Time at = absl::InfinitePast());
 
-  // Moves every owed postpone to "writing" and returns them.
-  std::vector<Postpone> TakePostpones();
+  // Moves to "writing" and returns the owed postpones of sends made at or
+  // before `sent_by`, and those of ids a hold (nack, extend, death) waits
+  // for, whenever sent.
+  std::vector<Postpone> TakePostpones(
+      absl::Time sent_by = absl::InfiniteFuture());
+  // No owed postpone was sent before this (InfiniteFuture when none is
+  // owed). May be earlier than the truth after acks or hand-backs cancelled
+  // the oldest: the next TakePostpones makes it exact.
+  absl::Time OldestOwedAt() const {
+    return owed_ > 0 ? oldest_owed_at_ : absl::InfiniteFuture();
+  }
   // A round's postpones finished with `outcome`. Returns the ids that left
   // flight.
   std::vector<std::string> PostponesDone(const std::vector<Postpone>& taken,
@@ -106,6 +121,7 @@ class SettlementLedger {
  private:
   struct Entry {
     std::optional<int64_t> owed;  // epoch of a send whose postpone is owed
+    absl::Time owed_at;           // when that send was made
     int writing = 0;
     int acks = 0;  // acks and holds (nacks, extends, deaths) running
     bool settled() const {
@@ -121,6 +137,8 @@ class SettlementLedger {
   absl::flat_hash_map<std::string, Entry> entries_;
   size_t owed_ = 0;
   size_t writing_ = 0;  // sum of Entry::writing
+  // At most the earliest owed_at of an owed entry (see OldestOwedAt).
+  absl::Time oldest_owed_at_ = absl::InfiniteFuture();
 };
 
 }  // namespace msgq

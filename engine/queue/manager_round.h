@@ -1,0 +1,66 @@
+// What a MessageManager's round takes under the manager's lock and works
+// on without it: the requests waiting for MySQL (acks, nacks, extends,
+// redrives, dead lists, each with the callback that answers it) and the
+// postpones owed. Plain values, used only by MessageManager.
+#ifndef MSGQ_ENGINE_QUEUE_MANAGER_ROUND_H_
+#define MSGQ_ENGINE_QUEUE_MANAGER_ROUND_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "engine/queue/message_store.h"
+#include "engine/queue/round_scheduler.h"
+#include "engine/queue/settlement_ledger.h"
+
+namespace msgq {
+
+using ManagerAckCallback = std::function<void(absl::StatusOr<int64_t>)>;
+using ManagerNackCallback = std::function<void(absl::StatusOr<NackCount>)>;
+using ManagerDeadCallback =
+    std::function<void(absl::StatusOr<std::vector<DeadRow>>)>;
+
+struct PendingAck {
+  SettlementLedger::AckTicket ticket;
+  ManagerAckCallback done;
+};
+// A nack, or msgq's own deaths (done is null).
+struct PendingNack {
+  SettlementLedger::AckTicket ticket;
+  NackGroup group;
+  ManagerNackCallback done;
+};
+struct PendingExtend {
+  SettlementLedger::AckTicket ticket;
+  ExtendGroup group;
+  ManagerAckCallback done;
+};
+struct PendingRedrive {
+  RedriveGroup group;
+  ManagerAckCallback done;
+};
+struct PendingDeadList {
+  std::string after_id;
+  int limit = 0;
+  ManagerDeadCallback done;
+};
+// What one round writes and reads, taken under the lock.
+struct ManagerRound {
+  int64_t now = 0;  // wall clock, Unix ns
+  absl::Time mono;  // monotonic clock
+  WriteBatch writes;
+  std::vector<SettlementLedger::Postpone> postponed;
+  std::vector<PendingAck> acks;
+  std::vector<PendingNack> nacks;
+  std::vector<PendingExtend> extends;
+  std::vector<PendingRedrive> redrives;
+  std::vector<PendingDeadList> dead_lists;
+  RoundScheduler::Round round;
+};
+
+}  // namespace msgq
+
+#endif  // MSGQ_ENGINE_QUEUE_MANAGER_ROUND_H_
