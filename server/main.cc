@@ -80,12 +80,12 @@ ABSL_FLAG(bool, ack_lane, false,
           "parallel with its polls and postpones (needs "
           "--mysql_max_connections to leave the tables at least 2). Off by "
           "default: on 2 cores it cost mysqld more CPU than it gained");
-ABSL_FLAG(absl::Duration, postpone_grace, absl::Milliseconds(200),
+ABSL_FLAG(absl::Duration, postpone_grace, absl::ZeroDuration(),
           "A sent message's postpone is written this long after the send "
           "(at most a tenth of the table's ack wait) unless its ack came "
-          "first (then never): fewer row updates; after a kill -9, messages "
-          "sent within it and not acked are sent again at once. 0: in the "
-          "round after the send");
+          "first (then never): fewer row updates (e.g. 200ms); after a "
+          "kill -9, messages sent within it and not acked are sent again at "
+          "once. 0 (default): in the round after the send");
 ABSL_FLAG(int, mysql_max_connections, 8,
           "MySQL connections msgqd holds at most, however many tables it "
           "serves: 2 follow the binlog, the rest are shared by every table "
