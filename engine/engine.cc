@@ -42,12 +42,6 @@ Engine::Engine(Options options, Clock* clock, JitterSource* jitter)
           options_.mysql)),
       executor_(std::make_shared<RoundExecutor>(PoolSize(options_), clock)) {}
 
-int Engine::PoolSize(const Options& options) {
-  return std::max(1, options.max_connections - (options.binlog ? 2 : 0) -
-                         (options.leases ? 1 : 0) -
-                         (options.mysql.primary != nullptr ? 1 : 0));
-}
-
 Engine::~Engine() { Stop(); }
 
 absl::Status Engine::Start() {
@@ -316,18 +310,7 @@ absl::Status Engine::Reload() {
       table->purge_by_partition =
           table->has_time_created &&
           IsRangeOnTimeCreated(def.partition_method, def.partition_expression);
-      auto store = std::make_unique<MysqlMessageStore>(*table, options_.mysql,
-                                                       pool_.get());
-      // The ack lane's store borrows a second pooled connection per round,
-      // when the pool has one to spare.
-      std::unique_ptr<MessageStore> ack_store;
-      if (options_.manager.ack_lane && PoolSize(options_) >= 2) {
-        ack_store = std::make_unique<MysqlMessageStore>(*table, options_.mysql,
-                                                        pool_.get());
-      }
-      entry.manager = std::make_shared<MessageManager>(
-          *std::move(table), std::move(store), clock_, jitter_,
-          options_.manager, executor_, std::move(ack_store));
+      entry.manager = NewManager(*std::move(table));
       LogTableInfo(def.keyspace, def.name, "table `", def.keyspace, "`.`",
                    def.name, "` loaded");
     } else {

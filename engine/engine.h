@@ -159,6 +159,8 @@ class Engine : private BinlogWatcher::Listener {
       absl::Duration wait = absl::Seconds(1)) const;
 
  private:
+  // A manager for `table` on the pool and executor (engine_manager.cc).
+  std::shared_ptr<MessageManager> NewManager(MessageTable table);
   struct Entry {
     TableDefinition definition;
     std::shared_ptr<MessageManager> manager;  // null when failed

@@ -39,7 +39,9 @@ TEST_F(DrainTest, AnAckWithinTheGraceMeansNoPostponeIsWritten) {
   EXPECT_EQ(db_->Scalar("SELECT epoch FROM msgq.q WHERE id = 10"), "0");
   // 10 was not acked: its postpone comes when its grace runs out.
   ASSERT_TRUE(Eventually(
-      [&] { return db_->Scalar("SELECT epoch FROM msgq.q WHERE id = 10") == "1"; },
+      [&] {
+        return db_->Scalar("SELECT epoch FROM msgq.q WHERE id = 10") == "1";
+      },
       absl::Seconds(15)));
   EXPECT_EQ(db_->Scalar("SELECT COUNT(*) FROM msgq.q WHERE time_acked IS NULL"),
             "1");

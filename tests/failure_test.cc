@@ -95,8 +95,7 @@ TEST_F(FailureTest, ADeadNackKillsAtOnceAndTheFirstOfAckAndNackWins) {
   EXPECT_EQ(late.dead(), 0);
   // Acked, never dead: epoch 1 if its postpone was written before the ack,
   // 0 if the ack came within the postpone grace and cancelled it.
-  EXPECT_THAT(RowState("d", "2"),
-              MatchesRegex("NULL\\|[0-9]+\\|[01]\\|NULL"));
+  EXPECT_THAT(RowState("d", "2"), MatchesRegex("NULL\\|[0-9]+\\|[01]\\|NULL"));
 }
 
 TEST_F(FailureTest, ANackWithADelayComesBackAtThatTimeNotEarlier) {

@@ -300,8 +300,8 @@ TEST_F(PromisesTest, SqlReprioritizedCachedRowsAreSentInTheirNewOrder) {
       "q", "vt_poller_interval=300,vt_batch_size=1,vt_ack_wait=300"));
   // The stuck subscriber is stopped once the first postpone shows in MySQL:
   // postpones at once, not after a grace in which it takes more rows.
-  ASSERT_NO_FATAL_FAILURE(StartServer(
-      {"--max_batches_per_subscriber=1", "--postpone_grace=0"}));
+  ASSERT_NO_FATAL_FAILURE(
+      StartServer({"--max_batches_per_subscriber=1", "--postpone_grace=0"}));
   ASSERT_NO_FATAL_FAILURE(WaitForDiscovery("q", "binlog"));
   for (int from = 1; from <= 24; from += 12) {
     ASSERT_NO_FATAL_FAILURE(InsertBig("q", from, from + 11, 1'500'000));
@@ -486,8 +486,8 @@ TEST_F(PromisesTest, FullCacheRefillsWhenDrainedToHalf) {
                   "vt_ack_wait=300"));
   // The stuck subscriber is stopped once the first postpone shows in MySQL:
   // postpones at once, not after a grace in which it takes more rows.
-  ASSERT_NO_FATAL_FAILURE(StartServer(
-      {"--max_batches_per_subscriber=1", "--postpone_grace=0"}));
+  ASSERT_NO_FATAL_FAILURE(
+      StartServer({"--max_batches_per_subscriber=1", "--postpone_grace=0"}));
   ASSERT_NO_FATAL_FAILURE(WaitForDiscovery("q", "binlog"));
   for (int from = 1; from <= 48; from += 12) {
     ASSERT_NO_FATAL_FAILURE(InsertBig("q", from, from + 11, 1'000'000));

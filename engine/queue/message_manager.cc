@@ -334,15 +334,15 @@ MessageManager::Sends MessageManager::PumpLocked() {
   }
   if (paused_) return sends;
   const int64_t now = cache_.empty() ? 0 : clock_->NowNanos();
+  const absl::Time mono = clock_->MonotonicNow();
   // msgq_rate_limit: the messages that may go now.
   size_t tokens = Dispatcher::kUnlimited;
   if (limiter_.has_value() && !cache_.empty()) {
-    tokens = limiter_->Available(clock_->MonotonicNow());
+    tokens = limiter_->Available(mono);
   }
-  const absl::Time mono = clock_->MonotonicNow();
   while (!cache_.empty()) {
     if (tokens == 0) {  // a round sends more when the next token is there
-      scheduler_.WakeAt(limiter_->NextToken(clock_->MonotonicNow()));
+      scheduler_.WakeAt(limiter_->NextToken(mono));
       break;
     }
     std::optional<Dispatcher::Pick> pick = dispatcher_.Next();
@@ -393,11 +393,9 @@ RoundScheduler::View MessageManager::ViewLocked() const {
   view.cache_full = cache_.full();
   view.writes_pending = RoundHasRequestsLocked();
   if (ledger_.HasOwed()) {
-    const absl::Time cutoff = PostponeCutoffLocked(clock_->MonotonicNow());
-    view.postpones_due_at = cutoff == absl::InfiniteFuture()
-                                ? absl::InfinitePast()
-                                : ledger_.OldestOwedAt() +
-                                      postpone_grace_;
+    view.postpones_due_at = GraceAppliesLocked()
+                                ? ledger_.OldestOwedAt() + postpone_grace_
+                                : absl::InfinitePast();
   }
   view.owner = OwnsLocked();
   return view;

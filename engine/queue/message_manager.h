@@ -249,6 +249,8 @@ class MessageManager : private RoundExecutor::Task {
   // out postpone_grace_ (InfiniteFuture: all now).
   absl::Time PostponeCutoffLocked(absl::Time mono) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether postpones wait out the grace now (not stopping, owner).
+  bool GraceAppliesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves the waiting acks into `work`'s writes.
   void TakeAcksLocked(Work& work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DoWork(Work work);
@@ -321,7 +323,8 @@ class MessageManager : private RoundExecutor::Task {
   JitterSource* const jitter_;
   const Options options_;
   const std::shared_ptr<RoundExecutor> executor_;  // may be null
-  const std::unique_ptr<MessageStore> ack_store_;  // the ack lane's; may be null
+  const std::unique_ptr<MessageStore>
+      ack_store_;  // the ack lane's; may be null
   AckLane ack_lane_{this};
   // Options::postpone_grace, at most a tenth of the table's ack wait.
   const absl::Duration postpone_grace_;

@@ -59,14 +59,14 @@ MessageManager::Work MessageManager::TakeWorkLocked() {
   return work;
 }
 
-absl::Time MessageManager::PostponeCutoffLocked(absl::Time mono) const {
+bool MessageManager::GraceAppliesLocked() const {
   // Stopping or not owning: every postpone now (Flush; a handover waits
   // for Quiesced()).
-  if (stopping_ || !OwnsLocked() ||
-      postpone_grace_ <= absl::ZeroDuration()) {
-    return absl::InfiniteFuture();
-  }
-  return mono - postpone_grace_;
+  return postpone_grace_ > absl::ZeroDuration() && !stopping_ && OwnsLocked();
+}
+
+absl::Time MessageManager::PostponeCutoffLocked(absl::Time mono) const {
+  return GraceAppliesLocked() ? mono - postpone_grace_ : absl::InfiniteFuture();
 }
 
 void MessageManager::RunOnce() {

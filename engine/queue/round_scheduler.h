@@ -68,7 +68,7 @@ class RoundScheduler {
     // Owed postpones whose grace runs out then (monotonic); InfiniteFuture:
     // none owed.
     absl::Time postpones_due_at = absl::InfiniteFuture();
-    bool owner = true;            // this instance may read and send the table
+    bool owner = true;  // this instance may read and send the table
   };
 
   // The reads of one round, taken by Take().

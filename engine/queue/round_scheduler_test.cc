@@ -260,8 +260,7 @@ TEST_F(RoundSchedulerTest, PostponesInTheirGraceWakeARoundWhenItRunsOut) {
   // Not the owner: its deadline still comes (the postpones of its sends).
   view.owner = false;
   view.postpones_due_at = mono_ + absl::Milliseconds(7);
-  EXPECT_EQ(s_.NextDeadline(view, mono_, wall_),
-            mono_ + absl::Milliseconds(7));
+  EXPECT_EQ(s_.NextDeadline(view, mono_, wall_), mono_ + absl::Milliseconds(7));
 }
 
 }  // namespace

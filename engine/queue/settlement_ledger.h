@@ -44,8 +44,8 @@
 //                  queued again at once (not while an ack of it runs).
 // Every method that can end obligations returns the ids that left flight.
 //
-// Pure logic: no I/O, no clock (times are values the caller passes). Not thread-safe: the owning MessageManager
-// guards it with its mutex.
+// Pure logic: no I/O, no clock (times are values the caller passes). Not
+// thread-safe: the owning MessageManager guards it with its mutex.
 #ifndef MSGQ_ENGINE_QUEUE_SETTLEMENT_LEDGER_H_
 #define MSGQ_ENGINE_QUEUE_SETTLEMENT_LEDGER_H_
 

@@ -1,0 +1,33 @@
+// Engine::PoolSize and Engine::NewManager (engine.h): how the engine sizes
+// its connection pool and builds a table's manager on it. Kept out of
+// engine.cc, which loads and reloads the tables.
+#include <algorithm>
+#include <memory>
+
+#include "engine/engine.h"
+#include "engine/sql/mysql_message_store.h"
+
+namespace msgq {
+
+int Engine::PoolSize(const Options& options) {
+  return std::max(1, options.max_connections - (options.binlog ? 2 : 0) -
+                         (options.leases ? 1 : 0) -
+                         (options.mysql.primary != nullptr ? 1 : 0));
+}
+
+std::shared_ptr<MessageManager> Engine::NewManager(MessageTable table) {
+  auto store =
+      std::make_unique<MysqlMessageStore>(table, options_.mysql, pool_.get());
+  // The ack lane's store borrows a second pooled connection per round,
+  // when the pool has one to spare.
+  std::unique_ptr<MessageStore> ack_store;
+  if (options_.manager.ack_lane && PoolSize(options_) >= 2) {
+    ack_store =
+        std::make_unique<MysqlMessageStore>(table, options_.mysql, pool_.get());
+  }
+  return std::make_shared<MessageManager>(std::move(table), std::move(store),
+                                          clock_, jitter_, options_.manager,
+                                          executor_, std::move(ack_store));
+}
+
+}  // namespace msgq
