@@ -1,6 +1,7 @@
 // What the manager counts from the binlog: acks it did not write itself
 // (Stats::acked_by_sql) and the time from a row's commit, as the binlog
-// showed it, to the row's first handoff (Stats::commit_to_send).
+// showed it, to the row's first handoff (Stats::commit_to_send); and how
+// soon in a round a binlog-named row is read.
 #include "engine/queue/message_manager_fixture.h"
 
 namespace msgq::manager_test {
@@ -91,6 +92,56 @@ TEST_F(MessageManagerTest, CommitToSendIsObservedOnceForBinlogFoundRows) {
   RunOnce();
   ASSERT_THAT(sub->ids(), ElementsAre("5", "6", "5"));
   EXPECT_EQ(stats().commit_to_send.count, 1);
+}
+
+// The round's write ends with a durable commit; a row the binlog named is
+// read and handed to its subscriber before it, not after.
+TEST_F(MessageManagerTest, ABinlogNamedRowIsSentBeforeTheRoundsWrite) {
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 10, .ack_wait_s = 30}));
+  auto sub = Subscribe();
+  PutDue({"1"});
+  RunOnce();
+  ASSERT_THAT(sub->ids(), ElementsAre("1"));
+  Complete(*sub);  // its postpone is owed to the next round's write
+  PutDue({"2"});
+  manager_->OnRowChanges({DueRow("2", Now() - kSecond)});
+  std::vector<Op> ops;
+  std::vector<std::string> sent_at_write;
+  store_->before_call = [&](Op op) {
+    if (op != Op::kFetchDue && op != Op::kWrite) return;
+    ops.push_back(op);
+    if (op == Op::kWrite) sent_at_write = sub->ids();
+  };
+  RunOnce();
+  store_->before_call = nullptr;
+  EXPECT_THAT(ops, ElementsAre(Op::kFetchDue, Op::kWrite));
+  EXPECT_THAT(sent_at_write, ElementsAre("1", "2"));
+  EXPECT_EQ(store_->Find("1")->epoch, 1);  // the write still ran
+}
+
+// A fetch that finds MySQL gone does not drop what the round took: the ack
+// taken with it is written and answered, and the named row is found by the
+// poll that follows.
+TEST_F(MessageManagerTest, AFailedFetchStillWritesTheRoundsAcks) {
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 10, .ack_wait_s = 30},
+                               {.retry_min = absl::Milliseconds(100)}));
+  auto sub = Subscribe();
+  PutDue({"1"});
+  RunOnce();
+  ASSERT_THAT(sub->ids(), ElementsAre("1"));
+  Complete(*sub);
+  auto acked = Ack({"1"});
+  PutDue({"2"});
+  manager_->OnRowChanges({DueRow("2", Now() - kSecond)});
+  store_->FailNext(Op::kFetchDue, absl::UnavailableError("down"));
+  RunOnce();
+  ASSERT_EQ(acked->calls, 1);
+  EXPECT_EQ(acked->result, absl::StatusOr<int64_t>(1));
+  EXPECT_TRUE(store_->Find("1")->time_acked.has_value());
+  EXPECT_THAT(sub->ids(), ElementsAre("1"));
+  Advance(absl::Seconds(1));
+  RunOnce();
+  EXPECT_THAT(sub->ids(), ElementsAre("1", "2"));
 }
 
 }  // namespace
