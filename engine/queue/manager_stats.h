@@ -17,6 +17,10 @@ struct ManagerStats {
   int64_t in_flight = 0;
   int64_t polls = 0;
   int64_t fetches = 0;  // reads of binlog-named rows by id
+  // Binlog-named ids a fetch did not return: not visible yet (the binlog
+  // can run ahead of a commit's visibility), or acked or rescheduled
+  // meanwhile. Each is read again after the refetch delay.
+  int64_t fetch_misses = 0;
   int64_t sent = 0;
   int64_t redelivered = 0;  // sent with epoch > 0 (part of sent)
   int64_t postponed = 0;    // sent rows whose time_next was pushed back

@@ -1,13 +1,15 @@
 // What the manager counts from the binlog: acks it did not write itself
 // (Stats::acked_by_sql) and the time from a row's commit, as the binlog
-// showed it, to the row's first handoff (Stats::commit_to_send); and how
-// soon in a round a binlog-named row is read.
+// showed it, to the row's first handoff (Stats::commit_to_send), named rows
+// a fetch did not find (Stats::fetch_misses); and how soon in a round a
+// binlog-named row is read.
 #include "engine/queue/message_manager_fixture.h"
 
 namespace msgq::manager_test {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::IsEmpty;
 
 RowChange AckedRow(const std::string& id, int64_t at, bool newly = true) {
   RowChange c;
@@ -142,6 +144,25 @@ TEST_F(MessageManagerTest, AFailedFetchStillWritesTheRoundsAcks) {
   Advance(absl::Seconds(1));
   RunOnce();
   EXPECT_THAT(sub->ids(), ElementsAre("1", "2"));
+}
+
+// A named row that the fetch does not find yet is a miss, read again after
+// the refetch delay (5 ms): found then, it is no second miss.
+TEST_F(MessageManagerTest, ANamedRowNotVisibleYetIsCountedAsAFetchMiss) {
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 10}));
+  auto sub = Subscribe();
+  RunOnce();  // the subscribe poll: nothing yet
+  manager_->OnRowChanges({DueRow("7", Now() - kSecond)});
+  RunOnce();  // not in the store yet: the commit is not visible
+  EXPECT_EQ(stats().fetches, 1);
+  EXPECT_EQ(stats().fetch_misses, 1);
+  EXPECT_THAT(sub->ids(), IsEmpty());
+  PutDue({"7"});
+  Advance(absl::Milliseconds(5));
+  RunOnce();
+  EXPECT_THAT(sub->ids(), ElementsAre("7"));
+  EXPECT_EQ(stats().fetches, 2);
+  EXPECT_EQ(stats().fetch_misses, 1);
 }
 
 }  // namespace

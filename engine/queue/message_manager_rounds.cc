@@ -397,6 +397,9 @@ bool MessageManager::DoFetch(const Work& work) {
       ++counters_.fetches;
       absl::flat_hash_set<std::string> found;
       for (const Message& m : *rows) found.insert(m.id);
+      for (const std::string& id : work.round.fetch_ids) {
+        counters_.fetch_misses += found.contains(id) ? 0 : 1;
+      }
       scheduler_.FetchDone(work.round.fetch_ids, found, clock_->MonotonicNow());
       AddToCacheLocked(*rows);
       sends = PumpLocked();

@@ -70,6 +70,10 @@ const std::vector<TableMetric>& LoadedTableMetrics() {
       {"msgq_binlog_fetches_total", MetricType::kCounter,
        "Reads by primary key of rows the binlog named.",
        [](const S& s) { return s.fetches; }},
+      {"msgq_binlog_fetch_misses_total", MetricType::kCounter,
+       "Binlog-named rows a fetch did not find (not visible yet, or acked or "
+       "rescheduled meanwhile); each is read again after the refetch delay.",
+       [](const S& s) { return s.fetch_misses; }},
       {"msgq_queued_messages", MetricType::kGauge,
        "Messages in the cache waiting for a subscriber.",
        [](const S& s) { return s.queued; }},
