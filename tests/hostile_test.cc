@@ -3,8 +3,6 @@
 // streams opened and dropped, streams that never read). Each gets an exact
 // status, msgqd's resident memory stays bounded, and another client on its
 // own channel keeps being served (issue 10, section 3 "Hostile requests").
-#include <dirent.h>
-
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -22,46 +20,17 @@
 namespace msgq::testing {
 namespace {
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define MSGQ_HOSTILE_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define MSGQ_HOSTILE_SANITIZED 1
-#endif
-
 // What a hostile phase may add to msgqd's RSS. A sanitizer build (msgqd is
 // built with the same flags as this test) holds more by design: ASan keeps
 // freed blocks in a quarantine of up to 256 MiB (its default
 // quarantine_size_mb) to catch a use after free, and TSan's shadow grows
 // with every byte touched. Seen: 378,524 kB under ASan after the silent
 // streams (68,412 kB at start), 375,736 kB under TSan after a million ids.
-#ifdef MSGQ_HOSTILE_SANITIZED
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr int64_t kRssSlackKb = (200 + 256) * 1024;
 #else
 constexpr int64_t kRssSlackKb = 200 * 1024;
 #endif
-
-// msgqd's pid, found by the socket of this test's own MariaDB in its command
-// line (the test's Msgqd wrapper does not expose the pid).
-pid_t FindMsgqdPid(const std::string& mysql_socket) {
-  const std::string needle = "--mysql_socket=" + mysql_socket;
-  DIR* proc = opendir("/proc");
-  pid_t found = 0;
-  while (dirent* e = proc == nullptr ? nullptr : readdir(proc)) {
-    int pid = 0;
-    if (!absl::SimpleAtoi(e->d_name, &pid)) continue;
-    std::ifstream f(absl::StrCat("/proc/", pid, "/cmdline"));
-    std::string cmdline((std::istreambuf_iterator<char>(f)), {});
-    if (cmdline.find("msgqd") != std::string::npos &&
-        cmdline.find(needle + '\0') != std::string::npos) {
-      found = pid;
-    }
-  }
-  if (proc != nullptr) closedir(proc);
-  return found;
-}
 
 int64_t RssKb(pid_t pid) {
   std::ifstream f(absl::StrCat("/proc/", pid, "/status"));
@@ -86,7 +55,7 @@ class HostileTest : public MsgqTest {
     StartServer();
     ASSERT_TRUE(Eventually([&] { return FindTable(stub_.get(), "q").loaded(); },
                            absl::Seconds(20)));
-    pid_ = FindMsgqdPid(db_->socket());
+    pid_ = server_->pid();
     ASSERT_GT(pid_, 0);
     baseline_kb_ = RssKb(pid_);
     ASSERT_GT(baseline_kb_, 0);
