@@ -323,8 +323,8 @@ class MessageManager : private RoundExecutor::Task {
   JitterSource* const jitter_;
   const Options options_;
   const std::shared_ptr<RoundExecutor> executor_;  // may be null
-  const std::unique_ptr<MessageStore>
-      ack_store_;  // the ack lane's; may be null
+  // The ack lane's store; may be null.
+  const std::unique_ptr<MessageStore> ack_store_;
   AckLane ack_lane_{this};
   // Options::postpone_grace, at most a tenth of the table's ack wait.
   const absl::Duration postpone_grace_;
