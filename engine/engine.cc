@@ -103,7 +103,8 @@ std::optional<BookkeepingColumns> Engine::Columns(const std::string& db,
                                                   const std::string& table) {
   std::shared_ptr<MessageManager> manager = FindLoaded(db, table);
   if (manager == nullptr) return std::nullopt;
-  return BookkeepingOf(manager->table());
+  return BookkeepingOf(manager->table(),
+                       options_.manager.binlog_row_images);
 }
 
 void Engine::OnRowChanges(const std::string& db, const std::string& table,

@@ -27,6 +27,11 @@ struct Column {
   std::string data_type;
   // information_schema.COLUMNS.COLUMN_TYPE ("bigint(20) unsigned").
   std::string column_type;
+  // information_schema.COLUMNS.CHARACTER_SET_NAME, lower case; empty for
+  // columns without one (numbers, binary strings).
+  std::string charset;
+  // A generated (virtual or stored) column (COLUMNS.EXTRA).
+  bool generated = false;
 
   friend bool operator==(const Column&, const Column&) = default;
 };
@@ -78,7 +83,16 @@ absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
                                                std::vector<Column> columns);
 
 // Where the bookkeeping columns sit in the table's rows (binlog images).
-BookkeepingColumns BookkeepingOf(const MessageTable& table);
+// With `row_images`, also the streamed columns to render from a due row's
+// image (BookkeepingColumns::streamed), when every one of them (and the
+// msgq_fair_by column) has a reproducible text form and the table has no
+// msgq_order_by (whose rows must be read to check headship).
+BookkeepingColumns BookkeepingOf(const MessageTable& table,
+                                 bool row_images = false);
+
+// How a column's text form can be rebuilt from a binlog row image
+// (engine/binlog/row_image_text.h), judged from information_schema.
+binlog::TextForm TextFormOf(const Column& column);
 
 // Validates an id given by a client and returns its canonical text form (the
 // form the stream uses: "7" for "007" on an integer id). INVALID_ARGUMENT when

@@ -72,9 +72,11 @@ ABSL_FLAG(uint32_t, binlog_server_id, 0,
           "the host name, --listen, the pid and a random value (logged), so "
           "two msgqd do not evict each other's binlog stream");
 ABSL_FLAG(std::string, binlog_discovery, "fetch",
-          "How rows named by the binlog are read: 'fetch' (by primary key, "
-          "only those rows) or 'poll' (the event triggers a poll); for "
-          "measurements");
+          "How rows named by the binlog reach the cache: 'image' (sent from "
+          "the binlog's row image when every streamed column's text form can "
+          "be rebuilt from it, else read by primary key), 'fetch' (read by "
+          "primary key, only those rows) or 'poll' (the event triggers a "
+          "poll)");
 ABSL_FLAG(bool, ack_lane, false,
           "Write a table's acks on a pooled connection of their own, in "
           "parallel with its polls and postpones (needs "
@@ -181,11 +183,12 @@ int main(int argc, char** argv) {
           ? absl::GetFlag(FLAGS_binlog_server_id)
           : msgq::BinlogWatcher::DefaultServerId(absl::GetFlag(FLAGS_listen));
   const std::string discovery = absl::GetFlag(FLAGS_binlog_discovery);
-  if (discovery != "fetch" && discovery != "poll") {
-    msgq::LogError("--binlog_discovery must be 'fetch' or 'poll'");
+  if (discovery != "image" && discovery != "fetch" && discovery != "poll") {
+    msgq::LogError("--binlog_discovery must be 'image', 'fetch' or 'poll'");
     return 2;
   }
-  options.manager.binlog_fetch_by_id = discovery == "fetch";
+  options.manager.binlog_fetch_by_id = discovery != "poll";
+  options.manager.binlog_row_images = discovery == "image";
   options.manager.ack_lane = absl::GetFlag(FLAGS_ack_lane);
   options.manager.postpone_grace = absl::GetFlag(FLAGS_postpone_grace);
   if (options.manager.postpone_grace < absl::ZeroDuration() ||

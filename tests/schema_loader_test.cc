@@ -58,14 +58,16 @@ TEST_F(SchemaLoaderTest, ReadsOnlyMessageTablesOfTheConfiguredDatabases) {
   EXPECT_THAT(Names(*s), ElementsAre("msgq.a`b", "msgq.q", "we'ird.r"));
   const TableDefinition& q = s->tables[1];
   EXPECT_EQ(q.comment, MessageComment("vt_ack_wait=7"));
-  // Table order, DATA_TYPE lower case, COLUMN_TYPE as the server says.
+  // Table order, DATA_TYPE lower case, COLUMN_TYPE as the server says, the
+  // character set of text columns (lower case).
   EXPECT_THAT(q.columns,
               ElementsAre(Column{"id", "bigint", "bigint(20)"},
                           Column{"priority", "tinyint", "tinyint(4)"},
                           Column{"epoch", "bigint", "bigint(20)"},
                           Column{"time_next", "bigint", "bigint(20)"},
                           Column{"time_acked", "bigint", "bigint(20)"},
-                          Column{"message", "longtext", "longtext"}));
+                          Column{"message", "longtext", "longtext",
+                                 "utf8mb4"}));
   EXPECT_EQ(s->tables[0].columns, q.columns);
   EXPECT_EQ(s->tables[2].columns, q.columns);
 }
@@ -85,8 +87,20 @@ TEST_F(SchemaLoaderTest, ColumnChangesAndEmptyInputs) {
   ASSERT_TRUE(after.ok()) << after.status();
   ASSERT_EQ(after->tables.size(), 1u);
   EXPECT_EQ(after->tables[0].columns[0],
-            (Column{"id", "varchar", "varchar(64)"}));
+            (Column{"id", "varchar", "varchar(64)", "utf8mb4"}));
   EXPECT_FALSE(after->tables[0] == before->tables[0]);
+  // Generated columns are marked (their row-image values are not used).
+  ASSERT_NO_FATAL_FAILURE(Exec(
+      "ALTER TABLE msgq.q ADD COLUMN v bigint AS (epoch + 1) VIRTUAL, "
+      "ADD COLUMN s varchar(8) CHARACTER SET latin1 AS ('x') STORED"));
+  absl::StatusOr<SchemaSnapshot> generated = Load({"msgq"});
+  ASSERT_TRUE(generated.ok()) << generated.status();
+  ASSERT_EQ(generated->tables.size(), 1u);
+  ASSERT_EQ(generated->tables[0].columns.size(), 9u);
+  EXPECT_EQ(generated->tables[0].columns[7],
+            (Column{"v", "bigint", "bigint(20)", "", true}));
+  EXPECT_EQ(generated->tables[0].columns[8],
+            (Column{"s", "varchar", "varchar(8)", "latin1", true}));
 
   // No databases: nothing, and no query is needed.
   absl::StatusOr<SchemaSnapshot> none = Load({});

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/binlog/binlog_row_format.h"
+#include "engine/binlog/row_image_text.h"
 
 namespace msgq {
 namespace {
@@ -26,6 +27,7 @@ using binlog::ValueSize;
 constexpr uint8_t kChecksumCrc32 = 1;
 
 struct Value {
+  bool present = false;  // in the image (binlog_row_image)
   bool is_null = true;
   bool integer = false;
   uint64_t bits = 0;        // integer: raw little-endian bits
@@ -48,6 +50,58 @@ std::optional<int64_t> IntOf(const Value& v, uint8_t type,
   int64_t n = 0;
   if (absl::SimpleAtoi(v.bytes, &n)) return n;
   return std::nullopt;
+}
+
+// Renders the streamed columns of a due row's after image into
+// change->row (row_change.h); leaves it null when any cannot be rendered.
+void RenderImage(const std::string& types, const std::vector<uint16_t>& meta,
+                 const BookkeepingColumns& cols,
+                 const std::vector<Value>& values,
+                 std::optional<int64_t> epoch_before, RowChange* change) {
+  const std::optional<int64_t> epoch =
+      cols.epoch < values.size()
+          ? IntOf(values[cols.epoch], static_cast<uint8_t>(types[cols.epoch]))
+          : std::nullopt;
+  // msgq's own postpones raise the epoch: their rows are in flight, and
+  // rendering them would only cost.
+  if (!epoch.has_value() ||
+      (epoch_before.has_value() && *epoch > *epoch_before)) {
+    return;
+  }
+  auto render = [&](const BookkeepingColumns::Rendered& c, std::string* out) {
+    const Value& v = values[c.ordinal];
+    return binlog::AppendText(c.form, static_cast<uint8_t>(types[c.ordinal]),
+                              meta[c.ordinal], v.bytes, v.bits, out);
+  };
+  auto row = std::make_shared<PackedRow>();
+  row->lengths.reserve(cols.streamed.size());
+  for (const BookkeepingColumns::Rendered& c : cols.streamed) {
+    if (c.ordinal >= values.size() || !values[c.ordinal].present) return;
+    if (values[c.ordinal].is_null) {
+      row->lengths.push_back(-1);
+      continue;
+    }
+    const size_t before = row->values.size();
+    if (!render(c, &row->values)) return;
+    row->lengths.push_back(static_cast<int64_t>(row->values.size() - before));
+  }
+  if (cols.time_created.has_value()) {
+    const uint32_t i = *cols.time_created;
+    if (i >= values.size() || !values[i].present) return;
+    change->time_created =
+        IntOf(values[i], static_cast<uint8_t>(types[i])).value_or(0);
+  }
+  if (cols.fair.has_value()) {
+    const uint32_t i = cols.fair->ordinal;
+    if (i >= values.size() || !values[i].present) return;
+    if (!values[i].is_null) {
+      std::string key;
+      if (!render(*cols.fair, &key)) return;
+      change->fair_key = std::move(key);
+    }
+  }
+  change->epoch = *epoch;
+  change->row = std::move(row);
 }
 
 }  // namespace
@@ -116,6 +170,9 @@ absl::StatusOr<DecodedEvent> BinlogDecoder::Decode(absl::string_view event) {
     case kDeleteRowsV2:
       if (absl::Status s = DecodeRows(out.type, body, &out); !s.ok()) {
         return s;
+      }
+      for (RowChange& c : out.changes) {
+        c.event_time = static_cast<int64_t>(timestamp);
       }
       return out;
     default:
@@ -269,6 +326,7 @@ absl::Status BinlogDecoder::DecodeRows(uint8_t type, absl::string_view body,
     return (static_cast<uint8_t>(map[i / 8]) >> (i % 8)) & 1;
   };
   bool acked_before = false;  // of the update's row, from its before image
+  std::optional<int64_t> epoch_before;
   for (int image = 0; r.left() > 0; ++image) {
     const absl::string_view used = present[update ? image % 2 : 0];
     size_t n_present = 0;
@@ -281,6 +339,7 @@ absl::Status BinlogDecoder::DecodeRows(uint8_t type, absl::string_view body,
     size_t k = 0;
     for (size_t i = 0; i < count; ++i) {
       if (!bit(used, i)) continue;
+      values[i].present = true;
       if (bit(nulls, k++)) continue;
       const uint8_t ctype = static_cast<uint8_t>(t.types[i]);
       size_t prefix = 0, size = 0;
@@ -301,6 +360,10 @@ absl::Status BinlogDecoder::DecodeRows(uint8_t type, absl::string_view body,
     }
     if (update && image % 2 == 0) {  // before image
       acked_before = !values[cols.time_acked].is_null;
+      epoch_before = cols.epoch < count
+                         ? IntOf(values[cols.epoch],
+                                 static_cast<uint8_t>(t.types[cols.epoch]))
+                         : std::nullopt;
       continue;
     }
     const Value& id = values[cols.id];
@@ -335,6 +398,11 @@ absl::Status BinlogDecoder::DecodeRows(uint8_t type, absl::string_view body,
                               static_cast<uint8_t>(t.types[cols.time_acked]));
     change.newly_acked =
         update && !acked_before && change.time_acked.has_value();
+    if (!deleted && !change.time_acked.has_value() &&
+        change.time_next.has_value() && !cols.streamed.empty()) {
+      RenderImage(t.types, t.meta, cols, values,
+                  update ? epoch_before : std::nullopt, &change);
+    }
     out->changes.push_back(std::move(change));
   }
   if (!out->changes.empty()) {

@@ -14,9 +14,7 @@
 
 #include <memory>
 #include <random>
-#include <tuple>
 
-#include "absl/hash/hash.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -24,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "common/backoff.h"
 #include "engine/binlog/binlog_decoder.h"
+#include "engine/binlog/transaction_changes.h"
 #include "engine/log.h"
 
 namespace msgq {
@@ -71,24 +70,6 @@ BinlogWatcher::BinlogWatcher(Options options, Listener* listener)
     : options_(std::move(options)), listener_(listener) {}
 
 BinlogWatcher::~BinlogWatcher() { Stop(); }
-
-uint32_t BinlogWatcher::DeriveServerId(const std::string& host,
-                                       const std::string& listen_address,
-                                       int64_t pid, uint64_t random) {
-  const size_t h =
-      absl::Hash<std::tuple<std::string, std::string, int64_t, uint64_t>>{}(
-          std::make_tuple(host, listen_address, pid, random));
-  const uint32_t id = static_cast<uint32_t>(h ^ (uint64_t{h} >> 32));
-  return id == 0 ? 1 : id;
-}
-
-uint32_t BinlogWatcher::DefaultServerId(const std::string& listen_address) {
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  std::random_device random;
-  const uint64_t r = (uint64_t{random()} << 32) | random();
-  return DeriveServerId(host, listen_address, getpid(), r);
-}
 
 bool BinlogWatcher::PositionGone(const std::string& resume,
                                  const std::string& server) {
@@ -361,6 +342,14 @@ absl::Status BinlogWatcher::StreamOnce() {
       [this](const std::string& db, const std::string& table) {
         return listener_->Columns(db, table);
       });
+  // Changes reach the listener at their transaction's commit; a stream cut
+  // mid-transaction drops them (the resume position is that transaction's
+  // start). At most 10,000 changes or 8 MiB of row images are held.
+  TransactionChanges transaction(10'000, size_t{8} << 20);
+  auto hand = [this](std::vector<TransactionChanges::TableChanges> tables) {
+    for (auto& t : tables)
+      listener_->OnRowChanges(t.db, t.table, std::move(t.changes));
+  };
   std::string last_decode_error;
   std::unique_ptr<MysqlConnection> control;  // for position checks
   absl::Time last_position_check = absl::Now();
@@ -432,9 +421,11 @@ absl::Status BinlogWatcher::StreamOnce() {
             "` was truncated, altered, renamed or dropped; resetting it");
         listener_->OnTableReset(name.db, name.table);
       }
-      if (!decoded->changes.empty()) {
-        listener_->OnRowChanges(decoded->db, decoded->table,
-                                std::move(decoded->changes));
+      hand(transaction.Add(decoded->db, decoded->table,
+                           std::move(decoded->changes)));
+      if (decoded->type == kXidEvent || decoded->type == kQueryEvent ||
+          decoded->rotated) {
+        hand(transaction.Commit());
       }
     }
     absl::MutexLock lock(&mu_);

@@ -30,6 +30,10 @@ struct ManagerOptions {
   // rows); false = the event just triggers a poll of the table. Kept to
   // measure the two (docs/benchmarks.md).
   bool binlog_fetch_by_id = true;
+  // Due rows whose streamed columns the binlog's row image carries in a
+  // reproducible text form (RowChange::row) are queued from the image, with
+  // no read (--binlog_discovery=image); the others are read as above.
+  bool binlog_row_images = false;
   // Reconnect backoff after MySQL errors: doubles from min to max.
   absl::Duration retry_min = absl::Milliseconds(100);
   absl::Duration retry_max = absl::Seconds(10);

@@ -21,6 +21,9 @@ struct ManagerStats {
   // can run ahead of a commit's visibility), or acked or rescheduled
   // meanwhile. Each is read again after the refetch delay.
   int64_t fetch_misses = 0;
+  // Due rows queued from their binlog row image, with no read
+  // (--binlog_discovery=image).
+  int64_t image_rows = 0;
   int64_t sent = 0;
   int64_t redelivered = 0;  // sent with epoch > 0 (part of sent)
   int64_t postponed = 0;    // sent rows whose time_next was pushed back

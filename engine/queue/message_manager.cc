@@ -51,7 +51,8 @@ MessageManager::MessageManager(MessageTable table,
       dispatcher_(options.max_batches_per_subscriber),
       scheduler_(SchedulerOptions(table_, options), clock->MonotonicNow()),
       owned_until_(options.leased ? absl::InfinitePast()
-                                  : absl::InfiniteFuture()) {
+                                  : absl::InfiniteFuture()),
+      images_from_(clock->MonotonicNow() + kImageQuiet) {
   if (table_.settings.rate_limit > 0) {
     limiter_.emplace(table_.settings.rate_limit, table_.settings.rate_burst,
                      clock_->MonotonicNow());
@@ -246,72 +247,6 @@ void MessageManager::RequestPoll() {
   absl::MutexLock lock(&mu_);
   scheduler_.RequestPoll();
   WakeLocked();
-}
-
-void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
-  Sends sends;
-  {
-    absl::MutexLock lock(&mu_);
-    const int64_t now = clock_->NowNanos();
-    const bool owner = OwnsLocked();
-    // msgq_order_by: only a key's head may be read, and a settled head lets
-    // the next one go; rows are found by polls (which check headship), not
-    // fetched by id.
-    const bool ordered = !table_.settings.order_by.empty();
-    bool freed = false;
-    for (const RowChange& c : changes) {
-      if (c.deleted || c.time_acked.has_value() || !c.time_next.has_value()) {
-        if (c.newly_acked && !own_acks_.Take(c.id).has_value()) {
-          ++counters_.acked_by_sql;
-        }
-        // A purged row was acked long before: no read can show it due.
-        if (!(c.deleted && c.time_acked.has_value())) {
-          binlog_expect_.ExpectGone(c.id, now);
-        }
-        binlog_seen_.Erase(c.id);
-        cache_.RemoveQueued(c.id);
-        scheduler_.ForgetFetch(c.id);
-        freed |= dispatcher_.Release(c.id);  // prefetch slots
-        if (ordered && owner && !paused_) scheduler_.RequestPoll();
-        continue;
-      }
-      // msgq's own postpones and acks of ids in flight: nothing new.
-      if (ledger_.InFlight(c.id)) {
-        binlog_expect_.Forget(c.id);
-        continue;
-      }
-      // The echo of msgq's own postpone, read after the id left flight: if
-      // the batch was handed back, the message is queued again and stays.
-      if (std::optional<int64_t> own = own_postpones_.Take(c.id);
-          own.has_value() && *own == *c.time_next) {
-        binlog_expect_.Forget(c.id);
-        continue;
-      }
-      binlog_expect_.ExpectRow(c.id, c.priority, *c.time_next, now);
-      // The owner reads it; a new owner (or a resumed table) polls first.
-      if (!owner || paused_) continue;
-      // Priority, schedule or payload may have changed: read it again.
-      cache_.RemoveQueued(c.id);
-      if (*c.time_next > now) {
-        binlog_seen_.Erase(c.id);  // on time, not "from its commit"
-        scheduler_.ForgetFetch(c.id);
-        scheduler_.NoteDueAt(*c.time_next);
-        continue;
-      }
-      if (dispatcher_.empty()) continue;  // the first subscriber polls
-      binlog_seen_.Put(c.id, now);
-      if (!options_.binlog_fetch_by_id || ordered) {
-        scheduler_.RequestPoll();
-      } else if (cache_.full()) {
-        scheduler_.NoteBacklog();  // the poll at drain picks it up
-      } else {
-        scheduler_.NameForFetch(c.id);
-      }
-    }
-    WakeLocked();
-    if (freed) sends = PumpLocked();
-  }
-  Deliver(std::move(sends));
 }
 
 MessageManager::Stats MessageManager::stats() const {

@@ -271,6 +271,16 @@ class MessageManager : private RoundExecutor::Task {
   // have read them from before their write committed.
   void LeftFlightLocked(const std::vector<std::string>& ids)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the due row `c` may be queued from its row image
+  // (message_manager_binlog.cc), at `now` (Unix ns) and `mono`.
+  bool ImageUsableLocked(const RowChange& c, int64_t now, absl::Time mono) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Remembers the ids a read returned (row images of them are refused for
+  // a while).
+  void NoteReadsLocked(const std::vector<Message>& rows, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // No row image is used for a while (a new manager or owner).
+  void ImagesWaitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes from a read the rows that show an older state than the binlog
   // already did (BinlogExpectations: a fetch reads them again later), and
   // the rows whose ids left flight while it ran.
@@ -386,6 +396,13 @@ class MessageManager : private RoundExecutor::Task {
   // commit takes to become visible, or a poll to run).
   BinlogExpectations binlog_expect_ ABSL_GUARDED_BY(mu_){1 << 16,
                                                          10'000'000'000};
+  // With row images: ids reads returned in the last minute (by Unix ns),
+  // and no image is used before images_from_ (monotonic); see
+  // ImageUsableLocked.
+  RecentIds read_ids_ ABSL_GUARDED_BY(mu_){1 << 17, 60'000'000'000};
+  absl::Time images_from_ ABSL_GUARDED_BY(mu_);
+  // How long a new manager or owner waits before using row images.
+  static constexpr absl::Duration kImageQuiet = absl::Seconds(5);
   std::thread thread_;
 };
 

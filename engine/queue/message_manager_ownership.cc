@@ -10,6 +10,7 @@ void MessageManager::Own(absl::Time until) {
     // another owner since: read the table afresh.
     cache_.Clear();
     scheduler_.RequestPoll();
+    ImagesWaitLocked();
   }
   owned_until_ = until;
   WakeLocked();

@@ -305,6 +305,7 @@ void MessageManager::AddToCacheLocked(std::vector<Message>& rows) {
 
 void MessageManager::DropStaleReadsLocked(std::vector<Message>& rows) {
   const int64_t now = clock_->NowNanos();
+  NoteReadsLocked(rows, now);
   std::erase_if(rows, [&](const Message& m) {
     return left_while_reading_.contains(m.id) ||
            !binlog_expect_.Accept(m.id, m.priority, m.time_next, now);

@@ -1,5 +1,7 @@
 #include "engine/queue/recent_ids.h"
 
+#include <algorithm>
+
 namespace msgq {
 
 void RecentIds::Put(absl::string_view id, int64_t value) {
@@ -7,9 +9,9 @@ void RecentIds::Put(absl::string_view id, int64_t value) {
   while (!order_.empty()) {
     auto it = values_.find(order_.front().second);
     if (it != values_.end() && it->second.seq == order_.front().first) {
-      if (it->second.value >= value - max_age_ && values_.size() < capacity_) {
-        break;
-      }
+      const bool young = it->second.value >= value - max_age_;
+      if (young && values_.size() < capacity_) break;
+      if (young) evicted_young_ = std::max(evicted_young_, it->second.value);
       values_.erase(it);
     }
     order_.pop_front();

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -38,6 +39,11 @@ class RecentIds {
   std::optional<int64_t> Take(absl::string_view id);
   // Forgets `id` (no-op if unknown).
   void Erase(absl::string_view id) { (void)Take(id); }
+  bool Contains(absl::string_view id) const { return values_.contains(id); }
+  // The largest value among ids forgotten for capacity while still younger
+  // than max_age (INT64_MIN if none): facts newer than this may have been
+  // forgotten early.
+  int64_t evicted_young() const { return evicted_young_; }
 
   size_t size() const { return values_.size(); }
 
@@ -53,6 +59,7 @@ class RecentIds {
   const size_t capacity_;
   const int64_t max_age_;
   uint64_t next_seq_ = 0;
+  int64_t evicted_young_ = std::numeric_limits<int64_t>::min();
   absl::flat_hash_map<std::string, Entry> values_;
   std::deque<std::pair<uint64_t, std::string>> order_;  // oldest first
 };

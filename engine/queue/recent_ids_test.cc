@@ -1,5 +1,6 @@
 #include "engine/queue/recent_ids.h"
 
+#include <limits>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -38,6 +39,27 @@ TEST(RecentIdsTest, TheOldestGoWhenFull) {
   EXPECT_EQ(ids.Take("2"), 2);
   EXPECT_EQ(ids.Take("3"), 3);
   EXPECT_EQ(ids.Take("4"), 4);
+}
+
+// Only ids dropped for room while still young count as forgotten early;
+// ids that aged out do not.
+TEST(RecentIdsTest, EvictedYoungIsTheNewestIdDroppedForRoom) {
+  RecentIds ids(2, 100);
+  EXPECT_EQ(ids.evicted_young(), std::numeric_limits<int64_t>::min());
+  ids.Put("a", 0);
+  ids.Put("b", 10);
+  EXPECT_TRUE(ids.Contains("a"));
+  ids.Put("c", 200);  // a and b age out (older than 100)
+  EXPECT_EQ(ids.evicted_young(), std::numeric_limits<int64_t>::min());
+  ids.Put("d", 210);
+  ids.Put("e", 220);  // c dropped for room, 20 old
+  EXPECT_EQ(ids.evicted_young(), 200);
+  ids.Put("f", 230);  // d dropped for room
+  EXPECT_EQ(ids.evicted_young(), 210);
+  EXPECT_FALSE(ids.Contains("c"));
+  EXPECT_FALSE(ids.Contains("d"));
+  EXPECT_TRUE(ids.Contains("e"));
+  EXPECT_TRUE(ids.Contains("f"));
 }
 
 TEST(RecentIdsTest, ReAddedIdsKeepTheirNewPlaceInTheAgeOrder) {

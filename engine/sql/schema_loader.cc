@@ -21,7 +21,8 @@ absl::StatusOr<std::optional<std::vector<TableDefinition>>> ReadTables(
     MysqlConnection& conn, const std::string& in_list) {
   absl::StatusOr<QueryResult> rows = conn.Query(absl::StrCat(
       "SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.TABLE_COMMENT, c.COLUMN_NAME, "
-      "c.DATA_TYPE, c.COLUMN_TYPE, t.CREATE_OPTIONS FROM "
+      "c.DATA_TYPE, c.COLUMN_TYPE, t.CREATE_OPTIONS, c.CHARACTER_SET_NAME, "
+      "c.EXTRA FROM "
       "information_schema.TABLES t LEFT JOIN "
       "information_schema.COLUMNS c ON c.TABLE_SCHEMA = t.TABLE_SCHEMA AND "
       "c.TABLE_NAME = t.TABLE_NAME WHERE t.TABLE_SCHEMA IN (",
@@ -45,7 +46,9 @@ absl::StatusOr<std::optional<std::vector<TableDefinition>>> ReadTables(
     }
     tables.back().columns.push_back(
         Column{*row[3], absl::AsciiStrToLower(row[4].value_or("")),
-               row[5].value_or("")});
+               row[5].value_or(""), absl::AsciiStrToLower(row[7].value_or("")),
+               absl::StrContains(absl::AsciiStrToLower(row[8].value_or("")),
+                                 "generated")});
   }
   for (size_t i = 0; i < tables.size(); ++i) {
     if (!partitioned[i]) continue;

@@ -74,6 +74,10 @@ const std::vector<TableMetric>& LoadedTableMetrics() {
        "Binlog-named rows a fetch did not find (not visible yet, or acked or "
        "rescheduled meanwhile); each is read again after the refetch delay.",
        [](const S& s) { return s.fetch_misses; }},
+      {"msgq_binlog_image_rows_total", MetricType::kCounter,
+       "Due rows queued straight from their binlog row image, with no read "
+       "(--binlog_discovery=image).",
+       [](const S& s) { return s.image_rows; }},
       {"msgq_queued_messages", MetricType::kGauge,
        "Messages in the cache waiting for a subscriber.",
        [](const S& s) { return s.queued; }},

@@ -1,0 +1,174 @@
+// MessageManager with Options::binlog_row_images: a due row the binlog
+// shows with its image is queued and sent at once, with no read; and when
+// the image is not used because it may be older than what msgq already did
+// with the row (a read returned the row, the binlog is read far behind, a
+// new manager or owner).
+#include "engine/queue/message_manager_fixture.h"
+
+namespace msgq::manager_test {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+class ImageTest : public MessageManagerTest {
+ protected:
+  void SetUp() override {
+    MessageManager::Options options;
+    options.binlog_row_images = true;
+    options.leased = leased_;
+    ASSERT_NO_FATAL_FAILURE(
+        Init({.batch_size = 10, .ack_wait_s = 30}, options));
+  }
+
+  // A due row's change with its image: id, then `payload`; the binlog
+  // event is `lag` old (whole seconds, as the binlog writes them).
+  RowChange Image(const std::string& id, const std::string& payload,
+                  absl::Duration lag = absl::ZeroDuration()) {
+    RowChange c;
+    c.id = id;
+    c.time_next = Now() - kSecond;
+    c.event_time = (Now() - absl::ToInt64Nanoseconds(lag)) / 1'000'000'000;
+    auto row = std::make_shared<PackedRow>();
+    row->lengths = {static_cast<int64_t>(id.size()),
+                    static_cast<int64_t>(payload.size())};
+    row->values = id + payload;
+    c.row = std::move(row);
+    return c;
+  }
+
+  static std::string Payload(const Message& m) {
+    return m.row->values.substr(static_cast<size_t>(m.row->lengths[0]));
+  }
+
+  bool leased_ = false;
+};
+
+TEST_F(ImageTest, ADueRowIsSentFromItsImageWithNoRead) {
+  auto sub = Subscribe();
+  RunOnce();                  // the subscribe poll: nothing yet
+  Advance(absl::Seconds(6));  // past a new manager's wait
+  PutDue({"5"});
+  manager_->OnRowChanges({Image("5", "hello")});
+  // Sent before any round ran.
+  ASSERT_THAT(sub->ids(), ElementsAre("5"));
+  EXPECT_EQ(Payload(sub->batches[0][0]), "hello");
+  EXPECT_EQ(stats().image_rows, 1);
+  Complete(*sub);
+  RunOnce();  // its postpone; no read of it
+  EXPECT_EQ(stats().fetches, 0);
+  EXPECT_EQ(stats().postponed, 1);
+  EXPECT_EQ(stats().commit_to_send.count, 1);
+}
+
+// One transaction inserted the row and then changed it: the last image is
+// the one sent, once.
+TEST_F(ImageTest, ARowChangedTwiceInOneCallIsSentAsLeft) {
+  auto sub = Subscribe();
+  RunOnce();
+  Advance(absl::Seconds(6));
+  manager_->OnRowChanges({Image("5", "first"), Image("5", "second")});
+  ASSERT_THAT(sub->ids(), ElementsAre("5"));
+  EXPECT_EQ(Payload(sub->batches[0][0]), "second");
+  EXPECT_EQ(stats().image_rows, 2);
+}
+
+// A new manager does not know what the one before it sent: it reads the
+// row instead for its first seconds.
+TEST_F(ImageTest, ANewManagerReadsTheRowForItsFirstSeconds) {
+  auto sub = Subscribe();
+  RunOnce();
+  Advance(absl::Seconds(4));
+  PutDue({"5"});
+  manager_->OnRowChanges({Image("5", "hello")});
+  EXPECT_THAT(sub->ids(), IsEmpty());
+  RunOnce();  // fetched by id
+  ASSERT_THAT(sub->ids(), ElementsAre("5"));
+  EXPECT_EQ(stats().fetches, 1);
+  EXPECT_EQ(stats().image_rows, 0);
+}
+
+// The key case: a poll found the row, it was sent and acked, and only then
+// did the binlog reach the row's insert. Its image is older than the ack
+// and must not send the row again; the fetch it gets instead finds it
+// acked.
+TEST_F(ImageTest, AnImageOfARowAReadReturnedIsNotUsed) {
+  auto sub = Subscribe();
+  Advance(absl::Seconds(6));
+  PutDue({"5"});
+  manager_->RequestPoll();
+  RunOnce();
+  ASSERT_THAT(sub->ids(), ElementsAre("5"));
+  Complete(*sub);
+  auto acked = Ack({"5"});
+  RunOnce();
+  ASSERT_EQ(acked->calls, 1);
+  ASSERT_TRUE(acked->result.ok()) << acked->result.status();
+  ASSERT_EQ(*acked->result, 1);
+  manager_->OnRowChanges({Image("5", "hello")});
+  RunOnce();
+  EXPECT_THAT(sub->ids(), ElementsAre("5"));
+  EXPECT_EQ(stats().image_rows, 0);
+  EXPECT_EQ(stats().fetches, 1);
+  EXPECT_EQ(stats().fetch_misses, 1);
+}
+
+// The binlog is read more than 3 s behind: a read since the commit may
+// have sent the row, so it is read instead.
+TEST_F(ImageTest, AnImageReadFarBehindIsNotUsed) {
+  auto sub = Subscribe();
+  RunOnce();
+  Advance(absl::Seconds(10));
+  PutDue({"5", "6"});
+  manager_->OnRowChanges(
+      {Image("5", "x", absl::Seconds(4)), Image("6", "y", absl::Seconds(2))});
+  ASSERT_THAT(sub->ids(), ElementsAre("6"));
+  RunOnce();
+  EXPECT_THAT(sub->ids(), ElementsAre("6", "5"));
+  EXPECT_EQ(stats().image_rows, 1);
+  EXPECT_EQ(stats().fetches, 1);
+}
+
+// Without the option the image is ignored and the row read.
+TEST_F(MessageManagerTest, WithoutRowImagesTheRowIsRead) {
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 10}));
+  auto sub = Subscribe();
+  RunOnce();
+  Advance(absl::Seconds(6));
+  PutDue({"5"});
+  RowChange c;
+  c.id = "5";
+  c.time_next = Now() - kSecond;
+  c.event_time = Now() / 1'000'000'000;
+  c.row = std::make_shared<PackedRow>(PackedRow{{1}, "5"});
+  manager_->OnRowChanges({c});
+  EXPECT_THAT(sub->ids(), IsEmpty());
+  RunOnce();
+  EXPECT_THAT(sub->ids(), ElementsAre("5"));
+  EXPECT_EQ(stats().image_rows, 0);
+}
+
+class LeasedImageTest : public ImageTest {
+ protected:
+  LeasedImageTest() { leased_ = true; }
+};
+
+// A new owner does not know what the last owner sent: images wait again.
+TEST_F(LeasedImageTest, ANewOwnerReadsTheRowForItsFirstSeconds) {
+  Advance(absl::Seconds(6));
+  manager_->Own(clock_.MonotonicNow() + absl::Minutes(1));
+  auto sub = Subscribe();
+  RunOnce();
+  Advance(absl::Seconds(4));
+  PutDue({"5"});
+  manager_->OnRowChanges({Image("5", "x")});
+  EXPECT_THAT(sub->ids(), IsEmpty());
+  Advance(absl::Seconds(2));
+  PutDue({"6"});
+  manager_->OnRowChanges({Image("6", "y")});
+  EXPECT_THAT(sub->ids(), ElementsAre("6"));
+  EXPECT_EQ(stats().image_rows, 1);
+}
+
+}  // namespace
+}  // namespace msgq::manager_test
