@@ -103,8 +103,7 @@ std::optional<BookkeepingColumns> Engine::Columns(const std::string& db,
                                                   const std::string& table) {
   std::shared_ptr<MessageManager> manager = FindLoaded(db, table);
   if (manager == nullptr) return std::nullopt;
-  return BookkeepingOf(manager->table(),
-                       options_.manager.binlog_row_images);
+  return BookkeepingOf(manager->table(), options_.manager.binlog_row_images);
 }
 
 void Engine::OnRowChanges(const std::string& db, const std::string& table,
@@ -277,6 +276,7 @@ absl::Status Engine::Reload() {
   std::vector<TableDefinition> changed;
   std::vector<Key> removed;
   std::vector<Key> restarted;
+  std::set<Key> successors;  // replace a manager of the same table
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("engine stopping");
@@ -290,6 +290,9 @@ absl::Status Engine::Reload() {
       if (it == tables_.end() || !(it->second.definition == def) ||
           reset.contains(key)) {
         if (reset.contains(key)) restarted.push_back(key);
+        if (it != tables_.end() && it->second.manager != nullptr) {
+          successors.insert(key);
+        }
         changed.push_back(def);
       }
     }
@@ -311,7 +314,8 @@ absl::Status Engine::Reload() {
       table->purge_by_partition =
           table->has_time_created &&
           IsRangeOnTimeCreated(def.partition_method, def.partition_expression);
-      entry.manager = NewManager(*std::move(table));
+      entry.manager = NewManager(
+          *std::move(table), successors.contains(Key{def.keyspace, def.name}));
       LogTableInfo(def.keyspace, def.name, "table `", def.keyspace, "`.`",
                    def.name, "` loaded");
     } else {

@@ -160,7 +160,11 @@ class Engine : private BinlogWatcher::Listener {
 
  private:
   // A manager for `table` on the pool and executor (engine_manager.cc).
-  std::shared_ptr<MessageManager> NewManager(MessageTable table);
+  // `successor`: it replaces a manager of the same table (which may have
+  // sent rows whose binlog images are still to come; see
+  // ManagerOptions::image_wait).
+  std::shared_ptr<MessageManager> NewManager(MessageTable table,
+                                             bool successor);
   struct Entry {
     TableDefinition definition;
     std::shared_ptr<MessageManager> manager;  // null when failed

@@ -15,7 +15,8 @@ int Engine::PoolSize(const Options& options) {
                          (options.mysql.primary != nullptr ? 1 : 0));
 }
 
-std::shared_ptr<MessageManager> Engine::NewManager(MessageTable table) {
+std::shared_ptr<MessageManager> Engine::NewManager(MessageTable table,
+                                                   bool successor) {
   auto store =
       std::make_unique<MysqlMessageStore>(table, options_.mysql, pool_.get());
   // The ack lane's store borrows a second pooled connection per round,
@@ -25,9 +26,13 @@ std::shared_ptr<MessageManager> Engine::NewManager(MessageTable table) {
     ack_store =
         std::make_unique<MysqlMessageStore>(table, options_.mysql, pool_.get());
   }
+  MessageManager::Options options = options_.manager;
+  // The first manager of a table in this process: no row it sent can come
+  // back on the binlog, which is followed from the process's start.
+  if (!successor) options.image_wait = absl::ZeroDuration();
   return std::make_shared<MessageManager>(std::move(table), std::move(store),
-                                          clock_, jitter_, options_.manager,
-                                          executor_, std::move(ack_store));
+                                          clock_, jitter_, options, executor_,
+                                          std::move(ack_store));
 }
 
 }  // namespace msgq

@@ -16,8 +16,8 @@ using ::testing::UnorderedElementsAreArray;
 
 class BinlogImageDeliveryTest : public HttpTest {
  protected:
-  // Starts msgqd with row images, subscribes, and waits out a new
-  // manager's wait (5 s) so that rows committed next go by image.
+  // Starts msgqd with row images, subscribes, and waits for the binlog
+  // stream (a table's first manager in a process uses images at once).
   void StartAndSubscribe(const std::string& table) {
     ASSERT_NO_FATAL_FAILURE(StartHttpServer({"--binlog_discovery=image"}));
     stream_ = std::make_unique<StreamCollector>(stub_.get(), table);
@@ -28,7 +28,6 @@ class BinlogImageDeliveryTest : public HttpTest {
                         "msgq_binlog_streaming{}") == 1;
         },
         absl::Seconds(10)));
-    absl::SleepFor(absl::Seconds(6));
   }
 
   double Metric(const std::string& name, const std::string& table) {

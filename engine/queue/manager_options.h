@@ -34,6 +34,11 @@ struct ManagerOptions {
   // reproducible text form (RowChange::row) are queued from the image, with
   // no read (--binlog_discovery=image); the others are read as above.
   bool binlog_row_images = false;
+  // No row image is used for this long after the manager is built: a
+  // manager that replaces another of the same table (a reload) does not
+  // know what that one read and sent. Becoming owner (leases) always waits
+  // MessageManager::kImageQuiet.
+  absl::Duration image_wait = absl::Seconds(5);
   // Reconnect backoff after MySQL errors: doubles from min to max.
   absl::Duration retry_min = absl::Milliseconds(100);
   absl::Duration retry_max = absl::Seconds(10);

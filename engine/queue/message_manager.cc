@@ -52,7 +52,7 @@ MessageManager::MessageManager(MessageTable table,
       scheduler_(SchedulerOptions(table_, options), clock->MonotonicNow()),
       owned_until_(options.leased ? absl::InfinitePast()
                                   : absl::InfiniteFuture()),
-      images_from_(clock->MonotonicNow() + kImageQuiet) {
+      images_from_(clock->MonotonicNow() + options.image_wait) {
   if (table_.settings.rate_limit > 0) {
     limiter_.emplace(table_.settings.rate_limit, table_.settings.rate_burst,
                      clock_->MonotonicNow());

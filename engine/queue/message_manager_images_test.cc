@@ -88,6 +88,25 @@ TEST_F(ImageTest, ANewManagerReadsTheRowForItsFirstSeconds) {
   EXPECT_EQ(stats().image_rows, 0);
 }
 
+// The first manager of a table in its process (Options::image_wait 0) uses
+// images at once.
+TEST_F(MessageManagerTest, WithoutAWaitImagesAreUsedAtOnce) {
+  MessageManager::Options options;
+  options.binlog_row_images = true;
+  options.image_wait = absl::ZeroDuration();
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 10}, options));
+  auto sub = Subscribe();
+  RunOnce();
+  RowChange c;
+  c.id = "5";
+  c.time_next = Now() - kSecond;
+  c.event_time = Now() / 1'000'000'000;
+  c.row = std::make_shared<PackedRow>(PackedRow{{1}, "5"});
+  manager_->OnRowChanges({c});
+  EXPECT_THAT(sub->ids(), ElementsAre("5"));
+  EXPECT_EQ(stats().image_rows, 1);
+}
+
 // The key case: a poll found the row, it was sent and acked, and only then
 // did the binlog reach the row's insert. Its image is older than the ack
 // and must not send the row again; the fetch it gets instead finds it
