@@ -7,14 +7,15 @@
 // clang-format off
 #include <errmsg.h>
 #include <mariadb_rpl.h>
-#include <mysqld_error.h>
 // clang-format on
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <memory>
 #include <random>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -22,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "common/backoff.h"
 #include "engine/binlog/binlog_decoder.h"
+#include "engine/binlog/dump_error.h"
 #include "engine/binlog/transaction_changes.h"
 #include "engine/log.h"
 
@@ -38,25 +40,11 @@ absl::string_view RawEvent(const MARIADB_RPL_EVENT& event) {
                            event.event_length);
 }
 
-// The dump was refused for lack of privileges: a configuration problem, not
-// an outage.
-absl::Status DumpError(unsigned int code, const std::string& message) {
-  if (code == ER_SPECIFIC_ACCESS_DENIED_ERROR ||
-      code == ER_ACCESS_DENIED_ERROR || code == ER_DBACCESS_DENIED_ERROR ||
-      message.find("Access denied") != std::string::npos) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "missing privilege to read the binlog (", message,
-        "); GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO the msgqd "
-        "user for instant delivery"));
-  }
-  if (code == ER_SLAVE_SAME_ID ||
-      message.find("same server_uuid/server_id") != std::string::npos) {
-    return absl::AlreadyExistsError(message);
-  }
-  if (code == ER_MASTER_FATAL_ERROR_READING_BINLOG) {
-    return absl::OutOfRangeError(message);
-  }
-  return absl::UnavailableError(absl::StrCat("binlog stream ended: ", message));
+// Whether the next event's bytes are already on the socket (so a
+// mariadb_rpl_fetch would not wait for the server).
+bool EventWaiting(MYSQL* mysql) {
+  pollfd p{static_cast<int>(mysql_get_socket(mysql)), POLLIN, 0};
+  return poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
 }
 
 struct EventDeleter {
@@ -342,14 +330,16 @@ absl::Status BinlogWatcher::StreamOnce() {
       [this](const std::string& db, const std::string& table) {
         return listener_->Columns(db, table);
       });
-  // Changes reach the listener at their transaction's commit; a stream cut
-  // mid-transaction drops them (the resume position is that transaction's
-  // start). At most 10,000 changes or 8 MiB of row images are held.
+  // Changes reach the listener after their transaction's commit, when no
+  // further event is waiting (several transactions at once under load); a
+  // stream cut mid-transaction drops the open one (the resume position is
+  // its start). At most 10,000 changes or 8 MiB of row images are held.
   TransactionChanges transaction(10'000, size_t{8} << 20);
   auto hand = [this](std::vector<TransactionChanges::TableChanges> tables) {
     for (auto& t : tables)
       listener_->OnRowChanges(t.db, t.table, std::move(t.changes));
   };
+  absl::Cleanup hand_ready = [&] { hand(transaction.TakeReady()); };
   std::string last_decode_error;
   std::unique_ptr<MysqlConnection> control;  // for position checks
   absl::Time last_position_check = absl::Now();
@@ -425,7 +415,10 @@ absl::Status BinlogWatcher::StreamOnce() {
                            std::move(decoded->changes)));
       if (decoded->type == kXidEvent || decoded->type == kQueryEvent ||
           decoded->rotated) {
-        hand(transaction.Commit());
+        transaction.Commit();
+        if (transaction.ready() >= 1'000 || !EventWaiting(mysql_handle)) {
+          hand(transaction.TakeReady());
+        }
       }
     }
     absl::MutexLock lock(&mu_);

@@ -1,14 +1,18 @@
-// TransactionChanges: the row changes of the binlog transaction being read,
-// held until its commit event, so that the engine gets a transaction's
+// TransactionChanges: the row changes the binlog watcher read, held until
+// their transaction's commit event, so that the engine gets a transaction's
 // changes of one table together and in order (a row inserted and then
 // updated in one transaction is queued from its last image only, never sent
 // as the first) and never the changes of a transaction it did not see end
 // (a stream cut in the middle resumes at the transaction's start).
 //
-// Bounded: once a transaction's held changes pass `max_changes` or their
+// Committed transactions are ready; the watcher takes what is ready when
+// no further event is waiting, so that under load several transactions go
+// to a table at once (one batch to a subscriber instead of one each).
+//
+// Bounded: once the open transaction's changes pass `max_changes` or its
 // row images `max_image_bytes`, the images of that transaction are dropped
-// (its rows are read back by id, which sees the committed state) and the
-// changes are handed out at once, as are its later ones.
+// (its rows are read back by id, which sees the committed state) and what
+// is ready and held goes out at once, as do its later changes.
 //
 // Thread-compatible: the binlog watcher's thread owns it.
 #ifndef MSGQ_ENGINE_BINLOG_TRANSACTION_CHANGES_H_
@@ -32,26 +36,33 @@ class TransactionChanges {
   TransactionChanges(size_t max_changes, size_t max_image_bytes)
       : max_changes_(max_changes), max_image_bytes_(max_image_bytes) {}
 
-  // Adds one rows event's changes. Returns what must be handed out now:
-  // nothing while the transaction fits the bounds.
+  // Adds one rows event's changes to the open transaction. Returns what
+  // must be handed out now: nothing while the transaction fits the bounds.
   std::vector<TableChanges> Add(const std::string& db, const std::string& table,
                                 std::vector<RowChange> changes);
-  // The transaction ended (committed): everything held, one entry per
-  // table in the order the tables first appeared.
-  std::vector<TableChanges> Commit();
-  // The stream was cut: forgets what is held.
-  void Clear();
+  // The open transaction committed: its changes are ready.
+  void Commit();
+  // Everything ready, one entry per table in the order the tables first
+  // appeared, each table's changes in binlog order.
+  std::vector<TableChanges> TakeReady();
+  // The stream was cut: forgets the open transaction (not what is ready).
+  void Abort();
 
   size_t held() const { return held_changes_; }
+  size_t ready() const { return ready_changes_; }
 
  private:
+  static void Append(std::vector<TableChanges>& to, const std::string& db,
+                     const std::string& table, std::vector<RowChange> changes);
   static void DropImages(std::vector<RowChange>& changes);
 
   const size_t max_changes_;
   const size_t max_image_bytes_;
-  std::vector<TableChanges> tables_;
-  size_t held_changes_ = 0;
-  size_t image_bytes_ = 0;
+  std::vector<TableChanges> open_;   // the open transaction's
+  std::vector<TableChanges> ready_;  // committed, not taken yet
+  size_t held_changes_ = 0;          // in open_
+  size_t ready_changes_ = 0;         // in ready_
+  size_t image_bytes_ = 0;           // of open_
   bool spilled_ = false;  // over a bound: images dropped, nothing held
 };
 

@@ -1,6 +1,7 @@
 // TransactionChanges: a transaction's changes are held until its commit,
-// grouped by table in first-seen order; past a bound its images go and
-// everything is handed out at once.
+// then ready (several transactions together), grouped by table in
+// first-seen order; past a bound its images go and everything is handed
+// out at once.
 #include "engine/binlog/transaction_changes.h"
 
 #include <memory>
@@ -45,36 +46,55 @@ TEST(TransactionChangesTest, HeldUntilCommitGroupedByTableInOrder) {
   EXPECT_EQ(Show(txn.Add("a", "r", {Change("9", 5)})), "");
   EXPECT_EQ(Show(txn.Add("a", "q", {Change("1", 6)})), "");
   EXPECT_EQ(txn.held(), 4u);
-  EXPECT_EQ(Show(txn.Commit()), "a.q:1*,2,1*;a.r:9*");
+  EXPECT_EQ(Show(txn.TakeReady()), "");
+  txn.Commit();
   EXPECT_EQ(txn.held(), 0u);
-  EXPECT_EQ(Show(txn.Commit()), "");
+  EXPECT_EQ(txn.ready(), 4u);
+  // A second transaction joins what is ready, tables in first-seen order.
+  EXPECT_EQ(Show(txn.Add("a", "s", {Change("7")})), "");
+  EXPECT_EQ(Show(txn.Add("a", "q", {Change("3", 1)})), "");
+  txn.Commit();
+  EXPECT_EQ(txn.ready(), 6u);
+  EXPECT_EQ(Show(txn.TakeReady()), "a.q:1*,2,1*,3*;a.r:9*;a.s:7");
+  EXPECT_EQ(txn.ready(), 0u);
+  EXPECT_EQ(Show(txn.TakeReady()), "");
 }
 
-TEST(TransactionChangesTest, ClearForgetsAnUnfinishedTransaction) {
+TEST(TransactionChangesTest, AbortForgetsTheOpenTransactionOnly) {
   TransactionChanges txn(100, 1000);
   EXPECT_EQ(Show(txn.Add("a", "q", {Change("1", 5)})), "");
-  txn.Clear();
-  EXPECT_EQ(Show(txn.Commit()), "");
+  txn.Commit();
+  EXPECT_EQ(Show(txn.Add("a", "q", {Change("2", 5)})), "");
+  txn.Abort();
+  txn.Commit();
+  EXPECT_EQ(Show(txn.TakeReady()), "a.q:1*");
 }
 
-// Past the image bytes: everything held goes out without images, and so do
-// the transaction's later changes; the next transaction is held again.
+// Past the image bytes: what is ready goes out first, as it was, then the
+// open transaction's changes without images, and so do its later changes;
+// the next transaction is held again.
 TEST(TransactionChangesTest, PastTheImageBoundImagesGoAndNothingIsHeld) {
   TransactionChanges txn(100, 10);
+  EXPECT_EQ(Show(txn.Add("a", "q", {Change("0", 9)})), "");
+  txn.Commit();
   EXPECT_EQ(Show(txn.Add("a", "q", {Change("1", 6)})), "");
-  EXPECT_EQ(Show(txn.Add("a", "q", {Change("2", 6)})), "a.q:1,2");
+  EXPECT_EQ(Show(txn.Add("a", "q", {Change("2", 6)})), "a.q:0*,1,2");
   EXPECT_EQ(Show(txn.Add("a", "r", {Change("3", 1)})), "a.r:3");
   EXPECT_EQ(txn.held(), 0u);
-  EXPECT_EQ(Show(txn.Commit()), "");
+  EXPECT_EQ(txn.ready(), 0u);
+  txn.Commit();
+  EXPECT_EQ(Show(txn.TakeReady()), "");
   EXPECT_EQ(Show(txn.Add("a", "q", {Change("4", 6)})), "");
-  EXPECT_EQ(Show(txn.Commit()), "a.q:4*");
+  txn.Commit();
+  EXPECT_EQ(Show(txn.TakeReady()), "a.q:4*");
 }
 
 TEST(TransactionChangesTest, PastTheChangeCountLikewise) {
   TransactionChanges txn(2, 1000);
   EXPECT_EQ(Show(txn.Add("a", "q", {Change("1", 1), Change("2", 1)})), "");
   EXPECT_EQ(Show(txn.Add("a", "q", {Change("3", 1)})), "a.q:1,2,3");
-  EXPECT_EQ(Show(txn.Commit()), "");
+  txn.Commit();
+  EXPECT_EQ(Show(txn.TakeReady()), "");
 }
 
 }  // namespace

@@ -279,6 +279,9 @@ class MessageManager : private RoundExecutor::Task {
   // a while).
   void NoteReadsLocked(const std::vector<Message>& rows, int64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether rows just queued from images are handed out now, or by a round
+  // at the next pump slot (message_manager_binlog.cc).
+  bool ImagePumpNowLocked(absl::Time mono) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // No row image is used for a while (a new manager or owner).
   void ImagesWaitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes from a read the rows that show an older state than the binlog
@@ -401,6 +404,9 @@ class MessageManager : private RoundExecutor::Task {
   // ImageUsableLocked.
   RecentIds read_ids_ ABSL_GUARDED_BY(mu_){1 << 17, 60'000'000'000};
   absl::Time images_from_ ABSL_GUARDED_BY(mu_);
+  absl::Time image_pump_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // When the last round took its work (monotonic); see PostponeCutoffLocked.
+  absl::Time previous_take_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // How long a new manager or owner waits before using row images.
   static constexpr absl::Duration kImageQuiet = absl::Seconds(5);
   std::thread thread_;

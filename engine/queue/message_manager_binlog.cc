@@ -1,5 +1,6 @@
 // MessageManager: what the binlog says of the table's rows (OnRowChanges),
 // and when a due row may be queued straight from its row image.
+#include <algorithm>
 #include <utility>
 
 #include "engine/queue/message_manager.h"
@@ -10,6 +11,18 @@ namespace {
 // How far behind the binlog may be read, by the rows event's timestamp
 // (whole seconds), for a row image to be used.
 constexpr absl::Duration kImageMaxLag = absl::Seconds(3);
+
+// Rows queued from images are handed out at once while the table hands out
+// at most one batch of them per kImagePumpEvery (with bursts of
+// kImagePumpBurst's worth); above that rate they wait for the next slot,
+// so that under load a batch carries many messages instead of one each
+// (each batch costs the subscriber a response and an ack).
+constexpr absl::Duration kImagePumpEvery = absl::Milliseconds(1);
+constexpr absl::Duration kImagePumpBurst = absl::Milliseconds(20);
+// With this many messages sent and not settled, a batch of images waits
+// kImageBusyEvery to gather more.
+constexpr size_t kImageBusyInFlight = 64;
+constexpr absl::Duration kImageBusyEvery = absl::Milliseconds(5);
 
 Message MessageOf(const RowChange& c) {
   Message m;
@@ -48,6 +61,20 @@ void MessageManager::NoteReadsLocked(const std::vector<Message>& rows,
     read_ids_.Erase(m.id);  // the latest read counts
     read_ids_.Put(m.id, now);
   }
+}
+
+bool MessageManager::ImagePumpNowLocked(absl::Time mono) {
+  // Many messages unsettled: subscribers are busy; gather a larger batch.
+  if (ledger_.in_flight() >= kImageBusyInFlight) {
+    image_pump_at_ = std::max(image_pump_at_, mono + kImageBusyEvery);
+  }
+  if (mono < image_pump_at_) {
+    scheduler_.WakeAt(image_pump_at_);  // a round hands them out then
+    return false;
+  }
+  image_pump_at_ =
+      std::max(image_pump_at_, mono - kImagePumpBurst) + kImagePumpEvery;
+  return true;
 }
 
 void MessageManager::ImagesWaitLocked() {
@@ -127,7 +154,9 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
       }
     }
     WakeLocked();
-    if (freed || queued_images) sends = PumpLocked();
+    if (freed || (queued_images && ImagePumpNowLocked(mono))) {
+      sends = PumpLocked();
+    }
   }
   Deliver(std::move(sends));
 }

@@ -3,6 +3,7 @@
 // the image is not used because it may be older than what msgq already did
 // with the row (a read returned the row, the binlog is read far behind, a
 // new manager or owner).
+#include "absl/strings/str_cat.h"
 #include "engine/queue/message_manager_fixture.h"
 
 namespace msgq::manager_test {
@@ -55,10 +56,74 @@ TEST_F(ImageTest, ADueRowIsSentFromItsImageWithNoRead) {
   EXPECT_EQ(Payload(sub->batches[0][0]), "hello");
   EXPECT_EQ(stats().image_rows, 1);
   Complete(*sub);
-  RunOnce();  // its postpone; no read of it
-  EXPECT_EQ(stats().fetches, 0);
+  // Its postpone waits for the round after the next one to start (as a
+  // send during a round's read does), then is written; no read of it.
+  RunOnce();
+  EXPECT_EQ(stats().postponed, 0);
+  RunOnce();
   EXPECT_EQ(stats().postponed, 1);
+  EXPECT_EQ(stats().fetches, 0);
   EXPECT_EQ(stats().commit_to_send.count, 1);
+}
+
+// An ack that arrives within that round cancels the postpone: one row
+// update per message.
+TEST_F(ImageTest, AnAckWithinARoundCancelsThePostpone) {
+  auto sub = Subscribe();
+  RunOnce();
+  Advance(absl::Seconds(6));  // past a new manager's wait
+  PutDue({"5"});
+  manager_->OnRowChanges({Image("5", "hello")});
+  ASSERT_THAT(sub->ids(), ElementsAre("5"));
+  Complete(*sub);
+  RunOnce();
+  auto acked = Ack({"5"});
+  RunOnce();
+  ASSERT_EQ(acked->calls, 1);
+  ASSERT_TRUE(acked->result.ok()) << acked->result.status();
+  EXPECT_EQ(*acked->result, 1);
+  RunOnce();
+  EXPECT_EQ(stats().postponed, 0);
+  EXPECT_EQ(stats().acked, 1);
+}
+
+// Images go out at once up to one batch per millisecond (bursts of 20 ms'
+// worth); more wait for the next slot and go together.
+TEST_F(ImageTest, ManyImagesAtOnceGoTogetherPastTheBurst) {
+  auto sub = Subscribe();
+  RunOnce();
+  Advance(absl::Seconds(6));  // past a new manager's wait
+  for (int i = 1; i <= 30; ++i) {
+    manager_->OnRowChanges({Image(absl::StrCat(i), "x")});
+    Complete(*sub);
+  }
+  EXPECT_EQ(sub->batches.size(), 21u);
+  Advance(absl::Milliseconds(1));
+  RunOnce();
+  ASSERT_EQ(sub->batches.size(), 22u);
+  EXPECT_EQ(sub->batches[21].size(), 9u);
+  EXPECT_EQ(stats().image_rows, 30);
+}
+
+// With 64 messages sent and not settled the subscribers are busy: images
+// wait 5 ms to gather a larger batch.
+TEST_F(ImageTest, WithManyMessagesUnsettledImagesWaitToGather) {
+  ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 100, .ack_wait_s = 30}, [] {
+    MessageManager::Options o;
+    o.binlog_row_images = true;
+    o.image_wait = absl::ZeroDuration();
+    return o;
+  }()));
+  auto sub = Subscribe();
+  PutDue(Range(1, 64));
+  RunOnce();  // the subscribe poll sends 64
+  ASSERT_EQ(sub->ids().size(), 64u);
+  Complete(*sub);
+  manager_->OnRowChanges({Image("100", "x"), Image("101", "y")});
+  EXPECT_EQ(sub->ids().size(), 64u);
+  Advance(absl::Milliseconds(5));
+  RunOnce();
+  EXPECT_THAT(sub->batch_ids().back(), ElementsAre("100", "101"));
 }
 
 // One transaction inserted the row and then changed it: the last image is

@@ -31,6 +31,7 @@ MessageManager::Work MessageManager::TakeWorkLocked() {
   work.writes.now = work.now;
   if (scheduler_.Waiting(work.mono)) return work;
   work.postponed = ledger_.TakePostpones(PostponeCutoffLocked(work.mono));
+  previous_take_ = work.mono;
   // One jitter per epoch per round, as one statement covers the round.
   absl::flat_hash_map<int64_t, int64_t> time_by_epoch;
   for (const auto& [id, epoch] : work.postponed) {
@@ -66,7 +67,15 @@ bool MessageManager::GraceAppliesLocked() const {
 }
 
 absl::Time MessageManager::PostponeCutoffLocked(absl::Time mono) const {
-  return GraceAppliesLocked() ? mono - postpone_grace_ : absl::InfiniteFuture();
+  if (GraceAppliesLocked()) return mono - postpone_grace_;
+  // With row images most sends happen between rounds; like a send during a
+  // round's read, each waits for the round after the next one to start,
+  // which gives its ack a round's time to cancel the postpone (one row
+  // update instead of two).
+  if (options_.binlog_row_images && !stopping_ && OwnsLocked()) {
+    return previous_take_;
+  }
+  return absl::InfiniteFuture();
 }
 
 void MessageManager::RunOnce() {
