@@ -71,7 +71,7 @@ ABSL_FLAG(uint32_t, binlog_server_id, 0,
           "Replica server id used to follow the binlog; 0 derives one from "
           "the host name, --listen, the pid and a random value (logged), so "
           "two msgqd do not evict each other's binlog stream");
-ABSL_FLAG(std::string, binlog_discovery, "fetch",
+ABSL_FLAG(std::string, binlog_discovery, "image",
           "How rows named by the binlog reach the cache: 'image' (sent from "
           "the binlog's row image when every streamed column's text form can "
           "be rebuilt from it, else read by primary key), 'fetch' (read by "
