@@ -60,14 +60,14 @@ TEST_F(SchemaLoaderTest, ReadsOnlyMessageTablesOfTheConfiguredDatabases) {
   EXPECT_EQ(q.comment, MessageComment("vt_ack_wait=7"));
   // Table order, DATA_TYPE lower case, COLUMN_TYPE as the server says, the
   // character set of text columns (lower case).
-  EXPECT_THAT(q.columns,
-              ElementsAre(Column{"id", "bigint", "bigint(20)"},
-                          Column{"priority", "tinyint", "tinyint(4)"},
-                          Column{"epoch", "bigint", "bigint(20)"},
-                          Column{"time_next", "bigint", "bigint(20)"},
-                          Column{"time_acked", "bigint", "bigint(20)"},
-                          Column{"message", "longtext", "longtext",
-                                 "utf8mb4"}));
+  EXPECT_THAT(
+      q.columns,
+      ElementsAre(Column{"id", "bigint", "bigint(20)"},
+                  Column{"priority", "tinyint", "tinyint(4)"},
+                  Column{"epoch", "bigint", "bigint(20)"},
+                  Column{"time_next", "bigint", "bigint(20)"},
+                  Column{"time_acked", "bigint", "bigint(20)"},
+                  Column{"message", "longtext", "longtext", "utf8mb4"}));
   EXPECT_EQ(s->tables[0].columns, q.columns);
   EXPECT_EQ(s->tables[2].columns, q.columns);
 }
@@ -90,9 +90,9 @@ TEST_F(SchemaLoaderTest, ColumnChangesAndEmptyInputs) {
             (Column{"id", "varchar", "varchar(64)", "utf8mb4"}));
   EXPECT_FALSE(after->tables[0] == before->tables[0]);
   // Generated columns are marked (their row-image values are not used).
-  ASSERT_NO_FATAL_FAILURE(Exec(
-      "ALTER TABLE msgq.q ADD COLUMN v bigint AS (epoch + 1) VIRTUAL, "
-      "ADD COLUMN s varchar(8) CHARACTER SET latin1 AS ('x') STORED"));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("ALTER TABLE msgq.q ADD COLUMN v bigint AS (epoch + 1) VIRTUAL, "
+           "ADD COLUMN s varchar(8) CHARACTER SET latin1 AS ('x') STORED"));
   absl::StatusOr<SchemaSnapshot> generated = Load({"msgq"});
   ASSERT_TRUE(generated.ok()) << generated.status();
   ASSERT_EQ(generated->tables.size(), 1u);
