@@ -101,6 +101,7 @@ absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
   table.columns = std::move(columns);
   const Column* id = FindColumn(table.columns, "id");
   table.id_kind = KindOf(*id);
+  table.id_in_primary_key = id->key == "pri";
   for (const char* col : {"time_created", "time_dead"}) {
     const Column* c = FindColumn(table.columns, col);
     if (c == nullptr) continue;

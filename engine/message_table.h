@@ -32,6 +32,9 @@ struct Column {
   std::string charset;
   // A generated (virtual or stored) column (COLUMNS.EXTRA).
   bool generated = false;
+  // information_schema.COLUMNS.COLUMN_KEY, lower case: "pri" for a column
+  // of the primary key, "uni", "mul" or empty.
+  std::string key;
 
   friend bool operator==(const Column&, const Column&) = default;
 };
@@ -59,6 +62,9 @@ struct MessageTable {
   bool has_time_created = false;
   bool has_time_dead = false;
   int last_error_chars = 0;
+  // The id is a column of the primary key (COLUMNS.COLUMN_KEY): settling
+  // writes name the PRIMARY index (engine/sql/mysql_message_store_write.cc).
+  bool id_in_primary_key = false;
   // With msgq_fair_by: how the fair column's values are written into SQL
   // (integer columns as integers, char/varchar as text, binary as bytes).
   IdKind fair_kind = IdKind::kText;

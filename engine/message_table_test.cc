@@ -73,6 +73,22 @@ TEST(BuildMessageTableTest, BuildsFromRequiredColumnsAndDirectives) {
   EXPECT_EQ(table->settings.max_backoff, absl::InfiniteDuration());
   EXPECT_EQ(table->columns, DemoColumns());
   EXPECT_EQ(table->id_kind, IdKind::kSignedInteger);
+  // COLUMN_KEY of id is empty here: no primary key named.
+  EXPECT_FALSE(table->id_in_primary_key);
+}
+
+TEST(BuildMessageTableTest, KnowsWhenTheIdIsInThePrimaryKey) {
+  std::vector<Column> columns = DemoColumns();
+  columns[0].key = "pri";
+  const absl::StatusOr<MessageTable> table =
+      BuildMessageTable("shop", "orders", kComment, columns);
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_TRUE(table->id_in_primary_key);
+  columns[0].key = "uni";
+  const absl::StatusOr<MessageTable> unique =
+      BuildMessageTable("shop", "orders", kComment, columns);
+  ASSERT_TRUE(unique.ok()) << unique.status();
+  EXPECT_FALSE(unique->id_in_primary_key);
 }
 
 TEST(BuildMessageTableTest, DefaultStreamedColumnsAreIdThenAppColumns) {

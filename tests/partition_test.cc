@@ -230,7 +230,10 @@ TEST_F(PartitionTest, StatementsUseTheirIndexes) {
       {"SELECT `id` FROM `msgq`.`demo` WHERE `id` IN (2,4) AND `time_acked` "
        "IS NULL AND `time_next` <= 5",
        "PRIMARY"},
-      {"UPDATE `msgq`.`demo` SET `time_acked` = 1, `time_next` = NULL WHERE "
+      // An ack as the store writes it (a multi-table UPDATE: the derived
+      // table gets rows of its own in EXPLAIN).
+      {"UPDATE `msgq`.`demo` FORCE INDEX (PRIMARY) JOIN (SELECT 1) AS "
+       "`msgq_settle` SET `time_acked` = 1, `time_next` = NULL WHERE "
        "`id` IN (2,4) AND `time_acked` IS NULL AND `time_next` IS NOT NULL",
        "PRIMARY"},
       {"DELETE FROM `msgq`.`demo` WHERE `time_dead` < 5 LIMIT 500", "dead_idx"},
@@ -239,11 +242,19 @@ TEST_F(PartitionTest, StatementsUseTheirIndexes) {
   for (const auto& [sql, index] : cases) {
     auto explain = db_->Query("EXPLAIN " + sql);
     ASSERT_TRUE(explain.ok()) << sql << ": " << explain.status();
-    ASSERT_EQ(explain->rows.size(), 1u) << sql;
+    // The one row that reads the message table.
     std::map<std::string, std::string> row;
-    for (size_t i = 0; i < explain->columns.size(); ++i) {
-      row[explain->columns[i]] = explain->rows[0][i].value_or("");
+    int demo_rows = 0;
+    for (const auto& r : explain->rows) {
+      std::map<std::string, std::string> named;
+      for (size_t i = 0; i < explain->columns.size(); ++i) {
+        named[explain->columns[i]] = r[i].value_or("");
+      }
+      if (named["table"] != "demo") continue;
+      ++demo_rows;
+      row = std::move(named);
     }
+    ASSERT_EQ(demo_rows, 1) << sql;
     EXPECT_EQ(row["key"], index) << sql;
     EXPECT_THAT(row["Extra"], Not(HasSubstr("filesort"))) << sql;
   }

@@ -59,15 +59,17 @@ TEST_F(SchemaLoaderTest, ReadsOnlyMessageTablesOfTheConfiguredDatabases) {
   const TableDefinition& q = s->tables[1];
   EXPECT_EQ(q.comment, MessageComment("vt_ack_wait=7"));
   // Table order, DATA_TYPE lower case, COLUMN_TYPE as the server says, the
-  // character set of text columns (lower case).
+  // character set of text columns (lower case), COLUMN_KEY (lower case: the
+  // primary key, the first column of poller_idx).
   EXPECT_THAT(
       q.columns,
-      ElementsAre(Column{"id", "bigint", "bigint(20)"},
-                  Column{"priority", "tinyint", "tinyint(4)"},
-                  Column{"epoch", "bigint", "bigint(20)"},
-                  Column{"time_next", "bigint", "bigint(20)"},
-                  Column{"time_acked", "bigint", "bigint(20)"},
-                  Column{"message", "longtext", "longtext", "utf8mb4"}));
+      ElementsAre(
+          Column{"id", "bigint", "bigint(20)", "", false, "pri"},
+          Column{"priority", "tinyint", "tinyint(4)"},
+          Column{"epoch", "bigint", "bigint(20)"},
+          Column{"time_next", "bigint", "bigint(20)"},
+          Column{"time_acked", "bigint", "bigint(20)", "", false, "mul"},
+          Column{"message", "longtext", "longtext", "utf8mb4"}));
   EXPECT_EQ(s->tables[0].columns, q.columns);
   EXPECT_EQ(s->tables[2].columns, q.columns);
 }
@@ -87,7 +89,7 @@ TEST_F(SchemaLoaderTest, ColumnChangesAndEmptyInputs) {
   ASSERT_TRUE(after.ok()) << after.status();
   ASSERT_EQ(after->tables.size(), 1u);
   EXPECT_EQ(after->tables[0].columns[0],
-            (Column{"id", "varchar", "varchar(64)", "utf8mb4"}));
+            (Column{"id", "varchar", "varchar(64)", "utf8mb4", false, "pri"}));
   EXPECT_FALSE(after->tables[0] == before->tables[0]);
   // Generated columns are marked (their row-image values are not used).
   ASSERT_NO_FATAL_FAILURE(

@@ -211,7 +211,7 @@ TEST_F(SqlHardeningTest, OneFailingAckGroupDoesNotFailTheOthers) {
   ASSERT_TRUE(Eventually(
       [&] {
         return Int("SELECT COUNT(*) FROM information_schema.PROCESSLIST "
-                   "WHERE STATE = 'Updating' AND "
+                   "WHERE COMMAND = 'Query' AND "
                    "INFO LIKE 'UPDATE %SET `time_acked`%'") == 1;
       },
       absl::Seconds(10)))

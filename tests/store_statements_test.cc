@@ -3,10 +3,12 @@
 // private MariaDB's general log (the write statements are built inside the
 // store; the log shows what reached the server).
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
 #include "engine/sql/mysql_message_store.h"
 #include "engine/sql/schema_loader.h"
 #include "gmock/gmock.h"
@@ -107,10 +109,12 @@ TEST_F(StoreStatementsTest, IntegerIds) {
                  "LIMIT 10",
           cols + "`id` IN (2,3) AND `time_acked` IS NULL AND `time_next` <= "
                  "1800000000000000000",
-          "UPDATE `msgq`.`q` SET `time_next` = 1800000000000000005, `epoch` = "
+          "UPDATE `msgq`.`q` FORCE INDEX (PRIMARY) JOIN (SELECT 1) AS "
+          "`msgq_settle` SET `time_next` = 1800000000000000005, `epoch` = "
           "IFNULL(`epoch`, 0) + 1 WHERE `id` IN (1,2)" +
               unacked,
-          "UPDATE `msgq`.`q` SET `time_acked` = 1800000000000000000, "
+          "UPDATE `msgq`.`q` FORCE INDEX (PRIMARY) JOIN (SELECT 1) AS "
+          "`msgq_settle` SET `time_acked` = 1800000000000000000, "
           "`time_next` = NULL WHERE `id` IN (3)" +
               unacked,
           "DELETE FROM `msgq`.`q` WHERE `time_acked` < 1800000000000000001 "
@@ -147,10 +151,12 @@ TEST_F(StoreStatementsTest, TextIdsAreHexLiterals) {
           "SELECT `priority`, `time_next`, `epoch`, `id`, `message` FROM "
           "`msgq`.`t` WHERE `id` IN (_utf8mb4 X'612762',_utf8mb4 X'635C64') "
           "AND `time_acked` IS NULL AND `time_next` <= 1800000000000000000",
-          "UPDATE `msgq`.`t` SET `time_next` = 1800000000000000005, `epoch` = "
+          "UPDATE `msgq`.`t` FORCE INDEX (PRIMARY) JOIN (SELECT 1) AS "
+          "`msgq_settle` SET `time_next` = 1800000000000000005, `epoch` = "
           "IFNULL(`epoch`, 0) + 1 WHERE `id` IN (_utf8mb4 X'612762')" +
               unacked,
-          "UPDATE `msgq`.`t` SET `time_acked` = 1800000000000000000, "
+          "UPDATE `msgq`.`t` FORCE INDEX (PRIMARY) JOIN (SELECT 1) AS "
+          "`msgq_settle` SET `time_acked` = 1800000000000000000, "
           "`time_next` = NULL WHERE `id` IN (_utf8mb4 "
           "X'3029204F522028313D31',_utf8mb4 X'635C64')" +
               unacked));
@@ -159,6 +165,61 @@ TEST_F(StoreStatementsTest, TextIdsAreHexLiterals) {
             "0) OR (1=1|c\\d");
   EXPECT_EQ(db_->Scalar("SELECT time_next FROM msgq.t WHERE id = 'a''b'"),
             absl::StrCat(kNow + 5));
+}
+
+// A row sent from its binlog row image may be postponed or acked while the
+// INSERT that made it is still committing (MariaDB hands a transaction to
+// binlog readers before InnoDB commits it). The settling UPDATEs wait for
+// it instead of skipping the row: before they did, a small table (scanned)
+// or a primary key of (id, time_created) left the row due, and the next
+// poll sent it again inside its ack wait.
+TEST_F(StoreStatementsTest, SettlingWritesWaitForARowStillCommitting) {
+  ASSERT_NO_FATAL_FAILURE(Exec("USE msgq"));
+  ASSERT_NO_FATAL_FAILURE(Exec(MessageTableDdl("q", MessageComment())));
+  ASSERT_NO_FATAL_FAILURE(Exec(absl::StrReplaceAll(
+      MessageTableDdl("p", MessageComment(),
+                      "time_created bigint NOT NULL DEFAULT 0"),
+      {{"PRIMARY KEY (id)", "PRIMARY KEY (id, time_created)"}})));
+  for (const std::string table : {"q", "p"}) {
+    SCOPED_TRACE(table);
+    ASSERT_NO_FATAL_FAILURE(InsertRange(table, 10, 11));
+    auto store = Store(table);
+    ASSERT_NE(store, nullptr);
+    auto producer = db_->Connect();
+    ASSERT_TRUE(producer.ok()) << producer.status();
+    ASSERT_TRUE((*producer)->Execute("BEGIN").ok());
+    ASSERT_TRUE((*producer)
+                    ->Execute(absl::StrCat("INSERT INTO msgq.`", table,
+                                           "` (id, message) VALUES (1, "
+                                           "'{}'), (2, '{}')"))
+                    .ok());
+    absl::Status committed;
+    std::thread commit([&] {
+      absl::SleepFor(absl::Milliseconds(300));
+      committed = (*producer)->Execute("COMMIT").status();
+    });
+    WriteBatch batch;
+    batch.now = kNow;
+    batch.postpones = {{"1", kNow + 5}};
+    batch.ack_groups = {{"2"}};
+    auto written = store->Write(batch);
+    commit.join();
+    ASSERT_TRUE(committed.ok()) << committed;
+    ASSERT_TRUE(written.ok()) << written.status();
+    EXPECT_TRUE(written->postpones.ok()) << written->postpones;
+    ASSERT_EQ(written->acks.size(), 1u);
+    ASSERT_TRUE(written->acks[0].ok()) << written->acks[0].status();
+    EXPECT_EQ(*written->acks[0], 1);
+    EXPECT_EQ(db_->Scalar(absl::StrCat("SELECT CONCAT(time_next, ' ', epoch) "
+                                       "FROM msgq.`",
+                                       table, "` WHERE id = 1")),
+              absl::StrCat(kNow + 5, " 1"));
+    EXPECT_EQ(db_->Scalar(absl::StrCat(
+                  "SELECT CONCAT(time_acked, ' ', IFNULL(time_next, 'NULL')) "
+                  "FROM msgq.`",
+                  table, "` WHERE id = 2")),
+              absl::StrCat(kNow, " NULL"));
+  }
 }
 
 }  // namespace

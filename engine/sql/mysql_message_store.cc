@@ -24,6 +24,28 @@ int64_t ParseInt(const char* value, unsigned long length) {
   return v;
 }
 
+// The target of the UPDATEs that settle a send (postpone) or an ack.
+//
+// A row sent from its binlog row image can be postponed or acked before its
+// INSERT is visible: MariaDB hands a transaction to binlog readers before
+// InnoDB commits it. At READ COMMITTED a single-table UPDATE reads a row
+// locked by another transaction "semi-consistently" (its last committed
+// version) unless it is a lookup of the full primary key; a row not yet
+// committed has none and is skipped, so the postpone or the ack changed
+// nothing and the message stayed due: sent again at the next poll, well
+// inside its ack wait. This happens whenever the plan is a scan (small
+// tables) or the primary key is (id, time_created) (partitioned tables).
+// A multi-table UPDATE never reads semi-consistently: it waits for the
+// inserting transaction's lock, which its commit releases at once. The
+// PRIMARY index keeps the scan to the named ids, so the wait is only ever
+// for those rows, never for another producer's open transaction.
+std::string SettleTarget(const MessageTable& table,
+                         const std::string& quoted_table) {
+  return absl::StrCat(quoted_table,
+                      table.id_in_primary_key ? " FORCE INDEX (PRIMARY)" : "",
+                      " JOIN (SELECT 1) AS `msgq_settle`");
+}
+
 }  // namespace
 
 MysqlMessageStore::MysqlMessageStore(MessageTable table, MysqlOptions options,
@@ -34,6 +56,7 @@ MysqlMessageStore::MysqlMessageStore(MessageTable table, MysqlOptions options,
                                  QuoteIdentifier(table_.name))),
       log_name_(
           absl::StrCat("table `", table_.keyspace, "`.`", table_.name, "`")),
+      settle_target_(SettleTarget(table_, quoted_table_)),
       failure_sql_(table_, quoted_table_),
       partition_sql_(table_, quoted_table_),
       pool_(pool) {

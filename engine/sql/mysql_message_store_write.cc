@@ -43,7 +43,7 @@ std::vector<MysqlMessageStore::WriteUnit> MysqlMessageStore::BuildUnits(
     unit.kind = UnitKind::kPostpones;
     for (const auto& [time_next, ids] : by_time) {
       absl::StatusOr<std::vector<std::string>> st = InListStatements(
-          absl::StrCat("UPDATE ", quoted_table_,
+          absl::StrCat("UPDATE ", settle_target_,
                        " SET `time_next` = ", time_next,
                        ", `epoch` = IFNULL(`epoch`, 0) + 1 WHERE `id` IN ("),
           ") AND `time_acked` IS NULL AND `time_next` IS NOT NULL", ids,
@@ -58,7 +58,7 @@ std::vector<MysqlMessageStore::WriteUnit> MysqlMessageStore::BuildUnits(
     if (!unit.statements.empty()) units.push_back(std::move(unit));
   }
   const InList ack = {
-      absl::StrCat("UPDATE ", quoted_table_, " SET `time_acked` = ", batch.now,
+      absl::StrCat("UPDATE ", settle_target_, " SET `time_acked` = ", batch.now,
                    ", `time_next` = NULL WHERE `id` IN ("),
       ") AND `time_acked` IS NULL AND `time_next` IS NOT NULL"};
   for (size_t i = 0; i < batch.ack_groups.size(); ++i) {

@@ -22,7 +22,7 @@ absl::StatusOr<std::optional<std::vector<TableDefinition>>> ReadTables(
   absl::StatusOr<QueryResult> rows = conn.Query(absl::StrCat(
       "SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.TABLE_COMMENT, c.COLUMN_NAME, "
       "c.DATA_TYPE, c.COLUMN_TYPE, t.CREATE_OPTIONS, c.CHARACTER_SET_NAME, "
-      "c.EXTRA FROM "
+      "c.EXTRA, c.COLUMN_KEY FROM "
       "information_schema.TABLES t LEFT JOIN "
       "information_schema.COLUMNS c ON c.TABLE_SCHEMA = t.TABLE_SCHEMA AND "
       "c.TABLE_NAME = t.TABLE_NAME WHERE t.TABLE_SCHEMA IN (",
@@ -48,7 +48,8 @@ absl::StatusOr<std::optional<std::vector<TableDefinition>>> ReadTables(
         Column{*row[3], absl::AsciiStrToLower(row[4].value_or("")),
                row[5].value_or(""), absl::AsciiStrToLower(row[7].value_or("")),
                absl::StrContains(absl::AsciiStrToLower(row[8].value_or("")),
-                                 "generated")});
+                                 "generated"),
+               absl::AsciiStrToLower(row[9].value_or(""))});
   }
   for (size_t i = 0; i < tables.size(); ++i) {
     if (!partitioned[i]) continue;
