@@ -35,7 +35,7 @@
 #include "engine/lease/lease_keeper.h"
 #include "engine/lease/table_ownership.h"
 #include "engine/queue/backoff.h"
-#include "engine/queue/message_manager.h"
+#include "engine/queue/manager/message_manager.h"
 #include "engine/queue/round_executor.h"
 #include "engine/serial_worker.h"
 #include "engine/sql/mysql_connection.h"

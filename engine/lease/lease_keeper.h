@@ -33,7 +33,7 @@
 #include "absl/time/time.h"
 #include "engine/clock.h"
 #include "engine/lease/table_ownership.h"
-#include "engine/queue/message_manager.h"
+#include "engine/queue/manager/message_manager.h"
 #include "engine/sql/mysql_lease_store.h"
 
 namespace msgq {

@@ -24,7 +24,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "engine/queue/message_manager.h"
+#include "engine/queue/manager/message_manager.h"
 #include "engine/queue/subscriber.h"
 
 namespace msgq::mysql_protocol {

@@ -4,7 +4,7 @@
 
 #include <poll.h>
 
-#include "engine/queue/message_manager_fixture.h"
+#include "engine/queue/manager/message_manager_fixture.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

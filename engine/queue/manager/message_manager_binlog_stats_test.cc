@@ -3,7 +3,7 @@
 // showed it, to the row's first handoff (Stats::commit_to_send), named rows
 // a fetch did not find (Stats::fetch_misses); and how soon in a round a
 // binlog-named row is read.
-#include "engine/queue/message_manager_fixture.h"
+#include "engine/queue/manager/message_manager_fixture.h"
 
 namespace msgq::manager_test {
 namespace {

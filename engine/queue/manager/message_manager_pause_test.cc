@@ -1,6 +1,6 @@
 // MessageManager::SetPaused: a paused table sends nothing and reads nothing
 // due, while acks, nacks and the postpones of earlier sends still go out.
-#include "engine/queue/message_manager_fixture.h"
+#include "engine/queue/manager/message_manager_fixture.h"
 
 namespace msgq::manager_test {
 namespace {

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/directives.h"
-#include "engine/queue/message_manager.h"
+#include "engine/queue/manager/message_manager.h"
 
 namespace msgq {
 namespace {

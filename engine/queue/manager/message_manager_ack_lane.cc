@@ -16,7 +16,7 @@
 //   the table's round. Stop() removes the lane from the executor before the
 //   final Flush, which writes the acks still waiting.
 #include "absl/strings/str_cat.h"
-#include "engine/queue/message_manager.h"
+#include "engine/queue/manager/message_manager.h"
 
 namespace msgq {
 

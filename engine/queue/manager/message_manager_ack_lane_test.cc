@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/queue/message_manager_fixture.h"
+#include "engine/queue/manager/message_manager_fixture.h"
 
 namespace msgq::manager_test {
 namespace {

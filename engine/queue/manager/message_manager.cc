@@ -1,4 +1,4 @@
-#include "engine/queue/message_manager.h"
+#include "engine/queue/manager/message_manager.h"
 
 #include <algorithm>
 #include <functional>

@@ -2,8 +2,8 @@
 // fixed buckets (for a Prometheus histogram) plus count and sum. A plain
 // value: MessageManager updates it under its lock and copies it out in
 // Stats; not thread-safe by itself.
-#ifndef MSGQ_ENGINE_QUEUE_MESSAGE_MANAGER_LATENCY_H_
-#define MSGQ_ENGINE_QUEUE_MESSAGE_MANAGER_LATENCY_H_
+#ifndef MSGQ_ENGINE_QUEUE_MANAGER_MESSAGE_MANAGER_LATENCY_H_
+#define MSGQ_ENGINE_QUEUE_MANAGER_MESSAGE_MANAGER_LATENCY_H_
 
 #include <array>
 #include <cstdint>
@@ -34,4 +34,4 @@ struct StatementLatency {
 
 }  // namespace msgq
 
-#endif  // MSGQ_ENGINE_QUEUE_MESSAGE_MANAGER_LATENCY_H_
+#endif  // MSGQ_ENGINE_QUEUE_MANAGER_MESSAGE_MANAGER_LATENCY_H_

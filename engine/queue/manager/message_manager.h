@@ -21,8 +21,8 @@
 // or on subscribers. One mutex guards the parts; it is never held while
 // calling a Subscriber, the store, or writing a log line.
 // Lifetime: Start() once, Stop() once before destruction.
-#ifndef MSGQ_ENGINE_QUEUE_MESSAGE_MANAGER_H_
-#define MSGQ_ENGINE_QUEUE_MESSAGE_MANAGER_H_
+#ifndef MSGQ_ENGINE_QUEUE_MANAGER_MESSAGE_MANAGER_H_
+#define MSGQ_ENGINE_QUEUE_MANAGER_MESSAGE_MANAGER_H_
 
 #include <cstdint>
 #include <functional>
@@ -47,9 +47,9 @@
 #include "engine/queue/backoff.h"
 #include "engine/queue/binlog_expectations.h"
 #include "engine/queue/dispatcher.h"
-#include "engine/queue/manager_options.h"
-#include "engine/queue/manager_round.h"
-#include "engine/queue/manager_stats.h"
+#include "engine/queue/manager/manager_options.h"
+#include "engine/queue/manager/manager_round.h"
+#include "engine/queue/manager/manager_stats.h"
 #include "engine/queue/message_cache.h"
 #include "engine/queue/message_store.h"
 #include "engine/queue/rate_limiter.h"
@@ -414,4 +414,4 @@ class MessageManager : private RoundExecutor::Task {
 
 }  // namespace msgq
 
-#endif  // MSGQ_ENGINE_QUEUE_MESSAGE_MANAGER_H_
+#endif  // MSGQ_ENGINE_QUEUE_MANAGER_MESSAGE_MANAGER_H_

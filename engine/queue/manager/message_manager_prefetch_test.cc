@@ -1,7 +1,7 @@
 // Per-subscriber prefetch (Subscribe's max_unacked): a subscriber holds at
 // most that many messages unacked; an ack (MessageAck or the binlog), a nack,
 // or the message coming due again (its ack wait over) frees a slot.
-#include "engine/queue/message_manager_fixture.h"
+#include "engine/queue/manager/message_manager_fixture.h"
 
 namespace msgq::manager_test {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/log.h"
-#include "engine/queue/message_manager.h"
+#include "engine/queue/manager/message_manager.h"
 
 namespace msgq {
 namespace {

@@ -4,7 +4,7 @@
 // with the row (a read returned the row, the binlog is read far behind, a
 // new manager or owner).
 #include "absl/strings/str_cat.h"
-#include "engine/queue/message_manager_fixture.h"
+#include "engine/queue/manager/message_manager_fixture.h"
 
 namespace msgq::manager_test {
 namespace {

@@ -1,6 +1,6 @@
 // MessageManager: flow control (pause/resume; see SetPaused in
 // message_manager.h).
-#include "engine/queue/message_manager.h"
+#include "engine/queue/manager/message_manager.h"
 
 namespace msgq {
 

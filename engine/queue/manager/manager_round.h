@@ -2,8 +2,8 @@
 // on without it: the requests waiting for MySQL (acks, nacks, extends,
 // redrives, dead lists, each with the callback that answers it) and the
 // postpones owed. Plain values, used only by MessageManager.
-#ifndef MSGQ_ENGINE_QUEUE_MANAGER_ROUND_H_
-#define MSGQ_ENGINE_QUEUE_MANAGER_ROUND_H_
+#ifndef MSGQ_ENGINE_QUEUE_MANAGER_MANAGER_ROUND_H_
+#define MSGQ_ENGINE_QUEUE_MANAGER_MANAGER_ROUND_H_
 
 #include <cstdint>
 #include <functional>
@@ -63,4 +63,4 @@ struct ManagerRound {
 
 }  // namespace msgq
 
-#endif  // MSGQ_ENGINE_QUEUE_MANAGER_ROUND_H_
+#endif  // MSGQ_ENGINE_QUEUE_MANAGER_MANAGER_ROUND_H_

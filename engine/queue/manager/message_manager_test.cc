@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/queue/message_manager_fixture.h"
+#include "engine/queue/manager/message_manager_fixture.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

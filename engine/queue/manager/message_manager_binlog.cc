@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "engine/queue/message_manager.h"
+#include "engine/queue/manager/message_manager.h"
 
 namespace msgq {
 namespace {

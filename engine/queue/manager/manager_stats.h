@@ -2,12 +2,12 @@
 // MessageManager::stats() copies it out (ListTables, /metrics, the console).
 // A plain value; not thread-safe by itself (the manager fills it under its
 // lock).
-#ifndef MSGQ_ENGINE_QUEUE_MANAGER_STATS_H_
-#define MSGQ_ENGINE_QUEUE_MANAGER_STATS_H_
+#ifndef MSGQ_ENGINE_QUEUE_MANAGER_MANAGER_STATS_H_
+#define MSGQ_ENGINE_QUEUE_MANAGER_MANAGER_STATS_H_
 
 #include <cstdint>
 
-#include "engine/queue/message_manager_latency.h"
+#include "engine/queue/manager/message_manager_latency.h"
 
 namespace msgq {
 
@@ -65,4 +65,4 @@ struct ManagerStats {
 
 }  // namespace msgq
 
-#endif  // MSGQ_ENGINE_QUEUE_MANAGER_STATS_H_
+#endif  // MSGQ_ENGINE_QUEUE_MANAGER_MANAGER_STATS_H_

@@ -5,8 +5,8 @@
 // Helpers never use ASSERT_* (a fatal failure inside a helper only returns
 // from the helper); they record failures with ADD_FAILURE and leave the
 // fixture usable, and Init() is called as ASSERT_NO_FATAL_FAILURE(Init()).
-#ifndef MSGQ_ENGINE_QUEUE_MESSAGE_MANAGER_FIXTURE_H_
-#define MSGQ_ENGINE_QUEUE_MESSAGE_MANAGER_FIXTURE_H_
+#ifndef MSGQ_ENGINE_QUEUE_MANAGER_MESSAGE_MANAGER_FIXTURE_H_
+#define MSGQ_ENGINE_QUEUE_MANAGER_MESSAGE_MANAGER_FIXTURE_H_
 
 #include <algorithm>
 #include <cstdint>
@@ -23,7 +23,7 @@
 #include "engine/message_table.h"
 #include "engine/queue/backoff.h"
 #include "engine/queue/fake_message_store.h"
-#include "engine/queue/message_manager.h"
+#include "engine/queue/manager/message_manager.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -225,4 +225,4 @@ class MessageManagerTest : public ::testing::Test {
 
 }  // namespace msgq::manager_test
 
-#endif  // MSGQ_ENGINE_QUEUE_MESSAGE_MANAGER_FIXTURE_H_
+#endif  // MSGQ_ENGINE_QUEUE_MANAGER_MESSAGE_MANAGER_FIXTURE_H_

@@ -1,6 +1,6 @@
 // msgq_rate_limit / msgq_rate_burst: a token bucket on the table's sends,
 // on the fake clock; exact counts.
-#include "engine/queue/message_manager_fixture.h"
+#include "engine/queue/manager/message_manager_fixture.h"
 
 namespace msgq::manager_test {
 namespace {

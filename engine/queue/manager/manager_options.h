@@ -1,8 +1,8 @@
 // ManagerOptions: how a MessageManager runs a table, beyond the table's own
 // directives (msgqd's flags set them; MessageManager::Options is an alias).
 // A plain value.
-#ifndef MSGQ_ENGINE_QUEUE_MANAGER_OPTIONS_H_
-#define MSGQ_ENGINE_QUEUE_MANAGER_OPTIONS_H_
+#ifndef MSGQ_ENGINE_QUEUE_MANAGER_MANAGER_OPTIONS_H_
+#define MSGQ_ENGINE_QUEUE_MANAGER_MANAGER_OPTIONS_H_
 
 #include <cstddef>
 
@@ -82,4 +82,4 @@ struct ManagerOptions {
 
 }  // namespace msgq
 
-#endif  // MSGQ_ENGINE_QUEUE_MANAGER_OPTIONS_H_
+#endif  // MSGQ_ENGINE_QUEUE_MANAGER_MANAGER_OPTIONS_H_

@@ -1,5 +1,5 @@
 // MessageManager: ownership of the table (see Own in message_manager.h).
-#include "engine/queue/message_manager.h"
+#include "engine/queue/manager/message_manager.h"
 
 namespace msgq {
 

@@ -1,7 +1,7 @@
 // The partition purge step of a MessageManager (tables RANGE-partitioned on
 // time_created): it replaces the DELETE purge, counts what the store did and
 // how many partitions are held back, and fails like any statement.
-#include "engine/queue/message_manager_fixture.h"
+#include "engine/queue/manager/message_manager_fixture.h"
 
 namespace msgq::manager_test {
 namespace {
