@@ -50,6 +50,11 @@ class TlsTerminatorTest : public ::testing::Test {
     certs_ = new std::string(tls::testing::MakeTempDir());
     ASSERT_TRUE(tls::testing::MakeCertificates(*certs_)) << *certs_;
   }
+  static void TearDownTestSuite() {
+    tls::testing::RemoveTempDir(*certs_);
+    delete certs_;
+    certs_ = nullptr;
+  }
   void Start(HttpServer::Options options = {}) {
     auto ctx = tls::TlsServerContext::Create(
         {*certs_ + "/server1.pem", *certs_ + "/server1.key", ""});

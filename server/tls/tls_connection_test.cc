@@ -21,6 +21,11 @@ class TlsConnectionTest : public ::testing::Test {
     certs_ = new std::string(testing::MakeTempDir());
     ASSERT_TRUE(testing::MakeCertificates(*certs_)) << *certs_;
   }
+  static void TearDownTestSuite() {
+    testing::RemoveTempDir(*certs_);
+    delete certs_;
+    certs_ = nullptr;
+  }
   void SetUp() override {
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds_), 0);
   }

@@ -28,11 +28,17 @@ class TlsServerContextTest : public ::testing::Test {
     certs_ = new std::string(testing::MakeTempDir());
     ASSERT_TRUE(testing::MakeCertificates(*certs_)) << *certs_;
   }
+  static void TearDownTestSuite() {
+    testing::RemoveTempDir(*certs_);
+    delete certs_;
+    certs_ = nullptr;
+  }
   void SetUp() override {
     dir_ = testing::MakeTempDir();
     CopyFile(*certs_ + "/server1.pem", dir_ + "/cert.pem");
     CopyFile(*certs_ + "/server1.key", dir_ + "/key.pem");
   }
+  void TearDown() override { testing::RemoveTempDir(dir_); }
   TlsServerFiles Files() const {
     return {dir_ + "/cert.pem", dir_ + "/key.pem", "", absl::Seconds(60)};
   }

@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -23,6 +25,13 @@ inline std::string MakeTempDir() {
   std::string templ =
       absl::StrCat(base != nullptr ? base : "/tmp", "/msgq_tls_XXXXXX");
   return mkdtemp(templ.data()) != nullptr ? templ : "";
+}
+
+// Removes what MakeTempDir made, with everything in it ("" is a no-op).
+inline void RemoveTempDir(const std::string& dir) {
+  if (dir.empty()) return;
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
 }
 
 // In `dir`: ca.pem (CN msgq-test-ca) signing server1 (CN msgqd-1), server2
