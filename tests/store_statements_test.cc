@@ -120,6 +120,45 @@ TEST_F(StoreStatementsTest, IntegerIds) {
           "LIMIT 500"));
 }
 
+// A refill poll lists the due ids from poller_idx alone (no row read),
+// in the poll's order; tables whose poll is not that plain SELECT
+// (msgq_order_by, msgq_fair_by) keep the one-statement poll.
+TEST_F(StoreStatementsTest, PollOfIdsReadsTheIndexOnly) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 5));
+  ASSERT_NO_FATAL_FAILURE(Exec("UPDATE msgq.q SET priority = 60 WHERE id = 2"));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("UPDATE msgq.q SET time_acked = 1, time_next = NULL WHERE id = 4"));
+  auto store = Store("q");
+  ASSERT_NE(store, nullptr);
+  EXPECT_TRUE(store->polls_ids());
+  ASSERT_NO_FATAL_FAILURE(StartLog());
+  auto ids = store->PollDueIds(kNow, 3);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_THAT(*ids, ElementsAre("1", "3", "5"));
+  const std::string sql =
+      "SELECT `id` FROM `msgq`.`q` WHERE `time_acked` IS NULL AND "
+      "`time_next` <= 1800000000000000000 ORDER BY `priority`, `time_next`, "
+      "`id` LIMIT 3";
+  EXPECT_THAT(StopLog("q"), ElementsAre(sql));
+  auto plan = db_->Query("EXPLAIN " + sql);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->rows.size(), 1u);
+  ASSERT_EQ(plan->columns.size(), 10u);
+  EXPECT_EQ(plan->rows[0][5].value_or(""), "poller_idx");  // key
+  EXPECT_THAT(plan->rows[0][9].value_or(""),               // Extra
+              ::testing::HasSubstr("Using index"));
+
+  ASSERT_NO_FATAL_FAILURE(CreateTable(
+      "o", "msgq_order_by=order_key",
+      "order_key bigint, INDEX order_idx (order_key, time_acked, id)"));
+  auto ordered = Store("o");
+  ASSERT_NE(ordered, nullptr);
+  EXPECT_FALSE(ordered->polls_ids());
+  EXPECT_EQ(ordered->PollDueIds(kNow, 3).status().code(),
+            absl::StatusCode::kUnimplemented);
+}
+
 // Text ids reach SQL only as hex literals of the id's bytes, whatever they
 // hold (a quote, a backslash, SQL).
 TEST_F(StoreStatementsTest, TextIdsAreHexLiterals) {

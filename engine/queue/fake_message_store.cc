@@ -136,6 +136,30 @@ absl::StatusOr<std::vector<Message>> FakeMessageStore::PollDue(int64_t now,
   call.limit = limit;
   call.status = status;
   if (!status.ok()) return status;
+  std::vector<Message> out;
+  for (const Row* row : Due(now, limit)) {
+    call.ids.push_back(row->id);
+    out.push_back(ToMessage(*row));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> FakeMessageStore::PollDueIds(
+    int64_t now, int64_t limit) {
+  if (!polls_ids_) return absl::UnimplementedError("polling ids");
+  ++statements_;
+  const absl::Status status = Begin(Op::kPollDueIds);
+  PollCall& call = id_polls_.emplace_back();
+  call.now = now;
+  call.limit = limit;
+  call.status = status;
+  if (!status.ok()) return status;
+  for (const Row* row : Due(now, limit)) call.ids.push_back(row->id);
+  return call.ids;
+}
+
+std::vector<const FakeMessageStore::Row*> FakeMessageStore::Due(
+    int64_t now, int64_t limit) const {
   std::vector<const Row*> due;
   for (const auto& [id, row] : rows_) {
     if (Pending(row) && *row.time_next <= now) due.push_back(&row);
@@ -148,13 +172,7 @@ absl::StatusOr<std::vector<Message>> FakeMessageStore::PollDue(int64_t now,
   if (limit >= 0 && due.size() > static_cast<size_t>(limit)) {
     due.resize(static_cast<size_t>(limit));
   }
-  std::vector<Message> out;
-  out.reserve(due.size());
-  for (const Row* row : due) {
-    call.ids.push_back(row->id);
-    out.push_back(ToMessage(*row));
-  }
-  return out;
+  return due;
 }
 
 absl::StatusOr<std::vector<Message>> FakeMessageStore::FetchDue(

@@ -83,6 +83,7 @@ class FakeMessageStore final : public MessageStore {
 
   enum class Op {
     kPollDue,
+    kPollDueIds,
     kFetchDue,
     kNextDueAfter,
     kWrite,
@@ -176,6 +177,10 @@ class FakeMessageStore final : public MessageStore {
   int statements() const { return statements_; }
 
   const std::vector<PollCall>& polls() const { return polls_; }
+  // PollDueIds calls (ids: what each returned). PollDueIds works only after
+  // set_polls_ids(true), so that tests of the one-statement poll keep it.
+  const std::vector<PollCall>& id_polls() const { return id_polls_; }
+  void set_polls_ids(bool on) { polls_ids_ = on; }
   const std::vector<WriteCall>& writes() const { return writes_; }
   const std::vector<PurgeCall>& purges() const { return purges_; }
   const std::vector<PurgeCall>& dead_purges() const { return dead_purges_; }
@@ -189,6 +194,9 @@ class FakeMessageStore final : public MessageStore {
 
   absl::StatusOr<std::vector<Message>> PollDue(int64_t now,
                                                int64_t limit) override;
+  bool polls_ids() const override { return polls_ids_; }
+  absl::StatusOr<std::vector<std::string>> PollDueIds(int64_t now,
+                                                      int64_t limit) override;
   absl::StatusOr<std::vector<Message>> FetchDue(
       const std::vector<std::string>& ids, int64_t now) override;
   absl::StatusOr<std::optional<int64_t>> NextDueAfter(int64_t now) override;
@@ -222,6 +230,8 @@ class FakeMessageStore final : public MessageStore {
   absl::Status GroupFailure(Group kind,
                             const std::vector<std::string>& ids) const;
   Message ToMessage(const Row& row) const;
+  // PollDue's rows: pending, due at `now`, in order, at most `limit`.
+  std::vector<const Row*> Due(int64_t now, int64_t limit) const;
   int WriteStatements(const WriteBatch& batch) const;
   // The row with `id` when it is pending with epoch `epoch` + 1.
   Row* Delivered(const std::string& id, int64_t epoch);
@@ -244,6 +254,8 @@ class FakeMessageStore final : public MessageStore {
   int count_dead_calls_ = 0;
   int statements_ = 0;
   std::vector<PollCall> polls_;
+  std::vector<PollCall> id_polls_;
+  bool polls_ids_ = false;
   std::vector<WriteCall> writes_;
   std::vector<PurgeCall> purges_;
   std::vector<PurgeCall> dead_purges_;

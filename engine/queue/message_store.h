@@ -125,8 +125,22 @@ class MessageStore {
   virtual absl::StatusOr<std::vector<Message>> PollDue(int64_t now,
                                                        int64_t limit) = 0;
 
+  // The ids of PollDue(now, limit)'s rows, in its order, without reading
+  // the rows (an index-only scan where the poll index covers it). With
+  // FetchDue of the ids not already held, a poll need not read again the
+  // rows it has queued or in flight. Only where polls_ids() is true;
+  // UNIMPLEMENTED elsewhere.
+  virtual bool polls_ids() const { return false; }
+  virtual absl::StatusOr<std::vector<std::string>> PollDueIds(int64_t now,
+                                                              int64_t limit) {
+    (void)now;
+    (void)limit;
+    return absl::UnimplementedError("polling ids");
+  }
+
   // The rows among `ids` that are unacked with time_next <= now (a primary
-  // key lookup, used when the binlog names new or changed rows).
+  // key lookup, used when the binlog names new or changed rows, and for the
+  // new ids of PollDueIds).
   virtual absl::StatusOr<std::vector<Message>> FetchDue(
       const std::vector<std::string>& ids, int64_t now) = 0;
 

@@ -195,6 +195,13 @@ std::string MysqlMessageStore::PollSql(int64_t now, int64_t limit) const {
       std::clamp<int64_t>(limit, 0, kMaxPollRows));
 }
 
+std::string MysqlMessageStore::PollIdsSql(int64_t now, int64_t limit) const {
+  return absl::StrCat("SELECT `id` FROM ", quoted_table_,
+                      " WHERE `time_acked` IS NULL AND `time_next` <= ", now,
+                      " ORDER BY `priority`, `time_next`, `id` LIMIT ",
+                      std::clamp<int64_t>(limit, 0, kMaxPollRows));
+}
+
 absl::StatusOr<std::vector<Message>> MysqlMessageStore::ReadMessages(
     const std::string& sql, int64_t expected) {
   absl::StatusOr<MysqlConnection*> conn = Conn();
@@ -238,6 +245,24 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::PollDue(int64_t now,
                                                                 int64_t limit) {
   if (fair_sql_.has_value()) return FairPollDue(now, limit);
   return ReadMessages(PollSql(now, limit), limit);
+}
+
+absl::StatusOr<std::vector<std::string>> MysqlMessageStore::PollDueIds(
+    int64_t now, int64_t limit) {
+  if (!polls_ids()) return absl::UnimplementedError("polling ids");
+  absl::StatusOr<MysqlConnection*> conn = Conn();
+  if (!conn.ok()) return conn.status();
+  std::vector<std::string> ids;
+  ids.reserve(static_cast<size_t>(std::clamp<int64_t>(limit, 0, 4096)));
+  absl::Status status = (*conn)->ForEachRow(
+      PollIdsSql(now, limit),
+      [&ids](char** values, unsigned long* lengths, unsigned int n) {
+        if (n >= 1 && values[0] != nullptr) {
+          ids.emplace_back(values[0], lengths[0]);
+        }
+      });
+  if (!status.ok()) return Check(status);
+  return ids;
 }
 
 absl::StatusOr<std::vector<Message>> MysqlMessageStore::FetchDue(

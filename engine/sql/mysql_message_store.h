@@ -61,6 +61,13 @@ class MysqlMessageStore final : public MessageStore {
 
   absl::StatusOr<std::vector<Message>> PollDue(int64_t now,
                                                int64_t limit) override;
+  // Plain tables only (no msgq_fair_by, no msgq_order_by): their poll
+  // reads poller_idx (time_acked, priority, time_next) and the id behind it.
+  bool polls_ids() const override {
+    return !fair_sql_.has_value() && head_condition_.empty();
+  }
+  absl::StatusOr<std::vector<std::string>> PollDueIds(int64_t now,
+                                                      int64_t limit) override;
   absl::StatusOr<std::vector<Message>> FetchDue(
       const std::vector<std::string>& ids, int64_t now) override;
   absl::StatusOr<std::optional<int64_t>> NextDueAfter(int64_t now) override;
@@ -85,6 +92,7 @@ class MysqlMessageStore final : public MessageStore {
   // The SQL of a poll (of an unfair table), of the next-due query and of
   // CountDead (for EXPLAIN in tests).
   std::string PollSql(int64_t now, int64_t limit) const;
+  std::string PollIdsSql(int64_t now, int64_t limit) const;
   std::string NextDueSql(int64_t now) const;
   std::string CountDeadSql() const { return failure_sql_.CountDead(); }
 

@@ -258,6 +258,11 @@ class MessageManager : private RoundExecutor::Task {
   // writes through `store` (the table's, or the ack lane's).
   bool DoWrites(Work& work, MessageStore* store);
   bool DoPoll(const Work& work);
+  // The poll's statements (message_manager_poll.cc): PollDue, or with
+  // `by_ids` PollDueIds and FetchDue of the ids not held.
+  struct PollRead;
+  absl::StatusOr<PollRead> ReadDue(const Work& work, int64_t limit,
+                                   bool by_ids);
   bool DoFetch(const Work& work);
   void DoPurge(const Work& work);
   // Queues rows read from MySQL, skipping ids in flight; rows that must die

@@ -1,7 +1,8 @@
 // MessageManager's rounds of MySQL work: what a round takes under the lock,
-// the statements it runs (writes, poll, fetch, purge) and how their results
-// settle the ledger, the scheduler and the cache. The class contract is in
-// message_manager.h; message_manager.cc has its public API.
+// the statements it runs (writes, fetch, purge; the poll is in
+// message_manager_poll.cc) and how their results settle the ledger, the
+// scheduler and the cache. The class contract is in message_manager.h;
+// message_manager.cc has its public API.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -319,67 +320,6 @@ void MessageManager::DropStaleReadsLocked(std::vector<Message>& rows) {
     return left_while_reading_.contains(m.id) ||
            !binlog_expect_.Accept(m.id, m.priority, m.time_next, now);
   });
-}
-
-bool MessageManager::DoPoll(const Work& work) {
-  int64_t limit = 0;
-  {
-    absl::MutexLock lock(&mu_);
-    // Due rows in flight or already queued come back too and are skipped.
-    // Writes of this round have settled most in-flight ids by now, and
-    // waiting acks are bounded; at most two cache sizes of rows are read
-    // (memory stays bounded by configuration).
-    const int64_t capacity = static_cast<int64_t>(cache_.capacity());
-    limit = std::min(capacity + static_cast<int64_t>(ledger_.in_flight()),
-                     2 * capacity);
-    ReadStartsLocked();
-  }
-  const int64_t poll_limit = limit;
-  const absl::Time start = clock_->MonotonicNow();
-  absl::StatusOr<std::vector<Message>> rows =
-      store_->PollDue(work.now, poll_limit);
-  const absl::Duration took = clock_->MonotonicNow() - start;
-  Log log;
-  bool backlog = false;
-  {
-    absl::MutexLock lock(&mu_);
-    counters_.poll_latency.Observe(took);
-    // Whether the poll hit its limit (a backlog), before stale rows go.
-    const bool full = rows.ok() && static_cast<int64_t>(rows->size()) >= limit;
-    if (rows.ok()) DropStaleReadsLocked(*rows);
-    ReadDoneLocked();
-    if (!rows.ok()) {
-      log = StatementFailedLocked("poll", rows.status());
-    } else {
-      log = MysqlOkLocked();
-      ++counters_.polls;
-      absl::flat_hash_set<std::string> found;
-      if (scheduler_.fetch_waiting() > 0) {
-        for (const Message& m : *rows) found.insert(m.id);
-      }
-      scheduler_.PollDone(work.round, full, found);
-      AddToCacheLocked(*rows);
-      backlog = scheduler_.backlog();
-    }
-  }
-  Emit(std::move(log));
-  if (!rows.ok()) return !IsUnavailable(rows.status());
-  if (!backlog) {
-    absl::StatusOr<std::optional<int64_t>> due = store_->NextDueAfter(work.now);
-    absl::MutexLock lock(&mu_);
-    if (due.ok() && due->has_value()) scheduler_.NoteDueAt(**due);
-    if (!due.ok()) log = StatementFailedLocked("next-due query", due.status());
-  }
-  Emit(std::move(log));
-  Sends sends;
-  bool ok;
-  {
-    absl::MutexLock lock(&mu_);
-    sends = PumpLocked();
-    ok = scheduler_.mysql_ok();
-  }
-  Deliver(std::move(sends));
-  return ok;
 }
 
 bool MessageManager::DoFetch(const Work& work) {
