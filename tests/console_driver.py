@@ -107,9 +107,19 @@ def main():
               file=sys.stderr)
         return 77
     port = free_port()
-    profile = tempfile.mkdtemp(prefix="msgq-test-chromium-")
+    # Everything Chromium writes goes under one directory removed at the
+    # end: its profile, and its TMPDIR (Chromium leaves
+    # org.chromium.Chromium.scoped_dir.* in the temp directory even when it
+    # exits normally). Named msgq-test-*, so that the harness's sweep
+    # removes it after a run that was killed.
+    work = tempfile.mkdtemp(prefix="msgq-test-chromium-")
+    profile = os.path.join(work, "profile")
+    tmp = os.path.join(work, "tmp")
+    os.mkdir(profile)
+    os.mkdir(tmp)
     driver = subprocess.Popen([driver_bin, "--port=%d" % port],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=dict(os.environ, TMPDIR=tmp))
     wd = WebDriver("http://127.0.0.1:%d" % port)
     report = {}
     try:
@@ -200,7 +210,7 @@ def main():
                 pass
         driver.terminate()
         driver.wait(10)
-        shutil.rmtree(profile, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(report))
     return 1 if "error" in report else 0
 
