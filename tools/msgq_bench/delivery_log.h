@@ -1,6 +1,6 @@
 // DeliveryLog: what the subscribers received, per message id 1..max_id: how
 // often (for duplicates and loss) and when first (for latency). Lock-free;
-// Record is called from every stream's reader thread.
+// Record is called by every stream's reader (thread or gRPC callback).
 //
 // Thread-safe. Memory: 9 bytes per id.
 #ifndef MSGQ_TOOLS_MSGQ_BENCH_DELIVERY_LOG_H_

@@ -198,10 +198,11 @@ absl::StatusOr<DrainResult> RunDrainPhase(BenchContext& ctx, int batch_size,
   SubscriberPool::Options sub;
   sub.address = ctx.msgq_address;
   sub.keyspace = ctx.options.database;
-  sub.table = result.table();
+  sub.tables = {result.table()};
   sub.streams = ctx.options.subscribers;
   sub.ack_mode = ctx.options.ack_mode;
   sub.max_acks_in_flight = ctx.options.max_acks_in_flight;
+  sub.callback_reader = CallbackReader(ctx.options, 1);
   SubscriberPool pool(sub, &log);
 
   PhaseProfiles profiles(ctx, result.phase(), /*with_msgqd=*/true);

@@ -268,7 +268,7 @@ int Run(const BenchOptions& options, int argc, char** argv) {
   }
   if (o.run_sustained) {
     LogInfo("msgq-bench: sustained, ", o.rate, " msgs/s for ", o.duration_s,
-            " s");
+            " s over ", o.tables, o.tables == 1 ? " table" : " tables");
     absl::Status started = ensure_msgqd();
     absl::StatusOr<SustainedResult> s =
         started.ok() ? RunSustainedPhase(ctx, &results.series)

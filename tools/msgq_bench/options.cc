@@ -18,7 +18,9 @@ ABSL_FLAG(std::string, mode, "all",
 ABSL_FLAG(bool, relay, true, "Run the relay baseline in drain mode");
 ABSL_FLAG(int64_t, messages, 1000000, "Drain: messages preloaded");
 ABSL_FLAG(int, subscribers, 4,
-          "gRPC subscriber streams (each its own channel)");
+          "gRPC subscriber streams in all (each its own channel); with "
+          "--tables=N, max(subscribers, N) streams spread round-robin over "
+          "the tables, so every table has at least one");
 ABSL_FLAG(int, relay_workers, 5, "Relay baseline: worker connections");
 ABSL_FLAG(int, relay_batch, 1000, "Relay baseline: rows per SELECT ... LIMIT");
 ABSL_FLAG(int, preload_connections, 2, "Connections inserting the backlog");
@@ -36,6 +38,10 @@ ABSL_FLAG(double, drain_timeout, 1800, "Drain: give up after this many s");
 ABSL_FLAG(int, producers, 8, "Sustained: producer connections");
 ABSL_FLAG(double, rate, 5000, "Sustained: total offered msgs/s");
 ABSL_FLAG(double, duration, 60, "Sustained: seconds of producing");
+ABSL_FLAG(int, tables, 1,
+          "Sustained: message tables (sustained, or sustained_0000.. for "
+          "more than one); the --rate is the total, each message goes to the "
+          "next table round-robin");
 ABSL_FLAG(double, tail_timeout, 120,
           "Sustained: s to wait after producing for every message to arrive");
 ABSL_FLAG(std::string, ack_mode, "async",
@@ -44,6 +50,11 @@ ABSL_FLAG(std::string, ack_mode, "async",
 ABSL_FLAG(int, max_acks_in_flight, 32,
           "async ack mode: ack RPCs in flight per stream (8 caps a 1M drain "
           "at ~13k msgs/s: msgqd settles the acks it holds once per round)");
+ABSL_FLAG(std::string, stream_reader, "auto",
+          "How subscriber streams are read: thread (a thread per stream, "
+          "blocking reads), callback (gRPC callback reactors, no thread per "
+          "stream; for many tables), auto (thread with one table, callback "
+          "with several)");
 ABSL_FLAG(std::string, mysql_socket, "",
           "Use this MySQL/MariaDB server (Unix socket) instead of starting a "
           "private one");
@@ -125,6 +136,7 @@ absl::StatusOr<BenchOptions> OptionsFromFlags() {
   o.producers = absl::GetFlag(FLAGS_producers);
   o.rate = absl::GetFlag(FLAGS_rate);
   o.duration_s = absl::GetFlag(FLAGS_duration);
+  o.tables = absl::GetFlag(FLAGS_tables);
   o.tail_timeout_s = absl::GetFlag(FLAGS_tail_timeout);
   const std::string ack_mode = absl::GetFlag(FLAGS_ack_mode);
   if (ack_mode == "async") {
@@ -135,6 +147,16 @@ absl::StatusOr<BenchOptions> OptionsFromFlags() {
     return Invalid("ack_mode", "must be async or sync");
   }
   o.max_acks_in_flight = absl::GetFlag(FLAGS_max_acks_in_flight);
+  const std::string reader = absl::GetFlag(FLAGS_stream_reader);
+  if (reader == "auto") {
+    o.stream_reader = StreamReader::kAuto;
+  } else if (reader == "thread") {
+    o.stream_reader = StreamReader::kThread;
+  } else if (reader == "callback") {
+    o.stream_reader = StreamReader::kCallback;
+  } else {
+    return Invalid("stream_reader", "must be auto, thread or callback");
+  }
   o.mysql_socket = absl::GetFlag(FLAGS_mysql_socket);
   o.msgq_server = absl::GetFlag(FLAGS_msgq_server);
   o.msgqd_path = absl::GetFlag(FLAGS_msgqd_path);
@@ -180,6 +202,9 @@ absl::StatusOr<BenchOptions> OptionsFromFlags() {
   if (o.producers <= 0) return Invalid("producers", "must be positive");
   if (o.rate <= 0) return Invalid("rate", "must be positive");
   if (o.duration_s <= 0) return Invalid("duration", "must be positive");
+  if (o.tables <= 0 || o.tables > 10000) {
+    return Invalid("tables", "from 1 to 10000");
+  }
   if (o.max_acks_in_flight <= 0) {
     return Invalid("max_acks_in_flight", "must be positive");
   }
@@ -194,6 +219,18 @@ absl::StatusOr<BenchOptions> OptionsFromFlags() {
     }
   }
   return o;
+}
+
+bool CallbackReader(const BenchOptions& options, int tables) {
+  switch (options.stream_reader) {
+    case StreamReader::kThread:
+      return false;
+    case StreamReader::kCallback:
+      return true;
+    case StreamReader::kAuto:
+      break;
+  }
+  return tables > 1;
 }
 
 std::string MessageTableComment(const BenchOptions& options, int batch_size) {

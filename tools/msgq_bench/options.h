@@ -17,6 +17,13 @@ enum class AckMode {
   kSync,   // the stream's reader thread acks each batch and waits
 };
 
+// How the subscriber streams are read (subscribers.h).
+enum class StreamReader {
+  kAuto,      // kThread with one message table, kCallback with several
+  kThread,    // a thread per stream, blocking reads
+  kCallback,  // gRPC callback reactors, no thread of their own
+};
+
 struct BenchOptions {
   bool run_drain = true;
   bool run_sustained = true;
@@ -37,6 +44,10 @@ struct BenchOptions {
   int producers = 8;
   double rate = 5000;
   double duration_s = 60;
+  // Message tables the offered load is spread over (round-robin per
+  // message); subscriber streams: max(subscribers, tables), round-robin
+  // over the tables.
+  int tables = 1;
   // How long to wait after the producers stop for the rest to arrive.
   double tail_timeout_s = 120;
 
@@ -49,6 +60,7 @@ struct BenchOptions {
   // Subscribers.
   AckMode ack_mode = AckMode::kAsync;
   int max_acks_in_flight = 32;
+  StreamReader stream_reader = StreamReader::kAuto;
 
   // Environment.
   std::string mysql_socket;  // empty: start a private MariaDB
@@ -73,6 +85,10 @@ struct BenchOptions {
 
 // Reads the parsed flags. INVALID_ARGUMENT names the bad flag.
 absl::StatusOr<BenchOptions> OptionsFromFlags();
+
+// Whether the subscribers of `tables` message tables are read by callback
+// reactors (StreamReader::kAuto: when there are several tables).
+bool CallbackReader(const BenchOptions& options, int tables);
 
 // The comment of a message table for `batch_size` and the options.
 std::string MessageTableComment(const BenchOptions& options, int batch_size);

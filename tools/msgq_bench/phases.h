@@ -40,7 +40,8 @@ absl::StatusOr<RelayResult> RunRelayPhase(BenchContext& ctx,
 // Drains the prepared message table of `batch_size` through msgqd.
 absl::StatusOr<DrainResult> RunDrainPhase(BenchContext& ctx, int batch_size,
                                           std::vector<SeriesPoint>* series);
-// Producers at the offered rate while subscribers ack.
+// Producers at the offered rate (over options.tables tables) while
+// subscribers ack.
 absl::StatusOr<SustainedResult> RunSustainedPhase(
     BenchContext& ctx, std::vector<SeriesPoint>* series);
 
@@ -48,6 +49,9 @@ absl::StatusOr<SustainedResult> RunSustainedPhase(
 std::string DrainTableName(int batch_size);
 inline constexpr char kOutboxTable[] = "outbox";
 inline constexpr char kSustainedTable[] = "sustained";
+// The sustained phase's `tables` table names: kSustainedTable for one,
+// sustained_0000, sustained_0001, ... for more.
+std::vector<std::string> SustainedTableNames(int tables);
 
 }  // namespace msgq::bench
 

@@ -58,9 +58,11 @@ absl::Status ProducerPool::Produce(int p) {
     const int64_t due =
         start_ns_ + static_cast<int64_t>(static_cast<double>(k) * interval_ns);
     SleepUntilNs(due);
-    const std::string insert = absl::StrCat(
-        "INSERT INTO ", options_.qualified_table, " (id, message) VALUES (", id,
-        ",'", Payload(id, options_.payload_bytes), "')");
+    const std::string& table = options_.qualified_tables[static_cast<size_t>(
+        k % static_cast<int64_t>(options_.qualified_tables.size()))];
+    const std::string insert =
+        absl::StrCat("INSERT INTO ", table, " (id, message) VALUES (", id, ",'",
+                     Payload(id, options_.payload_bytes), "')");
     absl::Status status;
     for (int attempt = 0; attempt < 5; ++attempt) {
       if (conn == nullptr || conn->broken()) {

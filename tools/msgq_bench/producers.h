@@ -2,7 +2,8 @@
 // transaction (BEGIN; INSERT; COMMIT, like an application's outbox write) at
 // a fixed total offered rate. Message k (id k+1) is due at start + k/rate and
 // belongs to producer k mod P, so the offered load is evenly spaced; a
-// producer that falls behind sends at once (its lag is reported).
+// producer that falls behind sends at once (its lag is reported). With T
+// tables, message k goes to table k mod T (the total rate stays the same).
 //
 // For each id it records when COMMIT was sent and when it returned (bench
 // clock), so latency can be measured from either.
@@ -25,7 +26,8 @@ namespace msgq::bench {
 class ProducerPool {
  public:
   struct Options {
-    std::string qualified_table;
+    // `db`.`name` of each table; message k goes to k mod size(). Not empty.
+    std::vector<std::string> qualified_tables;
     int producers = 8;
     double rate = 5000;
     double duration_s = 60;

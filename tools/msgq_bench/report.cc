@@ -105,6 +105,11 @@ std::string FormatTable(const BenchOptions& o, const BenchResults& r) {
             "offered for %.0f s (discovery: %s)\n",
             s.producers(), s.offered_rate(), s.duration_s(), s.discovery()));
     absl::StrAppend(
+        &out, absl::StrFormat("  tables %d (each message to the next, "
+                              "round-robin), %d subscriber streams (%s "
+                              "reader)\n",
+                              s.tables(), s.streams(), s.stream_reader()));
+    absl::StrAppend(
         &out,
         absl::StrFormat(
             "  committed %d (%.0f msgs/s achieved, worst producer lag %.1f "

@@ -26,6 +26,18 @@ void ToProto(const BenchOptions& o, const std::string& comment,
   out->set_rate(o.rate);
   out->set_duration_s(o.duration_s);
   out->set_table_comment(comment);
+  out->set_tables(o.tables);
+  switch (o.stream_reader) {
+    case StreamReader::kAuto:
+      out->set_stream_reader("auto");
+      break;
+    case StreamReader::kThread:
+      out->set_stream_reader("thread");
+      break;
+    case StreamReader::kCallback:
+      out->set_stream_reader("callback");
+      break;
+  }
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 // The sustained phase: producers at a fixed offered rate while subscribers
-// receive and ack; latency from commit to receipt.
+// receive and ack; latency from commit to receipt. With --tables=N the
+// load is spread round-robin over N tables, each with its own streams.
 #include <algorithm>
 #include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "engine/log.h"
@@ -12,6 +14,7 @@
 #include "tools/msgq_bench/cost_meter.h"
 #include "tools/msgq_bench/delivery_log.h"
 #include "tools/msgq_bench/msgqd_process.h"
+#include "tools/msgq_bench/options.h"
 #include "tools/msgq_bench/percentiles.h"
 #include "tools/msgq_bench/phases.h"
 #include "tools/msgq_bench/producers.h"
@@ -48,6 +51,16 @@ void AddLatencySeries(std::vector<std::pair<int64_t, int64_t>>& by_receipt,
 
 }  // namespace
 
+std::vector<std::string> SustainedTableNames(int tables) {
+  if (tables == 1) return {kSustainedTable};
+  std::vector<std::string> names;
+  names.reserve(static_cast<size_t>(tables));
+  for (int i = 0; i < tables; ++i) {
+    names.push_back(absl::StrFormat("%s_%04d", kSustainedTable, i));
+  }
+  return names;
+}
+
 absl::StatusOr<SustainedResult> RunSustainedPhase(
     BenchContext& ctx, std::vector<SeriesPoint>* series) {
   const BenchOptions& o = ctx.options;
@@ -55,19 +68,33 @@ absl::StatusOr<SustainedResult> RunSustainedPhase(
   result.set_producers(o.producers);
   result.set_offered_rate(o.rate);
   result.set_duration_s(o.duration_s);
-  const std::string table = Qualified(o.database, kSustainedTable);
-  if (auto s = ctx.admin->Execute(absl::StrCat("DROP TABLE IF EXISTS ", table));
-      !s.ok()) {
-    return s.status();
+  result.set_tables(o.tables);
+  const std::vector<std::string> names = SustainedTableNames(o.tables);
+  std::vector<std::string> tables;  // qualified
+  for (const std::string& name : names) {
+    tables.push_back(Qualified(o.database, name));
+    if (auto s = ctx.admin->Execute(
+            absl::StrCat("DROP TABLE IF EXISTS ", tables.back()));
+        !s.ok()) {
+      return s.status();
+    }
+    if (auto s = ctx.admin->Execute(MessageTableDdl(
+            tables.back(), MessageTableComment(o, o.batch_sizes.front())));
+        !s.ok()) {
+      return s.status();
+    }
   }
-  if (auto s = ctx.admin->Execute(MessageTableDdl(
-          table, MessageTableComment(o, o.batch_sizes.front())));
-      !s.ok()) {
-    return s.status();
-  }
-  absl::StatusOr<v1::TableStatus> loaded = WaitForTable(
-      ctx.msgq_address, o.database, kSustainedTable, absl::Seconds(60));
+  // msgqd finds new tables at its next schema reload, then loads each.
+  const absl::Time created = absl::Now();
+  const absl::Duration per_table = absl::Milliseconds(200) * o.tables;
+  absl::StatusOr<std::vector<v1::TableStatus>> loaded = WaitForTables(
+      ctx.msgq_address, o.database, names, absl::Seconds(60) + per_table);
   if (!loaded.ok()) return loaded.status();
+  if (o.tables > 1) {
+    LogInfo("msgq-bench: msgqd serves the ", o.tables, " tables ",
+            absl::ToDoubleSeconds(absl::Now() - created),
+            " s after they were created");
+  }
   if (o.settle) {
     absl::StatusOr<double> waited =
         WaitForPurge(*ctx.admin, kSettledHistory, absl::Seconds(120));
@@ -75,7 +102,7 @@ absl::StatusOr<SustainedResult> RunSustainedPhase(
   }
 
   ProducerPool::Options po;
-  po.qualified_table = table;
+  po.qualified_tables = tables;
   po.producers = o.producers;
   po.rate = o.rate;
   po.duration_s = o.duration_s;
@@ -87,20 +114,31 @@ absl::StatusOr<SustainedResult> RunSustainedPhase(
   SubscriberPool::Options sub;
   sub.address = ctx.msgq_address;
   sub.keyspace = o.database;
-  sub.table = kSustainedTable;
-  sub.streams = o.subscribers;
+  sub.tables = names;
+  // At least one stream per table; stream i reads table i mod tables.
+  sub.streams = std::max(o.subscribers, o.tables);
   sub.ack_mode = o.ack_mode;
   sub.max_acks_in_flight = o.max_acks_in_flight;
+  sub.callback_reader = CallbackReader(o, o.tables);
+  result.set_streams(sub.streams);
+  result.set_stream_reader(sub.callback_reader ? "callback" : "thread");
   SubscriberPool pool(sub, &log);
   pool.Start();
   // Every stream must be subscribed before the first message is produced.
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  const absl::Time deadline =
+      absl::Now() + absl::Seconds(30) + absl::Milliseconds(50) * o.tables;
   while (true) {
-    absl::StatusOr<v1::TableStatus> t = WaitForTable(
-        ctx.msgq_address, o.database, kSustainedTable, absl::Seconds(10));
+    absl::StatusOr<std::vector<v1::TableStatus>> t = WaitForTables(
+        ctx.msgq_address, o.database, names, absl::Seconds(10) + per_table);
     if (!t.ok()) return t.status();
-    result.set_discovery(t->discovery());
-    if (t->subscribers() >= o.subscribers) break;
+    result.set_discovery(t->front().discovery());
+    bool all = true;
+    for (int i = 0; i < o.tables && all; ++i) {
+      const int want =
+          sub.streams / o.tables + (i < sub.streams % o.tables ? 1 : 0);
+      all = (*t)[static_cast<size_t>(i)].subscribers() >= want;
+    }
+    if (all) break;
     if (absl::Now() > deadline) {
       return absl::DeadlineExceededError("subscribers did not all subscribe");
     }
@@ -188,11 +226,14 @@ absl::StatusOr<SustainedResult> RunSustainedPhase(
   result.set_lost(lost);
   *result.mutable_subscribers() = pool.stats();
   FillCost(*cost, result.received(), result.mutable_cost());
-  absl::StatusOr<int64_t> unacked =
-      QueryInt(*ctx.admin, absl::StrCat("SELECT COUNT(*) FROM ", table,
-                                        " WHERE time_acked IS NULL"));
-  if (!unacked.ok()) return unacked.status();
-  result.set_unacked_in_db(*unacked);
+  for (const std::string& table : tables) {
+    absl::StatusOr<int64_t> unacked =
+        QueryInt(*ctx.admin, absl::StrCat("SELECT COUNT(*) FROM ", table,
+                                          " WHERE time_acked IS NULL"));
+    if (!unacked.ok()) return unacked.status();
+    result.set_unacked_in_db(result.unacked_in_db() +
+                             static_cast<int32_t>(*unacked));
+  }
   result.set_ok(produced.ok() && all_acked && result.lost() == 0 &&
                 result.unacked_in_db() == 0 && result.unexpected() == 0);
 
