@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/tsan_annotations.h"
 #include "server/auth/grpc_auth.h"
 
 namespace msgq {
@@ -143,6 +144,15 @@ StreamReactor::StreamReactor(Engine* engine, auth::Authorizer* authorizer,
                              const grpc::CallbackServerContext& context,
                              const v1::MessageStreamRequest& request)
     : authorizer_(authorizer) {
+  Begin(engine, context, request);
+  // gRPC runs OnDone only after the method handler that made this reactor
+  // returned (see OnCancel).
+  MSGQ_TSAN_RELEASE(this);
+}
+
+void StreamReactor::Begin(Engine* engine,
+                          const grpc::CallbackServerContext& context,
+                          const v1::MessageStreamRequest& request) {
   if (!Admit(engine, context, request)) return;
   v1::MessageStreamResponse fields;
   for (const Column& c : manager_->table().streamed) {
@@ -190,16 +200,26 @@ bool StreamReactor::Admit(Engine* engine,
   return true;
 }
 
-void StreamReactor::OnWriteDone(bool ok) { sink_->OnWriteDone(ok); }
+void StreamReactor::OnWriteDone(bool ok) {
+  sink_->OnWriteDone(ok);
+  MSGQ_TSAN_RELEASE(this);  // before OnDone, as OnCancel (below)
+}
 
 void StreamReactor::OnCancel() {
   if (sink_ != nullptr) {
     sink_->RequestFinish(
         grpc::Status(grpc::StatusCode::CANCELLED, "stream cancelled"));
   }
+  // gRPC runs OnDone only after every other reaction returned, ordered by
+  // a refcount that Debian's uninstrumented libgrpc++ decrements (after
+  // OnCancel) or hands to another thread (the executor that runs OnDone):
+  // tell TSan (common/tsan_annotations.h).
+  MSGQ_TSAN_RELEASE(this);
 }
 
 void StreamReactor::OnDone() {
+  // After the constructor, OnWriteDone and OnCancel (above).
+  MSGQ_TSAN_ACQUIRE(this);
   // The one place a reactor is deleted: gRPC guarantees no reaction follows.
   if (manager_ != nullptr) manager_->Unsubscribe(sink_.get());
   if (slot_.has_value()) authorizer_->ReleaseStream(*slot_);

@@ -97,6 +97,9 @@ class StreamReactor final
   void OnDone() override;
 
  private:
+  // The constructor's work: admits, sends the fields header, subscribes.
+  void Begin(Engine* engine, const grpc::CallbackServerContext& context,
+             const v1::MessageStreamRequest& request);
   // Subscribes to the table if the caller may; false after Finish.
   bool Admit(Engine* engine, const grpc::CallbackServerContext& context,
              const v1::MessageStreamRequest& request);

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -180,6 +181,13 @@ TEST_F(FlowOrderTest, KeysInOrderOneAtATimeThroughFailuresAndAKill) {
     consumers.emplace_back(
         [&, c] { Consume(&ledger, c + 1, absl::Milliseconds(5), &stop); });
   }
+  // However the test leaves (a failed ASSERT returns at once), the
+  // consumers stop and are joined: a joinable std::thread destroyed would
+  // end the whole process (std::terminate, seen under TSan).
+  auto join = absl::MakeCleanup([&] {
+    Stop(&stop);
+    for (std::thread& t : consumers) t.join();
+  });
   ASSERT_TRUE(Eventually([&] { return ledger.acked() >= kRows / 4; },
                          absl::Seconds(60)));
   ASSERT_NO_FATAL_FAILURE(insert(kRows / 2 + 1, kRows));
@@ -193,8 +201,7 @@ TEST_F(FlowOrderTest, KeysInOrderOneAtATimeThroughFailuresAndAKill) {
                "0";
       },
       absl::Seconds(120));
-  Stop(&stop);
-  for (std::thread& t : consumers) t.join();
+  std::move(join).Invoke();
   ASSERT_TRUE(done) << db_->Scalar(
       "SELECT COUNT(*) FROM msgq.q WHERE time_acked IS NULL");
 
