@@ -354,9 +354,9 @@ TEST_F(PromisesTest, SqlReprioritizedCachedRowsAreSentInTheirNewOrder) {
   // it came back after the new stream took 23. A batch gRPC is still
   // writing comes back on its write's failure, which can follow this
   // count's drop, so this narrows the race without closing it.)
-  ASSERT_TRUE(Eventually(
-      [&] { return FindTable(stub_.get(), "q").subscribers() == 0; },
-      absl::Seconds(20)));
+  ASSERT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "q").subscribers() == 0; },
+                 absl::Seconds(20)));
   StreamCollector s(stub_.get(), "q");
   ASSERT_TRUE(s.WaitForRows(static_cast<size_t>(cached), absl::Seconds(30)))
       << s.row_count() << " of " << cached;

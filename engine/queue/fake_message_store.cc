@@ -129,13 +129,8 @@ absl::Status FakeMessageStore::GroupFailure(
 
 absl::StatusOr<std::vector<Message>> FakeMessageStore::PollDue(int64_t now,
                                                                int64_t limit) {
-  ++statements_;
-  const absl::Status status = Begin(Op::kPollDue);
-  PollCall& call = polls_.emplace_back();
-  call.now = now;
-  call.limit = limit;
-  call.status = status;
-  if (!status.ok()) return status;
+  PollCall& call = StartPoll(Op::kPollDue, polls_, now, limit);
+  if (!call.status.ok()) return call.status;
   std::vector<Message> out;
   for (const Row* row : Due(now, limit)) {
     call.ids.push_back(row->id);
@@ -147,15 +142,21 @@ absl::StatusOr<std::vector<Message>> FakeMessageStore::PollDue(int64_t now,
 absl::StatusOr<std::vector<std::string>> FakeMessageStore::PollDueIds(
     int64_t now, int64_t limit) {
   if (!polls_ids_) return absl::UnimplementedError("polling ids");
+  PollCall& call = StartPoll(Op::kPollDueIds, id_polls_, now, limit);
+  if (!call.status.ok()) return call.status;
+  for (const Row* row : Due(now, limit)) call.ids.push_back(row->id);
+  return call.ids;
+}
+
+FakeMessageStore::PollCall& FakeMessageStore::StartPoll(
+    Op op, std::vector<PollCall>& calls, int64_t now, int64_t limit) {
   ++statements_;
-  const absl::Status status = Begin(Op::kPollDueIds);
-  PollCall& call = id_polls_.emplace_back();
+  const absl::Status status = Begin(op);
+  PollCall& call = calls.emplace_back();
   call.now = now;
   call.limit = limit;
   call.status = status;
-  if (!status.ok()) return status;
-  for (const Row* row : Due(now, limit)) call.ids.push_back(row->id);
-  return call.ids;
+  return call;
 }
 
 std::vector<const FakeMessageStore::Row*> FakeMessageStore::Due(

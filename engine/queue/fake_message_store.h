@@ -230,6 +230,10 @@ class FakeMessageStore final : public MessageStore {
   absl::Status GroupFailure(Group kind,
                             const std::vector<std::string>& ids) const;
   Message ToMessage(const Row& row) const;
+  // Counts and records a poll of kind `op` in `calls` (its status: the
+  // injected failure, if any).
+  PollCall& StartPoll(Op op, std::vector<PollCall>& calls, int64_t now,
+                      int64_t limit);
   // PollDue's rows: pending, due at `now`, in order, at most `limit`.
   std::vector<const Row*> Due(int64_t now, int64_t limit) const;
   int WriteStatements(const WriteBatch& batch) const;
