@@ -191,6 +191,10 @@ void MessageManager::OnSendFailed(const Subscriber* subscriber,
       // again): the poll owns it now.
       if (m.sent_at != 0 && now >= m.sent_at + ack_wait) continue;
       if (!ledger_.HandBack(m.id, nullptr)) continue;  // an ack settles it
+      // Queued again from memory, not read again: a row the binlog showed
+      // deleted or acked since (or rescheduled once it left flight) is left
+      // to MySQL, where a poll finds it if it is due.
+      if (!binlog_expect_.Accept(m.id, m.priority, m.time_next, now)) continue;
       if (cache_.Add(std::move(m)) == MessageCache::AddResult::kFull) {
         scheduler_.NoteBacklog();
       }

@@ -310,5 +310,31 @@ TEST_F(MessageManagerTest, TheEchoOfItsOwnPostponeKeepsAHandedBackBatchQueued) {
   EXPECT_EQ(stats().queued, 0);
 }
 
+// A batch handed back is queued again from memory, not read again: a row
+// the binlog showed deleted, or acked by SQL, while its batch waited
+// unwritten is gone and must not be sent to anyone else.
+TEST_F(MessageManagerTest, AHandedBackRowTheBinlogShowedGoneIsNotQueuedAgain) {
+  ASSERT_NO_FATAL_FAILURE(
+      Init({.batch_size = 3}, {.max_batches_per_subscriber = 1}));
+  PutDue({"101", "102", "103"});
+  auto a = Subscribe();
+  RunOnce();
+  ASSERT_THAT(a->ids(), ElementsAre("101", "102", "103"));
+  RowChange deleted;
+  deleted.id = "101";
+  deleted.deleted = true;
+  RowChange acked;
+  acked.id = "102";
+  acked.time_next = Now();
+  acked.time_acked = Now();
+  acked.newly_acked = true;
+  manager_->OnRowChanges({deleted, acked});
+  manager_->Unsubscribe(a.get());
+  manager_->OnSendFailed(a.get(), a->batches[0]);  // never written
+  EXPECT_EQ(stats().queued, 1);
+  auto b = Subscribe();
+  EXPECT_THAT(b->ids(), ElementsAre("103"));
+}
+
 }  // namespace
 }  // namespace msgq::manager_test
