@@ -77,10 +77,13 @@ class TlsTerminatorTest : public ::testing::Test {
       "POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc";
 
   static std::string* certs_;
-  std::unique_ptr<tls::TlsServerContext> context_;
-  std::unique_ptr<HttpServer> server_;
+  // Declared first, destroyed last: the handler writes them on civetweb's
+  // workers until server_ has stopped (TSan saw headers_ destroyed while a
+  // worker assigned it when they came after server_).
   absl::Mutex mu_;
   std::map<std::string, std::string> headers_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<tls::TlsServerContext> context_;
+  std::unique_ptr<HttpServer> server_;
 };
 std::string* TlsTerminatorTest::certs_ = nullptr;
 
