@@ -1,29 +1,26 @@
-// Monotonic time for the benchmark: every timestamp the bench compares
-// (commit, receipt, phase boundaries) comes from this one clock, in the same
-// process, so differences are meaningful. Thread-safe.
+// Monotonic time for the benchmark (std::chrono::steady_clock, which is
+// CLOCK_MONOTONIC on Linux): every timestamp the bench compares (commit,
+// receipt, phase boundaries) comes from this one clock, in the same process,
+// so differences are meaningful. Thread-safe.
 #ifndef MSGQ_TOOLS_MSGQ_BENCH_CLOCK_H_
 #define MSGQ_TOOLS_MSGQ_BENCH_CLOCK_H_
 
-#include <time.h>
-
+#include <chrono>
 #include <cstdint>
+#include <thread>
 
 namespace msgq::bench {
 
-// CLOCK_MONOTONIC in nanoseconds.
+// Nanoseconds since boot; never 0.
 inline int64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+  return std::chrono::steady_clock::now().time_since_epoch() /
+         std::chrono::nanoseconds(1);
 }
 
 // Sleeps until NowNs() >= deadline_ns (returns at once if already past).
 inline void SleepUntilNs(int64_t deadline_ns) {
-  timespec ts;
-  ts.tv_sec = deadline_ns / 1000000000;
-  ts.tv_nsec = deadline_ns % 1000000000;
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != 0) {
-  }
+  std::this_thread::sleep_until(std::chrono::steady_clock::time_point(
+      std::chrono::nanoseconds(deadline_ns)));
 }
 
 inline double NsToSeconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }

@@ -6,7 +6,6 @@
 #include <fstream>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -25,9 +24,10 @@ std::string FirstLine(const std::string& s) {
 
 }  // namespace
 
-Environment DescribeEnvironment(const BenchOptions& o, MysqlConnection& admin,
-                                int argc, char** argv) {
-  Environment e;
+pb::Environment DescribeEnvironment(const BenchOptions& o,
+                                    MysqlConnection& admin, int argc,
+                                    char** argv) {
+  pb::Environment e;
   e.set_date_utc(
       absl::FormatTime("%Y-%m-%d %H:%M UTC", absl::Now(), absl::UTCTimeZone()));
   char host[256] = {0};
@@ -76,8 +76,7 @@ Environment DescribeEnvironment(const BenchOptions& o, MysqlConnection& admin,
                       .value_or("?")),
         ")");
   }
-  std::vector<std::string> args(argv, argv + argc);
-  e.set_command(absl::StrJoin(args, " "));
+  e.set_command(absl::StrJoin(argv, argv + argc, " "));
   e.set_msgqd(o.msgq_server.empty() ? o.msgqd_path
                                     : absl::StrCat("external ", o.msgq_server));
   return e;

@@ -6,13 +6,14 @@
 #define MSGQ_TOOLS_MSGQ_BENCH_ENVIRONMENT_H_
 
 #include "engine/sql/mysql_connection.h"
+#include "tools/msgq_bench/bench_results.pb.h"
 #include "tools/msgq_bench/options.h"
-#include "tools/msgq_bench/results.h"
 
 namespace msgq::bench {
 
-Environment DescribeEnvironment(const BenchOptions& options,
-                                MysqlConnection& admin, int argc, char** argv);
+pb::Environment DescribeEnvironment(const BenchOptions& options,
+                                    MysqlConnection& admin, int argc,
+                                    char** argv);
 
 }  // namespace msgq::bench
 

@@ -1,10 +1,12 @@
 #include "tools/msgq_bench/options.h"
 
+#include <utility>
+
 #include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 
 #ifndef MSGQ_BENCH_MSGQD_PATH
 #define MSGQ_BENCH_MSGQD_PATH "msgqd"
@@ -21,9 +23,6 @@ ABSL_FLAG(int, subscribers, 4,
           "gRPC subscriber streams in all (each its own channel); with "
           "--tables=N, max(subscribers, N) streams spread round-robin over "
           "the tables, so every table has at least one");
-ABSL_FLAG(int, relay_workers, 5, "Relay baseline: worker connections");
-ABSL_FLAG(int, relay_batch, 1000, "Relay baseline: rows per SELECT ... LIMIT");
-ABSL_FLAG(int, preload_connections, 2, "Connections inserting the backlog");
 ABSL_FLAG(std::string, batch_size, "100",
           "vt_batch_size of the message table; a comma-separated list runs "
           "one msgq drain per value (a sweep)");
@@ -66,7 +65,8 @@ ABSL_FLAG(std::string, msgqd_args, "",
           "Extra msgqd flags, space-separated (e.g. "
           "--max_batches_per_subscriber=4)");
 ABSL_FLAG(std::string, source_dir, MSGQ_BENCH_SOURCE_DIR,
-          "msgq source tree (for tools/mariadb-private)");
+          "msgq source tree (for tools/mariadb-private, bench.gp and "
+          "perf_phase.sh)");
 ABSL_FLAG(std::string, work_dir, "",
           "Directory for the private MariaDB and logs (default: a new "
           "temporary directory, removed afterwards)");
@@ -83,15 +83,11 @@ ABSL_FLAG(std::string, database, "msgq_bench",
 ABSL_FLAG(std::string, out_dir, "bench-out",
           "Where bench.json, timeseries.csv, bench.png and logs go");
 ABSL_FLAG(int, payload_bytes, 60, "Bytes of each JSON payload");
-ABSL_FLAG(double, sample_interval, 1.0, "Time series sampling period (s)");
 ABSL_FLAG(bool, perf, false,
           "Record `perf record -g` of msgqd and mariadbd during each drain "
           "phase into out_dir/{msgqd,mariadbd}-PHASE.perf.{data,txt} (with "
           "tools/msgq_bench/perf_phase.sh)");
 ABSL_FLAG(bool, plot, true, "Draw bench.png with gnuplot");
-ABSL_FLAG(bool, settle, true,
-          "Before each measured phase, wait for InnoDB purge to catch up so "
-          "one phase's cleanup does not slow the next");
 
 namespace msgq::bench {
 namespace {
@@ -100,29 +96,35 @@ absl::Status Invalid(const std::string& flag, const std::string& why) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", why));
 }
 
+// Whether `s` has only letters, digits and characters of `also`.
+bool Only(const std::string& s, absl::string_view also) {
+  for (char c : s) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) &&
+        also.find(c) == absl::string_view::npos) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<BenchOptions> OptionsFromFlags() {
   BenchOptions o;
   const std::string mode = absl::GetFlag(FLAGS_mode);
-  if (mode == "drain") {
-    o.run_sustained = false;
-  } else if (mode == "sustained") {
-    o.run_drain = false;
-  } else if (mode != "all") {
+  if (mode != "all" && mode != "drain" && mode != "sustained") {
     return Invalid("mode", "must be drain, sustained or all");
   }
+  o.run_drain = mode != "sustained";
+  o.run_sustained = mode != "drain";
   o.run_relay = absl::GetFlag(FLAGS_relay);
   o.messages = absl::GetFlag(FLAGS_messages);
   o.subscribers = absl::GetFlag(FLAGS_subscribers);
-  o.relay_workers = absl::GetFlag(FLAGS_relay_workers);
-  o.relay_batch = absl::GetFlag(FLAGS_relay_batch);
-  o.preload_connections = absl::GetFlag(FLAGS_preload_connections);
   o.batch_sizes.clear();
   for (absl::string_view piece : absl::StrSplit(absl::GetFlag(FLAGS_batch_size),
                                                 ',', absl::SkipEmpty())) {
     int v = 0;
-    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(piece), &v) || v <= 0) {
+    if (!absl::SimpleAtoi(piece, &v) || v <= 0) {
       return Invalid("batch_size", "positive integers, comma-separated");
     }
     o.batch_sizes.push_back(v);
@@ -138,99 +140,85 @@ absl::StatusOr<BenchOptions> OptionsFromFlags() {
   o.duration_s = absl::GetFlag(FLAGS_duration);
   o.tables = absl::GetFlag(FLAGS_tables);
   o.tail_timeout_s = absl::GetFlag(FLAGS_tail_timeout);
-  const std::string ack_mode = absl::GetFlag(FLAGS_ack_mode);
-  if (ack_mode == "async") {
-    o.ack_mode = AckMode::kAsync;
-  } else if (ack_mode == "sync") {
-    o.ack_mode = AckMode::kSync;
-  } else {
-    return Invalid("ack_mode", "must be async or sync");
-  }
+  o.ack_mode = absl::GetFlag(FLAGS_ack_mode);
   o.max_acks_in_flight = absl::GetFlag(FLAGS_max_acks_in_flight);
-  const std::string reader = absl::GetFlag(FLAGS_stream_reader);
-  if (reader == "auto") {
-    o.stream_reader = StreamReader::kAuto;
-  } else if (reader == "thread") {
-    o.stream_reader = StreamReader::kThread;
-  } else if (reader == "callback") {
-    o.stream_reader = StreamReader::kCallback;
-  } else {
-    return Invalid("stream_reader", "must be auto, thread or callback");
-  }
+  o.stream_reader = absl::GetFlag(FLAGS_stream_reader);
   o.mysql_socket = absl::GetFlag(FLAGS_mysql_socket);
   o.msgq_server = absl::GetFlag(FLAGS_msgq_server);
   o.msgqd_path = absl::GetFlag(FLAGS_msgqd_path);
-  for (absl::string_view a : absl::StrSplit(absl::GetFlag(FLAGS_msgqd_args),
-                                            ' ', absl::SkipEmpty())) {
-    o.msgqd_args.emplace_back(a);
-  }
+  o.msgqd_args =
+      absl::StrSplit(absl::GetFlag(FLAGS_msgqd_args), ' ', absl::SkipEmpty());
   o.source_dir = absl::GetFlag(FLAGS_source_dir);
   o.work_dir = absl::GetFlag(FLAGS_work_dir);
   o.keep_work_dir = absl::GetFlag(FLAGS_keep_work_dir);
   o.durable = absl::GetFlag(FLAGS_durable);
   o.binlog = absl::GetFlag(FLAGS_binlog);
-  for (absl::string_view a : absl::StrSplit(absl::GetFlag(FLAGS_mariadb_args),
-                                            ' ', absl::SkipEmpty())) {
-    o.mariadb_args.emplace_back(a);
-  }
+  o.mariadb_args =
+      absl::StrSplit(absl::GetFlag(FLAGS_mariadb_args), ' ', absl::SkipEmpty());
   o.database = absl::GetFlag(FLAGS_database);
   o.out_dir = absl::GetFlag(FLAGS_out_dir);
   o.payload_bytes = absl::GetFlag(FLAGS_payload_bytes);
-  o.sample_interval_s = absl::GetFlag(FLAGS_sample_interval);
   o.perf = absl::GetFlag(FLAGS_perf);
   o.plot = absl::GetFlag(FLAGS_plot);
-  o.settle = absl::GetFlag(FLAGS_settle);
 
-  if (o.messages <= 0) return Invalid("messages", "must be positive");
-  if (o.subscribers <= 0) return Invalid("subscribers", "must be positive");
-  if (o.relay_workers <= 0) return Invalid("relay_workers", "must be positive");
-  if (o.relay_batch <= 0) return Invalid("relay_batch", "must be positive");
-  if (o.preload_connections <= 0) {
-    return Invalid("preload_connections", "must be positive");
+  const std::pair<const char*, double> positive[] = {
+      {"messages", o.messages},
+      {"subscribers", o.subscribers},
+      {"cache_size", o.cache_size},
+      {"poller_interval", o.poller_interval_s},
+      {"ack_wait", o.ack_wait_s},
+      {"producers", o.producers},
+      {"rate", o.rate},
+      {"duration", o.duration_s},
+      {"max_acks_in_flight", o.max_acks_in_flight}};
+  for (const auto& [flag, value] : positive) {
+    if (!(value > 0)) return Invalid(flag, "must be positive");
   }
-  if (o.cache_size <= 0) return Invalid("cache_size", "must be positive");
-  for (char c : o.directives) {
-    if (!(isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '=' ||
-          c == ',' || c == '.')) {
-      return Invalid("directives", "name=value pairs separated by commas");
-    }
-  }
-  if (o.poller_interval_s <= 0) {
-    return Invalid("poller_interval", "must be positive");
-  }
-  if (o.ack_wait_s <= 0) return Invalid("ack_wait", "must be positive");
-  if (o.producers <= 0) return Invalid("producers", "must be positive");
-  if (o.rate <= 0) return Invalid("rate", "must be positive");
-  if (o.duration_s <= 0) return Invalid("duration", "must be positive");
   if (o.tables <= 0 || o.tables > 10000) {
     return Invalid("tables", "from 1 to 10000");
   }
-  if (o.max_acks_in_flight <= 0) {
-    return Invalid("max_acks_in_flight", "must be positive");
+  if (o.ack_mode != "async" && o.ack_mode != "sync") {
+    return Invalid("ack_mode", "must be async or sync");
+  }
+  if (o.stream_reader != "auto" && o.stream_reader != "thread" &&
+      o.stream_reader != "callback") {
+    return Invalid("stream_reader", "must be auto, thread or callback");
+  }
+  if (!Only(o.directives, "_=,.")) {
+    return Invalid("directives", "name=value pairs separated by commas");
   }
   if (o.payload_bytes < 32) return Invalid("payload_bytes", "at least 32");
-  if (o.sample_interval_s <= 0) {
-    return Invalid("sample_interval", "must be positive");
-  }
   if (o.database.empty()) return Invalid("database", "empty");
-  for (char c : o.database) {
-    if (!(isalnum(static_cast<unsigned char>(c)) || c == '_')) {
-      return Invalid("database", "letters, digits and _ only");
-    }
+  if (!Only(o.database, "_")) {
+    return Invalid("database", "letters, digits and _ only");
   }
   return o;
 }
 
+pb::Options ToProto(const BenchOptions& o) {
+  pb::Options out;
+  out.set_messages(o.messages);
+  out.set_payload_bytes(o.payload_bytes);
+  out.set_subscribers(o.subscribers);
+  out.set_ack_mode(o.ack_mode);
+  out.set_max_acks_in_flight(o.max_acks_in_flight);
+  out.set_relay_workers(kRelayWorkers);
+  out.set_relay_batch(kRelayBatch);
+  out.set_cache_size(o.cache_size);
+  out.set_poller_interval_s(o.poller_interval_s);
+  out.set_ack_wait_s(o.ack_wait_s);
+  out.set_producers(o.producers);
+  out.set_rate(o.rate);
+  out.set_duration_s(o.duration_s);
+  out.set_table_comment(MessageTableComment(o, o.batch_sizes.front()));
+  out.set_tables(o.tables);
+  out.set_stream_reader(o.stream_reader);
+  return out;
+}
+
 bool CallbackReader(const BenchOptions& options, int tables) {
-  switch (options.stream_reader) {
-    case StreamReader::kThread:
-      return false;
-    case StreamReader::kCallback:
-      return true;
-    case StreamReader::kAuto:
-      break;
-  }
-  return tables > 1;
+  if (options.stream_reader == "auto") return tables > 1;
+  return options.stream_reader == "callback";
 }
 
 std::string MessageTableComment(const BenchOptions& options, int batch_size) {

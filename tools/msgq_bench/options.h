@@ -1,6 +1,6 @@
 // BenchOptions: everything one msgq-bench run is configured with, filled from
-// command-line flags (options.cc defines them; `msgq-bench --help` lists
-// them). A plain value type.
+// command-line flags (options.cc defines them with their defaults;
+// `msgq-bench --help` lists them). A plain value type.
 #ifndef MSGQ_TOOLS_MSGQ_BENCH_OPTIONS_H_
 #define MSGQ_TOOLS_MSGQ_BENCH_OPTIONS_H_
 
@@ -9,44 +9,31 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tools/msgq_bench/bench_results.pb.h"
 
 namespace msgq::bench {
 
-enum class AckMode {
-  kAsync,  // each batch acked by a non-blocking callback RPC
-  kSync,   // the stream's reader thread acks each batch and waits
-};
-
-// How the subscriber streams are read (subscribers.h).
-enum class StreamReader {
-  kAuto,      // kThread with one message table, kCallback with several
-  kThread,    // a thread per stream, blocking reads
-  kCallback,  // gRPC callback reactors, no thread of their own
-};
+// The relay baseline's fixed shape: the seeds' relay, 5 workers x 1000 rows.
+inline constexpr int kRelayWorkers = 5;
+inline constexpr int kRelayBatch = 1000;
 
 struct BenchOptions {
-  bool run_drain = true;
+  bool run_drain = true;  // --mode
   bool run_sustained = true;
   bool run_relay = true;
 
   // Drain.
   int64_t messages = 1000000;
   int subscribers = 4;
-  int relay_workers = 5;
-  int relay_batch = 1000;
-  int preload_connections = 2;
-  int preload_rows_per_insert = 1000;
-  // One msgq drain per value (a sweep when there are several).
-  std::vector<int> batch_sizes = {100};
+  std::vector<int> batch_sizes = {100};  // one msgq drain per value
   double drain_timeout_s = 1800;
 
-  // Sustained.
+  // Sustained. Message tables the offered load is spread over (round-robin
+  // per message); subscriber streams: max(subscribers, tables), round-robin
+  // over the tables.
   int producers = 8;
   double rate = 5000;
   double duration_s = 60;
-  // Message tables the offered load is spread over (round-robin per
-  // message); subscriber streams: max(subscribers, tables), round-robin
-  // over the tables.
   int tables = 1;
   // How long to wait after the producers stop for the rest to arrive.
   double tail_timeout_s = 120;
@@ -58,9 +45,9 @@ struct BenchOptions {
   std::string directives;  // appended to the comment after a comma
 
   // Subscribers.
-  AckMode ack_mode = AckMode::kAsync;
+  std::string ack_mode = "async";  // or "sync"
   int max_acks_in_flight = 32;
-  StreamReader stream_reader = StreamReader::kAuto;
+  std::string stream_reader = "auto";  // or "thread", "callback"
 
   // Environment.
   std::string mysql_socket;  // empty: start a private MariaDB
@@ -77,17 +64,18 @@ struct BenchOptions {
   std::string database = "msgq_bench";
   std::string out_dir = "bench-out";
   int payload_bytes = 60;
-  double sample_interval_s = 1.0;
   bool perf = false;
   bool plot = true;
-  bool settle = true;
 };
 
 // Reads the parsed flags. INVALID_ARGUMENT names the bad flag.
 absl::StatusOr<BenchOptions> OptionsFromFlags();
 
+// bench.json's "options".
+pb::Options ToProto(const BenchOptions& options);
+
 // Whether the subscribers of `tables` message tables are read by callback
-// reactors (StreamReader::kAuto: when there are several tables).
+// reactors (--stream_reader=auto: when there are several tables).
 bool CallbackReader(const BenchOptions& options, int tables);
 
 // The comment of a message table for `batch_size` and the options.

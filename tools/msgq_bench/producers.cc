@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <thread>
+#include <future>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "tools/msgq_bench/clock.h"
 #include "tools/msgq_bench/tables.h"
 
@@ -16,29 +15,27 @@ ProducerPool::ProducerPool(MysqlOptions mysql, Options options)
       options_(std::move(options)),
       messages_(std::max<int64_t>(
           1, std::llround(options_.rate * options_.duration_s))),
-      commit_start_(static_cast<size_t>(messages_ + 1), 0),
-      commit_end_(static_cast<size_t>(messages_ + 1), 0),
-      lag_by_producer_(static_cast<size_t>(options_.producers), 0) {}
+      commit_start_(messages_ + 1, 0),
+      commit_end_(messages_ + 1, 0),
+      lag_by_producer_(options_.producers, 0) {}
 
 absl::Status ProducerPool::Run() {
-  // Connect first, outside the schedule.
-  start_ns_ = NowNs() + 200 * 1000 * 1000;
-  std::vector<absl::Status> results(static_cast<size_t>(options_.producers));
-  std::vector<std::thread> threads;
+  start_ns_ = NowNs() + 200 * 1000 * 1000;  // connect first, off schedule
+  std::vector<std::future<absl::Status>> producers;
   for (int p = 0; p < options_.producers; ++p) {
-    threads.emplace_back(
-        [this, p, &results] { results[static_cast<size_t>(p)] = Produce(p); });
+    producers.push_back(
+        std::async(std::launch::async, [this, p] { return Produce(p); }));
   }
-  for (std::thread& t : threads) t.join();
-  end_ns_ = start_ns_;
-  for (int64_t id = 1; id <= messages_; ++id) {
-    end_ns_ = std::max(end_ns_, commit_end_[static_cast<size_t>(id)]);
+  absl::Status status;
+  for (std::future<absl::Status>& producer : producers) {
+    absl::Status s = producer.get();
+    if (status.ok()) status = s;
   }
-  for (int64_t lag : lag_by_producer_) max_lag_ns_ = std::max(max_lag_ns_, lag);
-  for (const absl::Status& s : results) {
-    if (!s.ok()) return s;
-  }
-  return absl::OkStatus();
+  end_ns_ = std::max(start_ns_,
+                     *std::max_element(commit_end_.begin(), commit_end_.end()));
+  max_lag_ns_ =
+      *std::max_element(lag_by_producer_.begin(), lag_by_producer_.end());
+  return status;
 }
 
 absl::Status ProducerPool::Produce(int p) {
@@ -46,45 +43,37 @@ absl::Status ProducerPool::Produce(int p) {
   auto connect = [&]() -> absl::Status {
     absl::StatusOr<std::unique_ptr<MysqlConnection>> c =
         MysqlConnection::Connect(mysql_);
-    if (!c.ok()) return c.status();
-    conn = *std::move(c);
-    return absl::OkStatus();
+    if (c.ok()) conn = *std::move(c);
+    return c.status();
   };
   if (absl::Status s = connect(); !s.ok()) return s;
   const double interval_ns = 1e9 / options_.rate;
-  int64_t& max_lag = lag_by_producer_[static_cast<size_t>(p)];
+  const int64_t tables = options_.qualified_tables.size();
+  int64_t& max_lag = lag_by_producer_[p];
   for (int64_t k = p; k < messages_; k += options_.producers) {
     const int64_t id = k + 1;
-    const int64_t due =
-        start_ns_ + static_cast<int64_t>(static_cast<double>(k) * interval_ns);
+    const int64_t due = start_ns_ + static_cast<int64_t>(k * interval_ns);
     SleepUntilNs(due);
-    const std::string& table = options_.qualified_tables[static_cast<size_t>(
-        k % static_cast<int64_t>(options_.qualified_tables.size()))];
     const std::string insert =
-        absl::StrCat("INSERT INTO ", table, " (id, message) VALUES (", id, ",'",
+        absl::StrCat("INSERT INTO ", options_.qualified_tables[k % tables],
+                     " (id, message) VALUES (", id, ",'",
                      Payload(id, options_.payload_bytes), "')");
     absl::Status status;
     for (int attempt = 0; attempt < 5; ++attempt) {
-      if (conn == nullptr || conn->broken()) {
-        status = connect();
-        if (!status.ok()) continue;
-      }
+      if (conn->broken() && !(status = connect()).ok()) continue;
       status = conn->Execute("BEGIN").status();
       if (status.ok()) status = conn->Execute(insert).status();
-      int64_t commit_start = 0;
+      const int64_t commit_start = NowNs();
+      if (status.ok()) status = conn->Execute("COMMIT").status();
       if (status.ok()) {
-        commit_start = NowNs();
-        status = conn->Execute("COMMIT").status();
-      }
-      if (status.ok()) {
-        commit_start_[static_cast<size_t>(id)] = commit_start;
-        commit_end_[static_cast<size_t>(id)] = NowNs();
+        commit_start_[id] = commit_start;
+        commit_end_[id] = NowNs();
         max_lag = std::max(max_lag, commit_start - due);
         committed_.fetch_add(1, std::memory_order_relaxed);
         break;
       }
       errors_.fetch_add(1);
-      if (conn != nullptr && !conn->broken()) (void)conn->Execute("ROLLBACK");
+      if (!conn->broken()) (void)conn->Execute("ROLLBACK");
     }
     if (!status.ok()) return status;
   }

@@ -4,6 +4,8 @@
 // belongs to producer k mod P, so the offered load is evenly spaced; a
 // producer that falls behind sends at once (its lag is reported). With T
 // tables, message k goes to table k mod T (the total rate stays the same).
+// A failed transaction is retried up to 5 times (on a new connection when
+// the old one broke).
 //
 // For each id it records when COMMIT was sent and when it returned (bench
 // clock), so latency can be measured from either.
@@ -40,20 +42,16 @@ class ProducerPool {
   // (its unsent messages have commit_end_ns == 0).
   absl::Status Run();
 
-  int64_t messages() const { return messages_; }
+  int64_t messages() const { return messages_; }  // rate x duration
   int64_t committed() const { return committed_.load(); }
   int64_t errors() const { return errors_.load(); }
   int64_t start_ns() const { return start_ns_; }
-  int64_t end_ns() const { return end_ns_; }
+  int64_t end_ns() const { return end_ns_; }  // the last COMMIT returned
   // Worst delay of a COMMIT's start behind its schedule.
   int64_t max_lag_ns() const { return max_lag_ns_; }
   // Per id (1..messages()); 0 when the id was never committed.
-  int64_t commit_start_ns(int64_t id) const {
-    return commit_start_[static_cast<size_t>(id)];
-  }
-  int64_t commit_end_ns(int64_t id) const {
-    return commit_end_[static_cast<size_t>(id)];
-  }
+  int64_t commit_start_ns(int64_t id) const { return commit_start_[id]; }
+  int64_t commit_end_ns(int64_t id) const { return commit_end_[id]; }
 
  private:
   absl::Status Produce(int p);

@@ -1,29 +1,24 @@
-// The report of a run: a readable table on stdout, bench.json, the time
-// series timeseries.csv, and bench.png drawn by gnuplot (bench.gp) from the
-// CSV.
+// The report of a run, into options.out_dir: the table (printed and in
+// bench.txt, written first), bench.json (the results printed by protobuf's
+// JSON printer, with the proto field names and every scalar), the time series
+// timeseries.csv, and bench.png drawn by gnuplot with bench.gp (found under
+// options.source_dir) from the CSV unless --plot=false.
 //
-// Thread-compatible. The writers return INTERNAL when a file cannot be
-// written (or gnuplot fails), naming the file.
+// Thread-compatible. A file that cannot be written is logged (an error; a
+// warning for the plot) and the rest are still written.
 #ifndef MSGQ_TOOLS_MSGQ_BENCH_REPORT_H_
 #define MSGQ_TOOLS_MSGQ_BENCH_REPORT_H_
 
-#include <string>
+#include <vector>
 
-#include "absl/status/status.h"
+#include "tools/msgq_bench/bench_results.pb.h"
 #include "tools/msgq_bench/options.h"
-#include "tools/msgq_bench/results.h"
+#include "tools/msgq_bench/phases.h"
 
 namespace msgq::bench {
 
-std::string FormatTable(const BenchOptions& options,
-                        const BenchResults& results);
-absl::Status WriteJson(const BenchOptions& options, const BenchResults& results,
-                       const std::string& path);
-absl::Status WriteCsv(const BenchResults& results, const std::string& path);
-// Draws `png` from `csv` with gnuplot and tools/msgq_bench/bench.gp (found
-// under options.source_dir).
-absl::Status WritePlot(const BenchOptions& options, const BenchResults& results,
-                       const std::string& csv, const std::string& png);
+void WriteReport(const BenchOptions& options, const pb::BenchResults& results,
+                 const std::vector<SeriesPoint>& series);
 
 }  // namespace msgq::bench
 

@@ -1,18 +1,38 @@
 #include "tools/msgq_bench/subscribers.h"
 
-#include <algorithm>
 #include <chrono>
+#include <unordered_map>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "msgq/v1/messaging.grpc.pb.h"
 #include "tools/msgq_bench/clock.h"
 
 namespace msgq::bench {
 
+void DeliveryLog::Record(int64_t id, int64_t now_ns) {
+  if (id < 1 || id >= static_cast<int64_t>(first_ns_.size())) {
+    unexpected_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  int64_t first = 0;
+  if (!first_ns_[id].compare_exchange_strong(first, now_ns,
+                                             std::memory_order_relaxed)) {
+    duplicates_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  unique_.fetch_add(1, std::memory_order_relaxed);
+  int64_t earliest = earliest_ns_.load(std::memory_order_relaxed);
+  while ((earliest == 0 || now_ns < earliest) &&
+         !earliest_ns_.compare_exchange_weak(earliest, now_ns,
+                                             std::memory_order_relaxed)) {
+  }
+}
+
 struct SubscriberPool::Stream {
   std::string table;
-  std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::Messaging::Stub> stub;
 
   absl::Mutex mu;
@@ -29,6 +49,13 @@ struct SubscriberPool::Stream {
   // or async with max_acks_in_flight reached: `pending_ack` then waits).
   bool read_paused ABSL_GUARDED_BY(mu) = false;
   std::unique_ptr<AckCall> pending_ack ABSL_GUARDED_BY(mu);
+
+  void AwaitAcksInFlightBelow(int n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    auto below = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+      return acks_in_flight < n;
+    };
+    mu.Await(absl::Condition(&below));
+  }
 };
 
 struct SubscriberPool::AckCall {
@@ -58,14 +85,9 @@ class SubscriberPool::Reader
 
   void OnReadDone(bool ok) override {
     if (!ok) {
-      RemoveHold();  // no more reads: OnDone follows
-      return;
-    }
-    if (response_.rows_size() == 0) {  // the fields header
-      StartRead(&response_);
-      return;
-    }
-    if (pool_->OnBatch(stream_, pool_->Receive(stream_, response_))) {
+      RemoveHold();                           // no more reads: OnDone follows
+    } else if (response_.rows_size() == 0 ||  // the fields header
+               pool_->OnBatch(stream_, pool_->Receive(stream_, response_))) {
       StartRead(&response_);
     }
   }
@@ -87,39 +109,34 @@ SubscriberPool::SubscriberPool(Options options, DeliveryLog* log)
 SubscriberPool::~SubscriberPool() { Stop(); }
 
 void SubscriberPool::Start() {
-  {
-    absl::MutexLock lock(&mu_);
-    if (started_) return;
-    started_ = true;
-  }
   for (int i = 0; i < options_.streams; ++i) {
     auto stream = std::make_unique<Stream>();
-    stream->table =
-        options_.tables[static_cast<size_t>(i) % options_.tables.size()];
+    stream->table = options_.tables[i % options_.tables.size()];
     grpc::ChannelArguments args;
     // Its own subchannel, hence its own TCP connection, like a separate
     // subscriber process.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetInt("msgq_bench.stream", i);
-    stream->channel = grpc::CreateCustomChannel(
-        options_.address, grpc::InsecureChannelCredentials(), args);
-    stream->stub = v1::Messaging::NewStub(stream->channel);
+    stream->stub = v1::Messaging::NewStub(grpc::CreateCustomChannel(
+        options_.address, grpc::InsecureChannelCredentials(), args));
     streams_.push_back(std::move(stream));
   }
-  if (options_.callback_reader) {
-    for (auto& stream : streams_) OpenReader(stream.get());
-    restarter_ = std::thread([this] { RestartLoop(); });
-    return;
-  }
   for (auto& stream : streams_) {
-    threads_.emplace_back([this, s = stream.get()] { ReadLoop(s); });
+    if (options_.callback_reader) {
+      OpenReader(stream.get());
+    } else {
+      threads_.emplace_back([this, s = stream.get()] { ReadLoop(s); });
+    }
+  }
+  if (options_.callback_reader) {
+    restarter_ = std::thread([this] { RestartLoop(); });
   }
 }
 
 void SubscriberPool::Stop() {
   {
     absl::MutexLock lock(&mu_);
-    if (!started_ || stopped_) return;
+    if (stopped_) return;
     stopped_ = true;
   }
   stopping_.store(true);
@@ -137,8 +154,7 @@ void SubscriberPool::Stop() {
   }
   for (auto& stream : streams_) {
     absl::MutexLock lock(&stream->mu);
-    stream->mu.Await(absl::Condition(
-        +[](int* n) { return *n == 0; }, &stream->acks_in_flight));
+    stream->AwaitAcksInFlightBelow(1);
   }
 }
 
@@ -146,9 +162,7 @@ bool SubscriberPool::WaitAcked(int64_t n, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   target_ = n;
   if (acked_.load() >= n && reached_ns_ == 0) reached_ns_ = NowNs();
-  auto reached = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return acked_.load() >= n;
-  };
+  auto reached = [this, n] { return acked_.load() >= n; };
   return mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);
 }
 
@@ -157,8 +171,8 @@ int64_t SubscriberPool::reached_ns() const {
   return reached_ns_;
 }
 
-SubscriberPool::Stats SubscriberPool::stats() const {
-  Stats s;
+pb::Subscribers SubscriberPool::stats() const {
+  pb::Subscribers s;
   s.set_batches(batches_.load());
   s.set_rows(rows_.load());
   s.set_ack_rpcs(ack_rpcs_.load());
@@ -172,13 +186,11 @@ void SubscriberPool::ReadLoop(Stream* stream) {
   v1::MessageStreamRequest request;
   request.set_keyspace(options_.keyspace);
   request.set_name(stream->table);
-  bool first = true;
-  while (!stopping_.load()) {
+  for (bool first = true; !stopping_.load(); first = false) {
     if (!first) {
       restarts_.fetch_add(1);
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    first = false;
     grpc::ClientContext context;
     {
       absl::MutexLock lock(&stream->mu);
@@ -190,7 +202,14 @@ void SubscriberPool::ReadLoop(Stream* stream) {
     v1::MessageStreamResponse response;
     while (reader->Read(&response)) {
       if (response.rows_size() == 0) continue;  // the fields header
-      SendAck(stream, Receive(stream, response));
+      std::unique_ptr<AckCall> call = Receive(stream, response);
+      {
+        absl::MutexLock lock(&stream->mu);
+        stream->AwaitAcksInFlightBelow(options_.max_acks_in_flight);
+        TakeRetries(stream, call.get());
+        ++stream->acks_in_flight;
+      }
+      IssueAck(stream, std::move(call), /*blocking=*/options_.sync_acks);
     }
     (void)reader->Finish();
     absl::MutexLock lock(&stream->mu);
@@ -204,67 +223,51 @@ std::unique_ptr<SubscriberPool::AckCall> SubscriberPool::Receive(
   auto call = std::make_unique<AckCall>();
   call->request.set_keyspace(options_.keyspace);
   call->request.set_name(stream->table);
-  auto* ids = call->request.mutable_ids();
-  ids->Reserve(response.rows_size());
+  call->request.mutable_ids()->Reserve(response.rows_size());
   for (const v1::Row& row : response.rows()) {
     if (row.lengths_size() == 0 || row.lengths(0) < 0) continue;
-    absl::string_view id(row.values().data(),
-                         static_cast<size_t>(row.lengths(0)));
+    absl::string_view id(row.values().data(), row.lengths(0));
     int64_t n = 0;
     (void)absl::SimpleAtoi(id, &n);
     log_->Record(n, now);
-    ids->Add(std::string(id));
+    call->request.add_ids(std::string(id));
   }
   batches_.fetch_add(1, std::memory_order_relaxed);
   rows_.fetch_add(response.rows_size(), std::memory_order_relaxed);
   return call;
 }
 
-void SubscriberPool::SendAck(Stream* stream, std::unique_ptr<AckCall> call) {
-  {
-    absl::MutexLock lock(&stream->mu);
-    for (std::string& id : stream->retry) call->request.add_ids(std::move(id));
-    stream->retry.clear();
-    if (options_.ack_mode == AckMode::kAsync) {
-      const int max = options_.max_acks_in_flight;
-      auto has_room = [stream, max]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
-                          stream->mu) { return stream->acks_in_flight < max; };
-      stream->mu.Await(absl::Condition(&has_room));
-    }
-    ++stream->acks_in_flight;
-  }
-  if (options_.ack_mode == AckMode::kAsync) {
-    IssueAck(stream, std::move(call));
-    return;
-  }
-  ack_rpcs_.fetch_add(1, std::memory_order_relaxed);
-  call->context.set_deadline(std::chrono::system_clock::now() +
-                             std::chrono::seconds(60));
-  AckCall* raw = call.release();
-  grpc::Status s =
-      stream->stub->MessageAck(&raw->context, raw->request, &raw->response);
-  OnAckDone(stream, raw, s.ok(), raw->response.acked());
+void SubscriberPool::TakeRetries(Stream* stream, AckCall* call) {
+  for (std::string& id : stream->retry) call->request.add_ids(std::move(id));
+  stream->retry.clear();
 }
 
-void SubscriberPool::IssueAck(Stream* stream, std::unique_ptr<AckCall> call) {
+void SubscriberPool::IssueAck(Stream* stream, std::unique_ptr<AckCall> call,
+                              bool blocking) {
   ack_rpcs_.fetch_add(1, std::memory_order_relaxed);
   call->context.set_deadline(std::chrono::system_clock::now() +
                              std::chrono::seconds(60));
+  if (blocking) {
+    const grpc::Status s = stream->stub->MessageAck(
+        &call->context, call->request, &call->response);
+    OnAckDone(stream, std::move(call), s.ok());
+    return;
+  }
   AckCall* raw = call.release();
   stream->stub->async()->MessageAck(
       &raw->context, &raw->request, &raw->response,
       [this, stream, raw](grpc::Status s) {
-        OnAckDone(stream, raw, s.ok(), raw->response.acked());
+        OnAckDone(stream, std::unique_ptr<AckCall>(raw), s.ok());
       });
 }
 
-void SubscriberPool::OnAckDone(Stream* stream, AckCall* call, bool ok,
-                               int64_t acked) {
-  std::unique_ptr<AckCall> owned(call);
+void SubscriberPool::OnAckDone(Stream* stream, std::unique_ptr<AckCall> call,
+                               bool ok) {
   if (ok) {
-    const int64_t total =
-        acked_.fetch_add(acked, std::memory_order_relaxed) + acked;
+    // Under mu_, so WaitAcked cannot return before reached_ns_ is set.
     absl::MutexLock lock(&mu_);
+    const int64_t total =
+        acked_.fetch_add(call->response.acked()) + call->response.acked();
     if (target_ >= 0 && total >= target_ && reached_ns_ == 0) {
       reached_ns_ = NowNs();
     }
@@ -276,7 +279,7 @@ void SubscriberPool::OnAckDone(Stream* stream, AckCall* call, bool ok,
   {
     absl::MutexLock lock(&stream->mu);
     if (!ok) {
-      for (std::string& id : *owned->request.mutable_ids()) {
+      for (std::string& id : *call->request.mutable_ids()) {
         stream->retry.push_back(std::move(id));
       }
     }
@@ -284,17 +287,14 @@ void SubscriberPool::OnAckDone(Stream* stream, AckCall* call, bool ok,
     if (stream->read_paused) {  // callback reader only
       next = std::move(stream->pending_ack);
       if (next != nullptr) {
-        for (std::string& id : stream->retry) {
-          next->request.add_ids(std::move(id));
-        }
-        stream->retry.clear();
+        TakeRetries(stream, next.get());
         ++stream->acks_in_flight;
       }
       stream->read_paused = false;
       resume = stream->reader.get();
     }
   }
-  if (next != nullptr) IssueAck(stream, std::move(next));
+  if (next != nullptr) IssueAck(stream, std::move(next), /*blocking=*/false);
   // The paused read flow's hold keeps the Reader until it reads again.
   if (resume != nullptr) resume->ResumeRead();
 }
@@ -322,10 +322,9 @@ void SubscriberPool::OpenReader(Stream* stream) {
 bool SubscriberPool::OnBatch(Stream* stream, std::unique_ptr<AckCall> call) {
   {
     absl::MutexLock lock(&stream->mu);
-    for (std::string& id : stream->retry) call->request.add_ids(std::move(id));
-    stream->retry.clear();
-    const bool sync = options_.ack_mode == AckMode::kSync;
-    if (!sync && stream->acks_in_flight >= options_.max_acks_in_flight) {
+    TakeRetries(stream, call.get());
+    if (!options_.sync_acks &&
+        stream->acks_in_flight >= options_.max_acks_in_flight) {
       // No room: the ack waits, and so does the next read.
       stream->pending_ack = std::move(call);
       stream->read_paused = true;
@@ -333,51 +332,79 @@ bool SubscriberPool::OnBatch(Stream* stream, std::unique_ptr<AckCall> call) {
     }
     ++stream->acks_in_flight;
     // Sync: the next read waits for this ack.
-    if (sync) stream->read_paused = true;
+    stream->read_paused = options_.sync_acks;
   }
-  IssueAck(stream, std::move(call));
-  return options_.ack_mode != AckMode::kSync;
+  IssueAck(stream, std::move(call), /*blocking=*/false);
+  return !options_.sync_acks;
 }
 
 void SubscriberPool::OnReaderDone(Stream* stream) {
   absl::MutexLock lock(&mu_);
   --live_readers_;
   if (!stopping_.load()) {
-    restarts_due_.push_back({NowNs() + 50 * 1000 * 1000, stream});
+    restarts_due_.emplace_back(NowNs() + 50 * 1000 * 1000, stream);
   }
 }
 
 void SubscriberPool::RestartLoop() {
   while (true) {
-    std::vector<Stream*> due;
+    std::vector<std::pair<int64_t, Stream*>> due;
     {
       absl::MutexLock lock(&mu_);
       auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return stopped_ || !restarts_due_.empty();
       };
-      mu_.AwaitWithTimeout(absl::Condition(&wake), absl::Milliseconds(100));
+      mu_.Await(absl::Condition(&wake));
       if (stopped_) return;
-      const int64_t now = NowNs();
-      auto not_due = [now](const Restart& r) { return r.due_ns > now; };
-      auto first_due = std::stable_partition(restarts_due_.begin(),
-                                             restarts_due_.end(), not_due);
-      for (auto it = first_due; it != restarts_due_.end(); ++it) {
-        due.push_back(it->stream);
-      }
-      restarts_due_.erase(first_due, restarts_due_.end());
-      if (due.empty()) {
-        // Some are not due yet: look again in 10 ms (or at Stop()).
-        mu_.AwaitWithTimeout(absl::Condition(
-                                 +[](bool* b) { return *b; }, &stopped_),
-                             absl::Milliseconds(10));
-        continue;
-      }
+      due.swap(restarts_due_);
     }
-    for (Stream* stream : due) {
+    for (const auto& [due_ns, stream] : due) {  // in the order they ended
+      SleepUntilNs(due_ns);
       restarts_.fetch_add(1);
       OpenReader(stream);
     }
   }
+}
+
+absl::StatusOr<std::vector<v1::TableStatus>> WaitForTables(
+    const std::string& address, const std::string& keyspace,
+    const std::vector<std::string>& tables, absl::Duration timeout) {
+  auto stub = v1::Messaging::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  const absl::Time deadline = absl::Now() + timeout;
+  std::string error = "not listed";
+  size_t missing = tables.size();
+  std::string first_missing = tables.front();
+  while (absl::Now() < deadline) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(5));
+    v1::ListTablesResponse resp;
+    if (grpc::Status s = stub->ListTables(&ctx, {}, &resp); !s.ok()) {
+      error = s.error_message();
+    } else {
+      std::unordered_map<std::string, const v1::TableStatus*> by_name;
+      for (const v1::TableStatus& t : resp.tables()) {
+        if (t.keyspace() == keyspace) by_name[t.name()] = &t;
+      }
+      std::vector<v1::TableStatus> loaded;
+      missing = 0;
+      for (const std::string& name : tables) {
+        auto it = by_name.find(name);
+        if (it != by_name.end() && it->second->loaded()) {
+          loaded.push_back(*it->second);
+        } else if (missing++ == 0) {
+          first_missing = name;
+          error = it == by_name.end() ? "not listed" : it->second->error();
+        }
+      }
+      if (missing == 0) return loaded;
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return absl::DeadlineExceededError(absl::StrCat(
+      "msgqd at ", address, " did not load ", missing, " of ", tables.size(),
+      " tables of ", keyspace, ", the first ", first_missing, ": ", error));
 }
 
 }  // namespace msgq::bench

@@ -1,3 +1,5 @@
+// The bench's side of msgqd's gRPC API.
+//
 // SubscriberPool: S subscribers of one or more message tables (stream i
 // reads tables[i mod T]), each a MessageStream on its own gRPC channel (its
 // own TCP connection over loopback). Streams are read either by a thread
@@ -9,8 +11,11 @@
 // once the ack returned). A failed ack's ids are retried with the stream's
 // next ack; a stream that ends is reopened 50 ms later.
 //
-// Thread-safe. Start() once; Stop() (also run by the destructor) cancels the
-// streams, waits for acks in flight and joins.
+// Thread-safe. Start() at most once; Stop() (also run by the destructor)
+// cancels the streams, waits for acks in flight and joins.
+//
+// DeliveryLog: what the subscribers received. WaitForTables: blocks until
+// msgqd has loaded message tables.
 #ifndef MSGQ_TOOLS_MSGQ_BENCH_SUBSCRIBERS_H_
 #define MSGQ_TOOLS_MSGQ_BENCH_SUBSCRIBERS_H_
 
@@ -19,17 +24,45 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "msgq/v1/messaging.pb.h"
 #include "tools/msgq_bench/bench_results.pb.h"
-#include "tools/msgq_bench/delivery_log.h"
-#include "tools/msgq_bench/options.h"
 
 namespace msgq::bench {
+
+// DeliveryLog: what the subscribers received, per message id 1..max_id: when
+// first (for latency and loss) and how often beyond that (duplicates).
+// Lock-free, thread-safe; 8 bytes per id.
+class DeliveryLog {
+ public:
+  explicit DeliveryLog(int64_t max_id) : first_ns_(max_id + 1) {}
+
+  // Notes that `id` arrived at `now_ns` (bench clock, > 0).
+  void Record(int64_t id, int64_t now_ns);
+
+  // Ids received at least once / receipts beyond the first / ids outside
+  // 1..max_id.
+  int64_t unique() const { return unique_.load(std::memory_order_relaxed); }
+  int64_t duplicates() const { return duplicates_.load(); }
+  int64_t unexpected() const { return unexpected_.load(); }
+  // First receipt of `id`, 0 if never received (requires 1 <= id <= max_id).
+  int64_t first_ns(int64_t id) const { return first_ns_[id].load(); }
+  // Earliest receipt of any id; 0 before the first.
+  int64_t earliest_ns() const { return earliest_ns_.load(); }
+
+ private:
+  std::vector<std::atomic<int64_t>> first_ns_;
+  std::atomic<int64_t> unique_{0};
+  std::atomic<int64_t> duplicates_{0};
+  std::atomic<int64_t> unexpected_{0};
+  std::atomic<int64_t> earliest_ns_{0};
+};
 
 class SubscriberPool {
  public:
@@ -39,14 +72,11 @@ class SubscriberPool {
     // Not empty; stream i reads tables[i % tables.size()].
     std::vector<std::string> tables;
     int streams = 4;
-    AckMode ack_mode = AckMode::kAsync;
-    int max_acks_in_flight = 32;
+    bool sync_acks = false;       // the reader waits for each ack's reply
+    int max_acks_in_flight = 32;  // per stream, without sync_acks
     // Callback reactors instead of a reader thread per stream.
     bool callback_reader = false;
   };
-  // batches, rows, ack_rpcs, ack_errors, acked (rows msgqd reported as newly
-  // acked), stream_restarts.
-  using Stats = pb::Subscribers;
 
   SubscriberPool(Options options, DeliveryLog* log);
   ~SubscriberPool();
@@ -64,20 +94,17 @@ class SubscriberPool {
   int64_t reached_ns() const;
 
   int64_t acked() const { return acked_.load(std::memory_order_relaxed); }
-  Stats stats() const;
+  // batches, rows, ack_rpcs, ack_errors, acked (rows msgqd reported as newly
+  // acked), stream_restarts.
+  pb::Subscribers stats() const;
 
  private:
   struct Stream;
   struct AckCall;
   class Reader;
-  struct Restart {
-    int64_t due_ns;
-    Stream* stream;
-  };
 
   // Thread reader.
   void ReadLoop(Stream* stream);
-  void SendAck(Stream* stream, std::unique_ptr<AckCall> call);
   // Callback reader: opens `stream` with a new Reader (unless stopping).
   void OpenReader(Stream* stream);
   // A batch a Reader received; whether it may read the next one now.
@@ -89,9 +116,13 @@ class SubscriberPool {
   // Records a received batch; the ack of its ids.
   std::unique_ptr<AckCall> Receive(Stream* stream,
                                    const v1::MessageStreamResponse& response);
-  // Sends an ack with the callback API; OnAckDone follows.
-  void IssueAck(Stream* stream, std::unique_ptr<AckCall> call);
-  void OnAckDone(Stream* stream, AckCall* call, bool ok, int64_t acked);
+  // Adds the ids of the stream's failed acks to `call`. Requires stream->mu.
+  static void TakeRetries(Stream* stream, AckCall* call);
+  // Sends an ack (counted in flight by the caller) and runs OnAckDone when
+  // it returns: with the callback API, or `blocking` (the thread reader's
+  // sync acks).
+  void IssueAck(Stream* stream, std::unique_ptr<AckCall> call, bool blocking);
+  void OnAckDone(Stream* stream, std::unique_ptr<AckCall> call, bool ok);
 
   const Options options_;
   DeliveryLog* const log_;
@@ -110,12 +141,21 @@ class SubscriberPool {
   mutable absl::Mutex mu_;
   int64_t target_ ABSL_GUARDED_BY(mu_) = -1;
   int64_t reached_ns_ ABSL_GUARDED_BY(mu_) = 0;
-  bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  // Callback reader: Readers not yet done, and ended streams to reopen.
+  // Callback reader: Readers not yet done, and ended streams to reopen (when
+  // due, bench clock).
   int live_readers_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<Restart> restarts_due_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<int64_t, Stream*>> restarts_due_ ABSL_GUARDED_BY(mu_);
 };
+
+// Polls ListTables on `address` (one call per poll, however many tables)
+// until every table of `tables` in `keyspace` is loaded; returns their
+// statuses in the order of `tables`. DEADLINE_EXCEEDED after `timeout`,
+// naming how many are not loaded, the first of them and msgqd's error for it
+// (or the RPC's).
+absl::StatusOr<std::vector<v1::TableStatus>> WaitForTables(
+    const std::string& address, const std::string& keyspace,
+    const std::vector<std::string>& tables, absl::Duration timeout);
 
 }  // namespace msgq::bench
 

@@ -1,22 +1,22 @@
 // The bench's tables and payloads: the msgq message table (shaped like
 // schema/message_table.sql), the relay's outbox table (shaped like the
-// seeds' relays), the 60-byte JSON payload, and small SQL helpers.
+// seeds' relays), the JSON payload, the preload, and small SQL helpers.
 //
-// Functions taking a MysqlConnection use it from the calling thread only.
+// Functions taking a MysqlConnection use it from the calling thread only;
+// Preload opens connections of its own.
 #ifndef MSGQ_TOOLS_MSGQ_BENCH_TABLES_H_
 #define MSGQ_TOOLS_MSGQ_BENCH_TABLES_H_
 
 #include <cstdint>
 #include <string>
 
-#include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/time/time.h"
 #include "engine/sql/mysql_connection.h"
 
 namespace msgq::bench {
 
-// A JSON object of exactly `bytes` bytes (>= 32) that names `id`.
+// A JSON object of exactly `bytes` bytes (>= 32) that names `id`:
+// {"id":123,"kind":"bench","pad":"xxxx"}.
 std::string Payload(int64_t id, int bytes);
 
 // `db`.`name` with backticks.
@@ -29,20 +29,26 @@ std::string MessageTableDdl(const std::string& qualified,
 // relayed) and the (processed_at, id) index its poll needs.
 std::string OutboxTableDdl(const std::string& qualified);
 
-// The single integer of a one-row, one-column query.
-absl::StatusOr<int64_t> QueryInt(MysqlConnection& conn, const std::string& sql);
+// Fills `qualified` with ids 1..rows and their payloads in `payload_column`
+// ("message" or "payload"): 1000-row INSERTs (autocommitted) on two
+// connections, each inserting its own contiguous range. Returns the seconds
+// it took; a connection's error otherwise.
+absl::StatusOr<double> Preload(const MysqlOptions& mysql,
+                               const std::string& qualified,
+                               const std::string& payload_column, int64_t rows,
+                               int payload_bytes);
 
-// InnoDB history list length (undo logs of committed transactions not yet
-// purged) at which a phase counts as settled. It counts transactions, not
-// rows: the relay leaves ~1000 transactions of 1000 rows each.
-inline constexpr int64_t kSettledHistory = 20;
+// SELECT COUNT(*) FROM `qualified` WHERE `where`.
+absl::StatusOr<int64_t> CountRows(MysqlConnection& conn,
+                                  const std::string& qualified,
+                                  const std::string& where);
 
-// Waits until InnoDB's purge has caught up with the undo log the previous
-// phase left (history list length below `max_history`), so background purge
-// of one phase does not slow the next. Returns the seconds waited, or
-// DEADLINE_EXCEEDED after `timeout` (callers report it and go on).
-absl::StatusOr<double> WaitForPurge(MysqlConnection& conn, int64_t max_history,
-                                    absl::Duration timeout);
+// Waits (up to 120 s) until InnoDB's purge has caught up with the undo log
+// the previous phase left (history list length <= 20 transactions; the relay
+// leaves ~1000 of 1000 rows each), so one phase's purge does not slow the
+// next. Returns the seconds waited (0 when the server does not say); logs a
+// warning and returns 120 when it gave up or the query failed.
+double WaitForPurge(MysqlConnection& conn);
 
 // The server's pid from @@pid_file, when that file is readable here; 0
 // otherwise.
