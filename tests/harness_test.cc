@@ -9,10 +9,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -201,6 +203,35 @@ TEST(HarnessTest, TheSweepRemovesOnlyDirectoriesWithoutALiveOwner) {
   const std::string mine_path = (*mine)->path();
   mine->reset();
   EXPECT_FALSE(fs::exists(mine_path));
+}
+
+// A directory being created is never swept: its lock file must be locked
+// from the moment a sweep can see it (a sweep that locked it first removed
+// a new test's directory under it: "cannot open .../child.log" in a
+// ctest -j8 run).
+TEST(HarnessTest, ADirectoryBeingCreatedIsNeverSwept) {
+  std::atomic<bool> done{false};
+  std::thread sweeper([&] {
+    while (!done) (void)launch::SweepStaleDirs("msgq-sweeprace");
+  });
+  int failed = 0;
+  int lost = 0;
+  std::string example;
+  for (int i = 0; i < 3000; ++i) {
+    auto dir = launch::OwnedDir::Create("msgq-sweeprace");
+    if (!dir.ok()) {
+      ++failed;
+      example = dir.status().ToString();
+      continue;
+    }
+    // A file created after Create must stay: the directory is ours.
+    std::ofstream(absl::StrCat((*dir)->path(), "/child.log")) << "x";
+    if (ReadAll(absl::StrCat((*dir)->path(), "/child.log")) != "x") ++lost;
+  }
+  done = true;
+  sweeper.join();
+  EXPECT_EQ(failed, 0) << example;
+  EXPECT_EQ(lost, 0);
 }
 
 TEST(HarnessTest, RestartMovesToAnotherPortWhenTheOldOneWasTaken) {

@@ -93,9 +93,16 @@ absl::StatusOr<std::unique_ptr<OwnedDir>> OwnedDir::Create(
   if (mkdtemp(templ.data()) == nullptr) {
     return absl::InternalError(absl::StrCat("mkdtemp ", templ, " failed"));
   }
+  // The lock file appears already locked: it is locked under another name
+  // and renamed into place. Created under its own name, a sweep could lock
+  // it between its creation and our flock, take the directory for a dead
+  // owner's and remove it. Until the rename the directory has no lock file
+  // and is young, which a sweep leaves alone.
   const std::string lock = absl::StrCat(templ, "/", kLockName);
-  int fd = open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  const std::string pending = absl::StrCat(lock, ".new");
+  int fd = open(pending.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0 ||
+      rename(pending.c_str(), lock.c_str()) != 0) {
     if (fd >= 0) close(fd);
     std::error_code ec;
     fs::remove_all(templ, ec);

@@ -51,7 +51,8 @@ class OwnedDir {
 // how many it removed. A directory without a lock file (one being created
 // right now, or left by an older harness) counts as stale only when it was
 // last modified more than `unlocked_grace_seconds` ago and no process runs
-// in it (it might have a live owner of an older harness).
+// in it (it might have a live owner of an older harness). Create makes the
+// lock file appear already locked, so a sweep never races a creation.
 int SweepStaleDirs(const std::string& prefix, int unlocked_grace_seconds = 600);
 
 }  // namespace msgq::launch
