@@ -148,6 +148,11 @@ StreamReactor::StreamReactor(Engine* engine, auth::Authorizer* authorizer,
   // gRPC runs OnDone only after the method handler that made this reactor
   // returned (see OnCancel).
   MSGQ_TSAN_RELEASE(this);
+  // And every other reaction too: a write started here (the fields) is held
+  // until gRPC binds the reactor, after the handler returned, so its
+  // OnWriteDone, like OnCancel, sees what Begin set (sink_). A separate
+  // address, so that OnWriteDone and OnCancel are not ordered by it.
+  MSGQ_TSAN_RELEASE(&sink_);
 }
 
 void StreamReactor::Begin(Engine* engine,
@@ -201,11 +206,13 @@ bool StreamReactor::Admit(Engine* engine,
 }
 
 void StreamReactor::OnWriteDone(bool ok) {
+  MSGQ_TSAN_ACQUIRE(&sink_);  // after the constructor (above)
   sink_->OnWriteDone(ok);
   MSGQ_TSAN_RELEASE(this);  // before OnDone, as OnCancel (below)
 }
 
 void StreamReactor::OnCancel() {
+  MSGQ_TSAN_ACQUIRE(&sink_);  // after the constructor
   if (sink_ != nullptr) {
     sink_->RequestFinish(
         grpc::Status(grpc::StatusCode::CANCELLED, "stream cancelled"));
