@@ -1,8 +1,9 @@
 # tools/bench_sweep.gp: one sweep of tools/bench-sweep as a plot.
 # gnuplot -e "csv='bench-out/sweep/backlog.csv'; png='....png'; xlabel='backlog'" tools/bench_sweep.gp
-# Drain sweeps (columns: x, msgs/s, mysqld us/msg, msgqd us/msg, RSS MiB):
-# left, throughput (msgs/s); right, CPU microseconds per message (mysqld,
-# msgqd) and msgqd peak RSS (MiB).
+# Drain sweeps (columns: x, msgs/s, mysqld us/msg, msgqd us/msg, RSS MiB,
+# lost, duplicates, ack p50 ms, ack p99 ms): throughput (msgs/s); CPU
+# microseconds per message (mysqld, msgqd) and msgqd peak RSS (MiB); the
+# subscribers' ack round trip (p50, p99; log scale).
 # With sustained=1 (the tables sweep; columns: x, offered/s, committed/s,
 # msgs/s delivered, p50 ms, p99 ms, mysqld us/msg, msgqd us/msg, RSS MiB):
 # throughput offered, committed and delivered, latency from commit to
@@ -39,9 +40,9 @@ if (sustained) {
        csv using 1:9 skip 1 with linespoints lw 2 dt 2 title 'msgqd peak RSS MiB'
   unset multiplot
 } else {
-  set terminal pngcairo size 1100,420 font ',10'
+  set terminal pngcairo size 1500,420 font ',10'
   set output png
-  set multiplot layout 1,2 title 'msgq drain as '.xlabel.' grows'
+  set multiplot layout 1,3 title 'msgq drain as '.xlabel.' grows'
   set key top right
   set ylabel 'msgs/s'
   set yrange [0:*]
@@ -51,5 +52,10 @@ if (sustained) {
   plot csv using 1:3 skip 1 with linespoints lw 2 title 'mysqld CPU us/msg', \
        csv using 1:4 skip 1 with linespoints lw 2 title 'msgqd CPU us/msg', \
        csv using 1:5 skip 1 with linespoints lw 2 dt 2 title 'msgqd peak RSS MiB'
+  set ylabel 'ms (MessageAck round trip)'
+  set logscale y
+  set yrange [*:*]
+  plot csv using 1:8 skip 1 with linespoints lw 2 title 'ack p50', \
+       csv using 1:9 skip 1 with linespoints lw 2 title 'ack p99'
   unset multiplot
 }

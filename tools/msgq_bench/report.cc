@@ -67,10 +67,12 @@ void AppendDrains(const BenchOptions& o, const pb::BenchResults& r,
     absl::StrAppendFormat(
         out,
         "  %-26s first delivery %.2f s after subscribing; %d batches, %d ack "
-        "RPCs (%d failed), %d rows sent more than once\n",
+        "RPCs (%d failed, round trip p50 %.2f ms, p99 %.2f ms), %d rows sent "
+        "more than once\n",
         "", d.startup_s(), d.subscribers().batches(),
         d.subscribers().ack_rpcs(), d.subscribers().ack_errors(),
-        d.sent_more_than_once_in_db());
+        d.subscribers().ack_latency().p50_ms(),
+        d.subscribers().ack_latency().p99_ms(), d.sent_more_than_once_in_db());
   }
   absl::StrAppend(out, "\n");
 }

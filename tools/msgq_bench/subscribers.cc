@@ -9,6 +9,7 @@
 #include "grpcpp/grpcpp.h"
 #include "msgq/v1/messaging.grpc.pb.h"
 #include "tools/msgq_bench/clock.h"
+#include "tools/msgq_bench/latency.h"
 
 namespace msgq::bench {
 
@@ -59,6 +60,7 @@ struct SubscriberPool::Stream {
 };
 
 struct SubscriberPool::AckCall {
+  int64_t issued_ns = 0;  // bench clock, when the RPC was sent
   grpc::ClientContext context;
   v1::MessageAckRequest request;
   v1::MessageAckResponse response;
@@ -179,6 +181,12 @@ pb::Subscribers SubscriberPool::stats() const {
   s.set_ack_errors(ack_errors_.load());
   s.set_acked(acked_.load());
   s.set_stream_restarts(restarts_.load());
+  std::vector<int64_t> rtt;
+  {
+    absl::MutexLock lock(&rtt_mu_);
+    rtt = ack_rtt_ns_;
+  }
+  *s.mutable_ack_latency() = Summarize(rtt);
   return s;
 }
 
@@ -245,6 +253,7 @@ void SubscriberPool::TakeRetries(Stream* stream, AckCall* call) {
 void SubscriberPool::IssueAck(Stream* stream, std::unique_ptr<AckCall> call,
                               bool blocking) {
   ack_rpcs_.fetch_add(1, std::memory_order_relaxed);
+  call->issued_ns = NowNs();
   call->context.set_deadline(std::chrono::system_clock::now() +
                              std::chrono::seconds(60));
   if (blocking) {
@@ -263,6 +272,11 @@ void SubscriberPool::IssueAck(Stream* stream, std::unique_ptr<AckCall> call,
 
 void SubscriberPool::OnAckDone(Stream* stream, std::unique_ptr<AckCall> call,
                                bool ok) {
+  if (ok) {
+    const int64_t rtt = NowNs() - call->issued_ns;
+    absl::MutexLock lock(&rtt_mu_);
+    if (ack_rtt_ns_.size() < kMaxAckSamples) ack_rtt_ns_.push_back(rtt);
+  }
   if (ok) {
     // Under mu_, so WaitAcked cannot return before reached_ns_ is set.
     absl::MutexLock lock(&mu_);

@@ -8,8 +8,9 @@
 // DeliveryLog and acked with one MessageAck, either asynchronously (callback
 // API; up to max_acks_in_flight per stream, so reading never waits on an
 // ack's MySQL commit) or synchronously (the stream reads its next batch only
-// once the ack returned). A failed ack's ids are retried with the stream's
-// next ack; a stream that ends is reopened 50 ms later.
+// once the ack returned); each ack's round trip is recorded. A failed ack's ids
+// are retried with the stream's next ack; a stream that ends is reopened 50 ms
+// later.
 //
 // Thread-safe. Start() at most once; Stop() (also run by the destructor)
 // cancels the streams, waits for acks in flight and joins.
@@ -95,8 +96,11 @@ class SubscriberPool {
 
   int64_t acked() const { return acked_.load(std::memory_order_relaxed); }
   // batches, rows, ack_rpcs, ack_errors, acked (rows msgqd reported as newly
-  // acked), stream_restarts.
+  // acked), stream_restarts, and the round trips of the first
+  // kMaxAckSamples successful acks (ack_latency).
   pb::Subscribers stats() const;
+
+  static constexpr size_t kMaxAckSamples = size_t{1} << 21;
 
  private:
   struct Stream;
@@ -137,6 +141,9 @@ class SubscriberPool {
   std::atomic<int64_t> restarts_{0};
   std::atomic<int64_t> acked_{0};
   std::atomic<bool> stopping_{false};
+
+  mutable absl::Mutex rtt_mu_;
+  std::vector<int64_t> ack_rtt_ns_ ABSL_GUARDED_BY(rtt_mu_);
 
   mutable absl::Mutex mu_;
   int64_t target_ ABSL_GUARDED_BY(mu_) = -1;

@@ -3,7 +3,6 @@
 // --tables=N the load is spread round-robin over N tables, each with its own
 // streams.
 #include <algorithm>
-#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,38 +11,13 @@
 #include "absl/time/time.h"
 #include "engine/status_macros.h"
 #include "tools/msgq_bench/clock.h"
+#include "tools/msgq_bench/latency.h"
 #include "tools/msgq_bench/phases.h"
 #include "tools/msgq_bench/producers.h"
 #include "tools/msgq_bench/tables.h"
 
 namespace msgq::bench {
 namespace {
-
-// The nearest-rank q-quantile (0 < q <= 1) of sorted samples.
-int64_t Quantile(const std::vector<int64_t>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const auto rank = static_cast<size_t>(std::ceil(q * sorted.size()));
-  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
-}
-
-double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
-
-// Sorts `ns` and summarises it in ms; all 0 when it is empty.
-pb::Latency Summarize(std::vector<int64_t>& ns) {
-  pb::Latency p;
-  if (ns.empty()) return p;
-  std::sort(ns.begin(), ns.end());
-  double sum = 0;
-  for (int64_t v : ns) sum += static_cast<double>(v);
-  p.set_count(ns.size());
-  p.set_mean_ms(sum / static_cast<double>(ns.size()) / 1e6);
-  p.set_p50_ms(Ms(Quantile(ns, 0.50)));
-  p.set_p90_ms(Ms(Quantile(ns, 0.90)));
-  p.set_p99_ms(Ms(Quantile(ns, 0.99)));
-  p.set_p999_ms(Ms(Quantile(ns, 0.999)));
-  p.set_max_ms(Ms(ns.back()));
-  return p;
-}
 
 // Sets the latency of the receipts in each interval of series[first..] (t_s
 // since `start_ns`) from (receipt, latency) pairs.
