@@ -49,9 +49,11 @@ if (sustained) {
   plot csv using 1:2 skip 1 with linespoints lw 2 title 'throughput'
   set key top left
   set ylabel 'us per message  /  MiB'
+  set offsets 0, 0, graph 0.3, 0  # room above the lines for the key
   plot csv using 1:3 skip 1 with linespoints lw 2 title 'mysqld CPU us/msg', \
        csv using 1:4 skip 1 with linespoints lw 2 title 'msgqd CPU us/msg', \
        csv using 1:5 skip 1 with linespoints lw 2 dt 2 title 'msgqd peak RSS MiB'
+  set offsets 0, 0, 0, 0
   set ylabel 'ms (MessageAck round trip)'
   set logscale y
   set yrange [*:*]
