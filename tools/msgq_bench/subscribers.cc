@@ -183,7 +183,7 @@ pb::Subscribers SubscriberPool::stats() const {
   s.set_stream_restarts(restarts_.load());
   std::vector<int64_t> rtt;
   {
-    absl::MutexLock lock(&rtt_mu_);
+    absl::MutexLock lock(&mu_);
     rtt = ack_rtt_ns_;
   }
   *s.mutable_ack_latency() = Summarize(rtt);
@@ -274,12 +274,9 @@ void SubscriberPool::OnAckDone(Stream* stream, std::unique_ptr<AckCall> call,
                                bool ok) {
   if (ok) {
     const int64_t rtt = NowNs() - call->issued_ns;
-    absl::MutexLock lock(&rtt_mu_);
-    if (ack_rtt_ns_.size() < kMaxAckSamples) ack_rtt_ns_.push_back(rtt);
-  }
-  if (ok) {
     // Under mu_, so WaitAcked cannot return before reached_ns_ is set.
     absl::MutexLock lock(&mu_);
+    if (ack_rtt_ns_.size() < kMaxAckSamples) ack_rtt_ns_.push_back(rtt);
     const int64_t total =
         acked_.fetch_add(call->response.acked()) + call->response.acked();
     if (target_ >= 0 && total >= target_ && reached_ns_ == 0) {

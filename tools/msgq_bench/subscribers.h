@@ -142,10 +142,9 @@ class SubscriberPool {
   std::atomic<int64_t> acked_{0};
   std::atomic<bool> stopping_{false};
 
-  mutable absl::Mutex rtt_mu_;
-  std::vector<int64_t> ack_rtt_ns_ ABSL_GUARDED_BY(rtt_mu_);
-
   mutable absl::Mutex mu_;
+  // Round trips of successful acks, at most kMaxAckSamples.
+  std::vector<int64_t> ack_rtt_ns_ ABSL_GUARDED_BY(mu_);
   int64_t target_ ABSL_GUARDED_BY(mu_) = -1;
   int64_t reached_ns_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
