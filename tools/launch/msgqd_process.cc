@@ -14,8 +14,10 @@ absl::StatusOr<std::unique_ptr<MsgqdProcess>> MsgqdProcess::Start(
       absl::StrCat("--mysql_socket=", options.mysql_socket),
       "--listen=127.0.0.1:0",
       // Off unless the caller asks (a later flag wins): parallel test
-      // servers would all race for the default port 15306.
+      // servers would all race for the default ports 15306 and 15998 (the
+      // one that won the HTTP port would also sample queue depths by SQL).
       "--mysql_protocol_listen=",
+      "--http_listen=",
   };
   argv.insert(argv.end(), options.args.begin(), options.args.end());
   absl::StatusOr<std::unique_ptr<ChildProcess>> child =

@@ -1,5 +1,7 @@
 // MsgqdProcess: an msgqd started as a separate process, listening on a free
 // loopback port (--listen=127.0.0.1:0), its stdout and stderr in a log file.
+// The HTTP and MySQL-protocol listeners are off unless `args` turn them on
+// (e.g. --http_listen=127.0.0.1:0).
 //
 // Not thread-safe. The destructor stops a still-running msgqd (SIGTERM, then
 // SIGKILL after 10 s).
