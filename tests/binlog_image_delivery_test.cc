@@ -73,9 +73,21 @@ TEST_F(BinlogImageDeliveryTest, RowsArriveOnceAsTheirTransactionLeftThem) {
   int64_t acked = 0;
   ASSERT_TRUE(AckIds(stub_.get(), "jobs", all, &acked).ok());
   EXPECT_EQ(acked, 20);
-  // 20 inserts and the update: 21 images queued, none read.
-  EXPECT_EQ(Metric("msgq_binlog_image_rows_total", "jobs"), 21);
-  EXPECT_EQ(Metric("msgq_binlog_fetches_total", "jobs"), 0);
+  // 20 inserts and the update: 21 images queued, none read -- unless msgqd
+  // read the binlog more than its image lag bound (3 s, against whole
+  // second event times) after the commit, on a loaded machine: then an
+  // image is refused and its row read by id (a fetch) instead.
+  const auto images =
+      static_cast<int64_t>(Metric("msgq_binlog_image_rows_total", "jobs"));
+  const auto fetches =
+      static_cast<int64_t>(Metric("msgq_binlog_fetches_total", "jobs"));
+  EXPECT_GT(images, 0);
+  EXPECT_LE(images, 21);
+  if (images == 21) {
+    EXPECT_EQ(fetches, 0);
+  } else {
+    EXPECT_GT(fetches, 0) << images << " images";
+  }
   absl::SleepFor(absl::Seconds(1));
   EXPECT_EQ(stream_->row_count(), 20u);  // nothing sent twice
 }

@@ -83,7 +83,8 @@ TEST_F(BinlogTest, FutureInsertIsDeliveredWhenDue) {
   ASSERT_TRUE(s.WaitForRows(1, absl::Seconds(10)));
   const int64_t arrived = NowNanos();
   EXPECT_GE(arrived, due);
-  EXPECT_LE(arrived - due, 1'000'000'000LL) << "late by " << (arrived - due);
+  // Not at the next poll (30 s); slack for a loaded machine.
+  EXPECT_LE(arrived - due, 5'000'000'000LL) << "late by " << (arrived - due);
   std::printf("binlog-scheduled delivery late by %.1f ms\n",
               (arrived - due) / 1e6);
 }
@@ -123,15 +124,20 @@ TEST_F(BinlogTest, DmlAckRescheduleAndDeleteUpdateTheCache) {
   kill(stuck, SIGSTOP);
   // Once the stopped client's buffers are full, the rest stay queued,
   // highest ids last.
+  // Stable: the same count cached and sent (epoch > 0) 1 s apart (a write
+  // that a slow transport finishes late frees a slot and sends one more).
   int64_t cached = -1;
+  const std::string sent_sql = "SELECT COUNT(*) FROM msgq.q WHERE epoch > 0";
   ASSERT_TRUE(Eventually(
       [&] {
         const int64_t before = FindTable(stub_.get(), "q").cached();
-        absl::SleepFor(absl::Milliseconds(300));
+        const std::string sent_before = db_->Scalar(sent_sql);
+        absl::SleepFor(absl::Seconds(1));
         cached = FindTable(stub_.get(), "q").cached();
-        return cached >= 3 && cached == before;
+        return cached >= 3 && cached == before &&
+               db_->Scalar(sent_sql) == sent_before;
       },
-      absl::Seconds(10)))
+      absl::Seconds(30)))
       << "cached " << cached;
   const int64_t now = NowNanos();
   Exec(absl::StrCat("UPDATE msgq.q SET time_acked = ", now,
@@ -141,7 +147,7 @@ TEST_F(BinlogTest, DmlAckRescheduleAndDeleteUpdateTheCache) {
                     " WHERE id = 10"));
   EXPECT_TRUE(Eventually(
       [&] { return FindTable(stub_.get(), "q").cached() == cached - 3; },
-      absl::Seconds(5)))
+      absl::Seconds(20)))
       << "cached before " << cached << ", now "
       << FindTable(stub_.get(), "q").cached() << ", in flight "
       << FindTable(stub_.get(), "q").in_flight() << ", unacked in db "
@@ -221,11 +227,13 @@ TEST_F(BinlogTest, ResetMasterKeepsInstantDelivery) {
   ASSERT_TRUE(s.WaitForRows(1, absl::Seconds(5)));
   Exec("RESET MASTER");
   InsertRange("q", 2, 2);
-  ASSERT_TRUE(s.WaitForRows(2, absl::Seconds(3))) << server_->Log();
+  // Well inside the 30 s poll interval (msgqd notices the reset at its
+  // next idle heartbeat, within about 2 s on an idle machine).
+  ASSERT_TRUE(s.WaitForRows(2, absl::Seconds(15))) << server_->Log();
   // Instant again, not only the one recovery poll.
   for (int i = 3; i <= 4; ++i) {
     InsertRange("q", i, i);
-    ASSERT_TRUE(s.WaitForRows(static_cast<size_t>(i), absl::Seconds(2)))
+    ASSERT_TRUE(s.WaitForRows(static_cast<size_t>(i), absl::Seconds(10)))
         << "message " << i << "\n"
         << server_->Log();
   }

@@ -105,13 +105,13 @@ TEST_F(BinlogWatcherTest, WatcherStatusCountsPositionResetsAndEvictions) {
         const BinlogWatcher::Status st = watcher.status();
         return st.position_resets == 1 && st.streaming;
       },
-      absl::Seconds(3)));
+      absl::Seconds(15)));
   InsertRange("q", 3, 3);
   ASSERT_TRUE(Eventually(
       [&] {
         return listener.ids().size() >= 2 && listener.ids().back() == "3";
       },
-      absl::Seconds(3)));
+      absl::Seconds(10)));
   BinlogWatcher::Status st = watcher.status();
   EXPECT_EQ(st.position_resets, 1);
   EXPECT_EQ(st.evictions, 0);

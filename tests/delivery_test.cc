@@ -163,8 +163,12 @@ TEST_F(DeliveryTest, RoundRobinAcrossSubscribersWithoutDuplicates) {
 // 5. Ack: counts rows that went unacked -> acked; acked rows never come back;
 // a plain UPDATE acks too.
 TEST_F(DeliveryTest, AckCountsAndStopsRedelivery) {
+  // Row 3 comes back 3.5 s after its send: time enough, on a loaded
+  // machine, for the acks of 1 and 2 to commit before they would too.
   ASSERT_NO_FATAL_FAILURE(
-      CreateTable("q", "vt_ack_wait=0.5,vt_poller_interval=0.2"));
+      CreateTable("q",
+                  "vt_ack_wait=3,vt_min_backoff=0.5,vt_max_backoff=0.5,"
+                  "vt_poller_interval=0.2"));
   ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 4));
   const int64_t now = NowNanos();
   ASSERT_NO_FATAL_FAILURE(
@@ -184,8 +188,8 @@ TEST_F(DeliveryTest, AckCountsAndStopsRedelivery) {
             "2");
   // Only 3 (unacked) comes back after its backoff; 1, 2 and 4 never do.
   ASSERT_TRUE(s.WaitForRows(4, absl::Seconds(10)));
-  // Anything more in the next 1.5 s (three ack waits) must be 3 again.
-  (void)s.WaitForRows(6, absl::Milliseconds(1500));
+  // Anything more in the next 8 s (two resends of 3) must be 3 again.
+  (void)s.WaitForRows(6, absl::Seconds(8));
   const std::vector<std::string> ids = s.ids();
   ASSERT_GE(ids.size(), 4u);
   EXPECT_THAT(std::vector<std::string>(ids.begin(), ids.begin() + 4),
@@ -220,11 +224,13 @@ TEST_F(DeliveryTest, RedeliversWithExponentialBackoff) {
   EXPECT_GE(second, t1);
   ASSERT_TRUE(Eventually([&] { return Int("SELECT epoch FROM msgq.q") == 2; },
                          absl::Seconds(5)));
+  const int64_t second_postponed = NowNanos();
   const int64_t t2 = Int("SELECT time_next FROM msgq.q");
-  // epoch 1: clamp(0.5 * 2 * jitter) in [0.666, 1.333) s, max 1.5, after
-  // a resend that came no earlier than t1 and no later than `second`.
+  // epoch 1: clamp(0.5 * 2 * jitter) in [0.666, 1.333) s, max 1.5, from a
+  // postpone written no earlier than t1 and before its epoch showed (the
+  // postpone's round may come after the resend reached the client).
   EXPECT_GE(t2, t1 + 1'000'000'000LL + 666'000'000LL);
-  EXPECT_LE(t2 - second, 1'000'000'000LL + 1'333'000'000LL);
+  EXPECT_LE(t2 - second_postponed, 1'000'000'000LL + 1'333'000'000LL);
   // epoch 2 would be 0.5 * 4 * jitter >= 1.33 -> up to the 1.5 s max.
   ASSERT_TRUE(s.WaitForRows(3, absl::Seconds(10)));
   ASSERT_TRUE(Eventually([&] { return Int("SELECT epoch FROM msgq.q") == 3; },
@@ -259,13 +265,14 @@ TEST_F(DeliveryTest, ScheduledMessageArrivesWhenDueNotAtNextPoll) {
   EXPECT_GE(first, due);
   EXPECT_GE(second, due + 1'000'000'000LL);
   // The 200 ms goal is measured by the benchmark; allow a loaded CI machine
-  // slack here while still failing on "waited for the next poll".
+  // slack here (5 s) while still failing on "waited for the next poll"
+  // (30 s).
   const int64_t from1 = std::max(due, subscribed);
   const int64_t from2 = std::max<int64_t>(due + 1'000'000'000LL, first);
-  EXPECT_LE(first - from1, 1'000'000'000LL) << "late by " << (first - from1);
+  EXPECT_LE(first - from1, 5'000'000'000LL) << "late by " << (first - from1);
   std::printf("scheduled delivery late by %.1f ms and %.1f ms\n",
               (first - from1) / 1e6, (second - from2) / 1e6);
-  EXPECT_LE(second - from2, 1'000'000'000LL);
+  EXPECT_LE(second - from2, 5'000'000'000LL);
 }
 
 // 8. A full cache is refilled as soon as it drains, not at the next interval.

@@ -112,19 +112,22 @@ TEST_F(FailureTest, ANackWithADelayComesBackAtThatTimeNotEarlier) {
   const absl::Duration waited = absl::Now() - before;
   EXPECT_GE(waited, absl::Seconds(2));
   // Generous: the machine is loaded; docs say +-200 ms when it is not.
-  EXPECT_LT(waited, absl::Seconds(4)) << waited;
+  // Far below the 30 s ack wait it would otherwise wait.
+  EXPECT_LT(waited, absl::Seconds(10)) << waited;
   EXPECT_EQ(DeliveredRows(c).back(), Delivered("7", 1));
   EXPECT_EQ(db_->Scalar("SELECT last_error FROM msgq.n WHERE id = 7"), "later");
 }
 
 TEST_F(FailureTest, MaxAgeKillsAtTheFirstFailureAfterThatAge) {
   ASSERT_NO_FATAL_FAILURE(
-      CreateFailureTable("a", "vt_ack_wait=30,msgq_max_age=5"));
+      CreateFailureTable("a", "vt_ack_wait=30,msgq_max_age=60"));
   ASSERT_NO_FATAL_FAILURE(StartServer());
+  // Row 1 an hour old, row 2 new: its nack below comes well inside a
+  // minute, however loaded the machine.
   const int64_t now = NowNanos();
   ASSERT_NO_FATAL_FAILURE(
       Exec("INSERT INTO msgq.a (id, message, time_created) VALUES (1, '{}', " +
-           std::to_string(now - int64_t{60} * 1000000000) + "), (2, '{}', " +
+           std::to_string(now - int64_t{3600} * 1000000000) + "), (2, '{}', " +
            std::to_string(now) + ")"));
   StreamCollector c(stub_.get(), "a");
   // Old as it is, the first send is not a failure: both are delivered.

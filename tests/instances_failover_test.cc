@@ -56,8 +56,14 @@ class FailoverTest : public InstancesTest {
     for (AckingSubscriber* s : All()) {
       ASSERT_TRUE(s->WaitForFields(absl::Seconds(10)));
     }
-    ASSERT_TRUE(Eventually([&] { return State(*b_, "q") == "standby"; },
-                           absl::Seconds(20)));
+    // "standby" is also what b says before its first lease round, when it
+    // knows no owner yet: wait until it names a.
+    ASSERT_TRUE(Eventually(
+        [&] {
+          return State(*b_, "q") == "standby" &&
+                 FindTable(b_stub_.get(), "q").ownership().owner() == "a";
+        },
+        absl::Seconds(20)));
   }
   std::vector<AckingSubscriber*> OnA() const { return Raw(on_a_); }
   std::vector<AckingSubscriber*> OnB() const { return Raw(on_b_); }
@@ -162,6 +168,16 @@ TEST_F(FailoverTest, KillingTheOwnerUnderASteadyProducer) {
 
 // The owner frozen by SIGSTOP under the producer: b takes q and delivers
 // what comes; a, woken, finds its grant run out and sends nothing more.
+//
+// "Nothing more" is what a decides after the wake. A batch a handed to
+// gRPC before the freeze may reach the wire only after it (gRPC's writer
+// was stopped with the rest of a); no process can fence a write it already
+// queued. Such a batch holds rows a had before the freeze, so anything
+// from a that arrives after the wake must be a row whose INSERT started
+// before the freeze ended in a stopped a. Seen once under ASan
+// (2026-11-25): one batch from a arrived after the wake. A woken a that
+// went on sending would send the rows produced while it was frozen or
+// after, which b is delivering: those fail the test.
 TEST_F(FailoverTest, AFrozenOwnerUnderASteadyProducerSendsNothingAfterWaking) {
   ASSERT_NO_FATAL_FAILURE(
       StartPair({}, /*a_acks_fall_back=*/true, absl::Milliseconds(100)));
@@ -169,6 +185,7 @@ TEST_F(FailoverTest, AFrozenOwnerUnderASteadyProducerSendsNothingAfterWaking) {
   ASSERT_TRUE(Eventually([&] { return Received(OnA()).size() >= 200; },
                          absl::Seconds(30)));
   ASSERT_TRUE(StopAndWait(a_->pid()));
+  const absl::Time frozen = absl::Now();  // every thread of a stopped
   ASSERT_TRUE(Eventually([&] { return Received(OnB()).size() >= 200; },
                          absl::Seconds(30)));
   const absl::Time woken = absl::Now();
@@ -185,16 +202,25 @@ TEST_F(FailoverTest, AFrozenOwnerUnderASteadyProducerSendsNothingAfterWaking) {
   EXPECT_EQ(FindTable(b_stub_.get(), "q").ownership().owner(), "b");
   EXPECT_EQ(FindTable(a_stub_.get(), "q").ownership().owner(), "b");
   // What a wrote before it froze was read at once (the kernel delivers it
-  // while a is stopped); anything read after the wake was sent after it.
-  size_t a_after_wake = 0;
+  // while a is stopped); what arrives after the wake is at most what a had
+  // queued in gRPC before the freeze: rows produced before it.
+  std::set<std::string> produced_before_freeze;
+  for (const Producer::Insert& insert : producer.committed()) {
+    if (insert.started < frozen) produced_before_freeze.insert(insert.id);
+  }
+  std::vector<std::string> a_after_wake;
   std::set<std::string> from_a;
   for (AckingSubscriber* s : OnA()) {
     for (const AckingSubscriber::Arrival& a : s->arrivals()) {
-      a_after_wake += a.at > woken;
+      if (a.at > woken) a_after_wake.push_back(a.id);
       from_a.insert(a.id);
     }
   }
-  EXPECT_EQ(a_after_wake, 0u);
+  for (const std::string& id : a_after_wake) {
+    EXPECT_TRUE(produced_before_freeze.contains(id))
+        << id << " sent by a after its wake, produced while it was frozen";
+  }
+  RecordProperty("a_after_wake", static_cast<int>(a_after_wake.size()));
   // Sent twice only if a had sent it before it froze.
   const std::multiset<std::string> got = Received(All());
   size_t duplicates = 0;

@@ -37,11 +37,16 @@ TEST_F(InstancesTest, OneOwnerSendsAndTheStandbyTakesOverAKilledOwner) {
   for (StreamCollector* c : {&a1, &a2, &b1, &b2}) {
     ASSERT_TRUE(c->WaitForFields(absl::Seconds(10)));
   }
+  // "standby" is also what an instance says before its first lease round,
+  // when it knows no owner yet: wait until both name the same one.
   ASSERT_TRUE(Eventually(
       [&] {
         const std::string sa = State(*a, "q"), sb = State(*b, "q");
-        return (sa == "owner" && sb == "standby") ||
-               (sa == "standby" && sb == "owner");
+        const std::string oa = FindTable(a_stub.get(), "q").ownership().owner();
+        const std::string ob = FindTable(b_stub.get(), "q").ownership().owner();
+        return ((sa == "owner" && sb == "standby") ||
+                (sa == "standby" && sb == "owner")) &&
+               !oa.empty() && oa == ob;
       },
       absl::Seconds(10)));
   const bool a_owns = State(*a, "q") == "owner";

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "tests/mysql_protocol_fixture.h"
 
@@ -146,20 +147,24 @@ TEST_F(MysqlProtocolDeliveryTest, DroppedTableEndsTheStreamWithAnError) {
 // Acks stay on gRPC (or a plain UPDATE): a message received over the MySQL
 // protocol and acked with MessageAck is not redelivered.
 TEST_F(MysqlProtocolDeliveryTest, AckedOverGrpcIsNotRedelivered) {
-  ASSERT_NO_FATAL_FAILURE(CreateTable("demo", "vt_ack_wait=1"));
+  // An unacked row would come back 3.5 s after its send: time enough for
+  // the ack and the UPDATE below to commit first on a loaded machine.
+  ASSERT_NO_FATAL_FAILURE(CreateTable(
+      "demo", "vt_ack_wait=3,vt_min_backoff=0.5,vt_max_backoff=0.5"));
   ASSERT_NO_FATAL_FAILURE(StartWithMysqlProtocol());
   auto client = StartMariadb("stream * from demo");
   ASSERT_NE(client, nullptr);
   ASSERT_TRUE(WaitForSubscribers("demo", 1)) << client->Log();
   ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 1, 2));
   ASSERT_TRUE(WaitForLines(*client, 3)) << client->Log();
+  const absl::Time received = absl::Now();
   int64_t acked = 0;
   ASSERT_TRUE(AckIds(stub_.get(), "demo", {"1"}, &acked).ok());
   EXPECT_EQ(acked, 1);
   ASSERT_NO_FATAL_FAILURE(Exec(absl::StrCat(
       "UPDATE msgq.demo SET time_acked = ", NowNanos(), " WHERE id = 2")));
-  // Past the ack wait, nothing comes back.
-  absl::SleepFor(absl::Seconds(3));
+  // Past the ack wait and backoff, nothing comes back.
+  absl::SleepFor(received + absl::Seconds(5) - absl::Now());
   EXPECT_THAT(ClientIds(*client), ElementsAre("1", "2"));
 }
 

@@ -177,7 +177,10 @@ class PromisesTest : public MsgqTest {
 // switch back to ROW: "binlog" again within the recheck. Messages keep
 // arriving in every phase.
 TEST_F(PromisesTest, DiscoverySwitchesToPollWhenBinlogCannotBeFollowedAndBack) {
-  ASSERT_NO_FATAL_FAILURE(CreateTable("q", "vt_poller_interval=1"));
+  // Unacked rows come back only after 300 s: the exact sequence below
+  // holds however long the rediscovery takes on a loaded machine.
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("q", "vt_poller_interval=1,vt_ack_wait=300"));
   ASSERT_NO_FATAL_FAILURE(StartServer());
   ASSERT_NO_FATAL_FAILURE(WaitForDiscovery("q", "binlog"));
   StreamCollector s(stub_.get(), "q");
@@ -213,7 +216,10 @@ TEST_F(PromisesTest, DiscoverySwitchesToPollWhenBinlogCannotBeFollowedAndBack) {
 // is refused ("missing privilege", FAILED_PRECONDITION): "poll"; GRANT it
 // back: "binlog" again within the 30 s recheck. Messages keep arriving.
 TEST_F(PromisesTest, DiscoverySwitchesToPollWhenTheDumpDiesForGoodAndBack) {
-  ASSERT_NO_FATAL_FAILURE(CreateTable("q", "vt_poller_interval=1"));
+  // Unacked rows come back only after 300 s: the exact sequence below
+  // holds however long the rediscovery takes on a loaded machine.
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("q", "vt_poller_interval=1,vt_ack_wait=300"));
   ASSERT_NO_FATAL_FAILURE(Exec("CREATE USER 'mq'@'localhost'"));
   ASSERT_NO_FATAL_FAILURE(
       Exec("GRANT SELECT, INSERT, UPDATE, DELETE ON msgq.* TO "
@@ -349,16 +355,22 @@ TEST_F(PromisesTest, SqlReprioritizedCachedRowsAreSentInTheirNewOrder) {
   kill(stuck_, SIGKILL);
   waitpid(stuck_, nullptr, 0);
   stuck_ = 0;
-  // Subscribe once msgqd has let the killed stream go, so that a batch it
-  // held for that stream is handed back before the new stream takes its
-  // first row. (Failed once, 2026-11-26, in a -j2 run: 23 came before 24,
-  // both ahead of 5..22. Likely, not proven: the stuck stream held 24 and
-  // it came back after the new stream took 23. A batch gRPC is still
-  // writing comes back on its write's failure, which can follow this
-  // count's drop, so this narrows the race without closing it.)
-  ASSERT_TRUE(
-      Eventually([&] { return FindTable(stub_.get(), "q").subscribers() == 0; },
-                 absl::Seconds(20)));
+  // Subscribe once msgqd has let the killed stream go and every row it
+  // took for that stream is back: the cache holds at least what it held
+  // before the kill. (Failed once, 2026-11-26, in a -j2 run, when this
+  // waited only for the subscriber count to drop: 23 came before 24, both
+  // ahead of 5..22. The stream's write of its held batch may end (and the
+  // slot take the best row, 24) before msgqd learns the stream is gone; a
+  // batch still being written comes back on its write's failure, after
+  // the count's drop. Rows only come back to the cache from here, so once
+  // it is back at `cached`, 24 and 23 are in it.)
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const v1::TableStatus t = FindTable(stub_.get(), "q");
+        return t.subscribers() == 0 && t.cached() >= cached;
+      },
+      absl::Seconds(20)))
+      << FindTable(stub_.get(), "q").cached() << " cached of " << cached;
   StreamCollector s(stub_.get(), "q");
   ASSERT_TRUE(s.WaitForRows(static_cast<size_t>(cached), absl::Seconds(30)))
       << s.row_count() << " of " << cached;
