@@ -323,9 +323,9 @@ TEST_F(DeliveryTest, NoPollQueriesWithoutSubscribers) {
 // 10. Acked rows older than vt_purge_after are deleted; unacked never.
 TEST_F(DeliveryTest, PurgesOldAckedRowsOnly) {
   ASSERT_NO_FATAL_FAILURE(
-      CreateTable("q", "vt_purge_after=3,vt_poller_interval=0.1"));
+      CreateTable("q", "vt_purge_after=6,vt_poller_interval=0.1"));
   ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 1200));
-  const int64_t old = NowNanos() - 10'000'000'000LL;
+  const int64_t old = NowNanos() - 60'000'000'000LL;
   ASSERT_NO_FATAL_FAILURE(
       Exec(absl::StrCat("UPDATE msgq.q SET time_acked = ", old,
                         ", time_next = NULL WHERE id <= 1100")));
@@ -336,21 +336,26 @@ TEST_F(DeliveryTest, PurgesOldAckedRowsOnly) {
   // 1100 rows need several bounded DELETEs (500 per statement).
   ASSERT_TRUE(
       Eventually([&] { return Int("SELECT COUNT(*) FROM msgq.q") == 100; },
-                 absl::Seconds(10)));
+                 absl::Seconds(20)));
   EXPECT_EQ(Int("SELECT MIN(id) FROM msgq.q"), 1101);
   // A freshly acked row survives until it is older than vt_purge_after
-  // (3 s): ten purge rounds later (1 s) it is still there.
+  // (6 s): ten purge rounds later (1 s) it is still there -- checked only
+  // when the check itself ran inside those 6 s (a stalled machine could
+  // take longer, and then the row may rightly be gone).
   const absl::Time acked_at = absl::Now();
   ASSERT_NO_FATAL_FAILURE(Exec(absl::StrCat(
       "UPDATE msgq.q SET time_acked = ", absl::ToUnixNanos(acked_at),
       ", time_next = NULL WHERE id = 1101")));
   absl::SleepFor(absl::Seconds(1));
-  EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.q WHERE id = 1101"), 1);
-  ASSERT_LT(absl::Now() - acked_at, absl::Seconds(3))
-      << "too slow to tell whether the row was kept";
+  const int64_t kept = Int("SELECT COUNT(*) FROM msgq.q WHERE id = 1101");
+  if (absl::Now() - acked_at < absl::Seconds(6)) {
+    EXPECT_EQ(kept, 1);
+  } else {
+    std::printf("too slow to tell whether the row was kept\n");
+  }
   ASSERT_TRUE(
       Eventually([&] { return Int("SELECT COUNT(*) FROM msgq.q") == 99; },
-                 absl::Seconds(10)));
+                 absl::Seconds(20)));
 }
 
 // 11. A subscriber that leaves is removed at once; its messages go to others
