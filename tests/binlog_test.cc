@@ -2,10 +2,8 @@
 // a real msgqd, real gRPC streams. vt_poller_interval is 30 s throughout, so
 // anything delivered within seconds came through the binlog (or a poll msgq
 // ran because of it), not the interval poll.
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <set>
@@ -14,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "tests/fixture.h"
+#include "tests/stuck_subscriber.h"
 
 namespace msgq::testing {
 namespace {
@@ -103,42 +102,13 @@ TEST_F(BinlogTest, DmlAckRescheduleAndDeleteUpdateTheCache) {
     }
     return v;
   }());
-  // A subscriber in another process, stopped with SIGSTOP: nothing reads
-  // its socket, so once the kernel buffers are full it takes no more.
-  pid_t stuck = fork();
-  ASSERT_GE(stuck, 0);
-  if (stuck == 0) {
-    const std::string server = "--server=" + server_->address();
-    int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, STDOUT_FILENO);
-    execl(MSGQ_CLI_PATH, MSGQ_CLI_PATH, server.c_str(), "tail", "q",
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  ASSERT_TRUE(
-      Eventually([&] { return FindTable(stub_.get(), "q").subscribers() == 1; },
-                 absl::Seconds(10)));
-  ASSERT_TRUE(
-      Eventually([&] { return FindTable(stub_.get(), "q").cached() < 12; },
-                 absl::Seconds(10)));
-  kill(stuck, SIGSTOP);
   // Once the stopped client's buffers are full, the rest stay queued,
   // highest ids last.
-  // Stable: the same count cached and sent (epoch > 0) 1 s apart (a write
-  // that a slow transport finishes late frees a slot and sends one more).
+  pid_t stuck = 0;
   int64_t cached = -1;
-  const std::string sent_sql = "SELECT COUNT(*) FROM msgq.q WHERE epoch > 0";
-  ASSERT_TRUE(Eventually(
-      [&] {
-        const int64_t before = FindTable(stub_.get(), "q").cached();
-        const std::string sent_before = db_->Scalar(sent_sql);
-        absl::SleepFor(absl::Seconds(1));
-        cached = FindTable(stub_.get(), "q").cached();
-        return cached >= 3 && cached == before &&
-               db_->Scalar(sent_sql) == sent_before;
-      },
-      absl::Seconds(30)))
-      << "cached " << cached;
+  ASSERT_NO_FATAL_FAILURE(StartStuckSubscriber(MSGQ_CLI_PATH, *server_, *db_,
+                                               "q", &stuck, &cached));
+  ASSERT_GE(cached, 3);
   const int64_t now = NowNanos();
   Exec(absl::StrCat("UPDATE msgq.q SET time_acked = ", now,
                     ", time_next = NULL WHERE id = 12"));

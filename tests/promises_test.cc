@@ -7,9 +7,7 @@
 // sleeping. Writes are held back, where a test needs them pending, by a row
 // lock of the test's own (SELECT ... FOR UPDATE in an open transaction), so
 // "pending" is a state and not a race.
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "tests/fixture.h"
+#include "tests/stuck_subscriber.h"
 
 #ifndef MSGQ_CLI_PATH
 #error "MSGQ_CLI_PATH must be defined"
@@ -84,55 +83,6 @@ class PromisesTest : public MsgqTest {
                       ", JSON_OBJECT('pad', REPEAT('x', ", bytes, ")))");
     }
     Exec("INSERT INTO msgq.`" + table + "` (id, message) VALUES " + values);
-  }
-
-  // A subscriber in another process (the msgq CLI, no --ack) that is
-  // SIGSTOPped once connected: nothing reads its socket, so once the kernel
-  // buffers and the HTTP/2 window hold what it was sent it takes no more,
-  // and the rest stays queued in msgqd's cache. Rows must be large (MBs)
-  // for that to happen after a few rows. Returns once msgqd's cache of
-  // `table` is stable: the same `cached` count and the same number of sent
-  // rows (epoch > 0) in MySQL over 2 s.
-  void StartStuckSubscriber(const std::string& table, int64_t* cached) {
-    const std::string server = "--server=" + server_->address();
-    stuck_ = fork();
-    ASSERT_GE(stuck_, 0);
-    if (stuck_ == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      int devnull = open("/dev/null", O_RDWR);
-      dup2(devnull, STDIN_FILENO);
-      dup2(devnull, STDOUT_FILENO);
-      execl(MSGQ_CLI_PATH, MSGQ_CLI_PATH, server.c_str(), "tail", table.c_str(),
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    ASSERT_TRUE(Eventually(
-        [&] { return FindTable(stub_.get(), table).subscribers() == 1; },
-        absl::Seconds(20)));
-    ASSERT_TRUE(Eventually(
-        [&] {
-          return Int("SELECT COUNT(*) FROM msgq.`" + table +
-                     "` WHERE epoch > 0") > 0;
-        },
-        absl::Seconds(20)));
-    ASSERT_EQ(kill(stuck_, SIGSTOP), 0);
-    ASSERT_TRUE(Eventually(
-        [&] {
-          const std::string sent_sql =
-              "SELECT COUNT(*) FROM msgq.`" + table + "` WHERE epoch > 0";
-          const int64_t c0 = FindTable(stub_.get(), table).cached();
-          const int64_t s0 = Int(sent_sql);
-          absl::SleepFor(absl::Seconds(1));
-          const int64_t c1 = FindTable(stub_.get(), table).cached();
-          const int64_t s1 = Int(sent_sql);
-          absl::SleepFor(absl::Seconds(1));
-          *cached = FindTable(stub_.get(), table).cached();
-          const int64_t s2 = Int(sent_sql);
-          return *cached > 0 && *cached == c0 && c0 == c1 && s0 == s1 &&
-                 s1 == s2;
-        },
-        absl::Seconds(30)))
-        << "cached " << *cached;
   }
 
   // A second connection holding row locks on `where` rows of msgq.`table`
@@ -315,7 +265,8 @@ TEST_F(PromisesTest, SqlReprioritizedCachedRowsAreSentInTheirNewOrder) {
     ASSERT_NO_FATAL_FAILURE(InsertBig("q", from, from + 11, 1'500'000));
   }
   int64_t cached = 0;
-  ASSERT_NO_FATAL_FAILURE(StartStuckSubscriber("q", &cached));
+  ASSERT_NO_FATAL_FAILURE(StartStuckSubscriber(MSGQ_CLI_PATH, *server_, *db_,
+                                               "q", &stuck_, &cached));
   // The unsent rows are all cached (vt_cache_size 10000), best (lowest id)
   // first.
   const std::vector<std::string> queued =
@@ -517,7 +468,8 @@ TEST_F(PromisesTest, FullCacheRefillsWhenDrainedToHalf) {
     ASSERT_NO_FATAL_FAILURE(InsertBig("q", from, from + 11, 1'000'000));
   }
   int64_t cached = 0;
-  ASSERT_NO_FATAL_FAILURE(StartStuckSubscriber("q", &cached));
+  ASSERT_NO_FATAL_FAILURE(StartStuckSubscriber(MSGQ_CLI_PATH, *server_, *db_,
+                                               "q", &stuck_, &cached));
   const std::vector<std::string> sent_ids =
       Ids("SELECT id FROM msgq.q WHERE epoch > 0");
   const int64_t sent = static_cast<int64_t>(sent_ids.size());
