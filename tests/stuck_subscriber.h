@@ -1,16 +1,20 @@
 // StartStuckSubscriber: a subscriber in another process (the msgq CLI
-// `tail`, no --ack) that is SIGSTOPped once msgqd has sent it a row (a
-// postpone shows in MySQL): nothing reads its socket, so once the kernel
-// buffers and the HTTP/2 window hold what it was sent it takes no more,
-// and the rest stays queued in msgqd's cache. Rows must be large (MBs) for
-// that to happen after a few rows.
+// `msgq tail TABLE --max_unacked=N`, no --ack) that takes exactly `take`
+// rows and acks none, so msgqd sends it nothing more until their ack wait
+// runs out and the rest of the table stays queued in msgqd's cache.
+// (Before 2026-11-26 this was a subscriber SIGSTOPped once a postpone
+// showed in MySQL, with rows of MBs so that its buffers filled after a few:
+// how many it took then depended on how soon the stop came after the first
+// send, and on a loaded machine it was sometimes all of them.) Needs
+// vt_batch_size=1 (a batch counts whole against max_unacked) and an ack
+// wait longer than the test.
 //
 // Returns (fatal gtest failures otherwise: call it under
-// ASSERT_NO_FATAL_FAILURE) once msgqd's cache of msgq.`table` is stable:
-// the same `cached` count and the same number of sent rows (epoch > 0) in
-// MySQL over 2 s. `*pid` is set as soon as the child runs; the caller
-// kills and reaps it (SIGKILL, waitpid). It dies with the test process too
-// (PR_SET_PDEATHSIG). Not thread-safe.
+// ASSERT_NO_FATAL_FAILURE) once `take` rows of msgq.`table` were sent
+// (epoch > 0 in MySQL, the postpones written) and msgqd's cache of it is
+// stable: the same `cached` count over 1 s, and > 0. `*pid` is set as soon
+// as the child runs; the caller kills and reaps it (SIGKILL, waitpid). It
+// dies with the test process too (PR_SET_PDEATHSIG). Not thread-safe.
 #ifndef MSGQ_TESTS_STUCK_SUBSCRIBER_H_
 #define MSGQ_TESTS_STUCK_SUBSCRIBER_H_
 
@@ -23,6 +27,7 @@
 #include <string>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/test_env.h"
@@ -31,8 +36,9 @@ namespace msgq::testing {
 
 inline void StartStuckSubscriber(const char* cli, const Msgqd& server,
                                  PrivateMariaDb& db, const std::string& table,
-                                 pid_t* pid, int64_t* cached) {
+                                 int take, pid_t* pid, int64_t* cached) {
   const std::string address = "--server=" + server.address();
+  const std::string max_unacked = absl::StrCat("--max_unacked=", take);
   *pid = fork();
   ASSERT_GE(*pid, 0);
   if (*pid == 0) {
@@ -40,37 +46,34 @@ inline void StartStuckSubscriber(const char* cli, const Msgqd& server,
     int devnull = open("/dev/null", O_RDWR);
     dup2(devnull, STDIN_FILENO);
     dup2(devnull, STDOUT_FILENO);
-    execl(cli, cli, address.c_str(), "tail", table.c_str(),
+    execl(cli, cli, address.c_str(), "tail", table.c_str(), max_unacked.c_str(),
           static_cast<char*>(nullptr));
     _exit(127);
   }
   std::unique_ptr<v1::Messaging::Stub> stub = server.Stub();
   const std::string sent_sql =
       "SELECT COUNT(*) FROM msgq.`" + table + "` WHERE epoch > 0";
-  auto sent = [&] {
-    int64_t v = -1;
-    EXPECT_TRUE(absl::SimpleAtoi(db.Scalar(sent_sql), &v)) << sent_sql;
-    return v;
-  };
+  int64_t sent = -1;
   ASSERT_TRUE(Eventually(
-      [&] { return FindTable(stub.get(), table).subscribers() == 1; },
-      absl::Seconds(20)));
-  ASSERT_TRUE(Eventually([&] { return sent() > 0; }, absl::Seconds(20)));
-  ASSERT_EQ(kill(*pid, SIGSTOP), 0);
+      [&] {
+        EXPECT_TRUE(absl::SimpleAtoi(db.Scalar(sent_sql), &sent)) << sent_sql;
+        return sent >= take;
+      },
+      absl::Seconds(30)))
+      << sent << " of " << take << " sent";
   ASSERT_TRUE(Eventually(
       [&] {
         const int64_t c0 = FindTable(stub.get(), table).cached();
-        const int64_t s0 = sent();
-        absl::SleepFor(absl::Seconds(1));
-        const int64_t c1 = FindTable(stub.get(), table).cached();
-        const int64_t s1 = sent();
         absl::SleepFor(absl::Seconds(1));
         *cached = FindTable(stub.get(), table).cached();
-        const int64_t s2 = sent();
-        return *cached > 0 && *cached == c0 && c0 == c1 && s0 == s1 && s1 == s2;
+        return *cached > 0 && *cached == c0;
       },
       absl::Seconds(30)))
       << "cached " << *cached;
+  // Exactly `take`, however long it had: msgqd holds to max_unacked.
+  ASSERT_TRUE(absl::SimpleAtoi(db.Scalar(sent_sql), &sent)) << sent_sql;
+  ASSERT_EQ(sent, take);
+  ASSERT_EQ(FindTable(stub.get(), table).subscribers(), 1);
 }
 
 }  // namespace msgq::testing
