@@ -1,13 +1,17 @@
-// Monotonic time for the benchmark (std::chrono::steady_clock, which is
-// CLOCK_MONOTONIC on Linux): every timestamp the bench compares (commit,
-// receipt, phase boundaries) comes from this one clock, in the same process,
-// so differences are meaningful. Thread-safe.
+// Time for the benchmark. Every timestamp the bench compares (commit,
+// receipt, phase boundaries) comes from one monotonic clock
+// (std::chrono::steady_clock, CLOCK_MONOTONIC on Linux) in the same process,
+// so differences are meaningful; latency samples (nanoseconds) are summarised
+// as percentiles. Thread-safe (pure functions).
 #ifndef MSGQ_TOOLS_MSGQ_BENCH_CLOCK_H_
 #define MSGQ_TOOLS_MSGQ_BENCH_CLOCK_H_
 
 #include <chrono>
 #include <cstdint>
 #include <thread>
+#include <vector>
+
+#include "tools/msgq_bench/bench_results.pb.h"
 
 namespace msgq::bench {
 
@@ -24,6 +28,13 @@ inline void SleepUntilNs(int64_t deadline_ns) {
 }
 
 inline double NsToSeconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
+inline double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+// The nearest-rank q-quantile (0 < q <= 1) of sorted samples; 0 when empty.
+int64_t Quantile(const std::vector<int64_t>& sorted, double q);
+
+// Sorts `ns` and summarises it in ms; all 0 when it is empty.
+pb::Latency Summarize(std::vector<int64_t>& ns);
 
 }  // namespace msgq::bench
 

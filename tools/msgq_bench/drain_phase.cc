@@ -1,12 +1,12 @@
 // The drain phases (phases.h): the relay baseline and msgq draining a
 // preloaded backlog, once per --batch_size.
 #include <atomic>
-#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "engine/status_macros.h"
 #include "tools/msgq_bench/clock.h"
+#include "tools/msgq_bench/options.h"
 #include "tools/msgq_bench/phases.h"
 #include "tools/msgq_bench/relay.h"
 #include "tools/msgq_bench/tables.h"
@@ -18,27 +18,13 @@ std::string DrainTable(int batch_size) {
   return absl::StrCat("drain_b", batch_size);
 }
 
-// Drops and creates `table` (qualified) with `ddl`, then preloads --messages
-// rows; the seconds the preload took.
-absl::StatusOr<double> CreateAndPreload(BenchContext& ctx,
-                                        const std::string& table,
-                                        const std::string& ddl,
-                                        const std::string& payload_column) {
-  for (const std::string& sql :
-       {absl::StrCat("DROP TABLE IF EXISTS ", table), ddl}) {
-    RETURN_IF_ERROR(ctx.admin->Execute(sql).status());
-  }
-  return Preload(ctx.mysql, table, payload_column, ctx.options.messages,
-                 ctx.options.payload_bytes);
-}
-
+// Preloads the message table of `batch_size`; the seconds it took.
 absl::StatusOr<double> PrepareDrain(BenchContext& ctx, int batch_size) {
-  const std::string table =
-      Qualified(ctx.options.database, DrainTable(batch_size));
-  return CreateAndPreload(
-      ctx, table,
-      MessageTableDdl(table, MessageTableComment(ctx.options, batch_size)),
-      "message");
+  const pb::Options& o = ctx.options;
+  const std::string table = Qualified(o.database(), DrainTable(batch_size));
+  return Preload(ctx.mysql, table,
+                 MessageTableDdl(table, MessageTableComment(o, batch_size)),
+                 "message", o.messages(), o.payload_bytes());
 }
 
 // The relay baseline over the preloaded outbox `table`.
@@ -47,7 +33,7 @@ absl::StatusOr<pb::Relay> RelayPhase(BenchContext& ctx,
   pb::Relay result;
   result.set_workers(kRelayWorkers);
   result.set_batch(kRelayBatch);
-  result.set_messages(ctx.options.messages);
+  result.set_messages(ctx.options.messages());
   result.set_settle_s(WaitForPurge(*ctx.admin));
   std::atomic<int64_t> progress{0};
   PhaseMeter meter(ctx, "relay", /*profile=*/true, [&progress] {
@@ -64,43 +50,39 @@ absl::StatusOr<pb::Relay> RelayPhase(BenchContext& ctx,
   result.set_batches(run->batches);
   result.set_retries(run->retries);
   result.set_seconds(NsToSeconds(run->end_ns - run->start_ns));
-  result.set_msgs_per_s(result.seconds() > 0
-                            ? static_cast<double>(run->processed) /
-                                  result.seconds()
-                            : 0);
+  result.set_msgs_per_s(result.seconds() > 0 ? run->processed / result.seconds()
+                                             : 0);
   SetPerMessage(run->processed, &*cost);
   *result.mutable_cost() = *std::move(cost);
   ASSIGN_OR_RETURN(const int64_t left,
                    CountRows(*ctx.admin, table, "processed_at IS NULL"));
   result.set_left_in_db(left);
   result.set_ok(left == 0 && result.processed() == result.messages());
-  meter.AppendSeries(run->start_ns, ctx.series);
+  meter.AppendSeries(run->start_ns, &ctx.series);
   return result;
 }
 
 // Drains the preloaded message table of `batch_size` through msgqd.
 absl::StatusOr<pb::Drain> DrainPhase(BenchContext& ctx, int batch_size) {
-  const BenchOptions& o = ctx.options;
+  const pb::Options& o = ctx.options;
   pb::Drain result;
   result.set_table(DrainTable(batch_size));
   result.set_phase(absl::StrCat("msgq_b", batch_size));
   result.set_batch_size(batch_size);
-  result.set_cache_size(o.cache_size);
-  result.set_messages(o.messages);
-  const std::string table = Qualified(o.database, result.table());
-  RETURN_IF_ERROR(WaitForTables(ctx.msgq_address, o.database, {result.table()},
-                                absl::Seconds(60))
+  result.set_cache_size(o.cache_size());
+  result.set_messages(o.messages());
+  const std::string table = Qualified(o.database(), result.table());
+  RETURN_IF_ERROR(WaitForTables(ctx.msgq_address, o.database(),
+                                {result.table()}, 0, absl::Seconds(60))
                       .status());
   result.set_settle_s(WaitForPurge(*ctx.admin));
 
-  DeliveryLog log(o.messages);
+  DeliveryLog log(o.messages());
   SubscriberPool pool({.address = ctx.msgq_address,
-                       .keyspace = o.database,
+                       .keyspace = o.database(),
                        .tables = {result.table()},
-                       .streams = o.subscribers,
-                       .sync_acks = o.ack_mode == "sync",
-                       .max_acks_in_flight = o.max_acks_in_flight,
-                       .callback_reader = CallbackReader(o, 1)},
+                       .streams = o.subscribers(),
+                       .max_acks_in_flight = o.max_acks_in_flight()},
                       &log);
   PhaseMeter meter(ctx, result.phase(), /*profile=*/true, [&log, &pool] {
     return PhaseCounts{.delivered = log.unique(), .acked = pool.acked()};
@@ -109,7 +91,7 @@ absl::StatusOr<pb::Drain> DrainPhase(BenchContext& ctx, int batch_size) {
   const int64_t subscribe_ns = NowNs();
   pool.Start();
   result.set_completed(
-      pool.WaitAcked(o.messages, absl::Seconds(o.drain_timeout_s)));
+      pool.WaitAcked(o.messages(), absl::Seconds(o.drain_timeout())));
   const int64_t end_ns = result.completed() ? pool.reached_ns() : NowNs();
   absl::StatusOr<pb::Cost> cost = meter.Stop();
   result.set_perf_report(meter.perf_report());
@@ -120,7 +102,7 @@ absl::StatusOr<pb::Drain> DrainPhase(BenchContext& ctx, int batch_size) {
   result.set_startup_s(first_ns > 0 ? NsToSeconds(first_ns - subscribe_ns) : 0);
   result.set_seconds(first_ns > 0 ? NsToSeconds(end_ns - first_ns) : 0);
   result.set_msgs_per_s(result.seconds() > 0 && result.completed()
-                            ? static_cast<double>(o.messages) / result.seconds()
+                            ? o.messages() / result.seconds()
                             : 0);
   SetReceived(log, pool, *std::move(cost), &result);
   result.set_lost(result.messages() - result.received());
@@ -132,7 +114,7 @@ absl::StatusOr<pb::Drain> DrainPhase(BenchContext& ctx, int batch_size) {
   result.set_sent_more_than_once_in_db(again);
   result.set_ok(result.completed() && result.lost() == 0 &&
                 result.unacked_in_db() == 0 && result.unexpected() == 0);
-  meter.AppendSeries(first_ns > 0 ? first_ns : subscribe_ns, ctx.series);
+  meter.AppendSeries(first_ns > 0 ? first_ns : subscribe_ns, &ctx.series);
   return result;
 }
 
@@ -140,32 +122,29 @@ absl::StatusOr<pb::Drain> DrainPhase(BenchContext& ctx, int batch_size) {
 
 void RunDrainPhases(BenchContext& ctx,
                     const std::function<absl::Status()>& start_msgqd) {
-  const BenchOptions& o = ctx.options;
-  pb::BenchResults& results = *ctx.results;
+  const pb::Options& o = ctx.options;
   // Both backlogs are preloaded before anything is timed.
-  const std::string outbox = Qualified(o.database, "outbox");
-  std::optional<double> relay_preload_s;
-  if (o.run_relay) {
-    LogInfo("msgq-bench: preloading ", o.messages, " rows for the relay");
-    absl::StatusOr<double> t =
-        CreateAndPreload(ctx, outbox, OutboxTableDdl(outbox), "payload");
-    if (t.ok()) {
-      relay_preload_s = *t;
-    } else {
-      ctx.Fail("relay preload", t.status());
+  const std::string outbox = Qualified(o.database(), "outbox");
+  absl::StatusOr<double> relay_preload_s = absl::CancelledError("no relay");
+  if (o.relay()) {
+    LogInfo("msgq-bench: preloading ", o.messages(), " rows for the relay");
+    relay_preload_s = Preload(ctx.mysql, outbox, OutboxTableDdl(outbox),
+                              "payload", o.messages(), o.payload_bytes());
+    if (!relay_preload_s.ok()) {
+      ctx.Fail("relay preload", relay_preload_s.status());
     }
   }
-  LogInfo("msgq-bench: preloading ", o.messages, " rows for msgq");
-  absl::StatusOr<double> preload_s = PrepareDrain(ctx, o.batch_sizes.front());
+  LogInfo("msgq-bench: preloading ", o.messages(), " rows for msgq");
+  absl::StatusOr<double> preload_s = PrepareDrain(ctx, o.batch_size(0));
   if (!preload_s.ok()) ctx.Fail("msgq preload", preload_s.status());
-  if (relay_preload_s.has_value()) {
+  if (relay_preload_s.ok()) {
     LogInfo("msgq-bench: relay baseline");
     absl::StatusOr<pb::Relay> relay = RelayPhase(ctx, outbox);
     if (relay.ok()) {
       relay->set_preload_s(*relay_preload_s);
-      if (!relay->ok()) results.set_ok(false);
+      if (!relay->ok()) ctx.results.set_ok(false);
       LogInfo("msgq-bench: relay ", relay->msgs_per_s(), " msgs/s");
-      *results.mutable_relay() = *std::move(relay);
+      *ctx.results.mutable_relay() = *std::move(relay);
     } else {
       ctx.Fail("relay", relay.status());
     }
@@ -179,12 +158,12 @@ void RunDrainPhases(BenchContext& ctx,
   auto drop = [&](int batch_size) {
     (void)ctx.admin->Execute(
         absl::StrCat("DROP TABLE IF EXISTS ",
-                     Qualified(o.database, DrainTable(batch_size))));
+                     Qualified(o.database(), DrainTable(batch_size))));
   };
-  for (size_t i = 0; i < o.batch_sizes.size() && preload_s.ok(); ++i) {
-    const int batch = o.batch_sizes[i];
+  for (int i = 0; i < o.batch_size_size() && preload_s.ok(); ++i) {
+    const int batch = o.batch_size(i);
     if (i > 0) {
-      drop(o.batch_sizes[i - 1]);  // so msgqd stops serving it
+      drop(o.batch_size(i - 1));  // so msgqd stops serving it
       preload_s = PrepareDrain(ctx, batch);
       if (!preload_s.ok()) {
         ctx.Fail("msgq preload", preload_s.status());
@@ -198,15 +177,15 @@ void RunDrainPhases(BenchContext& ctx,
       continue;
     }
     drain->set_preload_s(*preload_s);
-    if (results.relay().msgs_per_s() > 0) {
+    if (ctx.results.relay().msgs_per_s() > 0) {
       drain->set_ratio_to_relay(drain->msgs_per_s() /
-                                results.relay().msgs_per_s());
+                                ctx.results.relay().msgs_per_s());
     }
-    if (!drain->ok()) results.set_ok(false);
+    if (!drain->ok()) ctx.results.set_ok(false);
     LogInfo("msgq-bench: msgq ", drain->msgs_per_s(), " msgs/s");
-    *results.add_drains() = *std::move(drain);
+    *ctx.results.add_drains() = *std::move(drain);
   }
-  drop(o.batch_sizes.back());
+  drop(o.batch_size(o.batch_size_size() - 1));
 }
 
 }  // namespace msgq::bench

@@ -30,7 +30,6 @@
 #include "engine/status_macros.h"
 #include "tools/launch/msgqd_process.h"
 #include "tools/launch/private_mariadb.h"
-#include "tools/msgq_bench/environment.h"
 #include "tools/msgq_bench/options.h"
 #include "tools/msgq_bench/phases.h"
 #include "tools/msgq_bench/report.h"
@@ -41,60 +40,54 @@ namespace {
 
 // Runs the phases and writes the report; whether the run was ok. An error
 // when the environment cannot be set up.
-absl::StatusOr<bool> Run(BenchOptions o, int argc, char** argv) {
+absl::StatusOr<bool> Run(pb::Options o, int argc, char** argv) {
   std::error_code ec;
-  if (std::filesystem::create_directories(o.out_dir, ec); ec) {
+  if (std::filesystem::create_directories(o.out_dir(), ec); ec) {
     return absl::InternalError(
-        absl::StrCat("cannot create ", o.out_dir, ": ", ec.message()));
+        absl::StrCat("cannot create ", o.out_dir(), ": ", ec.message()));
   }
-  o.out_dir = std::filesystem::absolute(o.out_dir).string();
+  o.set_out_dir(std::filesystem::absolute(o.out_dir()).string());
 
-  // The private MariaDB, unless one was given.
-  std::string work_dir = o.work_dir;
-  const bool remove_work_dir = work_dir.empty() && !o.keep_work_dir;
-  if (work_dir.empty() && (o.mysql_socket.empty() || o.msgq_server.empty())) {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "msgq-bench-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) == nullptr) {
-      return absl::InternalError("mkdtemp failed");
-    }
-    work_dir = tmpl;
-  }
-  if (!work_dir.empty()) std::filesystem::create_directories(work_dir, ec);
-  std::unique_ptr<launch::PrivateMariaDb> mariadb;
-  if (o.mysql_socket.empty()) {
-    launch::PrivateMariaDb::Options mo{
-        .source_dir = o.source_dir,
-        .dir = absl::StrCat(work_dir, "/mariadb"),
-        .durable = o.durable,
-        .binlog = o.binlog,
-        .extra_args = o.mariadb_args};
-    LogInfo("msgq-bench: starting a private MariaDB in ", mo.dir);
-    ASSIGN_OR_RETURN(mariadb, launch::PrivateMariaDb::Start(mo));
-    o.mysql_socket = mariadb->socket();
-  }
-
-  pb::BenchResults results;
-  std::vector<SeriesPoint> series;
+  // The private MariaDB, unless one was given, in the work directory.
   BenchContext ctx;
   ctx.options = o;
-  ctx.results = &results;
-  ctx.series = &series;
-  ctx.mysql.socket = o.mysql_socket;
+  ctx.mysql.socket = o.mysql_socket();
   ctx.mysql.io_timeout = absl::Seconds(600);
+  std::string work_dir = o.work_dir();
+  const bool remove_work_dir = work_dir.empty() && !o.keep_work_dir();
+  std::unique_ptr<launch::PrivateMariaDb> mariadb;
+  if (o.mysql_socket().empty()) {
+    if (work_dir.empty()) {
+      work_dir = (std::filesystem::temp_directory_path() / "msgq-bench-XXXXXX")
+                     .string();
+      if (mkdtemp(work_dir.data()) == nullptr) {
+        return absl::InternalError("mkdtemp failed");
+      }
+    }
+    launch::PrivateMariaDb::Options mo{
+        .source_dir = o.source_dir(),
+        .dir = absl::StrCat(work_dir, "/mariadb"),
+        .durable = o.durable(),
+        .binlog = o.binlog(),
+        .extra_args = {o.mariadb_args().begin(), o.mariadb_args().end()}};
+    LogInfo("msgq-bench: starting a private MariaDB in ", mo.dir);
+    ASSIGN_OR_RETURN(mariadb, launch::PrivateMariaDb::Start(mo));
+    ctx.mysql.socket = mariadb->socket();
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<MysqlConnection> admin,
                    MysqlConnection::Connect(ctx.mysql));
   ctx.admin = admin.get();
   ctx.mariadbd_pid = ServerPid(*ctx.admin);
   for (const std::string& sql :
-       {absl::StrCat("DROP DATABASE IF EXISTS ", QuoteIdentifier(o.database)),
-        absl::StrCat("CREATE DATABASE ", QuoteIdentifier(o.database))}) {
+       {absl::StrCat("DROP DATABASE IF EXISTS ", QuoteIdentifier(o.database())),
+        absl::StrCat("CREATE DATABASE ", QuoteIdentifier(o.database()))}) {
     RETURN_IF_ERROR(ctx.admin->Execute(sql).status());
   }
+  pb::BenchResults& results = ctx.results;
   results.set_ok(true);
   *results.mutable_environment() =
       DescribeEnvironment(o, *ctx.admin, argc, argv);
-  *results.mutable_options() = ToProto(o);
+  *results.mutable_options() = o;
 
   // Our msgqd starts after the relay baseline: the relay should not pay for
   // msgqd's binlog follower (the server's dump thread), and msgqd starts
@@ -102,20 +95,20 @@ absl::StatusOr<bool> Run(BenchOptions o, int argc, char** argv) {
   std::unique_ptr<launch::MsgqdProcess> msgqd;
   auto start_msgqd = [&]() -> absl::Status {
     if (!ctx.msgq_address.empty()) return absl::OkStatus();
-    if (!o.msgq_server.empty()) {
-      ctx.msgq_address = o.msgq_server;
+    if (!o.msgq_server().empty()) {
+      ctx.msgq_address = o.msgq_server();
       results.add_notes("msgqd is external: its CPU and RSS are not measured");
       return absl::OkStatus();
     }
     launch::MsgqdProcess::Options mo{
-        .path = o.msgqd_path,
-        .mysql_socket = o.mysql_socket,
+        .path = o.msgqd_path(),
+        .mysql_socket = ctx.mysql.socket,
         // New bench tables are found within 5 s instead of 10. Not faster:
         // each reload's information_schema queries cost MySQL ~50 ms.
-        .args = {absl::StrCat("--databases=", o.database),
+        .args = {absl::StrCat("--databases=", o.database()),
                  "--schema_reload_interval=5s"},
-        .log_path = absl::StrCat(o.out_dir, "/msgqd.log")};
-    mo.args.insert(mo.args.end(), o.msgqd_args.begin(), o.msgqd_args.end());
+        .log_path = absl::StrCat(o.out_dir(), "/msgqd.log")};
+    mo.args.insert(mo.args.end(), o.msgqd_args().begin(), o.msgqd_args().end());
     std::filesystem::remove(mo.log_path, ec);
     ASSIGN_OR_RETURN(msgqd, launch::MsgqdProcess::Start(mo));
     ctx.msgq_address = msgqd->address();
@@ -124,8 +117,8 @@ absl::StatusOr<bool> Run(BenchOptions o, int argc, char** argv) {
     return absl::OkStatus();
   };
 
-  if (o.run_drain) RunDrainPhases(ctx, start_msgqd);
-  if (o.run_sustained) {
+  if (o.mode() != "sustained") RunDrainPhases(ctx, start_msgqd);
+  if (o.mode() != "drain") {
     if (absl::Status s = start_msgqd(); s.ok()) {
       RunSustainedPhase(ctx);
     } else {
@@ -137,7 +130,7 @@ absl::StatusOr<bool> Run(BenchOptions o, int argc, char** argv) {
       results.add_notes(absl::StrCat("msgqd exited with ", rc));
     }
   }
-  WriteReport(o, results, series);
+  WriteReport(results, ctx.series);
 
   admin.reset();
   if (mariadb != nullptr) {
@@ -145,9 +138,9 @@ absl::StatusOr<bool> Run(BenchOptions o, int argc, char** argv) {
       LogWarning("msgq-bench: stopping MariaDB: ", s.message());
     }
   }
-  if (remove_work_dir && results.ok() && !work_dir.empty()) {
+  if (mariadb != nullptr && remove_work_dir && results.ok()) {
     std::filesystem::remove_all(work_dir, ec);
-  } else if (!work_dir.empty()) {
+  } else if (mariadb != nullptr) {
     std::fprintf(stdout, "kept %s (MariaDB data and log)\n", work_dir.c_str());
   }
   return results.ok();
@@ -168,7 +161,7 @@ int main(int argc, char** argv) {
   usage.contains_helpshort_flags = usage.contains_help_flags;
   absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
-  absl::StatusOr<msgq::bench::BenchOptions> options =
+  absl::StatusOr<msgq::bench::pb::Options> options =
       msgq::bench::OptionsFromFlags();
   if (!options.ok()) {
     std::fprintf(stderr, "msgq-bench: %s\n",

@@ -7,7 +7,6 @@
 #include <sstream>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -42,13 +41,9 @@ absl::StatusOr<std::map<std::string, int64_t>> ReadCounters(
     counters[std::string(name)] = 0;
   }
   for (const auto& row : r.rows) {
-    int64_t v = 0;
-    if (row.size() < 2 || !row[0] || !row[1] || !absl::SimpleAtoi(*row[1], &v))
-      continue;
-    // SHOW STATUS matches names case-insensitively; keep our spelling.
-    for (auto& [name, value] : counters) {
-      if (absl::EqualsIgnoreCase(name, *row[0])) value = v;
-    }
+    // The server spells the names as kCounters does.
+    auto it = counters.find(row[0].value_or(""));
+    if (it != counters.end()) (void)absl::SimpleAtoi(*row[1], &it->second);
   }
   return counters;
 }
@@ -88,9 +83,9 @@ double CpuSeconds(pid_t pid) {
   return ReadProc(pid).value_or(ProcSample()).cpu_s;
 }
 
-std::string PerfScript(const BenchOptions& o) {
+std::string PerfScript(const pb::Options& o) {
   return launch::ShellQuote(
-      absl::StrCat(o.source_dir, "/tools/msgq_bench/perf_phase.sh"));
+      absl::StrCat(o.source_dir(), "/tools/msgq_bench/perf_phase.sh"));
 }
 
 }  // namespace
@@ -99,7 +94,7 @@ PhaseMeter::PhaseMeter(const BenchContext& ctx, std::string phase, bool profile,
                        std::function<PhaseCounts()> probe)
     : ctx_(ctx),
       phase_(std::move(phase)),
-      profile_(profile && ctx.options.perf),
+      profile_(profile && ctx.options.perf()),
       probe_(std::move(probe)) {}
 
 PhaseMeter::~PhaseMeter() { StopSampling(); }
@@ -113,12 +108,13 @@ void PhaseMeter::StopSampling() {
 }
 
 absl::Status PhaseMeter::Start() {
+  ASSIGN_OR_RETURN(counters_, ReadCounters(*ctx_.admin));
   const std::pair<const char*, pid_t> processes[] = {
       {"msgqd", ctx_.msgqd_pid}, {"mariadbd", ctx_.mariadbd_pid}};
   for (const auto& [who, pid] : processes) {
     if (!profile_ || pid <= 0) continue;
     const std::string prefix =
-        absl::StrCat(ctx_.options.out_dir, "/", who, "-", phase_);
+        absl::StrCat(ctx_.options.out_dir(), "/", who, "-", phase_);
     absl::StatusOr<std::string> out =
         launch::RunCommand(absl::StrCat(PerfScript(ctx_.options), " start ",
                                         pid, " ", launch::ShellQuote(prefix)));
@@ -129,13 +125,6 @@ absl::Status PhaseMeter::Start() {
                  out.status().message());
     }
   }
-  absl::StatusOr<std::map<std::string, int64_t>> counters =
-      ReadCounters(*ctx_.admin);
-  if (!counters.ok()) {
-    StopProfiles();
-    return counters.status();
-  }
-  counters_ = *std::move(counters);
   if (ctx_.msgqd_pid > 0) {
     std::ofstream clear_refs(
         absl::StrCat("/proc/", ctx_.msgqd_pid, "/clear_refs"));
@@ -171,20 +160,17 @@ absl::StatusOr<pb::Cost> PhaseMeter::Stop() {
       (*cost.mutable_mysql_delta())[name] = v - counters_[name];
     }
   }
-  cost.set_msgqd_cpu_s(-1);
-  cost.set_msgqd_peak_rss_mib(-1);
-  cost.set_mariadbd_cpu_s(-1);
-  if (std::optional<ProcSample> s = ReadProc(ctx_.msgqd_pid)) {
-    cost.set_msgqd_cpu_s(s->cpu_s - msgqd_cpu_s_);
-    cost.set_msgqd_peak_rss_mib(s->peak_rss_kib / 1024.0);
-    cost.set_msgqd_peak_rss_is_phase_only(peak_reset_);
-  }
-  if (std::optional<ProcSample> s = ReadProc(ctx_.mariadbd_pid)) {
-    cost.set_mariadbd_cpu_s(s->cpu_s - mariadbd_cpu_s_);
-  }
-  if (std::optional<ProcSample> s = ReadProc(getpid())) {
-    cost.set_bench_cpu_s(s->cpu_s - bench_cpu_s_);
-  }
+  // CPU seconds since Start(); -1 when the process is not ours or gone.
+  auto cpu_s = [](pid_t pid, double at_start) {
+    std::optional<ProcSample> s = ReadProc(pid);
+    return s.has_value() ? s->cpu_s - at_start : -1;
+  };
+  cost.set_msgqd_cpu_s(cpu_s(ctx_.msgqd_pid, msgqd_cpu_s_));
+  cost.set_mariadbd_cpu_s(cpu_s(ctx_.mariadbd_pid, mariadbd_cpu_s_));
+  cost.set_bench_cpu_s(cpu_s(getpid(), bench_cpu_s_));
+  std::optional<ProcSample> msgqd = ReadProc(ctx_.msgqd_pid);
+  cost.set_msgqd_peak_rss_mib(msgqd ? msgqd->peak_rss_kib / 1024.0 : -1);
+  cost.set_msgqd_peak_rss_is_phase_only(msgqd && peak_reset_);
   StopSampling();
   samples_.push_back(TakeSample());
   StopProfiles();

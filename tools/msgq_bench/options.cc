@@ -18,9 +18,10 @@
 ABSL_FLAG(std::string, mode, "all",
           "drain (relay baseline + msgq drain), sustained, or all");
 ABSL_FLAG(bool, relay, true, "Run the relay baseline in drain mode");
-ABSL_FLAG(int64_t, messages, 1000000, "Drain: messages preloaded");
+ABSL_FLAG(int, messages, 1000000, "Drain: messages preloaded");
 ABSL_FLAG(int, subscribers, 4,
-          "gRPC subscriber streams in all (each its own channel); with "
+          "gRPC subscriber streams in all (each its own channel, read by "
+          "callback reactors: no thread per stream); with "
           "--tables=N, max(subscribers, N) streams spread round-robin over "
           "the tables, so every table has at least one");
 ABSL_FLAG(std::string, batch_size, "100",
@@ -43,17 +44,10 @@ ABSL_FLAG(int, tables, 1,
           "next table round-robin");
 ABSL_FLAG(double, tail_timeout, 120,
           "Sustained: s to wait after producing for every message to arrive");
-ABSL_FLAG(std::string, ack_mode, "async",
-          "async: ack each batch with a callback RPC (reading never waits); "
-          "sync: the reader acks each batch and waits for the reply");
 ABSL_FLAG(int, max_acks_in_flight, 32,
-          "async ack mode: ack RPCs in flight per stream (8 caps a 1M drain "
-          "at ~13k msgs/s: msgqd settles the acks it holds once per round)");
-ABSL_FLAG(std::string, stream_reader, "auto",
-          "How subscriber streams are read: thread (a thread per stream, "
-          "blocking reads), callback (gRPC callback reactors, no thread per "
-          "stream; for many tables), auto (thread with one table, callback "
-          "with several)");
+          "Ack RPCs in flight per stream; with that many, the stream's next "
+          "read waits for one to return (8 caps a 1M drain at ~13k msgs/s: "
+          "msgqd settles the acks it holds once per round)");
 ABSL_FLAG(std::string, mysql_socket, "",
           "Use this MySQL/MariaDB server (Unix socket) instead of starting a "
           "private one");
@@ -109,125 +103,91 @@ bool Only(const std::string& s, absl::string_view also) {
 
 }  // namespace
 
-absl::StatusOr<BenchOptions> OptionsFromFlags() {
-  BenchOptions o;
-  const std::string mode = absl::GetFlag(FLAGS_mode);
-  if (mode != "all" && mode != "drain" && mode != "sustained") {
+absl::StatusOr<pb::Options> OptionsFromFlags() {
+  pb::Options o;
+  o.set_mode(absl::GetFlag(FLAGS_mode));
+  if (o.mode() != "all" && o.mode() != "drain" && o.mode() != "sustained") {
     return Invalid("mode", "must be drain, sustained or all");
   }
-  o.run_drain = mode != "sustained";
-  o.run_sustained = mode != "drain";
-  o.run_relay = absl::GetFlag(FLAGS_relay);
-  o.messages = absl::GetFlag(FLAGS_messages);
-  o.subscribers = absl::GetFlag(FLAGS_subscribers);
-  o.batch_sizes.clear();
+  o.set_relay(absl::GetFlag(FLAGS_relay));
+  o.set_messages(absl::GetFlag(FLAGS_messages));
+  o.set_subscribers(absl::GetFlag(FLAGS_subscribers));
   for (absl::string_view piece : absl::StrSplit(absl::GetFlag(FLAGS_batch_size),
                                                 ',', absl::SkipEmpty())) {
     int v = 0;
     if (!absl::SimpleAtoi(piece, &v) || v <= 0) {
       return Invalid("batch_size", "positive integers, comma-separated");
     }
-    o.batch_sizes.push_back(v);
+    o.add_batch_size(v);
   }
-  if (o.batch_sizes.empty()) return Invalid("batch_size", "empty");
-  o.cache_size = absl::GetFlag(FLAGS_cache_size);
-  o.directives = absl::GetFlag(FLAGS_directives);
-  o.poller_interval_s = absl::GetFlag(FLAGS_poller_interval);
-  o.ack_wait_s = absl::GetFlag(FLAGS_ack_wait);
-  o.drain_timeout_s = absl::GetFlag(FLAGS_drain_timeout);
-  o.producers = absl::GetFlag(FLAGS_producers);
-  o.rate = absl::GetFlag(FLAGS_rate);
-  o.duration_s = absl::GetFlag(FLAGS_duration);
-  o.tables = absl::GetFlag(FLAGS_tables);
-  o.tail_timeout_s = absl::GetFlag(FLAGS_tail_timeout);
-  o.ack_mode = absl::GetFlag(FLAGS_ack_mode);
-  o.max_acks_in_flight = absl::GetFlag(FLAGS_max_acks_in_flight);
-  o.stream_reader = absl::GetFlag(FLAGS_stream_reader);
-  o.mysql_socket = absl::GetFlag(FLAGS_mysql_socket);
-  o.msgq_server = absl::GetFlag(FLAGS_msgq_server);
-  o.msgqd_path = absl::GetFlag(FLAGS_msgqd_path);
-  o.msgqd_args =
-      absl::StrSplit(absl::GetFlag(FLAGS_msgqd_args), ' ', absl::SkipEmpty());
-  o.source_dir = absl::GetFlag(FLAGS_source_dir);
-  o.work_dir = absl::GetFlag(FLAGS_work_dir);
-  o.keep_work_dir = absl::GetFlag(FLAGS_keep_work_dir);
-  o.durable = absl::GetFlag(FLAGS_durable);
-  o.binlog = absl::GetFlag(FLAGS_binlog);
-  o.mariadb_args =
-      absl::StrSplit(absl::GetFlag(FLAGS_mariadb_args), ' ', absl::SkipEmpty());
-  o.database = absl::GetFlag(FLAGS_database);
-  o.out_dir = absl::GetFlag(FLAGS_out_dir);
-  o.payload_bytes = absl::GetFlag(FLAGS_payload_bytes);
-  o.perf = absl::GetFlag(FLAGS_perf);
-  o.plot = absl::GetFlag(FLAGS_plot);
+  if (o.batch_size().empty()) return Invalid("batch_size", "empty");
+  o.set_cache_size(absl::GetFlag(FLAGS_cache_size));
+  o.set_directives(absl::GetFlag(FLAGS_directives));
+  o.set_poller_interval(absl::GetFlag(FLAGS_poller_interval));
+  o.set_ack_wait(absl::GetFlag(FLAGS_ack_wait));
+  o.set_drain_timeout(absl::GetFlag(FLAGS_drain_timeout));
+  o.set_producers(absl::GetFlag(FLAGS_producers));
+  o.set_rate(absl::GetFlag(FLAGS_rate));
+  o.set_duration(absl::GetFlag(FLAGS_duration));
+  o.set_tables(absl::GetFlag(FLAGS_tables));
+  o.set_tail_timeout(absl::GetFlag(FLAGS_tail_timeout));
+  o.set_max_acks_in_flight(absl::GetFlag(FLAGS_max_acks_in_flight));
+  o.set_mysql_socket(absl::GetFlag(FLAGS_mysql_socket));
+  o.set_msgq_server(absl::GetFlag(FLAGS_msgq_server));
+  o.set_msgqd_path(absl::GetFlag(FLAGS_msgqd_path));
+  for (absl::string_view arg : absl::StrSplit(absl::GetFlag(FLAGS_msgqd_args),
+                                              ' ', absl::SkipEmpty())) {
+    o.add_msgqd_args(std::string(arg));
+  }
+  o.set_source_dir(absl::GetFlag(FLAGS_source_dir));
+  o.set_work_dir(absl::GetFlag(FLAGS_work_dir));
+  o.set_keep_work_dir(absl::GetFlag(FLAGS_keep_work_dir));
+  o.set_durable(absl::GetFlag(FLAGS_durable));
+  o.set_binlog(absl::GetFlag(FLAGS_binlog));
+  for (absl::string_view arg : absl::StrSplit(absl::GetFlag(FLAGS_mariadb_args),
+                                              ' ', absl::SkipEmpty())) {
+    o.add_mariadb_args(std::string(arg));
+  }
+  o.set_database(absl::GetFlag(FLAGS_database));
+  o.set_out_dir(absl::GetFlag(FLAGS_out_dir));
+  o.set_payload_bytes(absl::GetFlag(FLAGS_payload_bytes));
+  o.set_perf(absl::GetFlag(FLAGS_perf));
+  o.set_plot(absl::GetFlag(FLAGS_plot));
 
   const std::pair<const char*, double> positive[] = {
-      {"messages", o.messages},
-      {"subscribers", o.subscribers},
-      {"cache_size", o.cache_size},
-      {"poller_interval", o.poller_interval_s},
-      {"ack_wait", o.ack_wait_s},
-      {"producers", o.producers},
-      {"rate", o.rate},
-      {"duration", o.duration_s},
-      {"max_acks_in_flight", o.max_acks_in_flight}};
+      {"messages", o.messages()},
+      {"subscribers", o.subscribers()},
+      {"cache_size", o.cache_size()},
+      {"poller_interval", o.poller_interval()},
+      {"ack_wait", o.ack_wait()},
+      {"producers", o.producers()},
+      {"rate", o.rate()},
+      {"duration", o.duration()},
+      {"max_acks_in_flight", o.max_acks_in_flight()}};
   for (const auto& [flag, value] : positive) {
     if (!(value > 0)) return Invalid(flag, "must be positive");
   }
-  if (o.tables <= 0 || o.tables > 10000) {
+  if (o.tables() <= 0 || o.tables() > 10000) {
     return Invalid("tables", "from 1 to 10000");
   }
-  if (o.ack_mode != "async" && o.ack_mode != "sync") {
-    return Invalid("ack_mode", "must be async or sync");
-  }
-  if (o.stream_reader != "auto" && o.stream_reader != "thread" &&
-      o.stream_reader != "callback") {
-    return Invalid("stream_reader", "must be auto, thread or callback");
-  }
-  if (!Only(o.directives, "_=,.")) {
+  if (!Only(o.directives(), "_=,.")) {
     return Invalid("directives", "name=value pairs separated by commas");
   }
-  if (o.payload_bytes < 32) return Invalid("payload_bytes", "at least 32");
-  if (o.database.empty()) return Invalid("database", "empty");
-  if (!Only(o.database, "_")) {
+  if (o.payload_bytes() < 32) return Invalid("payload_bytes", "at least 32");
+  if (o.database().empty()) return Invalid("database", "empty");
+  if (!Only(o.database(), "_")) {
     return Invalid("database", "letters, digits and _ only");
   }
+  o.set_table_comment(MessageTableComment(o, o.batch_size(0)));
   return o;
 }
 
-pb::Options ToProto(const BenchOptions& o) {
-  pb::Options out;
-  out.set_messages(o.messages);
-  out.set_payload_bytes(o.payload_bytes);
-  out.set_subscribers(o.subscribers);
-  out.set_ack_mode(o.ack_mode);
-  out.set_max_acks_in_flight(o.max_acks_in_flight);
-  out.set_relay_workers(kRelayWorkers);
-  out.set_relay_batch(kRelayBatch);
-  out.set_cache_size(o.cache_size);
-  out.set_poller_interval_s(o.poller_interval_s);
-  out.set_ack_wait_s(o.ack_wait_s);
-  out.set_producers(o.producers);
-  out.set_rate(o.rate);
-  out.set_duration_s(o.duration_s);
-  out.set_table_comment(MessageTableComment(o, o.batch_sizes.front()));
-  out.set_tables(o.tables);
-  out.set_stream_reader(o.stream_reader);
-  return out;
-}
-
-bool CallbackReader(const BenchOptions& options, int tables) {
-  if (options.stream_reader == "auto") return tables > 1;
-  return options.stream_reader == "callback";
-}
-
-std::string MessageTableComment(const BenchOptions& options, int batch_size) {
-  return absl::StrCat("vitess_message,vt_ack_wait=", options.ack_wait_s,
+std::string MessageTableComment(const pb::Options& o, int batch_size) {
+  return absl::StrCat("vitess_message,vt_ack_wait=", o.ack_wait(),
                       ",vt_purge_after=86400,vt_batch_size=", batch_size,
-                      ",vt_cache_size=", options.cache_size,
-                      ",vt_poller_interval=", options.poller_interval_s,
-                      options.directives.empty() ? "" : ",",
-                      options.directives);
+                      ",vt_cache_size=", o.cache_size(),
+                      ",vt_poller_interval=", o.poller_interval(),
+                      o.directives().empty() ? "" : ",", o.directives());
 }
 
 }  // namespace msgq::bench

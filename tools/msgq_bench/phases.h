@@ -25,7 +25,6 @@
 #include "engine/log.h"
 #include "engine/sql/mysql_connection.h"
 #include "tools/msgq_bench/bench_results.pb.h"
-#include "tools/msgq_bench/options.h"
 #include "tools/msgq_bench/subscribers.h"
 
 namespace msgq::bench {
@@ -47,31 +46,31 @@ struct SeriesPoint {
 };
 
 struct BenchContext {
-  BenchOptions options;
+  pb::Options options;
   MysqlOptions mysql;
   MysqlConnection* admin = nullptr;
   std::string msgq_address;  // set once msgqd runs
   pid_t msgqd_pid = 0;       // 0: not ours (no CPU/RSS)
   pid_t mariadbd_pid = 0;    // 0: unknown
-  pb::BenchResults* results = nullptr;
-  std::vector<SeriesPoint>* series = nullptr;
+  pb::BenchResults results;
+  std::vector<SeriesPoint> series;
 
   // Notes a failed step: logged, in the notes, and the run is not ok.
   void Fail(const std::string& what, const absl::Status& status) {
     LogError("msgq-bench: ", what, ": ", status.message());
-    results->add_notes(absl::StrCat(what, " failed: ", status.message()));
-    results->set_ok(false);
+    results.add_notes(absl::StrCat(what, " failed: ", status.message()));
+    results.set_ok(false);
   }
 };
 
 // Without --mode=sustained: the relay baseline (unless --relay=false) and
-// one msgq drain per --batch_size into results->relay and ->drains.
+// one msgq drain per --batch_size into results.relay and .drains.
 // `start_msgqd` is called once the backlogs are preloaded and the relay ran
 // (it sets ctx.msgq_address).
 void RunDrainPhases(BenchContext& ctx,
                     const std::function<absl::Status()>& start_msgqd);
 // Producers at the offered rate (over options.tables tables) while
-// subscribers ack, into results->sustained. Requires a running msgqd.
+// subscribers ack, into results.sustained. Requires a running msgqd.
 void RunSustainedPhase(BenchContext& ctx);
 
 // Cumulative counts a phase reports to its PhaseMeter's probe.

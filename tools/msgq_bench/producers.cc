@@ -10,19 +10,23 @@
 
 namespace msgq::bench {
 
-ProducerPool::ProducerPool(MysqlOptions mysql, Options options)
+ProducerPool::ProducerPool(MysqlOptions mysql, std::vector<std::string> tables,
+                           const pb::Options& options)
     : mysql_(std::move(mysql)),
-      options_(std::move(options)),
+      tables_(std::move(tables)),
+      producers_(options.producers()),
+      rate_(options.rate()),
+      payload_bytes_(options.payload_bytes()),
       messages_(std::max<int64_t>(
-          1, std::llround(options_.rate * options_.duration_s))),
+          1, std::llround(options.rate() * options.duration()))),
       commit_start_(messages_ + 1, 0),
       commit_end_(messages_ + 1, 0),
-      lag_by_producer_(options_.producers, 0) {}
+      lag_by_producer_(producers_, 0) {}
 
 absl::Status ProducerPool::Run() {
   start_ns_ = NowNs() + 200 * 1000 * 1000;  // connect first, off schedule
   std::vector<std::future<absl::Status>> producers;
-  for (int p = 0; p < options_.producers; ++p) {
+  for (int p = 0; p < producers_; ++p) {
     producers.push_back(
         std::async(std::launch::async, [this, p] { return Produce(p); }));
   }
@@ -47,17 +51,16 @@ absl::Status ProducerPool::Produce(int p) {
     return c.status();
   };
   if (absl::Status s = connect(); !s.ok()) return s;
-  const double interval_ns = 1e9 / options_.rate;
-  const int64_t tables = options_.qualified_tables.size();
+  const double interval_ns = 1e9 / rate_;
+  const int64_t tables = tables_.size();
   int64_t& max_lag = lag_by_producer_[p];
-  for (int64_t k = p; k < messages_; k += options_.producers) {
+  for (int64_t k = p; k < messages_; k += producers_) {
     const int64_t id = k + 1;
     const int64_t due = start_ns_ + static_cast<int64_t>(k * interval_ns);
     SleepUntilNs(due);
-    const std::string insert =
-        absl::StrCat("INSERT INTO ", options_.qualified_tables[k % tables],
-                     " (id, message) VALUES (", id, ",'",
-                     Payload(id, options_.payload_bytes), "')");
+    const std::string insert = absl::StrCat("INSERT INTO ", tables_[k % tables],
+                                            " (id, message) VALUES (", id, ",'",
+                                            Payload(id, payload_bytes_), "')");
     absl::Status status;
     for (int attempt = 0; attempt < 5; ++attempt) {
       if (conn->broken() && !(status = connect()).ok()) continue;

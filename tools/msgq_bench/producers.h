@@ -22,21 +22,16 @@
 
 #include "absl/status/status.h"
 #include "engine/sql/mysql_connection.h"
+#include "tools/msgq_bench/bench_results.pb.h"
 
 namespace msgq::bench {
 
 class ProducerPool {
  public:
-  struct Options {
-    // `db`.`name` of each table; message k goes to k mod size(). Not empty.
-    std::vector<std::string> qualified_tables;
-    int producers = 8;
-    double rate = 5000;
-    double duration_s = 60;
-    int payload_bytes = 60;
-  };
-
-  ProducerPool(MysqlOptions mysql, Options options);
+  // `tables`: `db`.`name` of each table, message k goes to k mod size(); not
+  // empty. From `options`: producers, rate, duration, payload_bytes.
+  ProducerPool(MysqlOptions mysql, std::vector<std::string> tables,
+               const pb::Options& options);
 
   // Produces every message; the first producer's lasting error otherwise
   // (its unsent messages have commit_end_ns == 0).
@@ -57,7 +52,10 @@ class ProducerPool {
   absl::Status Produce(int p);
 
   const MysqlOptions mysql_;
-  const Options options_;
+  const std::vector<std::string> tables_;
+  const int producers_;
+  const double rate_;
+  const int payload_bytes_;
   const int64_t messages_;
   std::vector<int64_t> commit_start_;
   std::vector<int64_t> commit_end_;

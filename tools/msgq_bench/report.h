@@ -1,4 +1,7 @@
-// The report of a run, into options.out_dir: the table (printed and in
+// The report of a run. DescribeEnvironment: where it ran (date, host, CPUs,
+// memory, kernel, MySQL version and durability settings, msgq commit,
+// command line), best effort: what cannot be read is left empty, never an
+// error. WriteReport, into options.out_dir: the table (printed and in
 // bench.txt, written first), bench.json (the results printed by protobuf's
 // JSON printer, with the proto field names and every scalar), the time series
 // timeseries.csv, and bench.png drawn by gnuplot with bench.gp (found under
@@ -11,13 +14,18 @@
 
 #include <vector>
 
+#include "engine/sql/mysql_connection.h"
 #include "tools/msgq_bench/bench_results.pb.h"
-#include "tools/msgq_bench/options.h"
 #include "tools/msgq_bench/phases.h"
 
 namespace msgq::bench {
 
-void WriteReport(const BenchOptions& options, const pb::BenchResults& results,
+// Uses the caller's `admin` connection.
+pb::Environment DescribeEnvironment(const pb::Options& options,
+                                    MysqlConnection& admin, int argc,
+                                    char** argv);
+
+void WriteReport(const pb::BenchResults& results,
                  const std::vector<SeriesPoint>& series);
 
 }  // namespace msgq::bench

@@ -9,7 +9,6 @@
 #include "grpcpp/grpcpp.h"
 #include "msgq/v1/messaging.grpc.pb.h"
 #include "tools/msgq_bench/clock.h"
-#include "tools/msgq_bench/latency.h"
 
 namespace msgq::bench {
 
@@ -37,26 +36,17 @@ struct SubscriberPool::Stream {
   std::unique_ptr<v1::Messaging::Stub> stub;
 
   absl::Mutex mu;
-  // Thread reader: the open stream's context, for Stop() to cancel.
-  grpc::ClientContext* context ABSL_GUARDED_BY(mu) = nullptr;
+  // The open call, null between a Reader's end and the next.
+  Reader* reader ABSL_GUARDED_BY(mu) = nullptr;
   int acks_in_flight ABSL_GUARDED_BY(mu) = 0;
   // Ids of failed acks, sent again with the next ack.
   std::vector<std::string> retry ABSL_GUARDED_BY(mu);
-  // Callback reader: the open call, and the ones that ended (kept until the
-  // pool goes, as gRPC may still be returning from their OnDone).
-  std::unique_ptr<Reader> reader ABSL_GUARDED_BY(mu);
-  std::vector<std::unique_ptr<Reader>> ended ABSL_GUARDED_BY(mu);
-  // Callback reader: no read outstanding until an ack returns (sync acks,
-  // or async with max_acks_in_flight reached: `pending_ack` then waits).
-  bool read_paused ABSL_GUARDED_BY(mu) = false;
+  // The ack of the last batch read when max_acks_in_flight were in flight:
+  // it waits for one of them to return, and so does the next read.
   std::unique_ptr<AckCall> pending_ack ABSL_GUARDED_BY(mu);
 
-  void AwaitAcksInFlightBelow(int n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    auto below = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-      return acks_in_flight < n;
-    };
-    mu.Await(absl::Condition(&below));
-  }
+  // Counts `call` in flight and adds the ids of failed acks to it.
+  void BeginAck(AckCall* call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 };
 
 struct SubscriberPool::AckCall {
@@ -66,9 +56,15 @@ struct SubscriberPool::AckCall {
   v1::MessageAckResponse response;
 };
 
-// One MessageStream call of the callback reader. Its read flow holds the
-// call open (a hold) from StartCall until a read fails, so a read paused for
-// an ack can be resumed from the ack's callback.
+void SubscriberPool::Stream::BeginAck(AckCall* call) {
+  for (std::string& id : retry) call->request.add_ids(std::move(id));
+  retry.clear();
+  ++acks_in_flight;
+}
+
+// One MessageStream call. Its read flow holds the call open (a hold) from
+// StartCall until a read fails, so a read paused for an ack can be resumed
+// from the ack's callback. Deletes itself when done.
 class SubscriberPool::Reader
     : public grpc::ClientReadReactor<v1::MessageStreamResponse> {
  public:
@@ -89,12 +85,13 @@ class SubscriberPool::Reader
     if (!ok) {
       RemoveHold();                           // no more reads: OnDone follows
     } else if (response_.rows_size() == 0 ||  // the fields header
-               pool_->OnBatch(stream_, pool_->Receive(stream_, response_))) {
+               pool_->OnBatch(stream_, response_)) {
       StartRead(&response_);
     }
   }
   void OnDone(const grpc::Status& /*status*/) override {
     pool_->OnReaderDone(stream_);
+    delete this;
   }
 
  private:
@@ -123,16 +120,8 @@ void SubscriberPool::Start() {
         options_.address, grpc::InsecureChannelCredentials(), args));
     streams_.push_back(std::move(stream));
   }
-  for (auto& stream : streams_) {
-    if (options_.callback_reader) {
-      OpenReader(stream.get());
-    } else {
-      threads_.emplace_back([this, s = stream.get()] { ReadLoop(s); });
-    }
-  }
-  if (options_.callback_reader) {
-    restarter_ = std::thread([this] { RestartLoop(); });
-  }
+  for (auto& stream : streams_) OpenReader(stream.get());
+  restarter_ = std::thread([this] { RestartLoop(); });
 }
 
 void SubscriberPool::Stop() {
@@ -144,10 +133,8 @@ void SubscriberPool::Stop() {
   stopping_.store(true);
   for (auto& stream : streams_) {
     absl::MutexLock lock(&stream->mu);
-    if (stream->context != nullptr) stream->context->TryCancel();
     if (stream->reader != nullptr) stream->reader->Cancel();
   }
-  for (std::thread& t : threads_) t.join();
   if (restarter_.joinable()) restarter_.join();
   {
     absl::MutexLock lock(&mu_);
@@ -156,7 +143,8 @@ void SubscriberPool::Stop() {
   }
   for (auto& stream : streams_) {
     absl::MutexLock lock(&stream->mu);
-    stream->AwaitAcksInFlightBelow(1);
+    stream->mu.Await(absl::Condition(
+        +[](int* n) { return *n == 0; }, &stream->acks_in_flight));
   }
 }
 
@@ -190,43 +178,8 @@ pb::Subscribers SubscriberPool::stats() const {
   return s;
 }
 
-void SubscriberPool::ReadLoop(Stream* stream) {
-  v1::MessageStreamRequest request;
-  request.set_keyspace(options_.keyspace);
-  request.set_name(stream->table);
-  for (bool first = true; !stopping_.load(); first = false) {
-    if (!first) {
-      restarts_.fetch_add(1);
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    grpc::ClientContext context;
-    {
-      absl::MutexLock lock(&stream->mu);
-      if (stopping_.load()) break;
-      stream->context = &context;
-    }
-    std::unique_ptr<grpc::ClientReader<v1::MessageStreamResponse>> reader =
-        stream->stub->MessageStream(&context, request);
-    v1::MessageStreamResponse response;
-    while (reader->Read(&response)) {
-      if (response.rows_size() == 0) continue;  // the fields header
-      std::unique_ptr<AckCall> call = Receive(stream, response);
-      {
-        absl::MutexLock lock(&stream->mu);
-        stream->AwaitAcksInFlightBelow(options_.max_acks_in_flight);
-        TakeRetries(stream, call.get());
-        ++stream->acks_in_flight;
-      }
-      IssueAck(stream, std::move(call), /*blocking=*/options_.sync_acks);
-    }
-    (void)reader->Finish();
-    absl::MutexLock lock(&stream->mu);
-    stream->context = nullptr;
-  }
-}
-
-std::unique_ptr<SubscriberPool::AckCall> SubscriberPool::Receive(
-    Stream* stream, const v1::MessageStreamResponse& response) {
+bool SubscriberPool::OnBatch(Stream* stream,
+                             const v1::MessageStreamResponse& response) {
   const int64_t now = NowNs();
   auto call = std::make_unique<AckCall>();
   call->request.set_keyspace(options_.keyspace);
@@ -242,26 +195,23 @@ std::unique_ptr<SubscriberPool::AckCall> SubscriberPool::Receive(
   }
   batches_.fetch_add(1, std::memory_order_relaxed);
   rows_.fetch_add(response.rows_size(), std::memory_order_relaxed);
-  return call;
+  {
+    absl::MutexLock lock(&stream->mu);
+    if (stream->acks_in_flight >= options_.max_acks_in_flight) {
+      stream->pending_ack = std::move(call);  // OnAckDone sends it
+      return false;
+    }
+    stream->BeginAck(call.get());
+  }
+  IssueAck(stream, std::move(call));
+  return true;
 }
 
-void SubscriberPool::TakeRetries(Stream* stream, AckCall* call) {
-  for (std::string& id : stream->retry) call->request.add_ids(std::move(id));
-  stream->retry.clear();
-}
-
-void SubscriberPool::IssueAck(Stream* stream, std::unique_ptr<AckCall> call,
-                              bool blocking) {
+void SubscriberPool::IssueAck(Stream* stream, std::unique_ptr<AckCall> call) {
   ack_rpcs_.fetch_add(1, std::memory_order_relaxed);
   call->issued_ns = NowNs();
   call->context.set_deadline(std::chrono::system_clock::now() +
                              std::chrono::seconds(60));
-  if (blocking) {
-    const grpc::Status s = stream->stub->MessageAck(
-        &call->context, call->request, &call->response);
-    OnAckDone(stream, std::move(call), s.ok());
-    return;
-  }
   AckCall* raw = call.release();
   stream->stub->async()->MessageAck(
       &raw->context, &raw->request, &raw->response,
@@ -295,19 +245,16 @@ void SubscriberPool::OnAckDone(Stream* stream, std::unique_ptr<AckCall> call,
       }
     }
     --stream->acks_in_flight;
-    if (stream->read_paused) {  // callback reader only
+    if (stream->pending_ack != nullptr) {
       next = std::move(stream->pending_ack);
-      if (next != nullptr) {
-        TakeRetries(stream, next.get());
-        ++stream->acks_in_flight;
-      }
-      stream->read_paused = false;
-      resume = stream->reader.get();
+      stream->BeginAck(next.get());
+      resume = stream->reader;
     }
   }
-  if (next != nullptr) IssueAck(stream, std::move(next), /*blocking=*/false);
+  if (next == nullptr) return;
+  IssueAck(stream, std::move(next));
   // The paused read flow's hold keeps the Reader until it reads again.
-  if (resume != nullptr) resume->ResumeRead();
+  resume->ResumeRead();
 }
 
 void SubscriberPool::OpenReader(Stream* stream) {
@@ -315,11 +262,7 @@ void SubscriberPool::OpenReader(Stream* stream) {
   {
     absl::MutexLock lock(&stream->mu);
     if (stopping_.load()) return;
-    if (stream->reader != nullptr) {
-      stream->ended.push_back(std::move(stream->reader));
-    }
-    stream->reader = std::make_unique<Reader>(this, stream);
-    reader = stream->reader.get();
+    stream->reader = reader = new Reader(this, stream);
   }
   {
     absl::MutexLock lock(&mu_);
@@ -330,26 +273,11 @@ void SubscriberPool::OpenReader(Stream* stream) {
   reader->Start();
 }
 
-bool SubscriberPool::OnBatch(Stream* stream, std::unique_ptr<AckCall> call) {
+void SubscriberPool::OnReaderDone(Stream* stream) {
   {
     absl::MutexLock lock(&stream->mu);
-    TakeRetries(stream, call.get());
-    if (!options_.sync_acks &&
-        stream->acks_in_flight >= options_.max_acks_in_flight) {
-      // No room: the ack waits, and so does the next read.
-      stream->pending_ack = std::move(call);
-      stream->read_paused = true;
-      return false;
-    }
-    ++stream->acks_in_flight;
-    // Sync: the next read waits for this ack.
-    stream->read_paused = options_.sync_acks;
+    stream->reader = nullptr;
   }
-  IssueAck(stream, std::move(call), /*blocking=*/false);
-  return !options_.sync_acks;
-}
-
-void SubscriberPool::OnReaderDone(Stream* stream) {
   absl::MutexLock lock(&mu_);
   --live_readers_;
   if (!stopping_.load()) {
@@ -379,43 +307,51 @@ void SubscriberPool::RestartLoop() {
 
 absl::StatusOr<std::vector<v1::TableStatus>> WaitForTables(
     const std::string& address, const std::string& keyspace,
-    const std::vector<std::string>& tables, absl::Duration timeout) {
+    const std::vector<std::string>& tables, int streams,
+    absl::Duration timeout) {
   auto stub = v1::Messaging::NewStub(
       grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   const absl::Time deadline = absl::Now() + timeout;
-  std::string error = "not listed";
-  size_t missing = tables.size();
-  std::string first_missing = tables.front();
+  const int n = tables.size();
+  std::string why = "not listed";
+  int waiting = n;
+  std::string first = tables.front();
   while (absl::Now() < deadline) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() +
                      std::chrono::seconds(5));
     v1::ListTablesResponse resp;
     if (grpc::Status s = stub->ListTables(&ctx, {}, &resp); !s.ok()) {
-      error = s.error_message();
+      why = s.error_message();
     } else {
       std::unordered_map<std::string, const v1::TableStatus*> by_name;
       for (const v1::TableStatus& t : resp.tables()) {
         if (t.keyspace() == keyspace) by_name[t.name()] = &t;
       }
-      std::vector<v1::TableStatus> loaded;
-      missing = 0;
-      for (const std::string& name : tables) {
-        auto it = by_name.find(name);
-        if (it != by_name.end() && it->second->loaded()) {
-          loaded.push_back(*it->second);
-        } else if (missing++ == 0) {
-          first_missing = name;
-          error = it == by_name.end() ? "not listed" : it->second->error();
+      std::vector<v1::TableStatus> ready;
+      waiting = 0;
+      for (int i = 0; i < n; ++i) {
+        auto it = by_name.find(tables[i]);
+        const v1::TableStatus* t = it == by_name.end() ? nullptr : it->second;
+        // Stream j of the pool reads table j mod n.
+        const int subscribers = streams / n + (i < streams % n ? 1 : 0);
+        if (t != nullptr && t->loaded() && t->subscribers() >= subscribers) {
+          ready.push_back(*t);
+        } else if (waiting++ == 0) {
+          first = tables[i];
+          why = t == nullptr   ? "not listed"
+                : !t->loaded() ? t->error()
+                               : absl::StrCat(t->subscribers(), " of ",
+                                              subscribers, " subscribers");
         }
       }
-      if (missing == 0) return loaded;
+      if (waiting == 0) return ready;
     }
-    absl::SleepFor(absl::Milliseconds(100));
+    absl::SleepFor(absl::Milliseconds(50));
   }
   return absl::DeadlineExceededError(absl::StrCat(
-      "msgqd at ", address, " did not load ", missing, " of ", tables.size(),
-      " tables of ", keyspace, ", the first ", first_missing, ": ", error));
+      "msgqd at ", address, ": ", waiting, " of ", n, " tables of ", keyspace,
+      " not ready, the first ", first, ": ", why));
 }
 
 }  // namespace msgq::bench

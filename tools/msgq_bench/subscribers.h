@@ -2,15 +2,14 @@
 //
 // SubscriberPool: S subscribers of one or more message tables (stream i
 // reads tables[i mod T]), each a MessageStream on its own gRPC channel (its
-// own TCP connection over loopback). Streams are read either by a thread
-// each with the sync ClientReader, or by gRPC callback reactors (no thread
-// per stream; for hundreds of streams). Every received batch is recorded in a
-// DeliveryLog and acked with one MessageAck, either asynchronously (callback
-// API; up to max_acks_in_flight per stream, so reading never waits on an
-// ack's MySQL commit) or synchronously (the stream reads its next batch only
-// once the ack returned); each ack's round trip is recorded. A failed ack's ids
-// are retried with the stream's next ack; a stream that ends is reopened 50 ms
-// later.
+// own TCP connection over loopback), read by gRPC callback reactors (no
+// thread per stream, so hundreds of streams cost no hundreds of threads).
+// Every received batch is recorded in a DeliveryLog and acked with one
+// MessageAck, asynchronously: up to max_acks_in_flight per stream, so reading
+// never waits on an ack's MySQL commit (with that many in flight, the next
+// read waits for one to return); each ack's round trip is recorded. A failed
+// ack's ids are retried with the stream's next ack; a stream that ends is
+// reopened 50 ms later.
 //
 // Thread-safe. Start() at most once; Stop() (also run by the destructor)
 // cancels the streams, waits for acks in flight and joins.
@@ -73,10 +72,7 @@ class SubscriberPool {
     // Not empty; stream i reads tables[i % tables.size()].
     std::vector<std::string> tables;
     int streams = 4;
-    bool sync_acks = false;       // the reader waits for each ack's reply
-    int max_acks_in_flight = 32;  // per stream, without sync_acks
-    // Callback reactors instead of a reader thread per stream.
-    bool callback_reader = false;
+    int max_acks_in_flight = 32;  // per stream
   };
 
   SubscriberPool(Options options, DeliveryLog* log);
@@ -107,32 +103,24 @@ class SubscriberPool {
   struct AckCall;
   class Reader;
 
-  // Thread reader.
-  void ReadLoop(Stream* stream);
-  // Callback reader: opens `stream` with a new Reader (unless stopping).
+  // Opens `stream` with a new Reader (unless stopping).
   void OpenReader(Stream* stream);
-  // A batch a Reader received; whether it may read the next one now.
-  bool OnBatch(Stream* stream, std::unique_ptr<AckCall> call);
+  // Records a batch a Reader received and acks it; whether the Reader may
+  // read the next one now.
+  bool OnBatch(Stream* stream, const v1::MessageStreamResponse& response);
   void OnReaderDone(Stream* stream);
   // Reopens ended streams when due, until Stop().
   void RestartLoop();
 
-  // Records a received batch; the ack of its ids.
-  std::unique_ptr<AckCall> Receive(Stream* stream,
-                                   const v1::MessageStreamResponse& response);
-  // Adds the ids of the stream's failed acks to `call`. Requires stream->mu.
-  static void TakeRetries(Stream* stream, AckCall* call);
-  // Sends an ack (counted in flight by the caller) and runs OnAckDone when
-  // it returns: with the callback API, or `blocking` (the thread reader's
-  // sync acks).
-  void IssueAck(Stream* stream, std::unique_ptr<AckCall> call, bool blocking);
+  // Sends an ack (counted in flight by the caller) with the callback API;
+  // OnAckDone runs when it returns.
+  void IssueAck(Stream* stream, std::unique_ptr<AckCall> call);
   void OnAckDone(Stream* stream, std::unique_ptr<AckCall> call, bool ok);
 
   const Options options_;
   DeliveryLog* const log_;
   std::vector<std::unique_ptr<Stream>> streams_;
-  std::vector<std::thread> threads_;
-  std::thread restarter_;  // callback reader only
+  std::thread restarter_;
 
   std::atomic<int64_t> batches_{0};
   std::atomic<int64_t> rows_{0};
@@ -148,20 +136,22 @@ class SubscriberPool {
   int64_t target_ ABSL_GUARDED_BY(mu_) = -1;
   int64_t reached_ns_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  // Callback reader: Readers not yet done, and ended streams to reopen (when
-  // due, bench clock).
+  // Readers not yet done, and ended streams to reopen (when due, bench
+  // clock).
   int live_readers_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::pair<int64_t, Stream*>> restarts_due_ ABSL_GUARDED_BY(mu_);
 };
 
 // Polls ListTables on `address` (one call per poll, however many tables)
-// until every table of `tables` in `keyspace` is loaded; returns their
-// statuses in the order of `tables`. DEADLINE_EXCEEDED after `timeout`,
-// naming how many are not loaded, the first of them and msgqd's error for it
-// (or the RPC's).
+// until every table of `tables` in `keyspace` is loaded and has the
+// subscribers of a SubscriberPool of `streams` streams (0: any); returns
+// their statuses in the order of `tables`. DEADLINE_EXCEEDED after `timeout`,
+// naming how many are not ready, the first of them and why (msgqd's error,
+// or the RPC's).
 absl::StatusOr<std::vector<v1::TableStatus>> WaitForTables(
     const std::string& address, const std::string& keyspace,
-    const std::vector<std::string>& tables, absl::Duration timeout);
+    const std::vector<std::string>& tables, int streams,
+    absl::Duration timeout);
 
 }  // namespace msgq::bench
 

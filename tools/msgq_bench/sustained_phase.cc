@@ -11,7 +11,7 @@
 #include "absl/time/time.h"
 #include "engine/status_macros.h"
 #include "tools/msgq_bench/clock.h"
-#include "tools/msgq_bench/latency.h"
+#include "tools/msgq_bench/options.h"
 #include "tools/msgq_bench/phases.h"
 #include "tools/msgq_bench/producers.h"
 #include "tools/msgq_bench/tables.h"
@@ -49,82 +49,58 @@ void AddLatencySeries(std::vector<std::pair<int64_t, int64_t>>& by_receipt,
 absl::StatusOr<std::string> SetUp(BenchContext& ctx,
                                   const std::vector<std::string>& names,
                                   SubscriberPool& pool, int streams) {
-  const BenchOptions& o = ctx.options;
+  const pb::Options& o = ctx.options;
   for (const std::string& name : names) {
-    const std::string table = Qualified(o.database, name);
-    for (const std::string& sql :
-         {absl::StrCat("DROP TABLE IF EXISTS ", table),
-          MessageTableDdl(table,
-                          MessageTableComment(o, o.batch_sizes.front()))}) {
-      RETURN_IF_ERROR(ctx.admin->Execute(sql).status());
-    }
+    const std::string table = Qualified(o.database(), name);
+    RETURN_IF_ERROR(Recreate(
+        *ctx.admin, table,
+        MessageTableDdl(table, MessageTableComment(o, o.batch_size(0)))));
   }
   // msgqd finds new tables at its next schema reload, then loads each.
   const absl::Time created = absl::Now();
-  const absl::Duration per_table = absl::Milliseconds(200) * o.tables;
-  RETURN_IF_ERROR(WaitForTables(ctx.msgq_address, o.database, names,
+  const absl::Duration per_table = absl::Milliseconds(200) * o.tables();
+  RETURN_IF_ERROR(WaitForTables(ctx.msgq_address, o.database(), names, 0,
                                 absl::Seconds(60) + per_table)
                       .status());
-  if (o.tables > 1) {
-    LogInfo("msgq-bench: msgqd serves the ", o.tables, " tables ",
+  if (o.tables() > 1) {
+    LogInfo("msgq-bench: msgqd serves the ", o.tables(), " tables ",
             absl::ToDoubleSeconds(absl::Now() - created),
             " s after they were created");
   }
   WaitForPurge(*ctx.admin);
   pool.Start();
   // Every stream must be subscribed before the first message is produced.
-  const absl::Time deadline =
-      absl::Now() + absl::Seconds(30) + absl::Milliseconds(50) * o.tables;
-  while (true) {
-    ASSIGN_OR_RETURN(std::vector<v1::TableStatus> t,
-                     WaitForTables(ctx.msgq_address, o.database, names,
-                                   absl::Seconds(10) + per_table));
-    bool all = true;
-    for (int i = 0; i < o.tables && all; ++i) {
-      all = t[i].subscribers() >=
-            streams / o.tables + (i < streams % o.tables ? 1 : 0);
-    }
-    if (all) return t.front().discovery();
-    if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError("subscribers did not all subscribe");
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
+  ASSIGN_OR_RETURN(std::vector<v1::TableStatus> t,
+                   WaitForTables(ctx.msgq_address, o.database(), names, streams,
+                                 absl::Seconds(30) + per_table));
+  return t.front().discovery();
 }
 
 absl::StatusOr<pb::Sustained> SustainedPhase(BenchContext& ctx) {
-  const BenchOptions& o = ctx.options;
+  const pb::Options& o = ctx.options;
   pb::Sustained result;
-  result.set_producers(o.producers);
-  result.set_offered_rate(o.rate);
-  result.set_duration_s(o.duration_s);
-  result.set_tables(o.tables);
+  result.set_producers(o.producers());
+  result.set_offered_rate(o.rate());
+  result.set_duration_s(o.duration());
+  result.set_tables(o.tables());
   // "sustained" for one table, sustained_0000, sustained_0001, ... for more.
   std::vector<std::string> names;
   std::vector<std::string> tables;  // qualified
-  for (int i = 0; i < o.tables; ++i) {
-    names.push_back(o.tables == 1 ? "sustained"
-                                  : absl::StrFormat("sustained_%04d", i));
-    tables.push_back(Qualified(o.database, names.back()));
+  for (int i = 0; i < o.tables(); ++i) {
+    names.push_back(o.tables() == 1 ? "sustained"
+                                    : absl::StrFormat("sustained_%04d", i));
+    tables.push_back(Qualified(o.database(), names.back()));
   }
-  ProducerPool producers(ctx.mysql, {.qualified_tables = tables,
-                                     .producers = o.producers,
-                                     .rate = o.rate,
-                                     .duration_s = o.duration_s,
-                                     .payload_bytes = o.payload_bytes});
+  ProducerPool producers(ctx.mysql, tables, o);
   result.set_messages(producers.messages());
   DeliveryLog log(producers.messages());
   // At least one stream per table; stream i reads table i mod tables.
-  result.set_streams(std::max(o.subscribers, o.tables));
-  const bool callback_reader = CallbackReader(o, o.tables);
-  result.set_stream_reader(callback_reader ? "callback" : "thread");
+  result.set_streams(std::max(o.subscribers(), o.tables()));
   SubscriberPool pool({.address = ctx.msgq_address,
-                       .keyspace = o.database,
+                       .keyspace = o.database(),
                        .tables = names,
                        .streams = result.streams(),
-                       .sync_acks = o.ack_mode == "sync",
-                       .max_acks_in_flight = o.max_acks_in_flight,
-                       .callback_reader = callback_reader},
+                       .max_acks_in_flight = o.max_acks_in_flight()},
                       &log);
   ASSIGN_OR_RETURN(*result.mutable_discovery(),
                    SetUp(ctx, names, pool, result.streams()));
@@ -140,7 +116,7 @@ absl::StatusOr<pb::Sustained> SustainedPhase(BenchContext& ctx) {
     LogError("msgq-bench: producers failed: ", produced.message());
   }
   const bool all_acked =
-      pool.WaitAcked(producers.committed(), absl::Seconds(o.tail_timeout_s));
+      pool.WaitAcked(producers.committed(), absl::Seconds(o.tail_timeout()));
   const int64_t acked_ns = pool.reached_ns();
   absl::StatusOr<pb::Cost> cost = meter.Stop();
   pool.Stop();
@@ -155,9 +131,9 @@ absl::StatusOr<pb::Sustained> SustainedPhase(BenchContext& ctx) {
   result.set_max_producer_lag_ms(Ms(producers.max_lag_ns()));
   result.set_tail_s(all_acked && acked_ns > 0
                         ? NsToSeconds(acked_ns - producers.end_ns())
-                        : o.tail_timeout_s);
+                        : o.tail_timeout());
 
-  const int64_t window_end = start + static_cast<int64_t>(o.duration_s * 1e9);
+  const int64_t window_end = start + static_cast<int64_t>(o.duration() * 1e9);
   std::vector<int64_t> lat_end;    // receipt - COMMIT returned
   std::vector<int64_t> lat_start;  // receipt - COMMIT sent
   std::vector<std::pair<int64_t, int64_t>> by_receipt;  // receipt, lat_end
@@ -183,8 +159,9 @@ absl::StatusOr<pb::Sustained> SustainedPhase(BenchContext& ctx) {
   result.set_received_before_commit_returned(before_commit_returned);
   *result.mutable_latency_commit_end() = Summarize(lat_end);
   *result.mutable_latency_commit_start() = Summarize(lat_start);
-  result.set_delivered_rate(delivered_in_window / o.duration_s);
-  result.set_delivered_pct_of_offered(100.0 * result.delivered_rate() / o.rate);
+  result.set_delivered_rate(delivered_in_window / o.duration());
+  result.set_delivered_pct_of_offered(100.0 * result.delivered_rate() /
+                                      o.rate());
   result.set_delivered_pct_of_committed(committed_in_window > 0
                                             ? 100.0 * delivered_in_window /
                                                   committed_in_window
@@ -199,32 +176,32 @@ absl::StatusOr<pb::Sustained> SustainedPhase(BenchContext& ctx) {
   result.set_ok(produced.ok() && all_acked && lost == 0 &&
                 result.unacked_in_db() == 0 && result.unexpected() == 0);
 
-  const size_t first = ctx.series->size();
-  meter.AppendSeries(start, ctx.series);
-  AddLatencySeries(by_receipt, start, *ctx.series, first);
+  const size_t first = ctx.series.size();
+  meter.AppendSeries(start, &ctx.series);
+  AddLatencySeries(by_receipt, start, ctx.series, first);
   return result;
 }
 
 }  // namespace
 
 void RunSustainedPhase(BenchContext& ctx) {
-  const BenchOptions& o = ctx.options;
-  LogInfo("msgq-bench: sustained, ", o.rate, " msgs/s for ", o.duration_s,
-          " s over ", o.tables, o.tables == 1 ? " table" : " tables");
+  const pb::Options& o = ctx.options;
+  LogInfo("msgq-bench: sustained, ", o.rate(), " msgs/s for ", o.duration(),
+          " s over ", o.tables(), o.tables() == 1 ? " table" : " tables");
   absl::StatusOr<pb::Sustained> s = SustainedPhase(ctx);
   if (!s.ok()) {
     ctx.Fail("sustained", s.status());
     return;
   }
-  if (!s->ok()) ctx.results->set_ok(false);
+  if (!s->ok()) ctx.results.set_ok(false);
   if (s->discovery() != "binlog") {
-    ctx.results->add_notes(absl::StrCat(
+    ctx.results.add_notes(absl::StrCat(
         "sustained: msgqd discovered new rows by polling every ",
-        o.poller_interval_s,
+        o.poller_interval(),
         " s (vt_poller_interval), so latency includes up to one poll "
         "interval"));
   }
-  *ctx.results->mutable_sustained() = *std::move(s);
+  *ctx.results.mutable_sustained() = *std::move(s);
 }
 
 }  // namespace msgq::bench

@@ -65,10 +65,23 @@ std::string OutboxTableDdl(const std::string& qualified) {
       "PRIMARY KEY (id), INDEX pending_idx (processed_at, id))");
 }
 
+absl::Status Recreate(MysqlConnection& conn, const std::string& qualified,
+                      const std::string& ddl) {
+  RETURN_IF_ERROR(
+      conn.Execute(absl::StrCat("DROP TABLE IF EXISTS ", qualified)).status());
+  return conn.Execute(ddl).status();
+}
+
 absl::StatusOr<double> Preload(const MysqlOptions& mysql,
                                const std::string& qualified,
+                               const std::string& ddl,
                                const std::string& payload_column, int64_t rows,
                                int payload_bytes) {
+  {
+    ASSIGN_OR_RETURN(std::unique_ptr<MysqlConnection> conn,
+                     MysqlConnection::Connect(mysql));
+    RETURN_IF_ERROR(Recreate(*conn, qualified, ddl));
+  }
   const int64_t start = NowNs();
   const int64_t per = (rows + 1) / 2;  // two connections
   std::vector<std::future<absl::Status>> parts;

@@ -29,12 +29,17 @@ std::string MessageTableDdl(const std::string& qualified,
 // relayed) and the (processed_at, id) index its poll needs.
 std::string OutboxTableDdl(const std::string& qualified);
 
-// Fills `qualified` with ids 1..rows and their payloads in `payload_column`
-// ("message" or "payload"): 1000-row INSERTs (autocommitted) on two
-// connections, each inserting its own contiguous range. Returns the seconds
-// it took; a connection's error otherwise.
+// DROP TABLE IF EXISTS `qualified`, then `ddl` (its CREATE TABLE).
+absl::Status Recreate(MysqlConnection& conn, const std::string& qualified,
+                      const std::string& ddl);
+
+// Recreates `qualified` with `ddl`, then fills it with ids 1..rows and their
+// payloads in `payload_column` ("message" or "payload"): 1000-row INSERTs
+// (autocommitted) on two connections, each inserting its own contiguous
+// range. Returns the seconds it took; a connection's error otherwise.
 absl::StatusOr<double> Preload(const MysqlOptions& mysql,
                                const std::string& qualified,
+                               const std::string& ddl,
                                const std::string& payload_column, int64_t rows,
                                int payload_bytes);
 

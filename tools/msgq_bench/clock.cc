@@ -1,4 +1,4 @@
-#include "tools/msgq_bench/latency.h"
+#include "tools/msgq_bench/clock.h"
 
 #include <algorithm>
 #include <cmath>
