@@ -1,6 +1,9 @@
 // The drain phases (phases.h): the relay baseline and msgq draining a
 // preloaded backlog, once per --batch_size.
+#include <algorithm>
 #include <atomic>
+#include <future>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -8,11 +11,92 @@
 #include "tools/msgq_bench/clock.h"
 #include "tools/msgq_bench/options.h"
 #include "tools/msgq_bench/phases.h"
-#include "tools/msgq_bench/relay.h"
 #include "tools/msgq_bench/tables.h"
 
 namespace msgq::bench {
 namespace {
+
+// The relay baseline's fixed shape: the seeds' relay, 5 workers x 1000 rows.
+constexpr int kRelayWorkers = 5;
+constexpr int kRelayBatch = 1000;
+
+// The relay baseline: the polling outbox relay of the seeds (002, 004).
+// kRelayWorkers workers, each on its own connection at READ COMMITTED, loop:
+//   BEGIN; SELECT id, payload ... WHERE processed_at IS NULL ORDER BY id
+//   LIMIT kRelayBatch FOR UPDATE SKIP LOCKED; "publish" (read every payload);
+//   UPDATE ... SET processed_at = now WHERE id IN (...); COMMIT
+// until a SELECT comes back empty. It delivers to no remote consumer and has
+// no redelivery: it is the cost floor msgq is compared against.
+struct RelayWorker {
+  int64_t processed = 0;
+  int64_t batches = 0;
+  int64_t retries = 0;    // transactions rolled back (deadlock, lock wait)
+  int64_t end_ns = 0;     // the last COMMIT returned
+  uint64_t checksum = 0;  // of the payloads "published"
+};
+
+// One transaction; returns the rows relayed (0: nothing left).
+absl::StatusOr<int64_t> RelayOnce(MysqlConnection& conn,
+                                  const std::string& table,
+                                  const std::string& select, RelayWorker& run) {
+  std::string ids;
+  int64_t rows = 0;
+  absl::Status status = conn.Execute("BEGIN").status();
+  if (status.ok()) {
+    status = conn.ForEachRow(select, [&](char** values, unsigned long* lengths,
+                                         unsigned int) {
+      absl::StrAppend(&ids, rows++ > 0 ? "," : "",
+                      absl::string_view(values[0], lengths[0]));
+      // "Publish": touch every byte of the payload.
+      for (unsigned long i = 0; values[1] != nullptr && i < lengths[1]; ++i) {
+        run.checksum =
+            run.checksum * 31 + static_cast<unsigned char>(values[1][i]);
+      }
+    });
+  }
+  if (status.ok() && rows > 0) {
+    status = conn.Execute(absl::StrCat("UPDATE ", table, " SET processed_at = ",
+                                       NowNs(), " WHERE id IN (", ids, ")"))
+                 .status();
+  }
+  if (status.ok()) status = conn.Execute("COMMIT").status();
+  if (!status.ok()) {
+    if (!conn.broken()) (void)conn.Execute("ROLLBACK");
+    return status;
+  }
+  return rows;
+}
+
+// One worker until the outbox is empty; its counts in `run`, and the rows it
+// committed as processed in `progress` (for sampling). Returns its error when
+// it fails for good (after 1000 retries of ABORTED transactions, or at once
+// on other errors).
+absl::Status RunWorker(const MysqlOptions& mysql, const std::string& table,
+                       std::atomic<int64_t>* progress, RelayWorker& run) {
+  ASSIGN_OR_RETURN(std::unique_ptr<MysqlConnection> conn,
+                   MysqlConnection::Connect(mysql));
+  RETURN_IF_ERROR(
+      conn->Execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+          .status());
+  const std::string select =
+      absl::StrCat("SELECT id, payload FROM ", table,
+                   " WHERE processed_at IS NULL ORDER BY id LIMIT ",
+                   kRelayBatch, " FOR UPDATE SKIP LOCKED");
+  while (true) {
+    absl::StatusOr<int64_t> n = RelayOnce(*conn, table, select, run);
+    if (!n.ok() && n.status().code() == absl::StatusCode::kAborted &&
+        run.retries < 1000) {
+      ++run.retries;
+      continue;
+    }
+    if (!n.ok()) return n.status();
+    if (*n == 0) return absl::OkStatus();
+    run.processed += *n;
+    ++run.batches;
+    run.end_ns = NowNs();
+    progress->fetch_add(*n, std::memory_order_relaxed);
+  }
+}
 
 std::string DrainTable(int batch_size) {
   return absl::StrCat("drain_b", batch_size);
@@ -41,24 +125,39 @@ absl::StatusOr<pb::Relay> RelayPhase(BenchContext& ctx,
     return PhaseCounts{.delivered = n, .acked = n};
   });
   RETURN_IF_ERROR(meter.Start());
-  absl::StatusOr<RelayRun> run = RunRelay(ctx.mysql, table, &progress);
+  const int64_t start_ns = NowNs();
+  std::vector<RelayWorker> runs(kRelayWorkers);
+  std::vector<std::future<absl::Status>> workers;
+  for (RelayWorker& run : runs) {
+    workers.push_back(std::async(std::launch::async, [&] {
+      return RunWorker(ctx.mysql, table, &progress, run);
+    }));
+  }
+  absl::Status status;
+  for (std::future<absl::Status>& worker : workers) {
+    if (absl::Status s = worker.get(); status.ok()) status = s;
+  }
   absl::StatusOr<pb::Cost> cost = meter.Stop();
   result.set_perf_report(meter.perf_report());
-  RETURN_IF_ERROR(run.status());
+  RETURN_IF_ERROR(status);
   RETURN_IF_ERROR(cost.status());
-  result.set_processed(run->processed);
-  result.set_batches(run->batches);
-  result.set_retries(run->retries);
-  result.set_seconds(NsToSeconds(run->end_ns - run->start_ns));
-  result.set_msgs_per_s(result.seconds() > 0 ? run->processed / result.seconds()
-                                             : 0);
-  SetPerMessage(run->processed, &*cost);
+  int64_t end_ns = start_ns;
+  for (const RelayWorker& run : runs) {
+    result.set_processed(result.processed() + run.processed);
+    result.set_batches(result.batches() + run.batches);
+    result.set_retries(result.retries() + run.retries);
+    end_ns = std::max(end_ns, run.end_ns);
+  }
+  result.set_seconds(NsToSeconds(end_ns - start_ns));
+  result.set_msgs_per_s(
+      result.seconds() > 0 ? result.processed() / result.seconds() : 0);
+  SetPerMessage(result.processed(), &*cost);
   *result.mutable_cost() = *std::move(cost);
   ASSIGN_OR_RETURN(const int64_t left,
                    CountRows(*ctx.admin, table, "processed_at IS NULL"));
   result.set_left_in_db(left);
   result.set_ok(left == 0 && result.processed() == result.messages());
-  meter.AppendSeries(run->start_ns, &ctx.series);
+  meter.AppendSeries(start_ns, &ctx.series);
   return result;
 }
 

@@ -11,10 +11,6 @@
 
 namespace msgq::bench {
 
-// The relay baseline's fixed shape: the seeds' relay, 5 workers x 1000 rows.
-inline constexpr int kRelayWorkers = 5;
-inline constexpr int kRelayBatch = 1000;
-
 // Reads the parsed flags. INVALID_ARGUMENT names the bad flag.
 absl::StatusOr<pb::Options> OptionsFromFlags();
 

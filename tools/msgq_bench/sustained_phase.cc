@@ -3,6 +3,9 @@
 // --tables=N the load is spread round-robin over N tables, each with its own
 // streams.
 #include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <future>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -13,11 +16,100 @@
 #include "tools/msgq_bench/clock.h"
 #include "tools/msgq_bench/options.h"
 #include "tools/msgq_bench/phases.h"
-#include "tools/msgq_bench/producers.h"
 #include "tools/msgq_bench/tables.h"
 
 namespace msgq::bench {
 namespace {
+
+// What the producers did. Per id (1..messages): when its COMMIT was sent and
+// when it returned (bench clock; 0: never committed).
+struct Production {
+  explicit Production(int64_t messages)
+      : messages(messages),
+        commit_start_ns(messages + 1),
+        commit_end_ns(messages + 1) {}
+  const int64_t messages;  // rate x duration
+  std::vector<int64_t> commit_start_ns;
+  std::vector<int64_t> commit_end_ns;
+  std::atomic<int64_t> committed{0};  // may be read while producing
+  std::atomic<int64_t> errors{0};
+  int64_t start_ns = 0;    // message k is due at start + k / rate
+  int64_t end_ns = 0;      // the last COMMIT returned
+  int64_t max_lag_ns = 0;  // worst delay of a COMMIT behind its schedule
+};
+
+// Producer p of P: message k (id k+1) of `out` for each k with k mod P = p,
+// into table k mod T of `tables`, in its own transaction (BEGIN; INSERT;
+// COMMIT, like an application's outbox write), at its due time or at once
+// when behind. A failed transaction is retried up to 5 times (on a new
+// connection when the old one broke). Returns its lasting error.
+absl::Status Produce(const MysqlOptions& mysql,
+                     const std::vector<std::string>& tables,
+                     const pb::Options& o, int p, Production& out,
+                     int64_t& max_lag_ns) {
+  std::unique_ptr<MysqlConnection> conn;
+  auto connect = [&]() -> absl::Status {
+    absl::StatusOr<std::unique_ptr<MysqlConnection>> c =
+        MysqlConnection::Connect(mysql);
+    if (c.ok()) conn = *std::move(c);
+    return c.status();
+  };
+  RETURN_IF_ERROR(connect());
+  for (int64_t k = p; k < out.messages; k += o.producers()) {
+    const int64_t id = k + 1;
+    const int64_t due = out.start_ns + static_cast<int64_t>(k * 1e9 / o.rate());
+    SleepUntilNs(due);
+    const std::string insert = absl::StrCat(
+        "INSERT INTO ", tables[k % tables.size()], " (id, message) VALUES (",
+        id, ",'", Payload(id, o.payload_bytes()), "')");
+    absl::Status status;
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      if (conn->broken() && !(status = connect()).ok()) continue;
+      status = conn->Execute("BEGIN").status();
+      if (status.ok()) status = conn->Execute(insert).status();
+      const int64_t commit_start = NowNs();
+      if (status.ok()) status = conn->Execute("COMMIT").status();
+      if (status.ok()) {
+        out.commit_start_ns[id] = commit_start;
+        out.commit_end_ns[id] = NowNs();
+        max_lag_ns = std::max(max_lag_ns, commit_start - due);
+        out.committed.fetch_add(1, std::memory_order_relaxed);
+        break;
+      }
+      out.errors.fetch_add(1);
+      if (!conn->broken()) (void)conn->Execute("ROLLBACK");
+    }
+    RETURN_IF_ERROR(status);
+  }
+  return absl::OkStatus();
+}
+
+// The options' producers at a fixed total offered rate: message k is due at
+// start + k/rate, so the offered load is evenly spaced (see Produce). Blocks
+// until all are done; the first producer's lasting error (its unsent
+// messages are never committed).
+absl::Status RunProducers(const MysqlOptions& mysql,
+                          const std::vector<std::string>& tables,
+                          const pb::Options& o, Production& out) {
+  out.start_ns = NowNs() + 200 * 1000 * 1000;  // connect first, off schedule
+  std::vector<int64_t> lag_ns(o.producers(), 0);
+  std::vector<std::future<absl::Status>> producers;
+  for (int p = 0; p < o.producers(); ++p) {
+    producers.push_back(std::async(std::launch::async, [&, p] {
+      return Produce(mysql, tables, o, p, out, lag_ns[p]);
+    }));
+  }
+  absl::Status status;
+  for (std::future<absl::Status>& producer : producers) {
+    absl::Status s = producer.get();
+    if (status.ok()) status = s;
+  }
+  out.end_ns = std::max(
+      out.start_ns,
+      *std::max_element(out.commit_end_ns.begin(), out.commit_end_ns.end()));
+  out.max_lag_ns = *std::max_element(lag_ns.begin(), lag_ns.end());
+  return status;
+}
 
 // Sets the latency of the receipts in each interval of series[first..] (t_s
 // since `start_ns`) from (receipt, latency) pairs.
@@ -91,9 +183,10 @@ absl::StatusOr<pb::Sustained> SustainedPhase(BenchContext& ctx) {
                                     : absl::StrFormat("sustained_%04d", i));
     tables.push_back(Qualified(o.database(), names.back()));
   }
-  ProducerPool producers(ctx.mysql, tables, o);
-  result.set_messages(producers.messages());
-  DeliveryLog log(producers.messages());
+  Production producers(
+      std::max<int64_t>(1, std::llround(o.rate() * o.duration())));
+  result.set_messages(producers.messages);
+  DeliveryLog log(producers.messages);
   // At least one stream per table; stream i reads table i mod tables.
   result.set_streams(std::max(o.subscribers(), o.tables()));
   SubscriberPool pool({.address = ctx.msgq_address,
@@ -108,29 +201,29 @@ absl::StatusOr<pb::Sustained> SustainedPhase(BenchContext& ctx) {
   PhaseMeter meter(ctx, "sustained", /*profile=*/false, [&] {
     return PhaseCounts{.delivered = log.unique(),
                        .acked = pool.acked(),
-                       .offered = producers.committed()};
+                       .offered = producers.committed.load()};
   });
   RETURN_IF_ERROR(meter.Start());
-  absl::Status produced = producers.Run();
+  absl::Status produced = RunProducers(ctx.mysql, tables, o, producers);
   if (!produced.ok()) {
     LogError("msgq-bench: producers failed: ", produced.message());
   }
-  const bool all_acked =
-      pool.WaitAcked(producers.committed(), absl::Seconds(o.tail_timeout()));
+  const bool all_acked = pool.WaitAcked(producers.committed.load(),
+                                        absl::Seconds(o.tail_timeout()));
   const int64_t acked_ns = pool.reached_ns();
   absl::StatusOr<pb::Cost> cost = meter.Stop();
   pool.Stop();
   RETURN_IF_ERROR(cost.status());
 
-  result.set_committed(producers.committed());
-  result.set_producer_errors(producers.errors());
-  const int64_t start = producers.start_ns();
-  const double producing_s = NsToSeconds(producers.end_ns() - start);
+  result.set_committed(producers.committed);
+  result.set_producer_errors(producers.errors);
+  const int64_t start = producers.start_ns;
+  const double producing_s = NsToSeconds(producers.end_ns - start);
   result.set_achieved_offered_rate(
       producing_s > 0 ? result.committed() / producing_s : 0);
-  result.set_max_producer_lag_ms(Ms(producers.max_lag_ns()));
+  result.set_max_producer_lag_ms(Ms(producers.max_lag_ns));
   result.set_tail_s(all_acked && acked_ns > 0
-                        ? NsToSeconds(acked_ns - producers.end_ns())
+                        ? NsToSeconds(acked_ns - producers.end_ns)
                         : o.tail_timeout());
 
   const int64_t window_end = start + static_cast<int64_t>(o.duration() * 1e9);
@@ -139,8 +232,8 @@ absl::StatusOr<pb::Sustained> SustainedPhase(BenchContext& ctx) {
   std::vector<std::pair<int64_t, int64_t>> by_receipt;  // receipt, lat_end
   int64_t lost = 0, committed_in_window = 0, delivered_in_window = 0,
           before_commit_returned = 0;
-  for (int64_t id = 1; id <= producers.messages(); ++id) {
-    const int64_t committed = producers.commit_end_ns(id);
+  for (int64_t id = 1; id <= producers.messages; ++id) {
+    const int64_t committed = producers.commit_end_ns[id];
     if (committed == 0) continue;  // never produced
     const int64_t received = log.first_ns(id);
     if (received == 0) {
@@ -151,7 +244,7 @@ absl::StatusOr<pb::Sustained> SustainedPhase(BenchContext& ctx) {
     delivered_in_window += received <= window_end;
     before_commit_returned += received < committed;
     lat_end.push_back(std::max<int64_t>(0, received - committed));
-    lat_start.push_back(received - producers.commit_start_ns(id));
+    lat_start.push_back(received - producers.commit_start_ns[id]);
     by_receipt.emplace_back(received, lat_end.back());
   }
   result.set_committed_in_window(committed_in_window);
