@@ -189,9 +189,10 @@ absl::StatusOr<pb::Drain> DrainPhase(BenchContext& ctx, int batch_size) {
   RETURN_IF_ERROR(meter.Start());
   const int64_t subscribe_ns = NowNs();
   pool.Start();
-  result.set_completed(
-      pool.WaitAcked(o.messages(), absl::Seconds(o.drain_timeout())));
-  const int64_t end_ns = result.completed() ? pool.reached_ns() : NowNs();
+  const int64_t acked_ns =
+      pool.WaitAcked(o.messages(), absl::Seconds(o.drain_timeout()));
+  result.set_completed(acked_ns > 0);
+  const int64_t end_ns = result.completed() ? acked_ns : NowNs();
   absl::StatusOr<pb::Cost> cost = meter.Stop();
   result.set_perf_report(meter.perf_report());
   pool.Stop();

@@ -148,17 +148,13 @@ void SubscriberPool::Stop() {
   }
 }
 
-bool SubscriberPool::WaitAcked(int64_t n, absl::Duration timeout) {
+int64_t SubscriberPool::WaitAcked(int64_t n, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   target_ = n;
   if (acked_.load() >= n && reached_ns_ == 0) reached_ns_ = NowNs();
   auto reached = [this, n] { return acked_.load() >= n; };
-  return mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);
-}
-
-int64_t SubscriberPool::reached_ns() const {
-  absl::MutexLock lock(&mu_);
-  return reached_ns_;
+  return mu_.AwaitWithTimeout(absl::Condition(&reached), timeout) ? reached_ns_
+                                                                  : 0;
 }
 
 pb::Subscribers SubscriberPool::stats() const {

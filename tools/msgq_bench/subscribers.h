@@ -84,11 +84,8 @@ class SubscriberPool {
   void Stop();
 
   // Blocks until msgqd has reported `n` rows acked, or `timeout`. Returns
-  // whether it got there.
-  bool WaitAcked(int64_t n, absl::Duration timeout);
-  // When the acked count first reached the WaitAcked target (bench clock),
-  // 0 if not yet.
-  int64_t reached_ns() const;
+  // when the count first reached `n` (bench clock), 0 if it did not.
+  int64_t WaitAcked(int64_t n, absl::Duration timeout);
 
   int64_t acked() const { return acked_.load(std::memory_order_relaxed); }
   // batches, rows, ack_rpcs, ack_errors, acked (rows msgqd reported as newly
