@@ -43,7 +43,9 @@ absl::StatusOr<std::map<std::string, int64_t>> ReadCounters(
   for (const auto& row : r.rows) {
     // The server spells the names as kCounters does.
     auto it = counters.find(row[0].value_or(""));
-    if (it != counters.end()) (void)absl::SimpleAtoi(*row[1], &it->second);
+    if (it != counters.end()) {
+      (void)absl::SimpleAtoi(row[1].value_or(""), &it->second);
+    }
   }
   return counters;
 }
