@@ -255,8 +255,14 @@ pb::Environment DescribeEnvironment(const pb::Options& o,
   gethostname(host, sizeof(host) - 1);
   e.set_host(host);
   e.set_cpus(static_cast<int>(std::thread::hardware_concurrency()));
-  e.set_cpu_model(
-      FirstLine("sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo", ""));
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (absl::StartsWith(line, "model name")) {
+      e.set_cpu_model(std::string(
+          absl::StripAsciiWhitespace(line.substr(line.find(':') + 1))));
+      break;
+    }
+  }
   std::ifstream meminfo("/proc/meminfo");
   std::string key;
   int64_t kib = 0;
