@@ -62,8 +62,10 @@ TEST(LogTest, StalledStderrNeverBlocksAndDropsAreReported) {
   const int64_t dropped_before = DroppedLogLines();
   const std::string filler(1000, 'x');
   const absl::Time start = absl::Now();
-  // 64 KiB of pipe buffer plus the queue's 10,000 lines, then more.
-  for (size_t i = 0; i < kMaxQueuedLogLines + 2000; ++i) LogInfo(filler);
+  // 64 KiB of pipe buffer, the lines the writer took from the queue before
+  // the pipe filled (up to a whole queue: it takes all at once, and on a
+  // loaded machine it may wake late), the queue's 10,000 lines, then more.
+  for (size_t i = 0; i < 2 * kMaxQueuedLogLines + 2000; ++i) LogInfo(filler);
   EXPECT_LT(absl::Now() - start, absl::Seconds(20));
   EXPECT_GT(DroppedLogLines(), dropped_before);
   // Unblock the writer, and see the report of the loss.
