@@ -181,11 +181,15 @@ TEST_F(PrimaryFailoverTest,
   EXPECT_EQ(
       replica_->Scalar("SELECT COUNT(*) FROM msgq.q WHERE time_acked IS NULL"),
       "0");
-  const std::string log = server_->Log();
-  EXPECT_NE(
-      log.find(absl::StrCat("MySQL primary: 127.0.0.1:", replica_->port())),
-      std::string::npos)
-      << log;
+  // msgqd's log writer thread may trail the switch.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return server_->Log().find(absl::StrCat("MySQL primary: 127.0.0.1:",
+                                                replica_->port())) !=
+               std::string::npos;
+      },
+      absl::Seconds(10)))
+      << server_->Log();
 }
 
 // A switchover: the primary stays up but turns read-only. msgqd connects

@@ -166,11 +166,18 @@ TEST_F(SecurityHttpsTest, MutualTlsNeedsAClientCertificateOfTheCa) {
                                     Path("reader.key")));
   EXPECT_EQ(reader.exit_code, 0) << reader.err;
   EXPECT_EQ(reader.out, "200\nok\n");
-  // The refusals are logged with the client's address and the reason.
-  EXPECT_THAT(server_->Log(), HasSubstr("HTTPS client 127.0.0.1:"));
-  EXPECT_THAT(server_->Log(),
-              HasSubstr(": TLS handshake failed: peer did not return a "
-                        "certificate"));
+  // The refusals are logged with the client's address and the reason (by
+  // msgqd's log writer thread, which may come after curl's exit).
+  EXPECT_TRUE(Eventually(
+      [&] {
+        const std::string log = server_->Log();
+        return log.find("HTTPS client 127.0.0.1:") != std::string::npos &&
+               log.find(
+                   ": TLS handshake failed: peer did not return a "
+                   "certificate") != std::string::npos;
+      },
+      absl::Seconds(10)))
+      << server_->Log();
 }
 
 TEST_F(SecurityHttpsTest, RotatedCertificateIsServedAfterTheReloadInterval) {
