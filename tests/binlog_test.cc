@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "tests/fixture.h"
+#include "tests/log_wait.h"
 #include "tests/stuck_subscriber.h"
 
 namespace msgq::testing {
@@ -174,12 +175,8 @@ TEST_F(BinlogTest, KilledBinlogConnectionResumesWithoutLoss) {
   for (const auto& id : s.ids()) unique.insert(id);
   EXPECT_EQ(unique.size(), 40u);
   // msgqd's log writer thread may trail the rows.
-  EXPECT_TRUE(Eventually(
-      [&] {
-        return server_->Log().find("binlog: stream interrupted") !=
-               std::string::npos;
-      },
-      absl::Seconds(10)))
+  EXPECT_TRUE(
+      LogShows(*server_, "binlog: stream interrupted", absl::Seconds(10)))
       << server_->Log();
 }
 
@@ -211,12 +208,8 @@ TEST_F(BinlogTest, ResetMasterKeepsInstantDelivery) {
   }
   EXPECT_THAT(s.ids(), ElementsAre("1", "2", "3", "4"));
   // msgqd's log writer thread may trail the rows.
-  EXPECT_TRUE(Eventually(
-      [&] {
-        return server_->Log().find("binlog: resume position is gone") !=
-               std::string::npos;
-      },
-      absl::Seconds(10)));
+  EXPECT_TRUE(
+      LogShows(*server_, "binlog: resume position is gone", absl::Seconds(10)));
   const std::string log = server_->Log();
   EXPECT_EQ(log.find("binlog: resume position is gone"),
             log.rfind("binlog: resume position is gone"))

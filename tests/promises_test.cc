@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "tests/fixture.h"
+#include "tests/log_wait.h"
 #include "tests/stuck_subscriber.h"
 
 #ifndef MSGQ_CLI_PATH
@@ -152,12 +153,8 @@ TEST_F(PromisesTest, DiscoverySwitchesToPollWhenBinlogCannotBeFollowedAndBack) {
   EXPECT_EQ(FindTable(stub_.get(), "q").discovery(), "poll");
   // The warning comes with the failed reconnect, which may follow the
   // switch to "poll" (at the stream's end) by its backoff.
-  EXPECT_TRUE(Eventually(
-      [&] {
-        return server_->Log().find("binlog_format is STATEMENT") !=
-               std::string::npos;
-      },
-      absl::Seconds(30)))
+  EXPECT_TRUE(
+      LogShows(*server_, "binlog_format is STATEMENT", absl::Seconds(30)))
       << server_->Log();
 
   ASSERT_NO_FATAL_FAILURE(Exec("SET GLOBAL binlog_format = 'ROW'"));
@@ -206,12 +203,7 @@ TEST_F(PromisesTest, DiscoverySwitchesToPollWhenTheDumpDiesForGoodAndBack) {
   EXPECT_EQ(FindTable(stub_.get(), "q").discovery(), "poll");
   // The warning comes with the failed reconnect, which may follow the
   // switch to "poll" (at the stream's end) by its backoff.
-  EXPECT_TRUE(Eventually(
-      [&] {
-        return server_->Log().find("GRANT REPLICATION SLAVE") !=
-               std::string::npos;
-      },
-      absl::Seconds(30)))
+  EXPECT_TRUE(LogShows(*server_, "GRANT REPLICATION SLAVE", absl::Seconds(30)))
       << server_->Log();
 
   ASSERT_NO_FATAL_FAILURE(
