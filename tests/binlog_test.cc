@@ -249,11 +249,7 @@ class NoBinlogTest : public BinlogTest {
 TEST_F(NoBinlogTest, FallsBackToPollingWithOneClearWarning) {
   CreateTable("q", "vt_poller_interval=0.3");
   StartServer();
-  ASSERT_TRUE(Eventually(
-      [&] {
-        return server_->Log().find("binary log is off") != std::string::npos;
-      },
-      absl::Seconds(10)));
+  ASSERT_TRUE(LogShows(*server_, "binary log is off", absl::Seconds(10)));
   EXPECT_THAT(server_->Log(), HasSubstr("--log-bin"));
   EXPECT_EQ(FindTable(stub_.get(), "q").discovery(), "poll");
   StreamCollector s(stub_.get(), "q");
@@ -274,12 +270,8 @@ TEST_F(BinlogTest, StatementFormatFallsBackWithTheReason) {
   Exec("SET GLOBAL binlog_format = 'STATEMENT'");
   CreateTable("q", "vt_poller_interval=0.3");
   StartServer();
-  ASSERT_TRUE(Eventually(
-      [&] {
-        return server_->Log().find("binlog_format is STATEMENT") !=
-               std::string::npos;
-      },
-      absl::Seconds(10)))
+  ASSERT_TRUE(
+      LogShows(*server_, "binlog_format is STATEMENT", absl::Seconds(10)))
       << server_->Log();
   EXPECT_EQ(FindTable(stub_.get(), "q").discovery(), "poll");
   StreamCollector s(stub_.get(), "q");
@@ -294,12 +286,7 @@ TEST_F(BinlogTest, MissingReplicationPrivilegeFallsBackWithTheFix) {
       "GRANT SELECT, INSERT, UPDATE, DELETE ON msgq.* TO "
       "'limited'@'localhost'");
   StartServer({"--mysql_user=limited"});
-  ASSERT_TRUE(Eventually(
-      [&] {
-        return server_->Log().find("GRANT REPLICATION SLAVE") !=
-               std::string::npos;
-      },
-      absl::Seconds(10)))
+  ASSERT_TRUE(LogShows(*server_, "GRANT REPLICATION SLAVE", absl::Seconds(10)))
       << server_->Log();
   EXPECT_EQ(FindTable(stub_.get(), "q").discovery(), "poll");
   StreamCollector s(stub_.get(), "q");

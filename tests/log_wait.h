@@ -13,7 +13,7 @@
 namespace msgq::testing {
 
 inline bool LogShows(const Msgqd& server, const std::string& text,
-                     absl::Duration timeout = absl::Seconds(10)) {
+                     absl::Duration timeout) {
   return Eventually([&] { return absl::StrContains(server.Log(), text); },
                     timeout);
 }

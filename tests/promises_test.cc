@@ -367,9 +367,7 @@ TEST_F(PromisesTest, AcksAcceptedBeforeSigtermAreCommitted) {
   std::atomic<int> exit_code{-2};
   std::thread stopper(
       [&] { exit_code = server_->Terminate(absl::Seconds(90), SIGTERM); });
-  ASSERT_TRUE(Eventually(
-      [&] { return server_->Log().find("shutting down") != std::string::npos; },
-      absl::Seconds(20)))
+  ASSERT_TRUE(LogShows(*server_, "shutting down", absl::Seconds(20)))
       << server_->Log();
   lock.Release();
   stopper.join();
@@ -502,12 +500,8 @@ TEST_F(PromisesTest, MinimalRowImageFallsBackToPollingWithOneWarning) {
   ASSERT_NO_FATAL_FAILURE(Exec("SET GLOBAL binlog_row_image = 'MINIMAL'"));
   ASSERT_NO_FATAL_FAILURE(CreateTable("q", "vt_poller_interval=0.5"));
   ASSERT_NO_FATAL_FAILURE(StartServer());
-  ASSERT_TRUE(Eventually(
-      [&] {
-        return server_->Log().find("binlog_row_image is MINIMAL") !=
-               std::string::npos;
-      },
-      absl::Seconds(20)))
+  ASSERT_TRUE(
+      LogShows(*server_, "binlog_row_image is MINIMAL", absl::Seconds(20)))
       << server_->Log();
   EXPECT_EQ(FindTable(stub_.get(), "q").discovery(), "poll");
   StreamCollector s(stub_.get(), "q");
