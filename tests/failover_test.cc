@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/fixture.h"
+#include "tests/log_wait.h"
 
 namespace msgq::testing {
 namespace {
@@ -182,12 +183,8 @@ TEST_F(PrimaryFailoverTest,
       replica_->Scalar("SELECT COUNT(*) FROM msgq.q WHERE time_acked IS NULL"),
       "0");
   // msgqd's log writer thread may trail the switch.
-  EXPECT_TRUE(Eventually(
-      [&] {
-        return server_->Log().find(absl::StrCat("MySQL primary: 127.0.0.1:",
-                                                replica_->port())) !=
-               std::string::npos;
-      },
+  EXPECT_TRUE(LogShows(
+      *server_, absl::StrCat("MySQL primary: 127.0.0.1:", replica_->port()),
       absl::Seconds(10)))
       << server_->Log();
 }

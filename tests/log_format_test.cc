@@ -2,6 +2,7 @@
 #include <string>
 
 #include "tests/fixture.h"
+#include "tests/log_wait.h"
 
 namespace msgq::testing {
 namespace {
@@ -12,13 +13,10 @@ TEST_F(LogFormatTest, JsonLinesAtInfo) {
   ASSERT_NO_FATAL_FAILURE(CreateTable("jobs"));
   ASSERT_NO_FATAL_FAILURE(
       StartServer({"--log_format=json", "--http_listen=127.0.0.1:0"}));
-  ASSERT_TRUE(Eventually(
-      [&] {
-        return server_->Log().find(
-                   "\"level\":\"info\",\"msg\":\"schema loaded: 1 message "
-                   "table(s)\"}\n") != std::string::npos;
-      },
-      absl::Seconds(10)))
+  ASSERT_TRUE(LogShows(*server_,
+                       "\"level\":\"info\",\"msg\":\"schema loaded: 1 message "
+                       "table(s)\"}\n",
+                       absl::Seconds(10)))
       << server_->Log();
   EXPECT_NE(server_->Log().find("{\"time\":\""), std::string::npos);
   // Scripts wait for this exact line, unchanged by the format.

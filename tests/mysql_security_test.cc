@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/fixture.h"
+#include "tests/log_wait.h"
 #include "tools/launch/owned_dir.h"
 
 namespace msgq::testing {
@@ -186,23 +187,15 @@ TEST_F(MysqlTlsTest, VerifiedTlsServesPlaintextAndWrongCaDoNot) {
   ASSERT_NO_FATAL_FAILURE(Exec("GRANT ALL ON msgq.* TO 'tls'@'127.0.0.1'"));
 
   ASSERT_NO_FATAL_FAILURE(StartServer(Tcp("disabled")));
-  EXPECT_TRUE(Eventually(
-      [&] {
-        return server_->Log().find("Access denied for user 'tls'") !=
-               std::string::npos;
-      },
-      absl::Seconds(20)))
+  EXPECT_TRUE(
+      LogShows(*server_, "Access denied for user 'tls'", absl::Seconds(20)))
       << server_->Log();
   EXPECT_EQ(FindTable(stub_.get(), "q").name(), "");
   EXPECT_EQ(server_->Terminate(), 0);
 
   ASSERT_NO_FATAL_FAILURE(StartServer(Tcp("verify_identity", "/other.pem")));
-  EXPECT_TRUE(Eventually(
-      [&] {
-        return server_->Log().find("cannot connect to MySQL at 127.0.0.1") !=
-               std::string::npos;
-      },
-      absl::Seconds(20)))
+  EXPECT_TRUE(LogShows(*server_, "cannot connect to MySQL at 127.0.0.1",
+                       absl::Seconds(20)))
       << server_->Log();
   EXPECT_EQ(FindTable(stub_.get(), "q").name(), "");
   EXPECT_EQ(server_->Terminate(), 0);

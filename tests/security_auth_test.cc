@@ -7,6 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/log_wait.h"
 #include "tests/security_fixture.h"
 
 namespace msgq::testing {
@@ -138,13 +139,10 @@ TEST_F(SecurityAuthTest, TokenAndPolicyFilesAreReloaded) {
       << server_->Log();
   // A broken policy is logged with file:line and the last good one stays.
   ReplaceFile(Path("policy"), "worker msgq/a stream\nops */* admin,root\n");
-  EXPECT_TRUE(Eventually(
-      [&] {
-        return server_->Log().find(Path("policy") +
-                                   ":2: unknown action "
-                                   "'root'") != std::string::npos;
-      },
-      absl::Seconds(10)))
+  EXPECT_TRUE(LogShows(*server_,
+                       Path("policy") + ":2: unknown action "
+                                        "'root'",
+                       absl::Seconds(10)))
       << server_->Log();
   EXPECT_TRUE(Ack(stub_.get(), "a", "tok-worker-2").ok());
 }

@@ -12,6 +12,7 @@
 #include "engine/sql/sql_literal.h"
 #include "gmock/gmock.h"
 #include "tests/fixture.h"
+#include "tests/log_wait.h"
 
 namespace msgq::testing {
 namespace {
@@ -76,13 +77,10 @@ TEST_F(SqlHardeningTest, AnIdThatIsNoLongerAnIntegerNeverReachesSql) {
   ASSERT_TRUE(s.WaitForRows(1, absl::Seconds(10)));
   EXPECT_EQ(s.ids()[0], "id) OR (1=1");
   // The postpone of what was sent follows at once; its id is refused.
-  EXPECT_TRUE(Eventually(
-      [&] {
-        return server_->Log().find(
-                   "id) OR (1=1\" (11 bytes) is not a valid "
-                   "id") != std::string::npos;
-      },
-      absl::Seconds(5)))
+  EXPECT_TRUE(LogShows(*server_,
+                       "id) OR (1=1\" (11 bytes) is not a valid "
+                       "id",
+                       absl::Seconds(5)))
       << server_->Log();
   EXPECT_EQ(Int("SELECT epoch FROM msgq.q WHERE id = '1'"), 0);
   EXPECT_EQ(Int("SELECT time_next FROM msgq.q WHERE id = '1'"), later);
