@@ -8,10 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "engine/sql/mysql_message_store.h"
-#include "engine/sql/schema_loader.h"
 #include "gmock/gmock.h"
-#include "tests/fixture.h"
+#include "tests/store_fixture.h"
 
 namespace msgq::testing {
 namespace {
@@ -20,58 +18,7 @@ using ::testing::ElementsAre;
 
 constexpr int64_t kNow = 1'800'000'000'000'000'000;
 
-class StoreStatementsTest : public MsgqTest {
- protected:
-  PrivateMariaDb::Options DbOptions() override { return {.binlog = false}; }
-
-  std::unique_ptr<MysqlMessageStore> Store(const std::string& name) {
-    auto conn = db_->Connect();
-    if (!conn.ok()) {
-      ADD_FAILURE() << conn.status();
-      return nullptr;
-    }
-    absl::StatusOr<SchemaSnapshot> schema = LoadSchema(**conn, {"msgq"});
-    if (!schema.ok()) {
-      ADD_FAILURE() << schema.status();
-      return nullptr;
-    }
-    for (const TableDefinition& def : schema->tables) {
-      if (def.name != name) continue;
-      absl::StatusOr<MessageTable> table =
-          BuildMessageTable(def.keyspace, def.name, def.comment, def.columns);
-      if (!table.ok()) {
-        ADD_FAILURE() << table.status();
-        return nullptr;
-      }
-      return std::make_unique<MysqlMessageStore>(*std::move(table),
-                                                 db_->mysql_options());
-    }
-    ADD_FAILURE() << "no message table " << name;
-    return nullptr;
-  }
-
-  // Starts logging every statement to mysql.general_log.
-  void StartLog() {
-    ASSERT_NO_FATAL_FAILURE(Exec("TRUNCATE TABLE mysql.general_log"));
-    ASSERT_NO_FATAL_FAILURE(Exec("SET GLOBAL log_output = 'TABLE'"));
-    ASSERT_NO_FATAL_FAILURE(Exec("SET GLOBAL general_log = 1"));
-  }
-  // Stops logging; the statements logged on `table` (naming it), in order.
-  std::vector<std::string> StopLog(const std::string& table) {
-    EXPECT_TRUE(db_->Exec("SET GLOBAL general_log = 0").ok());
-    auto r = db_->Query(absl::StrCat(
-        "SELECT CONVERT(argument USING utf8mb4) FROM mysql.general_log "
-        "WHERE command_type = 'Query' AND argument LIKE '%`msgq`.`",
-        table, "`%' ORDER BY event_time"));
-    std::vector<std::string> out;
-    if (!r.ok()) {
-      ADD_FAILURE() << r.status();
-      return out;
-    }
-    for (const auto& row : r->rows) out.push_back(row[0].value_or("NULL"));
-    return out;
-  }
-};
+class StoreStatementsTest : public StoreSqlTest {};
 
 TEST_F(StoreStatementsTest, IntegerIds) {
   ASSERT_NO_FATAL_FAILURE(CreateTable("q"));

@@ -123,8 +123,9 @@ class MysqlMessageStore final : public MessageStore {
       absl::string_view prefix, absl::string_view suffix,
       const std::vector<std::string>& ids, bool skip_bad_ids, size_t limit);
 
-  // A unit of failure of Write: the postpones, or one group of a kind.
-  enum class UnitKind { kPostpones, kAck, kNack, kExtend, kRedrive };
+  // A unit of failure of Write: the postpones, or one group of a kind;
+  // kAcks stands for several kAck units (its members) written as one.
+  enum class UnitKind { kPostpones, kAck, kNack, kExtend, kRedrive, kAcks };
   struct Statement {
     std::string sql;
     bool counts_dead = false;  // its rows count as NackCount::dead
@@ -135,8 +136,21 @@ class MysqlMessageStore final : public MessageStore {
     std::vector<Statement> statements;
     int64_t affected = 0;  // rows changed by statements not counting dead
     int64_t dead = 0;      // rows changed by statements counting dead
+    // kAck: the ids of the group not named by an earlier kAck unit of the
+    // batch (its count when the merged statements hit every one).
+    int64_t distinct = 0;
+    // kAcks: the kAck units it stands for; the ids it must change (their
+    // `distinct`, summed); set once its statements missed a row, after
+    // which the members run on their own.
+    std::vector<size_t> members;
+    int64_t expected = 0;
+    bool fell_back = false;
   };
   static constexpr size_t kNoUnit = static_cast<size_t>(-1);
+  // Ids per statement of a kAcks unit: one statement's work is spread over
+  // more rows than an RPC's batch, short of the size where MariaDB's range
+  // list for the IN grows costly.
+  static constexpr size_t kMergedAckIds = 1000;
   // Appends to `unit` the statements of `in` over `ids` (InListStatements,
   // ids validated, never skipped).
   absl::Status AppendInList(const InList& in,
@@ -147,6 +161,21 @@ class MysqlMessageStore final : public MessageStore {
   // with nothing to write gets its zero count and no unit.
   std::vector<WriteUnit> BuildUnits(const WriteBatch& batch, size_t limit,
                                     WriteResult* result);
+  // With two or more kAck units from units[first] on: appends the kAcks
+  // unit that writes their ids (each once) in statements of at most
+  // kMergedAckIds ids, after a SAVEPOINT. The acks of many MessageAck
+  // RPCs then share statements (a client acking message by message would
+  // otherwise cost MySQL a statement per message).
+  void MergeAcks(const WriteBatch& batch, size_t first, size_t limit,
+                 std::vector<WriteUnit>& units);
+  // Runs the kAcks unit units[u] inside the open transaction. When its
+  // statements change fewer rows than it expected (an id acked already,
+  // dead, unknown), it rolls back to its SAVEPOINT and runs its members
+  // one by one, so every RPC gets the exact count it would alone. On error
+  // *failed names units[u] or the member that failed.
+  absl::Status RunMergedAcks(MysqlConnection* conn,
+                             std::vector<WriteUnit>& units, size_t u,
+                             size_t* failed);
   // Reads the character set of the last_error column once (reasons are
   // cut to what it can hold), when `batch` stores a reason. Errors are
   // UNAVAILABLE or ABORTED only; another failure is logged and the reasons
@@ -154,9 +183,9 @@ class MysqlMessageStore final : public MessageStore {
   absl::Status LearnLastErrorCharset(MysqlConnection* conn,
                                      const WriteBatch& batch);
   // Runs the statements of units[live...] in one transaction (none for a
-  // single statement; the session has autocommit on). On error everything
-  // was rolled back and *failed names the unit whose statement failed
-  // (kNoUnit when BEGIN or COMMIT failed).
+  // single statement without a kAcks unit; the session has autocommit on). On
+  // error everything was rolled back and *failed names the unit whose statement
+  // failed (kNoUnit when BEGIN or COMMIT failed).
   absl::Status RunTransaction(MysqlConnection* conn,
                               std::vector<WriteUnit>& units,
                               const std::vector<size_t>& live, size_t* failed);

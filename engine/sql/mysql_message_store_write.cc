@@ -4,7 +4,9 @@
 #include <map>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "engine/log.h"
 #include "engine/sql/mysql_message_store.h"
 #include "engine/sql/sql_literal.h"
@@ -61,11 +63,13 @@ std::vector<MysqlMessageStore::WriteUnit> MysqlMessageStore::BuildUnits(
       absl::StrCat("UPDATE ", settle_target_, " SET `time_acked` = ", batch.now,
                    ", `time_next` = NULL WHERE `id` IN ("),
       ") AND `time_acked` IS NULL AND `time_next` IS NOT NULL"};
+  const size_t first_ack = units.size();
   for (size_t i = 0; i < batch.ack_groups.size(); ++i) {
     WriteUnit unit{UnitKind::kAck, i};
     absl::Status s = AppendInList(ack, batch.ack_groups[i], limit, unit);
     finish(std::move(unit), std::move(s), result->acks[i]);
   }
+  MergeAcks(batch, first_ack, limit, units);
   for (size_t i = 0; i < batch.nack_groups.size(); ++i) {
     const NackGroup& group = batch.nack_groups[i];
     std::map<std::pair<int64_t, std::optional<int64_t>>,
@@ -114,18 +118,98 @@ std::vector<MysqlMessageStore::WriteUnit> MysqlMessageStore::BuildUnits(
   return units;
 }
 
+void MysqlMessageStore::MergeAcks(const WriteBatch& batch, size_t first,
+                                  size_t limit, std::vector<WriteUnit>& units) {
+  if (units.size() - first < 2) return;
+  WriteUnit merged{UnitKind::kAcks};
+  absl::flat_hash_set<absl::string_view> seen;
+  std::vector<std::string> ids;
+  for (size_t u = first; u < units.size(); ++u) {
+    units[u].distinct = 0;
+    for (const std::string& id : batch.ack_groups[units[u].group]) {
+      if (!seen.insert(id).second) continue;
+      ids.push_back(id);
+      ++units[u].distinct;
+    }
+    merged.members.push_back(u);
+  }
+  merged.expected = static_cast<int64_t>(ids.size());
+  const InList ack = {
+      absl::StrCat("UPDATE ", settle_target_, " SET `time_acked` = ", batch.now,
+                   ", `time_next` = NULL WHERE `id` IN ("),
+      ") AND `time_acked` IS NULL AND `time_next` IS NOT NULL"};
+  for (size_t at = 0; at < ids.size(); at += kMergedAckIds) {
+    const std::vector<std::string> chunk(
+        ids.begin() + static_cast<ptrdiff_t>(at),
+        ids.begin() +
+            static_cast<ptrdiff_t>(std::min(ids.size(), at + kMergedAckIds)));
+    // Every member's ids were written once already: this cannot fail.
+    if (!AppendInList(ack, chunk, limit, merged).ok()) return;
+  }
+  units.push_back(std::move(merged));
+}
+
+absl::Status MysqlMessageStore::RunMergedAcks(MysqlConnection* conn,
+                                              std::vector<WriteUnit>& units,
+                                              size_t u, size_t* failed) {
+  WriteUnit& merged = units[u];
+  *failed = u;
+  if (!merged.fell_back) {
+    if (auto s = conn->Execute("SAVEPOINT `msgq_acks`"); !s.ok()) {
+      return s.status();
+    }
+    int64_t affected = 0;
+    for (const Statement& st : merged.statements) {
+      absl::StatusOr<uint64_t> n = conn->Execute(st.sql);
+      if (!n.ok()) return n.status();
+      affected += static_cast<int64_t>(*n);
+    }
+    if (affected == merged.expected) {
+      for (size_t m : merged.members) units[m].affected = units[m].distinct;
+      *failed = kNoUnit;
+      return absl::OkStatus();
+    }
+    merged.fell_back = true;
+    if (auto s = conn->Execute("ROLLBACK TO SAVEPOINT `msgq_acks`"); !s.ok()) {
+      return s.status();
+    }
+  }
+  for (size_t m : merged.members) {
+    *failed = m;
+    units[m].affected = 0;
+    for (const Statement& st : units[m].statements) {
+      absl::StatusOr<uint64_t> n = conn->Execute(st.sql);
+      if (!n.ok()) return n.status();
+      units[m].affected += static_cast<int64_t>(*n);
+    }
+  }
+  *failed = kNoUnit;
+  return absl::OkStatus();
+}
+
 absl::Status MysqlMessageStore::RunTransaction(MysqlConnection* conn,
                                                std::vector<WriteUnit>& units,
                                                const std::vector<size_t>& live,
                                                size_t* failed) {
   *failed = kNoUnit;
   size_t count = 0;
-  for (size_t u : live) count += units[u].statements.size();
-  const bool txn = count > 1;
+  bool merged = false;
+  for (size_t u : live) {
+    count += units[u].statements.size();
+    merged |= units[u].kind == UnitKind::kAcks;
+  }
+  const bool txn = count > 1 || merged;
   if (txn) {
     if (auto s = conn->Execute("BEGIN"); !s.ok()) return s.status();
   }
   for (size_t u : live) {
+    if (units[u].kind == UnitKind::kAcks) {
+      if (absl::Status s = RunMergedAcks(conn, units, u, failed); !s.ok()) {
+        if (!conn->broken()) (void)conn->Execute("ROLLBACK");
+        return s;
+      }
+      continue;
+    }
     units[u].affected = 0;
     units[u].dead = 0;
     for (const Statement& st : units[u].statements) {
@@ -192,8 +276,15 @@ absl::StatusOr<WriteResult> MysqlMessageStore::Write(const WriteBatch& batch) {
   result.redrives.assign(batch.redrive_groups.size(), int64_t{0});
   std::vector<WriteUnit> units = BuildUnits(batch, limit, &result);
   // Records a unit's outcome in the result slot of its group.
-  auto report = [&result](const WriteUnit& unit, const absl::Status& status) {
+  auto report = [&result, &units](const WriteUnit& unit,
+                                  const absl::Status& status) {
     switch (unit.kind) {
+      case UnitKind::kAcks:
+        for (size_t m : unit.members) {
+          result.acks[units[m].group] =
+              status.ok() ? absl::StatusOr<int64_t>(units[m].affected) : status;
+        }
+        return;
       case UnitKind::kPostpones:
         result.postpones = status;
         return;
@@ -217,8 +308,22 @@ absl::StatusOr<WriteResult> MysqlMessageStore::Write(const WriteBatch& batch) {
         return;
     }
   };
+  // A kAcks unit runs in place of its members until one of its statements
+  // fails permanently: then the members run as units of their own, so the
+  // failure is charged to the RPC whose acks caused it.
+  std::vector<size_t> owner(units.size(), kNoUnit);
+  for (size_t u = 0; u < units.size(); ++u) {
+    for (size_t m : units[u].members) owner[m] = u;
+  }
   std::vector<size_t> live;
-  for (size_t u = 0; u < units.size(); ++u) live.push_back(u);
+  for (size_t u = 0; u < units.size(); ++u) {
+    if (owner[u] == kNoUnit) live.push_back(u);
+  }
+  auto dissolve = [&](size_t u) {
+    auto at = live.erase(std::find(live.begin(), live.end(), u));
+    live.insert(at, units[u].members.begin(), units[u].members.end());
+    for (size_t m : units[u].members) owner[m] = kNoUnit;
+  };
   // All units in one transaction. When one fails permanently it is left out
   // and the others run again: nothing has committed until a run succeeds.
   while (!live.empty()) {
@@ -234,7 +339,10 @@ absl::StatusOr<WriteResult> MysqlMessageStore::Write(const WriteBatch& batch) {
     std::vector<size_t> failing;
     if (failed == kNoUnit) {
       failing = live;
+    } else if (units[failed].kind == UnitKind::kAcks) {
+      dissolve(failed);  // its members, alone, will show whose failure it is
     } else {
+      if (owner[failed] != kNoUnit) dissolve(owner[failed]);
       failing.push_back(failed);
     }
     for (size_t u : failing) {
