@@ -106,6 +106,53 @@ TEST_F(StoreStatementsTest, PollOfIdsReadsTheIndexOnly) {
             absl::StatusCode::kUnimplemented);
 }
 
+// The next-due query probes poller_idx a priority at a time (a MIN with
+// constant key parts: one index dive each, by rule, whatever the table's
+// statistics say), and reads no other index entry: 2,000 unacked rows
+// scheduled later, no ANALYZE TABLE.
+TEST_F(StoreStatementsTest, NextDueProbesOnePriorityAtATime) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 2000));
+  ASSERT_NO_FATAL_FAILURE(Exec(absl::StrCat(
+      "UPDATE msgq.q SET priority = id % 3 * 4 + 1, time_next = ", kNow,
+      " + 1000 + id")));
+  // Due already (not after now), acked, and dead rows do not count.
+  ASSERT_NO_FATAL_FAILURE(Exec(
+      absl::StrCat("UPDATE msgq.q SET time_next = ", kNow, " WHERE id = 7")));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("UPDATE msgq.q SET time_acked = 1, time_next = NULL WHERE id = 8"));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("UPDATE msgq.q SET time_next = NULL, priority = 0 WHERE id = 9"));
+  auto store = Store("q");
+  ASSERT_NE(store, nullptr);
+  auto reads = [&] {
+    return std::stoll(db_->Scalar(
+               "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+               "WHERE VARIABLE_NAME = 'HANDLER_READ_NEXT'")) +
+           std::stoll(db_->Scalar(
+               "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+               "WHERE VARIABLE_NAME = 'HANDLER_READ_KEY'"));
+  };
+  ASSERT_NO_FATAL_FAILURE(StartLog());
+  const int64_t before = reads();
+  auto due = store->NextDueAfter(kNow);
+  const int64_t read = reads() - before;
+  ASSERT_TRUE(due.ok()) << due.status();
+  // Id 1 (priority 5) at kNow + 1001 is the earliest left.
+  EXPECT_EQ(*due, kNow + 1001);
+  const std::string unacked = "FROM `msgq`.`q` WHERE `time_acked` IS NULL";
+  auto step = [&](int p) {
+    return absl::StrCat("SELECT (SELECT MIN(`time_next`) ", unacked,
+                        " AND `priority` = ", p, " AND `time_next` > ", kNow,
+                        "), (SELECT MIN(`priority`) ", unacked,
+                        " AND `priority` > ", p, ")");
+  };
+  EXPECT_THAT(StopLog("q"), ElementsAre("SELECT MIN(`priority`) " + unacked,
+                                        step(0), step(1), step(5), step(9)));
+  // 9 MINs, one index dive each (the two status reads add none of these).
+  EXPECT_EQ(read, 9);
+}
+
 // Text ids reach SQL only as hex literals of the id's bytes, whatever they
 // hold (a quote, a backslash, SQL).
 TEST_F(StoreStatementsTest, TextIdsAreHexLiterals) {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/log.h"
+#include "engine/sql/next_due_statements.h"
 #include "engine/sql/sql_literal.h"
 
 namespace msgq {
@@ -291,28 +292,39 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FetchDue(
   return out;
 }
 
-std::string MysqlMessageStore::NextDueSql(int64_t now) const {
-  // Grouping by the index prefix (time_acked, priority) lets MariaDB answer
-  // with one index dive per priority ("Using index for group-by") instead of
-  // scanning every unacked row; ORDER BY NULL skips sorting the groups.
-  return absl::StrCat("SELECT `priority`, MIN(`time_next`) FROM ",
-                      quoted_table_,
-                      " WHERE `time_acked` IS NULL AND `time_next` > ", now,
-                      " GROUP BY `time_acked`, `priority` ORDER BY NULL");
-}
-
 absl::StatusOr<std::optional<int64_t>> MysqlMessageStore::NextDueAfter(
     int64_t now) {
   absl::StatusOr<MysqlConnection*> conn = Conn();
   if (!conn.ok()) return conn.status();
-  absl::StatusOr<QueryResult> r = (*conn)->Query(NextDueSql(now));
-  if (!r.ok()) return Check(r.status());
   std::optional<int64_t> earliest;
-  for (const auto& row : r->rows) {
-    if (!row[1].has_value()) continue;
+  auto keep = [&earliest](const std::optional<std::string>& cell) {
     int64_t t = 0;
-    if (!absl::SimpleAtoi(*row[1], &t)) continue;
+    if (!cell.has_value() || !absl::SimpleAtoi(*cell, &t)) return;
     if (!earliest.has_value() || t < *earliest) earliest = t;
+  };
+  // The skip scan of next_due_statements.h: a priority at a time.
+  absl::StatusOr<QueryResult> r =
+      (*conn)->Query(NextDueFirstSql(quoted_table_));
+  if (!r.ok()) return Check(r.status());
+  auto cell = [&r](size_t column) -> std::optional<std::string> {
+    if (r->rows.size() != 1 || r->rows[0].size() <= column) return std::nullopt;
+    return r->rows[0][column];
+  };
+  std::optional<std::string> next = cell(0);
+  for (int probed = 0; next.has_value(); ++probed) {
+    int64_t priority = 0;
+    if (probed == kNextDueMaxPriorities ||
+        !absl::SimpleAtoi(*next, &priority)) {
+      r = (*conn)->Query(NextDueGroupedSql(quoted_table_, now));
+      if (!r.ok()) return Check(r.status());
+      earliest.reset();
+      for (const auto& row : r->rows) keep(row[1]);
+      return earliest;
+    }
+    r = (*conn)->Query(NextDueStepSql(quoted_table_, priority, now));
+    if (!r.ok()) return Check(r.status());
+    keep(cell(0));
+    next = cell(1);
   }
   return earliest;
 }

@@ -89,11 +89,10 @@ class MysqlMessageStore final : public MessageStore {
   static constexpr int kFairPagesPerPoll = 4;
   static constexpr int kFairPassesPerPage = 4;
 
-  // The SQL of a poll (of an unfair table), of the next-due query and of
-  // CountDead (for EXPLAIN in tests).
+  // The SQL of a poll (of an unfair table) and of CountDead (for EXPLAIN
+  // in tests; NextDueAfter's are in next_due_statements.h).
   std::string PollSql(int64_t now, int64_t limit) const;
   std::string PollIdsSql(int64_t now, int64_t limit) const;
-  std::string NextDueSql(int64_t now) const;
   std::string CountDeadSql() const { return failure_sql_.CountDead(); }
 
   // Row ids refused so far because they are not valid for the id column

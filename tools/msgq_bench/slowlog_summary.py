@@ -24,7 +24,8 @@ def kind(sql):
     s = sql.strip()
     if s.startswith("SELECT `priority`, `time_next`"):
         return "msgq poll SELECT" if "`time_next` <=" in s else "msgq fetch by id"
-    if s.startswith("SELECT `priority`, MIN("):
+    if s.startswith(("SELECT `priority`, MIN(", "SELECT MIN(`priority`)",
+                     "SELECT (SELECT MIN(`time_next`)")):
         return "msgq next-due SELECT"
     if s.startswith("UPDATE") and "`time_acked` =" in s:
         return "msgq ack UPDATE"
