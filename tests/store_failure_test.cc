@@ -11,10 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "engine/sql/mysql_message_store.h"
-#include "engine/sql/schema_loader.h"
 #include "gmock/gmock.h"
-#include "tests/fixture.h"
+#include "tests/store_fixture.h"
 
 namespace msgq::testing {
 namespace {
@@ -27,43 +25,14 @@ constexpr int64_t kLater = kNow + 30 * kSecond;
 constexpr char kOptional[] =
     "time_created bigint, time_dead bigint, last_error varchar(8)";
 
-class StoreFailureTest : public MsgqTest {
+class StoreFailureTest : public StoreSqlTest {
  protected:
-  PrivateMariaDb::Options DbOptions() override { return {.binlog = false}; }
-
   // A message table with a varchar id (else as CreateTable).
   void CreateTextIdTable(const std::string& name, const std::string& extra) {
     Exec("USE msgq");
     Exec(absl::StrReplaceAll(
         MessageTableDdl(name, MessageComment(), extra),
         {{"id bigint NOT NULL", "id varchar(100) NOT NULL"}}));
-  }
-
-  // A store over msgq.`name`, loaded as msgqd loads it; nullptr on error.
-  std::unique_ptr<MysqlMessageStore> Store(const std::string& name) {
-    auto conn = db_->Connect();
-    if (!conn.ok()) {
-      ADD_FAILURE() << conn.status();
-      return nullptr;
-    }
-    absl::StatusOr<SchemaSnapshot> schema = LoadSchema(**conn, {"msgq"});
-    if (!schema.ok()) {
-      ADD_FAILURE() << schema.status();
-      return nullptr;
-    }
-    for (const TableDefinition& def : schema->tables) {
-      if (def.name != name) continue;
-      absl::StatusOr<MessageTable> table =
-          BuildMessageTable(def.keyspace, def.name, def.comment, def.columns);
-      if (!table.ok()) {
-        ADD_FAILURE() << table.status();
-        return nullptr;
-      }
-      return std::make_unique<MysqlMessageStore>(*std::move(table),
-                                                 db_->mysql_options());
-    }
-    ADD_FAILURE() << "no message table " << name;
-    return nullptr;
   }
 
   // Inserts a pending row sent `epoch` times, due at kNow.
