@@ -43,7 +43,9 @@
 
 namespace msgq {
 
-// Lines held for the writer; more are dropped.
+// Lines queued for the writer; more are dropped. The writer takes the queue
+// a batch at a time, so while it writes one batch up to this many more can
+// queue: at most twice this many lines are held in all.
 inline constexpr size_t kMaxQueuedLogLines = 10000;
 
 enum class LogFormat { kText, kJson };
