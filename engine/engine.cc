@@ -25,6 +25,19 @@ std::string Echo(absl::string_view name) {
                       name.size(), " bytes)");
 }
 
+// A message table needs transactions: an enqueue commits with the
+// application's transaction, and a round's writes (postpones, the acks'
+// SAVEPOINT) commit or roll back together.
+absl::StatusOr<MessageTable> BuildTable(const TableDefinition& def) {
+  if (!def.transactional) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "table `", def.keyspace, "`.`", def.name, "`: its engine ", def.engine,
+        " has no transactions; a message table needs one (ALTER TABLE ... "
+        "ENGINE=InnoDB)"));
+  }
+  return BuildMessageTable(def.keyspace, def.name, def.comment, def.columns);
+}
+
 Engine::Options WithLeases(Engine::Options options) {
   options.manager.leased = options.leases;
   return options;
@@ -308,8 +321,7 @@ absl::Status Engine::Reload() {
   for (TableDefinition& def : changed) {
     Entry entry;
     entry.definition = def;
-    absl::StatusOr<MessageTable> table =
-        BuildMessageTable(def.keyspace, def.name, def.comment, def.columns);
+    absl::StatusOr<MessageTable> table = BuildTable(def);
     if (table.ok()) {
       table->purge_by_partition =
           table->has_time_created &&

@@ -99,6 +99,10 @@ TEST_F(LoadingTest, BadTablesFailAloneWithPreciseErrors) {
        "COMMENT '" +
            all + "'",
        "missing required column epoch"},
+      // Enqueues could not share the application's transaction, nor could
+      // msgqd's own writes roll back.
+      {"myisam", MessageTableDdl("myisam", all) + " ENGINE=MyISAM",
+       "its engine MyISAM has no transactions"},
   };
   ASSERT_NO_FATAL_FAILURE(Exec("USE msgq"));
   for (const BadTable& b : bad) ASSERT_NO_FATAL_FAILURE(Exec(b.ddl));

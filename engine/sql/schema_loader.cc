@@ -22,10 +22,11 @@ absl::StatusOr<std::optional<std::vector<TableDefinition>>> ReadTables(
   absl::StatusOr<QueryResult> rows = conn.Query(absl::StrCat(
       "SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.TABLE_COMMENT, c.COLUMN_NAME, "
       "c.DATA_TYPE, c.COLUMN_TYPE, t.CREATE_OPTIONS, c.CHARACTER_SET_NAME, "
-      "c.EXTRA, c.COLUMN_KEY FROM "
+      "c.EXTRA, c.COLUMN_KEY, t.ENGINE, e.TRANSACTIONS FROM "
       "information_schema.TABLES t LEFT JOIN "
       "information_schema.COLUMNS c ON c.TABLE_SCHEMA = t.TABLE_SCHEMA AND "
-      "c.TABLE_NAME = t.TABLE_NAME WHERE t.TABLE_SCHEMA IN (",
+      "c.TABLE_NAME = t.TABLE_NAME LEFT JOIN information_schema.ENGINES e ON "
+      "e.ENGINE = t.ENGINE WHERE t.TABLE_SCHEMA IN (",
       in_list,
       ") AND t.TABLE_TYPE = 'BASE TABLE' AND t.TABLE_COMMENT LIKE "
       "'%vitess_message%' ORDER BY t.TABLE_SCHEMA, t.TABLE_NAME, "
@@ -39,8 +40,15 @@ absl::StatusOr<std::optional<std::vector<TableDefinition>>> ReadTables(
     const std::string& name = *row[1];
     if (tables.empty() || tables.back().keyspace != keyspace ||
         tables.back().name != name) {
-      tables.push_back(
-          TableDefinition{keyspace, name, row[2].value_or(""), {}, "", ""});
+      tables.push_back(TableDefinition{
+          keyspace,
+          name,
+          row[2].value_or(""),
+          {},
+          "",
+          "",
+          row[10].value_or(""),
+          absl::AsciiStrToUpper(row[11].value_or("YES")) != "NO"});
       partitioned.push_back(absl::StrContains(
           absl::AsciiStrToLower(row[6].value_or("")), "partitioned"));
     }

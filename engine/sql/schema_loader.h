@@ -24,6 +24,10 @@ struct TableDefinition {
   // or is subpartitioned. Adding or dropping partitions leaves them alone.
   std::string partition_method;
   std::string partition_expression;
+  // TABLES.ENGINE, and whether information_schema.ENGINES says it has
+  // transactions (true when it does not say).
+  std::string engine;
+  bool transactional = true;
 
   friend bool operator==(const TableDefinition&,
                          const TableDefinition&) = default;
