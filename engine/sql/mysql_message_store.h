@@ -155,6 +155,8 @@ class MysqlMessageStore final : public MessageStore {
   absl::Status AppendInList(const InList& in,
                             const std::vector<std::string>& ids, size_t limit,
                             WriteUnit& unit);
+  // The ack UPDATE of ids, acked at `now`.
+  InList AckInList(int64_t now) const;
   // The units of `batch`, in transaction order; a group that cannot be
   // written (a malformed id) gets its error in *result and no unit, a group
   // with nothing to write gets its zero count and no unit.

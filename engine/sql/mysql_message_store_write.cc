@@ -25,6 +25,12 @@ absl::Status MysqlMessageStore::AppendInList(
   return absl::OkStatus();
 }
 
+InList MysqlMessageStore::AckInList(int64_t now) const {
+  return {absl::StrCat("UPDATE ", settle_target_, " SET `time_acked` = ", now,
+                       ", `time_next` = NULL WHERE `id` IN ("),
+          ") AND `time_acked` IS NULL AND `time_next` IS NOT NULL"};
+}
+
 std::vector<MysqlMessageStore::WriteUnit> MysqlMessageStore::BuildUnits(
     const WriteBatch& batch, size_t limit, WriteResult* result) {
   std::vector<WriteUnit> units;
@@ -59,10 +65,7 @@ std::vector<MysqlMessageStore::WriteUnit> MysqlMessageStore::BuildUnits(
     }
     if (!unit.statements.empty()) units.push_back(std::move(unit));
   }
-  const InList ack = {
-      absl::StrCat("UPDATE ", settle_target_, " SET `time_acked` = ", batch.now,
-                   ", `time_next` = NULL WHERE `id` IN ("),
-      ") AND `time_acked` IS NULL AND `time_next` IS NOT NULL"};
+  const InList ack = AckInList(batch.now);
   const size_t first_ack = units.size();
   for (size_t i = 0; i < batch.ack_groups.size(); ++i) {
     WriteUnit unit{UnitKind::kAck, i};
@@ -134,10 +137,7 @@ void MysqlMessageStore::MergeAcks(const WriteBatch& batch, size_t first,
     merged.members.push_back(u);
   }
   merged.expected = static_cast<int64_t>(ids.size());
-  const InList ack = {
-      absl::StrCat("UPDATE ", settle_target_, " SET `time_acked` = ", batch.now,
-                   ", `time_next` = NULL WHERE `id` IN ("),
-      ") AND `time_acked` IS NULL AND `time_next` IS NOT NULL"};
+  const InList ack = AckInList(batch.now);
   for (size_t at = 0; at < ids.size(); at += kMergedAckIds) {
     const std::vector<std::string> chunk(
         ids.begin() + static_cast<ptrdiff_t>(at),
