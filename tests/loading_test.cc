@@ -249,6 +249,23 @@ TEST_F(LoadingTest, SchemaReloadAddsChangesFixesAndDrops) {
                  absl::Seconds(10)));
   EXPECT_EQ(FindTable(stub_.get(), "second").settings().batch_size(), 4);
 
+  // Moving it to an engine without transactions fails it, its streams
+  // end; moving it back loads it again.
+  StreamCollector moved(stub_.get(), "second");
+  ASSERT_TRUE(moved.WaitForFields(absl::Seconds(10)));
+  ASSERT_NO_FATAL_FAILURE(Exec("ALTER TABLE msgq.second ENGINE=MyISAM"));
+  ASSERT_TRUE(moved.WaitForEnd(absl::Seconds(10)));
+  EXPECT_EQ(moved.status().error_code(), grpc::StatusCode::UNAVAILABLE);
+  ASSERT_TRUE(
+      Eventually([&] { return !FindTable(stub_.get(), "second").loaded(); },
+                 absl::Seconds(10)));
+  EXPECT_THAT(FindTable(stub_.get(), "second").error(),
+              HasSubstr("its engine MyISAM has no transactions"));
+  ASSERT_NO_FATAL_FAILURE(Exec("ALTER TABLE msgq.second ENGINE=InnoDB"));
+  ASSERT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "second").loaded(); },
+                 absl::Seconds(10)));
+
   // A dropped table disappears and its streams end.
   StreamCollector first(stub_.get(), "first");
   ASSERT_TRUE(first.WaitForFields(absl::Seconds(10)));
