@@ -1,0 +1,192 @@
+// Engine::ReloadLoop and Engine::Reload (engine.h): reading the message
+// tables' definitions and starting, restarting, failing or stopping their
+// managers to match. Kept out of engine.cc, which serves the tables.
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "engine/engine.h"
+#include "engine/log.h"
+#include "engine/queue/partition_plan.h"
+#include "engine/sql/mysql_message_store.h"
+
+namespace msgq {
+namespace {
+
+// A message table needs transactions: an enqueue commits with the
+// application's transaction, and a round's writes (postpones, the acks'
+// SAVEPOINT) commit or roll back together.
+absl::StatusOr<MessageTable> BuildTable(const TableDefinition& def) {
+  if (!def.transactional) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "table `", def.keyspace, "`.`", def.name, "`: its engine ", def.engine,
+        " has no transactions; a message table needs one (ALTER TABLE ... "
+        "ENGINE=InnoDB)"));
+  }
+  return BuildMessageTable(def.keyspace, def.name, def.comment, def.columns);
+}
+
+}  // namespace
+
+void Engine::ReloadLoop() {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    // Retry sooner while the schema has never been read.
+    absl::Duration wait =
+        loaded_once_ ? options_.reload_interval
+                     : std::min(options_.reload_interval, absl::Seconds(1));
+    if (!reload_requested_) wake_.WaitWithTimeout(&mu_, wait);
+    reload_requested_ = false;
+    if (stopping_) break;
+    mu_.Unlock();
+    (void)Reload();
+    mu_.Lock();
+  }
+}
+
+absl::Status Engine::Reload() {
+  absl::MutexLock reload_lock(&reload_mu_);
+  absl::StatusOr<SchemaSnapshot> snapshot;
+  {
+    absl::StatusOr<MysqlPool::Lease> conn =
+        pool_->Borrow(MysqlMessageStore::kBorrowTimeout);
+    if (conn.ok()) {
+      snapshot = LoadSchema(**conn, options_.databases);
+      // information_schema can miss a table for a moment while an ALTER
+      // (msgqd's own partition purge among them) swaps its definition: a
+      // snapshot that drops or changes a loaded table is read once more,
+      // and the second read decides.
+      const auto drops_or_changes = [&](const SchemaSnapshot& snap) {
+        absl::MutexLock lock(&mu_);
+        size_t found = 0;
+        for (const TableDefinition& def : snap.tables) {
+          auto it = tables_.find(Key{def.keyspace, def.name});
+          if (it == tables_.end()) continue;
+          ++found;
+          if (!(it->second.definition == def)) return true;
+        }
+        return found != tables_.size();
+      };
+      if (snapshot.ok() && drops_or_changes(*snapshot)) {
+        snapshot = LoadSchema(**conn, options_.databases);
+      }
+      if (snapshot.ok()) ReadPaused(**conn);
+    } else {
+      snapshot = conn.status();
+    }
+  }
+  if (!snapshot.ok()) {
+    absl::MutexLock lock(&mu_);
+    if (last_error_.ok() ||
+        last_error_.message() != snapshot.status().message()) {
+      LogWarning("cannot read the schema: ", snapshot.status().message());
+    }
+    last_error_ = snapshot.status();
+    return snapshot.status();
+  }
+  for (const std::string& db : options_.databases) {
+    if (std::find(snapshot->databases.begin(), snapshot->databases.end(), db) ==
+        snapshot->databases.end()) {
+      absl::MutexLock lock(&mu_);
+      if (!loaded_once_) LogWarning("database `", db, "` does not exist (yet)");
+    }
+  }
+
+  // Decide under the lock, build managers outside it, swap under it, stop
+  // the replaced ones outside it.
+  std::vector<TableDefinition> changed;
+  std::vector<Key> removed;
+  std::vector<Key> restarted;
+  std::set<Key> successors;  // replace a manager of the same table
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::UnavailableError("engine stopping");
+    std::map<Key, const TableDefinition*> seen;
+    std::set<Key> reset;  // restarted: logged once the lock is released
+    reset.swap(reset_requested_);
+    for (const TableDefinition& def : snapshot->tables) {
+      Key key{def.keyspace, def.name};
+      seen[key] = &def;
+      auto it = tables_.find(key);
+      if (it == tables_.end() || !(it->second.definition == def) ||
+          reset.contains(key)) {
+        if (reset.contains(key)) restarted.push_back(key);
+        if (it != tables_.end() && it->second.manager != nullptr) {
+          successors.insert(key);
+        }
+        changed.push_back(def);
+      }
+    }
+    for (const auto& [key, entry] : tables_) {
+      if (!seen.contains(key)) removed.push_back(key);
+    }
+  }
+  for (const Key& key : restarted) {
+    LogTableInfo(key.first, key.second, "table `", key.first, "`.`", key.second,
+                 "` was truncated, dropped or altered: starting over");
+  }
+  std::vector<std::pair<Key, Entry>> fresh;
+  for (TableDefinition& def : changed) {
+    Entry entry;
+    entry.definition = def;
+    absl::StatusOr<MessageTable> table = BuildTable(def);
+    if (table.ok()) {
+      table->purge_by_partition =
+          table->has_time_created &&
+          IsRangeOnTimeCreated(def.partition_method, def.partition_expression);
+      entry.manager = NewManager(
+          *std::move(table), successors.contains(Key{def.keyspace, def.name}));
+      LogTableInfo(def.keyspace, def.name, "table `", def.keyspace, "`.`",
+                   def.name, "` loaded");
+    } else {
+      entry.error = std::string(table.status().message());
+      LogTableWarning(def.keyspace, def.name, entry.error);
+    }
+    fresh.emplace_back(Key{def.keyspace, def.name}, std::move(entry));
+  }
+  // A changed table's successor starts only once its predecessor stopped:
+  // its subscribers closed (handing back what they never wrote) and its
+  // postpones and acks flushed, so two managers never send one table.
+  // Meanwhile the successor already takes subscribers and acks.
+  std::vector<std::shared_ptr<MessageManager>> retired;
+  std::vector<std::shared_ptr<MessageManager>> to_start;
+  std::optional<size_t> tables_now;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::UnavailableError("engine stopping");
+    for (auto& [key, entry] : fresh) {
+      auto it = tables_.find(key);
+      if (it != tables_.end() && it->second.manager != nullptr) {
+        retired.push_back(it->second.manager);
+      }
+      if (entry.manager != nullptr) to_start.push_back(entry.manager);
+      tables_[key] = std::move(entry);
+    }
+    for (const Key& key : removed) {
+      auto it = tables_.find(key);
+      if (it->second.manager != nullptr) retired.push_back(it->second.manager);
+      tables_.erase(it);
+    }
+    if (!loaded_once_ || !last_error_.ok()) tables_now = tables_.size();
+    loaded_once_ = true;
+    last_error_ = absl::OkStatus();
+  }
+  // Logged once the lock is released.
+  for (const Key& key : removed) {
+    LogTableInfo(key.first, key.second, "table `", key.first, "`.`", key.second,
+                 "` is gone");
+  }
+  if (tables_now.has_value()) {
+    LogInfo("schema loaded: ", *tables_now, " message table(s)");
+  }
+  for (auto& manager : retired) {
+    manager->Stop(absl::UnavailableError(
+        "message table was changed or dropped: reconnect"));
+  }
+  ApplyPaused();  // before a new manager's first send
+  for (auto& manager : to_start) manager->Start();
+  if (leases_ != nullptr && !to_start.empty()) leases_->Wake();
+  return absl::OkStatus();
+}
+
+}  // namespace msgq
