@@ -31,6 +31,19 @@ class StoreMergedAcksTest : public StoreSqlTest {
         kNow, ", `time_next` = NULL WHERE `id` IN (", ids,
         ") AND `time_acked` IS NULL AND `time_next` IS NOT NULL");
   }
+  // Writes a batch of these ack groups at kNow with the store of msgq.q
+  // (built now: after the test set the table up), logging the statements.
+  absl::StatusOr<WriteResult> WriteAcks(
+      std::vector<std::vector<std::string>> groups) {
+    auto store = Store("q");
+    if (store == nullptr) return absl::InternalError("no store");
+    StartLog();
+    if (HasFatalFailure()) return absl::InternalError("no general log");
+    WriteBatch batch;
+    batch.now = kNow;
+    batch.ack_groups = std::move(groups);
+    return store->Write(batch);
+  }
   // Each group's count, or its error's code and message.
   static std::vector<std::string> Counts(const WriteResult& r) {
     std::vector<std::string> out;
@@ -56,14 +69,8 @@ class StoreMergedAcksTest : public StoreSqlTest {
 TEST_F(StoreMergedAcksTest, SeveralRpcsShareOneStatement) {
   ASSERT_NO_FATAL_FAILURE(CreateTable("q"));
   ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 5));
-  auto store = Store("q");
-  ASSERT_NE(store, nullptr);
-  ASSERT_NO_FATAL_FAILURE(StartLog());
-  WriteBatch batch;
-  batch.now = kNow;
   // Id 2 twice: the first RPC that names it counts it, as if alone.
-  batch.ack_groups = {{"1", "2"}, {"3"}, {"2", "4"}};
-  auto written = store->Write(batch);
+  auto written = WriteAcks({{"1", "2"}, {"3"}, {"2", "4"}});
   ASSERT_TRUE(written.ok()) << written.status();
   EXPECT_THAT(Counts(*written), ElementsAre("2", "1", "1"));
   EXPECT_THAT(StopLog("q", "msgq_acks"),
@@ -76,14 +83,8 @@ TEST_F(StoreMergedAcksTest, AStatementThatMissesARowFallsBackToEachRpcAlone) {
   ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 3));
   ASSERT_NO_FATAL_FAILURE(
       Exec("UPDATE msgq.q SET time_acked = 7, time_next = NULL WHERE id = 3"));
-  auto store = Store("q");
-  ASSERT_NE(store, nullptr);
-  ASSERT_NO_FATAL_FAILURE(StartLog());
-  WriteBatch batch;
-  batch.now = kNow;
   // 3 is acked already, 1 by the first RPC, 9 does not exist.
-  batch.ack_groups = {{"1"}, {"3", "1"}, {"2", "9"}};
-  auto written = store->Write(batch);
+  auto written = WriteAcks({{"1"}, {"3", "1"}, {"2", "9"}});
   ASSERT_TRUE(written.ok()) << written.status();
   EXPECT_THAT(Counts(*written), ElementsAre("1", "0", "1"));
   EXPECT_THAT(StopLog("q", "msgq_acks"),
@@ -96,13 +97,7 @@ TEST_F(StoreMergedAcksTest, AStatementThatMissesARowFallsBackToEachRpcAlone) {
 TEST_F(StoreMergedAcksTest, AMalformedIdFailsOnlyItsRpc) {
   ASSERT_NO_FATAL_FAILURE(CreateTable("q"));
   ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 3));
-  auto store = Store("q");
-  ASSERT_NE(store, nullptr);
-  ASSERT_NO_FATAL_FAILURE(StartLog());
-  WriteBatch batch;
-  batch.now = kNow;
-  batch.ack_groups = {{"1"}, {"x"}, {"2"}};
-  auto written = store->Write(batch);
+  auto written = WriteAcks({{"1"}, {"x"}, {"2"}});
   ASSERT_TRUE(written.ok()) << written.status();
   ASSERT_EQ(written->acks.size(), 3u);
   EXPECT_EQ(written->acks[1].status().code(),
@@ -124,13 +119,7 @@ TEST_F(StoreMergedAcksTest, AFailingStatementFailsOnlyTheRpcAtFault) {
       Exec("CREATE TRIGGER msgq.refuse_7 BEFORE UPDATE ON msgq.q FOR EACH ROW "
            "IF NEW.id = 7 THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = "
            "'no acks for 7'; END IF"));
-  auto store = Store("q");
-  ASSERT_NE(store, nullptr);
-  ASSERT_NO_FATAL_FAILURE(StartLog());
-  WriteBatch batch;
-  batch.now = kNow;
-  batch.ack_groups = {{"1"}, {"6", "7"}, {"2"}};
-  auto written = store->Write(batch);
+  auto written = WriteAcks({{"1"}, {"6", "7"}, {"2"}});
   ASSERT_TRUE(written.ok()) << written.status();
   ASSERT_EQ(written->acks.size(), 3u);
   EXPECT_FALSE(written->acks[1].ok());
@@ -146,17 +135,11 @@ TEST_F(StoreMergedAcksTest, AFailingStatementFailsOnlyTheRpcAtFault) {
 TEST_F(StoreMergedAcksTest, ManyIdsAreWrittenInStatementsOf1000) {
   ASSERT_NO_FATAL_FAILURE(CreateTable("q"));
   ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 2001));
-  auto store = Store("q");
-  ASSERT_NE(store, nullptr);
-  ASSERT_NO_FATAL_FAILURE(StartLog());
-  WriteBatch batch;
-  batch.now = kNow;
-  batch.ack_groups.resize(3);
+  std::vector<std::vector<std::string>> groups(3);
   for (int id = 1; id <= 2001; ++id) {
-    batch.ack_groups[id <= 1000 ? 0 : (id <= 2000 ? 1 : 2)].push_back(
-        absl::StrCat(id));
+    groups[id <= 1000 ? 0 : (id <= 2000 ? 1 : 2)].push_back(absl::StrCat(id));
   }
-  auto written = store->Write(batch);
+  auto written = WriteAcks(std::move(groups));
   ASSERT_TRUE(written.ok()) << written.status();
   EXPECT_THAT(Counts(*written), ElementsAre("1000", "1000", "1"));
   std::vector<size_t> ids_per_update;

@@ -138,17 +138,15 @@ class MysqlMessageStore final : public MessageStore {
     // kAck: the ids of the group not named by an earlier kAck unit of the
     // batch (its count when the merged statements hit every one).
     int64_t distinct = 0;
-    // kAcks: the kAck units it stands for; the ids it must change (their
+    // kAcks: the kAck units it stands for (it must change their
     // `distinct`, summed); set once its statements missed a row, after
     // which the members run on their own.
     std::vector<size_t> members;
-    int64_t expected = 0;
     bool fell_back = false;
   };
   static constexpr size_t kNoUnit = static_cast<size_t>(-1);
-  // Ids per statement of a kAcks unit: one statement's work is spread over
-  // more rows than an RPC's batch, short of the size where MariaDB's range
-  // list for the IN grows costly.
+  // Ids per statement of a kAcks unit (a row update cost the same in
+  // statements of 250 to 2,000 ids: docs/benchmarks.md).
   static constexpr size_t kMergedAckIds = 1000;
   // Appends to `unit` the statements of `in` over `ids` (InListStatements,
   // ids validated, never skipped).
@@ -169,6 +167,9 @@ class MysqlMessageStore final : public MessageStore {
   // otherwise cost MySQL a statement per message).
   void MergeAcks(const WriteBatch& batch, size_t first, size_t limit,
                  std::vector<WriteUnit>& units);
+  // Runs unit.statements, counting their rows into unit.affected and
+  // unit.dead (reset first).
+  absl::Status RunUnit(MysqlConnection* conn, WriteUnit& unit);
   // Runs the kAcks unit units[u] inside the open transaction. When its
   // statements change fewer rows than it expected (an id acked already,
   // dead, unknown), it rolls back to its SAVEPOINT and runs its members

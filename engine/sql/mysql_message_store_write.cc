@@ -1,6 +1,7 @@
 // MysqlMessageStore::Write: every unit of a WriteBatch in one transaction,
 // a unit that fails permanently left out (mysql_message_store.h).
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <utility>
 
@@ -136,17 +137,29 @@ void MysqlMessageStore::MergeAcks(const WriteBatch& batch, size_t first,
     }
     merged.members.push_back(u);
   }
-  merged.expected = static_cast<int64_t>(ids.size());
   const InList ack = AckInList(batch.now);
   for (size_t at = 0; at < ids.size(); at += kMergedAckIds) {
-    const std::vector<std::string> chunk(
-        ids.begin() + static_cast<ptrdiff_t>(at),
-        ids.begin() +
-            static_cast<ptrdiff_t>(std::min(ids.size(), at + kMergedAckIds)));
+    const auto from = ids.begin() + static_cast<ptrdiff_t>(at);
+    const auto to = ids.begin() + static_cast<ptrdiff_t>(
+                                      std::min(ids.size(), at + kMergedAckIds));
+    const std::vector<std::string> chunk(std::make_move_iterator(from),
+                                         std::make_move_iterator(to));
     // Every member's ids were written once already: this cannot fail.
     if (!AppendInList(ack, chunk, limit, merged).ok()) return;
   }
   units.push_back(std::move(merged));
+}
+
+absl::Status MysqlMessageStore::RunUnit(MysqlConnection* conn,
+                                        WriteUnit& unit) {
+  unit.affected = 0;
+  unit.dead = 0;
+  for (const Statement& st : unit.statements) {
+    absl::StatusOr<uint64_t> n = conn->Execute(st.sql);
+    if (!n.ok()) return n.status();
+    (st.counts_dead ? unit.dead : unit.affected) += static_cast<int64_t>(*n);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status MysqlMessageStore::RunMergedAcks(MysqlConnection* conn,
@@ -158,13 +171,10 @@ absl::Status MysqlMessageStore::RunMergedAcks(MysqlConnection* conn,
     if (auto s = conn->Execute("SAVEPOINT `msgq_acks`"); !s.ok()) {
       return s.status();
     }
-    int64_t affected = 0;
-    for (const Statement& st : merged.statements) {
-      absl::StatusOr<uint64_t> n = conn->Execute(st.sql);
-      if (!n.ok()) return n.status();
-      affected += static_cast<int64_t>(*n);
-    }
-    if (affected == merged.expected) {
+    if (absl::Status s = RunUnit(conn, merged); !s.ok()) return s;
+    int64_t expected = 0;
+    for (size_t m : merged.members) expected += units[m].distinct;
+    if (merged.affected == expected) {
       for (size_t m : merged.members) units[m].affected = units[m].distinct;
       *failed = kNoUnit;
       return absl::OkStatus();
@@ -176,12 +186,7 @@ absl::Status MysqlMessageStore::RunMergedAcks(MysqlConnection* conn,
   }
   for (size_t m : merged.members) {
     *failed = m;
-    units[m].affected = 0;
-    for (const Statement& st : units[m].statements) {
-      absl::StatusOr<uint64_t> n = conn->Execute(st.sql);
-      if (!n.ok()) return n.status();
-      units[m].affected += static_cast<int64_t>(*n);
-    }
+    if (absl::Status s = RunUnit(conn, units[m]); !s.ok()) return s;
   }
   *failed = kNoUnit;
   return absl::OkStatus();
@@ -203,26 +208,16 @@ absl::Status MysqlMessageStore::RunTransaction(MysqlConnection* conn,
     if (auto s = conn->Execute("BEGIN"); !s.ok()) return s.status();
   }
   for (size_t u : live) {
-    if (units[u].kind == UnitKind::kAcks) {
-      if (absl::Status s = RunMergedAcks(conn, units, u, failed); !s.ok()) {
-        if (!conn->broken()) (void)conn->Execute("ROLLBACK");
-        return s;
-      }
-      continue;
-    }
-    units[u].affected = 0;
-    units[u].dead = 0;
-    for (const Statement& st : units[u].statements) {
-      absl::StatusOr<uint64_t> n = conn->Execute(st.sql);
-      if (!n.ok()) {
-        *failed = u;
-        if (txn && !conn->broken()) (void)conn->Execute("ROLLBACK");
-        return n.status();
-      }
-      (st.counts_dead ? units[u].dead : units[u].affected) +=
-          static_cast<int64_t>(*n);
+    *failed = u;
+    absl::Status s = units[u].kind == UnitKind::kAcks
+                         ? RunMergedAcks(conn, units, u, failed)
+                         : RunUnit(conn, units[u]);
+    if (!s.ok()) {
+      if (txn && !conn->broken()) (void)conn->Execute("ROLLBACK");
+      return s;
     }
   }
+  *failed = kNoUnit;
   if (txn) {
     if (auto s = conn->Execute("COMMIT"); !s.ok()) return s.status();
   }
