@@ -19,8 +19,9 @@ Lists every message table of the server's databases, loaded or not, one per
 line with aligned columns: KEYSPACE, NAME, STATUS (loaded, paused: see
 'msgq pause', or error),
 DISCOVERY (binlog or poll), SUBSCRIBERS, CACHED, IN_FLIGHT, DEAD ("-" until
-counted: see "When work fails" in the README), and DETAILS (the settings of a
-loaded table, or why it failed to load). With --json, prints
+counted: see docs/tables.md#dead-letters-seeing-and-steering), and DETAILS
+(the settings of a loaded table, or why it failed to load). With --json,
+prints
 {"tables":[...]} using the field names of msgq.v1.TableStatus.
 
 With several servers (--server=A,B,...: shards, or instances sharing a

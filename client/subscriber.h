@@ -6,7 +6,7 @@
 // server (ServerChannel; see server_stream.h), each on its own thread and
 // kept open independently (one server down does not stop the others), and
 // delivers all their messages to the same handler and workers. That serves
-// both topologies of the README's "Running several instances": msgqd
+// both topologies of docs/several-instances.md: msgqd
 // instances sharing one database, where only the lease owner of a table
 // sends and the others keep the subscriber connected and idle (a takeover
 // needs no reconnect), and shards (several MySQL primaries, one msgqd each).

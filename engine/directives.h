@@ -3,8 +3,8 @@
 // A table is a message table when its comment contains "vitess_message". The
 // comment is split on ',' and each piece on '='; spaces around keys and values
 // are ignored. Durations are seconds and may be fractional ("0.5"); counts are
-// integers. The directives and their meaning are listed in README.md, section
-// "Message tables".
+// integers. The directives and their meaning are listed in
+// docs/tables.md#schema-and-directives.
 //
 // Example:
 //   absl::StatusOr<TableSettings> s = ParseDirectives(

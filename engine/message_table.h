@@ -54,7 +54,7 @@ struct MessageTable {
   std::vector<Column> columns;   // all columns, table order
   std::vector<Column> streamed;  // the streamed columns, id first
   IdKind id_kind = IdKind::kText;
-  // msgq's optional columns (README, "When work fails"): time_created
+  // msgq's optional columns (docs/tables.md#optional-columns): time_created
   // (integer, Unix ns: when first enqueued, for msgq_max_age), time_dead
   // (integer, Unix ns: when it died, for msgq_dead_retention; never
   // streamed), last_error (char/varchar/text: the last failure's reason,

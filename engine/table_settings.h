@@ -42,17 +42,17 @@ struct TableSettings {
   double rate_limit = 0;
   double rate_burst = 0;
   // Messages with the same value of this column are sent one at a time, in
-  // id order (msgq_order_by); empty = no order. See README, "Ordered
-  // delivery per key".
+  // id order (msgq_order_by); empty = no order. See
+  // docs/flow-control.md#ordered-delivery-per-key.
   std::string order_by;
   // Within a priority, sends alternate between the values of this column
   // (msgq_fair_by; NULL is one value of its own); empty = plain order. Not
-  // combined with order_by. See README, "Fairness across tenants".
+  // combined with order_by. See docs/flow-control.md#fairness-across-tenants.
   std::string fair_by;
-  // Tables RANGE-partitioned on time_created only (README, "Partitioned
-  // tables"): the width of the partitions msgqd creates
-  // (msgq_partition_interval, whole seconds) and how many whole partitions
-  // it keeps ahead of the current one (msgq_partitions_ahead).
+  // Tables RANGE-partitioned on time_created only
+  // (docs/tables.md#partitioned-tables): the width of the partitions msgqd
+  // creates (msgq_partition_interval, whole seconds) and how many whole
+  // partitions it keeps ahead of the current one (msgq_partitions_ahead).
   absl::Duration partition_interval = absl::Hours(24);
   int partitions_ahead = 2;
 

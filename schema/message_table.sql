@@ -10,8 +10,8 @@
 --
 -- Enqueue inside your own transaction:
 --   INSERT INTO demo (id, message) VALUES (1, '{"hello": "world"}');
--- Flow control directives need an index of their own (README "Flow
--- control"): msgq_order_by=order_id wants INDEX (order_id, time_acked, id),
+-- Flow control directives need an index of their own (docs/flow-control.md):
+-- msgq_order_by=order_id wants INDEX (order_id, time_acked, id),
 -- msgq_fair_by=tenant_id wants
 --   INDEX fair_idx (time_acked, tenant_id, priority, time_next).
 -- Schedule for later (time_next in ns):
@@ -25,7 +25,7 @@ CREATE TABLE IF NOT EXISTS demo (
   time_next bigint DEFAULT 0 COMMENT 'earliest send time, epoch ns; NULL once acked',
   time_acked bigint DEFAULT NULL COMMENT 'ack time, epoch ns; NULL until acked',
   message json,
-  -- Optional, used by msgq when present (README "When work fails"):
+  -- Optional, used by msgq when present (docs/tables.md#optional-columns):
   time_created bigint DEFAULT (UNIX_TIMESTAMP(NOW(6)) * 1000000000)
     COMMENT 'first enqueue, epoch ns (for msgq_max_age)',
   time_dead bigint DEFAULT NULL COMMENT 'when it died, epoch ns; never streamed',

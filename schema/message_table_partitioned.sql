@@ -1,7 +1,7 @@
 -- A msgq message table RANGE-partitioned on time_created: acked rows are
 -- purged by dropping whole partitions (ALTER TABLE ... DROP PARTITION, no
--- row-by-row DELETE). Columns and comment as in message_table.sql; see the
--- README, "Partitioned tables".
+-- row-by-row DELETE). Columns and comment as in message_table.sql; see
+-- docs/tables.md#partitioned-tables.
 --
 -- What msgqd does with it (only the instance that owns the table, at each
 -- purge step, every vt_poller_interval):

@@ -108,7 +108,7 @@ ABSL_FLAG(bool, leases, false,
           "Several msgqd serve the same tables: each table is sent by the one "
           "instance holding its lease in MySQL (tables msgq_leases and "
           "msgq_instances in the first of --databases; see "
-          "docs/several_instances.md)");
+          "docs/several-instances.md)");
 ABSL_FLAG(absl::Duration, lease_duration, absl::Seconds(5),
           "How long a table's lease lasts without renewal (renewed every "
           "fifth of it); a standby takes a dead owner's tables within about "

@@ -470,8 +470,9 @@ TEST_F(ClientE2eTest, CliAndPythonAgreeOnJson) {
               }));
 }
 
-// 5. The README quickstart: the table of schema/message_table.sql, an INSERT
-// with the mariadb command-line client, `msgq tail demo --ack --count 1`.
+// 5. README.md#quickstart-5-minutes: the table of schema/message_table.sql,
+// an INSERT with the mariadb command-line client, `msgq tail demo --ack
+// --count 1`.
 TEST_F(ClientE2eTest, ReadmeQuickstart) {
   ASSERT_NO_FATAL_FAILURE(Exec("USE msgq"));
   ASSERT_NO_FATAL_FAILURE(Exec(

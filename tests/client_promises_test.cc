@@ -1,7 +1,8 @@
-// README promises of the client tools that no other test guards (issue 11):
-// the msgq CLI and the Python consumer run as real child processes against a
-// real msgqd and a real private MariaDB, and are signalled, starved and
-// cut off from their server the way a user's terminal or a restart would.
+// Promises the docs make of the client tools that no other test guards
+// (issue 11): the msgq CLI and the Python consumer run as real child
+// processes against a real msgqd and a real private MariaDB, and are
+// signalled, starved and cut off from their server the way a user's
+// terminal or a restart would.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -172,8 +173,9 @@ bool SigintPending(pid_t pid) {
   return false;
 }
 
-// README quickstart: "watch the queue (acking what arrives): `msgq tail
-// demo --ack`" ... "Ctrl-C stops"; `msgq tail --help`: "Stops on Ctrl-C".
+// README.md#quickstart-5-minutes: "watch the queue (acking what arrives):
+// `msgq tail demo --ack`" ... "Ctrl-C stops"; `msgq tail --help`: "Stops on
+// Ctrl-C".
 // A message the CLI has printed is acked, even when Ctrl-C comes while its
 // acks are still pending. The CLI's stdout is a 4 KiB pipe that the test does
 // not read, and each message is ~8 KB: the first message's line blocks half
@@ -247,9 +249,10 @@ TEST_F(ClientPromisesTest, TailAckFlushesItsAcksOnSigint) {
       << cli.err();
 }
 
-// README, clients: the Python consumer "reconnects with capped exponential
-// backoff" (client/python/msgq_consume.py) and "`kill -9` of msgqd ... delays
-// messages, never drops them". msgq_consume.py --count 6 consumes 1-3; msgqd
+// docs/api.md#python-package: the Python consumer "reconnects with capped
+// exponential backoff" (client/python/msgq_consume.py), and README.md#msgq:
+// "`kill -9` of msgqd ... delays messages, never drops them".
+// msgq_consume.py --count 6 consumes 1-3; msgqd
 // is killed (SIGKILL); 4-6 are inserted while it is down; msgqd starts again
 // on the same address. The same consumer process prints 1-6, each once, in
 // order, acks them all and exits 0.

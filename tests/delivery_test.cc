@@ -478,8 +478,8 @@ TEST_F(DeliveryTest, ServesTablesOfSeveralDatabases) {
   EXPECT_EQ(acked, 0);
 }
 
-// README: --binlog=false turns instant delivery off; the table says so
-// ("poll" in ListTables) and the poll still delivers.
+// docs/operations.md#msgqd-flags: --binlog=false turns instant delivery
+// off; the table says so ("poll" in ListTables) and the poll still delivers.
 TEST_F(DeliveryTest, BinlogFalsePollsAndListTablesSaysSo) {
   ASSERT_NO_FATAL_FAILURE(CreateTable("q", "vt_poller_interval=0.5"));
   ASSERT_NO_FATAL_FAILURE(StartServer());

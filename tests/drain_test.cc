@@ -1,6 +1,7 @@
-// The drain's cost savers end to end (docs/benchmarks.md): the postpone
-// grace (--postpone_grace) and the ack lane (--ack_lane), against a real
-// MariaDB, a real msgqd and real gRPC streams.
+// The drain's cost savers end to end: the postpone grace (--postpone_grace,
+// docs/benchmarks.md#the-postpone-grace) and the ack lane (--ack_lane,
+// docs/benchmarks.md#the-ack-lane), against a real MariaDB, a real msgqd and
+// real gRPC streams.
 #include <algorithm>
 #include <set>
 #include <string>

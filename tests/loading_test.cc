@@ -346,7 +346,8 @@ TEST_F(LoadingTest, SigtermEndsStreamsWithUnavailableAndExitsZero) {
   EXPECT_EQ(stream.status().error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
-// README: "SIGTERM or SIGINT ends open streams with UNAVAILABLE and exits 0."
+// docs/operations.md#start-stop-and-the-binlog: "SIGTERM or SIGINT ends open
+// streams with `UNAVAILABLE` ... and exits 0."
 TEST_F(LoadingTest, SigintEndsStreamsWithUnavailableAndExitsZero) {
   ASSERT_NO_FATAL_FAILURE(CreateTable("good"));
   ASSERT_NO_FATAL_FAILURE(StartServer());
@@ -357,8 +358,8 @@ TEST_F(LoadingTest, SigintEndsStreamsWithUnavailableAndExitsZero) {
   EXPECT_EQ(stream.status().error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
-// README: MySQL over TCP as a user with a password, given by
-// --mysql_password or by MSGQ_MYSQL_PASSWORD.
+// docs/operations.md#msgqd-flags: MySQL over TCP as a user with a password,
+// given by --mysql_password or by MSGQ_MYSQL_PASSWORD.
 TEST_F(LoadingTest, ConnectsOverTcpWithAPasswordFromFlagOrEnvironment) {
   ASSERT_NO_FATAL_FAILURE(CreateTable("good"));
   ASSERT_NO_FATAL_FAILURE(InsertRange("good", 1, 2));

@@ -187,7 +187,7 @@ TEST_F(MetricsTest, RefusedTableIsReportedWithItsError) {
 }
 
 // The scrape cost with 100 tables: 50 scrapes all answered; the time is
-// reported (README, "Metrics"), never asserted.
+// reported (docs/benchmarks.md#a-metrics-scrape), never asserted.
 TEST_F(MetricsTest, ScrapeOfAHundredTablesIsCheap) {
   for (int i = 0; i < 100; ++i) {
     ASSERT_NO_FATAL_FAILURE(CreateTable(absl::StrCat("q", i)));

@@ -1,6 +1,6 @@
 // msgqd's side of MySQL security (issue 17): the password never on the
 // command line, TLS to MySQL, and a least-privilege MySQL user with exactly
-// the GRANTs the README lists.
+// the GRANTs of docs/operations.md#the-mysql-user-msgqd-needs.
 #include <fstream>
 #include <memory>
 #include <string>
@@ -88,8 +88,9 @@ TEST_F(MysqlSecurityTest, PasswordFromAFileAndHiddenFromPs) {
   EXPECT_THAT(s.ids(), ElementsAre("3", "4"));
 }
 
-// msgqd as a user with exactly the README's GRANTs: binlog delivery, acks
-// and the purge all work, and nothing is denied.
+// msgqd as a user with exactly the GRANTs of
+// docs/operations.md#the-mysql-user-msgqd-needs: binlog delivery, acks and
+// the purge all work, and nothing is denied.
 TEST_F(MysqlSecurityTest, LeastPrivilegeUserServesEverything) {
   ASSERT_NO_FATAL_FAILURE(
       CreateTable("q", "vt_purge_after=1,vt_poller_interval=1"));
@@ -110,7 +111,7 @@ TEST_F(MysqlSecurityTest, LeastPrivilegeUserServesEverything) {
 }
 
 // With --leases msgqd also creates and writes its lease tables: CREATE and
-// INSERT on the database, as the README says.
+// INSERT on the database (docs/operations.md#the-mysql-user-msgqd-needs).
 TEST_F(MysqlSecurityTest, LeastPrivilegeUserWithLeases) {
   ASSERT_NO_FATAL_FAILURE(
       CreateTable("q", "vt_purge_after=1,vt_poller_interval=1"));

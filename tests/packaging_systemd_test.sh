@@ -8,7 +8,8 @@
 #     socket that the log must name;
 #  3. systemd-analyze verify finds nothing to say about the unit (skipped,
 #     with a notice, where systemd-analyze is missing);
-#  4. the hardening the README promises is in the unit.
+#  4. the hardening docs/operations.md#running-in-production promises is in
+#     the unit.
 #   tests/packaging_systemd_test.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1

@@ -4,7 +4,7 @@
 // partition purge step), each while a real msgqd delivers a sustained load
 // from another table of the same MariaDB; delivery latency from msgqd's own
 // msgq_commit_to_send_seconds histogram (bucket bounds: 0.5, 1, 2.5, 5, 10,
-// 25, 50, 100, 250 ms, ...). Figures go to docs/benchmarks.md.
+// 25, 50, 100, 250 ms, ...). Figures: docs/benchmarks.md#purge-by-partition.
 //   build/tests/partition_bench_test --gtest_also_run_disabled_tests
 #include <atomic>
 #include <cmath>

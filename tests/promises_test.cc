@@ -1,6 +1,7 @@
-// README promises of the engine and server that no other test guards (issue
-// 11): each test below names the README sentence it holds msgqd to, runs a
-// real private MariaDB and a real msgqd, and fails when that promise breaks.
+// Promises the docs make of the engine and server that no other test guards
+// (issue 11): each test below names the page and sentence it holds msgqd to,
+// runs a real private MariaDB and a real msgqd, and fails when that promise
+// breaks.
 //
 // Waiting is on conditions with generous deadlines (a loaded 2-core box);
 // where "not before T" matters the test checks the state before T instead of
@@ -117,10 +118,13 @@ class PromisesTest : public MsgqTest {
   pid_t stuck_ = 0;
 };
 
-// README, msgqd flags / binlog: "`discovery` (`binlog` or `poll`)", "Without
-// binlog access msgq falls back to polling", "the server `log_bin` with
+// docs/api.md#the-grpc-service: "`discovery` (`binlog` or `poll`)";
+// README.md#msgq: "Without binlog access msgq falls back to polling";
+// docs/operations.md#start-stop-and-the-binlog: "the server `log_bin` with
 // `binlog_format=ROW` ... Otherwise msgqd logs one warning that names the
-// reason and the fix, and polls", "After a broken stream msgqd resumes".
+// reason and the fix, and polls";
+// docs/architecture.md#resume-position-resets-and-ddl: "After a broken
+// stream msgqd resumes".
 // msgqd decides at each (re)connect of its dump (BinlogWatcher::StreamOnce
 // reads @@binlog_format); a FAILED_PRECONDITION is checked again every 30 s
 // (BinlogWatcher::Options::recheck_interval). So: follow, switch the server
@@ -215,9 +219,11 @@ TEST_F(PromisesTest, DiscoverySwitchesToPollWhenTheDumpDiesForGoodAndBack) {
               ElementsAre("1", "2", "3", "4", "5", "6", "7", "8", "9"));
 }
 
-// README, message tables: "**Reschedule**: `UPDATE t SET time_next = ...,
+// docs/tables.md#enqueue-schedule-ack-and-reschedule-with-sql:
+// "**Reschedule**: `UPDATE t SET time_next = ...,
 // priority = ... WHERE id IN (...) AND time_acked IS NULL`. With the binlog
-// on, msgqd follows such DML at once", and "scheduled rows never early". Rows
+// on, msgqd follows such DML at once", and "scheduled rows never early"
+// (docs/architecture.md#delivery-guarantees). Rows
 // scheduled an hour ahead are brought forward by plain SQL: one to 3 s from
 // now (sent then, not before), one to now (sent at once); the interval poll
 // (300 s) plays no part.
@@ -256,7 +262,8 @@ TEST_F(PromisesTest, SqlRescheduleEarlierIsSentAtTheNewTime) {
   EXPECT_EQ(Int("SELECT epoch FROM msgq.q WHERE id = 1"), 0);
 }
 
-// README, message tables: "**Reschedule**: `UPDATE t SET ..., priority = ...`
+// docs/tables.md#enqueue-schedule-ack-and-reschedule-with-sql:
+// "**Reschedule**: `UPDATE t SET ..., priority = ...`
 // ... msgqd follows such DML at once" and "priority ... lower is sent first".
 // Rows already queued in msgqd's cache (its only subscriber is stuck) get a
 // new priority by plain SQL; when a subscriber can take them, they come
@@ -333,7 +340,8 @@ TEST_F(PromisesTest, SqlReprioritizedCachedRowsAreSentInTheirNewOrder) {
   EXPECT_EQ(ids[1], before_last) << absl::StrJoin(ids, ",");
 }
 
-// README, msgqd flags: "SIGTERM or SIGINT ends open streams with
+// docs/operations.md#start-stop-and-the-binlog: "SIGTERM or SIGINT ends
+// open streams with
 // `UNAVAILABLE`, flushes every table's pending postpones and acks ... and
 // exits 0". Two ack requests are accepted while a row lock holds their
 // statement back (one running, one waiting behind it); SIGTERM arrives; the
@@ -386,7 +394,8 @@ TEST_F(PromisesTest, AcksAcceptedBeforeSigtermAreCommitted) {
   EXPECT_EQ(second_acked, 2);
 }
 
-// README, API: "`ListTables` → ... cached/in-flight counts"; the proto:
+// docs/api.md#the-grpc-service: "`ListTables` → ... cached/in-flight
+// counts"; the proto:
 // "in_flight: sent and not yet settled". msgq's "settled" is the ledger's
 // (engine/queue/settlement_ledger.h): a sent id stays in flight until its
 // postpone (or its ack) has committed in MySQL, and an id whose ack was
@@ -439,7 +448,8 @@ TEST_F(PromisesTest, InFlightCountsSendsAndAcksUntilTheyCommit) {
             (std::vector<std::string>{"4", "5"}));
 }
 
-// README, differences from Vitess: "A full cache triggers a re-poll as soon
+// docs/architecture.md#where-msgq-differs-from-vitess-on-purpose: "A full
+// cache triggers a re-poll as soon
 // as it drains to half, not at the next interval"; MessageManager: "Refill
 // before the cache runs dry, so subscribers never wait on a poll".
 // vt_cache_size=10, a backlog of 48 rows, the interval poll 300 s away, and
@@ -494,7 +504,8 @@ TEST_F(PromisesTest, FullCacheRefillsWhenDrainedToHalf) {
   EXPECT_THAT(s.ids(), UnorderedElementsAreArray(unsent_ids));
 }
 
-// README, msgqd flags: "(`binlog_row_image` FULL or NOBLOB). Otherwise msgqd
+// docs/operations.md#start-stop-and-the-binlog: "(`binlog_row_image` FULL
+// or NOBLOB). Otherwise msgqd
 // logs one warning that names the reason and the fix, and polls."
 TEST_F(PromisesTest, MinimalRowImageFallsBackToPollingWithOneWarning) {
   ASSERT_NO_FATAL_FAILURE(Exec("SET GLOBAL binlog_row_image = 'MINIMAL'"));
@@ -519,7 +530,8 @@ TEST_F(PromisesTest, MinimalRowImageFallsBackToPollingWithOneWarning) {
   EXPECT_EQ(FindTable(stub_.get(), "q").discovery(), "poll");
 }
 
-// README, msgqd flags: NOBLOB is a supported row image: msgqd follows the
+// docs/operations.md#start-stop-and-the-binlog: NOBLOB is a supported row
+// image: msgqd follows the
 // binlog and delivers at once (the interval poll is 300 s away), including
 // a reschedule by SQL.
 TEST_F(PromisesTest, NoblobRowImageIsFollowed) {

@@ -1,7 +1,7 @@
 // Row-image text: turns a column value of a binlog row image into the exact
 // text a text-protocol SELECT of the same row returns on msgqd's connection
 // (utf8mb4, any session time zone), so that a due row can be sent straight
-// from the binlog without reading it back (README, "Instant delivery").
+// from the binlog without reading it back (docs/architecture.md#row-images).
 //
 // Which forms are reproducible is decided twice: from the schema
 // (TextForm, chosen by message_table.cc from information_schema) and from

@@ -1,5 +1,6 @@
 // LeaseKeeper: holds this msgqd's table leases in MySQL and tells each
-// table's MessageManager whether it may send (docs/several_instances.md).
+// table's MessageManager whether it may send
+// (docs/several-instances.md#how-a-lease-works).
 //
 // Every `lease / 5` (and when woken) a round on the keeper's thread:
 //   1. renews this instance's heartbeat and live leases, reads all back;

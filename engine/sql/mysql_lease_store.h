@@ -1,5 +1,5 @@
 // MysqlLeaseStore: the lease rows of several msgqd instances in MySQL (see
-// engine/lease/lease_plan.h and docs/several_instances.md).
+// engine/lease/lease_plan.h and docs/several-instances.md#how-a-lease-works).
 //
 //   msgq_leases(name, owner, since, expires)      one row per message table
 //   msgq_instances(instance, address, started, expires)   one per msgqd

@@ -146,7 +146,7 @@ class MysqlMessageStore final : public MessageStore {
   };
   static constexpr size_t kNoUnit = static_cast<size_t>(-1);
   // Ids per statement of a kAcks unit (a row update cost the same in
-  // statements of 250 to 2,000 ids: docs/benchmarks.md).
+  // statements of 250 to 2,000 ids: docs/benchmarks.md#acks-of-many-requests).
   static constexpr size_t kMergedAckIds = 1000;
   // Appends to `unit` the statements of `in` over `ids` (InListStatements,
   // ids validated, never skipped).

@@ -2,8 +2,8 @@
 // engine's in-memory state and the gRPC counters. A scrape reads
 // Engine::ListTables() (each table's counters under its own lock, briefly)
 // and never touches MySQL (the pending-due families come from a
-// DueDepthSampler's cache). Every family is documented in README.md
-// ("Metrics, health and the console").
+// DueDepthSampler's cache). Every family is documented in
+// docs/operations.md#metrics.
 //
 // Thread-safety: safe to call concurrently.
 #ifndef MSGQ_SERVER_HTTP_METRICS_PAGE_H_

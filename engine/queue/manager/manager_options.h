@@ -28,7 +28,7 @@ struct ManagerOptions {
   int max_refetches = 5;
   // How rows the binlog names are read: true = by primary key (only those
   // rows); false = the event just triggers a poll of the table. Kept to
-  // measure the two (docs/benchmarks.md).
+  // measure the two (docs/benchmarks.md#fetch-by-id-vs-a-triggered-poll).
   bool binlog_fetch_by_id = true;
   // Due rows whose streamed columns the binlog's row image carries in a
   // reproducible text form (RowChange::row) are queued from the image, with
@@ -64,7 +64,7 @@ struct ManagerOptions {
   // gives the manager a second store), in rounds that run in parallel with
   // the table's polls and postpones (--ack_lane). Off by default: on a
   // 2-core machine it cost mysqld more CPU per message than it gained
-  // (docs/benchmarks.md).
+  // (docs/benchmarks.md#the-ack-lane).
   bool ack_lane = false;
   // A sent message's postpone (epoch + 1, time_next = now + its ack wait
   // and backoff) is written this long after the send (at most a tenth of
@@ -76,7 +76,8 @@ struct ManagerOptions {
   // this much later than the ack wait (--postpone_grace; zero, the
   // default: written in the round after the send). Off by default: in the
   // fault campaign a 200 ms grace made 81 redeliveries inside the ack wait
-  // across 30 kills, against 1 without (docs/reliability.md).
+  // across 30 kills, against 1 without
+  // (docs/reliability.md#the-postpone-graces-price).
   absl::Duration postpone_grace = absl::ZeroDuration();
 };
 

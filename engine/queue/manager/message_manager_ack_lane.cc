@@ -1,7 +1,8 @@
 // MessageManager's ack lane: with an ack store, acks are written on a
 // connection of their own, in rounds that run in parallel with the table's
 // round (polls, fetches, postpones, nacks, purges). In a drain the acks
-// were about half of the one connection's time (docs/benchmarks.md).
+// were about half of the one connection's time
+// (docs/benchmarks.md#where-the-drains-time-goes).
 //
 // What keeps it safe (the class contract is in message_manager.h):
 // - An ack and a postpone of the same id may now commit in either order.

@@ -164,7 +164,7 @@ void MessageManager::DoWork(Work work) {
   // Rows the binlog named are read first: the round's writes end with a
   // commit that waits for the disk (twice with sync_binlog=1), and a new
   // row waiting behind it took about twice as long from commit to receipt
-  // (docs/benchmarks.md, "Latency from commit"). A row whose write this
+  // (docs/benchmarks.md#latency-from-commit). A row whose write this
   // round still owes is in flight, so the read cannot send it again.
   const bool fetch_ok = work.round.fetch_ids.empty() || DoFetch(work);
   // The writes run whatever the fetch did: they settle what the round took

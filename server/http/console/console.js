@@ -165,7 +165,7 @@ function render(data) {
   }
   if (!data.tables.length) {
     body.append(el("tr", {}, el("td", {colSpan: 12, class: "muted"},
-        "no message tables yet: create one (see README, \"Message tables\")")));
+        "no message tables yet: create one (see docs/tables.md#schema-and-directives)")));
   }
   $("tables").tBodies[0].replaceWith(body);
   if (selected) {
