@@ -129,6 +129,10 @@ class Engine : private BinlogWatcher::Listener {
   absl::Status Health() const;
   // This msgqd's instance id, as written in lease rows (Options).
   const std::string& instance_id() const { return options_.instance_id; }
+  // The databases served, in the order an empty keyspace searches them.
+  const std::vector<std::string>& databases() const {
+    return options_.databases;
+  }
   // What the binlog watcher is doing (default when --binlog=false).
   BinlogWatcher::Status binlog_status() const;
 

@@ -8,6 +8,7 @@
 #include "absl/time/time.h"
 #include "common/grpc_status.h"
 #include "server/auth/grpc_auth.h"
+#include "server/auth/table_access.h"
 #include "server/stream_reactor.h"
 
 namespace msgq {
@@ -63,16 +64,10 @@ std::shared_ptr<MessageManager> ManagerOrFinish(
     return nullptr;
   }
   absl::StatusOr<std::shared_ptr<MessageManager>> manager =
-      engine.Find(request.keyspace(), request.name());
+      auth::FindForCaller(engine, &authorizer, *principal, action,
+                          request.keyspace(), request.name());
   if (!manager.ok()) {
     reactor->Finish(ToGrpcStatus(manager.status()));
-    return nullptr;
-  }
-  const MessageTable& table = (*manager)->table();
-  if (absl::Status allowed =
-          authorizer.Authorize(*principal, action, table.keyspace, table.name);
-      !allowed.ok()) {
-    reactor->Finish(ToGrpcStatus(allowed));
     return nullptr;
   }
   return *std::move(manager);

@@ -1,5 +1,7 @@
 #include "server/security_flags.h"
 
+#include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/flags/flag.h"
@@ -41,6 +43,12 @@ ABSL_FLAG(int, grpc_max_concurrent_streams, 100,
 ABSL_FLAG(absl::Duration, grpc_min_ping_interval, absl::Seconds(60),
           "Keepalive enforcement: a client pinging more often than this "
           "(with or without calls) gets GOAWAY after a few pings");
+ABSL_FLAG(absl::Duration, grpc_handshake_timeout, absl::Seconds(10),
+          "A gRPC connection that has not finished its handshake (TLS, "
+          "HTTP/2 settings) by then is closed");
+ABSL_FLAG(absl::Duration, grpc_max_connection_idle, absl::Minutes(10),
+          "A gRPC connection without a call for this long gets GOAWAY "
+          "(clients reconnect at their next call; streams keep it busy)");
 ABSL_FLAG(int64_t, grpc_memory_quota_bytes, int64_t{1} << 30,
           "Memory gRPC may use for all connections and calls (a "
           "grpc::ResourceQuota); new calls are refused beyond");
@@ -97,11 +105,14 @@ absl::StatusOr<SecurityConfig> SecurityFromFlags() {
   if (absl::GetFlag(FLAGS_grpc_max_receive_message_bytes) < 1024 ||
       absl::GetFlag(FLAGS_grpc_max_concurrent_streams) < 1 ||
       absl::GetFlag(FLAGS_grpc_memory_quota_bytes) < (1 << 20) ||
-      absl::GetFlag(FLAGS_grpc_min_ping_interval) < absl::ZeroDuration()) {
+      absl::GetFlag(FLAGS_grpc_min_ping_interval) < absl::ZeroDuration() ||
+      absl::GetFlag(FLAGS_grpc_handshake_timeout) < absl::Milliseconds(100) ||
+      absl::GetFlag(FLAGS_grpc_max_connection_idle) < absl::Seconds(1)) {
     return absl::InvalidArgumentError(
         "--grpc_max_receive_message_bytes must be >= 1024, "
         "--grpc_max_concurrent_streams >= 1, --grpc_memory_quota_bytes >= "
-        "1 MiB and --grpc_min_ping_interval >= 0");
+        "1 MiB, --grpc_min_ping_interval >= 0, --grpc_handshake_timeout >= "
+        "100ms and --grpc_max_connection_idle >= 1s");
   }
   return config;
 }
@@ -125,6 +136,16 @@ void ApplyServerLimits(grpc::ServerBuilder* builder) {
   // sends one every 6 minutes), as long as they respect the interval.
   builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2);
+  builder->AddChannelArgument(
+      GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+      static_cast<int>(absl::ToInt64Milliseconds(
+          absl::GetFlag(FLAGS_grpc_handshake_timeout))));
+  builder->AddChannelArgument(
+      GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+      static_cast<int>(std::min<int64_t>(
+          absl::ToInt64Milliseconds(
+              absl::GetFlag(FLAGS_grpc_max_connection_idle)),
+          std::numeric_limits<int>::max())));
   // Outlives every server built (msgqd builds one); gRPC keeps its own ref.
   static grpc::ResourceQuota quota("msgqd");
   quota.Resize(

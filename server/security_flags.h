@@ -38,8 +38,10 @@ std::shared_ptr<grpc::ServerCredentials> GrpcServerCredentials(
     const SecurityConfig& config);
 
 // Sets the server's limits from the --grpc_* flags: max receive message
-// size, max concurrent streams per connection, keepalive ping enforcement
-// and a memory quota.
+// size, max concurrent streams per connection, keepalive ping enforcement,
+// the handshake deadline, the idle deadline of a connection without calls
+// and a memory quota (which also bounds the connections: gRPC 1.51 has no
+// connection count limit).
 void ApplyServerLimits(grpc::ServerBuilder* builder);
 
 // Logs what is configured and warns once when a listening address is not

@@ -4,6 +4,7 @@
 #include "common/grpc_status.h"
 #include "common/tsan_annotations.h"
 #include "server/auth/grpc_auth.h"
+#include "server/auth/table_access.h"
 
 namespace msgq {
 
@@ -186,15 +187,14 @@ bool StreamReactor::Admit(Engine* engine,
     return false;
   }
   absl::StatusOr<std::shared_ptr<MessageManager>> manager =
-      engine->Find(request.keyspace(), request.name());
+      auth::FindForCaller(*engine, authorizer_, *principal,
+                          auth::Action::kStream, request.keyspace(),
+                          request.name());
   if (!manager.ok()) {
     Finish(ToGrpcStatus(manager.status()));
     return false;
   }
-  const MessageTable& table = (*manager)->table();
-  absl::Status allowed = authorizer_->Authorize(
-      *principal, auth::Action::kStream, table.keyspace, table.name);
-  if (allowed.ok()) allowed = authorizer_->AcquireStream(*principal);
+  absl::Status allowed = authorizer_->AcquireStream(*principal);
   if (!allowed.ok()) {
     Finish(ToGrpcStatus(allowed));
     return false;

@@ -215,6 +215,82 @@ TEST_F(SecurityAuthTest, ConsoleApiNeedsATokenAndAdmin) {
             "200 {\"redriven\":0}");
 }
 
+// Authorization comes before the lookup (issue 34): a caller without the
+// grant gets the same PERMISSION_DENIED for a served table, a table that
+// failed to load and one that does not exist, on gRPC, the console's API
+// and the MySQL port alike; only a caller with the grant learns which.
+TEST_F(SecurityAuthTest, NoGrantLearnsNothingOfATable) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("broken", "vt_batch_size=0"));
+  ASSERT_NO_FATAL_FAILURE(StartWithPolicy({"--http_listen=127.0.0.1:0"}));
+  for (const std::string table : {"b", "broken", "nosuch"}) {
+    SCOPED_TRACE(table);
+    grpc::Status stream = OpenStream(stub_.get(), table, "tok-worker");
+    EXPECT_EQ(stream.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_EQ(stream.error_message(),
+              "permission denied: 'worker' may not stream msgq." + table);
+    grpc::Status pause = Pause(stub_.get(), table, "tok-worker");
+    EXPECT_EQ(pause.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_EQ(pause.error_message(),
+              "permission denied: 'worker' may not admin msgq." + table);
+    // An empty keyspace is searched only where the caller has the grant;
+    // the denial names the first served keyspace either way.
+    grpc::ClientContext ctx;
+    Prepare(&ctx, "tok-worker");
+    v1::MessageAckRequest ack;
+    ack.set_name(table);
+    ack.add_ids("1");
+    v1::MessageAckResponse response;
+    grpc::Status acked = stub_->MessageAck(&ctx, ack, &response);
+    EXPECT_EQ(acked.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_EQ(acked.error_message(),
+              "permission denied: 'worker' may not ack msgq." + table);
+  }
+  // With the grant, the truth.
+  grpc::Status missing = Pause(stub_.get(), "nosuch", "tok-ops");
+  EXPECT_EQ(missing.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(missing.error_message(), "message table `msgq`.`nosuch` not found");
+  grpc::Status broken = Pause(stub_.get(), "broken", "tok-ops");
+  EXPECT_EQ(broken.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(broken.error_message(), HasSubstr("vt_batch_size"));
+
+  const int port = HttpPort(server_->Log());
+  ASSERT_NE(port, 0) << server_->Log();
+  const std::string base = absl::StrCat("http://127.0.0.1:", port);
+  for (const std::string table : {"b", "broken", "nosuch"}) {
+    EXPECT_EQ(Http(base + "/api/dead?keyspace=msgq&table=" + table,
+                   "tok-worker"),
+              "403 {\"error\":\"permission denied: 'worker' may not admin "
+              "msgq." +
+                  table + "\"}");
+  }
+  EXPECT_EQ(Http(base + "/api/dead?keyspace=msgq&table=nosuch", "tok-ops"),
+            "404 {\"error\":\"message table `msgq`.`nosuch` not found\"}");
+}
+
+// /metrics needs a token when tokens are on, and its labels show only the
+// caller's tables (as ListTables), so they are no way around that filter.
+TEST_F(SecurityAuthTest, MetricsNeedATokenAndShowOnlyTheCallersTables) {
+  ASSERT_NO_FATAL_FAILURE(StartWithPolicy({"--http_listen=127.0.0.1:0"}));
+  const int port = HttpPort(server_->Log());
+  ASSERT_NE(port, 0) << server_->Log();
+  const std::string metrics = absl::StrCat("http://127.0.0.1:", port,
+                                           "/metrics");
+  EXPECT_EQ(Http(metrics, ""),
+            "401 missing or invalid credentials: send 'authorization: Bearer "
+            "<token>'");
+  EXPECT_EQ(Http(metrics, "tok-wrong"),
+            "401 missing or invalid credentials: unknown bearer token");
+  const std::string worker = Http(metrics, "tok-worker");
+  EXPECT_THAT(worker, HasSubstr("200 "));
+  EXPECT_THAT(worker, HasSubstr("\nmsgq_tables 1\n"));
+  EXPECT_THAT(worker, HasSubstr("table=\"a\""));
+  EXPECT_THAT(worker, Not(HasSubstr("table=\"b\"")));
+  const std::string ops = Http(metrics, "tok-ops");
+  EXPECT_THAT(ops, HasSubstr("\nmsgq_tables 2\n"));
+  EXPECT_THAT(ops, HasSubstr("table=\"a\""));
+  EXPECT_THAT(ops, HasSubstr("table=\"b\""));
+}
+
 TEST_F(SecurityAuthTest, OpenAccessWarnsBeyondLoopback) {
   ASSERT_NO_FATAL_FAILURE(CreateTable("a"));
   auto server = Msgqd::Start(

@@ -1,7 +1,14 @@
 // msgqd's limits against hostile or broken clients (issue 17): the largest
 // request, concurrent calls per connection, and the ping enforcement flag
 // checks, against a real msgqd and MariaDB.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -86,6 +93,65 @@ TEST_F(SecurityLimitsTest, PingFloodEndsTheConnection) {
   ASSERT_TRUE(idle.WaitForEnd(absl::Seconds(20)));
   EXPECT_EQ(idle.status().error_code(), grpc::StatusCode::UNAVAILABLE)
       << idle.status().error_message();
+}
+
+// A TLS client that connects and never starts its handshake is closed
+// after --grpc_handshake_timeout (gRPC's own default is 120 s), so silent
+// connections hold the port for a bounded time.
+TEST_F(SecurityLimitsTest, SilentConnectionIsClosedAfterTheHandshakeTimeout) {
+  ASSERT_TRUE(MakeTestCertificates(files_->path()))
+      << ReadText(Path("openssl.log"));
+  ASSERT_NO_FATAL_FAILURE(CreateTable("a"));
+  ASSERT_NO_FATAL_FAILURE(StartServer(
+      {"--tls_cert=" + Path("server1.pem"), "--tls_key=" + Path("server1.key"),
+       "--grpc_handshake_timeout=1s", "--http_listen="}));
+  const std::string address = server_->address();
+  const int port = std::atoi(address.substr(address.rfind(':') + 1).c_str());
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0);
+  const absl::Time start = absl::Now();
+  pollfd p{fd, POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 10000), 1) << "still open after 10 s";
+  char byte;
+  EXPECT_EQ(read(fd, &byte, 1), 0);  // closed, nothing sent
+  const absl::Duration open_for = absl::Now() - start;
+  EXPECT_GE(open_for, absl::Milliseconds(900));
+  EXPECT_LT(open_for, absl::Seconds(5));
+  close(fd);
+  // A client that does its handshake is served.
+  auto stub = v1::Messaging::NewStub(
+      TlsChannel(address, files_->path()));
+  ASSERT_NO_FATAL_FAILURE(WaitForTable(stub.get(), "a", ""));
+}
+
+// A connection without calls gets GOAWAY after --grpc_max_connection_idle
+// (the client's channel goes idle), and reconnects at its next call.
+TEST_F(SecurityLimitsTest, IdleConnectionIsClosedAndReconnects) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("a"));
+  ASSERT_NO_FATAL_FAILURE(
+      StartServer({"--grpc_max_connection_idle=1s", "--http_listen="}));
+  ASSERT_NO_FATAL_FAILURE(WaitForTable(stub_.get(), "a", ""));
+  auto channel = PlainChannel(server_->address());
+  auto stub = v1::Messaging::NewStub(channel);
+  v1::ListTablesResponse r;
+  ASSERT_TRUE(ListTables(stub.get(), "", &r).ok());
+  ASSERT_EQ(channel->GetState(false), GRPC_CHANNEL_READY);
+  EXPECT_TRUE(Eventually(
+      [&] { return channel->GetState(false) == GRPC_CHANNEL_IDLE; },
+      absl::Seconds(10)));
+  EXPECT_TRUE(ListTables(stub.get(), "", &r).ok());
+  // An open stream keeps its connection busy past the idle deadline.
+  StreamCollector stream(stub.get(), "a", "msgq");
+  ASSERT_TRUE(stream.WaitForFields(absl::Seconds(10)));
+  absl::SleepFor(absl::Milliseconds(2500));
+  EXPECT_EQ(channel->GetState(false), GRPC_CHANNEL_READY);
+  EXPECT_FALSE(stream.WaitForEnd(absl::ZeroDuration()));
+  stream.Cancel();
 }
 
 TEST_F(SecurityLimitsTest, BadLimitFlagsRefuseToStart) {

@@ -76,6 +76,8 @@ class Authorizer {
     return tokens_ != nullptr || options_.client_certificates;
   }
   bool has_policy() const { return policy_ != nullptr; }
+  // Whether bearer tokens are configured (--auth_tokens_file).
+  bool has_tokens() const { return tokens_ != nullptr; }
 
   // The caller's principal from its `authorization` header value (nullopt
   // when absent) and its verified certificate identities (empty without

@@ -12,6 +12,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "engine/sql/peek_statement.h"
+#include "server/auth/table_access.h"
 #include "nlohmann/json.hpp"
 
 namespace msgq {
@@ -105,15 +106,10 @@ absl::StatusOr<std::shared_ptr<MessageManager>> FindTable(
     const HttpRequest& request) {
   absl::StatusOr<std::string> caller = Caller(authorizer, request);
   if (!caller.ok()) return caller.status();
-  absl::StatusOr<std::shared_ptr<MessageManager>> manager =
-      engine->Find(request.Param("keyspace").value_or(""),
-                   request.Param("table").value_or(""));
-  if (!manager.ok() || authorizer == nullptr) return manager;
-  const MessageTable& table = (*manager)->table();
-  absl::Status allowed = authorizer->Authorize(*caller, auth::Action::kAdmin,
-                                               table.keyspace, table.name);
-  if (!allowed.ok()) return allowed;
-  return manager;
+  return auth::FindForCaller(*engine, authorizer, *caller,
+                             auth::Action::kAdmin,
+                             request.Param("keyspace").value_or(""),
+                             request.Param("table").value_or(""));
 }
 
 HttpResponse Tables(Engine* engine, const DueDepthSampler* depth,

@@ -253,7 +253,8 @@ void DueFamilies(const std::vector<Table>& tables,
 
 std::string RenderMetrics(const Engine& engine, const GrpcMetrics* grpc,
                           const BuildInfo& build,
-                          const DueDepthSampler* depth) {
+                          const DueDepthSampler* depth,
+                          const TableFilter& visible) {
   MetricsText text;
   text.Family("msgq_build_info", MetricType::kGauge,
               "msgqd's version and git commit, in labels (value 1).");
@@ -285,7 +286,10 @@ std::string RenderMetrics(const Engine& engine, const GrpcMetrics* grpc,
               "Times another replica with the same server id took the "
               "binlog dump over.");
   text.Sample({}, static_cast<double>(binlog.evictions));
-  const std::vector<Table> tables = engine.ListTables();
+  std::vector<Table> tables = engine.ListTables();
+  if (visible != nullptr) {
+    std::erase_if(tables, [&](const Table& t) { return !visible(t); });
+  }
   text.Family("msgq_tables", MetricType::kGauge,
               "Message tables found, loaded or not.");
   text.Sample({}, static_cast<double>(tables.size()));

@@ -9,6 +9,7 @@
 #ifndef MSGQ_SERVER_HTTP_METRICS_PAGE_H_
 #define MSGQ_SERVER_HTTP_METRICS_PAGE_H_
 
+#include <functional>
 #include <string>
 
 #include "engine/engine.h"
@@ -22,11 +23,16 @@ struct BuildInfo {
   std::string commit;
 };
 
+// Which tables a scrape shows (their series and the msgq_tables count);
+// null shows every table.
+using TableFilter = std::function<bool(const Engine::TableInfo&)>;
+
 // `grpc` may be null (no gRPC families); `depth` may be null (no pending
 // due families).
 std::string RenderMetrics(const Engine& engine, const GrpcMetrics* grpc,
                           const BuildInfo& build,
-                          const DueDepthSampler* depth = nullptr);
+                          const DueDepthSampler* depth = nullptr,
+                          const TableFilter& visible = nullptr);
 
 }  // namespace msgq
 

@@ -1,6 +1,8 @@
 #include "server/http/routes.h"
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -8,6 +10,39 @@
 #include "server/http/console_assets.h"
 
 namespace msgq {
+namespace {
+
+// With bearer tokens on, a scrape needs one and shows the tables its
+// principal may list (as ListTables), so the labels are not a way around
+// that filter. With client certificates only, the TLS handshake is the
+// gate (the HTTP port does not map certificates to principals) and every
+// table is shown.
+HttpResponse Metrics(const Engine& engine, const GrpcMetrics* grpc,
+                     const BuildInfo& build, const DueDepthSampler* depth,
+                     const auth::Authorizer* authorizer,
+                     const HttpRequest& request) {
+  constexpr char kType[] = "text/plain; version=0.0.4; charset=utf-8";
+  if (authorizer == nullptr || !authorizer->has_tokens()) {
+    return HttpResponse{200, kType, RenderMetrics(engine, grpc, build, depth)};
+  }
+  std::optional<absl::string_view> header;
+  if (auto it = request.headers.find("authorization");
+      it != request.headers.end()) {
+    header = it->second;
+  }
+  absl::StatusOr<std::string> principal = authorizer->Authenticate(header, {});
+  if (!principal.ok()) {
+    return HttpResponse{401, "text/plain; charset=utf-8",
+                        absl::StrCat(principal.status().message(), "\n")};
+  }
+  TableFilter visible = [&](const Engine::TableInfo& t) {
+    return authorizer->MayList(*principal, t.keyspace, t.name);
+  };
+  return HttpResponse{200, kType,
+                      RenderMetrics(engine, grpc, build, depth, visible)};
+}
+
+}  // namespace
 
 std::map<std::string, HttpHandler> MsgqdRoutes(
     Engine* engine, const GrpcMetrics* grpc, BuildInfo build,
@@ -19,9 +54,9 @@ std::map<std::string, HttpHandler> MsgqdRoutes(
   depth->Start();
   std::map<std::string, HttpHandler> routes =
       ConsoleApiRoutes(engine, depth, authorizer);
-  routes["/metrics"] = [engine, grpc, build, depth](const HttpRequest&) {
-    return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
-                        RenderMetrics(*engine, grpc, build, depth.get())};
+  routes["/metrics"] = [engine, grpc, build, depth,
+                        authorizer](const HttpRequest& request) {
+    return Metrics(*engine, grpc, build, depth.get(), authorizer, request);
   };
   routes["/healthz"] = [](const HttpRequest&) {
     return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"};

@@ -1,5 +1,6 @@
 // Every route of msgqd's HTTP port:
-//   GET /metrics   Prometheus text format (metrics_page.h), with pending
+//   GET /metrics   Prometheus text format (metrics_page.h; with bearer
+//                  tokens on, a token and only its tables), with pending
 //                  due messages from a DueDepthSampler the routes own (its
 //                  thread measures each table at most every 10 s);
 //   GET /healthz   liveness: 200 "ok" while the process serves;
@@ -23,9 +24,12 @@
 namespace msgq {
 
 // `engine`, `grpc` and `authorizer` (both may be null; no authorizer =
-// open access) must outlive the routes. The authorizer guards /api/ only
-// (console_api.h); /metrics, the health pages and the console's files are
-// open to whoever reaches the port.
+// open access) must outlive the routes. When the authorizer requires
+// credentials, /api/ (console_api.h) needs a bearer token
+// (`Authorization: Bearer <token>`; 401 without a valid one); with bearer
+// tokens on, so does /metrics, which then shows only the tables the
+// token's principal may list. The health pages and the console's files
+// are open to whoever reaches the port.
 std::map<std::string, HttpHandler> MsgqdRoutes(
     Engine* engine, const GrpcMetrics* grpc, BuildInfo build,
     const auth::Authorizer* authorizer = nullptr);
