@@ -1,0 +1,44 @@
+package msgq
+
+import (
+	msgqv1 "msgq/v1"
+)
+
+// The one place that knows how names and ids travel in msgq.v1.
+//
+// keyspace, name and ids are declared `bytes` in the proto today (UTF-8
+// text that msgqd, not the proto parser, judges); a later change may declare
+// keyspace and name `string` (the same wire format). The public API takes Go
+// strings everywhere and converts here only: should the proto change, the
+// alias below changes and nothing else (the conversions compile either way).
+type (
+	wireName = []byte // MessageStreamRequest.keyspace/name and the like
+	wireID   = []byte // ids, Delivery.id, ListDeadRequest.after_id
+)
+
+func nameToWire(s string) wireName { return wireName(s) }
+
+func idToWire(s string) wireID { return wireID(s) }
+
+func idFromWire(b wireID) string { return string(b) }
+
+func idsToWire(ids []string) []wireID {
+	out := make([]wireID, len(ids))
+	for i, id := range ids {
+		out[i] = idToWire(id)
+	}
+	return out
+}
+
+func deliveriesToWire(ds []Delivery) []*msgqv1.Delivery {
+	out := make([]*msgqv1.Delivery, len(ds))
+	for i, d := range ds {
+		out[i] = &msgqv1.Delivery{Id: idToWire(d.ID), Epoch: d.Epoch}
+	}
+	return out
+}
+
+// Keyspace and name of a request, converted.
+func tableToWire(t Table) (keyspace, name wireName) {
+	return nameToWire(t.Keyspace), nameToWire(t.Name)
+}

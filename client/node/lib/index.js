@@ -1,0 +1,40 @@
+'use strict';
+// msgq: the Node client of msgqd (gRPC API msgq.v1.Messaging).
+//
+//   const { Subscriber, ack, retry, dead } = require('msgq');
+//   const sub = new Subscriber({
+//     servers: '127.0.0.1:15999', table: 'orders',
+//     handler: async (msg) => {
+//       if (msg.get('message') === null) return dead('NULL message');
+//       if (!backendUp()) return retry({ delay: 30, reason: 'backend down' });
+//       await process(msg.json('message'));  // a throw retries it
+//       return ack();
+//     },
+//   }).start();
+//   process.on('SIGTERM', () => sub.close());
+//
+// Subscriber (subscriber.js), Client (client.js), the handler results
+// (results.js), Message (message.js), trace context helpers (trace.js),
+// MsgqError and the gRPC status codes (errors.js). Types: index.d.ts.
+
+const { Subscriber, subscribe } = require('./subscriber');
+const { Client } = require('./client');
+const { ack, retry, dead, outcome } = require('./results');
+const { Message, Schema } = require('./message');
+const { MsgqError, status, codeName } = require('./errors');
+const { Backoff } = require('./backoff');
+const { AckBatcher } = require('./ack_batcher');
+const { Heartbeat } = require('./heartbeat');
+const {
+  parseTraceparent, formatTraceparent, traceparent, tracestate, traceColumns,
+} = require('./trace');
+const { readTokenFile } = require('./channel');
+const { findProtoDir } = require('./proto');
+
+module.exports = {
+  Subscriber, subscribe, Client, ack, retry, dead, outcome, Message, Schema,
+  MsgqError, status, codeName, Backoff, AckBatcher, Heartbeat,
+  parseTraceparent, formatTraceparent, traceparent, tracestate, traceColumns,
+  readTokenFile, findProtoDir,
+  version: require('../package.json').version,
+};
