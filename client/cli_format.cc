@@ -8,39 +8,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/utf8.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace msgq {
 namespace {
-
-// Length of the valid UTF-8 sequence at the start of `s`, or 0.
-size_t Utf8SequenceLength(absl::string_view s) {
-  const auto b0 = static_cast<unsigned char>(s[0]);
-  size_t n;
-  uint32_t min;
-  if (b0 < 0x80) return 1;
-  if ((b0 & 0xE0) == 0xC0) {
-    n = 2;
-    min = 0x80;
-  } else if ((b0 & 0xF0) == 0xE0) {
-    n = 3;
-    min = 0x800;
-  } else if ((b0 & 0xF8) == 0xF0) {
-    n = 4;
-    min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (s.size() < n) return 0;
-  uint32_t cp = b0 & (0x7F >> n);
-  for (size_t i = 1; i < n; ++i) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    if ((b & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
-}
 
 bool IsNumericType(absl::string_view type) {
   static constexpr absl::string_view kTypes[] = {

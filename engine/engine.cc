@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/utf8.h"
 #include "engine/log.h"
 #include "engine/sql/sql_literal.h"
 

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/utf8.h"
 #include "engine/directives.h"
 #include "engine/sql/sql_literal.h"
 

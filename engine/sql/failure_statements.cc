@@ -7,38 +7,13 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/utf8.h"
 #include "engine/sql/sql_literal.h"
 
 namespace msgq {
 namespace {
 
 constexpr absl::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
-
-// Length of the well-formed UTF-8 sequence at the start of `s`; 0 if none.
-size_t Utf8SequenceLength(absl::string_view s) {
-  const unsigned char c = static_cast<unsigned char>(s[0]);
-  if (c < 0x80) return 1;
-  size_t len = 0;
-  uint32_t cp = 0;
-  uint32_t min = 0;
-  if ((c & 0xE0) == 0xC0) {
-    len = 2, cp = c & 0x1F, min = 0x80;
-  } else if ((c & 0xF0) == 0xE0) {
-    len = 3, cp = c & 0x0F, min = 0x800;
-  } else if ((c & 0xF8) == 0xF0) {
-    len = 4, cp = c & 0x07, min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (s.size() < len) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    const unsigned char cc = static_cast<unsigned char>(s[k]);
-    if ((cc & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (cc & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return len;
-}
 
 // The epoch a row has after the send of a delivery streamed with `epoch`
 // (a client's value: int64 max must not overflow).
