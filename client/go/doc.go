@@ -22,6 +22,13 @@
 // RetryBackoff(reason) and Fail(err) (after the table's backoff, as a
 // panicking handler); Dead(reason) (dead now; see Client.ListDead).
 //
+// Tracing: a table's `traceparent`/`tracestate` columns (W3C Trace Context)
+// are parsed by Message.TraceContext; each handled message runs in an
+// OpenTelemetry CONSUMER span parented on them, from the global
+// TracerProvider (no-op until the application sets one) or
+// Options.TracerProvider. Producers write TraceParentFromContext(ctx) in
+// the INSERT that enqueues the message.
+//
 // The generated msgq.v1 code is package msgqv1 (import "msgq/v1"), made by
 // protoc from proto/msgq/v1/messaging.proto at build time (see
 // run_tests.sh); ListTables returns its TableStatus.

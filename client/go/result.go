@@ -46,6 +46,7 @@ type Result struct {
 	delay    time.Duration
 	hasDelay bool
 	reason   string
+	err      error // Fail's error (recorded on the consumer span)
 }
 
 // Ack: done, acknowledge the message.
@@ -78,7 +79,9 @@ func Fail(err error) Result {
 	if err == nil {
 		return Ack()
 	}
-	return RetryBackoff(err.Error())
+	r := RetryBackoff(err.Error())
+	r.err = err
+	return r
 }
 
 // HandlerFunc adapts a function returning an error to a Handler: nil acks,
@@ -96,6 +99,9 @@ func (r Result) Delay() (delay time.Duration, ok bool) { return r.delay, r.hasDe
 
 // Reason is why the message failed ("" for Ack).
 func (r Result) Reason() string { return r.reason }
+
+// Err is the error given to Fail (nil for the other results).
+func (r Result) Err() error { return r.err }
 
 func (r Result) String() string {
 	switch {

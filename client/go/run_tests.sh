@@ -11,8 +11,10 @@
 # build cache (OUT_DIR/gocache). No network: GOPATH mode (GO111MODULE=off)
 # over Debian's Go sources in /usr/share/gocode (packages golang-go,
 # golang-google-grpc-dev, golang-google-protobuf-dev,
-# golang-github-golang-protobuf-1-5-dev, protoc-gen-go, protoc-gen-go-grpc,
-# protobuf-compiler; tools/setup installs them).
+# golang-github-golang-protobuf-1-5-dev, golang-opentelemetry-otel-dev (the
+# OpenTelemetry API the consumer spans use, and the SDK the tests record them
+# with), protoc-gen-go, protoc-gen-go-grpc, protobuf-compiler; tools/setup
+# installs them).
 #
 # Environment: MSGQD = the msgqd binary (ctest passes the built one; default
 # BUILD/server/msgqd next to OUT_DIR's build tree, else build/server/msgqd of
@@ -32,6 +34,8 @@ for tool in go protoc protoc-gen-go protoc-gen-go-grpc; do
 done
 [ -d /usr/share/gocode/src/google.golang.org/grpc ] || missing+=(golang-google-grpc-dev)
 [ -d /usr/share/gocode/src/google.golang.org/protobuf ] || missing+=(golang-google-protobuf-dev)
+[ -d /usr/share/gocode/src/go.opentelemetry.io/otel/sdk/trace/tracetest ] ||
+  missing+=(golang-opentelemetry-otel-dev)
 # gRPC's codec marshals through github.com/golang/protobuf: its v1.3 (Debian's
 # golang-github-golang-protobuf-1-3-dev, what apt picks by default for
 # golang-google-grpc-dev) cannot handle the messages protoc-gen-go 1.28 makes
@@ -41,8 +45,8 @@ grep -qs '"google.golang.org/protobuf' /usr/share/gocode/src/github.com/golang/p
 if [ ${#missing[@]} -gt 0 ]; then
   echo "run_tests.sh: missing ${missing[*]}; install the Debian packages" \
     "golang-go golang-google-grpc-dev golang-google-protobuf-dev" \
-    "golang-github-golang-protobuf-1-5-dev protoc-gen-go protoc-gen-go-grpc" \
-    "protobuf-compiler (tools/setup)" >&2
+    "golang-github-golang-protobuf-1-5-dev golang-opentelemetry-otel-dev" \
+    "protoc-gen-go protoc-gen-go-grpc protobuf-compiler (tools/setup)" >&2
   exit 1
 fi
 

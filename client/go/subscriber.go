@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -48,6 +49,21 @@ type Options struct {
 	// UNAVAILABLE: it is down) ends the subscription with that error
 	// instead of waiting for the server; later reconnects always retry.
 	FailFastInitialConnect bool
+
+	// Tracing: each handled message runs in an OpenTelemetry CONSUMER span
+	// "process TABLE", a child of (and linked to) the producer's context
+	// from the message's traceparent/tracestate columns (a new root span
+	// without them), with the attributes messaging.system "msgq",
+	// messaging.operation(.type/.name) "process",
+	// messaging.destination.name, messaging.message.id,
+	// messaging.msgq.epoch (the redelivery count), messaging.msgq.keyspace
+	// and server.address; ended with messaging.msgq.outcome and, for a
+	// retry, Dead, Fail or a panic, status Error with the reason. The
+	// handler's ctx carries the span. The spans come from TracerProvider,
+	// nil = OpenTelemetry's global one (otel.GetTracerProvider(): no-op
+	// spans until the application sets a provider). NoTracing: no spans.
+	TracerProvider trace.TracerProvider
+	NoTracing      bool
 
 	// How Subscribe dials its servers (not used by SubscribeConns).
 	Security    Security
@@ -154,6 +170,7 @@ type Subscriber struct {
 	table   Table
 	handler Handler
 	o       Options
+	tracer  trace.Tracer // nil: NoTracing
 	streams []*serverStream
 	owned   []*grpc.ClientConn
 
@@ -257,7 +274,7 @@ func newSubscriber(servers []Server, table Table, handler Handler, opts Options)
 	}
 	o := opts.withDefaults()
 	s := &Subscriber{
-		table: table, handler: handler, o: o,
+		table: table, handler: handler, o: o, tracer: newTracer(o),
 		queue:    make(chan received, o.QueueCapacity),
 		stopping: make(chan struct{}),
 		done:     make(chan struct{}),
@@ -425,8 +442,16 @@ func (s *Subscriber) work() {
 func (s *Subscriber) handle(r received) {
 	origin := r.origin
 	ticket := origin.heartbeat.begin(r.msg.Delivery(), r.msg.received)
-	result := s.call(r.msg)
+	ctx := s.handlerCtx
+	var span trace.Span
+	if s.tracer != nil {
+		ctx, span = s.startSpan(ctx, r.msg)
+	}
+	result, panicked := s.call(ctx, r.msg)
 	origin.heartbeat.end(ticket)
+	if span != nil {
+		endSpan(span, result, panicked)
+	}
 	if result.kind == KindAck {
 		atomic.AddInt64(&s.handled, 1)
 	} else {
@@ -442,12 +467,14 @@ func (s *Subscriber) handle(r received) {
 	origin.nack(r.msg, result)
 }
 
-// call runs the handler; a panic is a retry with the table's backoff.
-func (s *Subscriber) call(m *Message) (result Result) {
+// call runs the handler; a panic is a retry with the table's backoff (and
+// returned as panicked).
+func (s *Subscriber) call(ctx context.Context, m *Message) (result Result, panicked error) {
 	defer func() {
 		if p := recover(); p != nil {
 			result = RetryBackoff(fmt.Sprintf("handler panicked: %v", p))
+			panicked = fmt.Errorf("handler panicked: %v", p)
 		}
 	}()
-	return s.handler(s.handlerCtx, m)
+	return s.handler(ctx, m), nil
 }

@@ -1,16 +1,27 @@
 package msgq
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
+
+// The trace convention (issue 37, the same in every msgq client): a message
+// table may have a `traceparent` column (W3C Trace Context, varchar(55)) and
+// optionally `tracestate`. A producer writes its current context there in
+// the INSERT that enqueues the message (TraceParentFromContext,
+// TraceStateFromContext); Message.TraceContext parses it, and the
+// Subscriber runs each handler in an OpenTelemetry CONSUMER span parented on
+// (and linked to) it: see Options.TracerProvider.
 
 // TraceContext is a W3C Trace Context (https://www.w3.org/TR/trace-context/)
 // as a producer wrote it into a message's `traceparent` (and `tracestate`)
-// columns. A consumer starts its span as a child of (or linked to) it; this
-// package has no OpenTelemetry dependency (it is not packaged in Debian), so
-// it hands the context over as values: with OpenTelemetry, build a
-// trace.SpanContext from TraceID, SpanID and Flags.
+// columns. SpanContext converts it for OpenTelemetry.
 type TraceContext struct {
 	Version byte
 	TraceID [16]byte
@@ -78,4 +89,110 @@ func ParseTraceParent(s string) (TraceContext, error) {
 		return bad("all-zero span id")
 	}
 	return tc, nil
+}
+
+// SpanContext is the producer's span as an OpenTelemetry remote span
+// context, with the tracestate when it parses (else none).
+func (t TraceContext) SpanContext() trace.SpanContext {
+	config := trace.SpanContextConfig{
+		TraceID: trace.TraceID(t.TraceID), SpanID: trace.SpanID(t.SpanID),
+		TraceFlags: trace.TraceFlags(t.Flags), Remote: true,
+	}
+	if t.State != "" {
+		if ts, err := trace.ParseTraceState(t.State); err == nil {
+			config.TraceState = ts
+		}
+	}
+	return trace.NewSpanContext(config)
+}
+
+// TraceParentFromContext is the traceparent of ctx's span for the INSERT
+// that enqueues a message ("00-<trace id>-<span id>-<flags>"); "" when ctx
+// has no valid span context (write NULL for it, e.g. with SQL's NULLIF).
+func TraceParentFromContext(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return ""
+	}
+	return fmt.Sprintf("00-%s-%s-%02x", sc.TraceID(), sc.SpanID(), byte(sc.TraceFlags()))
+}
+
+// TraceStateFromContext is the tracestate of ctx's span ("" when empty or
+// without a valid span context).
+func TraceStateFromContext(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return ""
+	}
+	return sc.TraceState().String()
+}
+
+// tracerName is the instrumentation name of the consumer spans.
+const tracerName = "msgq"
+
+// newTracer is the tracer of a Subscriber's consumer spans: nil with
+// NoTracing; else from o.TracerProvider or OpenTelemetry's global provider
+// (a no-op until the application sets one with otel.SetTracerProvider).
+func newTracer(o Options) trace.Tracer {
+	if o.NoTracing {
+		return nil
+	}
+	provider := o.TracerProvider
+	if provider == nil {
+		provider = otel.GetTracerProvider()
+	}
+	return provider.Tracer(tracerName)
+}
+
+// startSpan starts the CONSUMER span of one delivery, as the Node and
+// Python clients do: named "process TABLE", a child of the producer's
+// context from the message's traceparent/tracestate columns and linked to
+// it (without them, a new root span), with the messaging attributes. ctx
+// (the handler's context) carries the span, so the handler's own spans are
+// its children.
+func (s *Subscriber) startSpan(ctx context.Context, m *Message) (context.Context, trace.Span) {
+	attrs := []attribute.KeyValue{
+		attribute.String("messaging.system", "msgq"),
+		attribute.String("messaging.operation", "process"),
+		attribute.String("messaging.operation.type", "process"),
+		attribute.String("messaging.operation.name", "process"),
+		attribute.String("messaging.destination.name", s.table.Name),
+		attribute.String("messaging.message.id", m.ID()),
+		attribute.Int64("messaging.msgq.epoch", m.Epoch()),
+	}
+	if s.table.Keyspace != "" {
+		attrs = append(attrs, attribute.String("messaging.msgq.keyspace", s.table.Keyspace))
+	}
+	if m.Server() != "" {
+		attrs = append(attrs, attribute.String("server.address", m.Server()))
+	}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...)}
+	// The handler's context has no span of its own; never parent on one.
+	parent := trace.ContextWithSpanContext(ctx, trace.SpanContext{})
+	if tc, ok := m.TraceContext(); ok {
+		sc := tc.SpanContext()
+		parent = trace.ContextWithRemoteSpanContext(ctx, sc)
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+	}
+	return s.tracer.Start(parent, "process "+s.table.Name, opts...)
+}
+
+// endSpan ends a consumer span with the handler's outcome: the attribute
+// messaging.msgq.outcome (ack, retry, dead), and for retry and dead status
+// Error with the reason; Fail's error or a panic is recorded as well.
+func endSpan(span trace.Span, r Result, panicked error) {
+	span.SetAttributes(attribute.String("messaging.msgq.outcome", r.kind.String()))
+	if panicked != nil {
+		span.RecordError(panicked)
+	} else if r.err != nil {
+		span.RecordError(r.err)
+	}
+	if r.kind != KindAck {
+		reason := r.reason
+		if reason == "" {
+			reason = r.kind.String()
+		}
+		span.SetStatus(codes.Error, reason)
+	}
+	span.End()
 }

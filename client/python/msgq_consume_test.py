@@ -133,8 +133,14 @@ class ResultTest(unittest.TestCase):
         self.assertEqual(o(msgq_consume.retry(1.5, "x")).key(),
                          (1.5, "x", False))
         self.assertEqual(o(msgq_consume.dead("y")).key(), (None, "y", True))
+        # A negative delay means "now", as in the C++, Node and Go clients.
+        self.assertEqual(msgq_consume.retry(-1).key(), (0.0, "", False))
         with self.assertRaises(ValueError):
-            msgq_consume.retry(-1)
+            msgq_consume.retry(float("nan"))
+        with self.assertRaises(ValueError):
+            msgq_consume.retry(float("inf"))
+        with self.assertRaises(TypeError):
+            msgq_consume.retry("soon")
         with self.assertRaises(TypeError):
             o("ok")
 
@@ -277,12 +283,23 @@ class ConsumeTest(unittest.TestCase):
                          "msgq_consume: nack failed: UNIMPLEMENTED: "
                          "old server\n")
 
-    def test_a_bad_handler_result_is_a_type_error(self):
+    def test_a_bad_handler_result_is_a_retry_with_the_backoff(self):
+        # As a thrown error (and as the Node client): not a crash of the
+        # consumer, a retry with the table's backoff saying what came back.
         self.fake.scripts.put(([fields("id", "message"), rows([b"1", b"a"])],
                                None))
-        with self.assertRaises(TypeError):
-            msgq_consume.consume(self.channel, "orders", lambda m: "yes",
-                                 count=1)
+        err = io.StringIO()
+        with redirect_stderr(err):
+            handled = msgq_consume.consume(self.channel, "orders",
+                                           lambda m: "yes", count=1)
+        self.assertEqual(handled, 1)
+        self.assertEqual(self.fake.acks, [])
+        self.assertEqual(len(self.fake.nacks), 1)
+        self.assertEqual(deliveries(self.fake.nacks[0]), [(b"1", 0)])
+        self.assertFalse(self.fake.nacks[0].HasField("delay"))
+        self.assertFalse(self.fake.nacks[0].dead)
+        self.assertIn("handler returned 'yes'", self.fake.nacks[0].reason)
+        self.assertIn("handler failed: TypeError", err.getvalue())
 
     def test_no_ack(self):
         self.fake.scripts.put(([fields("id", "message"), rows([b"1", b"a"])],

@@ -12,6 +12,11 @@
 
     msgq.Subscriber("127.0.0.1:15999", "orders", handler).run()
 
+A producer writes msgq.traceparent() (and msgq.tracestate()) into the
+table's `traceparent`/`tracestate` columns in the INSERT that enqueues a
+message; the consumer sees message.trace_context and, with opentelemetry
+importable, a CONSUMER span per handled message (msgq.trace).
+
 Subscriber (msgq.subscriber) takes several servers, TLS and a bearer token;
 consume() and consume_all() are the functions underneath, on channels you
 make yourself. The generated stubs are msgq.v1.messaging_pb2 and
@@ -34,12 +39,15 @@ from msgq.results import (Ack, Dead, HandlerResult, Retry, ack,  # noqa: E402
                           dead, outcome, retry)
 from msgq.subscriber import (TLS, Subscriber, bearer_metadata,  # noqa: E402
                              make_channel)
+from msgq.trace import (TraceContext, parse_traceparent,  # noqa: E402
+                        trace_columns, traceparent, tracestate)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Ack", "Backoff", "CHANNEL_OPTIONS", "Dead", "HandlerResult", "Message",
-    "ProtocolError", "RETRYABLE", "Retry", "Subscriber", "TLS", "ack",
-    "bearer_metadata", "consume", "consume_all", "dead", "decode_row",
-    "make_channel", "outcome", "retry",
+    "ProtocolError", "RETRYABLE", "Retry", "Subscriber", "TLS",
+    "TraceContext", "ack", "bearer_metadata", "consume", "consume_all",
+    "dead", "decode_row", "make_channel", "outcome", "parse_traceparent",
+    "retry", "trace_columns", "traceparent", "tracestate",
 ]

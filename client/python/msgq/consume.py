@@ -15,6 +15,12 @@ UNAUTHENTICATED / PERMISSION_DENIED, the error is raised.
 `metadata` goes with every call (MessageStream, MessageAck, MessageNack):
 Subscriber passes ("authorization", "Bearer <token>") there, so tokens work
 on plaintext channels as well as TLS ones.
+
+Handler outcomes (msgq.results, the same as the C++, Node and Go clients):
+ack, retry(delay, reason), dead(reason); an exception, or a return value
+that is not a result, is a retry with the table's backoff and the error's
+text as the reason. With `tracing` (the default) and opentelemetry
+importable, each handler call runs in a CONSUMER span (msgq.trace).
 """
 
 from __future__ import annotations
@@ -22,13 +28,14 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import grpc
 
 from msgq.backoff import Backoff
 from msgq.message import Message, ProtocolError, decode_row
-from msgq.results import Ack, HandlerResult, NackKey, Retry, outcome
+from msgq.results import Ack, HandlerResult, NackKey, Outcome, outcome, thrown
+from msgq.trace import ConsumerSpans
 from msgq.v1 import messaging_pb2
 from msgq.v1 import messaging_pb2_grpc
 
@@ -65,18 +72,23 @@ def consume(channel: grpc.Channel, table: str, handler: Handler,
             on_reconnect: Optional[OnReconnect] = None,
             sleep: Callable[[float], None] = time.sleep, server: str = "",
             stop: Optional[threading.Event] = None,
-            metadata: Optional[Metadata] = None) -> int:
+            metadata: Optional[Metadata] = None, tracing: bool = True,
+            tracer_provider: Any = None) -> int:
     """Streams `table` into `handler(message)` until `count` messages (0 = no
     limit). The handler's results are sent once per streamed batch when
     `ack`: one MessageAck, then one MessageNack per distinct (delay, reason,
     dead); without `ack` nothing is sent. Returns the number of messages
     handled. Raises grpc.RpcError for errors that are not worth a retry, or
     when the first connection fails, and ProtocolError for a malformed
-    stream; a handler returning something else than a result raises
-    TypeError. `server` becomes each Message.server; once the
-    threading.Event `stop` is set, returns after the current batch (and,
-    instead of retrying, when the stream is cancelled, e.g. by closing the
-    channel). `metadata` is sent with every call."""
+    stream. A handler that raises, or returns something else than a result,
+    retries its message with the table's backoff (see handle()). `server`
+    becomes each Message.server; once the threading.Event `stop` is set,
+    returns after the current batch (and, instead of retrying, when the
+    stream is cancelled, e.g. by closing the channel). `metadata` is sent with every call. `tracing`: a CONSUMER
+    span per handled message when opentelemetry is importable, from
+    `tracer_provider` (default: the global one); see msgq.trace."""
+    spans = ConsumerSpans.create(table, keyspace, tracing, tracer_provider)
+    call = spans.wrap(handler) if spans is not None else handler
     stub = messaging_pb2_grpc.MessagingStub(channel)
     md = tuple(metadata) if metadata else None
     request = messaging_pb2.MessageStreamRequest(
@@ -104,13 +116,7 @@ def consume(channel: grpc.Channel, table: str, handler: Handler,
                 for row in response.rows:
                     message = Message(fields, decode_row(fields, row),
                                       row.epoch, server)
-                    try:
-                        result = handler(message)
-                    except Exception as e:  # the handler's failure: retry
-                        print("%s: handler failed: %r" % (LOG_PREFIX, e),
-                              file=sys.stderr)
-                        result = Retry(reason=str(e) or repr(e))
-                    settled = outcome(result)
+                    settled = handle(call, message)
                     if isinstance(settled, Ack):
                         ids.append(message.id)
                     else:
@@ -146,6 +152,18 @@ def consume(channel: grpc.Channel, table: str, handler: Handler,
         if on_reconnect:
             on_reconnect(code, details, delay)
         sleep(delay)
+
+
+def handle(handler: Callable[[Message], HandlerResult],
+           message: Message) -> Outcome:
+    """Runs `handler` on `message` and returns its outcome: an exception, or
+    a return value that is not a result, is a retry with the table's
+    backoff and the error's text as the reason (reported on stderr)."""
+    try:
+        return outcome(handler(message))
+    except Exception as e:  # the handler's failure: retry
+        print("%s: handler failed: %r" % (LOG_PREFIX, e), file=sys.stderr)
+        return thrown(e)
 
 
 def _send_nacks(stub: messaging_pb2_grpc.MessagingStub, keyspace: str,

@@ -17,6 +17,7 @@ import grpc
 from msgq.consume import Handler, consume
 from msgq.message import Message
 from msgq.results import HandlerResult, Retry
+from msgq.trace import ConsumerSpans
 
 # on_reconnect(server, code, details, delay_seconds)
 OnServerReconnect = Callable[[str, grpc.StatusCode, str, float], None]
@@ -25,7 +26,8 @@ OnServerReconnect = Callable[[str, grpc.StatusCode, str, float], None]
 def consume_all(servers: Sequence[Tuple[str, grpc.Channel]], table: str,
                 handler: Handler, count: int = 0,
                 on_reconnect: Optional[OnServerReconnect] = None,
-                stop: Optional[threading.Event] = None, **kwargs: Any) -> int:
+                stop: Optional[threading.Event] = None, tracing: bool = True,
+                tracer_provider: Any = None, **kwargs: Any) -> int:
     """consume() from several servers at once: `servers` is a list of (name,
     channel). One thread per server streams and settles its own messages:
     each message's ack or nack goes to the server it came from
@@ -34,8 +36,13 @@ def consume_all(servers: Sequence[Tuple[str, grpc.Channel]], table: str,
     ones are handed back at once), closing the other streams; setting the
     threading.Event `stop` stops too. The channels are closed on return.
     Returns the number handled; raises the first error that ended a
-    server's consume (the others are then stopped). Other keyword
-    arguments go to consume()."""
+    server's consume (the others are then stopped). `tracing` and
+    `tracer_provider`: as consume()'s (one span per handler call; a message
+    handed back unhandled gets none). Other keyword arguments go to
+    consume()."""
+    spans = ConsumerSpans.create(table, kwargs.get("keyspace", ""), tracing,
+                                 tracer_provider)
+    call = spans.wrap(handler) if spans is not None else handler
     lock = threading.Lock()
     stop = stop or threading.Event()
     state: Dict[str, Any] = {"handled": 0, "error": None}
@@ -44,15 +51,17 @@ def consume_all(servers: Sequence[Tuple[str, grpc.Channel]], table: str,
         with lock:
             if count and state["handled"] >= count:
                 return Retry(delay=0, reason="consumer stopped before it")
-            result = handler(message)
-            state["handled"] += 1
-            if count and state["handled"] >= count:
-                stop.set()
-            return result
+            try:
+                return call(message)  # raising is a retry: handled too
+            finally:
+                state["handled"] += 1
+                if count and state["handled"] >= count:
+                    stop.set()
 
     def run(name: str, channel: grpc.Channel) -> None:
         try:
             consume(channel, table, counted, server=name, stop=stop,
+                    tracing=False,  # the spans are made around `handler`
                     on_reconnect=(lambda c, d, t: on_reconnect(name, c, d, t))
                     if on_reconnect else None, **kwargs)
         except Exception as e:  # first error ends all

@@ -1,7 +1,9 @@
 """Message: one streamed row, decoded from msgq.v1's packed Row.
 
-Values are bytes in MySQL's text-protocol form, or None for NULL. A Message
-is not modified after it is built; reading it from several threads is safe.
+Values are bytes in MySQL's text-protocol form, or None for NULL;
+`trace_context` is the producer's parsed `traceparent`/`tracestate` columns
+(msgq.trace). A Message is not modified after it is built; reading it from
+several threads is safe.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import re
 from typing import Dict, List, Optional, Sequence
 
+from msgq.trace import TraceContext, parse_traceparent
 from msgq.v1 import messaging_pb2
 
 NUMERIC_TYPES = {"tinyint", "smallint", "mediumint", "int", "integer",
@@ -44,6 +47,15 @@ class Message:
         self._index: Dict[str, int] = {}
         for i, field in enumerate(fields):
             self._index.setdefault(field.name, i)
+        # The producer's W3C Trace Context (see msgq.trace): None when the
+        # table has no traceparent column, it is NULL or not valid.
+        self.trace_context: Optional[TraceContext] = None
+        tp = self._index.get("traceparent")
+        if tp is not None and tp < len(values) and values[tp] is not None:
+            ts = self._index.get("tracestate")
+            self.trace_context = parse_traceparent(
+                values[tp], values[ts] if ts is not None and ts < len(values)
+                else None)
 
     @property
     def id(self) -> bytes:

@@ -2,14 +2,18 @@
 
 A handler decides each message's fate by its return value: `ack` (or None or
 True), `retry(delay=None, reason="")` (delay in seconds; None = the table's
-backoff for the message's epoch; 0 = as soon as possible), `dead(reason)`
-(never going to work), or False (= a retry with the table's backoff). An
-exception raised by the handler is a retry with the table's backoff and the
-exception's text as the reason. The values are immutable and thread-safe.
+backoff for the message's epoch; 0 = as soon as possible; a negative delay
+counts as 0), `dead(reason)` (never going to work), or False (= a retry with
+the table's backoff). An exception raised by the handler is a retry with the
+table's backoff and the exception's text as the reason (thrown()); so is a
+return value that is none of these (its reason says what it was). The same
+outcomes as the C++, Node and Go clients. The values are immutable and
+thread-safe.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Optional, Tuple, Union
 
 
@@ -34,12 +38,23 @@ NackKey = Tuple[Optional[float], str, bool]
 
 class Retry:
     """Handler result: not done, send it again after `delay` seconds (None =
-    the table's backoff for its epoch; 0 = as soon as possible)."""
+    the table's backoff for its epoch; 0 or less = as soon as possible).
+    Raises ValueError for a NaN or infinite delay, TypeError for one that is
+    not a number."""
 
     def __init__(self, delay: Optional[float] = None, reason: str = "") -> None:
-        if delay is not None and delay < 0:
-            raise ValueError("negative retry delay %r" % delay)
-        self.delay, self.reason = delay, reason
+        if delay is not None:
+            try:
+                seconds = float(delay)
+            except (TypeError, ValueError):
+                raise TypeError("retry delay must be a number of seconds, "
+                                "got %r" % (delay,)) from None
+            if not math.isfinite(seconds):
+                raise ValueError("retry delay must be finite, got %r" % delay)
+            # A negative delay means "now", as in the C++, Node and Go clients.
+            if seconds < 0:
+                delay = 0.0
+        self.delay, self.reason = delay, str(reason)
 
     def key(self) -> NackKey:
         return (self.delay, self.reason, False)
@@ -88,9 +103,16 @@ def dead(reason: str = "") -> Dead:
     return Dead(reason)
 
 
+def thrown(error: BaseException) -> Retry:
+    """The outcome of a handler that raised `error`: a retry with the table's
+    backoff and the error's text (else its repr) as the reason."""
+    return Retry(reason=str(error) or repr(error))
+
+
 def outcome(result: HandlerResult) -> Outcome:
     """The Ack/Retry/Dead a handler's return value stands for. Raises
-    TypeError for anything else."""
+    TypeError for anything else (consume() turns that into a retry with the
+    table's backoff, as an exception)."""
     if result is None or result is True:
         return ack
     if result is False:

@@ -7,8 +7,10 @@ TLS and a bearer token.
     sub.run()            # blocks; sub.stop() from another thread ends it
 
 The handler returns msgq.ack, msgq.retry(delay, reason) or
-msgq.dead(reason) (see msgq.results). Each message is settled on the server
-it came from. Streams that end or drop reconnect with capped exponential
+msgq.dead(reason) (see msgq.results); raising an exception retries the
+message with the table's backoff. Each message is settled on the server
+it came from. With opentelemetry importable, each handler call runs in a
+CONSUMER span parented on the producer's `traceparent` column (msgq.trace). Streams that end or drop reconnect with capped exponential
 backoff and jitter; errors that are not worth a retry (NOT_FOUND,
 UNAUTHENTICATED, PERMISSION_DENIED, ...) and a first connection that fails
 are raised from run().
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import grpc
 
@@ -104,7 +106,9 @@ class Subscriber:
     `token_file`: a bearer token (the file is read once, here).
     `ack_timeout`: deadline in seconds of each MessageAck/MessageNack.
     `on_reconnect(server, code, details, delay)`: called before each
-    reconnect wait."""
+    reconnect wait. `tracing`: when opentelemetry is importable, a CONSUMER
+    span per handled message (msgq.trace) from `tracer_provider` (default:
+    OpenTelemetry's global one); False turns spans off."""
 
     def __init__(self, servers: Union[str, Sequence[str]], table: str,
                  handler: Handler, *, keyspace: str = "", ack: bool = True,
@@ -112,7 +116,8 @@ class Subscriber:
                  token_file: Optional[str] = None, ack_timeout: float = 10.0,
                  on_reconnect: Optional[OnServerReconnect] = None,
                  channel_options: Sequence[Tuple[str, object]] =
-                 CHANNEL_OPTIONS) -> None:
+                 CHANNEL_OPTIONS, tracing: bool = True,
+                 tracer_provider: Any = None) -> None:
         if isinstance(servers, str):
             servers = servers.split(",")
         self.servers: List[str] = [s.strip() for s in servers if s.strip()]
@@ -125,6 +130,7 @@ class Subscriber:
         self.table, self.handler, self.keyspace = table, handler, keyspace
         self.ack, self.tls, self.ack_timeout = ack, tls, ack_timeout
         self.on_reconnect = on_reconnect
+        self.tracing, self.tracer_provider = tracing, tracer_provider
         self.channel_options = list(channel_options)
         self._metadata: Metadata = bearer_metadata(token)
         self._stop = threading.Event()  # stop() was called
@@ -145,7 +151,9 @@ class Subscriber:
         channels = [(s, make_channel(s, self.tls, self.channel_options))
                     for s in self.servers]
         common = dict(keyspace=self.keyspace, ack=self.ack,
-                      ack_timeout=self.ack_timeout, metadata=self._metadata)
+                      ack_timeout=self.ack_timeout, metadata=self._metadata,
+                      tracing=self.tracing,
+                      tracer_provider=self.tracer_provider)
         if len(channels) > 1:
             # consume_all closes the channels once stopped or done.
             return consume_all(channels, self.table, self.handler,
