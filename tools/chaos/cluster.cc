@@ -23,6 +23,22 @@ bool Alive(pid_t pid) {
   return state != "Z" && state != "X";
 }
 
+// The rest of the line of `log` that starts with `prefix`, or "".
+std::string LineAfter(const std::string& log, const std::string& prefix) {
+  size_t at = log.rfind("\n" + prefix);
+  if (at != std::string::npos) {
+    ++at;
+  } else if (log.rfind(prefix, 0) == 0) {
+    at = 0;
+  } else {
+    return "";
+  }
+  at += prefix.size();
+  const size_t end = log.find('\n', at);
+  return log.substr(at,
+                    end == std::string::npos ? std::string::npos : end - at);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(Options options,
@@ -76,6 +92,12 @@ absl::Status Cluster::StartMsgqd() {
   o.args = options_.msgqd_args;
   // The first run picks a free port; later runs take the same one.
   if (!address_.empty()) o.args.push_back("--listen=" + address_);
+  if (!http_address_.empty()) {
+    o.args.push_back("--http_listen=" + http_address_);
+  }
+  if (!mysql_protocol_address_.empty()) {
+    o.args.push_back("--mysql_protocol_listen=" + mysql_protocol_address_);
+  }
   o.log_path =
       absl::StrFormat("%s/msgqd-%03d.log", options_.work_dir, msgqd_starts_);
   o.start_timeout = absl::Seconds(60);
@@ -88,7 +110,12 @@ absl::Status Cluster::StartMsgqd() {
       msgqd_ = *std::move(p);
       if (options_.msgqd_pid != nullptr)
         options_.msgqd_pid->store(msgqd_->pid());
-      if (address_.empty()) address_ = msgqd_->address();
+      if (address_.empty()) {
+        address_ = msgqd_->address();
+        const std::string log = msgqd_->Log();
+        http_address_ = LineAfter(log, "msgqd http on ");
+        mysql_protocol_address_ = LineAfter(log, "msgqd mysql protocol on ");
+      }
       return absl::OkStatus();
     }
     last = p.status();

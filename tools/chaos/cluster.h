@@ -1,6 +1,7 @@
 // Cluster: the campaign's private MariaDB (durable: flush at every commit,
 // sync_binlog=1, ROW binlog) and its msgqd, with the faults the campaign
-// injects. msgqd is restarted on the address its first run picked, so clients
+// injects. msgqd is restarted on the addresses its first run picked (gRPC,
+// and the HTTP and MySQL-protocol ports when they are on), so clients
 // reconnect to the same place; each msgqd run logs to a file of its own
 // (work_dir/msgqd-NNN.log).
 //
@@ -43,6 +44,12 @@ class Cluster {
   ~Cluster();
 
   const std::string& address() const { return address_; }
+  // HOST:PORT of the HTTP and MySQL-protocol ports, from the first run's
+  // "msgqd http on" and "msgqd mysql protocol on" lines; empty when off.
+  const std::string& http_address() const { return http_address_; }
+  const std::string& mysql_protocol_address() const {
+    return mysql_protocol_address_;
+  }
   MysqlOptions mysql() const;
   // Runs `sql` on the control connection (reconnecting as needed).
   absl::StatusOr<QueryResult> Query(const std::string& sql);
@@ -79,6 +86,8 @@ class Cluster {
   std::unique_ptr<launch::MsgqdProcess> msgqd_;
   std::unique_ptr<MysqlConnection> control_;
   std::string address_;
+  std::string http_address_;
+  std::string mysql_protocol_address_;
   int msgqd_starts_ = 0;
 };
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tools/chaos/latency.h"
 
 namespace msgq::chaos {
 
@@ -24,13 +25,15 @@ const char* FaultName(FaultKind kind) {
 }
 
 void Ledger::Produced(const std::vector<int64_t>& ids,
-                      const std::vector<int64_t>& time_next, Outcome outcome) {
+                      const std::vector<int64_t>& time_next, Outcome outcome,
+                      int64_t committed_at_ns) {
   absl::MutexLock lock(&mu_);
   for (size_t i = 0; i < ids.size(); ++i) {
     Entry& e = entries_[ids[i]];
     e.produced = true;
     e.outcome = outcome;
     e.time_next = time_next[i];
+    e.committed_at = committed_at_ns;
   }
 }
 
@@ -71,6 +74,7 @@ Report Ledger::Verify(const std::unordered_map<int64_t, TableRow>& table,
   ids.reserve(entries_.size());
   for (const auto& [id, e] : entries_) ids.push_back(id);
   std::sort(ids.begin(), ids.end());
+  std::vector<double> latencies_ms;
   const FaultKind kOrder[] = {FaultKind::kMsgqdKill, FaultKind::kMariaDbRestart,
                               FaultKind::kSigstop, FaultKind::kDumpKill,
                               FaultKind::kTableReload};
@@ -102,6 +106,7 @@ Report Ledger::Verify(const std::unordered_map<int64_t, TableRow>& table,
     }
     std::vector<int64_t> d = e.deliveries;
     std::sort(d.begin(), d.end());
+    if (committed && (!in_table || d.empty())) ++r.lost;
     if (committed) {
       if (e.time_next > 0) ++r.scheduled;
       if (d.empty())
@@ -114,6 +119,11 @@ Report Ledger::Verify(const std::unordered_map<int64_t, TableRow>& table,
                            " time(s)"));
     }
     if (d.empty()) continue;
+    if (committed && e.time_next == 0 && e.committed_at > 0) {
+      latencies_ms.push_back(static_cast<double>(std::max<int64_t>(
+                                 0, d.front() - e.committed_at)) /
+                             1e6);
+    }
     ++r.delivered_ids;
     r.deliveries += static_cast<int64_t>(d.size());
     if (e.time_next > 0 && d.front() < e.time_next) {
@@ -149,6 +159,13 @@ Report Ledger::Verify(const std::unordered_map<int64_t, TableRow>& table,
     }
   }
   r.duplicates = r.deliveries - r.delivered_ids;
+  r.latency_count = static_cast<int64_t>(latencies_ms.size());
+  if (!latencies_ms.empty()) {
+    r.latency_max_ms =
+        *std::max_element(latencies_ms.begin(), latencies_ms.end());
+    r.latency_p99_ms = Quantile(latencies_ms, 0.99);
+    r.latency_p50_ms = Quantile(latencies_ms, 0.50);
+  }
   for (const auto& [id, row] : table) {
     if (entries_.count(id) == 0) {
       violate(absl::StrCat("table holds id ", id, " that no producer wrote"));

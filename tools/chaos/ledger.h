@@ -42,10 +42,13 @@ struct TableRow {
 struct Report {
   int64_t committed = 0, not_committed = 0;
   int64_t unknown_present = 0, unknown_absent = 0;
-  int64_t scheduled = 0;        // rows with a future time_next, committed
-  int64_t delivered_ids = 0;    // distinct ids received
-  int64_t deliveries = 0;       // rows received in total
-  int64_t duplicates = 0;       // deliveries - delivered_ids
+  int64_t scheduled = 0;      // rows with a future time_next, committed
+  int64_t delivered_ids = 0;  // distinct ids received
+  int64_t deliveries = 0;     // rows received in total
+  int64_t duplicates = 0;     // deliveries - delivered_ids
+  // Committed ids (COMMIT OK, or unknown and in the table) missing from
+  // the table or never delivered; each is also a violation.
+  int64_t lost = 0;
   int64_t inside_ack_wait = 0;  // duplicates < ack_wait after the previous
   // inside_ack_wait split by the first fault whose window lies between the
   // two deliveries (msgqd kill first, then MariaDB restart, SIGSTOP, dump
@@ -57,14 +60,21 @@ struct Report {
   int64_t violation_count = 0;
   std::vector<std::string>
       suspicious;  // first inside-ack-wait dups, unexplained
+  // Commit to first receipt of the committed messages due at once whose
+  // commit time is known (Produced's committed_at_ns), in ms; a receipt
+  // recorded before COMMIT returned counts 0.
+  int64_t latency_count = 0;
+  double latency_p50_ms = 0, latency_p99_ms = 0, latency_max_ms = 0;
 };
 
 class Ledger {
  public:
   int64_t NextId() { return next_id_.fetch_add(1); }
 
+  // `committed_at_ns` (Unix ns): when COMMIT returned OK, 0 if unknown.
   void Produced(const std::vector<int64_t>& ids,
-                const std::vector<int64_t>& time_next, Outcome outcome);
+                const std::vector<int64_t>& time_next, Outcome outcome,
+                int64_t committed_at_ns = 0);
   // `ids` received together by subscriber `sub` at `at_ns` (Unix ns).
   void Delivered(const std::vector<int64_t>& ids, int64_t at_ns, int sub);
   // An ack RPC covering `ids` returned OK at `at_ns`.
@@ -85,6 +95,7 @@ class Ledger {
     bool produced = false;  // a delivery may be recorded before its commit
     Outcome outcome = Outcome::kNotCommitted;
     int64_t time_next = 0;  // 0: due at once
+    int64_t committed_at = 0;
     int64_t first_ack_ok = 0;
     std::vector<int64_t> deliveries;  // receipt times, in arrival order
   };

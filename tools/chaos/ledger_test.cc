@@ -67,6 +67,33 @@ TEST(LedgerTest, EachViolationIsCaught) {
                   "id 7 delivered but never produced",
                   "table holds id 8 that no producer wrote"));
   EXPECT_EQ(r.max_early_ns, 5'000'000);
+  // Ids 1 (not in the table) and 2 (never delivered); 3 was delivered.
+  EXPECT_EQ(r.lost, 2);
+}
+
+// Commit to first receipt, for messages due at once whose commit time is
+// known; a receipt before COMMIT returned counts 0.
+TEST(LedgerTest, CommitToReceiptLatency) {
+  Ledger l;
+  for (int64_t id = 1; id <= 100; ++id) {
+    l.Produced({id}, {0}, Outcome::kCommitted, 10 * kS);
+    l.Delivered({id}, 10 * kS + id * 1'000'000, 0);  // id ms
+    l.Delivered({id}, 20 * kS, 1);                   // a later duplicate
+  }
+  l.Produced({101}, {0}, Outcome::kCommitted, 10 * kS);  // before COMMIT
+  l.Delivered({101}, 10 * kS - 1'000'000, 0);
+  l.Produced({102}, {0}, Outcome::kCommitted);  // commit time unknown
+  l.Delivered({102}, 30 * kS, 0);
+  l.Produced({103}, {15 * kS}, Outcome::kCommitted, 10 * kS);  // scheduled
+  l.Delivered({103}, 15 * kS, 0);
+  std::unordered_map<int64_t, TableRow> table;
+  for (int64_t id = 1; id <= 103; ++id) table[id].acked = true;
+  Report r = l.Verify(table, kAckWait, 0);
+  EXPECT_EQ(r.lost, 0);
+  EXPECT_EQ(r.latency_count, 101);
+  EXPECT_DOUBLE_EQ(r.latency_p50_ms, 50);
+  EXPECT_DOUBLE_EQ(r.latency_p99_ms, 99);
+  EXPECT_DOUBLE_EQ(r.latency_max_ms, 100);
 }
 
 TEST(LedgerTest, UnknownCommitsAreDecidedByTheTable) {

@@ -6,26 +6,48 @@
 // faults stop, the queue drains, and the table and what the subscribers saw
 // are checked (tools/chaos/ledger.h). Exit 0: no violation; 1: violations;
 // 2: the campaign could not run. See docs/reliability.md.
+//
+// --hostile: the hostile soak (issue 34). msgqd serves TLS with bearer
+// tokens and a policy on its three ports (tools/chaos/soak_files.h); the
+// producers, gRPC subscribers, a MySQL-protocol subscriber and probes
+// (probes.h) are the normal clients, timed first alone (--hostile_calm),
+// then while hostile clients (hostile.h) work every port for --duration
+// (600 s unless given; the faults are off unless given). msgqd's CPU and
+// RSS are sampled every second (process_sampler.h). The report
+// (soak_report.h) goes to stdout and WORK_DIR/hostile-report.json; the
+// exit code is the campaign's (1 when a message was lost or msgqd died).
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "tools/chaos/cluster.h"
+#include "tools/chaos/hostile.h"
 #include "tools/chaos/ledger.h"
+#include "tools/chaos/mysql_client.h"
+#include "tools/chaos/probes.h"
+#include "tools/chaos/process_sampler.h"
 #include "tools/chaos/producers.h"
+#include "tools/chaos/soak_files.h"
+#include "tools/chaos/soak_report.h"
 #include "tools/chaos/subscribers.h"
 #include "tools/launch/child_process.h"
 #include "tools/launch/private_mariadb.h"
@@ -63,11 +85,52 @@ ABSL_FLAG(std::string, msgqd_path, MSGQ_CHAOS_MSGQD_PATH, "msgqd binary");
 ABSL_FLAG(std::string, source_dir, MSGQ_CHAOS_SOURCE_DIR,
           "msgq source tree (for tools/mariadb-private)");
 
+ABSL_FLAG(bool, hostile, false,
+          "The hostile soak (issue 34): msgqd with TLS, tokens and a policy "
+          "on gRPC, HTTPS and the MySQL protocol; normal clients timed "
+          "while hostile clients work every port (tools/chaos/hostile.h). "
+          "--duration defaults to 600 and the faults to 0; report on stdout "
+          "and in WORK_DIR/hostile-report.json");
+ABSL_FLAG(double, hostile_calm, 10,
+          "With --hostile: s of normal clients alone before the attack "
+          "(their figures are reported apart)");
+ABSL_FLAG(int, mysql_subscribers, 1,
+          "With --hostile: subscribers reading the table over the MySQL-"
+          "protocol port (they ack over gRPC)");
+ABSL_FLAG(double, probe_interval, 0.2,
+          "With --hostile: s between the starts of a probe's attempts");
+ABSL_FLAG(double, hostile_hold, 15,
+          "With --hostile: s each held bad connection is held");
+ABSL_FLAG(double, hostile_gap, 3,
+          "With --hostile: s between two rounds of held connections");
+ABSL_FLAG(double, hostile_interval, 0.4,
+          "With --hostile: s between two requests of a hostile kind");
+ABSL_FLAG(int, hostile_mid_record, 8,
+          "With --hostile: HTTPS connections stalled inside a TLS record");
+ABSL_FLAG(int, hostile_silent_tls, 4,
+          "With --hostile: HTTPS connections silent after the handshake");
+ABSL_FLAG(int, hostile_silent_tcp, 4,
+          "With --hostile: TCP connections silent before any handshake, "
+          "per port");
+ABSL_FLAG(int, hostile_hoard, 64,
+          "With --hostile: MySQL-protocol connections hog (no grant) logs "
+          "in and holds");
+ABSL_FLAG(int, hostile_idle, 4,
+          "With --hostile: logged-in idle MySQL-protocol connections");
+ABSL_FLAG(int, hostile_big_queries, 4,
+          "With --hostile: threads sending 1 MiB COM_QUERYs of '('");
+
 namespace msgq::chaos {
 namespace {
 
 constexpr char kDatabase[] = "chaos";
 constexpr char kTable[] = "q";
+// --hostile: a table no producer writes, for the hostile clients' streams,
+// acks and forms, so that the Ledger of kTable stays exact.
+constexpr char kDecoy[] = "decoy";
+
+std::string g_command;            // as run, for the soak's report
+std::vector<std::string> g_args;  // argv[1..]
 
 std::atomic<int> g_msgqd_pid{0};
 std::string* g_mariadb_stop = nullptr;  // set before the signal thread runs
@@ -96,20 +159,58 @@ void Log(const std::string& line) {
       line.c_str());
 }
 
+// Whether --`name` was given (the soak has defaults of its own).
+bool FlagGiven(const char* name) {
+  for (const std::string& arg : g_args) {
+    absl::string_view a = arg;
+    if (!absl::ConsumePrefix(&a, "--")) absl::ConsumePrefix(&a, "-");
+    if (a == name || absl::StartsWith(a, absl::StrCat(name, "="))) return true;
+  }
+  return false;
+}
+
+int PortOf(const std::string& address) {
+  int port = 0;
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos ||
+      !absl::SimpleAtoi(address.substr(colon + 1), &port)) {
+    return 0;
+  }
+  return port;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 int Run() {
+  const bool hostile = absl::GetFlag(FLAGS_hostile);
+  // The soak's faults are off and it lasts 10 minutes unless told.
+  auto soak_default = [hostile](const char* name, auto value, auto soak) {
+    return hostile && !FlagGiven(name) ? soak : value;
+  };
+  const double duration =
+      soak_default("duration", absl::GetFlag(FLAGS_duration), 600.0);
   uint64_t seed = absl::GetFlag(FLAGS_seed);
   if (seed == 0) seed = static_cast<uint64_t>(absl::ToUnixNanos(absl::Now()));
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(0, 1);
   const double ack_wait = absl::GetFlag(FLAGS_ack_wait);
-  const int kills = absl::GetFlag(FLAGS_msgqd_kills);
-  const int restarts = absl::GetFlag(FLAGS_mariadb_restarts);
-  int sigstops = absl::GetFlag(FLAGS_sigstops);
-  int dump_kills = absl::GetFlag(FLAGS_dump_kills);
+  const int kills =
+      soak_default("msgqd_kills", absl::GetFlag(FLAGS_msgqd_kills), 0);
+  const int restarts = soak_default("mariadb_restarts",
+                                    absl::GetFlag(FLAGS_mariadb_restarts), 0);
+  int sigstops = soak_default("sigstops", absl::GetFlag(FLAGS_sigstops), 0);
+  int dump_kills =
+      soak_default("dump_kills", absl::GetFlag(FLAGS_dump_kills), 0);
   if (sigstops < 0) sigstops = kills / 4 + 1;
   if (dump_kills < 0) dump_kills = kills / 4 + 1;
   const int reloads = absl::GetFlag(FLAGS_table_reloads);
-  int crashes = absl::GetFlag(FLAGS_host_crashes);
+  int crashes =
+      soak_default("host_crashes", absl::GetFlag(FLAGS_host_crashes), 0);
   if (crashes < 0) crashes = restarts / 4;
 
   std::string work_dir = absl::GetFlag(FLAGS_work_dir);
@@ -132,6 +233,25 @@ int Run() {
   co.work_dir = work_dir;
   co.msgqd_pid = &g_msgqd_pid;
   co.msgqd_args = {absl::StrCat("--databases=", kDatabase)};
+  SoakFiles files;
+  if (hostile) {
+    const std::string dir = work_dir + "/soak";
+    mkdir(dir.c_str(), 0700);
+    absl::StatusOr<SoakFiles> made =
+        MakeSoakFiles(dir, kDatabase, {kTable, kDecoy}, kDecoy);
+    if (!made.ok()) {
+      fprintf(stderr, "msgq-chaos: %s\n",
+              std::string(made.status().message()).c_str());
+      return 2;
+    }
+    files = *std::move(made);
+    co.msgqd_args.insert(
+        co.msgqd_args.end(),
+        {"--tls_cert=" + files.cert_file, "--tls_key=" + files.key_file,
+         "--auth_tokens_file=" + files.tokens_file,
+         "--auth_policy_file=" + files.policy_file, "--http_listen=127.0.0.1:0",
+         "--mysql_protocol_listen=127.0.0.1:0"});
+  }
   auto comment = [ack_wait](int batch_size) {
     return absl::StrFormat(
         "vitess_message,vt_ack_wait=%g,vt_purge_after=86400,"
@@ -149,6 +269,13 @@ int Run() {
           "(time_acked, priority, time_next)) COMMENT '%s'",
           kDatabase, kTable, comment(10)),
       absl::StrCat("TRUNCATE TABLE ", kDatabase, ".", kTable)};
+  if (hostile) {
+    co.setup_sql.push_back(
+        absl::StrFormat("CREATE TABLE IF NOT EXISTS %s.%s LIKE %s.%s",
+                        kDatabase, kDecoy, kDatabase, kTable));
+    co.setup_sql.push_back(
+        absl::StrCat("TRUNCATE TABLE ", kDatabase, ".", kDecoy));
+  }
   Log("msgq-chaos: starting MariaDB and msgqd in " + work_dir);
   absl::StatusOr<std::unique_ptr<Cluster>> started =
       Cluster::Start(co, &ledger);
@@ -159,6 +286,18 @@ int Run() {
     return 2;
   }
   Cluster& cluster = **started;
+  SoakReport soak;
+  const int grpc_port = PortOf(cluster.address());
+  const int https_port = PortOf(cluster.http_address());
+  const int mysql_port = PortOf(cluster.mysql_protocol_address());
+  if (hostile && (https_port == 0 || mysql_port == 0)) {
+    fprintf(stderr,
+            "msgq-chaos: msgqd did not say where its HTTP and MySQL-protocol "
+            "ports are (http '%s', mysql protocol '%s'); see %s\n",
+            cluster.http_address().c_str(),
+            cluster.mysql_protocol_address().c_str(), work_dir.c_str());
+    return 2;
+  }
 
   Producers::Options po;
   po.mysql = cluster.mysql();
@@ -175,9 +314,89 @@ int Run() {
   so.streams = absl::GetFlag(FLAGS_subscribers);
   so.ack_wait = absl::Seconds(ack_wait);
   so.seed = seed;
+  if (hostile) {
+    // Acks go through at once: every duplicate is then the soak's doing.
+    so.skip_fraction = 0;
+    so.delay_fraction = 0;
+    so.tls_ca_pem = ReadFile(files.ca_file);
+    so.token = files.worker_token;
+    so.mysql_streams = absl::GetFlag(FLAGS_mysql_subscribers);
+    so.mysql_port = mysql_port;
+    so.mysql_user = "worker";
+    so.mysql_ca_file = files.ca_file;
+  }
   Subscribers subscribers(so, &ledger);
   subscribers.Start();
   producers.Start();
+
+  // The soak: normal clients alone, then under attack.
+  Probes::Options probe_options;
+  probe_options.https_port = https_port;
+  probe_options.mysql_port = mysql_port;
+  probe_options.grpc_port = grpc_port;
+  probe_options.ca_file = files.ca_file;
+  probe_options.token = files.worker_token;
+  probe_options.interval = absl::Seconds(absl::GetFlag(FLAGS_probe_interval));
+  ProcessSampler::Options sampler_options;
+  sampler_options.pid = [] { return g_msgqd_pid.load(); };
+  std::unique_ptr<ProcessSampler> sampler;
+  std::unique_ptr<Probes> probes;
+  std::unique_ptr<Hostile> attack;
+  if (hostile) {
+    soak.calm_s = absl::GetFlag(FLAGS_hostile_calm);
+    Log(
+        absl::StrFormat("hostile soak: grpc %s, https %s, mysql %s; %.0f s "
+                        "of normal clients alone",
+                        cluster.address(), cluster.http_address(),
+                        cluster.mysql_protocol_address(), soak.calm_s));
+    sampler = std::make_unique<ProcessSampler>(sampler_options);
+    sampler->Start();
+    probes = std::make_unique<Probes>(probe_options);
+    if (absl::Status s = probes->Start(); !s.ok()) {
+      fprintf(stderr, "msgq-chaos: %s\n", std::string(s.message()).c_str());
+      return 2;
+    }
+    absl::SleepFor(absl::Seconds(soak.calm_s));
+    probes->Stop();
+    soak.calm = probes->Reports();
+    sampler->Stop();
+    soak.calm_msgqd = sampler->Summary();
+
+    Log(absl::StrFormat("hostile clients for %.0f s", duration));
+    sampler = std::make_unique<ProcessSampler>(sampler_options);
+    sampler->Start();
+    probes = std::make_unique<Probes>(probe_options);
+    (void)probes->Start();
+    Hostile::Options ho;
+    ho.grpc_port = grpc_port;
+    ho.https_port = https_port;
+    ho.mysql_port = mysql_port;
+    ho.ca_file = files.ca_file;
+    ho.keyspace = kDatabase;
+    ho.table = kTable;
+    ho.decoy = kDecoy;
+    ho.worker_token = files.worker_token;
+    ho.idler_token = files.idler_token;
+    ho.ops_token = files.ops_token;
+    ho.mallory_token = files.mallory_token;
+    ho.hog_token = files.hog_token;
+    ho.victims = [&subscribers] { return subscribers.MysqlConnectionIds(); };
+    ho.duration = absl::Seconds(duration);
+    ho.hold = absl::Seconds(absl::GetFlag(FLAGS_hostile_hold));
+    ho.gap = absl::Seconds(absl::GetFlag(FLAGS_hostile_gap));
+    ho.interval = absl::Seconds(absl::GetFlag(FLAGS_hostile_interval));
+    ho.mid_record = absl::GetFlag(FLAGS_hostile_mid_record);
+    ho.silent_tls = absl::GetFlag(FLAGS_hostile_silent_tls);
+    ho.silent_tcp = absl::GetFlag(FLAGS_hostile_silent_tcp);
+    ho.hoard = absl::GetFlag(FLAGS_hostile_hoard);
+    ho.idle = absl::GetFlag(FLAGS_hostile_idle);
+    ho.big_query_threads = absl::GetFlag(FLAGS_hostile_big_queries);
+    attack = std::make_unique<Hostile>(ho);
+    if (absl::Status s = attack->Start(); !s.ok()) {
+      fprintf(stderr, "msgq-chaos: %s\n", std::string(s.message()).c_str());
+      return 2;
+    }
+  }
 
   // The fault plan: every fault once per count, shuffled, spread evenly.
   enum Kind { kKill, kRestart, kStop, kDump, kCrash, kReload };
@@ -191,8 +410,7 @@ int Run() {
   int reloads_done = 0;
   std::shuffle(plan.begin(), plan.end(), rng);
   const absl::Time start = absl::Now();
-  const absl::Duration slot =
-      absl::Seconds(absl::GetFlag(FLAGS_duration)) / (plan.size() + 1);
+  const absl::Duration slot = absl::Seconds(duration) / (plan.size() + 1);
   int restarts_done = 0, dumps_missing = 0, fault_errors = 0;
   for (size_t i = 0; i < plan.size(); ++i) {
     absl::SleepFor(start + slot * (i + 1 + (u(rng) - 0.5) * 0.6) - absl::Now());
@@ -259,6 +477,35 @@ int Run() {
       break;
     }
   }
+  if (hostile) {
+    // The rest of the attack; msgqd exiting by itself is a violation (and
+    // it is started again, on the same ports).
+    const absl::Time end = start + absl::Seconds(duration);
+    int64_t last_report = 0;
+    while (absl::Now() < end) {
+      absl::SleepFor(std::min(absl::Seconds(1), end - absl::Now()));
+      if (absl::Status s = cluster.CheckMsgqdAlive(); !s.ok()) {
+        Log("msgqd does not start again: " + std::string(s.message()));
+      }
+      const int64_t elapsed = absl::ToInt64Seconds(absl::Now() - start);
+      if (elapsed / 60 > last_report) {
+        last_report = elapsed / 60;
+        const ProcessSummary m = sampler->Summary();
+        Log(absl::StrFormat(
+            "hostile phase: %d s; msgqd CPU peak %.0f%%, RSS peak %.1f MiB",
+            elapsed, m.cpu_peak_pct,
+            static_cast<double>(m.rss_peak_kb) / 1024));
+      }
+    }
+    Log("stopping the hostile clients");
+    attack->Stop();
+    probes->Stop();
+    sampler->Stop();
+    soak.hostile = attack->Reports();
+    soak.under_attack = probes->Reports();
+    soak.msgqd = sampler->Summary();
+    soak.hostile_s = absl::ToDoubleSeconds(absl::Now() - start);
+  }
   const absl::Duration fault_phase = absl::Now() - start;
   if (absl::Status s = cluster.CheckMsgqdAlive(); !s.ok()) {
     Log("msgqd does not start: " + std::string(s.message()));
@@ -288,6 +535,7 @@ int Run() {
   }
   // A little longer, so late redeliveries of acked rows are counted too.
   absl::SleepFor(absl::Seconds(1));
+  if (hostile) soak.rss_after_drain_kb = ReadRssKb(g_msgqd_pid.load());
   subscribers.Stop();
   (void)cluster.CheckMsgqdAlive();
   const int exit_code = cluster.StopMsgqdCleanly();
@@ -363,12 +611,41 @@ int Run() {
   printf("violations: %lld\n", (long long)r.violation_count);
   for (const std::string& v : r.violations) printf("  %s\n", v.c_str());
   const bool pass = r.violation_count == 0;
+  std::string report_path;
+  if (hostile) {
+    soak.command = g_command;
+    soak.seed = seed;
+    soak.drain_s = absl::ToDoubleSeconds(drain);
+    soak.grpc_address = cluster.address();
+    soak.https_address = cluster.http_address();
+    soak.mysql_address = cluster.mysql_protocol_address();
+    soak.msgqd_runs = cluster.msgqd_starts();
+    soak.ledger = r;
+    soak.producers = ps;
+    soak.subscribers = ss;
+    soak.grpc_subscribers = so.streams;
+    soak.mysql_subscribers = so.mysql_streams;
+    soak.pass = pass;
+    PrintSoakReport(soak, stdout);
+    report_path = work_dir + "/hostile-report.json";
+    if (absl::Status s = WriteSoakJson(soak, report_path); !s.ok()) {
+      fprintf(stderr, "msgq-chaos: %s\n", std::string(s.message()).c_str());
+    }
+    (void)WriteSamplesCsv(sampler->Samples(), work_dir + "/msgqd-samples.csv");
+    printf("report: %s; msgqd CPU and RSS per second: %s/msgqd-samples.csv\n",
+           report_path.c_str(), work_dir.c_str());
+  }
   printf("RESULT: %s\n", pass ? "PASS" : "FAIL");
   fflush(stdout);
   started->reset();  // stops MariaDB (clean)
   if (pass && !absl::GetFlag(FLAGS_keep_work_dir) &&
       absl::GetFlag(FLAGS_work_dir).empty()) {
-    (void)launch::RunCommand("rm -rf " + launch::ShellQuote(work_dir));
+    // The soak keeps its report and logs; only MariaDB's data goes.
+    (void)launch::RunCommand(
+        "rm -rf " +
+        launch::ShellQuote(hostile ? work_dir + "/mariadb" : work_dir));
+    if (hostile)
+      printf("work dir (report, msgqd-NNN.log): %s\n", work_dir.c_str());
   } else {
     printf("work dir (MariaDB data, msgqd-NNN.log): %s\n", work_dir.c_str());
   }
@@ -381,7 +658,19 @@ int Run() {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "msgq-chaos [--duration=S] [--msgqd_kills=N] [--mariadb_restarts=N] "
-      "[--seed=N]: the fault campaign (docs/reliability.md)");
+      "[--seed=N]: the fault campaign (docs/reliability.md); msgq-chaos "
+      "--hostile [--duration=S]: the hostile soak of all three ports");
   absl::ParseCommandLine(argc, argv);
+  for (int i = 0; i < argc; ++i) {
+    absl::StrAppend(&msgq::chaos::g_command, i > 0 ? " " : "", argv[i]);
+    if (i > 0) msgq::chaos::g_args.push_back(argv[i]);
+  }
+  // Writes to a socket the server closed fail with EPIPE instead of killing
+  // the campaign (children start with an empty mask: launch/child_process).
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+  msgq::chaos::MysqlLibraryInit();
   return msgq::chaos::Run();
 }

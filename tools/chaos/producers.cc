@@ -90,7 +90,8 @@ void Producers::Run(int thread) {
     }
     s = conn->Execute("COMMIT").status();
     if (s.ok()) {
-      ledger_->Produced(ids, time_next, Outcome::kCommitted);
+      ledger_->Produced(ids, time_next, Outcome::kCommitted,
+                        absl::ToUnixNanos(absl::Now()));
       commits_.fetch_add(1);
     } else {
       ledger_->Produced(ids, time_next, Outcome::kUnknown);
