@@ -3,11 +3,13 @@
 // dispatch with the statement recognizer, over arbitrary client bytes.
 //
 // Properties: nothing crashes or reads out of bounds; a parsed packet
-// consumed exactly its header plus payload; every reply is a sequence of
-// well-framed packets starting at sequence id 1 (or the ERR for an
-// out-of-order command, which closes); a stream request names a table; the
-// first byte of each reply packet is OK (0x00), ERR (0xFF), EOF (0xFE) or a
-// result set's column count.
+// consumed exactly its header plus payload, and none is over the
+// connection's cap (MaxCommandPayload of kDefaultMaxQueryBytes); the
+// statement tokenizer builds at most kMaxStatementTokens tokens, whatever
+// the input; every reply is a sequence of well-framed packets starting at
+// sequence id 1 (or the ERR for an out-of-order command, which closes); a
+// stream request names a table; the first byte of each reply packet is OK
+// (0x00), ERR (0xFF), EOF (0xFE) or a result set's column count.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -56,6 +58,11 @@ void CheckReply(const mp::CommandResult& r) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view input(reinterpret_cast<const char*>(data), size);
+  const mp::StatementTokens split = mp::TokenizeStatement(input);
+  Check(split.tokens.size() <= mp::kMaxStatementTokens,
+        "at most kMaxStatementTokens tokens");
+  Check(!split.truncated || split.tokens.size() == mp::kMaxStatementTokens,
+        "only a full token list is truncated");
   (void)mp::RecognizeStatement(input);
   (void)mp::ParseHandshakeResponse(input);
   (void)mp::IsSslRequest(input);
@@ -67,7 +74,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bool handshake = true;
   for (int i = 0; i < 64 && !rest.empty(); ++i) {
     size_t consumed = 0;
-    auto p = mp::ParsePacket(rest, 1 << 16, &consumed);
+    auto p = mp::ParsePacket(
+        rest, mp::MaxCommandPayload(mp::kDefaultMaxQueryBytes), &consumed);
     if (!p.ok()) {
       Check(p.status().code() == absl::StatusCode::kResourceExhausted,
             "a refused packet is RESOURCE_EXHAUSTED");
@@ -77,6 +85,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(consumed == mp::kHeaderBytes + (*p)->payload.size() &&
               consumed <= rest.size(),
           "a packet consumes header + payload");
+    Check((*p)->payload.size() <=
+              mp::MaxCommandPayload(mp::kDefaultMaxQueryBytes),
+          "no packet over the statement cap");
     rest.remove_prefix(consumed);
     if (handshake) {
       handshake = false;

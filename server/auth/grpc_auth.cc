@@ -18,6 +18,9 @@ absl::StatusOr<std::string> AuthenticateCall(
   std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
   if (auth != nullptr && auth->IsPeerAuthenticated()) {
     for (const grpc::string_ref& id : auth->GetPeerIdentity()) {
+      // A certificate without a subjectAltName or common name has the
+      // identity "" in gRPC: no principal (grpc_auth.h).
+      if (id.empty()) continue;
       identities.emplace_back(id.data(), id.size());
     }
   }

@@ -1,6 +1,16 @@
 // The Authorizer (authorizer.h) applied to a gRPC call: its `authorization`
 // metadata and, with mTLS, the identity of its verified client certificate.
 //
+// One certificate, one principal, on every port: the certificate's
+// identities are gRPC's peer identity (the auth context's
+// x509_subject_alternative_name values when the certificate has a
+// subjectAltName, in certificate order: DNS, email and URI names, IP
+// addresses as text, "other types of SAN" for any other kind; else its
+// x509_common_name), and the Authorizer takes the first. The MySQL-protocol
+// port reads the same list from the certificate itself
+// (tls::TlsConnection::PeerIdentities); both leave empty names out, so a
+// certificate without a name is no principal (not the principal "").
+//
 // Thread-safety: as the Authorizer; reads only the call's context.
 #ifndef MSGQ_SERVER_AUTH_GRPC_AUTH_H_
 #define MSGQ_SERVER_AUTH_GRPC_AUTH_H_

@@ -103,6 +103,15 @@ std::string ErrPacket(uint8_t seq, uint16_t code, absl::string_view state,
   return Frame(seq, ErrPayload(code, state, message));
 }
 
+std::string PacketTooLargeErr(uint8_t seq, size_t max_query_bytes) {
+  return ErrPacket(
+      seq, kErPacketTooLarge, "08S01",
+      absl::StrCat("Got a packet bigger than 'max_allowed_packet' bytes: this "
+                   "port takes statements of at most ",
+                   max_query_bytes,
+                   " bytes (--mysql_protocol_max_query_bytes)"));
+}
+
 CommandResult DispatchCommand(Session& session, const Packet& packet) {
   if (packet.seq != 0) {
     CommandResult r;

@@ -8,9 +8,18 @@
 // connection stays); a statement msgq does not serve: ERR 1064 / 42000; an
 // empty one: ERR 1065 / 42000; a command packet whose sequence id is not 0:
 // ERR 1156 / 08S01 and close (client and server disagree on the stream).
+//
+// Statement size: a connection reads command packets of at most
+// MaxCommandPayload(max_query_bytes) bytes (--mysql_protocol_max_query_bytes,
+// default kDefaultMaxQueryBytes). ParsePacket refuses a longer one from its
+// 4-byte header, so a long statement is never read into memory, let alone
+// tokenized: the connection answers PacketTooLargeErr (ERR 1153 / 08S01,
+// MySQL's answer to a packet over max_allowed_packet) and closes, since the
+// rest of the packet is still on its way.
 #ifndef MSGQ_SERVER_MYSQL_PROTOCOL_COMMAND_H_
 #define MSGQ_SERVER_MYSQL_PROTOCOL_COMMAND_H_
 
+#include <cstddef>
 #include <string>
 
 #include "server/mysql_protocol/packet.h"
@@ -45,6 +54,20 @@ struct CommandResult {
 };
 
 CommandResult DispatchCommand(Session& session, const Packet& packet);
+
+// msgq's statements are a few dozen bytes; clients' connect-time SETs a few
+// hundred.
+inline constexpr size_t kDefaultMaxQueryBytes = 16 * 1024;
+
+// The largest command packet payload for statements of at most
+// `max_query_bytes`: the command byte and the statement.
+constexpr size_t MaxCommandPayload(size_t max_query_bytes) {
+  return max_query_bytes + 1;
+}
+
+// ERR 1153 / 08S01 (sequence id `seq`) for a packet over
+// MaxCommandPayload(max_query_bytes).
+std::string PacketTooLargeErr(uint8_t seq, size_t max_query_bytes);
 
 // A framed ERR packet with sequence id `seq`.
 std::string ErrPacket(uint8_t seq, uint16_t code, absl::string_view state,

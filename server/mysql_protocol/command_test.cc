@@ -91,6 +91,50 @@ TEST(CommandTest, SelectOneExactResultSet) {
   EXPECT_EQ(r.reply, want);
 }
 
+// A 1 MiB COM_QUERY is refused from the first bytes a connection reads:
+// its header announces more than MaxCommandPayload, so none of it is kept.
+TEST(CommandTest, AStatementOverTheCapIsRefusedFromItsHeader) {
+  uint8_t seq = 0;
+  const std::string query =
+      Frame(seq, "\x03"s + "select " + std::string(1 << 20, '('));
+  size_t consumed = 99;
+  auto p = ParsePacket(absl::string_view(query).substr(0, 16384),
+                       MaxCommandPayload(kDefaultMaxQueryBytes), &consumed);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(consumed, 0u);
+  p = ParsePacket(absl::string_view(query).substr(0, 4),
+                  MaxCommandPayload(kDefaultMaxQueryBytes), &consumed);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted);
+
+  // A statement of exactly the cap is read and answered.
+  std::string set = "set @x='" + std::string(kDefaultMaxQueryBytes, 'a');
+  set.resize(kDefaultMaxQueryBytes - 1);
+  set += "'";
+  seq = 0;
+  const std::string at_cap = Frame(seq, "\x03"s + set);
+  p = ParsePacket(at_cap, MaxCommandPayload(kDefaultMaxQueryBytes), &consumed);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(p->has_value());
+  EXPECT_EQ(consumed, at_cap.size());
+  Session s;
+  CommandResult r = DispatchCommand(s, **p);
+  EXPECT_EQ(r.action, Action::kReply);
+  EXPECT_EQ(r.reply, "\x07\x00\x00\x01\x00\x00\x00\x02\x00\x00\x00"s);
+  seq = 0;
+  const std::string over = Frame(seq, "\x03"s + set + " ");
+  p = ParsePacket(over, MaxCommandPayload(kDefaultMaxQueryBytes), &consumed);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST(CommandTest, PacketTooLargeIsErr1153) {
+  const std::string err = PacketTooLargeErr(1, 16384);
+  const std::string message =
+      "Got a packet bigger than 'max_allowed_packet' bytes: this port takes "
+      "statements of at most 16384 bytes (--mysql_protocol_max_query_bytes)";
+  uint8_t seq = 1;
+  EXPECT_EQ(err, Frame(seq, "\xff\x81\x04#08S01"s + message));
+}
+
 TEST(ResultSetTest, PackedRowNullsAndTypes) {
   PackedRow row;
   row.lengths = {1, -1, 3};

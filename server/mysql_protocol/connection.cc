@@ -12,9 +12,11 @@
 #include <cstring>
 #include <optional>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/poll_timeout.h"
 #include "engine/log.h"
+#include "server/auth/table_access.h"
 #include "server/mysql_protocol/handshake.h"
 #include "server/mysql_protocol/result_set.h"
 #include "server/mysql_protocol/row_sink.h"
@@ -55,13 +57,15 @@ class StreamSlot {
 
 }  // namespace
 
-Connection::Connection(int fd, uint32_t id, const ConnectionOptions& options,
-                       Engine* engine, KillFunction kill)
+Connection::Connection(int fd, uint32_t id, std::string peer,
+                       const ConnectionOptions& options, Engine* engine,
+                       ConnectionHost* host)
     : fd_(fd),
       id_(id),
+      peer_(std::move(peer)),
       options_(options),
       engine_(engine),
-      kill_(std::move(kill)),
+      host_(host),
       interrupt_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
       transport_(std::make_unique<PlainTransport>(fd)) {}
 
@@ -85,8 +89,8 @@ absl::Status Connection::Receive(absl::Time deadline, size_t max) {
 absl::StatusOr<Packet> Connection::ReadPacket(absl::Time deadline, bool exact) {
   while (true) {
     size_t consumed = 0;
-    absl::StatusOr<std::optional<Packet>> parsed =
-        ParsePacket(in_, options_.max_packet, &consumed);
+    absl::StatusOr<std::optional<Packet>> parsed = ParsePacket(
+        in_, MaxCommandPayload(options_.max_query_bytes), &consumed);
     if (!parsed.ok()) return parsed.status();
     if (parsed->has_value()) {
       in_.erase(0, consumed);
@@ -96,9 +100,11 @@ absl::StatusOr<Packet> Connection::ReadPacket(absl::Time deadline, bool exact) {
     const int ready =
         transport_->Buffered() ? 1 : poll(&p, 1, PollTimeoutMs(deadline));
     if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) return absl::DeadlineExceededError("handshake timeout");
+    if (ready == 0) return absl::DeadlineExceededError("no packet in time");
     if (ready < 0) return absl::UnavailableError(strerror(errno));
-    size_t max = size_t{1} << 20;
+    // A packet over the cap is refused from its header: read no more than
+    // one packet of the cap at a time.
+    size_t max = kHeaderBytes + MaxCommandPayload(options_.max_query_bytes);
     if (exact) {
       // The header, then the rest of the payload it announces.
       max = in_.size() < 4 ? 4 - in_.size()
@@ -127,10 +133,7 @@ bool Connection::Authenticate() {
   const absl::Time deadline = absl::Now() + options_.handshake_timeout;
   absl::StatusOr<Packet> packet = ReadPacket(deadline, /*exact=*/offer_tls);
   if (!packet.ok()) {
-    if (packet.status().code() == absl::StatusCode::kResourceExhausted) {
-      (void)Write(
-          ErrPacket(1, kErPacketTooLarge, "08S01", packet.status().message()));
-    }
+    LoginFailed(packet.status());
     return false;
   }
   if (IsSslRequest(packet->payload)) {
@@ -142,7 +145,10 @@ bool Connection::Authenticate() {
     }
     if (!StartTls(deadline)) return false;
     packet = ReadPacket(deadline);
-    if (!packet.ok()) return false;
+    if (!packet.ok()) {
+      LoginFailed(packet.status());
+      return false;
+    }
   } else if (offer_tls && options_.require_tls) {
     (void)Write(ErrPacket(
         uint8_t(packet->seq + 1), kErSecureTransportRequired, "HY000",
@@ -165,7 +171,10 @@ bool Connection::Authenticate() {
       response->auth_plugin != kNativePassword) {
     if (!Write(Frame(seq, AuthSwitchPayload(scramble))).ok()) return false;
     packet = ReadPacket(deadline);
-    if (!packet.ok()) return false;
+    if (!packet.ok()) {
+      LoginFailed(packet.status());
+      return false;
+    }
     auth = packet->payload;
     seq = uint8_t(packet->seq + 1);
   }
@@ -179,10 +188,58 @@ bool Connection::Authenticate() {
         seq, kErAccessDenied, "28000",
         absl::StrCat("Access denied for user '", response->user,
                      "' (using password: ", auth.empty() ? "NO" : "YES", ")")));
+    host_->LogRefusal("access denied (1045)", Describe(response->user));
     return false;
   }
-  session_.database = response->database;
+  return FinishLogin(*response, seq, response->user);
+}
+
+bool Connection::FinishLogin(const HandshakeResponse& response, uint8_t seq,
+                             std::string owner) {
+  if (absl::Status s = host_->LoggedIn(id_, owner, token_login()); !s.ok()) {
+    // Else the server is stopping: the socket is being shut down.
+    if (s.code() != absl::StatusCode::kResourceExhausted) return false;
+    (void)Write(
+        ErrPacket(seq, kErTooManyUserConnections, "42000", s.message()));
+    host_->LogRefusal(
+        "too many connections of one principal "
+        "(--mysql_protocol_max_connections_per_principal)",
+        Describe(owner));
+    return false;
+  }
+  owner_ = std::move(owner);
+  session_.database = response.database;
   return Write(Frame(seq, OkPayload())).ok();
+}
+
+void Connection::LoginFailed(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kResourceExhausted:
+      (void)Write(
+          PacketTooLargeErr(RefusedPacketSeq(), options_.max_query_bytes));
+      host_->LogRefusal("login packet over --mysql_protocol_max_query_bytes",
+                        Describe(""));
+      break;
+    case absl::StatusCode::kDeadlineExceeded:
+      host_->LogRefusal(
+          "login not finished in time (--mysql_protocol_handshake_timeout)",
+          Describe(""));
+      break;
+    default:
+      break;
+  }
+}
+
+uint8_t Connection::RefusedPacketSeq() const {
+  return in_.size() >= kHeaderBytes ? uint8_t(in_[3] + 1) : 1;
+}
+
+std::string Connection::Describe(absl::string_view user) const {
+  // The user name is the client's: escaped and cut, so that it cannot
+  // forge or flood log lines.
+  return absl::StrCat("connection ", id_, user.empty() ? "" : " of '",
+                      absl::CHexEscape(user.substr(0, 64)),
+                      user.empty() ? "" : "'", " from ", peer_);
 }
 
 bool Connection::StartTls(absl::Time deadline) {
@@ -194,13 +251,13 @@ bool Connection::StartTls(absl::Time deadline) {
   absl::StatusOr<std::unique_ptr<tls::TlsConnection>> connection =
       tls::TlsConnection::Accept(fd, options_.tls->Acquire(), deadline);
   if (!connection.ok()) {
-    LogInfo("MySQL protocol connection ", id_, ": ",
-            connection.status().message());
+    // One line per reason a minute: a client failing handshakes in a loop
+    // must not fill the log.
+    host_->LogRefusal(connection.status().message(), Describe(""));
     return false;
   }
   if (options_.tls->requires_client_certificate()) {
-    std::string name = (*connection)->PeerCommonName();
-    if (!name.empty()) peer_identities_.push_back(std::move(name));
+    peer_identities_ = (*connection)->PeerIdentities();
   }
   transport_ = std::make_unique<TlsTransport>(*std::move(connection));
   return true;
@@ -224,7 +281,10 @@ bool Connection::LoginWithToken(const HandshakeResponse& response, uint8_t seq,
   } else {
     if (!Write(Frame(seq, ClearPasswordSwitchPayload())).ok()) return false;
     absl::StatusOr<Packet> packet = ReadPacket(deadline);
-    if (!packet.ok()) return false;
+    if (!packet.ok()) {
+      LoginFailed(packet.status());
+      return false;
+    }
     token = ClearPassword(packet->payload);
     OPENSSL_cleanse(packet->payload.data(), packet->payload.size());
     seq = uint8_t(packet->seq + 1);
@@ -241,21 +301,35 @@ bool Connection::LoginWithToken(const HandshakeResponse& response, uint8_t seq,
     (void)Write(ErrPacket(
         seq, kErAccessDenied, "28000",
         absl::StrCat(denied, " (using password: ", given ? "YES" : "NO", ")")));
+    host_->LogRefusal("access denied (1045)", Describe(response.user));
     return false;
   }
   principal_ = *std::move(principal);
-  session_.database = response.database;
-  return Write(Frame(seq, OkPayload())).ok();
+  return FinishLogin(response, seq, principal_);
 }
 
 void Connection::Run() {
   if (!Authenticate()) return;
   while (true) {
-    absl::StatusOr<Packet> packet = ReadPacket(absl::InfiniteFuture());
+    absl::StatusOr<Packet> packet =
+        ReadPacket(absl::Now() + options_.idle_timeout);
     if (!packet.ok()) {
       if (packet.status().code() == absl::StatusCode::kResourceExhausted) {
-        (void)Write(ErrPacket(1, kErPacketTooLarge, "08S01",
-                              packet.status().message()));
+        (void)Write(
+            PacketTooLargeErr(RefusedPacketSeq(), options_.max_query_bytes));
+        host_->LogRefusal("statement over --mysql_protocol_max_query_bytes",
+                          Describe(owner_));
+      } else if (packet.status().code() ==
+                 absl::StatusCode::kDeadlineExceeded) {
+        // As MySQL 8 after wait_timeout: an ERR the client reads with its
+        // next command, sequence id 0 (the server starts the exchange).
+        (void)Write(
+            ErrPacket(0, kErClientInteractionTimeout, "HY000",
+                      "The client was disconnected by the server because of "
+                      "inactivity (--mysql_protocol_idle_timeout)"));
+        host_->LogRefusal(
+            "idle connection closed (--mysql_protocol_idle_timeout)",
+            Describe(owner_));
       }
       return;
     }
@@ -268,13 +342,12 @@ void Connection::Run() {
         return;
       case CommandResult::Action::kKill: {
         uint8_t seq = 1;
-        const bool found =
-            kill_ != nullptr && kill_(result.kill_id, result.kill_connection);
         const std::string reply =
-            found ? Frame(seq, OkPayload())
-                  : ErrPacket(
-                        seq, kErNoSuchThread, "HY000",
-                        absl::StrCat("Unknown thread id: ", result.kill_id));
+            Kill(result.kill_id, result.kill_connection).ok()
+                ? Frame(seq, OkPayload())
+                : ErrPacket(
+                      seq, kErNoSuchThread, "HY000",
+                      absl::StrCat("Unknown thread id: ", result.kill_id));
         if (!Write(reply).ok()) return;
         break;
       }
@@ -285,25 +358,40 @@ void Connection::Run() {
   }
 }
 
+absl::Status Connection::Kill(uint32_t target, bool connection) {
+  // CONNECTION_ADMIN: `admin` on every table, as a grant on */* gives.
+  const bool admin =
+      token_login() &&
+      options_.authorizer->Authorize(principal_, auth::Action::kAdmin, "*", "*")
+          .ok();
+  return host_->Kill(id_, target, connection, admin);
+}
+
 bool Connection::Stream(const std::string& keyspace, const std::string& table) {
   uint8_t seq = 1;
+  // Authorized before the table is looked up: a caller without the grant
+  // gets this same answer whether the table exists, failed to load or
+  // was never there.
   absl::StatusOr<std::shared_ptr<MessageManager>> manager =
-      engine_->Find(keyspace, table);
+      auth::FindForCaller(*engine_, options_.authorizer, principal_,
+                          auth::Action::kStream, keyspace, table);
   if (!manager.ok()) {
+    if (manager.status().code() == absl::StatusCode::kPermissionDenied) {
+      // Names the action and the table as the client wrote it, never the
+      // policy.
+      return Write(
+                 ErrPacket(seq, kErTableAccessDenied, "42000",
+                           absl::StrCat("STREAM command denied to user '",
+                                        principal_, "' for table '",
+                                        keyspace.empty() ? "" : keyspace + ".",
+                                        table, "'")))
+          .ok();
+    }
     return Write(EngineErr(seq, manager.status(), keyspace, table)).ok();
   }
   const MessageTable& t = (*manager)->table();
   std::optional<StreamSlot> slot;
   if (auth::Authorizer* a = options_.authorizer; a != nullptr) {
-    if (!a->Authorize(principal_, auth::Action::kStream, t.keyspace, t.name)
-             .ok()) {
-      // Names the action and the table, never the policy.
-      return Write(ErrPacket(seq, kErTableAccessDenied, "42000",
-                             absl::StrCat("STREAM command denied to user '",
-                                          principal_, "' for table '",
-                                          t.keyspace, ".", t.name, "'")))
-          .ok();
-    }
     if (absl::Status s = a->AcquireStream(principal_); !s.ok()) {
       return Write(ErrPacket(seq, kErUserLimitReached, "42000", s.message()))
           .ok();

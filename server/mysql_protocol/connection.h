@@ -13,11 +13,15 @@
 // token file: the server switches the client to mysql_clear_password (only
 // over TLS or from a loopback peer; otherwise ERR 1045 before the token is
 // sent), the Authorizer finds its principal (constant time, never logged),
-// and the user name must be that principal (else ERR 1045). `stream * from
-// T` then needs the policy's `stream` action on T, checked at each
-// statement like a gRPC MessageStream (ERR 1142 when denied, ERR 1226 over
-// --max_streams_per_principal; the connection stays usable). Without one:
-// ConnectionOptions::user/password, or anyone on loopback. For
+// and the user name must be that principal (else ERR 1045). With a client
+// CA, a verified client certificate's identity is a principal too, by the
+// gRPC port's rule (tls::TlsConnection::PeerIdentities: the first
+// subjectAltName, else the common name). `stream * from T` then needs the
+// policy's `stream` action on T, checked at each statement before the
+// table is looked up (auth::FindForCaller), like a gRPC MessageStream:
+// ERR 1142 when denied, the same answer whether T exists or not; ERR 1226
+// over --max_streams_per_principal; the connection stays usable. Without
+// one: ConnectionOptions::user/password, or anyone on loopback. For
 // `stream * from T` it subscribes a RowSink to the table's manager exactly
 // like a gRPC MessageStream (same round-robin and backoff, counted among
 // the table's subscribers), sends the column definitions of the streamed
@@ -27,9 +31,26 @@
 // back after their ack wait), or when the engine closes it (ERR packet,
 // the connection goes back to reading commands).
 //
-// KILL QUERY n (from another connection, as the mariadb client sends on
-// Ctrl-C) ends connection n's stream with ERR 1317 and it reads commands
-// again; KILL [CONNECTION] n closes it.
+// Owner: each logged-in connection belongs to its principal (token or
+// certificate logins) or else to the user name it gave. KILL QUERY n (from
+// another connection, as the mariadb client sends on Ctrl-C) ends
+// connection n's stream with ERR 1317 and it reads commands again; KILL
+// [CONNECTION] n closes it. Only a connection of the caller's owner may be
+// killed, unless the caller has `admin` on every table (a policy grant on
+// `*/*`; MySQL's CONNECTION_ADMIN); another owner's connection gets ERR
+// 1094 "Unknown thread id: n", the answer for an id that does not exist
+// (MySQL answers 1095 "You are not owner of thread n"; msgq does not tell
+// which ids are in use).
+//
+// Limits (ConnectionOptions): the login, TLS handshake included, within
+// handshake_timeout (then closed); a logged-in connection that sends no
+// command for idle_timeout while not streaming gets ERR 4031 "The client
+// was disconnected by the server because of inactivity" and is closed (a
+// stream is not idle: its rows are the activity); a command packet over
+// MaxCommandPayload(max_query_bytes) gets ERR 1153 from its header, before
+// it is read, and a close (command.h). The per-principal connection limit
+// is the host's (ConnectionHost::LoggedIn: ERR 1203 and a close).
+// Refusals and failed TLS handshakes go to ConnectionHost::LogRefusal.
 //
 // No lock is held across socket I/O; writes block (that is the back
 // pressure: a client that does not read holds at most the manager's
@@ -38,12 +59,13 @@
 #define MSGQ_SERVER_MYSQL_PROTOCOL_CONNECTION_H_
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "engine/engine.h"
 #include "server/auth/authorizer.h"
@@ -66,24 +88,51 @@ struct ConnectionOptions {
   auth::Authorizer* authorizer = nullptr;
   // Non-null: CLIENT_SSL is offered and an SSLRequest gets a TLS handshake
   // with it; the login continues inside TLS. With a client CA the client
-  // certificate's common name is an identity for the Authorizer.
+  // certificate's identities (see Identity above) go to the Authorizer.
   std::shared_ptr<tls::TlsServerContext> tls;
   // With `tls`: a client that does not ask for TLS gets ERR 3159.
   bool require_tls = true;
+  // From the greeting to the OK of the login, TLS handshake included.
   absl::Duration handshake_timeout = absl::Seconds(10);
-  // Largest command packet read; larger ones get ERR 1153 and a close.
-  size_t max_packet = 1 << 20;
+  // Logged in, not streaming, no command: ERR 4031 and a close.
+  absl::Duration idle_timeout = absl::Minutes(10);
+  // Longest statement (COM_QUERY) read; every packet, the login's
+  // included, is limited to MaxCommandPayload of it. Longer: ERR 1153 and
+  // a close.
+  size_t max_query_bytes = kDefaultMaxQueryBytes;
+};
+
+// What a Connection needs of the server that runs it (MysqlProtocolServer).
+// Called from the connection's thread; implementations are thread-safe.
+class ConnectionHost {
+ public:
+  virtual ~ConnectionHost() = default;
+  // Connection `id` logged in as `owner` (see Owner above). `limited`: it
+  // counts against the per-principal connection limit (token and
+  // certificate logins). RESOURCE_EXHAUSTED with MySQL's ERR 1203 text
+  // when `owner` already has the limit: the connection answers ERR 1203
+  // and closes; UNAVAILABLE when the server is stopping (closes too).
+  virtual absl::Status LoggedIn(uint32_t id, const std::string& owner,
+                                bool limited) = 0;
+  // KILL [QUERY|CONNECTION] `target` from connection `caller`: ends its
+  // stream (QUERY) or closes it (`connection`). Only a connection of the
+  // caller's owner unless `admin`. NOT_FOUND alike for no such connection
+  // and for one the caller may not kill.
+  virtual absl::Status Kill(uint32_t caller, uint32_t target, bool connection,
+                            bool admin) = 0;
+  // Logs a refused client: at most once a minute per `reason` (the
+  // repeats are counted), with the `detail` of the one logged.
+  virtual void LogRefusal(absl::string_view reason,
+                          absl::string_view detail) = 0;
 };
 
 class Connection {
  public:
-  // Kills connection `id` (its stream only, unless `connection`); false
-  // when there is no such connection.
-  using KillFunction = std::function<bool(uint32_t id, bool connection)>;
-
-  // Does not own `fd` (the server closes it after Run returns).
-  Connection(int fd, uint32_t id, const ConnectionOptions& options,
-             Engine* engine, KillFunction kill);
+  // Does not own `fd` (the server closes it after Run returns). `peer`:
+  // the client's address, for logs. `host` must outlive the connection.
+  Connection(int fd, uint32_t id, std::string peer,
+             const ConnectionOptions& options, Engine* engine,
+             ConnectionHost* host);
   ~Connection();
 
   void Run();
@@ -100,6 +149,20 @@ class Connection {
   // packet to send.
   bool LoginWithToken(const HandshakeResponse& response, uint8_t seq,
                       absl::Time deadline);
+  // The end of a successful login: the host's limit, then the OK packet
+  // (or ERR 1203). False: close.
+  bool FinishLogin(const HandshakeResponse& response, uint8_t seq,
+                   std::string owner);
+  // After a failed read in the login: ERR 1153 for a packet too large, and
+  // the refusal logged (not for a client that just left).
+  void LoginFailed(const absl::Status& status);
+  // The sequence id of the answer to the packet ReadPacket refused as too
+  // large (its header is still at the front of in_).
+  uint8_t RefusedPacketSeq() const;
+  // "connection ID [of 'USER'] from PEER", for logs.
+  std::string Describe(absl::string_view user) const;
+  // Answers KILL `target` (see Owner above).
+  absl::Status Kill(uint32_t target, bool connection);
   // After an SSLRequest: the TLS handshake on a dup of the socket; from
   // then on transport_ is TLS. False: close the connection.
   bool StartTls(absl::Time deadline);
@@ -112,7 +175,7 @@ class Connection {
 
   absl::Status Write(absl::string_view bytes);
   // One packet; UNAVAILABLE when the peer closed or the socket failed,
-  // DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED (too large, see ParsePacket).
+  // DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED (over MaxCommandPayload).
   // `exact`: reads no byte past the packet (what follows an SSLRequest is
   // the TLS ClientHello, for OpenSSL to read from the socket).
   absl::StatusOr<Packet> ReadPacket(absl::Time deadline, bool exact = false);
@@ -121,13 +184,15 @@ class Connection {
 
   const int fd_;
   const uint32_t id_;
+  const std::string peer_;
   const ConnectionOptions& options_;
   Engine* const engine_;
-  const KillFunction kill_;
+  ConnectionHost* const host_;
   const int interrupt_fd_;  // eventfd; -1 if none could be made
   std::unique_ptr<Transport> transport_;
   Session session_;
   std::string principal_;                     // "" without token login
+  std::string owner_;                         // once logged in
   std::vector<std::string> peer_identities_;  // verified client certificate
   std::string in_;                            // bytes read, not yet parsed
 };

@@ -9,6 +9,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "engine/log.h"
+#include "server/mysql_protocol/packet.h"
 
 ABSL_FLAG(std::string, mysql_protocol_listen, "127.0.0.1:15306",
           "MySQL client/server protocol address where any MySQL client "
@@ -29,8 +30,24 @@ ABSL_FLAG(bool, mysql_protocol_require_tls, true,
           "false also lets clients in without it (tokens then only from "
           "loopback)");
 ABSL_FLAG(absl::Duration, mysql_protocol_handshake_timeout, absl::Seconds(10),
-          "A MySQL-protocol client that has not logged in by then is "
-          "disconnected");
+          "A MySQL-protocol client that has not logged in by then (TLS "
+          "handshake included) is disconnected");
+ABSL_FLAG(int, mysql_protocol_max_connections_per_principal, 16,
+          "Logged-in MySQL-protocol connections of one principal (token or "
+          "client-certificate logins), streaming or not; one more gets error "
+          "1203 (max_user_connections). 0: only "
+          "--mysql_protocol_max_connections");
+ABSL_FLAG(int, mysql_protocol_max_handshakes_per_address, 16,
+          "MySQL-protocol connections from one client address that have not "
+          "logged in yet; one more from that address gets error 1040. 0: only "
+          "--mysql_protocol_max_connections");
+ABSL_FLAG(absl::Duration, mysql_protocol_idle_timeout, absl::Minutes(10),
+          "A logged-in MySQL-protocol connection that is not streaming and "
+          "sends no command for this long gets error 4031 and is closed");
+ABSL_FLAG(int, mysql_protocol_max_query_bytes, 16384,
+          "Longest statement a MySQL-protocol client may send (and longest "
+          "login packet); a longer one gets error 1153 from its header, "
+          "before it is read, and the connection is closed");
 
 namespace msgq::mysql_protocol {
 
@@ -42,12 +59,40 @@ absl::StatusOr<MysqlProtocolServer::Options> OptionsFromFlags() {
     return absl::InvalidArgumentError(
         "--mysql_protocol_max_connections must be at least 1");
   }
+  options.max_connections_per_principal =
+      absl::GetFlag(FLAGS_mysql_protocol_max_connections_per_principal);
+  if (options.max_connections_per_principal < 0) {
+    return absl::InvalidArgumentError(
+        "--mysql_protocol_max_connections_per_principal must be at least 0");
+  }
+  options.max_handshakes_per_address =
+      absl::GetFlag(FLAGS_mysql_protocol_max_handshakes_per_address);
+  if (options.max_handshakes_per_address < 0) {
+    return absl::InvalidArgumentError(
+        "--mysql_protocol_max_handshakes_per_address must be at least 0");
+  }
   options.connection.handshake_timeout =
       absl::GetFlag(FLAGS_mysql_protocol_handshake_timeout);
   if (options.connection.handshake_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         "--mysql_protocol_handshake_timeout must be positive");
   }
+  options.connection.idle_timeout =
+      absl::GetFlag(FLAGS_mysql_protocol_idle_timeout);
+  if (options.connection.idle_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--mysql_protocol_idle_timeout must be positive");
+  }
+  const int max_query = absl::GetFlag(FLAGS_mysql_protocol_max_query_bytes);
+  // Below 1 KiB a client's login packet (user, database, connection
+  // attributes) may not fit; 16 MiB is the protocol's packet size.
+  if (max_query < 1024 ||
+      static_cast<size_t>(max_query) >= kMaxPayloadPerPacket) {
+    return absl::InvalidArgumentError(
+        "--mysql_protocol_max_query_bytes must be at least 1024 and below "
+        "16 MiB");
+  }
+  options.connection.max_query_bytes = static_cast<size_t>(max_query);
   options.connection.user = absl::GetFlag(FLAGS_mysql_protocol_user);
   const std::string file = absl::GetFlag(FLAGS_mysql_protocol_password_file);
   if (options.connection.user.empty() != file.empty()) {

@@ -13,7 +13,23 @@
 // TLS: with --tls_cert/--tls_key (the gRPC port's files, re-read like
 // them) the port offers TLS, and with --mysql_protocol_require_tls (the
 // default) requires it; --tls_client_ca makes a client certificate's
-// common name a principal, as on the gRPC port.
+// identity a principal, by the gRPC port's rule (its first subjectAltName,
+// else its common name: server/auth/grpc_auth.h).
+//
+// Budgets (server.h, connection.h), each refusal logged at most once a
+// minute per reason:
+//   --mysql_protocol_max_connections (64)            all clients; ERR 1040
+//   --mysql_protocol_max_connections_per_principal (16)
+//                              logged-in connections of one principal
+//                              (token/certificate logins); ERR 1203
+//   --mysql_protocol_max_handshakes_per_address (16) not logged in yet,
+//                              per client address; ERR 1040
+//   --mysql_protocol_handshake_timeout (10s)   the login, TLS included;
+//                              then closed
+//   --mysql_protocol_idle_timeout (10m)  logged in, not streaming, no
+//                              command; ERR 4031 and closed
+//   --mysql_protocol_max_query_bytes (16384)   one statement (and login
+//                              packet); ERR 1153 from its header, closed
 //
 // Not thread-safe: call from main.
 #ifndef MSGQ_SERVER_MYSQL_PROTOCOL_MYSQL_PROTOCOL_FLAGS_H_
@@ -31,7 +47,9 @@ namespace msgq::mysql_protocol {
 
 // The options the flags describe. INVALID_ARGUMENT naming the flag: a
 // password file without a user or a user without one, an unreadable or
-// empty password file, max connections < 1, a timeout <= 0.
+// empty password file, max connections < 1, a per-principal or
+// per-address limit < 0, a timeout <= 0, max query bytes below 1024 or
+// from 16 MiB.
 absl::StatusOr<MysqlProtocolServer::Options> OptionsFromFlags();
 
 // Starts the port the flags describe and prints "msgqd mysql protocol on

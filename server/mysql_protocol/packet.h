@@ -102,6 +102,12 @@ inline constexpr uint16_t kErQueryInterrupted = 1317;  // KILL QUERY
 inline constexpr uint16_t kErTableAccessDenied = 1142;
 // --max_streams_per_principal reached.
 inline constexpr uint16_t kErUserLimitReached = 1226;
+// --mysql_protocol_max_connections_per_principal reached (MySQL's
+// ER_TOO_MANY_USER_CONNECTIONS).
+inline constexpr uint16_t kErTooManyUserConnections = 1203;
+// --mysql_protocol_idle_timeout passed (MySQL 8's
+// ER_CLIENT_INTERACTION_TIMEOUT).
+inline constexpr uint16_t kErClientInteractionTimeout = 4031;
 // TLS is required and the client did not ask for it.
 inline constexpr uint16_t kErSecureTransportRequired = 3159;
 

@@ -1,8 +1,10 @@
 #include "server/mysql_protocol/server.h"
 
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/rand.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "engine/clock.h"
 #include "engine/log.h"
 #include "server/mysql_protocol/command.h"
 
@@ -37,6 +40,30 @@ absl::Status SplitHostPort(absl::string_view listen, std::string& host,
         absl::StrCat("--mysql_protocol_listen '", listen, "': bad port"));
   }
   return absl::OkStatus();
+}
+
+// The client's address as text ("127.0.0.1", "::1"; an IPv4-mapped IPv6
+// address as the IPv4 one), the key of the per-address limit.
+std::string AddressText(const sockaddr_storage& peer) {
+  char buf[INET6_ADDRSTRLEN] = "?";
+  if (peer.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&peer)->sin_addr,
+              buf, sizeof(buf));
+  } else if (peer.ss_family == AF_INET6) {
+    const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(&peer)->sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(&a)) {
+      inet_ntop(AF_INET, &a.s6_addr[12], buf, sizeof(buf));
+    } else {
+      inet_ntop(AF_INET6, &a, buf, sizeof(buf));
+    }
+  }
+  return buf;
+}
+
+// Decrements `key`'s count, forgetting it at zero.
+void Decrement(std::map<std::string, int>& counts, const std::string& key) {
+  auto it = counts.find(key);
+  if (it != counts.end() && --it->second <= 0) counts.erase(it);
 }
 
 }  // namespace
@@ -113,13 +140,17 @@ MysqlProtocolServer::MysqlProtocolServer(Options options, Engine* engine,
     : options_(std::move(options)),
       engine_(engine),
       listen_fd_(listen_fd),
-      port_(port) {}
+      port_(port),
+      refusals_(RealClock::Get()) {}
 
 MysqlProtocolServer::~MysqlProtocolServer() { Stop(); }
 
 void MysqlProtocolServer::AcceptLoop() {
   while (true) {
-    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    sockaddr_storage peer{};
+    socklen_t peer_len = sizeof(peer);
+    const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer),
+                           &peer_len, SOCK_CLOEXEC);
     Reap();
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
@@ -134,43 +165,130 @@ void MysqlProtocolServer::AcceptLoop() {
     }
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    const std::string address = AddressText(peer);
     absl::MutexLock lock(&mu_);
     if (stopping_) {
       close(fd);
       return;
     }
-    if (clients_.size() >= static_cast<size_t>(options_.max_connections)) {
+    absl::StatusOr<uint32_t> id = Admit(address);
+    if (!id.ok()) {
       // A tiny write to a fresh socket: it does not block.
       const std::string err =
-          ErrPacket(0, kErConCount, "08004", "Too many connections");
+          ErrPacket(0, kErConCount, "08004", id.status().message());
       (void)!send(fd, err.data(), err.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       close(fd);
       continue;
     }
-    const uint32_t id = next_id_++;
-    Client& client = clients_[id];
+    Client& client = clients_[*id];
     client.fd = fd;
-    client.connection =
-        std::make_unique<Connection>(fd, id, options_.connection, engine_,
-                                     [this](uint32_t target, bool connection) {
-                                       return Kill(target, connection);
-                                     });
-    client.thread = std::thread(
-        [this, id, fd, c = client.connection.get()] { Serve(id, fd, c); });
+    client.address = address;
+    ++logging_in_[address];
+    client.connection = std::make_unique<Connection>(
+        fd, *id, address, options_.connection, engine_, &host_);
+    client.thread =
+        std::thread([this, id = *id, fd, c = client.connection.get()] {
+          Serve(id, fd, c);
+        });
   }
 }
 
-bool MysqlProtocolServer::Kill(uint32_t id, bool connection) {
-  absl::MutexLock lock(&mu_);
-  auto it = clients_.find(id);
-  if (it == clients_.end() || it->second.done) return false;
+absl::StatusOr<uint32_t> MysqlProtocolServer::Admit(
+    const std::string& address) {
+  if (clients_.size() >= static_cast<size_t>(options_.max_connections)) {
+    host_.LogRefusal("too many connections (--mysql_protocol_max_connections)",
+                     absl::StrCat("from ", address));
+    return absl::ResourceExhaustedError("Too many connections");
+  }
+  if (const int limit = options_.max_handshakes_per_address; limit > 0) {
+    auto it = logging_in_.find(address);
+    if (it != logging_in_.end() && it->second >= limit) {
+      host_.LogRefusal(
+          "too many connections logging in from one address "
+          "(--mysql_protocol_max_handshakes_per_address)",
+          absl::StrCat("from ", address));
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "Too many connections from ", address,
+          " not logged in yet (--mysql_protocol_max_handshakes_per_address)"));
+    }
+  }
+  // Random, so that a client cannot guess the id of another's connection
+  // (KILL names it); unique among the open ones, and never 0.
+  while (true) {
+    uint32_t id = 0;
+    if (RAND_bytes(reinterpret_cast<unsigned char*>(&id), sizeof(id)) != 1) {
+      return absl::InternalError("Out of resources: no random connection id");
+    }
+    if (id != 0 && clients_.find(id) == clients_.end()) return id;
+  }
+}
+
+void MysqlProtocolServer::StopLoggingIn(Client& client) {
+  if (!client.logging_in) return;
+  client.logging_in = false;
+  Decrement(logging_in_, client.address);
+}
+
+absl::Status MysqlProtocolServer::Host::LoggedIn(uint32_t id,
+                                                 const std::string& owner,
+                                                 bool limited) {
+  MysqlProtocolServer& s = *server_;
+  absl::MutexLock lock(&s.mu_);
+  auto it = s.clients_.find(id);
+  if (it == s.clients_.end()) {
+    return absl::UnavailableError("msgqd is stopping");
+  }
+  Client& client = it->second;
+  s.StopLoggingIn(client);
+  const int limit = s.options_.max_connections_per_principal;
+  if (limited && limit > 0) {
+    auto counted = s.connections_of_.find(owner);
+    if (counted != s.connections_of_.end() && counted->second >= limit) {
+      // MySQL's ER_TOO_MANY_USER_CONNECTIONS text.
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "User ", owner,
+          " already has more than 'max_user_connections' active connections "
+          "(--mysql_protocol_max_connections_per_principal=",
+          limit, ")"));
+    }
+    ++s.connections_of_[owner];
+    client.counted = true;
+  }
+  client.owner = owner;
+  client.logged_in = true;
+  return absl::OkStatus();
+}
+
+absl::Status MysqlProtocolServer::Host::Kill(uint32_t caller, uint32_t target,
+                                             bool connection, bool admin) {
+  MysqlProtocolServer& s = *server_;
+  absl::MutexLock lock(&s.mu_);
+  auto from = s.clients_.find(caller);
+  auto it = s.clients_.find(target);
+  const bool exists = it != s.clients_.end() && !it->second.done;
+  const bool own = exists && from != s.clients_.end() &&
+                   from->second.logged_in && it->second.logged_in &&
+                   it->second.owner == from->second.owner;
+  // Another owner's connection is answered like one that does not exist:
+  // the caller learns nothing of the ids in use.
+  if (!exists || !(own || admin)) {
+    return absl::NotFoundError(absl::StrCat("Unknown thread id: ", target));
+  }
   if (connection) {
     // Its thread sees the socket end and leaves (fd closed only at reap).
     shutdown(it->second.fd, SHUT_RDWR);
   } else {
     it->second.connection->Interrupt();
   }
-  return true;
+  return absl::OkStatus();
+}
+
+void MysqlProtocolServer::Host::LogRefusal(absl::string_view reason,
+                                           absl::string_view detail) {
+  std::optional<std::string> line = server_->refusals_.Admit(
+      std::string(reason),
+      absl::StrCat("MySQL protocol: ", reason, "; last: ", detail));
+  if (line.has_value()) LogWarning(*line);
 }
 
 void MysqlProtocolServer::Serve(uint32_t id, int fd, Connection* connection) {
@@ -178,7 +296,15 @@ void MysqlProtocolServer::Serve(uint32_t id, int fd, Connection* connection) {
   shutdown(fd, SHUT_RDWR);
   absl::MutexLock lock(&mu_);
   // Gone from the map once Stop() took over the joining.
-  if (auto it = clients_.find(id); it != clients_.end()) it->second.done = true;
+  auto it = clients_.find(id);
+  if (it == clients_.end()) return;
+  Client& client = it->second;
+  StopLoggingIn(client);
+  if (client.counted) {
+    client.counted = false;
+    Decrement(connections_of_, client.owner);
+  }
+  client.done = true;
 }
 
 void MysqlProtocolServer::Reap() {

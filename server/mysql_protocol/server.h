@@ -2,11 +2,26 @@
 // MySQL client receives messages with `stream * from TABLE` (like Vitess's
 // vtgate). A small, strict server for that one purpose, not a proxy.
 //
-// One thread accepts; each client gets a thread of its own (Connection),
-// at most Options::max_connections at once: one more gets ERR 1040 "Too
-// many connections" and is closed. Stop() shuts every socket down (ending
-// its stream: unsubscribed, its messages handed back) and joins every
-// thread; call it before stopping the engine.
+// One thread accepts; each client gets a thread of its own (Connection).
+// Budgets (Options), each refusal an ERR packet and a close, logged at most
+// once a minute per reason:
+//   - at most max_connections clients at once: one more gets ERR 1040
+//     "Too many connections" before the greeting;
+//   - at most max_handshakes_per_address of them from one client address
+//     not logged in yet (the login has handshake_timeout): one more from
+//     that address gets ERR 1040 naming the address, so silent clients of
+//     one address cannot fill the port;
+//   - at most max_connections_per_principal logged-in connections of one
+//     principal (token and certificate logins; logins with
+//     --mysql_protocol_user or the loopback anonymous login are one tenant
+//     and have only the total): the next gets ERR 1203 "User P already has
+//     more than 'max_user_connections' active connections" instead of the
+//     login's OK. Connections count, streaming or not.
+// Connection ids (the greeting's thread id, what KILL names) are random
+// non-zero 32-bit numbers, unique among the open connections, so that one
+// client cannot guess another's. Stop() shuts every socket down (ending its
+// stream: unsubscribed, its messages handed back) and joins every thread;
+// call it before stopping the engine.
 //
 // Example:
 //   auto server = MysqlProtocolServer::Start(options, &engine);
@@ -26,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/engine.h"
+#include "engine/log.h"
 #include "server/mysql_protocol/connection.h"
 
 namespace msgq::mysql_protocol {
@@ -36,6 +52,11 @@ class MysqlProtocolServer {
     // host:port ([v6]:port); port 0 picks a free one.
     std::string listen = "127.0.0.1:15306";
     int max_connections = 64;
+    // Logged-in connections of one principal; 0: only max_connections.
+    int max_connections_per_principal = 16;
+    // Connections of one address not logged in yet; 0: only
+    // max_connections.
+    int max_handshakes_per_address = 16;
     ConnectionOptions connection;
   };
 
@@ -55,15 +76,38 @@ class MysqlProtocolServer {
  private:
   struct Client {
     int fd = -1;
+    std::string address;  // the peer's, as LogRefusal and the limit see it
     std::unique_ptr<Connection> connection;
     std::thread thread;
+    bool logging_in = true;  // counted in logging_in_[address]
+    bool logged_in = false;  // `owner` is set
+    bool counted = false;    // counted in connections_of_[owner]
+    std::string owner;
     bool done = false;
   };
+  // The server's side of its connections (connection.h).
+  class Host : public ConnectionHost {
+   public:
+    explicit Host(MysqlProtocolServer* server) : server_(server) {}
+    absl::Status LoggedIn(uint32_t id, const std::string& owner,
+                          bool limited) override;
+    absl::Status Kill(uint32_t caller, uint32_t target, bool connection,
+                      bool admin) override;
+    void LogRefusal(absl::string_view reason,
+                    absl::string_view detail) override;
+
+   private:
+    MysqlProtocolServer* const server_;
+  };
+
   MysqlProtocolServer(Options options, Engine* engine, int listen_fd, int port);
   void AcceptLoop();
+  // Admits a new client (under mu_): its id, or the refusal to send.
+  absl::StatusOr<uint32_t> Admit(const std::string& address)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Serve(uint32_t id, int fd, Connection* connection);
-  // KILL [QUERY|CONNECTION] id; false when there is no such client.
-  bool Kill(uint32_t id, bool connection);
+  // Ends `client`'s login phase in the per-address count.
+  void StopLoggingIn(Client& client) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Joins and closes the clients whose threads ended.
   void Reap();
 
@@ -71,12 +115,17 @@ class MysqlProtocolServer {
   Engine* const engine_;
   const int listen_fd_;
   const int port_;
+  Host host_{this};
+  LogRepeatLimiter refusals_;
   std::thread accept_thread_;
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  uint32_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<uint32_t, Client> clients_ ABSL_GUARDED_BY(mu_);
+  // Clients not logged in yet, by address.
+  std::map<std::string, int> logging_in_ ABSL_GUARDED_BY(mu_);
+  // Logged-in connections counted against the per-principal limit.
+  std::map<std::string, int> connections_of_ ABSL_GUARDED_BY(mu_);
 };
 
 // Whether `host` (of a listen address) is a loopback address (127/8, ::1,

@@ -9,52 +9,11 @@
 namespace msgq::mysql_protocol {
 namespace {
 
-struct Token {
-  std::string text;     // identifier without backticks; word as written
-  bool quoted = false;  // `...`
-};
+using Token = StatementToken;
 
 bool IsWordChar(char c) {
   return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' ||
          c == '$' || c == '@' || static_cast<unsigned char>(c) >= 0x80;
-}
-
-// Splits into words, `quoted identifiers` and single punctuation chars.
-// false on an unterminated backtick.
-bool Tokenize(absl::string_view sql, std::vector<Token>& out) {
-  size_t i = 0;
-  while (i < sql.size()) {
-    const char c = sql[i];
-    if (absl::ascii_isspace(static_cast<unsigned char>(c))) {
-      ++i;
-    } else if (c == '`') {
-      Token t;
-      t.quoted = true;
-      ++i;
-      while (true) {
-        if (i >= sql.size()) return false;
-        if (sql[i] == '`') {
-          if (i + 1 < sql.size() && sql[i + 1] == '`') {
-            t.text.push_back('`');
-            i += 2;
-            continue;
-          }
-          ++i;
-          break;
-        }
-        t.text.push_back(sql[i++]);
-      }
-      out.push_back(std::move(t));
-    } else if (IsWordChar(c)) {
-      Token t;
-      while (i < sql.size() && IsWordChar(sql[i])) t.text.push_back(sql[i++]);
-      out.push_back(std::move(t));
-    } else {
-      out.push_back(Token{std::string(1, c), false});
-      ++i;
-    }
-  }
-  return true;
 }
 
 bool Is(const std::vector<Token>& t, size_t i, absl::string_view word) {
@@ -83,11 +42,65 @@ bool LimitTail(const std::vector<Token>& t, size_t i) {
 
 }  // namespace
 
+StatementTokens TokenizeStatement(absl::string_view sql) {
+  StatementTokens out;
+  size_t i = 0;
+  while (i < sql.size()) {
+    const char c = sql[i];
+    if (absl::ascii_isspace(static_cast<unsigned char>(c))) {
+      ++i;
+      continue;
+    }
+    if (out.tokens.size() == kMaxStatementTokens) {
+      out.truncated = true;
+      return out;
+    }
+    Token t;
+    if (c == '`') {
+      t.quoted = true;
+      ++i;
+      while (true) {
+        if (i >= sql.size()) {
+          out.valid = false;
+          return out;
+        }
+        if (sql[i] == '`') {
+          if (i + 1 < sql.size() && sql[i + 1] == '`') {
+            t.text.push_back('`');
+            i += 2;
+            continue;
+          }
+          ++i;
+          break;
+        }
+        t.text.push_back(sql[i++]);
+      }
+    } else if (IsWordChar(c)) {
+      const size_t start = i;
+      while (i < sql.size() && IsWordChar(sql[i])) ++i;
+      t.text.assign(sql.data() + start, i - start);
+    } else {
+      t.text.assign(1, c);
+      ++i;
+    }
+    out.tokens.push_back(std::move(t));
+  }
+  return out;
+}
+
 Statement RecognizeStatement(absl::string_view sql) {
   using Kind = Statement::Kind;
   Statement out;
-  std::vector<Token> t;
-  if (!Tokenize(sql, t)) return out;
+  StatementTokens split = TokenizeStatement(sql);
+  if (!split.valid) return out;
+  std::vector<Token>& t = split.tokens;
+  // Any SET is answered OK: the client's session settings do not matter.
+  if (Is(t, 0, "set")) {
+    out.kind = Kind::kSet;
+    return out;
+  }
+  // Longer than any statement served.
+  if (split.truncated) return out;
   while (!t.empty() && !t.back().quoted && t.back().text == ";") t.pop_back();
   if (t.empty()) {
     out.kind = Kind::kEmpty;
@@ -123,10 +136,6 @@ Statement RecognizeStatement(absl::string_view sql) {
       out.kind = Kind::kKill;
       out.kill_id = id;
     }
-    return out;
-  }
-  if (Is(t, 0, "set")) {
-    out.kind = Kind::kSet;
     return out;
   }
   if (!Is(t, 0, "select") || t.size() < 2) return out;

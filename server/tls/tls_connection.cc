@@ -1,14 +1,18 @@
 #include "server/tls/tls_connection.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <openssl/err.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +28,20 @@ std::string OpenSslReason() {
   if (e == 0) return "connection closed or reset";
   const char* reason = ERR_reason_error_string(e);
   return reason != nullptr ? reason : absl::StrCat("OpenSSL error ", e);
+}
+
+// What gRPC's peer identity holds for a subjectAltName that is not a DNS
+// name, email, URI or IP address.
+constexpr char kOtherSan[] = "other types of SAN";
+
+// An ASN.1 string as UTF-8; nullopt when it cannot be converted.
+std::optional<std::string> Utf8(const ASN1_STRING* data) {
+  unsigned char* utf8 = nullptr;
+  const int n = ASN1_STRING_to_UTF8(&utf8, data);
+  if (n < 0) return std::nullopt;
+  std::string text(reinterpret_cast<char*>(utf8), static_cast<size_t>(n));
+  OPENSSL_free(utf8);
+  return text;
 }
 
 }  // namespace
@@ -141,19 +159,59 @@ bool TlsConnection::HasBufferedData() const {
   return SSL_has_pending(ssl_) == 1;
 }
 
-std::string TlsConnection::PeerCommonName() const {
+std::vector<std::string> TlsConnection::PeerIdentities() const {
   X509* cert = SSL_get0_peer_certificate(ssl_);
-  if (cert == nullptr) return "";
+  if (cert == nullptr) return {};
+  std::vector<std::string> names;
+  GENERAL_NAMES* sans = static_cast<GENERAL_NAMES*>(
+      X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  const int count = sans != nullptr ? sk_GENERAL_NAME_num(sans) : 0;
+  bool broken = false;
+  for (int i = 0; i < count && !broken; ++i) {
+    const GENERAL_NAME* san = sk_GENERAL_NAME_value(sans, i);
+    switch (san->type) {
+      case GEN_DNS:
+      case GEN_EMAIL:
+      case GEN_URI: {
+        std::optional<std::string> text =
+            Utf8(san->type == GEN_DNS     ? san->d.dNSName
+                 : san->type == GEN_EMAIL ? san->d.rfc822Name
+                                          : san->d.uniformResourceIdentifier);
+        if (!text.has_value()) {
+          broken = true;
+        } else if (!text->empty()) {
+          names.push_back(*std::move(text));
+        }
+        break;
+      }
+      case GEN_IPADD: {
+        const ASN1_OCTET_STRING* ip = san->d.iPAddress;
+        const int length = ASN1_STRING_length(ip);
+        char buf[INET6_ADDRSTRLEN];
+        if ((length != 4 && length != 16) ||
+            inet_ntop(length == 4 ? AF_INET : AF_INET6,
+                      ASN1_STRING_get0_data(ip), buf, sizeof(buf)) == nullptr) {
+          broken = true;
+        } else {
+          names.emplace_back(buf);
+        }
+        break;
+      }
+      default:
+        names.emplace_back(kOtherSan);
+        break;
+    }
+  }
+  if (sans != nullptr) GENERAL_NAMES_free(sans);
+  if (broken) return {};
+  if (count > 0) return names;
   X509_NAME* subject = X509_get_subject_name(cert);
   const int i = X509_NAME_get_index_by_NID(subject, NID_commonName, -1);
-  if (i < 0) return "";
-  ASN1_STRING* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
-  unsigned char* utf8 = nullptr;
-  const int n = ASN1_STRING_to_UTF8(&utf8, data);
-  if (n < 0) return "";
-  std::string cn(reinterpret_cast<char*>(utf8), static_cast<size_t>(n));
-  OPENSSL_free(utf8);
-  return cn;
+  if (i < 0) return {};
+  std::optional<std::string> cn =
+      Utf8(X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i)));
+  if (!cn.has_value() || cn->empty()) return {};
+  return {*std::move(cn)};
 }
 
 std::string TlsConnection::Version() const { return SSL_get_version(ssl_); }

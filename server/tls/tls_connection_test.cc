@@ -3,9 +3,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "server/tls/tls_test_util.h"
@@ -60,7 +64,7 @@ TEST_F(TlsConnectionTest, HandshakeThenBytesBothWaysThenClose) {
   auto conn = Accept(*ctx);
   ASSERT_TRUE(conn.ok()) << conn.status();
   EXPECT_EQ((*conn)->Version(), "TLSv1.3");
-  EXPECT_EQ((*conn)->PeerCommonName(), "");
+  EXPECT_TRUE((*conn)->PeerIdentities().empty());
   char buf[16];
   absl::StatusOr<size_t> n =
       (*conn)->Read(buf, sizeof(buf), absl::Now() + absl::Seconds(10));
@@ -158,8 +162,60 @@ TEST_F(TlsConnectionTest, MutualTlsNeedsACertificateOfTheClientCa) {
     auto conn = Accept(*ctx);
     peer.join();
     ASSERT_TRUE(conn.ok()) << conn.status();
-    EXPECT_EQ((*conn)->PeerCommonName(), "reader");
+    EXPECT_EQ((*conn)->PeerIdentities(), std::vector<std::string>{"reader"});
   }
+}
+
+// Signs client certificate `name` with the test CA: subject `subject`,
+// subjectAltName `san` unless empty.
+bool SignClient(const std::string& dir, const std::string& name,
+                const std::string& subject, const std::string& san) {
+  std::ofstream(dir + "/" + name + ".ext")
+      << (san.empty() ? "" : "subjectAltName=" + san + "\n");
+  const std::string cmd = absl::StrCat(
+      "cd ", dir, " && openssl req -newkey ec -pkeyopt ",
+      "ec_paramgen_curve:prime256v1 -nodes -keyout ", name, ".key -out ", name,
+      ".csr -subj ", subject, " && openssl x509 -req -in ", name,
+      ".csr -CA ca.pem -CAkey ca.key -CAcreateserial -out ", name,
+      ".pem -days 2 -extfile ", name, ".ext");
+  return system(absl::StrCat("(", cmd, ") >>", dir, "/openssl.log 2>&1")
+                    .c_str()) == 0;
+}
+
+// gRPC's rule (grpc_auth.h): the subjectAltNames in order when there are
+// any, whatever the common name says; else the common name; else nothing.
+TEST_F(TlsConnectionTest, PeerIdentitiesAreTheSubjectAltNamesElseTheCn) {
+  ASSERT_TRUE(SignClient(
+      *certs_, "sans", "/CN=cn-name",
+      "DNS:san-first,email:ops@example.com,IP:10.1.2.3,IP:::1,"
+      "URI:spiffe://msgq/worker,otherName:1.3.6.1.4.1.311.20.2.3;UTF8:x,"
+      "DNS:last"));
+  ASSERT_TRUE(SignClient(*certs_, "nameless", "/O=acme", ""));
+  auto ctx = Context("ca");
+  struct Case {
+    std::string client;
+    std::vector<std::string> identities;
+  };
+  for (const Case& c :
+       {Case{"sans",
+             {"san-first", "ops@example.com", "10.1.2.3", "::1",
+              "spiffe://msgq/worker", "other types of SAN", "last"}},
+        Case{"reader", {"reader"}}, Case{"nameless", {}}}) {
+    int fds[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    TestClient client(fds[1], *certs_, "ca", c.client);
+    std::thread peer([&] {
+      ASSERT_TRUE(client.Connect());
+      client.Write("hi");
+    });
+    auto conn = TlsConnection::Accept(fds[0], ctx->Acquire(),
+                                      absl::Now() + absl::Seconds(10));
+    peer.join();
+    ASSERT_TRUE(conn.ok()) << c.client << ": " << conn.status();
+    EXPECT_EQ((*conn)->PeerIdentities(), c.identities) << c.client;
+  }
+  close(fds_[0]);
+  close(fds_[1]);
 }
 
 TEST_F(TlsConnectionTest, AHandshakeNotFinishedInTimeIsDropped) {
