@@ -6,7 +6,8 @@
 // Besides msgq.v1.Messaging, the gRPC port serves grpc.health.v1.Health and
 // server reflection; the HTTP port serves /metrics, /healthz, /readyz and
 // the web console (server/http/routes.h), over HTTPS when --tls_cert is
-// set (server/http/tls_terminator.h). Prints "msgqd http on HOST:PORT"
+// set, with the limits of the --http_* flags (server/http/http_flags.h,
+// server/http/http_server.h). Prints "msgqd http on HOST:PORT"
 // and then "msgqd listening on HOST:PORT" to stderr once it serves. SIGTERM
 // or SIGINT: reports NOT_SERVING, stops accepting, ends open streams with
 // UNAVAILABLE, exits 0.
@@ -42,6 +43,7 @@
 #include "server/http/build_info.h"
 #include "server/http/grpc_metrics.h"
 #include "server/http/health_reporter.h"
+#include "server/http/http_flags.h"
 #include "server/http/http_server.h"
 #include "server/http/routes.h"
 #include "server/messaging_service.h"
@@ -245,6 +247,12 @@ int main(int argc, char** argv) {
   }
   msgq::LogSecurity(*security, absl::GetFlag(FLAGS_listen),
                     absl::GetFlag(FLAGS_http_listen));
+  absl::StatusOr<msgq::HttpServer::Options> http_options =
+      msgq::HttpOptionsFromFlags();
+  if (!http_options.ok()) {
+    msgq::LogError(http_options.status().message());
+    return 2;
+  }
 
   msgq::SeededJitter jitter(absl::ToUnixNanos(absl::Now()));
   msgq::Engine engine(options, msgq::RealClock::Get(), &jitter);
@@ -296,18 +304,19 @@ int main(int argc, char** argv) {
   // A port in use costs the console and metrics, not the queues: msgqd
   // goes on serving gRPC and says so.
   // With --tls_cert the HTTP port speaks HTTPS only, with the gRPC port's
-  // files (and client CA).
+  // files (and client CA), re-read every --tls_reload_interval.
   std::unique_ptr<msgq::HttpServer> http;
   if (const std::string http_listen = absl::GetFlag(FLAGS_http_listen);
       !http_listen.empty()) {
-    msgq::HttpServer::Options http_options;
-    http_options.tls = security->own_tls.get();
+    if (security->own_tls != nullptr) {
+      http_options->tls = security->own_tls->files();
+    }
     absl::StatusOr<std::unique_ptr<msgq::HttpServer>> started =
         msgq::HttpServer::Start(
             http_listen,
             msgq::MsgqdRoutes(&engine, &grpc_metrics, msgq::CurrentBuildInfo(),
                               security->authorizer.get()),
-            http_options);
+            *http_options);
     if (started.ok()) {
       http = *std::move(started);
       std::fprintf(stderr, "msgqd http on %s:%d\n",

@@ -160,7 +160,7 @@ void LogSecurity(const SecurityConfig& config, const std::string& listen,
           config.tls.client_ca.empty() ? "" : " with client certificates", "; ",
           a.Describe());
   if (!IsLoopback(http_listen) && !config.tls.enabled()) {
-    // With --tls_cert the HTTP port is HTTPS (server/http/tls_terminator.h).
+    // With --tls_cert the HTTP port is HTTPS (server/http/http_server.h).
     LogWarning("the HTTP port ", http_listen,
                " is plaintext (no --tls_cert): keep --http_listen on "
                "loopback or turn TLS on; console tokens and /metrics would "

@@ -23,9 +23,10 @@ struct SecurityConfig {
   auth::TlsFiles tls;
   absl::Duration tls_reload_interval;
   std::unique_ptr<auth::Authorizer> authorizer;
-  // With TLS on: the one context of msgqd's own TLS sockets (the HTTP and
-  // MySQL-protocol ports), from the same files, re-read every
-  // tls_reload_interval; null without TLS.
+  // With TLS on: the one context of msgqd's own OpenSSL sockets (the
+  // MySQL-protocol port), from the same files, re-read every
+  // tls_reload_interval; null without TLS. The HTTP port reads the same
+  // files() into GnuTLS (server/http/gnutls_credentials.h).
   std::shared_ptr<tls::TlsServerContext> own_tls;
 };
 

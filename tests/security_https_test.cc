@@ -125,7 +125,7 @@ TEST_F(SecurityHttpsTest, ConsoleAndItsApiWorkWithABearerToken) {
       },
       absl::Seconds(20)))
       << server_->Log();
-  // A POST with a body goes through the relay too.
+  // A POST with a body is served over TLS too.
   CurlResult redrive = Curl("/api/redrive?keyspace=msgq&table=a&all=1",
                             "-H 'X-Msgq-Console: 1' -H 'Authorization: "
                             "Bearer tok-ops' --data x=1");
@@ -134,8 +134,8 @@ TEST_F(SecurityHttpsTest, ConsoleAndItsApiWorkWithABearerToken) {
 
 TEST_F(SecurityHttpsTest, SilentClientsDoNotBlockOthers) {
   ASSERT_NO_FATAL_FAILURE(StartTls());
-  // More silent connections than civetweb has threads (4): they hold
-  // terminator slots only, never a civetweb worker.
+  // Silent connections (each holds only a thread of its own in
+  // libmicrohttpd; tests/http_hostile_test.cc has the hostile variants).
   std::vector<int> silent;
   for (int i = 0; i < 8; ++i) {
     const int fd = Connect(port_);

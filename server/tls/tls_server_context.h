@@ -1,5 +1,6 @@
 // TlsServerContext: the OpenSSL server side of msgqd's own TLS sockets (the
-// HTTP port, the MySQL-protocol port), built from PEM files and re-read
+// MySQL-protocol port; the HTTP port does TLS with GnuTLS from the same
+// files, server/http/gnutls_credentials.h), built from PEM files and re-read
 // when they change (certificate rotation without restart).
 //
 // Acquire() hands out the current SSL_CTX for a new connection (a counted
