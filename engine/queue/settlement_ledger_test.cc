@@ -244,45 +244,54 @@ class Explorer {
     if (failed_) return;
     Check(s, path);
     if (depth == depth_ || failed_) return;
-    for (const std::string& id : ids_) {
-      const bool acked = s.acked.count(id) && s.acked.at(id);
-      const bool queueable =
-          !s.ledger.InFlight(id) || (s.requeued.count(id) && s.requeued.at(id));
-      if (queueable && !acked) {  // a poll or a hand-back queued it: send
-        State n = s;
-        const int send = ++n.latest[id];
-        n.ledger.Sent(id, send);
-        n.unsettled[id] = true;
-        n.handed_back[id] = false;
-        n.requeued[id] = false;
-        Visit(n, depth + 1, path + " send(" + id + ")");
-      }
-      if (s.latest.count(id) && !s.handed_back.at(id)) {
-        State n = s;
-        n.handed_back[id] = true;  // a send is handed back at most once
-        n.requeued[id] = n.ledger.HandBack(id, nullptr);
-        // Never delivered: nothing is owed for it (unless an ack runs,
-        // whose failure makes the ledger postpone it after all).
-        if (n.requeued[id]) n.unsettled[id] = false;
-        Visit(n, depth + 1, path + " handback(" + id + ")");
-      }
-      {
-        State n = s;
-        n.acks.push_back(n.ledger.BeginAck({id}));
-        Visit(n, depth + 1, path + " ack(" + id + ")");
-      }
-      if (hold_) {
-        // A nack or extend: it must leave an owed postpone owed.
-        State n = s;
-        const size_t owed = n.ledger.owed();
-        n.holds.push_back(n.ledger.BeginHold({id}));
-        if (n.ledger.owed() != owed) {
-          ADD_FAILURE() << "a hold cancelled a postpone: " << path;
-          failed_ = true;
-        }
-        Visit(n, depth + 1, path + " hold(" + id + ")");
-      }
+    for (const std::string& id : ids_) VisitId(s, depth, path, id);
+    VisitWrites(s, depth, path);
+  }
+
+  // The events of one id: send, hand-back, ack, hold.
+  void VisitId(const State& s, int depth, const std::string& path,
+               const std::string& id) {
+    const bool acked = s.acked.count(id) && s.acked.at(id);
+    const bool queueable =
+        !s.ledger.InFlight(id) || (s.requeued.count(id) && s.requeued.at(id));
+    if (queueable && !acked) {  // a poll or a hand-back queued it: send
+      State n = s;
+      const int send = ++n.latest[id];
+      n.ledger.Sent(id, send);
+      n.unsettled[id] = true;
+      n.handed_back[id] = false;
+      n.requeued[id] = false;
+      Visit(n, depth + 1, path + " send(" + id + ")");
     }
+    if (s.latest.count(id) && !s.handed_back.at(id)) {
+      State n = s;
+      n.handed_back[id] = true;  // a send is handed back at most once
+      n.requeued[id] = n.ledger.HandBack(id, nullptr);
+      // Never delivered: nothing is owed for it (unless an ack runs,
+      // whose failure makes the ledger postpone it after all).
+      if (n.requeued[id]) n.unsettled[id] = false;
+      Visit(n, depth + 1, path + " handback(" + id + ")");
+    }
+    {
+      State n = s;
+      n.acks.push_back(n.ledger.BeginAck({id}));
+      Visit(n, depth + 1, path + " ack(" + id + ")");
+    }
+    if (hold_) {
+      // A nack or extend: it must leave an owed postpone owed.
+      State n = s;
+      const size_t owed = n.ledger.owed();
+      n.holds.push_back(n.ledger.BeginHold({id}));
+      if (n.ledger.owed() != owed) {
+        ADD_FAILURE() << "a hold cancelled a postpone: " << path;
+        failed_ = true;
+      }
+      Visit(n, depth + 1, path + " hold(" + id + ")");
+    }
+  }
+
+  // The writes' events: take, and each round, hold and ack finishing.
+  void VisitWrites(const State& s, int depth, const std::string& path) {
     if (s.ledger.HasOwed()) {
       State n = s;
       n.rounds.push_back(Round{n.ledger.TakePostpones(), n.latest});
@@ -369,68 +378,6 @@ TEST(SettlementLedgerTest, EveryInterleavingOfTwoIdsKeepsTheInvariants) {
   Explorer e({"a", "b"}, 8);
   e.Run();
   EXPECT_GT(e.states(), 100000);
-}
-
-}  // namespace
-}  // namespace msgq
-
-// ---- The postpone grace: TakePostpones(sent_by) -------------------------
-
-namespace msgq {
-namespace {
-
-using ::testing::ElementsAre;
-using ::testing::IsEmpty;
-using ::testing::Pair;
-
-const absl::Time kT0 = absl::FromUnixSeconds(1000);
-
-TEST(SettlementLedgerGraceTest, OnlySendsMadeByTheCutoffAreTaken) {
-  SettlementLedger ledger;
-  ledger.Sent("a", 0, kT0);
-  ledger.Sent("b", 3, kT0 + absl::Milliseconds(10));
-  EXPECT_EQ(ledger.OldestOwedAt(), kT0);
-  EXPECT_THAT(ledger.TakePostpones(kT0 + absl::Milliseconds(5)),
-              ElementsAre(Pair("a", 0)));
-  EXPECT_EQ(ledger.OldestOwedAt(), kT0 + absl::Milliseconds(10));
-  EXPECT_EQ(ledger.owed(), 1u);
-  EXPECT_THAT(ledger.TakePostpones(kT0 + absl::Milliseconds(10)),
-              ElementsAre(Pair("b", 3)));
-  EXPECT_EQ(ledger.OldestOwedAt(), absl::InfiniteFuture());
-  EXPECT_FALSE(ledger.HasOwed());
-}
-
-TEST(SettlementLedgerGraceTest, AnAckWithinTheGraceCancelsThePostpone) {
-  SettlementLedger ledger;
-  ledger.Sent("a", 0, kT0);
-  SettlementLedger::AckTicket ticket = ledger.BeginAck({"a"});
-  EXPECT_THAT(ticket.cancelled, ElementsAre(Pair("a", 0)));
-  EXPECT_THAT(ledger.TakePostpones(), IsEmpty());
-  EXPECT_THAT(ledger.AckDone(ticket, SettlementLedger::Outcome::kCommitted),
-              ElementsAre("a"));
-  EXPECT_FALSE(ledger.InFlight("a"));
-}
-
-TEST(SettlementLedgerGraceTest, AFailedAckOwesThePostponeFromItsSendTime) {
-  SettlementLedger ledger;
-  ledger.Sent("a", 0, kT0);
-  SettlementLedger::AckTicket ticket = ledger.BeginAck({"a"});
-  EXPECT_THAT(ledger.TakePostpones(kT0 + absl::Seconds(1)), IsEmpty());
-  EXPECT_THAT(ledger.AckDone(ticket, SettlementLedger::Outcome::kTransient),
-              IsEmpty());
-  EXPECT_EQ(ledger.OldestOwedAt(), kT0);
-  EXPECT_THAT(ledger.TakePostpones(kT0), ElementsAre(Pair("a", 0)));
-}
-
-TEST(SettlementLedgerGraceTest, AHoldTakesItsPostponeWhateverTheTime) {
-  SettlementLedger ledger;
-  ledger.Sent("a", 0, kT0 + absl::Seconds(1));
-  ledger.Sent("b", 0, kT0 + absl::Seconds(1));
-  SettlementLedger::AckTicket hold = ledger.BeginHold({"a"});
-  EXPECT_THAT(hold.cancelled, IsEmpty());
-  EXPECT_THAT(ledger.TakePostpones(kT0), ElementsAre(Pair("a", 0)));
-  EXPECT_EQ(ledger.OldestOwedAt(), kT0 + absl::Seconds(1));  // b's
-  EXPECT_TRUE(ledger.InFlight("b"));
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ struct ManagerOptions {
   // No row image is used for this long after the manager is built: a
   // manager that replaces another of the same table (a reload) does not
   // know what that one read and sent. Becoming owner (leases) always waits
-  // MessageManager::kImageQuiet.
+  // RowReconciler::kImageQuiet.
   absl::Duration image_wait = absl::Seconds(5);
   // Reconnect backoff after MySQL errors: doubles from min to max.
   absl::Duration retry_min = absl::Milliseconds(100);

@@ -1,3 +1,6 @@
+// MessageManager's public face: its lifecycle, subscribers and the sends
+// to them, flow control, ownership and stats. The class contract is in
+// message_manager.h, with where the rest of it is.
 #include "engine/queue/manager/message_manager.h"
 
 #include <algorithm>
@@ -48,11 +51,12 @@ MessageManager::MessageManager(MessageTable table,
           absl::StrCat("table `", table_.keyspace, "`.`", table_.name, "`")),
       cache_(static_cast<size_t>(table_.settings.cache_size), table_.id_kind,
              /*fair=*/!table_.settings.fair_by.empty()),
+      reconciler_(options.binlog_row_images,
+                  clock->MonotonicNow() + options.image_wait),
       dispatcher_(options.max_batches_per_subscriber),
       scheduler_(SchedulerOptions(table_, options), clock->MonotonicNow()),
       owned_until_(options.leased ? absl::InfinitePast()
-                                  : absl::InfiniteFuture()),
-      images_from_(clock->MonotonicNow() + options.image_wait) {
+                                  : absl::InfiniteFuture()) {
   if (table_.settings.rate_limit > 0) {
     limiter_.emplace(table_.settings.rate_limit, table_.settings.rate_burst,
                      clock_->MonotonicNow());
@@ -72,22 +76,6 @@ void MessageManager::Start() {
     if (ack_store_ != nullptr) executor_->Add(&ack_lane_);
   } else {
     thread_ = std::thread([this] { Run(); });
-  }
-}
-
-void MessageManager::WakeLocked() {
-  if (executor_ == nullptr) {
-    wake_.Signal();
-  } else if (started_) {
-    executor_->Wake(this);
-  }
-}
-
-void MessageManager::WakeAcksLocked() {
-  if (!AckLaneLocked()) {
-    WakeLocked();
-  } else if (executor_ != nullptr && started_) {
-    executor_->Wake(&ack_lane_);
   }
 }
 
@@ -187,57 +175,13 @@ void MessageManager::OnSendFailed(const Subscriber* subscriber,
     const int64_t now = clock_->NowNanos();
     const int64_t ack_wait = absl::ToInt64Nanoseconds(table_.settings.ack_wait);
     for (Message& m : batch) {
-      // Past the ack wait the row is due again in MySQL (or already sent
-      // again): the poll owns it now.
-      if (m.sent_at != 0 && now >= m.sent_at + ack_wait) continue;
-      if (!ledger_.HandBack(m.id, nullptr)) continue;  // an ack settles it
-      // Queued again from memory, not read again: a row the binlog showed
-      // deleted or acked since (or rescheduled once it left flight) is left
-      // to MySQL, where a poll finds it if it is due.
-      if (!binlog_expect_.Accept(m.id, m.priority, m.time_next, now)) continue;
+      if (!reconciler_.HandBack(m, now, ack_wait)) continue;
       if (cache_.Add(std::move(m)) == MessageCache::AddResult::kFull) {
         scheduler_.NoteBacklog();
       }
     }
     sends = PumpLocked();
   }
-  Deliver(std::move(sends));
-}
-
-void MessageManager::Ack(std::vector<std::string> ids, AckCallback done) {
-  if (ids.size() > static_cast<size_t>(options_.max_ids_per_ack)) {
-    done(absl::InvalidArgumentError(
-        absl::StrCat("too many ids in one ack: ", ids.size(), " > ",
-                     options_.max_ids_per_ack)));
-    return;
-  }
-  if (absl::Status s = CanonicalizeIds(table_.id_kind, ids); !s.ok()) {
-    done(s);
-    return;
-  }
-  if (ids.empty()) {
-    done(int64_t{0});
-    return;
-  }
-  absl::Status refused;
-  Sends sends;
-  {
-    absl::MutexLock lock(&mu_);
-    refused = AdmitLocked(ids.size());
-    if (refused.ok()) {
-      // Never send again what is being acked, and don't postpone it.
-      bool freed = false;
-      for (const std::string& id : ids) {
-        cache_.RemoveQueued(id);
-        freed |= dispatcher_.Release(id);  // prefetch slots
-      }
-      acks_.push_back(
-          PendingAck{ledger_.BeginAck(std::move(ids)), std::move(done)});
-      WakeAcksLocked();
-      if (freed) sends = PumpLocked();
-    }
-  }
-  if (!refused.ok()) done(refused);
   Deliver(std::move(sends));
 }
 
@@ -253,12 +197,47 @@ void MessageManager::RequestPoll() {
   WakeLocked();
 }
 
+void MessageManager::SetPaused(bool paused) {
+  absl::MutexLock lock(&mu_);
+  if (paused_ == paused) return;
+  paused_ = paused;
+  // Paused: what is queued stays due in MySQL. Resumed: rows queued by a
+  // poll that ran across the pause may be stale; read the table afresh.
+  cache_.Clear();
+  if (!paused) scheduler_.RequestPoll();
+  WakeLocked();
+}
+
+void MessageManager::Own(absl::Time until) {
+  absl::MutexLock lock(&mu_);
+  if (!OwnsLocked()) {
+    // Rows queued before (or read while not owning) may have been sent by
+    // another owner since: read the table afresh.
+    cache_.Clear();
+    scheduler_.RequestPoll();
+    reconciler_.ImagesWait(clock_->MonotonicNow());
+  }
+  owned_until_ = until;
+  WakeLocked();
+}
+
+void MessageManager::Disown() {
+  absl::MutexLock lock(&mu_);
+  owned_until_ = absl::InfinitePast();
+  cache_.Clear();
+}
+
+bool MessageManager::Quiesced() const {
+  absl::MutexLock lock(&mu_);
+  return !reconciler_.PostponesPending();
+}
+
 MessageManager::Stats MessageManager::stats() const {
   absl::MutexLock lock(&mu_);
   Stats s = counters_;
   s.subscribers = static_cast<int>(dispatcher_.size());
   s.queued = static_cast<int64_t>(cache_.queued());
-  s.in_flight = static_cast<int64_t>(ledger_.in_flight());
+  s.in_flight = static_cast<int64_t>(reconciler_.in_flight());
   s.mysql_ok = scheduler_.mysql_ok();
   s.owner = OwnsLocked();
   s.paused = paused_;
@@ -298,7 +277,7 @@ MessageManager::Sends MessageManager::PumpLocked() {
       dispatcher_.Hold(pick->subscriber.get(), batch);
     }
     for (Message& m : batch) {
-      ledger_.Sent(m.id, m.epoch, mono);
+      reconciler_.Sent(m.id, m.epoch, mono);
       m.sent_at = now;
       counters_.redelivered += m.epoch > 0;
       if (m.time_next > 0 && now >= m.time_next) {
@@ -323,21 +302,6 @@ void MessageManager::Deliver(Sends sends) {
   for (auto& [pick, batch] : sends) {
     pick.subscriber->Send(pick.sequence, std::move(batch));
   }
-}
-
-RoundScheduler::View MessageManager::ViewLocked() const {
-  RoundScheduler::View view;
-  // A paused table reads nothing due, as if nobody subscribed.
-  view.subscribers = !dispatcher_.empty() && !paused_;
-  view.cache_full = cache_.full();
-  view.writes_pending = RoundHasRequestsLocked();
-  if (ledger_.HasOwed()) {
-    view.postpones_due_at = GraceAppliesLocked()
-                                ? ledger_.OldestOwedAt() + postpone_grace_
-                                : absl::InfinitePast();
-  }
-  view.owner = OwnsLocked();
-  return view;
 }
 
 }  // namespace msgq

@@ -5,9 +5,10 @@
 // sent batch (redelivery with backoff), acks, and purges old acked rows. Its
 // parts, each with one job:
 //   MessageCache      the queued messages, best first;
-//   SettlementLedger  the ids in flight and the write owed for each (an id
-//                     is never queued while MySQL may still hold a stale
-//                     copy of it);
+//   RowReconciler     the race rules: the ids in flight and the write owed
+//                     for each (its SettlementLedger), and whether a row
+//                     read, shown by the binlog or handed back may be
+//                     queued (row_reconciler.h);
 //   Dispatcher        the subscribers and whose turn it is;
 //   RoundScheduler    when to poll, fetch, purge and retry;
 // and the manager itself: the thread, MySQL health and the statements.
@@ -16,6 +17,13 @@
 // a MessageStore, and is coalesced: whatever postpones and acks piled up while
 // the previous statement ran go out together in one transaction. Sending is
 // event driven and never waits for MySQL.
+//
+// Its code, by role: message_manager.cc, the public face (lifecycle,
+// subscribers and sends, flow control, ownership, stats); _requests.cc,
+// acks, nacks and extends taken in; _rounds.cc, the round runner (what a
+// round takes and writes, the ack lane, MySQL health); _reads.cc, what a
+// round reads (polls, fetches) and purges; _failures.cc, deaths, redrives,
+// dead lists and how nacks and extends settle; _binlog.cc, binlog intake.
 //
 // Thread-safety: all public methods are thread-safe and never block on MySQL
 // or on subscribers. One mutex guards the parts; it is never held while
@@ -45,7 +53,6 @@
 #include "engine/clock.h"
 #include "engine/message_table.h"
 #include "engine/queue/backoff.h"
-#include "engine/queue/binlog_expectations.h"
 #include "engine/queue/dispatcher.h"
 #include "engine/queue/manager/manager_options.h"
 #include "engine/queue/manager/manager_round.h"
@@ -53,9 +60,9 @@
 #include "engine/queue/message_cache.h"
 #include "engine/queue/message_store.h"
 #include "engine/queue/rate_limiter.h"
-#include "engine/queue/recent_ids.h"
 #include "engine/queue/round_executor.h"
 #include "engine/queue/round_scheduler.h"
+#include "engine/queue/row_reconciler.h"
 #include "engine/queue/settlement_ledger.h"
 #include "engine/queue/subscriber.h"
 
@@ -165,7 +172,7 @@ class MessageManager : private RoundExecutor::Task {
   // Polls in the next round (e.g. after the binlog stream restarted).
   void RequestPoll();
 
-  // ---- Flow control (message_manager_flow.cc) ----
+  // ---- Flow control ----
   // Pauses or resumes sending. A paused table sends nothing: its queued
   // messages are dropped (they stay due in MySQL), no poll or fetch reads
   // due rows, binlog-named rows are ignored; acks, nacks, extends, redrives
@@ -222,6 +229,24 @@ class MessageManager : private RoundExecutor::Task {
   // A line to log once the lock is released.
   using Log = std::optional<std::pair<const char*, std::string>>;
 
+  // ---- The public face (message_manager.cc) ----
+  // Hands queued messages to free subscribers; returns the sends to make
+  // once the lock is released.
+  Sends PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static void Deliver(Sends sends);
+  // Whether ownership is held now (see Own).
+  bool OwnsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return clock_->MonotonicNow() < owned_until_;
+  }
+
+  // ---- Requests (message_manager_requests.cc) ----
+  // Refuses a request (returns the error) or admits `ids` more of them.
+  absl::Status AdmitLocked(size_t ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool HasRequestsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The requests the table's round takes (not the ack lane's acks).
+  bool RoundHasRequestsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // ---- The round runner (message_manager_rounds.cc) ----
   // How a write's status settles the ledger: committed, transient
   // (UNAVAILABLE, ABORTED: nothing applied, retry) or permanent.
   static SettlementLedger::Outcome OutcomeOf(const absl::Status& status);
@@ -240,10 +265,6 @@ class MessageManager : private RoundExecutor::Task {
     return ack_store_ != nullptr && !stopping_;
   }
   RoundScheduler::View ViewLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether ownership is held now (see Own).
-  bool OwnsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return clock_->MonotonicNow() < owned_until_;
-  }
   Work TakeWorkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Postpones of sends made by this time are written now; later ones wait
   // out postpone_grace_ (InfiniteFuture: all now).
@@ -257,75 +278,11 @@ class MessageManager : private RoundExecutor::Task {
   // Each returns false when MySQL turned out to be unreachable. DoWrites
   // writes through `store` (the table's, or the ack lane's).
   bool DoWrites(Work& work, MessageStore* store);
-  bool DoPoll(const Work& work);
-  // The poll's statements (message_manager_poll.cc): PollDue, or with
-  // `by_ids` PollDueIds and FetchDue of the ids not held.
-  struct PollRead;
-  absl::StatusOr<PollRead> ReadDue(const Work& work, int64_t limit,
-                                   bool by_ids);
-  bool DoFetch(const Work& work);
-  void DoPurge(const Work& work);
-  // Queues rows read from MySQL, skipping ids in flight; rows that must die
-  // (too many sends, too old, too large) go to a death write instead.
-  void AddToCacheLocked(std::vector<Message>& rows)
+  // Settles a round's acks; appends their replies to run once the lock is
+  // released.
+  void SettleAcksLocked(const absl::StatusOr<WriteResult>& result, Work& work,
+                        std::vector<std::function<void()>>& replies)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A poll or fetch starts; ReadDoneLocked after its result (or failure).
-  void ReadStartsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ReadDoneLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ids that left flight; while a read runs they are remembered, as it may
-  // have read them from before their write committed.
-  void LeftFlightLocked(const std::vector<std::string>& ids)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether the due row `c` may be queued from its row image
-  // (message_manager_binlog.cc), at `now` (Unix ns) and `mono`.
-  bool ImageUsableLocked(const RowChange& c, int64_t now, absl::Time mono) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Remembers the ids a read returned (row images of them are refused for
-  // a while).
-  void NoteReadsLocked(const std::vector<Message>& rows, int64_t now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether rows just queued from images are handed out now, or by a round
-  // at the next pump slot (message_manager_binlog.cc).
-  bool ImagePumpNowLocked(absl::Time mono) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // No row image is used for a while (a new manager or owner).
-  void ImagesWaitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Removes from a read the rows that show an older state than the binlog
-  // already did (BinlogExpectations: a fetch reads them again later), and
-  // the rows whose ids left flight while it ran.
-  void DropStaleReadsLocked(std::vector<Message>& rows)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Why `m`, just read due from MySQL, must die instead of being sent;
-  // nullopt when it may be sent.
-  std::optional<std::string> DeathReasonLocked(const Message& m,
-                                               int64_t now) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Refuses a request (returns the error) or admits `ids` more of them.
-  absl::Status AdmitLocked(size_t ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Settles a round's nacks, extends and redrives; appends replies to run
-  // once the lock is released.
-  void SettleGroupsLocked(const absl::StatusOr<WriteResult>& result, Work& work,
-                          std::vector<std::function<void()>>& replies,
-                          std::vector<Log>& logs)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A line for messages that died, unless over the per-minute budget.
-  Log DeathLogLocked(int64_t count, const std::string& what)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool HasRequestsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The requests the table's round takes (not the ack lane's acks).
-  bool RoundHasRequestsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Answers the round's dead-list requests (UNAVAILABLE without MySQL).
-  void DoDeadLists(Work& work, bool mysql_ok);
-  // Purges dead rows past msgq_dead_retention (a purge step).
-  void DoDeadPurge();
-  // The purge step of a table with purge_by_partition, instead of the
-  // DELETE (message_manager_partitions.cc).
-  void DoPartitionPurge(const Work& work);
-  // Counts the dead rows when due (see its comment); every round.
-  void MaybeCountDead();
-  // Hands queued messages to free subscribers; returns the sends to make
-  // once the lock is released.
-  Sends PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  static void Deliver(Sends sends);
   // Records a failed statement; returns the line to log.
   Log StatementFailedLocked(const char* what, const absl::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -333,6 +290,53 @@ class MessageManager : private RoundExecutor::Task {
   // Writes `log` as a line about this table (keyspace and table fields in
   // JSON; repeated warnings and errors rate-limited, engine/log.h).
   void Emit(Log log) const;
+
+  // ---- The round's reads (message_manager_reads.cc) ----
+  bool DoPoll(const Work& work);
+  // The poll's statements: PollDue, or with `by_ids` PollDueIds and
+  // FetchDue of the ids not held.
+  struct PollRead;
+  absl::StatusOr<PollRead> ReadDue(const Work& work, int64_t limit,
+                                   bool by_ids);
+  bool DoFetch(const Work& work);
+  // Queues rows read from MySQL (or a row image), skipping ids in flight;
+  // rows that must die (too many sends, too old, too large) go to a death
+  // write instead.
+  void AddToCacheLocked(std::vector<Message>& rows)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DoPurge(const Work& work);
+  void DoPartitionPurge(const Work& work);  // purge_by_partition's step
+
+  // ---- Failures (message_manager_failures.cc) ----
+  // Why `m`, just read due from MySQL, must die instead of being sent;
+  // nullopt when it may be sent.
+  std::optional<std::string> DeathReasonLocked(const Message& m,
+                                               int64_t now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Settles a round's nacks, extends and redrives; appends replies to run
+  // once the lock is released.
+  void SettleGroupsLocked(const absl::StatusOr<WriteResult>& result, Work& work,
+                          std::vector<std::function<void()>>& replies,
+                          std::vector<Log>& logs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SettleNacksLocked(const absl::StatusOr<WriteResult>& result, Work& work,
+                         std::vector<std::function<void()>>& replies,
+                         std::vector<Log>& logs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A line for messages that died, unless over the per-minute budget.
+  Log DeathLogLocked(int64_t count, const std::string& what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Answers the round's dead-list requests (UNAVAILABLE without MySQL).
+  void DoDeadLists(Work& work, bool mysql_ok);
+  // Purges dead rows past msgq_dead_retention (a purge step).
+  void DoDeadPurge();
+  // Counts the dead rows when due (see its comment); every round.
+  void MaybeCountDead();
+
+  // ---- Binlog intake (message_manager_binlog.cc) ----
+  // Whether rows just queued from images are handed out now, or by a round
+  // at the next pump slot.
+  bool ImagePumpNowLocked(absl::Time mono) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.
   const MessageTable table_;
@@ -351,7 +355,9 @@ class MessageManager : private RoundExecutor::Task {
   mutable absl::Mutex mu_;
   absl::CondVar wake_;
   MessageCache cache_ ABSL_GUARDED_BY(mu_);
-  SettlementLedger ledger_ ABSL_GUARDED_BY(mu_);
+  // The ids in flight and whether a read, a binlog change or a hand-back
+  // may be queued: every race rule is its (row_reconciler.h).
+  RowReconciler reconciler_ ABSL_GUARDED_BY(mu_);
   Dispatcher dispatcher_ ABSL_GUARDED_BY(mu_);
   RoundScheduler scheduler_ ABSL_GUARDED_BY(mu_);
   std::vector<PendingAck> acks_ ABSL_GUARDED_BY(mu_);
@@ -374,11 +380,6 @@ class MessageManager : private RoundExecutor::Task {
   std::set<std::string> held_back_ ABSL_GUARDED_BY(mu_);
   std::string partition_create_error_ ABSL_GUARDED_BY(mu_);
   size_t pending_ack_ids_ ABSL_GUARDED_BY(mu_) = 0;
-  // Polls and fetches running, and the ids that left flight meanwhile (the
-  // ack lane settles acks while the table's round reads): such a read may
-  // show the state from before the write, so it must not queue them.
-  int reads_running_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::flat_hash_set<std::string> left_while_reading_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   // msgq_rate_limit's token bucket; nullopt without one.
@@ -388,32 +389,10 @@ class MessageManager : private RoundExecutor::Task {
   // Ownership ends at this monotonic time (InfiniteFuture: not leased).
   absl::Time owned_until_ ABSL_GUARDED_BY(mu_);
   Stats counters_ ABSL_GUARDED_BY(mu_);
-  // Ids this manager is acking, until the binlog shows the ack (then it is
-  // not counted as acked_by_sql), and when the binlog showed a due row's
-  // commit, until the row is queued (Message::seen_at). Unix ns.
-  RecentIds own_acks_ ABSL_GUARDED_BY(mu_){1 << 16, 60'000'000'000};
-  RecentIds binlog_seen_ ABSL_GUARDED_BY(mu_){1 << 16, 600'000'000'000};
-  // Postpones msgq committed (id -> the time_next written, which also ages
-  // them out), until the binlog echoes them: an echo read after the id left
-  // flight is msgq's own write, so a message handed back and queued again
-  // stays queued. Forgetting one early only brings back the old behaviour
-  // (the echo takes the message out until its time_next).
-  RecentIds own_postpones_ ABSL_GUARDED_BY(mu_){1 << 16, 60'000'000'000};
-  // What the binlog last said of rows msgq did not write, so a read from
-  // before a commit was visible is not queued (10 s: far longer than a
-  // commit takes to become visible, or a poll to run).
-  BinlogExpectations binlog_expect_ ABSL_GUARDED_BY(mu_){1 << 16,
-                                                         10'000'000'000};
-  // With row images: ids reads returned in the last minute (by Unix ns),
-  // and no image is used before images_from_ (monotonic); see
-  // ImageUsableLocked.
-  RecentIds read_ids_ ABSL_GUARDED_BY(mu_){1 << 17, 60'000'000'000};
-  absl::Time images_from_ ABSL_GUARDED_BY(mu_);
+  // Rows queued from images are handed out from this time (monotonic).
   absl::Time image_pump_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // When the last round took its work (monotonic); see PostponeCutoffLocked.
   absl::Time previous_take_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  // How long a new manager or owner waits before using row images.
-  static constexpr absl::Duration kImageQuiet = absl::Seconds(5);
   std::thread thread_;
 };
 

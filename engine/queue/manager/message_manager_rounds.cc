@@ -1,9 +1,29 @@
-// MessageManager's rounds of MySQL work: what a round takes under the lock,
-// the statements it runs (writes, fetch, purge; the poll is in
-// message_manager_poll.cc) and how their results settle the ledger, the
-// scheduler and the cache. The class contract is in message_manager.h;
-// message_manager.cc has its public API.
+// MessageManager's round runner: when a round runs (its own thread, or a
+// RoundExecutor's), what it takes under the lock (postpones owed, requests
+// waiting), the order of its statements (fetch, writes, poll, purge; the
+// reads are in message_manager_reads.cc), how the writes' results settle
+// the RowReconciler, the scheduler and the requests, and MySQL's health.
+// The class contract is in message_manager.h.
+//
+// The ack lane: with an ack store, acks are written on a connection of
+// their own, in rounds that run in parallel with the table's round (polls,
+// fetches, postpones, nacks, purges). In a drain the acks were about half
+// of the one connection's time
+// (docs/benchmarks.md#where-the-drains-time-goes). What keeps it safe:
+// - An ack and a postpone of the same id may now commit in either order.
+//   Both statements change only unacked rows, so an ack that commits first
+//   leaves a later postpone nothing to change, and one that commits second
+//   acks the postponed row.
+// - A poll or fetch of the table's round may read a row before an ack of
+//   the lane commits and see the result after the ack settled (the id left
+//   flight). Such a read must not queue it: the reconciler drops ids that
+//   leave flight while a read runs from that read (its rule 2).
+// - While MySQL is in its retry backoff the lane waits for its end, like
+//   the table's round. Stop() removes the lane from the executor before the
+//   final Flush, which writes the acks still waiting.
 #include <algorithm>
+#include <functional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "engine/log.h"
@@ -25,13 +45,44 @@ SettlementLedger::Outcome MessageManager::OutcomeOf(
   return Outcome::kPermanent;
 }
 
+void MessageManager::WakeLocked() {
+  if (executor_ == nullptr) {
+    wake_.Signal();
+  } else if (started_) {
+    executor_->Wake(this);
+  }
+}
+
+void MessageManager::WakeAcksLocked() {
+  if (!AckLaneLocked()) {
+    WakeLocked();
+  } else if (executor_ != nullptr && started_) {
+    executor_->Wake(&ack_lane_);
+  }
+}
+
+RoundScheduler::View MessageManager::ViewLocked() const {
+  RoundScheduler::View view;
+  // A paused table reads nothing due, as if nobody subscribed.
+  view.subscribers = !dispatcher_.empty() && !paused_;
+  view.cache_full = cache_.full();
+  view.writes_pending = RoundHasRequestsLocked();
+  if (reconciler_.HasOwed()) {
+    view.postpones_due_at = GraceAppliesLocked()
+                                ? reconciler_.OldestOwedAt() + postpone_grace_
+                                : absl::InfinitePast();
+  }
+  view.owner = OwnsLocked();
+  return view;
+}
+
 MessageManager::Work MessageManager::TakeWorkLocked() {
   Work work;
   work.now = clock_->NowNanos();
   work.mono = clock_->MonotonicNow();
   work.writes.now = work.now;
   if (scheduler_.Waiting(work.mono)) return work;
-  work.postponed = ledger_.TakePostpones(PostponeCutoffLocked(work.mono));
+  work.postponed = reconciler_.TakePostpones(PostponeCutoffLocked(work.mono));
   previous_take_ = work.mono;
   // One jitter per epoch per round, as one statement covers the round.
   absl::flat_hash_map<int64_t, int64_t> time_by_epoch;
@@ -133,6 +184,37 @@ absl::Time MessageManager::RunRound() {
              : scheduler_.NextDeadline(view, mono, wall);
 }
 
+void MessageManager::TakeAcksLocked(Work& work) {
+  work.acks.swap(acks_);
+  for (const PendingAck& ack : work.acks) {
+    work.writes.ack_groups.push_back(ack.ticket.ids);
+    reconciler_.AcksWriting(ack.ticket.ids, work.now);
+  }
+}
+
+absl::Time MessageManager::RunAckRound() {
+  Work work;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!AckLaneLocked() || acks_.empty()) return absl::InfiniteFuture();
+    work.mono = clock_->MonotonicNow();
+    if (scheduler_.Waiting(work.mono)) {
+      return scheduler_.NextDeadline(ViewLocked(), work.mono,
+                                     clock_->NowNanos());
+    }
+    work.now = clock_->NowNanos();
+    work.writes.now = work.now;
+    TakeAcksLocked(work);
+  }
+  DoWrites(work, ack_store_.get());
+  ack_store_->EndRound();  // an idle lane holds no connection
+  absl::MutexLock lock(&mu_);
+  // msgq_order_by: a settled head lets the table's round read the next.
+  if (!table_.settings.order_by.empty()) WakeLocked();
+  return AckLaneLocked() && !acks_.empty() ? clock_->MonotonicNow()
+                                           : absl::InfiniteFuture();
+}
+
 void MessageManager::Flush() {
   // What was sent or acked, so a successor does not resend it at once.
   Work last;
@@ -216,7 +298,7 @@ bool MessageManager::DoWrites(Work& work, MessageStore* store) {
   const absl::Time start = clock_->MonotonicNow();
   absl::StatusOr<WriteResult> result = store->Write(work.writes);
   const absl::Duration took = clock_->MonotonicNow() - start;
-  std::vector<std::pair<AckCallback, absl::StatusOr<int64_t>>> replies;
+  std::vector<std::function<void()>> replies;
   std::vector<std::function<void()>> group_replies;
   std::vector<Log> logs;
   {
@@ -231,39 +313,17 @@ bool MessageManager::DoWrites(Work& work, MessageStore* store) {
       logs.push_back(StatementFailedLocked("postpone", postpones));
     }
     counters_.write_latency.Observe(took);
-    LeftFlightLocked(
-        ledger_.PostponesDone(work.postponed, OutcomeOf(postpones)));
+    reconciler_.PostponesDone(work.postponed, work.writes.postpones,
+                              OutcomeOf(postpones));
     if (postpones.ok()) {
       counters_.postponed += static_cast<int64_t>(work.writes.postpones.size());
       std::optional<int64_t> earliest;
       for (const Postponement& p : work.writes.postpones) {
         earliest = std::min(earliest.value_or(p.time_next), p.time_next);
-        own_postpones_.Put(p.id, p.time_next);
       }
       if (earliest.has_value()) scheduler_.NoteDueAt(*earliest);
     }
-    for (size_t i = 0; i < work.acks.size(); ++i) {
-      PendingAck& ack = work.acks[i];
-      pending_ack_ids_ -= std::min(pending_ack_ids_, ack.ticket.ids.size());
-      absl::StatusOr<int64_t> n =
-          !result.ok()              ? absl::StatusOr<int64_t>(result.status())
-          : i < result->acks.size() ? result->acks[i]
-                                    : absl::StatusOr<int64_t>(int64_t{0});
-      LeftFlightLocked(ledger_.AckDone(ack.ticket, OutcomeOf(n.status())));
-      if (!n.ok()) {
-        for (const std::string& id : ack.ticket.ids) own_acks_.Erase(id);
-      }
-      if (n.ok()) {
-        counters_.acked += *n;
-        replies.emplace_back(std::move(ack.done), *n);
-      } else {
-        replies.emplace_back(
-            std::move(ack.done),
-            absl::Status(n.status().code(),
-                         absl::StrCat("ack on ", log_name_,
-                                      " failed: ", n.status().message())));
-      }
-    }
+    SettleAcksLocked(result, work, replies);
     SettleGroupsLocked(result, work, group_replies, logs);
     // msgq_order_by: a settled message lets the next of its key be read.
     if (!table_.settings.order_by.empty() && result.ok() &&
@@ -273,117 +333,33 @@ bool MessageManager::DoWrites(Work& work, MessageStore* store) {
     }
   }
   for (Log& log : logs) Emit(std::move(log));
-  for (auto& [done, value] : replies) done(std::move(value));
+  for (auto& reply : replies) reply();
   for (auto& reply : group_replies) reply();
   return !IsUnavailable(result.status());
 }
 
-void MessageManager::AddToCacheLocked(std::vector<Message>& rows) {
-  const int64_t now = clock_->NowNanos();
-  // msgq's own deaths, one write group per reason.
-  std::vector<PendingNack> deaths;
-  for (Message& m : rows) {
-    // MySQL may still show the state from before an unsettled write.
-    if (ledger_.InFlight(m.id)) continue;
-    // Due again (its ack wait ran out): no longer held (prefetch).
-    dispatcher_.Release(m.id);
-    if (std::optional<std::string> reason = DeathReasonLocked(m, now)) {
-      auto it = std::find_if(
-          deaths.begin(), deaths.end(),
-          [&](const PendingNack& p) { return p.group.reason == *reason; });
-      if (it == deaths.end()) {
-        it = deaths.insert(deaths.end(), PendingNack());
-        it->group.reason = *std::move(reason);
-      }
-      // The row's epoch as read is the check: nobody sent it since.
-      it->group.nacks.push_back(msgq::Nack{m.id, m.epoch - 1, std::nullopt});
-      it->ticket.ids.push_back(m.id);
-      continue;
-    }
-    m.seen_at = binlog_seen_.Take(m.id).value_or(0);
-    if (cache_.Add(std::move(m)) == MessageCache::AddResult::kFull) {
-      scheduler_.NoteBacklog();
-      break;
-    }
-  }
-  for (PendingNack& p : deaths) {
-    p.ticket = ledger_.BeginHold(std::move(p.ticket.ids));
-    nacks_.push_back(std::move(p));
-  }
-  if (!deaths.empty()) WakeLocked();
-}
-
-void MessageManager::DropStaleReadsLocked(std::vector<Message>& rows) {
-  const int64_t now = clock_->NowNanos();
-  NoteReadsLocked(rows, now);
-  std::erase_if(rows, [&](const Message& m) {
-    return left_while_reading_.contains(m.id) ||
-           !binlog_expect_.Accept(m.id, m.priority, m.time_next, now);
-  });
-}
-
-bool MessageManager::DoFetch(const Work& work) {
-  {
-    absl::MutexLock lock(&mu_);
-    ReadStartsLocked();
-  }
-  const absl::Time start = clock_->MonotonicNow();
-  absl::StatusOr<std::vector<Message>> rows =
-      store_->FetchDue(work.round.fetch_ids, work.now);
-  const absl::Duration took = clock_->MonotonicNow() - start;
-  Sends sends;
-  Log log;
-  {
-    absl::MutexLock lock(&mu_);
-    counters_.fetch_latency.Observe(took);
-    if (rows.ok()) DropStaleReadsLocked(*rows);
-    ReadDoneLocked();
-    if (!rows.ok()) {
-      log = StatementFailedLocked("fetch", rows.status());
-      // Whatever the reason, the poll finds them instead.
-      scheduler_.FetchFailed();
+void MessageManager::SettleAcksLocked(
+    const absl::StatusOr<WriteResult>& result, Work& work,
+    std::vector<std::function<void()>>& replies) {
+  for (size_t i = 0; i < work.acks.size(); ++i) {
+    PendingAck& ack = work.acks[i];
+    pending_ack_ids_ -= std::min(pending_ack_ids_, ack.ticket.ids.size());
+    absl::StatusOr<int64_t> n =
+        !result.ok()              ? absl::StatusOr<int64_t>(result.status())
+        : i < result->acks.size() ? result->acks[i]
+                                  : absl::StatusOr<int64_t>(int64_t{0});
+    reconciler_.AckDone(ack.ticket, OutcomeOf(n.status()));
+    if (n.ok()) {
+      counters_.acked += *n;
     } else {
-      log = MysqlOkLocked();
-      ++counters_.fetches;
-      absl::flat_hash_set<std::string> found;
-      for (const Message& m : *rows) found.insert(m.id);
-      for (const std::string& id : work.round.fetch_ids) {
-        counters_.fetch_misses += found.contains(id) ? 0 : 1;
-      }
-      scheduler_.FetchDone(work.round.fetch_ids, found, clock_->MonotonicNow());
-      AddToCacheLocked(*rows);
-      sends = PumpLocked();
+      n = absl::Status(n.status().code(),
+                       absl::StrCat("ack on ", log_name_,
+                                    " failed: ", n.status().message()));
     }
+    replies.push_back([done = std::move(ack.done), n = std::move(n)]() mutable {
+      done(std::move(n));
+    });
   }
-  Emit(std::move(log));
-  Deliver(std::move(sends));
-  return rows.ok() || !IsUnavailable(rows.status());
-}
-
-void MessageManager::DoPurge(const Work& work) {
-  if (table_.purge_by_partition) {
-    DoPartitionPurge(work);
-    return;
-  }
-  const int64_t cutoff =
-      work.now - absl::ToInt64Nanoseconds(table_.settings.purge_after);
-  const absl::Time start = clock_->MonotonicNow();
-  absl::StatusOr<int64_t> n = store_->Purge(cutoff, options_.purge_batch);
-  const absl::Duration took = clock_->MonotonicNow() - start;
-  Log log;
-  {
-    absl::MutexLock lock(&mu_);
-    counters_.purge_latency.Observe(took);
-    if (!n.ok()) {
-      log = StatementFailedLocked("purge", n.status());
-    } else {
-      log = MysqlOkLocked();
-      counters_.purged += *n;
-      scheduler_.PurgeDone(*n >= options_.purge_batch);
-    }
-  }
-  Emit(std::move(log));
-  if (n.ok() || !IsUnavailable(n.status())) DoDeadPurge();
 }
 
 }  // namespace msgq

@@ -1,0 +1,152 @@
+#include "engine/queue/row_reconciler.h"
+
+#include <utility>
+
+namespace msgq {
+
+void RowReconciler::Sent(const std::string& id, int64_t epoch,
+                         absl::Time mono) {
+  ledger_.Sent(id, epoch, mono);
+}
+
+bool RowReconciler::HandBack(const Message& m, int64_t now, int64_t ack_wait) {
+  // Past the ack wait the row is due again in MySQL (or already sent
+  // again): the poll owns it now.
+  if (m.sent_at != 0 && now >= m.sent_at + ack_wait) return false;
+  // While an ack or hold runs, its outcome settles the message. Leaving
+  // flight here is not rule 2's: the hand-back wrote nothing.
+  if (!ledger_.HandBack(m.id, nullptr)) return false;
+  // Queued again from memory, not read again: a row the binlog showed
+  // deleted or acked since (or rescheduled once it left flight) is left to
+  // MySQL, where a poll finds it if it is due.
+  return expected_.Accept(m.id, m.priority, m.time_next, now);
+}
+
+RowReconciler::Ticket RowReconciler::BeginAck(std::vector<std::string> ids) {
+  return ledger_.BeginAck(std::move(ids));
+}
+
+RowReconciler::Ticket RowReconciler::BeginHold(std::vector<std::string> ids) {
+  return ledger_.BeginHold(std::move(ids));
+}
+
+std::vector<RowReconciler::Postpone> RowReconciler::TakePostpones(
+    absl::Time sent_by) {
+  return ledger_.TakePostpones(sent_by);
+}
+
+void RowReconciler::AcksWriting(const std::vector<std::string>& ids,
+                                int64_t now) {
+  // Before the write: the binlog may show it before the result is back.
+  for (const std::string& id : ids) own_acks_.Put(id, now);
+}
+
+void RowReconciler::PostponesDone(const std::vector<Postpone>& taken,
+                                  const std::vector<Postponement>& written,
+                                  Outcome outcome) {
+  LeftFlight(ledger_.PostponesDone(taken, outcome));
+  if (outcome != Outcome::kCommitted) return;
+  for (const Postponement& p : written) own_postpones_.Put(p.id, p.time_next);
+}
+
+void RowReconciler::AckDone(const Ticket& ticket, Outcome outcome) {
+  LeftFlight(ledger_.AckDone(ticket, outcome));
+  if (outcome == Outcome::kCommitted) return;
+  for (const std::string& id : ticket.ids) own_acks_.Erase(id);
+}
+
+void RowReconciler::HoldDone(const Ticket& ticket, Outcome outcome) {
+  // Holds are settled by the table's own round, never while it reads, so
+  // rule 2 has nothing to remember here; it is kept for uniformity.
+  LeftFlight(ledger_.AckDone(ticket, outcome));
+}
+
+void RowReconciler::LeftFlight(const std::vector<std::string>& ids) {
+  if (reads_running_ == 0) return;
+  left_while_reading_.insert(ids.begin(), ids.end());
+}
+
+void RowReconciler::ReadStarts() { ++reads_running_; }
+
+void RowReconciler::ReadEnds(std::vector<Message>* rows, int64_t now) {
+  if (rows != nullptr) {
+    if (row_images_) {
+      for (const Message& m : *rows) {
+        read_ids_.Erase(m.id);  // the latest read counts
+        read_ids_.Put(m.id, now);
+      }
+    }
+    std::erase_if(*rows, [&](const Message& m) {
+      return left_while_reading_.contains(m.id) ||
+             !expected_.Accept(m.id, m.priority, m.time_next, now);
+    });
+  }
+  if (--reads_running_ == 0) left_while_reading_.clear();
+}
+
+int64_t RowReconciler::Queued(absl::string_view id) {
+  return seen_.Take(id).value_or(0);
+}
+
+RowReconciler::BinlogVerdict RowReconciler::OnBinlogChange(const RowChange& c,
+                                                           int64_t now,
+                                                           absl::Time mono,
+                                                           bool reading,
+                                                           bool subscribed) {
+  BinlogVerdict v;
+  if (c.deleted || c.time_acked.has_value() || !c.time_next.has_value()) {
+    v.action = BinlogAction::kGone;
+    v.acked_by_sql = c.newly_acked && !own_acks_.Take(c.id).has_value();
+    // A purged row was acked long before: no read can show it due.
+    if (!(c.deleted && c.time_acked.has_value())) {
+      expected_.ExpectGone(c.id, now);
+    }
+    seen_.Erase(c.id);
+    return v;
+  }
+  // msgq's own postpones and acks of ids in flight: nothing new.
+  if (ledger_.InFlight(c.id)) {
+    expected_.Forget(c.id);
+    return v;  // kOwn
+  }
+  // The echo of msgq's own postpone, read after the id left flight: if the
+  // batch was handed back, the message is queued again and stays.
+  if (std::optional<int64_t> own = own_postpones_.Take(c.id);
+      own.has_value() && *own == *c.time_next) {
+    expected_.Forget(c.id);
+    return v;  // kOwn
+  }
+  expected_.ExpectRow(c.id, c.priority, *c.time_next, now);
+  // The owner reads it; a new owner (or a resumed table) polls first.
+  if (!reading) {
+    v.action = BinlogAction::kNotReading;
+  } else if (*c.time_next > now) {
+    seen_.Erase(c.id);  // on time, not "from its commit"
+    v.action = BinlogAction::kScheduled;
+  } else if (!subscribed) {
+    v.action = BinlogAction::kDueIdle;  // the first subscriber polls
+  } else {
+    seen_.Put(c.id, now);
+    v.action = ImageUsable(c, now, mono) ? BinlogAction::kDueImage
+                                         : BinlogAction::kDueRead;
+  }
+  return v;
+}
+
+bool RowReconciler::ImageUsable(const RowChange& c, int64_t now,
+                                absl::Time mono) const {
+  if (!row_images_ || c.row == nullptr) return false;
+  // A new manager or owner does not know what the one before it read and
+  // sent: images wait until the binlog is read past that time.
+  if (mono < images_from_) return false;
+  // An image is the row as it was committed. It may be sent only if no
+  // read since that commit could have returned the row (and sent it, and
+  // seen it acked): the binlog is read at most kImageMaxLag behind, and no
+  // read within that long named the id (nor was forgotten early).
+  const int64_t lag = absl::ToInt64Nanoseconds(kImageMaxLag);
+  if (c.event_time * 1'000'000'000 < now - lag) return false;
+  if (read_ids_.Contains(c.id)) return false;
+  return read_ids_.evicted_young() < now - lag - 1'000'000'000;
+}
+
+}  // namespace msgq

@@ -1,0 +1,211 @@
+// RowReconciler: the race rules of one message table, in one place. It
+// answers whether what a read (a poll or a fetch by id), the binlog or a
+// stream that ended says of a row may be believed, given what this msgqd
+// sent and wrote and what the binlog said before. MessageManager tells it
+// each event and acts on its answers; the reconciler touches neither MySQL
+// nor the cache.
+//
+// Why there are races at all: a row changes in three places that see each
+// other late. MySQL commits msgq's own writes (postpones, acks, nacks) and
+// the applications' (INSERT, UPDATE, DELETE); a read answers with the rows
+// as they were when it ran, and its answer arrives later; the binlog shows
+// every commit in commit order, sometimes before a read can see it and
+// sometimes long after.
+//
+// What it keeps (each bounded; forgetting a fact early only loses a check
+// or a count, never a message):
+//   in flight       the SettlementLedger: ids sent or being acked, nacked,
+//                   extended or killed, and the postpone owed for each;
+//   left reading    ids that left flight while a read ran;
+//   expectations    BinlogExpectations: what the binlog last said of rows
+//                   msgq did not write (10 s);
+//   own acks        ids msgq is acking, from the write's start until the
+//                   binlog shows the ack (60 s);
+//   own postpones   postpones msgq committed (id -> the time_next written)
+//                   until the binlog echoes them (60 s);
+//   reads           with row images: the ids reads returned (60 s);
+//   seen            when the binlog showed a due row's commit, until the
+//                   row is queued (600 s; the commit_to_send latency).
+//
+// The rules, which together keep invariant 2 of docs/architecture.md#invariants
+// (no stale copy of a row is ever queued):
+//  1. In flight is msgq's. An id is in flight from its send, or from an
+//     accepted ack, nack, extend or death, until each write msgq owes or
+//     runs for it has finished (settlement_ledger.h). A read of an id in
+//     flight is never queued (MySQL may still show the row from before the
+//     write), and a binlog change of it that leaves it unacked is msgq's
+//     own write and is ignored; only the binlog showing it gone counts.
+//  2. A read is as old as its start. An id that leaves flight while a read
+//     runs (the ack lane settles acks while the table's round reads) is
+//     dropped from that read: it may show the row from before the write
+//     that settled it. A hand-back is not such a write: it wrote nothing.
+//  3. The binlog may be ahead of a read. What the binlog last said of a row
+//     msgq did not write (its priority and time_next; or acked, dead,
+//     deleted) is expected; a read that shows anything else is stale and
+//     dropped (a fetch reads it again), a read that shows it fulfils it.
+//     msgq's own writes (rule 1, rule 5) clear the expectation. A purged
+//     row (deleted when acked) was acked long before: no read can show it.
+//  4. A hand-back is queued again from memory only while it is still the
+//     send's (within its ack wait: past it MySQL has the row due again and
+//     the poll owns it), when no ack or hold of it runs, and when the
+//     binlog has not shown it gone or changed since (rule 3).
+//  5. Own echoes. A binlog ack of an id msgq took an ack of for writing is
+//     msgq's, not an application's UPDATE (acked_by_sql). A change of an
+//     id not in flight whose time_next is the one msgq's last committed
+//     postpone of it wrote is that postpone's echo: a message handed back
+//     and queued again stays queued.
+//  6. A row image is the row as its transaction committed: it is queued
+//     only when no read since that commit could have returned the row (and
+//     sent it, and seen it settled): the binlog is read at most
+//     kImageMaxLag behind (by the event's timestamp), no read returned the
+//     id within that time (nor was such a fact forgotten early), and not
+//     before the images' start (a new manager or owner does not know what
+//     the one before it read and sent).
+// The exhaustive interleaving test (row_reconciler_interleaving_test.cc)
+// checks these answers against a model of MySQL's row, and names the
+// cases where they are knowingly not exact.
+//
+// Pure logic: no I/O, no clock (times are the caller's: `now` is Unix ns
+// on the wall clock, `mono` the monotonic clock). Not thread-safe: the
+// owning MessageManager guards it with its mutex.
+#ifndef MSGQ_ENGINE_QUEUE_ROW_RECONCILER_H_
+#define MSGQ_ENGINE_QUEUE_ROW_RECONCILER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "engine/binlog/row_change.h"
+#include "engine/queue/binlog_expectations.h"
+#include "engine/queue/message.h"
+#include "engine/queue/message_store.h"
+#include "engine/queue/recent_ids.h"
+#include "engine/queue/settlement_ledger.h"
+
+namespace msgq {
+
+class RowReconciler {
+ public:
+  using Outcome = SettlementLedger::Outcome;
+  using Postpone = SettlementLedger::Postpone;
+  using Ticket = SettlementLedger::AckTicket;
+
+  // How far behind the binlog may be read, by the rows event's timestamp
+  // (whole seconds), for a row image to be used.
+  static constexpr absl::Duration kImageMaxLag = absl::Seconds(3);
+  // How long a new owner waits before using row images; exceeds
+  // kImageMaxLag by a second (timestamps are whole seconds).
+  static constexpr absl::Duration kImageQuiet = absl::Seconds(5);
+
+  // `row_images`: the table may queue rows from binlog row images (reads
+  // are remembered for rule 6). No image is used before `images_from`
+  // (monotonic).
+  RowReconciler(bool row_images, absl::Time images_from)
+      : row_images_(row_images), images_from_(images_from) {}
+
+  // ---- Sends (rules 1 and 4) ----
+
+  // `id` was handed to a subscriber at `mono`, sent for the (epoch+1)-th
+  // time: it is in flight and owes a postpone.
+  void Sent(const std::string& id, int64_t epoch, absl::Time mono);
+  // A stream ended without writing `m` (sent at m.sent_at): whether it may
+  // be queued again from memory at `now`, the table's ack wait being
+  // `ack_wait` ns (rule 4). True drops the send's owed postpone.
+  bool HandBack(const Message& m, int64_t now, int64_t ack_wait);
+
+  // ---- msgq's own writes (rules 1, 2 and 5) ----
+
+  // An ack of `ids` was accepted: they are in flight until AckDone, and an
+  // owed postpone is cancelled (restored if the ack fails).
+  Ticket BeginAck(std::vector<std::string> ids);
+  // A nack, an extend or msgq's own death of `ids`: in flight until
+  // HoldDone; owed postpones stay owed (the round writes them first).
+  Ticket BeginHold(std::vector<std::string> ids);
+  // A round takes the owed postpones of sends made by `sent_by` (and those
+  // a hold waits for), to write them.
+  std::vector<Postpone> TakePostpones(absl::Time sent_by);
+  // A round (or the ack lane) takes the acks of `ids` for writing at `now`:
+  // from now on the binlog's ack of them is msgq's own.
+  void AcksWriting(const std::vector<std::string>& ids, int64_t now);
+  // The postpones `taken` finished with `outcome`; `written` are the same
+  // postpones with the time_next each wrote. Committed ones are
+  // remembered until their echo (rule 5).
+  void PostponesDone(const std::vector<Postpone>& taken,
+                     const std::vector<Postponement>& written, Outcome outcome);
+  // An ack finished; a failed one was not msgq's ack after all.
+  void AckDone(const Ticket& ticket, Outcome outcome);
+  // A nack, extend or death finished.
+  void HoldDone(const Ticket& ticket, Outcome outcome);
+
+  // ---- Reads (rules 1 to 3, 6) ----
+
+  // A poll or a fetch starts reading.
+  void ReadStarts();
+  // It ended at `now`; `rows` (null when it failed) loses the rows that
+  // are stale by rule 2 or 3. Call before any row is queued.
+  void ReadEnds(std::vector<Message>* rows, int64_t now);
+  // Whether a due row read from MySQL (or its image) may be queued: not
+  // while it is in flight (rule 1).
+  bool MayQueue(absl::string_view id) const { return !ledger_.InFlight(id); }
+  // `id` is queued: when the binlog showed the commit that made it due
+  // (Unix ns), 0 when it did not.
+  int64_t Queued(absl::string_view id);
+
+  // ---- Binlog ----
+
+  // What the manager does with a change the binlog showed.
+  enum class BinlogAction {
+    kGone,        // acked, dead or deleted: out of the cache
+    kOwn,         // msgq's own write (rules 1 and 5): nothing
+    kNotReading,  // changed, but the manager reads nothing now
+    kScheduled,   // changed, due later: out of the cache, a round then
+    kDueIdle,     // changed and due, but nobody subscribes: out of the cache
+    kDueImage,    // changed and due: queue its row image (rule 6)
+    kDueRead,     // changed and due: read it again
+  };
+  struct BinlogVerdict {
+    BinlogAction action = BinlogAction::kOwn;
+    // kGone: an ack msgq did not write (an application's UPDATE).
+    bool acked_by_sql = false;
+  };
+  // The binlog showed `c` at `now` (`mono`). `reading`: the manager reads
+  // the table now (it owns it and is not paused); `subscribed`: someone
+  // would receive a due row.
+  BinlogVerdict OnBinlogChange(const RowChange& c, int64_t now, absl::Time mono,
+                               bool reading, bool subscribed);
+  // A new owner: no row image is used before `mono` + kImageQuiet.
+  void ImagesWait(absl::Time mono) { images_from_ = mono + kImageQuiet; }
+
+  // ---- Views of the ledger ----
+
+  bool InFlight(absl::string_view id) const { return ledger_.InFlight(id); }
+  size_t in_flight() const { return ledger_.in_flight(); }
+  bool HasOwed() const { return ledger_.HasOwed(); }
+  absl::Time OldestOwedAt() const { return ledger_.OldestOwedAt(); }
+  bool PostponesPending() const { return ledger_.PostponesPending(); }
+
+ private:
+  // Rule 6, for a due change `c` of an id not in flight.
+  bool ImageUsable(const RowChange& c, int64_t now, absl::Time mono) const;
+  // Rule 2: remembers `ids` when a read runs.
+  void LeftFlight(const std::vector<std::string>& ids);
+
+  const bool row_images_;
+  absl::Time images_from_;
+  SettlementLedger ledger_;
+  int reads_running_ = 0;
+  absl::flat_hash_set<std::string> left_while_reading_;
+  BinlogExpectations expected_{1 << 16, 10'000'000'000};
+  RecentIds own_acks_{1 << 16, 60'000'000'000};
+  RecentIds own_postpones_{1 << 16, 60'000'000'000};
+  RecentIds read_ids_{1 << 17, 60'000'000'000};
+  RecentIds seen_{1 << 16, 600'000'000'000};
+};
+
+}  // namespace msgq
+
+#endif  // MSGQ_ENGINE_QUEUE_ROW_RECONCILER_H_

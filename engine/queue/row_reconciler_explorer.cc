@@ -1,0 +1,397 @@
+// The Explorer of row_reconciler_model.h: each event of the world, what it
+// asks the RowReconciler, and the check of each answer against the truth
+// (row_reconciler_interleaving_test.cc lists the checks and the known
+// deviations D1..D6).
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/queue/row_reconciler_model.h"
+#include "gtest/gtest.h"
+
+namespace msgq::reconciler_test {
+
+// Records a failure of kind `what` (the first path of each is reported).
+void Explorer::Fail(const std::string& what) {
+  if (failures_.count(what) == 0) {
+    failures_[what] = absl::StrJoin(path_, " ");
+    ADD_FAILURE() << what << "\n  after: " << failures_[what];
+  }
+}
+
+void Explorer::Check(const World& w) {
+  ++counts_.states;
+  for (const auto& [id, r] : w.rows) {
+    if (!r.queued.has_value()) continue;
+    if (Outstanding(r)) Fail(absl::StrCat(id, " queued while held"));
+    if (Stale(r, *r.queued) == 9 && !r.handed_back) {
+      Fail(absl::StrCat(id, " queued and known stale"));
+    }
+  }
+}
+
+void Explorer::Step(const World& w, int depth, const std::string& name,
+                    const std::function<void(World&)>& apply) {
+  World n = w;
+  path_.push_back(name);
+  apply(n);
+  Check(n);
+  Visit(n, depth + 1);
+  path_.pop_back();
+}
+
+void Explorer::AppEvents(const World& w, int depth, const std::string& id) {
+  const Row& r = w.rows.at(id);
+  if (r.pending_visible) {
+    Step(w, depth, "visible(" + id + ")",
+         [id](World& n) { n.rows[id].pending_visible = false; });
+    return;  // a second change waits for the first one's row lock
+  }
+  const Version& last = r.history.back();
+  auto app = [&](const std::string& name, auto change) {
+    Step(w, depth, name + "(" + id + ")", [this, id, change](World& n) {
+      Row& row = n.rows[id];
+      Version v = row.history.back();
+      v.own = false;
+      v.newly_acked = false;
+      v.image = false;
+      v.reported = false;
+      change(v, row);
+      Commit(n, id, v);
+      row.pending_visible = true;
+    });
+  };
+  if (r.history.size() == 1) {
+    app("insert", [](Version& v, Row& row) {
+      v = Version{.exists = true,
+                  .time_next = kT0 - kSecond,
+                  .image = true,
+                  .content = ++row.contents};
+    });
+    return;
+  }
+  if (!o_.app_changes || last.Gone()) {
+    if (o_.app_changes && last.exists) {
+      app("purge", [](Version& v, Row&) { v.exists = false; });
+    }
+    return;
+  }
+  app("update", [](Version& v, Row& row) {
+    v.content = ++row.contents;
+    v.priority = v.content;
+    v.time_next = kT0 - kSecond - v.content * kMilli;
+    v.image = true;
+  });
+  app("sqlack", [](Version& v, Row&) {
+    v.acked = true;
+    v.newly_acked = true;
+  });
+  app("delete", [](Version& v, Row&) { v.exists = false; });
+}
+
+void Explorer::ManagerEvents(const World& w, int depth, const std::string& id) {
+  const Row& r = w.rows.at(id);
+  if (r.queued.has_value()) {
+    Step(w, depth, "send(" + id + ")", [id](World& n) {
+      Row& row = n.rows[id];
+      Copy copy = *std::move(row.queued);
+      row.queued.reset();
+      copy.m.sent_at = n.Now();
+      n.rec.Sent(id, copy.m.epoch, n.Mono());
+      row.delivery = Delivery{copy, ++row.sends};
+    });
+  }
+  if (r.delivery.has_value()) {
+    Step(w, depth, "handback(" + id + ")",
+         [this, id](World& n) { HandBack(n, id); });
+  }
+  if (r.acks == 0) {
+    Step(w, depth, "ack(" + id + ")", [id](World& n) {
+      Row& row = n.rows[id];
+      n.acks.push_back(OpenAck{id, n.rec.BeginAck({id})});
+      n.rec.AcksWriting({id}, n.Now());
+      row.own_ack_fact = true;
+      row.queued.reset();  // never sent again while acked
+      ++row.acks;
+    });
+  }
+  if (o_.nacks && r.delivery.has_value() && r.holds == 0) {
+    Step(w, depth, "nack(" + id + ")", [id](World& n) {
+      Row& row = n.rows[id];
+      n.holds.push_back(
+          OpenHold{id, n.rec.BeginHold({id}), row.delivery->copy.m.epoch});
+      ++row.holds;
+    });
+  }
+}
+
+void Explorer::HandBack(World& n, const std::string& id) {
+  Row& row = n.rows[id];
+  const Delivery d = *std::move(row.delivery);
+  row.delivery.reset();
+  row.left_during_read |= n.read.has_value();
+  if (!n.rec.HandBack(d.copy.m, n.Now(), kAckWait)) return;
+  const bool expired = n.Now() >= d.copy.m.sent_at + kAckWait;
+  if (expired || row.acks > 0 || row.holds > 0) {
+    Fail(absl::StrCat("hand-back of ", id, " queued while ",
+                      expired ? "past its ack wait" : "a write of it runs"));
+  }
+  const int why = Stale(row, d.copy);
+  if (why == 9) Fail(absl::StrCat("hand-back of ", id, " queued stale"));
+  if (why != 0) ++counts_.deviations[why];
+  ++counts_.handbacks_queued;
+  row.handed_back = true;
+  if (!row.queued.has_value()) row.queued = d.copy;
+}
+
+void Explorer::BinlogEvent(World& n) {
+  const auto [id, j] = n.binlog.front();
+  n.binlog.pop_front();
+  Row& row = n.rows[id];
+  Version& v = row.history[j];
+  const bool in_flight = n.rec.InFlight(id);
+  const RowReconciler::BinlogVerdict verdict = n.rec.OnBinlogChange(
+      ChangeOf(id, v, row.history[j - 1]), n.Now(), n.Mono(),
+      /*reading=*/true, /*subscribed=*/true);
+  row.delivered = j;
+  if (v.newly_acked) {
+    const bool fact = row.own_ack_fact;
+    row.own_ack_fact = false;  // the echo uses it up
+    if (verdict.acked_by_sql != !v.own) {
+      if (!v.own && fact) {
+        ++counts_.deviations[4];
+      } else if (v.own && !fact) {
+        ++counts_.deviations[6];
+      } else {
+        Fail(absl::StrCat("binlog ack of ", id, ": acked_by_sql ",
+                          verdict.acked_by_sql));
+      }
+    }
+  }
+  row.handed_back = false;
+  if (verdict.action == Action::kOwn && !v.own) {
+    if (!in_flight) Fail(absl::StrCat("app change of ", id, " taken as own"));
+    v.ignored = true;
+    if (row.queued.has_value()) ++counts_.deviations[2];
+  }
+  switch (verdict.action) {
+    case Action::kOwn:
+    case Action::kNotReading:
+      return;
+    case Action::kDueImage:
+      row.queued.reset();
+      Image(n, id, j);
+      return;
+    default:
+      row.queued.reset();
+      return;
+  }
+}
+
+void Explorer::Image(World& n, const std::string& id, int j) {
+  Row& row = n.rows[id];
+  if (!n.rec.MayQueue(id)) return;
+  n.rec.Queued(id);
+  const Copy copy{MessageOf(id, row.history[j]), j, row.history[j].content};
+  if (Outstanding(row) || Writing(n, id)) {
+    Fail(absl::StrCat("image of ", id, " queued while msgq holds it"));
+  }
+  if (row.read_queued >= j) {
+    Fail(absl::StrCat("image of ", id, " queued after a read queued it"));
+  }
+  bool own_after = false;
+  for (size_t k = j + 1; k < row.history.size(); ++k) {
+    own_after |= row.history[k].own;
+  }
+  if (Stale(row, copy) == 9) {
+    Fail(absl::StrCat("image of ", id, " queued stale"));
+  } else if (own_after) {
+    ++counts_.deviations[3];
+  }
+  ++counts_.images_queued;
+  row.queued = copy;
+}
+
+void Explorer::ReadEvents(const World& w, int depth) {
+  if (!w.read.has_value()) {
+    Step(w, depth, "read", [](World& n) {
+      std::map<std::string, int> snapshot;
+      for (auto& [id, r] : n.rows) {
+        r.left_during_read = false;
+        if (Due(r.history[r.Visible()], n.Now())) snapshot[id] = r.Visible();
+      }
+      n.read = snapshot;
+      n.rec.ReadStarts();
+    });
+    return;
+  }
+  Step(w, depth, "readend", [this](World& n) { ReadEnd(n); });
+}
+
+void Explorer::ReadEnd(World& n) {
+  const std::map<std::string, int> snapshot = *std::move(n.read);
+  n.read.reset();
+  std::vector<Message> rows;
+  for (const auto& [id, j] : snapshot) {
+    rows.push_back(MessageOf(id, n.rows[id].history[j]));
+  }
+  n.rec.ReadEnds(&rows, n.Now());
+  std::map<std::string, bool> kept;
+  for (const Message& m : rows) kept[m.id] = n.rec.MayQueue(m.id);
+  for (const auto& [id, j] : snapshot) {
+    Row& row = n.rows[id];
+    const bool queued = kept.count(id) > 0 && kept[id];
+    const Copy copy{MessageOf(id, row.history[j]), j, row.history[j].content};
+    bool own_after = false;
+    for (size_t k = j + 1; k < row.history.size(); ++k) {
+      own_after |= row.history[k].own;
+    }
+    const int why = Stale(row, copy);
+    // D2: the binlog's change was taken for msgq's own while in flight,
+    // so nothing expects the read to show it.
+    const bool d2 =
+        why == 2 && !Outstanding(row) && !Writing(n, id) && !own_after;
+    // D5: a hand-back fulfilled what the binlog expected of reads.
+    const bool d5 = why == 9 && row.handed_back && !Outstanding(row) &&
+                    !Writing(n, id) && !own_after;
+    const bool unsafe = Outstanding(row) || Writing(n, id) || own_after ||
+                        (why != 0 && !d2 && !d5);
+    const bool quiet =
+        why == 0 && !unsafe && !row.left_during_read &&
+        row.delivered + 1 == static_cast<int>(row.history.size()) &&
+        !row.pending_visible && !n.rec.InFlight(id);
+    if (queued && unsafe) Fail(absl::StrCat("read of ", id, " queued stale"));
+    if (!queued && quiet) Fail(absl::StrCat("read of ", id, " not queued"));
+    if (!queued) continue;
+    if (d2) ++counts_.deviations[2];
+    if (d5) ++counts_.deviations[5];
+    if (d5 && !row.queued.has_value()) ++counts_.d5_queued;
+    n.rec.Queued(id);
+    ++counts_.reads_queued;
+    row.read_queued = std::max(row.read_queued, j);
+    if (!row.queued.has_value()) row.queued = copy;
+  }
+}
+
+void Explorer::RoundEvents(const World& w, int depth) {
+  if (!w.round.has_value()) {
+    bool holds = false;
+    for (const OpenHold& h : w.holds) holds |= !h.taken;
+    if (!w.rec.HasOwed() && !holds) return;
+    Step(w, depth, "take", [](World& n) {
+      Round round;
+      round.taken = n.rec.TakePostpones(absl::InfiniteFuture());
+      for (const auto& [id, epoch] : round.taken) {
+        round.written.push_back(
+            Postponement{id, kT0 + 2 * kSecond + (++n.writes) * kMilli});
+        round.sends[id] = n.rows[id].sends;
+      }
+      for (size_t i = 0; i < n.holds.size(); ++i) {
+        if (n.holds[i].taken) continue;
+        n.holds[i].taken = true;
+        round.holds.push_back(i);
+        round.sends.try_emplace(n.holds[i].id, -1);
+      }
+      n.round = std::move(round);
+    });
+    return;
+  }
+  if (!w.round->committed) {
+    bool locked = false;
+    for (const auto& [id, send] : w.round->sends) {
+      locked |= w.rows.at(id).pending_visible;
+    }
+    if (!locked) {
+      Step(w, depth, "commit", [this](World& n) { CommitRound(n); });
+    }
+    for (Outcome o : {Outcome::kTransient, Outcome::kPermanent}) {
+      Step(w, depth, absl::StrCat("fail", static_cast<int>(o)),
+           [this, o](World& n) { EndRound(n, o); });
+    }
+    return;
+  }
+  Step(w, depth, "done",
+       [this](World& n) { EndRound(n, Outcome::kCommitted); });
+}
+
+void Explorer::EndRound(World& n, Outcome o) {
+  Round round = *std::move(n.round);
+  n.round.reset();
+  n.rec.PostponesDone(round.taken, round.written, o);
+  for (const auto& [id, j] : round.made) Report(n, id, j);
+  for (const auto& [id, send] : round.sends) {
+    Row& row = n.rows[id];
+    Report(n, id, -1);
+    // A postpone taken after the latest send covers it; a permanent
+    // failure leaves the row due for the next poll (documented).
+    if (o != Outcome::kTransient && row.delivery.has_value() &&
+        row.delivery->send == send) {
+      row.delivery->settled = true;
+    }
+  }
+  // Holds, newest first, so the indexes stay valid.
+  for (auto it = round.holds.rbegin(); it != round.holds.rend(); ++it) {
+    const OpenHold h = n.holds[*it];
+    n.holds.erase(n.holds.begin() + static_cast<long>(*it));
+    n.rec.HoldDone(h.ticket, o);
+    --n.rows[h.id].holds;
+  }
+}
+
+void Explorer::AckEvents(const World& w, int depth) {
+  for (size_t i = 0; i < w.acks.size(); ++i) {
+    const OpenAck& a = w.acks[i];
+    if (!a.committed && !w.rows.at(a.id).pending_visible) {
+      Step(w, depth, "ackcommit(" + a.id + ")", [i](World& n) {
+        OpenAck& ack = n.acks[i];
+        ack.committed = true;
+        Version v = Own(n, ack.id);
+        if (!v.exists || v.acked) return;
+        v.acked = true;
+        v.newly_acked = true;
+        ack.made = Commit(n, ack.id, v);
+        Row& row = n.rows[ack.id];
+        if (row.delivery.has_value()) row.delivery->settled = true;
+      });
+    }
+    const Outcome o = a.committed ? Outcome::kCommitted : Outcome::kTransient;
+    Step(w, depth, "ackdone(" + a.id + ")", [this, i, o](World& n) {
+      const OpenAck ack = n.acks[i];
+      n.acks.erase(n.acks.begin() + static_cast<long>(i));
+      n.rec.AckDone(ack.ticket, o);
+      --n.rows[ack.id].acks;
+      if (o != Outcome::kCommitted) n.rows[ack.id].own_ack_fact = false;
+      Report(n, ack.id, ack.made);
+    });
+  }
+}
+
+void Explorer::Visit(const World& w, int depth) {
+  if (depth == o_.depth) return;
+  for (const std::string& id : o_.ids) {
+    AppEvents(w, depth, id);
+    ManagerEvents(w, depth, id);
+  }
+  if (!w.binlog.empty()) {
+    Step(w, depth, "binlog", [this](World& n) { BinlogEvent(n); });
+  }
+  ReadEvents(w, depth);
+  RoundEvents(w, depth);
+  AckEvents(w, depth);
+  if (o_.clear) {
+    bool queued = false;
+    for (const auto& [id, r] : w.rows) queued |= r.queued.has_value();
+    if (queued) {
+      Step(w, depth, "clear", [](World& n) {
+        for (auto& [id, r] : n.rows) r.queued.reset();
+      });
+    }
+  }
+  if (o_.later && !w.later) {
+    Step(w, depth, "later", [](World& n) { n.later = true; });
+  }
+}
+
+}  // namespace msgq::reconciler_test

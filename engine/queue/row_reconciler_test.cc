@@ -1,0 +1,284 @@
+// RowReconciler: one example per rule of row_reconciler.h. Every order of
+// the events is in row_reconciler_interleaving_test.cc.
+#include "engine/queue/row_reconciler.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace msgq {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using Action = RowReconciler::BinlogAction;
+using Outcome = RowReconciler::Outcome;
+
+constexpr int64_t kSecond = 1'000'000'000;
+constexpr int64_t kNow = 1'700'000'000 * kSecond;
+const absl::Time kMono = absl::FromUnixSeconds(5000);
+
+Message Row(const std::string& id, int64_t priority = 0,
+            int64_t time_next = kNow - kSecond) {
+  Message m;
+  m.id = id;
+  m.priority = priority;
+  m.time_next = time_next;
+  return m;
+}
+
+// An unacked row the binlog showed, with a row image.
+RowChange Change(const std::string& id, int64_t priority = 0,
+                 int64_t time_next = kNow - kSecond) {
+  RowChange c;
+  c.id = id;
+  c.priority = priority;
+  c.time_next = time_next;
+  c.row = std::make_shared<PackedRow>();
+  c.event_time = kNow / kSecond;
+  return c;
+}
+
+RowChange Acked(const std::string& id) {
+  RowChange c;
+  c.id = id;
+  c.time_acked = kNow;
+  c.newly_acked = true;
+  return c;
+}
+
+std::vector<std::string> Ids(const std::vector<Message>& rows) {
+  std::vector<std::string> ids;
+  for (const Message& m : rows) ids.push_back(m.id);
+  return ids;
+}
+
+// Reads `rows` in one read with nothing happening meanwhile.
+std::vector<std::string> Read(RowReconciler& r, std::vector<Message> rows) {
+  r.ReadStarts();
+  r.ReadEnds(&rows, kNow);
+  return Ids(rows);
+}
+
+Action Verdict(RowReconciler& r, const RowChange& c) {
+  return r
+      .OnBinlogChange(c, kNow, kMono, /*reading=*/true,
+                      /*subscribed=*/true)
+      .action;
+}
+
+// A reconciler whose images may be used at once.
+RowReconciler Images() { return RowReconciler(true, absl::InfinitePast()); }
+
+TEST(RowReconcilerTest, AnIdInFlightIsNotQueuedUntilItsPostponeCommits) {
+  RowReconciler r(false, absl::InfinitePast());
+  EXPECT_TRUE(r.MayQueue("a"));
+  r.Sent("a", 0, kMono);
+  EXPECT_FALSE(r.MayQueue("a"));
+  const std::vector<RowReconciler::Postpone> taken =
+      r.TakePostpones(absl::InfiniteFuture());
+  EXPECT_FALSE(r.MayQueue("a"));
+  r.PostponesDone(taken, {Postponement{"a", kNow + 30 * kSecond}},
+                  Outcome::kCommitted);
+  EXPECT_TRUE(r.MayQueue("a"));
+  EXPECT_EQ(r.in_flight(), 0u);
+}
+
+TEST(RowReconcilerTest, AnIdThatLeftFlightDuringAReadIsDroppedFromIt) {
+  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler::Ticket ack = r.BeginAck({"a"});
+  r.AcksWriting({"a"}, kNow);
+  r.ReadStarts();  // reads "a" due, from before the ack commits
+  r.AckDone(ack, Outcome::kCommitted);
+  std::vector<Message> rows = {Row("a"), Row("b")};
+  r.ReadEnds(&rows, kNow);
+  EXPECT_THAT(Ids(rows), ElementsAre("b"));
+  // A later read starts after the ack committed: what it shows is current.
+  EXPECT_THAT(Read(r, {Row("a")}), ElementsAre("a"));
+}
+
+TEST(RowReconcilerTest, OverlappingReadsForgetOnlyWhenTheLastEnds) {
+  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler::Ticket ack = r.BeginAck({"a"});
+  r.ReadStarts();
+  r.ReadStarts();
+  r.AckDone(ack, Outcome::kCommitted);
+  std::vector<Message> first = {Row("a")};
+  r.ReadEnds(&first, kNow);
+  EXPECT_THAT(first, IsEmpty());
+  std::vector<Message> second = {Row("a")};
+  r.ReadEnds(&second, kNow);
+  EXPECT_THAT(second, IsEmpty());
+  EXPECT_THAT(Read(r, {Row("a")}), ElementsAre("a"));
+}
+
+TEST(RowReconcilerTest, AReadOlderThanTheBinlogIsDroppedUntilItCatchesUp) {
+  RowReconciler r(false, absl::InfinitePast());
+  EXPECT_EQ(Verdict(r, Change("a", /*priority=*/2)), Action::kDueRead);
+  EXPECT_THAT(Read(r, {Row("a", /*priority=*/1)}), IsEmpty());
+  EXPECT_THAT(Read(r, {Row("a", /*priority=*/2)}), ElementsAre("a"));
+  // Fulfilled: what it expected is forgotten.
+  EXPECT_THAT(Read(r, {Row("a", /*priority=*/1)}), ElementsAre("a"));
+}
+
+TEST(RowReconcilerTest, ARowTheBinlogShowedGoneIsNeverReadDue) {
+  RowReconciler r(false, absl::InfinitePast());
+  RowChange deleted;
+  deleted.id = "a";
+  deleted.deleted = true;
+  EXPECT_EQ(Verdict(r, deleted), Action::kGone);
+  EXPECT_THAT(Read(r, {Row("a")}), IsEmpty());
+  EXPECT_THAT(Read(r, {Row("a")}), IsEmpty());  // it stays gone
+  // A purge deletes an acked row: nothing to expect of reads.
+  RowChange purged;
+  purged.id = "b";
+  purged.deleted = true;
+  purged.time_acked = kNow - 3600 * kSecond;
+  EXPECT_EQ(Verdict(r, purged), Action::kGone);
+  EXPECT_THAT(Read(r, {Row("b")}), ElementsAre("b"));
+}
+
+TEST(RowReconcilerTest, AChangeOfAnIdInFlightIsMsgqsOwn) {
+  RowReconciler r(false, absl::InfinitePast());
+  EXPECT_EQ(Verdict(r, Change("a", /*priority=*/5)), Action::kDueRead);
+  r.Sent("a", 0, kMono);
+  RowChange postpone = Change("a", 5, kNow + 30 * kSecond);
+  postpone.row = nullptr;  // postpones raise the epoch: no image
+  EXPECT_EQ(Verdict(r, postpone), Action::kOwn);
+  // ... and msgq decides the row's state now: the expectation is gone.
+  r.PostponesDone(r.TakePostpones(absl::InfiniteFuture()), {},
+                  Outcome::kPermanent);
+  EXPECT_THAT(Read(r, {Row("a", /*priority=*/0)}), ElementsAre("a"));
+}
+
+TEST(RowReconcilerTest, AHandBackIsQueuedAgainOnlyWhileItIsTheSends) {
+  RowReconciler r(false, absl::InfinitePast());
+  const int64_t ack_wait = 30 * kSecond;
+  Message m = Row("a");
+  m.sent_at = kNow;
+  r.Sent("a", 0, kMono);
+  EXPECT_FALSE(r.HandBack(m, kNow + ack_wait, ack_wait));  // the poll's now
+  EXPECT_TRUE(r.InFlight("a"));  // its postpone is still owed
+  EXPECT_TRUE(r.HandBack(m, kNow + kSecond, ack_wait));
+  EXPECT_FALSE(r.InFlight("a"));
+  // Not while an ack of it runs: the ack settles it.
+  r.Sent("a", 0, kMono);
+  RowReconciler::Ticket ack = r.BeginAck({"a"});
+  EXPECT_FALSE(r.HandBack(m, kNow + kSecond, ack_wait));
+  r.AckDone(ack, Outcome::kCommitted);
+  // Not when the binlog showed it gone meanwhile.
+  r.Sent("b", 0, kMono);
+  RowChange deleted;
+  deleted.id = "b";
+  deleted.deleted = true;
+  EXPECT_EQ(Verdict(r, deleted), Action::kGone);
+  Message b = Row("b");
+  b.sent_at = kNow;
+  EXPECT_FALSE(r.HandBack(b, kNow + kSecond, ack_wait));
+}
+
+TEST(RowReconcilerTest, OnlyAnAckMsgqDidNotWriteIsAckedBySql) {
+  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler::Ticket mine = r.BeginAck({"a"});
+  r.AcksWriting({"a"}, kNow);
+  const RowReconciler::BinlogVerdict echo = r.OnBinlogChange(
+      Acked("a"), kNow, kMono, /*reading=*/true, /*subscribed=*/true);
+  EXPECT_EQ(echo.action, Action::kGone);
+  EXPECT_FALSE(echo.acked_by_sql);
+  r.AckDone(mine, Outcome::kCommitted);
+  EXPECT_TRUE(
+      r.OnBinlogChange(Acked("b"), kNow, kMono, true, true).acked_by_sql);
+  // A failed ack was not msgq's after all.
+  RowReconciler::Ticket failed = r.BeginAck({"c"});
+  r.AcksWriting({"c"}, kNow);
+  r.AckDone(failed, Outcome::kTransient);
+  EXPECT_TRUE(
+      r.OnBinlogChange(Acked("c"), kNow, kMono, true, true).acked_by_sql);
+}
+
+TEST(RowReconcilerTest, TheEchoOfItsOwnPostponeLeavesAHandBackQueued) {
+  RowReconciler r(false, absl::InfinitePast());
+  const int64_t postponed = kNow + 30 * kSecond;
+  r.Sent("a", 0, kMono);
+  r.PostponesDone(r.TakePostpones(absl::InfiniteFuture()),
+                  {Postponement{"a", postponed}}, Outcome::kCommitted);
+  Message m = Row("a");
+  m.sent_at = kNow;
+  EXPECT_TRUE(r.HandBack(m, kNow, 30 * kSecond));
+  RowChange echo = Change("a", 0, postponed);
+  echo.row = nullptr;
+  EXPECT_EQ(Verdict(r, echo), Action::kOwn);
+  // Once: an application's later change is a change.
+  EXPECT_EQ(Verdict(r, echo), Action::kScheduled);
+}
+
+TEST(RowReconcilerTest, WhatTheManagerDoesWithAChangeDependsOnItsState) {
+  RowReconciler r(false, absl::InfinitePast());
+  EXPECT_EQ(r.OnBinlogChange(Change("a"), kNow, kMono, /*reading=*/false,
+                             /*subscribed=*/true)
+                .action,
+            Action::kNotReading);
+  EXPECT_EQ(r.OnBinlogChange(Change("a"), kNow, kMono, /*reading=*/true,
+                             /*subscribed=*/false)
+                .action,
+            Action::kDueIdle);
+  EXPECT_EQ(Verdict(r, Change("a", 0, kNow + kSecond)), Action::kScheduled);
+  EXPECT_EQ(Verdict(r, Change("a")), Action::kDueRead);  // no images
+}
+
+TEST(RowReconcilerTest, TheCommitToSendClockStartsAtTheBinlogsDueRow) {
+  RowReconciler r(false, absl::InfinitePast());
+  EXPECT_EQ(Verdict(r, Change("a")), Action::kDueRead);
+  EXPECT_EQ(r.Queued("a"), kNow);
+  EXPECT_EQ(r.Queued("a"), 0);  // the first queueing only
+  EXPECT_EQ(Verdict(r, Change("b")), Action::kDueRead);
+  EXPECT_EQ(Verdict(r, Change("b", 0, kNow + kSecond)), Action::kScheduled);
+  EXPECT_EQ(r.Queued("b"), 0);  // on time, not from its commit
+}
+
+TEST(RowReconcilerTest, AnImageIsUsedOnlyWhenNoReadCouldHaveSentTheRow) {
+  RowReconciler r = Images();
+  EXPECT_EQ(Verdict(r, Change("a")), Action::kDueImage);
+  // A read returned "b": its image may be older than what was sent.
+  EXPECT_THAT(Read(r, {Row("b")}), ElementsAre("b"));
+  EXPECT_EQ(Verdict(r, Change("b")), Action::kDueRead);
+  // The binlog read far behind: a read may have returned it meanwhile.
+  RowChange late = Change("c");
+  late.event_time = (kNow - 4 * kSecond) / kSecond;
+  EXPECT_EQ(Verdict(r, late), Action::kDueRead);
+  RowChange no_image = Change("d");
+  no_image.row = nullptr;
+  EXPECT_EQ(Verdict(r, no_image), Action::kDueRead);
+}
+
+TEST(RowReconcilerTest, ANewOwnerWaitsBeforeUsingImages) {
+  RowReconciler r(true, kMono + absl::Seconds(5));  // a reload's wait
+  EXPECT_EQ(Verdict(r, Change("a")), Action::kDueRead);
+  EXPECT_EQ(
+      r.OnBinlogChange(Change("a"), kNow, kMono + absl::Seconds(5), true, true)
+          .action,
+      Action::kDueImage);
+  r.ImagesWait(kMono + absl::Seconds(10));
+  EXPECT_EQ(
+      r.OnBinlogChange(Change("a"), kNow, kMono + absl::Seconds(14), true, true)
+          .action,
+      Action::kDueRead);
+  EXPECT_EQ(
+      r.OnBinlogChange(Change("a"), kNow,
+                       kMono + absl::Seconds(10) + RowReconciler::kImageQuiet,
+                       true, true)
+          .action,
+      Action::kDueImage);
+}
+
+TEST(RowReconcilerTest, WithoutRowImagesReadsAreNotRemembered) {
+  RowReconciler r(false, absl::InfinitePast());
+  EXPECT_THAT(Read(r, {Row("a")}), ElementsAre("a"));
+  EXPECT_EQ(Verdict(r, Change("a")), Action::kDueRead);
+}
+
+}  // namespace
+}  // namespace msgq
