@@ -282,3 +282,28 @@ export declare function traceColumns(context?: unknown): { traceparent: string |
 
 export declare function readTokenFile(path: string): string;
 export declare function findProtoDir(): string;
+
+// The idempotent-consumer helper (lib/inbox.js, docs/effectively-once.md):
+// `work` runs inside a transaction on a connection of `pool` (a
+// mysql2/promise Pool), after the inbox row's INSERT; ack after the commit.
+export interface InboxOptions {
+  pool: any;
+  source: string;
+  table: string;
+  keyspace?: string;
+  inboxTable?: string;
+  create?: boolean;
+  onCommitted?: (message: Message) => void;
+  onDuplicate?: (message: Message) => void;
+  log?: (...args: unknown[]) => void;
+}
+export declare function inboxHandler(
+  options: InboxOptions,
+  work: (message: Message, conn: any) =>
+    HandlerResult | boolean | void | Promise<HandlerResult | boolean | void>,
+): Handler;
+export declare function purgeInbox(
+  pool: any,
+  options: { retentionSeconds: number; batch?: number; inboxTable?: string },
+): Promise<number>;
+export declare class InboxError extends Error {}

@@ -15,7 +15,9 @@
 //
 // Subscriber (subscriber.js), Client (client.js), the handler results
 // (results.js), Message (message.js), trace context helpers (trace.js),
-// MsgqError and the gRPC status codes (errors.js). Types: index.d.ts.
+// MsgqError and the gRPC status codes (errors.js), the idempotent-consumer
+// helper inboxHandler/purgeInbox (inbox.js, docs/effectively-once.md).
+// Types: index.d.ts.
 
 const { Subscriber, subscribe } = require('./subscriber');
 const { Client } = require('./client');
@@ -30,11 +32,12 @@ const {
 } = require('./trace');
 const { readTokenFile } = require('./channel');
 const { findProtoDir } = require('./proto');
+const { inboxHandler, purgeInbox, InboxError } = require('./inbox');
 
 module.exports = {
   Subscriber, subscribe, Client, ack, retry, dead, outcome, Message, Schema,
   MsgqError, status, codeName, Backoff, AckBatcher, Heartbeat,
   parseTraceparent, formatTraceparent, traceparent, tracestate, traceColumns,
-  readTokenFile, findProtoDir,
+  readTokenFile, findProtoDir, inboxHandler, purgeInbox, InboxError,
   version: require('../package.json').version,
 };

@@ -17,6 +17,10 @@ table's `traceparent`/`tracestate` columns in the INSERT that enqueues a
 message; the consumer sees message.trace_context and, with opentelemetry
 importable, a CONSUMER span per handled message (msgq.trace).
 
+msgq.Inbox wraps a handler so that its work in the consumer's own database
+happens once per message, whatever msgq redelivers (msgq.inbox,
+docs/effectively-once.md).
+
 Subscriber (msgq.subscriber) takes several servers, TLS and a bearer token;
 consume() and consume_all() are the functions underneath, on channels you
 make yourself. The generated stubs are msgq.v1.messaging_pb2 and
@@ -34,6 +38,7 @@ __path__ = _pkgutil.extend_path(__path__, __name__)  # type: ignore[name-defined
 from msgq.backoff import Backoff  # noqa: E402
 from msgq.consume import CHANNEL_OPTIONS, RETRYABLE, consume  # noqa: E402
 from msgq.fanin import consume_all  # noqa: E402
+from msgq.inbox import Inbox, InboxError  # noqa: E402
 from msgq.message import Message, ProtocolError, decode_row  # noqa: E402
 from msgq.results import (Ack, Dead, HandlerResult, Retry, ack,  # noqa: E402
                           dead, outcome, retry)
@@ -45,8 +50,9 @@ from msgq.trace import (TraceContext, parse_traceparent,  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "Ack", "Backoff", "CHANNEL_OPTIONS", "Dead", "HandlerResult", "Message",
-    "ProtocolError", "RETRYABLE", "Retry", "Subscriber", "TLS",
+    "Ack", "Backoff", "CHANNEL_OPTIONS", "Dead", "HandlerResult", "Inbox",
+    "InboxError", "Message", "ProtocolError", "RETRYABLE", "Retry",
+    "Subscriber", "TLS",
     "TraceContext", "ack", "bearer_metadata", "consume", "consume_all",
     "dead", "decode_row", "make_channel", "outcome", "parse_traceparent",
     "retry", "trace_columns", "traceparent", "tracestate",
