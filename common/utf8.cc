@@ -13,8 +13,7 @@ size_t Utf8SequenceLength(absl::string_view s) {
   // U+10FFFF and truncated sequences with a negative result.
   const utf8proc_ssize_t n = utf8proc_iterate(
       reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
-      static_cast<utf8proc_ssize_t>(std::min<size_t>(s.size(), 4)),
-      &codepoint);
+      static_cast<utf8proc_ssize_t>(std::min<size_t>(s.size(), 4)), &codepoint);
   return n > 0 ? static_cast<size_t>(n) : 0;
 }
 

@@ -34,7 +34,9 @@ TEST(Utf8Test, WholeStrings) {
   EXPECT_TRUE(IsValidUtf8("plain ascii"));
   EXPECT_TRUE(IsValidUtf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"));
   EXPECT_FALSE(IsValidUtf8("caf\xC3"));
-  EXPECT_FALSE(IsValidUtf8("a\xED\xBF\xBF" "b"));
+  EXPECT_FALSE(
+      IsValidUtf8("a\xED\xBF\xBF"
+                  "b"));
   EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));
 }
 

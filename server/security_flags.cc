@@ -140,12 +140,11 @@ void ApplyServerLimits(grpc::ServerBuilder* builder) {
       GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
       static_cast<int>(absl::ToInt64Milliseconds(
           absl::GetFlag(FLAGS_grpc_handshake_timeout))));
-  builder->AddChannelArgument(
-      GRPC_ARG_MAX_CONNECTION_IDLE_MS,
-      static_cast<int>(std::min<int64_t>(
-          absl::ToInt64Milliseconds(
-              absl::GetFlag(FLAGS_grpc_max_connection_idle)),
-          std::numeric_limits<int>::max())));
+  builder->AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                              static_cast<int>(std::min<int64_t>(
+                                  absl::ToInt64Milliseconds(absl::GetFlag(
+                                      FLAGS_grpc_max_connection_idle)),
+                                  std::numeric_limits<int>::max())));
   // Outlives every server built (msgqd builds one); gRPC keeps its own ref.
   static grpc::ResourceQuota quota("msgqd");
   quota.Resize(

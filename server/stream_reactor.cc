@@ -186,10 +186,9 @@ bool StreamReactor::Admit(Engine* engine,
         absl::StrCat("max_unacked must be >= 0, got ", request.max_unacked())));
     return false;
   }
-  absl::StatusOr<std::shared_ptr<MessageManager>> manager =
-      auth::FindForCaller(*engine, authorizer_, *principal,
-                          auth::Action::kStream, request.keyspace(),
-                          request.name());
+  absl::StatusOr<std::shared_ptr<MessageManager>> manager = auth::FindForCaller(
+      *engine, authorizer_, *principal, auth::Action::kStream,
+      request.keyspace(), request.name());
   if (!manager.ok()) {
     Finish(ToGrpcStatus(manager.status()));
     return false;

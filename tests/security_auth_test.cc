@@ -257,11 +257,11 @@ TEST_F(SecurityAuthTest, NoGrantLearnsNothingOfATable) {
   ASSERT_NE(port, 0) << server_->Log();
   const std::string base = absl::StrCat("http://127.0.0.1:", port);
   for (const std::string table : {"b", "broken", "nosuch"}) {
-    EXPECT_EQ(Http(base + "/api/dead?keyspace=msgq&table=" + table,
-                   "tok-worker"),
-              "403 {\"error\":\"permission denied: 'worker' may not admin "
-              "msgq." +
-                  table + "\"}");
+    EXPECT_EQ(
+        Http(base + "/api/dead?keyspace=msgq&table=" + table, "tok-worker"),
+        "403 {\"error\":\"permission denied: 'worker' may not admin "
+        "msgq." +
+            table + "\"}");
   }
   EXPECT_EQ(Http(base + "/api/dead?keyspace=msgq&table=nosuch", "tok-ops"),
             "404 {\"error\":\"message table `msgq`.`nosuch` not found\"}");
@@ -273,8 +273,8 @@ TEST_F(SecurityAuthTest, MetricsNeedATokenAndShowOnlyTheCallersTables) {
   ASSERT_NO_FATAL_FAILURE(StartWithPolicy({"--http_listen=127.0.0.1:0"}));
   const int port = HttpPort(server_->Log());
   ASSERT_NE(port, 0) << server_->Log();
-  const std::string metrics = absl::StrCat("http://127.0.0.1:", port,
-                                           "/metrics");
+  const std::string metrics =
+      absl::StrCat("http://127.0.0.1:", port, "/metrics");
   EXPECT_EQ(Http(metrics, ""),
             "401 missing or invalid credentials: send 'authorization: Bearer "
             "<token>'");

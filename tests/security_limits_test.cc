@@ -124,8 +124,7 @@ TEST_F(SecurityLimitsTest, SilentConnectionIsClosedAfterTheHandshakeTimeout) {
   EXPECT_LT(open_for, absl::Seconds(5));
   close(fd);
   // A client that does its handshake is served.
-  auto stub = v1::Messaging::NewStub(
-      TlsChannel(address, files_->path()));
+  auto stub = v1::Messaging::NewStub(TlsChannel(address, files_->path()));
   ASSERT_NO_FATAL_FAILURE(WaitForTable(stub.get(), "a", ""));
 }
 
@@ -141,9 +140,9 @@ TEST_F(SecurityLimitsTest, IdleConnectionIsClosedAndReconnects) {
   v1::ListTablesResponse r;
   ASSERT_TRUE(ListTables(stub.get(), "", &r).ok());
   ASSERT_EQ(channel->GetState(false), GRPC_CHANNEL_READY);
-  EXPECT_TRUE(Eventually(
-      [&] { return channel->GetState(false) == GRPC_CHANNEL_IDLE; },
-      absl::Seconds(10)));
+  EXPECT_TRUE(
+      Eventually([&] { return channel->GetState(false) == GRPC_CHANNEL_IDLE; },
+                 absl::Seconds(10)));
   EXPECT_TRUE(ListTables(stub.get(), "", &r).ok());
   // An open stream keeps its connection busy past the idle deadline.
   StreamCollector stream(stub.get(), "a", "msgq");

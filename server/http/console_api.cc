@@ -12,8 +12,8 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "engine/sql/peek_statement.h"
-#include "server/auth/table_access.h"
 #include "nlohmann/json.hpp"
+#include "server/auth/table_access.h"
 
 namespace msgq {
 namespace {
@@ -106,8 +106,7 @@ absl::StatusOr<std::shared_ptr<MessageManager>> FindTable(
     const HttpRequest& request) {
   absl::StatusOr<std::string> caller = Caller(authorizer, request);
   if (!caller.ok()) return caller.status();
-  return auth::FindForCaller(*engine, authorizer, *caller,
-                             auth::Action::kAdmin,
+  return auth::FindForCaller(*engine, authorizer, *caller, auth::Action::kAdmin,
                              request.Param("keyspace").value_or(""),
                              request.Param("table").value_or(""));
 }

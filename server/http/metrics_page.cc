@@ -252,8 +252,7 @@ void DueFamilies(const std::vector<Table>& tables,
 }  // namespace
 
 std::string RenderMetrics(const Engine& engine, const GrpcMetrics* grpc,
-                          const BuildInfo& build,
-                          const DueDepthSampler* depth,
+                          const BuildInfo& build, const DueDepthSampler* depth,
                           const TableFilter& visible) {
   MetricsText text;
   text.Family("msgq_build_info", MetricType::kGauge,
