@@ -6,13 +6,11 @@ import (
 
 // The one place that knows how names and ids travel in msgq.v1.
 //
-// keyspace, name and ids are declared `bytes` in the proto today (UTF-8
-// text that msgqd, not the proto parser, judges); a later change may declare
-// keyspace and name `string` (the same wire format). The public API takes Go
-// strings everywhere and converts here only: should the proto change, the
-// alias below changes and nothing else (the conversions compile either way).
+// keyspace and name are proto `string`s; ids are `bytes` (an id is the
+// text form of column 0, which need not be UTF-8). The public API takes Go
+// strings everywhere and converts here only.
 type (
-	wireName = []byte // MessageStreamRequest.keyspace/name and the like
+	wireName = string // MessageStreamRequest.keyspace/name and the like
 	wireID   = []byte // ids, Delivery.id, ListDeadRequest.after_id
 )
 

@@ -190,8 +190,8 @@ class ConsumeTest(unittest.TestCase):
         self.assertEqual(seen, [b"a", b"b", b"c"])
         self.assertEqual([list(a.ids) for a in self.fake.acks],
                          [[b"1", b"2"], [b"3"]])
-        self.assertEqual(self.fake.acks[0].keyspace, b"ks")
-        self.assertEqual(self.fake.acks[0].name, b"orders")
+        self.assertEqual(self.fake.acks[0].keyspace, "ks")
+        self.assertEqual(self.fake.acks[0].name, "orders")
         self.assertEqual(reconnects,
                          [(grpc.StatusCode.UNAVAILABLE, "reloaded")])
 
@@ -237,7 +237,7 @@ class ConsumeTest(unittest.TestCase):
         nacks = self.fake.nacks
         self.assertEqual(len(nacks), 5)
         for n in nacks:
-            self.assertEqual((n.keyspace, n.name), (b"ks", b"orders"))
+            self.assertEqual((n.keyspace, n.name), ("ks", "orders"))
         # One call per (delay, reason, dead), in order of first appearance.
         self.assertEqual(deliveries(nacks[0]), [(b"2", 1), (b"4", 3)])
         self.assertTrue(nacks[0].HasField("delay"))

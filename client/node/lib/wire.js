@@ -1,10 +1,8 @@
 'use strict';
-// The one place where JS values become the proto's `bytes` fields
-// (keyspace, name, ids, after_id). protobufjs would base64-decode a plain
-// string given for a bytes field, so every such value goes through bytes().
-// Should keyspace/name become `string` in the proto later (same wire
-// format), a Buffer still converts correctly (protobufjs decodes it as
-// UTF-8).
+// The one place where JS values become request fields. keyspace and name
+// are proto `string`s and go as they are; ids and after_id are `bytes`:
+// protobufjs would base64-decode a plain string given for a bytes field, so
+// every such value goes through bytes().
 
 const { invalidArgument } = require('./errors');
 
@@ -42,7 +40,7 @@ function tableRef(table, keyspace) {
 
 // The keyspace and name fields of a request about `ref`.
 function tableFields(ref) {
-  return { keyspace: bytes(ref.keyspace), name: bytes(ref.name) };
+  return { keyspace: ref.keyspace, name: ref.name };
 }
 
 // "keyspace.name", or "name" without a keyspace.

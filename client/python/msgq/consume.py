@@ -92,7 +92,7 @@ def consume(channel: grpc.Channel, table: str, handler: Handler,
     stub = messaging_pb2_grpc.MessagingStub(channel)
     md = tuple(metadata) if metadata else None
     request = messaging_pb2.MessageStreamRequest(
-        keyspace=keyspace.encode(), name=table.encode())
+        keyspace=keyspace, name=table)
     backoff = backoff or Backoff()
     handled = 0
     started_once = False
@@ -127,7 +127,7 @@ def consume(channel: grpc.Channel, table: str, handler: Handler,
                         break
                 if ack and ids:
                     stub.MessageAck(messaging_pb2.MessageAckRequest(
-                        keyspace=keyspace.encode(), name=table.encode(),
+                        keyspace=keyspace, name=table,
                         ids=ids),
                         timeout=ack_timeout, metadata=md)
                 if ack:
@@ -172,7 +172,7 @@ def _send_nacks(stub: messaging_pb2_grpc.MessagingStub, keyspace: str,
                 timeout: float, metadata: Optional[Metadata]) -> None:
     for (delay, reason, is_dead), deliveries in nacks.items():
         request = messaging_pb2.MessageNackRequest(
-            keyspace=keyspace.encode(), name=table.encode(),
+            keyspace=keyspace, name=table,
             deliveries=deliveries, reason=reason, dead=is_dead)
         if delay is not None:
             request.delay.value = float(delay)
