@@ -3,7 +3,7 @@
 -- It lives in the CONSUMER's own MySQL/MariaDB database (which may be a
 -- different server from msgq's), next to the tables the handler writes.
 -- The inbox helpers of the clients (Python msgq.Inbox, Node inboxHandler,
--- Go InboxHandler, C++ msgq::Inbox) insert one row per message in the same
+-- Go msgq.Inbox, C++ msgq::Inbox) insert one row per message in the same
 -- transaction as the handler's work, before that work, and commit before
 -- they ack: a redelivered message whose row is already there is acked
 -- without running the handler again. See docs/effectively-once.md.

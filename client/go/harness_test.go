@@ -38,6 +38,10 @@ var env struct {
 	nextDB int
 }
 
+// atCleanup runs at the end, before the temporary directory goes (e.g. the
+// inbox tests' second MariaDB). Guarded by env.mu.
+var atCleanup []func()
+
 func TestMain(m *testing.M) {
 	flag.Parse()
 	os.Exit(runTests(m))
@@ -57,6 +61,12 @@ func cleanup() {
 		}
 		if env.socket != "" {
 			exec.Command(filepath.Join(env.src, "tools/mariadb-private"), "stop", env.dbDir, "--kill").Run()
+		}
+		env.mu.Lock()
+		hooks := atCleanup
+		env.mu.Unlock()
+		for _, f := range hooks {
+			f()
 		}
 		env.mu.Lock()
 		tmp := env.tmp

@@ -13,7 +13,8 @@
 # golang-google-grpc-dev, golang-google-protobuf-dev,
 # golang-github-golang-protobuf-1-5-dev, golang-opentelemetry-otel-dev (the
 # OpenTelemetry API the consumer spans use, and the SDK the tests record them
-# with), protoc-gen-go, protoc-gen-go-grpc, protobuf-compiler; tools/setup
+# with), golang-github-go-sql-driver-mysql-dev (the Inbox's MySQL driver),
+# protoc-gen-go, protoc-gen-go-grpc, protobuf-compiler; tools/setup
 # installs them).
 #
 # Environment: MSGQD = the msgqd binary (ctest passes the built one; default
@@ -36,6 +37,8 @@ done
 [ -d /usr/share/gocode/src/google.golang.org/protobuf ] || missing+=(golang-google-protobuf-dev)
 [ -d /usr/share/gocode/src/go.opentelemetry.io/otel/sdk/trace/tracetest ] ||
   missing+=(golang-opentelemetry-otel-dev)
+[ -d /usr/share/gocode/src/github.com/go-sql-driver/mysql ] ||
+  missing+=(golang-github-go-sql-driver-mysql-dev)
 # gRPC's codec marshals through github.com/golang/protobuf: its v1.3 (Debian's
 # golang-github-golang-protobuf-1-3-dev, what apt picks by default for
 # golang-google-grpc-dev) cannot handle the messages protoc-gen-go 1.28 makes
@@ -46,6 +49,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "run_tests.sh: missing ${missing[*]}; install the Debian packages" \
     "golang-go golang-google-grpc-dev golang-google-protobuf-dev" \
     "golang-github-golang-protobuf-1-5-dev golang-opentelemetry-otel-dev" \
+    "golang-github-go-sql-driver-mysql-dev" \
     "protoc-gen-go protoc-gen-go-grpc protobuf-compiler (tools/setup)" >&2
   exit 1
 fi
