@@ -17,7 +17,9 @@
 ABSL_FLAG(std::string, mysql_host, "127.0.0.1",
           "MySQL host (TCP), or several as host[:port],host[:port]: the "
           "servers of one replication topology, of which msgqd serves the "
-          "writable one (@@read_only=0), following it when it moves");
+          "writable one (@@read_only=0), following it when it moves; or the "
+          "nodes of one Galera cluster, of which it serves a synced node of "
+          "the primary component (docs/galera.md)");
 ABSL_FLAG(int, mysql_port, 3306,
           "MySQL port (TCP), for --mysql_host entries without one");
 ABSL_FLAG(std::string, mysql_socket, "",

@@ -18,6 +18,16 @@
 // (mysql_primary_monitor.h) checks @@read_only every second for users whose
 // privileges (SUPER, READ ONLY ADMIN) let them write anyway.
 //
+// Galera (the servers are nodes of one MariaDB Galera cluster, wsrep_on):
+// every node is writable, and the one to serve is one that is synced and in
+// the primary component. The monitor checks every node each second and
+// marks those that are not (a joiner, a donor or desynced node, one cut off
+// in a non-primary component) Unservable(): Order() leaves them out, and
+// when the primary is one, its connections go stale as after Lost(). A
+// node's binlog carries every node's commits (log_slave_updates) under the
+// same GTIDs (wsrep_gtid_mode), so the binlog follower resumes on the next
+// node by GTID as after any other move. Plain servers are never marked.
+//
 // Thread-safety: thread-safe.
 #ifndef MSGQ_ENGINE_SQL_MYSQL_PRIMARY_H_
 #define MSGQ_ENGINE_SQL_MYSQL_PRIMARY_H_
@@ -26,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -52,6 +63,29 @@ struct MysqlEndpoint {
 absl::StatusOr<std::vector<MysqlEndpoint>> ParseMysqlEndpoints(
     absl::string_view hosts, int default_port);
 
+// What a Galera node reports of itself (SHOW GLOBAL STATUS LIKE 'wsrep_%'
+// and @@read_only).
+struct WsrepState {
+  bool ready = false;          // wsrep_ready
+  int local_state = 0;         // wsrep_local_state: 4 is Synced
+  std::string state_comment;   // wsrep_local_state_comment
+  std::string cluster_status;  // wsrep_cluster_status: Primary, non-Primary
+  bool read_only = false;      // @@read_only
+};
+
+// Reads a WsrepState from (Variable_name, Value) rows of SHOW GLOBAL STATUS
+// (names in any case; other rows ignored) and @@read_only's value.
+// INVALID_ARGUMENT naming the first of wsrep_ready, wsrep_local_state and
+// wsrep_cluster_status that is missing or unreadable.
+absl::StatusOr<WsrepState> ParseWsrepState(
+    const std::vector<std::pair<std::string, std::string>>& status_rows,
+    absl::string_view read_only);
+
+// Empty when a node in `state` may be served (ready, Synced, in the
+// Primary component, not read-only); otherwise why not, for a log line,
+// e.g. "wsrep_local_state 2 (Donor/Desynced)".
+std::string WsrepUnservableReason(const WsrepState& state);
+
 class MysqlPrimary {
  public:
   // `endpoints` is not empty.
@@ -61,7 +95,8 @@ class MysqlPrimary {
 
   // Indexes into endpoints() in the order a connection should try them:
   // the current primary first, then the others in their configured order;
-  // servers last seen failing (even the primary) at the end.
+  // servers last seen failing (even the primary) at the end. Unservable
+  // ones are left out (empty when every server is).
   std::vector<size_t> Order() const;
 
   // A connection settled on endpoints()[i] (writable). Returns the
@@ -76,6 +111,14 @@ class MysqlPrimary {
   // current generation are stale from now on and the next Connect() looks
   // for the primary among all servers.
   void Lost(size_t i);
+  // Galera: endpoints()[i] is up but not a node to serve (see
+  // WsrepUnservableReason): left out of Order() until Servable(i). When it
+  // is the primary (again: a connection may have settled on it before it
+  // was marked), as Lost(i). Idempotent otherwise.
+  void Unservable(size_t i);
+  // Galera: endpoints()[i] may be served again.
+  void Servable(size_t i);
+  bool servable(size_t i) const;
 
   // Lock-free: read before every statement (MysqlConnection::stale).
   uint64_t generation() const { return generation_.load(); }
@@ -89,6 +132,7 @@ class MysqlPrimary {
   // Written under mu_, read without it.
   std::atomic<uint64_t> generation_{0};
   std::vector<bool> failing_ ABSL_GUARDED_BY(mu_);
+  std::vector<bool> unservable_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace msgq

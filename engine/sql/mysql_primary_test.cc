@@ -1,5 +1,7 @@
 #include "engine/sql/mysql_primary.h"
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -98,6 +100,108 @@ TEST(MysqlPrimaryTest, FailingServersAreTriedLastEvenThePrimary) {
   EXPECT_THAT(p.Order(), ElementsAre(2, 0, 1));
   EXPECT_EQ(p.Found(0), 0u);  // it came back: still the primary
   EXPECT_THAT(p.Order(), ElementsAre(0, 2, 1));
+}
+
+TEST(MysqlPrimaryTest, UnservableNodesAreLeftOutUntilServableAgain) {
+  MysqlPrimary p = Three();
+  p.Found(0);
+  p.Unservable(1);  // not the primary: nothing goes stale
+  EXPECT_EQ(p.generation(), 0u);
+  EXPECT_FALSE(p.servable(1));
+  EXPECT_THAT(p.Order(), ElementsAre(0, 2));
+  p.Unservable(0);  // the primary: its connections go stale
+  EXPECT_EQ(p.generation(), 1u);
+  EXPECT_EQ(p.primary(), -1);
+  EXPECT_THAT(p.Order(), ElementsAre(2));
+  p.Unservable(0);  // again: no further generation
+  EXPECT_EQ(p.generation(), 1u);
+  EXPECT_EQ(p.Found(2), 1u);
+  p.Servable(1);
+  EXPECT_TRUE(p.servable(1));
+  EXPECT_THAT(p.Order(), ElementsAre(2, 1));
+  p.Unservable(2);
+  EXPECT_EQ(p.generation(), 2u);
+  p.Unservable(1);
+  EXPECT_THAT(p.Order(), ElementsAre());
+}
+
+TEST(MysqlPrimaryTest, AConnectionThatSettledOnAnUnservableNodeIsMovedOff) {
+  MysqlPrimary p = Three();
+  p.Unservable(1);
+  // Order() was read before the mark; the connection settles there anyway.
+  EXPECT_EQ(p.Found(1), 0u);
+  EXPECT_EQ(p.primary(), 1);
+  EXPECT_THAT(p.Order(), ElementsAre(0, 2));
+  p.Unservable(1);  // the monitor's next check
+  EXPECT_EQ(p.generation(), 1u);
+  EXPECT_EQ(p.primary(), -1);
+}
+
+TEST(MysqlPrimaryTest, FailedAndUnservableTogether) {
+  MysqlPrimary p = Three();
+  p.Found(0);
+  p.Failed(1);
+  p.Unservable(2);
+  EXPECT_THAT(p.Order(), ElementsAre(0, 1));
+  p.Servable(2);
+  EXPECT_THAT(p.Order(), ElementsAre(0, 2, 1));
+}
+
+using Rows = std::vector<std::pair<std::string, std::string>>;
+
+TEST(WsrepStateTest, SyncedPrimaryNodeMayBeServed) {
+  absl::StatusOr<WsrepState> s =
+      ParseWsrepState({{"wsrep_cluster_status", "Primary"},
+                       {"wsrep_local_state", "4"},
+                       {"wsrep_local_state_comment", "Synced"},
+                       {"wsrep_ready", "ON"}},
+                      "0");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->ready);
+  EXPECT_EQ(s->local_state, 4);
+  EXPECT_EQ(s->state_comment, "Synced");
+  EXPECT_EQ(s->cluster_status, "Primary");
+  EXPECT_FALSE(s->read_only);
+  EXPECT_EQ(WsrepUnservableReason(*s), "");
+}
+
+TEST(WsrepStateTest, EveryReasonIsNamed) {
+  absl::StatusOr<WsrepState> desynced =
+      ParseWsrepState({{"WSREP_READY", "ON"},
+                       {"WSREP_LOCAL_STATE", "2"},
+                       {"WSREP_LOCAL_STATE_COMMENT", "Donor/Desynced"},
+                       {"WSREP_CLUSTER_STATUS", "Primary"}},
+                      "0");
+  ASSERT_TRUE(desynced.ok()) << desynced.status();
+  EXPECT_EQ(WsrepUnservableReason(*desynced),
+            "wsrep_local_state 2 (Donor/Desynced)");
+  absl::StatusOr<WsrepState> cut_off =
+      ParseWsrepState({{"wsrep_ready", "OFF"},
+                       {"wsrep_local_state", "0"},
+                       {"wsrep_cluster_status", "non-Primary"}},
+                      "1");
+  ASSERT_TRUE(cut_off.ok()) << cut_off.status();
+  EXPECT_EQ(WsrepUnservableReason(*cut_off),
+            "wsrep_cluster_status non-Primary, wsrep_local_state 0, "
+            "wsrep_ready OFF, read_only");
+}
+
+TEST(WsrepStateTest, MissingVariablesAreNamed) {
+  EXPECT_EQ(ParseWsrepState({{"wsrep_local_state", "4"},
+                             {"wsrep_cluster_status", "Primary"}},
+                            "0")
+                .status(),
+            absl::InvalidArgumentError(
+                "no readable wsrep_ready in SHOW GLOBAL STATUS"));
+  EXPECT_EQ(ParseWsrepState({{"wsrep_ready", "ON"},
+                             {"wsrep_local_state", "x"},
+                             {"wsrep_cluster_status", "Primary"}},
+                            "0")
+                .status(),
+            absl::InvalidArgumentError(
+                "no readable wsrep_local_state in SHOW GLOBAL STATUS"));
+  EXPECT_EQ(ParseWsrepState(Rows{}, "0").status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
