@@ -1,5 +1,6 @@
 // `msgq ack`: acknowledges messages by id.
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "client/cli_common.h"
@@ -22,31 +23,17 @@ Flags:
 
 int RunAck(absl::Span<const std::string> args, std::ostream& out,
            std::ostream& err, const CliEnvironment& env) {
-  CommonFlags common{.server = env.default_server};
-  std::string keyspace;
-  FlagParser flags;
-  AddCommonFlags(flags, &common);
-  flags.AddString("keyspace", &keyspace, "K",
-                  "keyspace (database) of TABLE; empty = the server's default");
-  absl::StatusOr<std::vector<std::string>> positional = flags.Parse(args);
-  if (!positional.ok()) {
-    return ReportUsageError(err, "ack", positional.status().message());
-  }
-  if (flags.help()) {
-    out << kAckUsage << flags.Usage();
-    return kExitOk;
-  }
-  if (positional->empty()) return ReportUsageError(err, "ack", "missing TABLE");
-  if (positional->size() < 2) return ReportUsageError(err, "ack", "missing ID");
+  CliCommand cmd("ack", kAckUsage, CliCommand::Target::kTable, env, out, err);
+  if (std::optional<int> done = cmd.Parse(args)) return *done;
+  const std::vector<std::string>& positional = cmd.positional();
+  if (positional.empty()) return cmd.UsageError("missing TABLE");
+  if (positional.size() < 2) return cmd.UsageError("missing ID");
 
-  absl::StatusOr<std::unique_ptr<Client>> client = ConnectOne(common);
-  if (!client.ok())
-    return ReportUsageError(err, "ack", client.status().message());
-  const TableRef table(keyspace, (*positional)[0]);
-  const std::vector<std::string> ids(positional->begin() + 1,
-                                     positional->end());
-  absl::StatusOr<int64_t> acked = (*client)->Ack(table, ids);
-  if (!acked.ok()) return ReportError(err, "ack", common, acked.status());
+  std::unique_ptr<Client> client = cmd.ConnectOne();
+  if (client == nullptr) return kExitUsage;
+  const std::vector<std::string> ids(positional.begin() + 1, positional.end());
+  absl::StatusOr<int64_t> acked = client->Ack(cmd.table(), ids);
+  if (!acked.ok()) return cmd.Error(acked.status());
   out << "acked " << *acked << " of " << ids.size() << "\n";
   out.flush();
   return kExitOk;

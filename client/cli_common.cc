@@ -115,4 +115,49 @@ int ReportUsageError(std::ostream& err, absl::string_view command,
   return kExitUsage;
 }
 
+CliCommand::CliCommand(absl::string_view name, absl::string_view usage,
+                       Target target, const CliEnvironment& env,
+                       std::ostream& out, std::ostream& err)
+    : name_(name), usage_(usage), out_(out), err_(err) {
+  common_.server = env.default_server;
+  AddCommonFlags(flags_, &common_);
+  if (target == Target::kTable) {
+    flags_.AddString(
+        "keyspace", &keyspace_, "K",
+        "keyspace (database) of TABLE; empty = the server's default");
+  }
+}
+
+std::optional<int> CliCommand::Parse(absl::Span<const std::string> args) {
+  absl::StatusOr<std::vector<std::string>> positional = flags_.Parse(args);
+  if (!positional.ok()) return UsageError(positional.status().message());
+  if (flags_.help()) {
+    out_ << usage_ << flags_.Usage();
+    return kExitOk;
+  }
+  positional_ = *std::move(positional);
+  return std::nullopt;
+}
+
+TableRef CliCommand::table() const {
+  return TableRef(keyspace_, positional_.at(0));
+}
+
+std::unique_ptr<Client> CliCommand::ConnectOne() {
+  absl::StatusOr<std::unique_ptr<Client>> client = msgq::ConnectOne(common_);
+  if (!client.ok()) {
+    UsageError(client.status().message());
+    return nullptr;
+  }
+  return *std::move(client);
+}
+
+int CliCommand::UsageError(absl::string_view message) const {
+  return ReportUsageError(err_, name_, message);
+}
+
+int CliCommand::Error(const absl::Status& status) const {
+  return ReportError(err_, name_, common_, status);
+}
+
 }  // namespace msgq

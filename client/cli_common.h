@@ -1,19 +1,23 @@
 // Pieces shared by the msgq subcommands (internal to the tool): the flags
-// every command takes, error reporting and exit codes.
+// every command takes, the preamble every command runs (CliCommand: flags,
+// --help, connecting, the table named), error reporting and exit codes.
 //
 // Example:
-//   CommonFlags common{.server = env.default_server};
-//   FlagParser flags;
-//   AddCommonFlags(flags, &common);
-//   ...
-//   if (!tables.ok()) return ReportError(err, "tables", common,
-//   tables.status());
+//   CliCommand cmd("ack", kAckUsage, CliCommand::Target::kTable, env, out,
+//                  err);
+//   if (std::optional<int> done = cmd.Parse(args)) return *done;
+//   if (cmd.positional().size() < 2) return cmd.UsageError("missing ID");
+//   std::unique_ptr<Client> client = cmd.ConnectOne();
+//   if (client == nullptr) return kExitUsage;
+//   absl::StatusOr<int64_t> acked = client->Ack(cmd.table(), ids);
+//   if (!acked.ok()) return cmd.Error(acked.status());
 //
 // Thread-compatible.
 #ifndef MSGQ_CLIENT_CLI_COMMON_H_
 #define MSGQ_CLIENT_CLI_COMMON_H_
 
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -26,6 +30,7 @@
 #include "client/cli_flags.h"
 #include "client/client.h"
 #include "client/credentials.h"
+#include "client/table_ref.h"
 
 namespace msgq {
 
@@ -81,6 +86,59 @@ int ReportError(std::ostream& err, absl::string_view command,
 // Writes "msgq COMMAND: MESSAGE" and a hint to `err`; returns kExitUsage.
 int ReportUsageError(std::ostream& err, absl::string_view command,
                      absl::string_view message);
+
+// The preamble of one subcommand: declares the common flags (and, for a
+// command on one table, --keyspace) before the command's own, parses the
+// arguments, answers --help, and connects; errors are reported as
+// "msgq NAME: ..." on `err` (see ReportError, ReportUsageError).
+// Not copyable: the flags point into it.
+class CliCommand {
+ public:
+  // kTable: the command acts on the table named by its first positional
+  // argument and takes --keyspace.
+  enum class Target { kServers, kTable };
+
+  // `out` and `err` must outlive the command; --server defaults to
+  // env.default_server. `usage` is printed before the flags by --help.
+  CliCommand(absl::string_view name, absl::string_view usage, Target target,
+             const CliEnvironment& env, std::ostream& out, std::ostream& err);
+  CliCommand(const CliCommand&) = delete;
+  CliCommand& operator=(const CliCommand&) = delete;
+
+  // For the command's own flags, declared before Parse.
+  FlagParser& flags() { return flags_; }
+
+  // Parses `args`. The exit code when the command is done without running:
+  // kExitUsage after reporting a malformed flag, kExitOk after printing
+  // the usage for --help; nullopt when it is to run.
+  std::optional<int> Parse(absl::Span<const std::string> args);
+
+  // After Parse: the flags every command takes, and the arguments that are
+  // not flags.
+  const CommonFlags& common() const { return common_; }
+  const std::vector<std::string>& positional() const { return positional_; }
+  // The table of a kTable command: --keyspace and positional()[0], which
+  // must exist.
+  TableRef table() const;
+
+  // ConnectOne(common()); null after reporting why as a usage error (exit
+  // with kExitUsage).
+  std::unique_ptr<Client> ConnectOne();
+
+  // ReportUsageError and ReportError for this command.
+  int UsageError(absl::string_view message) const;
+  int Error(const absl::Status& status) const;
+
+ private:
+  const std::string name_;
+  const std::string usage_;
+  std::ostream& out_;
+  std::ostream& err_;
+  CommonFlags common_;
+  std::string keyspace_;
+  FlagParser flags_;
+  std::vector<std::string> positional_;
+};
 
 // The subcommands; `args` excludes the command name.
 int RunTables(absl::Span<const std::string> args, std::ostream& out,

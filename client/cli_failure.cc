@@ -59,17 +59,6 @@ with --all. Use '--' before ids that start with '-'.
 Flags:
 )";
 
-struct TableFlags {
-  CommonFlags common;
-  std::string keyspace;
-};
-
-void AddTableFlags(FlagParser& flags, TableFlags* table) {
-  AddCommonFlags(flags, &table->common);
-  flags.AddString("keyspace", &table->keyspace, "K",
-                  "keyspace (database) of TABLE; empty = the server's default");
-}
-
 // "ID:EPOCH", split at the last ':' (an id may contain ':').
 absl::StatusOr<Delivery> ParseDelivery(absl::string_view text) {
   const size_t colon = text.rfind(':');
@@ -83,23 +72,22 @@ absl::StatusOr<Delivery> ParseDelivery(absl::string_view text) {
 }
 
 // Parses positional[1..] as deliveries; nullopt after reporting a usage
-// error (its exit code in *code).
-std::optional<std::vector<Delivery>> ParseDeliveries(
-    const std::vector<std::string>& positional, absl::string_view command,
-    std::ostream& err, int* code) {
+// error (exit with kExitUsage).
+std::optional<std::vector<Delivery>> ParseDeliveries(const CliCommand& cmd) {
+  const std::vector<std::string>& positional = cmd.positional();
   if (positional.empty()) {
-    *code = ReportUsageError(err, command, "missing TABLE");
+    cmd.UsageError("missing TABLE");
     return std::nullopt;
   }
   if (positional.size() < 2) {
-    *code = ReportUsageError(err, command, "missing ID:EPOCH");
+    cmd.UsageError("missing ID:EPOCH");
     return std::nullopt;
   }
   std::vector<Delivery> deliveries;
   for (size_t i = 1; i < positional.size(); ++i) {
     absl::StatusOr<Delivery> d = ParseDelivery(positional[i]);
     if (!d.ok()) {
-      *code = ReportUsageError(err, command, d.status().message());
+      cmd.UsageError(d.status().message());
       return std::nullopt;
     }
     deliveries.push_back(*std::move(d));
@@ -111,40 +99,26 @@ std::optional<std::vector<Delivery>> ParseDeliveries(
 
 int RunNack(absl::Span<const std::string> args, std::ostream& out,
             std::ostream& err, const CliEnvironment& env) {
-  TableFlags t{.common = {.server = env.default_server}};
   NackParams params;
-  FlagParser flags;
-  AddTableFlags(flags, &t);
-  flags.AddSeconds("delay", &params.delay,
-                   "retry after S seconds (0 = as soon as possible); "
-                   "default: the table's backoff");
-  flags.AddString("reason", &params.reason, "TEXT",
-                  "why; stored in the row's last_error column if any");
-  flags.AddBool("dead", &params.dead, "dead now instead of a retry");
-  absl::StatusOr<std::vector<std::string>> positional = flags.Parse(args);
-  if (!positional.ok()) {
-    return ReportUsageError(err, "nack", positional.status().message());
-  }
-  if (flags.help()) {
-    out << kNackUsage << flags.Usage();
-    return kExitOk;
-  }
-  int code = kExitUsage;
-  std::optional<std::vector<Delivery>> deliveries =
-      ParseDeliveries(*positional, "nack", err, &code);
-  if (!deliveries.has_value()) return code;
+  CliCommand cmd("nack", kNackUsage, CliCommand::Target::kTable, env, out, err);
+  cmd.flags().AddSeconds("delay", &params.delay,
+                         "retry after S seconds (0 = as soon as possible); "
+                         "default: the table's backoff");
+  cmd.flags().AddString("reason", &params.reason, "TEXT",
+                        "why; stored in the row's last_error column if any");
+  cmd.flags().AddBool("dead", &params.dead, "dead now instead of a retry");
+  if (std::optional<int> done = cmd.Parse(args)) return *done;
+  std::optional<std::vector<Delivery>> deliveries = ParseDeliveries(cmd);
+  if (!deliveries.has_value()) return kExitUsage;
   if (params.dead && params.delay.has_value()) {
-    return ReportUsageError(err, "nack",
-                            "--delay and --dead exclude each other");
+    return cmd.UsageError("--delay and --dead exclude each other");
   }
 
-  absl::StatusOr<std::unique_ptr<Client>> client = ConnectOne(t.common);
-  if (!client.ok()) {
-    return ReportUsageError(err, "nack", client.status().message());
-  }
-  absl::StatusOr<NackResult> nacked = (*client)->Nack(
-      TableRef(t.keyspace, (*positional)[0]), *deliveries, params);
-  if (!nacked.ok()) return ReportError(err, "nack", t.common, nacked.status());
+  std::unique_ptr<Client> client = cmd.ConnectOne();
+  if (client == nullptr) return kExitUsage;
+  absl::StatusOr<NackResult> nacked =
+      client->Nack(cmd.table(), *deliveries, params);
+  if (!nacked.ok()) return cmd.Error(nacked.status());
   out << "retried " << nacked->retried << ", dead " << nacked->dead << " of "
       << deliveries->size() << "\n";
   out.flush();
@@ -153,40 +127,24 @@ int RunNack(absl::Span<const std::string> args, std::ostream& out,
 
 int RunExtend(absl::Span<const std::string> args, std::ostream& out,
               std::ostream& err, const CliEnvironment& env) {
-  TableFlags t{.common = {.server = env.default_server}};
   std::optional<absl::Duration> duration;
-  FlagParser flags;
-  AddTableFlags(flags, &t);
-  flags.AddSeconds("duration", &duration,
-                   "keep them for S seconds from now (required, > 0)");
-  absl::StatusOr<std::vector<std::string>> positional = flags.Parse(args);
-  if (!positional.ok()) {
-    return ReportUsageError(err, "extend", positional.status().message());
-  }
-  if (flags.help()) {
-    out << kExtendUsage << flags.Usage();
-    return kExitOk;
-  }
-  int code = kExitUsage;
-  std::optional<std::vector<Delivery>> deliveries =
-      ParseDeliveries(*positional, "extend", err, &code);
-  if (!deliveries.has_value()) return code;
-  if (!duration.has_value()) {
-    return ReportUsageError(err, "extend", "missing --duration");
-  }
+  CliCommand cmd("extend", kExtendUsage, CliCommand::Target::kTable, env, out,
+                 err);
+  cmd.flags().AddSeconds("duration", &duration,
+                         "keep them for S seconds from now (required, > 0)");
+  if (std::optional<int> done = cmd.Parse(args)) return *done;
+  std::optional<std::vector<Delivery>> deliveries = ParseDeliveries(cmd);
+  if (!deliveries.has_value()) return kExitUsage;
+  if (!duration.has_value()) return cmd.UsageError("missing --duration");
   if (*duration <= absl::ZeroDuration()) {
-    return ReportUsageError(err, "extend", "--duration must be positive");
+    return cmd.UsageError("--duration must be positive");
   }
 
-  absl::StatusOr<std::unique_ptr<Client>> client = ConnectOne(t.common);
-  if (!client.ok()) {
-    return ReportUsageError(err, "extend", client.status().message());
-  }
-  absl::StatusOr<int64_t> extended = (*client)->Extend(
-      TableRef(t.keyspace, (*positional)[0]), *deliveries, *duration);
-  if (!extended.ok()) {
-    return ReportError(err, "extend", t.common, extended.status());
-  }
+  std::unique_ptr<Client> client = cmd.ConnectOne();
+  if (client == nullptr) return kExitUsage;
+  absl::StatusOr<int64_t> extended =
+      client->Extend(cmd.table(), *deliveries, *duration);
+  if (!extended.ok()) return cmd.Error(extended.status());
   out << "extended " << *extended << " of " << deliveries->size() << "\n";
   out.flush();
   return kExitOk;
@@ -194,44 +152,31 @@ int RunExtend(absl::Span<const std::string> args, std::ostream& out,
 
 int RunDead(absl::Span<const std::string> args, std::ostream& out,
             std::ostream& err, const CliEnvironment& env) {
-  TableFlags t{.common = {.server = env.default_server}};
   int64_t limit = 0;
   std::string after;
   bool json = false;
-  FlagParser flags;
-  AddTableFlags(flags, &t);
-  flags.AddCount("limit", &limit, "N",
-                 "at most N messages; 0 = the server's default (100)");
-  flags.AddString("after", &after, "ID",
-                  "only ids after ID (the last one of the previous page)");
-  flags.AddBool("json", &json, "print JSON instead of a table");
-  absl::StatusOr<std::vector<std::string>> positional = flags.Parse(args);
-  if (!positional.ok()) {
-    return ReportUsageError(err, "dead", positional.status().message());
-  }
-  if (flags.help()) {
-    out << kDeadUsage << flags.Usage();
-    return kExitOk;
-  }
-  if (positional->empty())
-    return ReportUsageError(err, "dead", "missing TABLE");
-  if (positional->size() > 1) {
-    return ReportUsageError(err, "dead",
-                            "unexpected argument '" + (*positional)[1] + "'");
+  CliCommand cmd("dead", kDeadUsage, CliCommand::Target::kTable, env, out, err);
+  cmd.flags().AddCount("limit", &limit, "N",
+                       "at most N messages; 0 = the server's default (100)");
+  cmd.flags().AddString(
+      "after", &after, "ID",
+      "only ids after ID (the last one of the previous page)");
+  cmd.flags().AddBool("json", &json, "print JSON instead of a table");
+  if (std::optional<int> done = cmd.Parse(args)) return *done;
+  const std::vector<std::string>& positional = cmd.positional();
+  if (positional.empty()) return cmd.UsageError("missing TABLE");
+  if (positional.size() > 1) {
+    return cmd.UsageError("unexpected argument '" + positional[1] + "'");
   }
   if (limit > std::numeric_limits<int32_t>::max()) {
-    return ReportUsageError(err, "dead",
-                            absl::StrCat("--limit ", limit, " is too large"));
+    return cmd.UsageError(absl::StrCat("--limit ", limit, " is too large"));
   }
 
-  absl::StatusOr<std::unique_ptr<Client>> client = ConnectOne(t.common);
-  if (!client.ok()) {
-    return ReportUsageError(err, "dead", client.status().message());
-  }
+  std::unique_ptr<Client> client = cmd.ConnectOne();
+  if (client == nullptr) return kExitUsage;
   absl::StatusOr<std::vector<v1::DeadMessage>> dead =
-      (*client)->ListDead(TableRef(t.keyspace, (*positional)[0]),
-                          static_cast<int32_t>(limit), after);
-  if (!dead.ok()) return ReportError(err, "dead", t.common, dead.status());
+      client->ListDead(cmd.table(), static_cast<int32_t>(limit), after);
+  if (!dead.ok()) return cmd.Error(dead.status());
   out << (json ? FormatDeadJson(*dead) + "\n"
                : FormatDeadText(*dead, absl::Now()));
   out.flush();
@@ -244,41 +189,27 @@ int RunDead(absl::Span<const std::string> args, std::ostream& out,
 
 int RunRedrive(absl::Span<const std::string> args, std::ostream& out,
                std::ostream& err, const CliEnvironment& env) {
-  TableFlags t{.common = {.server = env.default_server}};
   bool all = false;
-  FlagParser flags;
-  AddTableFlags(flags, &t);
-  flags.AddBool("all", &all, "every dead message of TABLE");
-  absl::StatusOr<std::vector<std::string>> positional = flags.Parse(args);
-  if (!positional.ok()) {
-    return ReportUsageError(err, "redrive", positional.status().message());
+  CliCommand cmd("redrive", kRedriveUsage, CliCommand::Target::kTable, env, out,
+                 err);
+  cmd.flags().AddBool("all", &all, "every dead message of TABLE");
+  if (std::optional<int> done = cmd.Parse(args)) return *done;
+  const std::vector<std::string>& positional = cmd.positional();
+  if (positional.empty()) return cmd.UsageError("missing TABLE");
+  if (all && positional.size() > 1) {
+    return cmd.UsageError("give ids or --all, not both");
   }
-  if (flags.help()) {
-    out << kRedriveUsage << flags.Usage();
-    return kExitOk;
-  }
-  if (positional->empty()) {
-    return ReportUsageError(err, "redrive", "missing TABLE");
-  }
-  if (all && positional->size() > 1) {
-    return ReportUsageError(err, "redrive", "give ids or --all, not both");
-  }
-  if (!all && positional->size() < 2) {
-    return ReportUsageError(err, "redrive", "missing ID (or --all)");
+  if (!all && positional.size() < 2) {
+    return cmd.UsageError("missing ID (or --all)");
   }
 
-  absl::StatusOr<std::unique_ptr<Client>> client = ConnectOne(t.common);
-  if (!client.ok()) {
-    return ReportUsageError(err, "redrive", client.status().message());
-  }
-  const TableRef table(t.keyspace, (*positional)[0]);
-  const std::vector<std::string> ids(positional->begin() + 1,
-                                     positional->end());
+  std::unique_ptr<Client> client = cmd.ConnectOne();
+  if (client == nullptr) return kExitUsage;
+  const TableRef table = cmd.table();
+  const std::vector<std::string> ids(positional.begin() + 1, positional.end());
   absl::StatusOr<int64_t> redriven =
-      all ? (*client)->RedriveAll(table) : (*client)->Redrive(table, ids);
-  if (!redriven.ok()) {
-    return ReportError(err, "redrive", t.common, redriven.status());
-  }
+      all ? client->RedriveAll(table) : client->Redrive(table, ids);
+  if (!redriven.ok()) return cmd.Error(redriven.status());
   out << "redriven " << *redriven;
   if (!all) out << " of " << ids.size();
   out << "\n";

@@ -1,5 +1,6 @@
 // `msgq pause` and `msgq resume`: stop and restart sending a table.
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -32,36 +33,20 @@ Flags:
 
 int RunSetPaused(absl::Span<const std::string> args, std::ostream& out,
                  std::ostream& err, const CliEnvironment& env, bool paused) {
-  const char* command = paused ? "pause" : "resume";
-  CommonFlags common{.server = env.default_server};
-  std::string keyspace;
-  FlagParser flags;
-  AddCommonFlags(flags, &common);
-  flags.AddString("keyspace", &keyspace, "K",
-                  "keyspace (database) of TABLE; empty = the server's default");
-  absl::StatusOr<std::vector<std::string>> positional = flags.Parse(args);
-  if (!positional.ok()) {
-    return ReportUsageError(err, command, positional.status().message());
+  CliCommand cmd(paused ? "pause" : "resume",
+                 paused ? kPauseUsage : kResumeUsage,
+                 CliCommand::Target::kTable, env, out, err);
+  if (std::optional<int> done = cmd.Parse(args)) return *done;
+  if (cmd.positional().empty()) return cmd.UsageError("missing TABLE");
+  if (cmd.positional().size() > 1) {
+    return cmd.UsageError(
+        absl::StrCat("unexpected argument '", cmd.positional()[1], "'"));
   }
-  if (flags.help()) {
-    out << (paused ? kPauseUsage : kResumeUsage) << flags.Usage();
-    return kExitOk;
-  }
-  if (positional->empty()) {
-    return ReportUsageError(err, command, "missing TABLE");
-  }
-  if (positional->size() > 1) {
-    return ReportUsageError(
-        err, command,
-        absl::StrCat("unexpected argument '", (*positional)[1], "'"));
-  }
-  absl::StatusOr<std::unique_ptr<Client>> client = ConnectOne(common);
-  if (!client.ok()) {
-    return ReportUsageError(err, command, client.status().message());
-  }
-  const TableRef table(keyspace, (*positional)[0]);
-  absl::Status status = (*client)->SetPaused(table, paused);
-  if (!status.ok()) return ReportError(err, command, common, status);
+  std::unique_ptr<Client> client = cmd.ConnectOne();
+  if (client == nullptr) return kExitUsage;
+  const TableRef table = cmd.table();
+  absl::Status status = client->SetPaused(table, paused);
+  if (!status.ok()) return cmd.Error(status);
   out << (paused ? "paused " : "resumed ") << table.ToString() << "\n";
   out.flush();
   return kExitOk;

@@ -1,6 +1,7 @@
 // `msgq stats`: rates and depths of the message tables, from two ListTables
 // samples of every server taken --interval apart.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,36 +52,28 @@ absl::StatusOr<std::vector<StatsSample>> Sample(
 
 int RunStats(absl::Span<const std::string> args, std::ostream& out,
              std::ostream& err, const CliEnvironment& env) {
-  CommonFlags common{.server = env.default_server};
   bool json = false;
   bool watch = false;
   absl::Duration interval = absl::Seconds(1);
-  FlagParser flags;
-  AddCommonFlags(flags, &common);
-  flags.AddBool("json", &json, "print one JSON object per sample");
-  flags.AddBool("watch", &watch, "repeat until interrupted");
-  flags.AddDuration("interval", &interval, "time between the two samples");
-  absl::StatusOr<std::vector<std::string>> positional = flags.Parse(args);
-  if (!positional.ok()) {
-    return ReportUsageError(err, "stats", positional.status().message());
+  CliCommand cmd("stats", kStatsUsage, CliCommand::Target::kServers, env, out,
+                 err);
+  cmd.flags().AddBool("json", &json, "print one JSON object per sample");
+  cmd.flags().AddBool("watch", &watch, "repeat until interrupted");
+  cmd.flags().AddDuration("interval", &interval,
+                          "time between the two samples");
+  if (std::optional<int> done = cmd.Parse(args)) return *done;
+  const std::vector<std::string>& positional = cmd.positional();
+  if (positional.size() > 1) {
+    return cmd.UsageError("unexpected argument '" + positional[1] + "'");
   }
-  if (flags.help()) {
-    out << kStatsUsage << flags.Usage();
-    return kExitOk;
-  }
-  if (positional->size() > 1) {
-    return ReportUsageError(err, "stats",
-                            "unexpected argument '" + (*positional)[1] + "'");
-  }
-  const std::string table = positional->empty() ? "" : (*positional)[0];
+  const std::string table = positional.empty() ? "" : positional[0];
+  const CommonFlags& common = cmd.common();
   const std::vector<std::string> servers = ServerList(common);
-  if (servers.empty()) return ReportUsageError(err, "stats", "empty --server");
+  if (servers.empty()) return cmd.UsageError("empty --server");
   std::vector<std::unique_ptr<Client>> clients;
   for (const std::string& server : servers) {
     absl::StatusOr<std::unique_ptr<Client>> client = ConnectTo(server, common);
-    if (!client.ok()) {
-      return ReportUsageError(err, "stats", client.status().message());
-    }
+    if (!client.ok()) return cmd.UsageError(client.status().message());
     clients.push_back(*std::move(client));
   }
   int code = kExitOk;

@@ -154,41 +154,26 @@ class SignalStopper {
 
 int RunTail(absl::Span<const std::string> args, std::ostream& out,
             std::ostream& err, const CliEnvironment& env) {
-  CommonFlags common{.server = env.default_server};
-  std::string keyspace;
   bool ack = false;
   bool json = false;
   int64_t count = 0;
   int64_t max_unacked = 0;
-  FlagParser flags;
-  AddCommonFlags(flags, &common);
-  flags.AddString("keyspace", &keyspace, "K",
-                  "keyspace (database) of TABLE; empty = the server's default");
-  flags.AddBool("ack", &ack, "acknowledge each message once printed");
-  flags.AddCount("count", &count, "N",
-                 "exit after N messages; 0 = run until interrupted");
-  flags.AddBool("json", &json, "print one JSON object per message");
-  flags.AddCount("max_unacked", &max_unacked, "N",
-                 "each server sends at most N messages unacked at a time; "
-                 "0 = unlimited");
-  absl::StatusOr<std::vector<std::string>> positional = flags.Parse(args);
-  if (!positional.ok()) {
-    return ReportUsageError(err, "tail", positional.status().message());
+  CliCommand cmd("tail", kTailUsage, CliCommand::Target::kTable, env, out, err);
+  cmd.flags().AddBool("ack", &ack, "acknowledge each message once printed");
+  cmd.flags().AddCount("count", &count, "N",
+                       "exit after N messages; 0 = run until interrupted");
+  cmd.flags().AddBool("json", &json, "print one JSON object per message");
+  cmd.flags().AddCount("max_unacked", &max_unacked, "N",
+                       "each server sends at most N messages unacked at a "
+                       "time; 0 = unlimited");
+  if (std::optional<int> done = cmd.Parse(args)) return *done;
+  if (cmd.positional().empty()) return cmd.UsageError("missing TABLE");
+  if (cmd.positional().size() > 1) {
+    return cmd.UsageError("unexpected argument '" + cmd.positional()[1] + "'");
   }
-  if (flags.help()) {
-    out << kTailUsage << flags.Usage();
-    return kExitOk;
-  }
-  if (positional->empty())
-    return ReportUsageError(err, "tail", "missing TABLE");
-  if (positional->size() > 1) {
-    return ReportUsageError(err, "tail",
-                            "unexpected argument '" + (*positional)[1] + "'");
-  }
+  const CommonFlags& common = cmd.common();
   const std::vector<std::string> servers = ServerList(common);
-  if (servers.empty()) {
-    return ReportUsageError(err, "tail", "empty --server");
-  }
+  if (servers.empty()) return cmd.UsageError("empty --server");
 
   TailState state(out, err, json, count, servers.size() > 1);
   std::optional<SignalStopper> signals;
@@ -224,22 +209,18 @@ int RunTail(absl::Span<const std::string> args, std::ostream& out,
     state.AckFailed(status);
   };
   absl::StatusOr<std::vector<ServerChannel>> channels = ChannelsFor(common);
-  if (!channels.ok()) {
-    return ReportUsageError(err, "tail", channels.status().message());
-  }
+  if (!channels.ok()) return cmd.UsageError(channels.status().message());
   absl::StatusOr<std::unique_ptr<Subscriber>> subscriber = Subscriber::Start(
-      *std::move(channels), TableRef(keyspace, (*positional)[0]),
+      *std::move(channels), cmd.table(),
       [&state](const Message& message) { return state.Print(message); },
       std::move(options));
-  if (!subscriber.ok()) {
-    return ReportUsageError(err, "tail", subscriber.status().message());
-  }
+  if (!subscriber.ok()) return cmd.UsageError(subscriber.status().message());
   state.Attach(subscriber->get());
   absl::Status status = (*subscriber)->Wait();
   (*subscriber)->Stop();  // waits for the handler and flushes acks
   subscriber->reset();
   signals.reset();
-  if (!status.ok()) return ReportError(err, "tail", common, status);
+  if (!status.ok()) return cmd.Error(status);
   if (absl::Status ack_error = state.ack_error(); !ack_error.ok()) {
     return ExitCodeFor(ack_error);
   }

@@ -6,6 +6,8 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "client/internal/bounded_queue.h"
+#include "client/internal/server_stream.h"
 
 namespace msgq {
 namespace {
@@ -66,7 +68,7 @@ absl::StatusOr<std::unique_ptr<Subscriber>> Subscriber::Start(
   for (size_t i = 0; i < servers.size(); ++i) {
     s->streams_.push_back(std::make_unique<ServerStream>(
         std::move(servers[i]), i, s->table_, s->options_, seed + i,
-        label_errors, s->queue_,
+        label_errors, *s->queue_,
         [s](const absl::Status& status) { s->OnStreamDone(status); }));
   }
   {
@@ -84,7 +86,8 @@ Subscriber::Subscriber(TableRef table, Handler handler,
     : table_(std::move(table)),
       handler_(std::move(handler)),
       options_(std::move(options)),
-      queue_(options_.queue_capacity) {}
+      queue_(std::make_unique<BoundedQueue<ReceivedMessage>>(
+          options_.queue_capacity)) {}
 
 Subscriber::~Subscriber() { Stop(); }
 
@@ -96,7 +99,7 @@ void Subscriber::RequestStop() {
   for (const std::unique_ptr<ServerStream>& stream : streams_) {
     stream->RequestStop();
   }
-  queue_.Close();
+  queue_->Close();
 }
 
 void Subscriber::OnStreamDone(const absl::Status& status) {
@@ -148,7 +151,7 @@ Subscriber::Stats Subscriber::stats() const {
 }
 
 void Subscriber::RunWorker() {
-  while (std::optional<ReceivedMessage> received = queue_.Pop()) {
+  while (std::optional<ReceivedMessage> received = queue_->Pop()) {
     const Message& message = received->message;
     ServerStream& origin = *streams_[received->origin];
     const Heartbeat::Ticket ticket =

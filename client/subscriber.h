@@ -3,18 +3,18 @@
 // HandlerResult.
 //
 // Several servers (fan-in): the subscriber opens one MessageStream per
-// server (ServerChannel; see server_stream.h), each on its own thread and
-// kept open independently (one server down does not stop the others), and
-// delivers all their messages to the same handler and workers. That serves
-// both topologies of docs/several-instances.md: msgqd
-// instances sharing one database, where only the lease owner of a table
-// sends and the others keep the subscriber connected and idle (a takeover
-// needs no reconnect), and shards (several MySQL primaries, one msgqd each).
-// Every message remembers the server it came from (Message::server()) and
-// its ack, nack and extends go to that server only: ids are unique only
-// within a shard, so acking id 5 on another shard would ack a different
-// message. When that server is down, its acks fail and are retried and
-// reported as with one server; the message comes back after its ack_wait.
+// server (ServerChannel; see client/internal/server_stream.h), each on its own
+// thread and kept open independently (one server down does not stop the
+// others), and delivers all their messages to the same handler and workers.
+// That serves both topologies of docs/several-instances.md: msgqd instances
+// sharing one database, where only the lease owner of a table sends and the
+// others keep the subscriber connected and idle (a takeover needs no
+// reconnect), and shards (several MySQL primaries, one msgqd each). Every
+// message remembers the server it came from (Message::server()) and its ack,
+// nack and extends go to that server only: ids are unique only within a shard,
+// so acking id 5 on another shard would ack a different message. When that
+// server is down, its acks fail and are retried and reported as with one
+// server; the message comes back after its ack_wait.
 //
 // It decodes rows into Messages, which a pool of `concurrency` worker threads
 // passes to the handler. Then:
@@ -85,15 +85,19 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "client/bounded_queue.h"
 #include "client/client.h"
 #include "client/handler_result.h"
 #include "client/message.h"
-#include "client/server_stream.h"
 #include "client/subscriber_options.h"
 #include "client/table_ref.h"
 
 namespace msgq {
+
+// The library's internals (client/internal/, not installed).
+template <typename T>
+class BoundedQueue;
+struct ReceivedMessage;
+class ServerStream;
 
 class Subscriber {
  public:
@@ -157,7 +161,7 @@ class Subscriber {
   const TableRef table_;
   const Handler handler_;
   const SubscriberOptions options_;
-  BoundedQueue<ReceivedMessage> queue_;
+  const std::unique_ptr<BoundedQueue<ReceivedMessage>> queue_;
   // Constant once Start() returns; streams_[i] has index i.
   std::vector<std::unique_ptr<ServerStream>> streams_;
 

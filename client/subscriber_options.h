@@ -16,12 +16,34 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "client/ack_batcher.h"
 #include "client/backoff.h"
-#include "client/heartbeat.h"
 #include "client/message.h"
 
 namespace msgq {
+
+// How a Subscriber batches its acks (one batcher per server; see
+// client/internal/ack_batcher.h).
+struct AckBatcherOptions {
+  // Most ids per send; a full batch is sent at once.
+  size_t max_batch = 100;
+  // Longest an id waits for companions before its batch is sent anyway.
+  absl::Duration max_delay = absl::Milliseconds(50);
+  // Sends per id before it is given up on (retryable failures only).
+  int max_attempts = 3;
+};
+
+// How a Subscriber extends the deliveries of running handlers (see
+// client/internal/heartbeat.h).
+struct HeartbeatOptions {
+  // Extend every fraction * ack_wait; clamped to [0.05, 1].
+  double fraction = 0.5;
+  // The longest a delivery is held past its first deadline (receipt +
+  // ack_wait) by extends. Zero disables heartbeats.
+  absl::Duration max_extension = absl::Minutes(10);
+  // The table's ack_wait, if known; zero = learn it from ListTables (the
+  // Subscriber does so at each stream start).
+  absl::Duration ack_wait = absl::ZeroDuration();
+};
 
 // One server of a Subscriber: a name (reported as Message::server() and in
 // errors; the target, e.g. "db1:15999", by convention) and a channel to it.
@@ -78,7 +100,8 @@ struct SubscriberOptions {
   // A stream ended with retryable `status`; the next try is in `retry_in`.
   std::function<void(const absl::Status& status, absl::Duration retry_in)>
       on_stream_error;
-  // A MessageAck call failed (the ids may be retried; see ack_batcher.h).
+  // A MessageAck call failed (the ids may be retried; see
+  // client/internal/ack_batcher.h).
   std::function<void(const absl::Status& status)> on_ack_error;
   // A MessageNack call failed (not retried).
   std::function<void(const absl::Status& status)> on_nack_error;

@@ -26,11 +26,14 @@ install(TARGETS msgq_client msgq_proto msgq_common msgq_common_grpc
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
   INCLUDES DESTINATION ${MSGQ_INSTALL_INCLUDEDIR})
 
-# Headers: the client's public ones (not the CLI's), what they include from
-# common/, and the generated protobuf/gRPC headers.
-file(GLOB _msgq_client_headers CONFIGURE_DEPENDS
-  ${PROJECT_SOURCE_DIR}/client/*.h)
-list(FILTER _msgq_client_headers EXCLUDE REGEX "/client/cli[_.][^/]*$")
+# Headers: the client's public API (named here; not the CLI's, nor the
+# library's internals under client/internal/, which no public header
+# includes), what they include from common/, and the generated
+# protobuf/gRPC headers.
+set(_msgq_client_headers
+  backoff.h client.h credentials.h handler_result.h message.h subscriber.h
+  subscriber_options.h table_ref.h)
+list(TRANSFORM _msgq_client_headers PREPEND ${PROJECT_SOURCE_DIR}/client/)
 install(FILES ${_msgq_client_headers}
   DESTINATION ${MSGQ_INSTALL_INCLUDEDIR}/client COMPONENT dev)
 install(FILES ${PROJECT_SOURCE_DIR}/common/backoff.h

@@ -49,6 +49,14 @@ ABSL_FLAG(absl::Duration, grpc_handshake_timeout, absl::Seconds(10),
 ABSL_FLAG(absl::Duration, grpc_max_connection_idle, absl::Minutes(10),
           "A gRPC connection without a call for this long gets GOAWAY "
           "(clients reconnect at their next call; streams keep it busy)");
+ABSL_FLAG(absl::Duration, grpc_keepalive_time, absl::Seconds(30),
+          "msgqd pings each client connection this often, so a client "
+          "whose network died silently (no FIN, no RST) is noticed: its "
+          "streams end and their subscriber slots are freed (at least 1s)");
+ABSL_FLAG(absl::Duration, grpc_keepalive_timeout, absl::Seconds(10),
+          "A connection whose client does not answer msgqd's keepalive ping "
+          "within this, or leaves sent data unacknowledged this long, is "
+          "closed (at least 1s)");
 ABSL_FLAG(int64_t, grpc_memory_quota_bytes, int64_t{1} << 30,
           "Memory gRPC may use for all connections and calls (a "
           "grpc::ResourceQuota); new calls are refused beyond");
@@ -60,6 +68,11 @@ bool IsLoopback(const std::string& address) {
   const std::string host = address.substr(0, address.rfind(':'));
   return absl::StartsWith(host, "127.") || host == "localhost" ||
          host == "[::1]" || host == "::1" || address.empty();
+}
+
+int ClampedMs(absl::Duration d) {
+  return static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(d),
+                                            std::numeric_limits<int>::max()));
 }
 
 }  // namespace
@@ -107,12 +120,15 @@ absl::StatusOr<SecurityConfig> SecurityFromFlags() {
       absl::GetFlag(FLAGS_grpc_memory_quota_bytes) < (1 << 20) ||
       absl::GetFlag(FLAGS_grpc_min_ping_interval) < absl::ZeroDuration() ||
       absl::GetFlag(FLAGS_grpc_handshake_timeout) < absl::Milliseconds(100) ||
-      absl::GetFlag(FLAGS_grpc_max_connection_idle) < absl::Seconds(1)) {
+      absl::GetFlag(FLAGS_grpc_max_connection_idle) < absl::Seconds(1) ||
+      absl::GetFlag(FLAGS_grpc_keepalive_time) < absl::Seconds(1) ||
+      absl::GetFlag(FLAGS_grpc_keepalive_timeout) < absl::Seconds(1)) {
     return absl::InvalidArgumentError(
         "--grpc_max_receive_message_bytes must be >= 1024, "
         "--grpc_max_concurrent_streams >= 1, --grpc_memory_quota_bytes >= "
         "1 MiB, --grpc_min_ping_interval >= 0, --grpc_handshake_timeout >= "
-        "100ms and --grpc_max_connection_idle >= 1s");
+        "100ms, --grpc_max_connection_idle >= 1s, --grpc_keepalive_time >= "
+        "1s and --grpc_keepalive_timeout >= 1s");
   }
   return config;
 }
@@ -145,6 +161,20 @@ void ApplyServerLimits(grpc::ServerBuilder* builder) {
                                   absl::ToInt64Milliseconds(absl::GetFlag(
                                       FLAGS_grpc_max_connection_idle)),
                                   std::numeric_limits<int>::max())));
+  // Server keepalive: a client gone silently (its network dropped, no FIN
+  // or RST) is found by a ping it cannot answer, or by the kernel when sent
+  // data stays unacknowledged (gRPC sets TCP_USER_TIMEOUT to the keepalive
+  // timeout); its streams are cancelled and their slots freed. gRPC's
+  // server default pings after 2 hours. Pings must not stop on a stream
+  // with nothing to send (an idle subscriber): no limit of pings without
+  // data (the default, 2, would silence the keepalive after two pings).
+  builder->AddChannelArgument(
+      GRPC_ARG_KEEPALIVE_TIME_MS,
+      ClampedMs(absl::GetFlag(FLAGS_grpc_keepalive_time)));
+  builder->AddChannelArgument(
+      GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+      ClampedMs(absl::GetFlag(FLAGS_grpc_keepalive_timeout)));
+  builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   // Outlives every server built (msgqd builds one); gRPC keeps its own ref.
   static grpc::ResourceQuota quota("msgqd");
   quota.Resize(

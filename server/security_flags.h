@@ -40,9 +40,11 @@ std::shared_ptr<grpc::ServerCredentials> GrpcServerCredentials(
 
 // Sets the server's limits from the --grpc_* flags: max receive message
 // size, max concurrent streams per connection, keepalive ping enforcement,
-// the handshake deadline, the idle deadline of a connection without calls
-// and a memory quota (which also bounds the connections: gRPC 1.51 has no
-// connection count limit).
+// the server's own keepalive (--grpc_keepalive_time/_timeout: a client
+// whose network died silently has its streams cancelled within about their
+// sum), the handshake deadline, the idle deadline of a connection without
+// calls and a memory quota (which also bounds the connections: gRPC 1.51
+// has no connection count limit).
 void ApplyServerLimits(grpc::ServerBuilder* builder);
 
 // Logs what is configured and warns once when a listening address is not

@@ -1,5 +1,7 @@
 #include "server/stream_reactor.h"
 
+#include <deque>
+
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/tsan_annotations.h"
@@ -18,9 +20,8 @@ void StreamSink::SendFields(v1::MessageStreamResponse fields) {
     lock.Release();
     return;
   }
-  Item item;
-  item.response = std::move(fields);
-  outbox_.push_back(std::move(item));
+  fields_.emplace();
+  fields_->response = std::move(fields);
   Advance(lock);
 }
 
@@ -47,14 +48,7 @@ void StreamSink::EnqueueBatch(uint64_t sequence, Item item) {
     manager_->OnSendFailed(this, std::move(item.batch));
     return;
   }
-  early_.emplace(sequence, std::move(item));
-  // Release what is now in order; a gap waits for its batch.
-  for (auto it = early_.begin();
-       it != early_.end() && it->first == next_sequence_;
-       it = early_.erase(it)) {
-    outbox_.push_back(std::move(it->second));
-    ++next_sequence_;
-  }
+  batches_.Add(sequence, std::move(item));
   Advance(lock);
 }
 
@@ -115,10 +109,8 @@ void StreamSink::Advance(absl::ReleasableMutexLock& lock) {
   }
   if (finish_requested_) {
     finished_ = true;
-    std::deque<Item> unsent;
-    unsent.swap(outbox_);
-    for (auto& [sequence, item] : early_) unsent.push_back(std::move(item));
-    early_.clear();
+    fields_.reset();
+    std::deque<Item> unsent = batches_.TakeAll();
     grpc::Status status = finish_status_;
     lock.Release();
     for (Item& item : unsent) {
@@ -127,13 +119,16 @@ void StreamSink::Advance(absl::ReleasableMutexLock& lock) {
     reactor_->Finish(status);
     return;
   }
-  if (outbox_.empty()) {
+  if (fields_.has_value()) {
+    current_ = *std::move(fields_);
+    fields_.reset();
+  } else if (batches_.has_ready()) {
+    current_ = batches_.PopReady();
+  } else {
     lock.Release();
     return;
   }
   writing_ = true;
-  current_ = std::move(outbox_.front());
-  outbox_.pop_front();
   const v1::MessageStreamResponse* response = &current_.response;
   lock.Release();
   // current_ is not touched again until OnWriteDone, and the reactor cannot

@@ -8,17 +8,16 @@
 // OnWriteDone, and Finish is called once, only when no write is in flight,
 // so the reactor cannot be deleted under a StartWrite. After Finish the sink
 // unsubscribes and hands back to the manager every batch it could not write,
-// so a leaving subscriber never swallows messages. The outbox is bounded by
-// the manager's
-// max_batches_per_subscriber (plus the fields response).
+// so a leaving subscriber never swallows messages. The batches wait in an
+// OrderedBatches (server/ordered_batches.h) until their turn; they are
+// bounded by the manager's max_batches_per_subscriber (plus the fields
+// response).
 //
 // Reactions never block: Send and OnWriteDone only move data and call
 // StartWrite/Finish.
 #ifndef MSGQ_SERVER_STREAM_REACTOR_H_
 #define MSGQ_SERVER_STREAM_REACTOR_H_
 
-#include <deque>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +29,7 @@
 #include "grpcpp/grpcpp.h"
 #include "msgq/v1/messaging.grpc.pb.h"
 #include "server/auth/authorizer.h"
+#include "server/ordered_batches.h"
 
 namespace msgq {
 
@@ -68,11 +68,10 @@ class StreamSink final : public Subscriber {
   const std::shared_ptr<MessageManager> manager_;
 
   absl::Mutex mu_;
-  std::deque<Item> outbox_ ABSL_GUARDED_BY(mu_);
-  // Batches that arrived ahead of their turn, by sequence (bounded by the
-  // manager's max_batches_per_subscriber).
-  std::map<uint64_t, Item> early_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  // The fields response until its write starts: always the first write,
+  // since SendFields runs before the sink subscribes.
+  std::optional<Item> fields_ ABSL_GUARDED_BY(mu_);
+  OrderedBatches<Item> batches_ ABSL_GUARDED_BY(mu_);
   Item current_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_requested_ ABSL_GUARDED_BY(mu_) = false;

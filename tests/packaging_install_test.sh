@@ -25,8 +25,10 @@ for f in bin/msgqd bin/msgq lib/libmsgq_client.a lib/libmsgq_proto.a \
     etc/msgq/msgqd.flags; do
   [ -e "$tmp/prefix/$f" ] || fail "not installed: $f"
 done
-# The CLI's headers are not part of the library.
+# The CLI's headers and the library's internals are not part of its API.
 [ ! -e "$tmp/prefix/include/msgq/client/cli.h" ] || fail "cli.h installed"
+[ ! -e "$tmp/prefix/include/msgq/client/internal" ] ||
+  fail "client/internal/ installed"
 # No path of the source or build tree leaks into the exported targets.
 if grep -q -e "$src" -e "$build" "$tmp/prefix"/lib/cmake/msgq/*.cmake; then
   fail "exported targets name the source or build tree"

@@ -144,10 +144,20 @@ TEST_F(SecurityLimitsTest, IdleConnectionIsClosedAndReconnects) {
       Eventually([&] { return channel->GetState(false) == GRPC_CHANNEL_IDLE; },
                  absl::Seconds(10)));
   EXPECT_TRUE(ListTables(stub.get(), "", &r).ok());
-  // An open stream keeps its connection busy past the idle deadline.
+  // An open stream keeps its connection busy past the idle deadline: a
+  // connection of its own opened after the stream, with one call, goes
+  // idle twice meanwhile (each time a whole --grpc_max_connection_idle
+  // without a call), and the stream's is still open.
   StreamCollector stream(stub.get(), "a", "msgq");
   ASSERT_TRUE(stream.WaitForFields(absl::Seconds(10)));
-  absl::SleepFor(absl::Milliseconds(2500));
+  auto idle_channel = PlainChannel(server_->address());
+  auto idle_stub = v1::Messaging::NewStub(idle_channel);
+  for (int closed = 0; closed < 2; ++closed) {
+    ASSERT_TRUE(ListTables(idle_stub.get(), "", &r).ok());
+    ASSERT_TRUE(Eventually(
+        [&] { return idle_channel->GetState(false) == GRPC_CHANNEL_IDLE; },
+        absl::Seconds(10)));
+  }
   EXPECT_EQ(channel->GetState(false), GRPC_CHANNEL_READY);
   EXPECT_FALSE(stream.WaitForEnd(absl::ZeroDuration()));
   stream.Cancel();

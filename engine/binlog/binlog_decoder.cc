@@ -4,105 +4,19 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/binlog/binlog_row_format.h"
-#include "engine/binlog/row_image_text.h"
+#include "engine/binlog/binlog_rows_event.h"
 
 namespace msgq {
 namespace {
 
-using binlog::IntegerSize;
-using binlog::IsIntegerType;
 using binlog::IsNumericType;
-using binlog::kBlob;
-using binlog::kString;
-using binlog::kVarchar;
-using binlog::kVarString;
 using binlog::Malformed;
 using binlog::Reader;
 using binlog::ReadMeta;
-using binlog::ValueSize;
 
 constexpr uint8_t kChecksumCrc32 = 1;
-
-struct Value {
-  bool present = false;  // in the image (binlog_row_image)
-  bool is_null = true;
-  bool integer = false;
-  uint64_t bits = 0;        // integer: raw little-endian bits
-  absl::string_view bytes;  // string types
-};
-
-int64_t SignExtend(uint64_t bits, size_t size) {
-  if (size >= 8) return static_cast<int64_t>(bits);
-  const uint64_t sign = uint64_t{1} << (8 * size - 1);
-  return static_cast<int64_t>((bits ^ sign) - sign);
-}
-
-std::optional<int64_t> IntOf(const Value& v, uint8_t type,
-                             bool is_unsigned = false) {
-  if (v.is_null) return std::nullopt;
-  if (v.integer) {
-    return is_unsigned ? static_cast<int64_t>(v.bits)
-                       : SignExtend(v.bits, IntegerSize(type));
-  }
-  int64_t n = 0;
-  if (absl::SimpleAtoi(v.bytes, &n)) return n;
-  return std::nullopt;
-}
-
-// Renders the streamed columns of a due row's after image into
-// change->row (row_change.h); leaves it null when any cannot be rendered.
-void RenderImage(const std::string& types, const std::vector<uint16_t>& meta,
-                 const BookkeepingColumns& cols,
-                 const std::vector<Value>& values,
-                 std::optional<int64_t> epoch_before, RowChange* change) {
-  const std::optional<int64_t> epoch =
-      cols.epoch < values.size()
-          ? IntOf(values[cols.epoch], static_cast<uint8_t>(types[cols.epoch]))
-          : std::nullopt;
-  // msgq's own postpones raise the epoch: their rows are in flight, and
-  // rendering them would only cost.
-  if (!epoch.has_value() ||
-      (epoch_before.has_value() && *epoch > *epoch_before)) {
-    return;
-  }
-  auto render = [&](const BookkeepingColumns::Rendered& c, std::string* out) {
-    const Value& v = values[c.ordinal];
-    return binlog::AppendText(c.form, static_cast<uint8_t>(types[c.ordinal]),
-                              meta[c.ordinal], v.bytes, v.bits, out);
-  };
-  auto row = std::make_shared<PackedRow>();
-  row->lengths.reserve(cols.streamed.size());
-  for (const BookkeepingColumns::Rendered& c : cols.streamed) {
-    if (c.ordinal >= values.size() || !values[c.ordinal].present) return;
-    if (values[c.ordinal].is_null) {
-      row->lengths.push_back(-1);
-      continue;
-    }
-    const size_t before = row->values.size();
-    if (!render(c, &row->values)) return;
-    row->lengths.push_back(static_cast<int64_t>(row->values.size() - before));
-  }
-  if (cols.time_created.has_value()) {
-    const uint32_t i = *cols.time_created;
-    if (i >= values.size() || !values[i].present) return;
-    change->time_created =
-        IntOf(values[i], static_cast<uint8_t>(types[i])).value_or(0);
-  }
-  if (cols.fair.has_value()) {
-    const uint32_t i = cols.fair->ordinal;
-    if (i >= values.size() || !values[i].present) return;
-    if (!values[i].is_null) {
-      std::string key;
-      if (!render(*cols.fair, &key)) return;
-      change->fair_key = std::move(key);
-    }
-  }
-  change->epoch = *epoch;
-  change->row = std::move(row);
-}
 
 }  // namespace
 
@@ -177,14 +91,7 @@ absl::StatusOr<DecodedEvent> BinlogDecoder::Decode(absl::string_view event) {
       return out;
     default:
       if (type >= kFirstCompressedRows && type <= kLastCompressedRows) {
-        uint64_t table_id = 0;
-        if (!r.Uint(6, &table_id)) return Malformed("rows header");
-        auto it = tables_.find(table_id);
-        if (it != tables_.end() && it->second.columns.has_value()) {
-          return absl::UnimplementedError(absl::StrCat(
-              "compressed rows events (log_bin_compress) of ", it->second.db,
-              ".", it->second.table, " are not decoded"));
-        }
+        if (absl::Status s = CheckCompressedRows(body); !s.ok()) return s;
       }
       return out;
   }
@@ -250,7 +157,7 @@ absl::Status BinlogDecoder::DecodeTableMap(absl::string_view body) {
       !r.Bytes(meta_len, &meta_block) || !r.Skip((count + 7) / 8)) {
     return Malformed("table map");
   }
-  MappedTable mapped;
+  binlog::MappedTable mapped;
   mapped.db = std::string(db);
   mapped.table = std::string(table);
   mapped.types = std::string(types);
@@ -300,114 +207,32 @@ absl::Status BinlogDecoder::DecodeRows(uint8_t type, absl::string_view body,
   if (it == tables_.end() || !it->second.columns.has_value()) {
     return absl::OkStatus();
   }
-  const MappedTable& t = it->second;
-  const BookkeepingColumns& cols = *t.columns;
-  const bool v2 = type >= kWriteRowsV2;
-  const bool update = type == kUpdateRowsV1 || type == kUpdateRowsV2;
-  const bool deleted = type == kDeleteRowsV1 || type == kDeleteRowsV2;
-  if (v2) {
-    uint64_t extra = 0;
-    if (!r.Uint(2, &extra) || extra < 2 || !r.Skip(extra - 2)) {
-      return Malformed("rows extra data");
-    }
-  }
-  uint64_t count = 0;
-  absl::string_view present[2];
-  if (!r.Packed(&count) || count != t.types.size() ||
-      !r.Bytes((count + 7) / 8, &present[0]) ||
-      (update && !r.Bytes((count + 7) / 8, &present[1]))) {
-    return Malformed("rows column bitmap");
-  }
-  if (std::max({cols.id, cols.priority, cols.time_next, cols.time_acked}) >=
-      count) {
-    return absl::OkStatus();
-  }
-  auto bit = [](absl::string_view map, size_t i) {
-    return (static_cast<uint8_t>(map[i / 8]) >> (i % 8)) & 1;
-  };
-  bool acked_before = false;  // of the update's row, from its before image
-  std::optional<int64_t> epoch_before;
-  for (int image = 0; r.left() > 0; ++image) {
-    const absl::string_view used = present[update ? image % 2 : 0];
-    size_t n_present = 0;
-    for (size_t i = 0; i < count; ++i) n_present += bit(used, i);
-    // An image of no bytes would never end the loop.
-    if (n_present == 0) return Malformed("row image without columns");
-    absl::string_view nulls;
-    if (!r.Bytes((n_present + 7) / 8, &nulls)) return Malformed("null bitmap");
-    std::vector<Value> values(count);
-    size_t k = 0;
-    for (size_t i = 0; i < count; ++i) {
-      if (!bit(used, i)) continue;
-      values[i].present = true;
-      if (bit(nulls, k++)) continue;
-      const uint8_t ctype = static_cast<uint8_t>(t.types[i]);
-      size_t prefix = 0, size = 0;
-      if (absl::Status s = ValueSize(ctype, t.meta[i], r, &prefix, &size);
-          !s.ok()) {
-        return absl::Status(
-            s.code(), absl::StrCat(s.message(), " (", t.db, ".", t.table, ")"));
-      }
-      Value& v = values[i];
-      v.is_null = false;
-      if (!r.Skip(prefix)) return Malformed("value");
-      if (IsIntegerType(ctype)) {
-        v.integer = true;
-        if (!r.Uint(size, &v.bits)) return Malformed("integer");
-      } else if (!r.Bytes(size, &v.bytes)) {
-        return Malformed("value");
-      }
-    }
-    if (update && image % 2 == 0) {  // before image
-      acked_before = !values[cols.time_acked].is_null;
-      epoch_before = cols.epoch < count
-                         ? IntOf(values[cols.epoch],
-                                 static_cast<uint8_t>(t.types[cols.epoch]))
-                         : std::nullopt;
-      continue;
-    }
-    const Value& id = values[cols.id];
-    if (id.is_null) continue;
-    const uint8_t id_type = static_cast<uint8_t>(t.types[cols.id]);
-    RowChange change;
-    change.deleted = deleted;
-    if (id.integer) {
-      const bool is_unsigned =
-          t.is_unsigned.empty() ? cols.id_unsigned : t.is_unsigned[cols.id];
-      const size_t bytes = IntegerSize(id_type);
-      change.id = is_unsigned ? absl::StrCat(id.bits)
-                              : absl::StrCat(SignExtend(id.bits, bytes));
-    } else if (id_type == kVarchar || id_type == kVarString ||
-               id_type == kString || id_type == kBlob) {
-      change.id = std::string(id.bytes);
-    } else {
-      return absl::UnimplementedError(absl::StrCat("binlog: id column type ",
-                                                   id_type, " of ", t.db, ".",
-                                                   t.table, " is not decoded"));
-    }
-    const bool priority_unsigned = t.is_unsigned.empty()
-                                       ? cols.priority_unsigned
-                                       : t.is_unsigned[cols.priority];
-    change.priority =
-        IntOf(values[cols.priority],
-              static_cast<uint8_t>(t.types[cols.priority]), priority_unsigned)
-            .value_or(0);
-    change.time_next = IntOf(values[cols.time_next],
-                             static_cast<uint8_t>(t.types[cols.time_next]));
-    change.time_acked = IntOf(values[cols.time_acked],
-                              static_cast<uint8_t>(t.types[cols.time_acked]));
-    change.newly_acked =
-        update && !acked_before && change.time_acked.has_value();
-    if (!deleted && !change.time_acked.has_value() &&
-        change.time_next.has_value() && !cols.streamed.empty()) {
-      RenderImage(t.types, t.meta, cols, values,
-                  update ? epoch_before : std::nullopt, &change);
-    }
-    out->changes.push_back(std::move(change));
+  const binlog::MappedTable& t = it->second;
+  binlog::RowsEventKind kind;
+  kind.v2 = type >= kWriteRowsV2;
+  kind.update = type == kUpdateRowsV1 || type == kUpdateRowsV2;
+  kind.deleted = type == kDeleteRowsV1 || type == kDeleteRowsV2;
+  if (absl::Status s =
+          binlog::DecodeRowsEvent(kind, r.rest(), t, &out->changes);
+      !s.ok()) {
+    return s;
   }
   if (!out->changes.empty()) {
     out->db = t.db;
     out->table = t.table;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BinlogDecoder::CheckCompressedRows(absl::string_view body) const {
+  Reader r(body);
+  uint64_t table_id = 0;
+  if (!r.Uint(6, &table_id)) return Malformed("rows header");
+  auto it = tables_.find(table_id);
+  if (it != tables_.end() && it->second.columns.has_value()) {
+    return absl::UnimplementedError(
+        absl::StrCat("compressed rows events (log_bin_compress) of ",
+                     it->second.db, ".", it->second.table, " are not decoded"));
   }
   return absl::OkStatus();
 }

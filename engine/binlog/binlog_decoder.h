@@ -4,11 +4,12 @@
 // committed transaction.
 //
 // It decodes the event bytes itself (header, FORMAT_DESCRIPTION, ROTATE,
-// GTID, XID, QUERY, TABLE_MAP, WRITE/UPDATE/DELETE_ROWS v1 and v2), so it is
-// pure: no connection, no I/O, no clock. Only the bookkeeping columns (id,
-// priority, time_next, time_acked) are decoded; every other column is only
-// measured, for every column type of MariaDB's ROW format except the
-// pre-5.0 DECIMAL. Compressed events (log_bin_compress) are not decoded.
+// GTID, XID, QUERY, TABLE_MAP here; WRITE/UPDATE/DELETE_ROWS v1 and v2 in
+// binlog_rows_event.h), so it is pure: no connection, no I/O, no clock. Only
+// the bookkeeping columns (id, priority, time_next, time_acked) are decoded;
+// every other column is only measured, for every column type of MariaDB's ROW
+// format except the pre-5.0 DECIMAL. Compressed events (log_bin_compress) are
+// not decoded.
 //
 // Input is untrusted: a malformed or truncated event yields DATA_LOSS (or
 // UNIMPLEMENTED for a column type it cannot measure), never a crash or an
@@ -37,6 +38,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/binlog/binlog_rows_event.h"
 #include "engine/binlog/ddl_statement.h"
 #include "engine/binlog/row_change.h"
 
@@ -108,20 +110,15 @@ class BinlogDecoder {
   bool checksum() const { return checksum_; }
 
  private:
-  struct MappedTable {
-    std::string db, table;
-    std::string types;              // one byte per column
-    std::vector<uint16_t> meta;     // per column
-    std::vector<bool> is_unsigned;  // from optional metadata, may be empty
-    std::optional<BookkeepingColumns> columns;
-  };
-
   absl::Status DecodeFormatDescription(absl::string_view body);
   absl::Status DecodeQuery(uint32_t server_id, absl::string_view body,
                            DecodedEvent* out);
   absl::Status DecodeTableMap(absl::string_view body);
+  // A rows event: its table's changes (binlog_rows_event.h).
   absl::Status DecodeRows(uint8_t type, absl::string_view body,
                           DecodedEvent* out);
+  // A compressed rows event: UNIMPLEMENTED when of a message table.
+  absl::Status CheckCompressedRows(absl::string_view body) const;
   void Commit(DecodedEvent* out);
 
   // Constant after construction.
@@ -130,7 +127,7 @@ class BinlogDecoder {
 
   bool checksum_ = false;
   uint8_t table_map_post_header_ = 8;
-  std::unordered_map<uint64_t, MappedTable> tables_;
+  std::unordered_map<uint64_t, binlog::MappedTable> tables_;
   std::string pending_gtid_;
   uint32_t pending_domain_ = 0;
 };

@@ -29,6 +29,12 @@
 // per distinct reason and answered with OnStreaming(true, "") again, so the
 // engine polls for the rows it may have carried.
 //
+// A network path that dies silently (packets lost, no FIN or RST) is
+// noticed within Options::dead_after: the server sends a heartbeat every
+// Options::heartbeat_period while it has nothing else to send, so a dump
+// that reads nothing for dead_after (several periods) is dead, not idle;
+// it is closed and resumed with backoff like any broken stream.
+//
 // When the server cannot be followed (binary log off, binlog_format not
 // ROW, binlog_row_image MINIMAL, missing REPLICATION SLAVE privilege) it
 // logs one warning naming the reason and the fix, reports "not streaming",
@@ -51,6 +57,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/backoff.h"
 #include "engine/binlog/row_change.h"
 #include "engine/sql/mysql_connection.h"
 
@@ -90,6 +97,11 @@ class BinlogWatcher {
     absl::Duration retry_max = absl::Seconds(10);
     uint64_t jitter_seed = 0;
     absl::Duration recheck_interval = absl::Seconds(30);
+    // The server's heartbeat on an idle dump (@master_heartbeat_period), and
+    // the read timeout of the dump connection: a dump silent this long is
+    // dead. dead_after is raised to 3 heartbeat periods if below.
+    absl::Duration heartbeat_period = absl::Seconds(1);
+    absl::Duration dead_after = absl::Seconds(10);
   };
 
   // What the watcher is doing, for ListTables and metrics.
@@ -148,18 +160,45 @@ class BinlogWatcher {
                            const std::string& server);
 
  private:
+  // What follows a stream that ended: how long to wait, and whether the
+  // resume position was dropped (binlog_watcher.cc).
+  struct Retry {
+    absl::Duration wait;
+    bool position_reset = false;
+  };
+  class Dump;  // one dump's event loop (binlog_watcher_dump.cc)
+
+  // ---- The thread and retries (binlog_watcher.cc) ----
   void Run();
-  // Streams until an error or Stop(). FAILED_PRECONDITION: the server
-  // cannot be followed as configured; UNAVAILABLE: retry.
-  absl::Status StreamOnce();
+  bool Stopping() const;
+  // Logs what `status` needs (once per distinct problem) and decides the
+  // wait; `just_reset`: the position was reset and no stream started since.
+  Retry PlanRetry(const absl::Status& status, const std::string& last_problem,
+                  Backoff* backoff, bool* just_reset);
   std::string ConnectState() const;
-  // Records `status` as the reason the stream stopped; logs what needs it.
-  void NoteStopped(const absl::Status& status, std::string* last_problem);
   void SetStreaming(bool streaming);
+
+  // ---- One dump (binlog_watcher_dump.cc) ----
+  // Streams until an error or Stop(). FAILED_PRECONDITION: the server
+  // cannot be followed as configured; OUT_OF_RANGE: the resume position is
+  // gone; ALREADY_EXISTS: evicted; UNAVAILABLE: retry.
+  absl::Status StreamOnce();
+  // The dump connection's options (read timeout dead_after).
+  MysqlOptions DumpOptions() const;
+  // Checks the server can be followed and, without a resume position,
+  // starts at the server's current one. Errors as StreamOnce.
+  absl::Status CheckServer(MysqlConnection& conn);
+  // The session variables a MariaDB dump reads (heartbeat, checksum,
+  // GTID start). UNAVAILABLE when the connection fails.
+  absl::Status PrepareDump(MysqlConnection& conn);
+
+  // ---- Positions (binlog_watcher_position.cc) ----
   // OUT_OF_RANGE if the server's @@gtid_binlog_pos shows the resume
   // position is gone; opens `*control` when needed. OK when it cannot tell.
   absl::Status CheckPosition(const MysqlOptions& mysql,
                              std::unique_ptr<MysqlConnection>* control);
+  // Sets resume_ from a "d-s-n,..." list (the server's current position).
+  void ResumeFrom(const std::string& gtid_list);
 
   const Options options_;
   Listener* const listener_;

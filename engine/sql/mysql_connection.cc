@@ -3,7 +3,14 @@
 #include <errmsg.h>
 #include <mysql.h>
 #include <mysqld_error.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 
 #include "absl/strings/match.h"
@@ -80,6 +87,18 @@ MysqlErrorClass ClassifyMysqlError(unsigned int code) {
       return {absl::StatusCode::kInternal,
               code >= CR_MIN_ERROR && code <= CR_MAX_ERROR};
   }
+}
+
+TcpKeepalive TcpKeepaliveFor(absl::Duration link_timeout) {
+  const int64_t ms =
+      std::max<int64_t>(1000, absl::ToInt64Milliseconds(link_timeout));
+  TcpKeepalive k;
+  k.idle_seconds = static_cast<int>(std::max<int64_t>(1, ms / 2000));
+  k.interval_seconds = static_cast<int>(std::max<int64_t>(1, ms / 10000));
+  k.count = static_cast<int>(
+      std::max<int64_t>(1, (ms / 1000 - k.idle_seconds) / k.interval_seconds));
+  k.user_timeout_ms = static_cast<int>(std::min<int64_t>(ms, INT32_MAX));
+  return k;
 }
 
 std::string QuoteIdentifier(absl::string_view name) {
@@ -173,6 +192,11 @@ absl::StatusOr<std::unique_ptr<MysqlConnection>> MysqlConnection::ConnectOne(
   std::unique_ptr<MysqlConnection> conn(new MysqlConnection(mysql));
   conn->server_ = use_socket ? options.socket
                              : absl::StrCat(options.host, ":", options.port);
+  if (!use_socket && options.link_timeout > absl::ZeroDuration()) {
+    if (absl::Status s = conn->SetLinkTimeout(options.link_timeout); !s.ok()) {
+      return s;
+    }
+  }
   if (absl::Status s = conn->SetUpSession(); !s.ok()) {
     // The server answered, so the cause is permanent unless the connection
     // broke meanwhile.
@@ -213,6 +237,35 @@ absl::Status MysqlConnection::SetUpSession() {
   // off; every msgq statement outside BEGIN..COMMIT must commit at once.
   set = Execute("SET SESSION autocommit = 1");
   return set.status();
+}
+
+absl::Status MysqlConnection::SetLinkTimeout(absl::Duration link_timeout) {
+  const int fd = static_cast<int>(mysql_get_socket(mysql_));
+  const TcpKeepalive k = TcpKeepaliveFor(link_timeout);
+  const int on = 1;
+  const struct {
+    int level, name, value;
+    const char* what;
+  } settings[] = {
+      {SOL_SOCKET, SO_KEEPALIVE, on, "SO_KEEPALIVE"},
+      {IPPROTO_TCP, TCP_KEEPIDLE, k.idle_seconds, "TCP_KEEPIDLE"},
+      {IPPROTO_TCP, TCP_KEEPINTVL, k.interval_seconds, "TCP_KEEPINTVL"},
+      {IPPROTO_TCP, TCP_KEEPCNT, k.count, "TCP_KEEPCNT"},
+      {IPPROTO_TCP, TCP_USER_TIMEOUT, k.user_timeout_ms, "TCP_USER_TIMEOUT"},
+  };
+  for (const auto& s : settings) {
+    if (setsockopt(fd, s.level, s.name, &s.value, sizeof(s.value)) != 0) {
+      return absl::InternalError(absl::StrCat("setting ", s.what, " on the ",
+                                              "MySQL connection to ", server_,
+                                              ": ", std::strerror(errno)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool MysqlConnection::Closed() const {
+  pollfd p{static_cast<int>(mysql_get_socket(mysql_)), POLLIN | POLLRDHUP, 0};
+  return p.fd < 0 || poll(&p, 1, 0) != 0;
 }
 
 MysqlConnection::~MysqlConnection() { mysql_close(mysql_); }

@@ -54,9 +54,24 @@ struct MysqlOptions {
   std::string socket;
   std::string user = "root";
   std::string password;
+  // Bounds the TCP connect (a SYN nobody answers); UNAVAILABLE after it.
   absl::Duration connect_timeout = absl::Seconds(5);
-  // Bounds every read/write on the socket, so a dead server cannot hang us.
+  // Bounds every read/write on the socket (MYSQL_OPT_READ_TIMEOUT /
+  // WRITE_TIMEOUT), so a server that accepts packets but never answers
+  // cannot hang us: the statement fails with UNAVAILABLE (CR_SERVER_LOST).
+  // Also the longest a statement may run without returning its first row.
   absl::Duration io_timeout = absl::Seconds(30);
+  // A silently dead network path (packets lost: no FIN, no RST) is noticed
+  // within this on a TCP connection whatever it is doing, however long its
+  // statements take: the kernel closes the connection when what msgqd sent
+  // stays unacknowledged this long (TCP_USER_TIMEOUT), and keepalive probes
+  // find a silent peer while nothing is in flight (waiting for a long
+  // statement, idle in the pool; TcpKeepaliveFor). The statement in
+  // progress then fails with UNAVAILABLE (CR_SERVER_LOST), a later one on
+  // that connection at once (CR_SERVER_GONE_ERROR). A server that stops
+  // reading what msgqd sends for this long counts as dead too. Zero leaves
+  // the kernel's defaults (hours). Not used over a Unix socket.
+  absl::Duration link_timeout = absl::Seconds(10);
   // TLS to the server; a connection that cannot have it fails (UNAVAILABLE)
   // rather than going on in plaintext.
   MysqlTls tls = MysqlTls::kDisabled;
@@ -67,6 +82,19 @@ struct MysqlOptions {
   // primary moves (mysql_primary.h). Shared by every copy of these options.
   std::shared_ptr<MysqlPrimary> primary;
 };
+
+// The TCP settings a connection gets for MysqlOptions::link_timeout `t`
+// (t > 0): keepalive probes after t/2 idle, then every t/10 (at least 1 s
+// each), and TCP_USER_TIMEOUT t, which also ends the probing: an idle
+// connection whose peer went silent is closed about t after it last heard
+// from it, a busy one t after its oldest unacknowledged byte was sent.
+struct TcpKeepalive {
+  int idle_seconds;      // TCP_KEEPIDLE
+  int interval_seconds;  // TCP_KEEPINTVL
+  int count;             // TCP_KEEPCNT: the probes that fit in t
+  int user_timeout_ms;   // TCP_USER_TIMEOUT
+};
+TcpKeepalive TcpKeepaliveFor(absl::Duration link_timeout);
 
 // A fully buffered result set. Values are the text protocol's; NULL is
 // std::nullopt.
@@ -111,6 +139,11 @@ class MysqlConnection {
   // Whether an error returned by this connection left it unusable, or it is
   // stale.
   bool broken() const { return broken_ || stale(); }
+  // Between statements only: whether the server or the kernel closed the
+  // connection since its last statement (a restart, wait_timeout, a dead
+  // link found by keepalive). An idle connection has nothing to read, so a
+  // readable or failed socket means it is gone. One poll(2), no I/O.
+  bool Closed() const;
   // Opened on a server that is no longer the primary (MysqlOptions::primary
   // moved on): its statements fail with UNAVAILABLE without being sent.
   bool stale() const {
@@ -131,6 +164,9 @@ class MysqlConnection {
   static absl::StatusOr<std::unique_ptr<MysqlConnection>> ConnectToPrimary(
       const MysqlOptions& options);
   absl::Status SetUpSession();
+  // SO_KEEPALIVE and TCP_USER_TIMEOUT per TcpKeepaliveFor; INTERNAL with
+  // errno's text when the socket refuses them.
+  absl::Status SetLinkTimeout(absl::Duration link_timeout);
   absl::Status ErrorStatus(absl::string_view what);
   absl::Status StartQuery(absl::string_view sql);
   absl::Status ForEachRowImpl(absl::string_view sql,

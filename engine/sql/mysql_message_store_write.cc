@@ -13,6 +13,87 @@
 #include "engine/sql/sql_literal.h"
 
 namespace msgq {
+namespace {
+
+// Records the outcome of `unit` in the result slot of its group (a kAcks
+// unit's in each member's slot). A template only because WriteUnit is
+// private to MysqlMessageStore: the type is deduced, never named.
+template <typename Unit>
+void Report(const std::vector<Unit>& units, const Unit& unit,
+            const absl::Status& status, WriteResult& result) {
+  using Kind = decltype(unit.kind);
+  switch (unit.kind) {
+    case Kind::kAcks:
+      for (size_t m : unit.members) {
+        result.acks[units[m].group] =
+            status.ok() ? absl::StatusOr<int64_t>(units[m].affected) : status;
+      }
+      return;
+    case Kind::kPostpones:
+      result.postpones = status;
+      return;
+    case Kind::kAck:
+      result.acks[unit.group] =
+          status.ok() ? absl::StatusOr<int64_t>(unit.affected) : status;
+      return;
+    case Kind::kNack:
+      result.nacks[unit.group] =
+          status.ok()
+              ? absl::StatusOr<NackCount>(NackCount{unit.affected, unit.dead})
+              : status;
+      return;
+    case Kind::kExtend:
+      result.extends[unit.group] =
+          status.ok() ? absl::StatusOr<int64_t>(unit.affected) : status;
+      return;
+    case Kind::kRedrive:
+      result.redrives[unit.group] =
+          status.ok() ? absl::StatusOr<int64_t>(unit.affected) : status;
+      return;
+  }
+}
+
+// The units (by index) that Write's next transaction runs, in order. A
+// kAcks unit runs in place of its members until one of its statements
+// fails permanently: then it is dissolved and its members run as units of
+// their own, so the failure is charged to the RPC whose acks caused it.
+class LiveUnits {
+ public:
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+
+  // Every unit that no other unit runs in place of.
+  template <typename Unit>
+  explicit LiveUnits(const std::vector<Unit>& units)
+      : owner_(units.size(), kNone) {
+    for (size_t u = 0; u < units.size(); ++u) {
+      for (size_t m : units[u].members) owner_[m] = u;
+    }
+    for (size_t u = 0; u < units.size(); ++u) {
+      if (owner_[u] == kNone) live_.push_back(u);
+    }
+  }
+
+  const std::vector<size_t>& units() const { return live_; }
+  bool empty() const { return live_.empty(); }
+  // The live unit that runs `u` in its place, or kNone.
+  size_t owner(size_t u) const { return owner_[u]; }
+  // Puts `members` in the place of the live unit `u`.
+  void Dissolve(size_t u, const std::vector<size_t>& members) {
+    auto at = live_.erase(std::find(live_.begin(), live_.end(), u));
+    live_.insert(at, members.begin(), members.end());
+    for (size_t m : members) owner_[m] = kNone;
+  }
+  // Leaves the live unit `u` out.
+  void Remove(size_t u) {
+    live_.erase(std::find(live_.begin(), live_.end(), u));
+  }
+
+ private:
+  std::vector<size_t> owner_;
+  std::vector<size_t> live_;
+};
+
+}  // namespace
 
 absl::Status MysqlMessageStore::AppendInList(
     const InList& in, const std::vector<std::string>& ids, size_t limit,
@@ -270,60 +351,12 @@ absl::StatusOr<WriteResult> MysqlMessageStore::Write(const WriteBatch& batch) {
   result.extends.assign(batch.extend_groups.size(), int64_t{0});
   result.redrives.assign(batch.redrive_groups.size(), int64_t{0});
   std::vector<WriteUnit> units = BuildUnits(batch, limit, &result);
-  // Records a unit's outcome in the result slot of its group.
-  auto report = [&result, &units](const WriteUnit& unit,
-                                  const absl::Status& status) {
-    switch (unit.kind) {
-      case UnitKind::kAcks:
-        for (size_t m : unit.members) {
-          result.acks[units[m].group] =
-              status.ok() ? absl::StatusOr<int64_t>(units[m].affected) : status;
-        }
-        return;
-      case UnitKind::kPostpones:
-        result.postpones = status;
-        return;
-      case UnitKind::kAck:
-        result.acks[unit.group] =
-            status.ok() ? absl::StatusOr<int64_t>(unit.affected) : status;
-        return;
-      case UnitKind::kNack:
-        result.nacks[unit.group] =
-            status.ok()
-                ? absl::StatusOr<NackCount>(NackCount{unit.affected, unit.dead})
-                : status;
-        return;
-      case UnitKind::kExtend:
-        result.extends[unit.group] =
-            status.ok() ? absl::StatusOr<int64_t>(unit.affected) : status;
-        return;
-      case UnitKind::kRedrive:
-        result.redrives[unit.group] =
-            status.ok() ? absl::StatusOr<int64_t>(unit.affected) : status;
-        return;
-    }
-  };
-  // A kAcks unit runs in place of its members until one of its statements
-  // fails permanently: then the members run as units of their own, so the
-  // failure is charged to the RPC whose acks caused it.
-  std::vector<size_t> owner(units.size(), kNoUnit);
-  for (size_t u = 0; u < units.size(); ++u) {
-    for (size_t m : units[u].members) owner[m] = u;
-  }
-  std::vector<size_t> live;
-  for (size_t u = 0; u < units.size(); ++u) {
-    if (owner[u] == kNoUnit) live.push_back(u);
-  }
-  auto dissolve = [&](size_t u) {
-    auto at = live.erase(std::find(live.begin(), live.end(), u));
-    live.insert(at, units[u].members.begin(), units[u].members.end());
-    for (size_t m : units[u].members) owner[m] = kNoUnit;
-  };
+  LiveUnits live(units);
   // All units in one transaction. When one fails permanently it is left out
   // and the others run again: nothing has committed until a run succeeds.
   while (!live.empty()) {
     size_t failed = kNoUnit;
-    absl::Status status = RunTransaction(*conn, units, live, &failed);
+    absl::Status status = RunTransaction(*conn, units, live.units(), &failed);
     if (status.ok()) break;
     if (msgq::IsUnavailable(status) ||
         status.code() == absl::StatusCode::kAborted) {
@@ -333,16 +366,19 @@ absl::StatusOr<WriteResult> MysqlMessageStore::Write(const WriteBatch& batch) {
     // all live units fail with it.
     std::vector<size_t> failing;
     if (failed == kNoUnit) {
-      failing = live;
+      failing = live.units();
     } else if (units[failed].kind == UnitKind::kAcks) {
-      dissolve(failed);  // its members, alone, will show whose failure it is
+      // Its members, alone, will show whose failure it is.
+      live.Dissolve(failed, units[failed].members);
     } else {
-      if (owner[failed] != kNoUnit) dissolve(owner[failed]);
+      if (const size_t owner = live.owner(failed); owner != LiveUnits::kNone) {
+        live.Dissolve(owner, units[owner].members);
+      }
       failing.push_back(failed);
     }
     for (size_t u : failing) {
-      report(units[u], status);
-      live.erase(std::find(live.begin(), live.end(), u));
+      Report(units, units[u], status, result);
+      live.Remove(u);
     }
     // Some permanent errors (ER_NET_PACKET_TOO_LARGE) close the connection.
     (void)Check(absl::OkStatus());
@@ -351,7 +387,8 @@ absl::StatusOr<WriteResult> MysqlMessageStore::Write(const WriteBatch& batch) {
       if (!conn.ok()) return conn.status();
     }
   }
-  for (size_t u : live) report(units[u], absl::OkStatus());
+  for (size_t u : live.units())
+    Report(units, units[u], absl::OkStatus(), result);
   return result;
 }
 

@@ -6,7 +6,9 @@
 // tables it serves, and a table with nothing to do holds none. At most
 // `max_idle` returned connections are kept open for the next borrower;
 // broken ones (MysqlConnection::broken()) are closed, never handed out again,
-// also when they broke while idle.
+// also when they broke while idle, and so are idle ones the server or the
+// kernel closed meanwhile (MysqlConnection::Closed(): a restarted server, a
+// dead link found by TCP keepalive), checked outside the lock at Borrow.
 // Connections are opened lazily, outside the pool's lock.
 //
 // Borrow(timeout) waits up to `timeout` for a connection when the budget is
@@ -23,7 +25,8 @@
 //   ASSIGN_OR_RETURN(QueryResult r, conn->Query("SELECT 1"));
 //
 // The pool logic is the template BoundedPool<T> (T: anything with
-// `bool broken() const`), so it is unit-tested without a server.
+// `bool broken() const`, and optionally `bool Closed() const`), so it is
+// unit-tested without a server.
 #ifndef MSGQ_ENGINE_SQL_MYSQL_POOL_H_
 #define MSGQ_ENGINE_SQL_MYSQL_POOL_H_
 
@@ -107,14 +110,24 @@ class BoundedPool {
       if (!idle_.empty()) {
         std::unique_ptr<T> conn = std::move(idle_.back());
         idle_.pop_back();
-        if (!conn->broken()) return Lease(this, std::move(conn));
-        stale = std::move(conn);  // keeps its slot for the new one
+        if (conn->broken()) {
+          stale = std::move(conn);  // keeps its slot for the new one
+        } else if constexpr (requires(const T& t) { t.Closed(); }) {
+          stale = std::move(conn);  // checked below, outside the lock
+        } else {
+          return Lease(this, std::move(conn));
+        }
       } else if (open_ >= options_.max_connections) {
         return absl::ResourceExhaustedError(
             absl::StrCat("all ", options_.max_connections,
                          " MySQL connections of the budget are in use"));
       } else {
         ++open_;  // reserve the slot; connect outside the lock
+      }
+    }
+    if constexpr (requires(const T& t) { t.Closed(); }) {
+      if (stale != nullptr && !stale->broken() && !stale->Closed()) {
+        return Lease(this, std::move(stale));
       }
     }
     stale.reset();

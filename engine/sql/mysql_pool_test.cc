@@ -117,6 +117,48 @@ TEST_F(BoundedPoolTest, ConnectionsThatBrokeWhileIdleAreReplaced) {
   EXPECT_EQ(pool->idle(), 0);
 }
 
+// A connection the server or the kernel closed while idle (a restart, a
+// dead link found by TCP keepalive) is replaced at Borrow instead of failing
+// the borrower's first statement; a live one is reused.
+struct ClosableConn {
+  int serial = 0;
+  bool is_closed = false;
+  bool broken() const { return false; }
+  bool Closed() const { return is_closed; }
+};
+
+TEST(BoundedPoolClosedTest, IdleConnectionsClosedMeanwhileAreReplaced) {
+  int opened = 0;
+  BoundedPool<ClosableConn> pool(
+      {.max_connections = 1, .max_idle = 1},
+      [&opened]() -> absl::StatusOr<std::unique_ptr<ClosableConn>> {
+        auto c = std::make_unique<ClosableConn>();
+        c->serial = ++opened;
+        return c;
+      });
+  ClosableConn* idle = nullptr;
+  {
+    absl::StatusOr<BoundedPool<ClosableConn>::Lease> a =
+        pool.Borrow(absl::ZeroDuration());
+    ASSERT_TRUE(a.ok());
+    idle = a->get();
+  }
+  {
+    absl::StatusOr<BoundedPool<ClosableConn>::Lease> b =
+        pool.Borrow(absl::ZeroDuration());
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ((*b)->serial, 1);  // alive: reused
+  }
+  idle->is_closed = true;
+  absl::StatusOr<BoundedPool<ClosableConn>::Lease> c =
+      pool.Borrow(absl::ZeroDuration());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ((*c)->serial, 2);
+  EXPECT_EQ(opened, 2);
+  EXPECT_EQ(pool.open(), 1);
+  EXPECT_EQ(pool.idle(), 0);
+}
+
 TEST_F(BoundedPoolTest, IdleConnectionsBeyondMaxIdleAreClosed) {
   auto pool = MakePool({.max_connections = 3, .max_idle = 1});
   {

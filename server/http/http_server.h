@@ -198,7 +198,9 @@ class HttpServer {
   HttpServer(std::string listen, std::map<std::string, HttpHandler> routes,
              Options options);
 
-  // libmicrohttpd's and GnuTLS's callbacks (http_server.cc).
+  // libmicrohttpd's and GnuTLS's callbacks (http_server_internal.h):
+  // the request dispatch in http_server.cc, the connections' limits and
+  // TLS handshakes in http_connections.cc.
   friend struct MhdCallbacks;
 
   void Admit(::MHD_Connection* mhd, void** socket_context)

@@ -59,7 +59,9 @@
 #define MSGQ_SERVER_MYSQL_PROTOCOL_CONNECTION_H_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +70,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "engine/engine.h"
+#include "engine/queue/message.h"
 #include "server/auth/authorizer.h"
 #include "server/mysql_protocol/command.h"
 #include "server/mysql_protocol/handshake.h"
@@ -76,6 +79,8 @@
 #include "server/tls/tls_server_context.h"
 
 namespace msgq::mysql_protocol {
+
+class RowSink;
 
 struct ConnectionOptions {
   // Empty: any user name with an empty password (the server allows that
@@ -144,6 +149,17 @@ class Connection {
   // Handshake and authentication; false: the connection is to be closed
   // (an ERR packet was sent when the protocol allows one).
   bool Authenticate();
+  // The greeting's answer: the HandshakeResponse packet, read inside TLS
+  // after an SSLRequest. nullopt: close (ERR 1043 for an SSLRequest
+  // without `offer_tls`, ERR 3159 when TLS is required and not asked for,
+  // or as LoginFailed).
+  std::optional<Packet> ReadLoginRequest(bool offer_tls, absl::Time deadline);
+  // The rest of the login without token login: mysql_native_password
+  // (switched to when the client offers another plugin) against
+  // ConnectionOptions::user/password. False: close (ERR 1045 when denied).
+  bool LoginWithPassword(const HandshakeResponse& response,
+                         const std::string& scramble, uint8_t seq,
+                         absl::Time deadline);
   // The rest of the login when the Authorizer requires credentials: the
   // bearer token as a clear-text password (see above). `seq`: of the next
   // packet to send.
@@ -170,8 +186,21 @@ class Connection {
     return options_.authorizer != nullptr && options_.authorizer->required();
   }
   // Streams until the client leaves (false) or the engine ends the stream
-  // (true: read the next command).
+  // (true: read the next command). Refusals before the stream starts
+  // (ERR 1142, 1226, 1146, 1105) leave the connection usable (true unless
+  // the write failed).
   bool Stream(const std::string& keyspace, const std::string& table);
+  // The subscribed stream's loop (after its column definitions; `seq`:
+  // of the next packet): rows as they come until the client leaves or
+  // sends anything (false), a KILL QUERY (ERR 1317) or the engine's close
+  // (its ERR). Ends `sink`.
+  bool StreamRows(RowSink& sink, uint8_t seq, const std::string& keyspace,
+                  const std::string& table);
+  // Writes `batches` as rows (from packet `seq` on, advanced past them) and
+  // reports each to the manager; after a failed write the rest are handed
+  // back and the sink ended (false).
+  bool WriteBatches(RowSink& sink, uint8_t& seq,
+                    std::deque<MessageBatch>& batches);
 
   absl::Status Write(absl::string_view bytes);
   // One packet; UNAVAILABLE when the peer closed or the socket failed,

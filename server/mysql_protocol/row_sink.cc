@@ -34,13 +34,7 @@ void RowSink::Send(uint64_t sequence, MessageBatch batch) {
   {
     absl::MutexLock lock(&mu_);
     if (!finished_) {
-      early_.emplace(sequence, std::move(batch));
-      for (auto it = early_.begin();
-           it != early_.end() && it->first == next_sequence_;
-           it = early_.erase(it)) {
-        ready_.push_back(std::move(it->second));
-        ++next_sequence_;
-      }
+      batches_.Add(sequence, std::move(batch));
       Wake();
       return;
     }
@@ -61,7 +55,7 @@ RowSink::Ready RowSink::TakeReady() {
   (void)!read(wake_fd_, &counter, sizeof(counter));
   Ready out;
   absl::MutexLock lock(&mu_);
-  out.batches.swap(ready_);
+  out.batches = batches_.TakeReady();
   out.closed = closed_;
   return out;
 }
@@ -77,9 +71,7 @@ void RowSink::Finish() {
   std::deque<MessageBatch> unsent;
   {
     absl::MutexLock lock(&mu_);
-    unsent.swap(ready_);
-    for (auto& [sequence, batch] : early_) unsent.push_back(std::move(batch));
-    early_.clear();
+    unsent = batches_.TakeAll();
   }
   for (MessageBatch& batch : unsent) {
     manager_->OnSendFailed(this, std::move(batch));

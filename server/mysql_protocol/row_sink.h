@@ -5,19 +5,19 @@
 // (OnSendDone/OnSendFailed on the manager).
 //
 // Like the gRPC StreamSink, it never blocks the engine: Send only queues
-// and wakes the connection through an eventfd (wake_fd(), owned by the
-// sink so a late Send never writes to a closed descriptor). What is queued
-// is bounded by the manager's max_batches_per_subscriber, since a batch's
-// slot frees only once the connection wrote it. Finish() unsubscribes and
-// hands every batch not yet taken back to the manager (they go to the other
-// subscribers at once); a Send arriving afterwards is handed back too.
+// (in an OrderedBatches, server/ordered_batches.h) and wakes the connection
+// through an eventfd (wake_fd(), owned by the sink so a late Send never writes
+// to a closed descriptor). What is queued is bounded by the manager's
+// max_batches_per_subscriber, since a batch's slot frees only once the
+// connection wrote it. Finish() unsubscribes and hands every batch not yet
+// taken back to the manager (they go to the other subscribers at once); a Send
+// arriving afterwards is handed back too.
 //
 // Thread-safe.
 #ifndef MSGQ_SERVER_MYSQL_PROTOCOL_ROW_SINK_H_
 #define MSGQ_SERVER_MYSQL_PROTOCOL_ROW_SINK_H_
 
 #include <deque>
-#include <map>
 #include <memory>
 #include <optional>
 
@@ -26,6 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "engine/queue/manager/message_manager.h"
 #include "engine/queue/subscriber.h"
+#include "server/ordered_batches.h"
 
 namespace msgq::mysql_protocol {
 
@@ -64,9 +65,7 @@ class RowSink final : public Subscriber {
   const int wake_fd_;
 
   absl::Mutex mu_;
-  std::map<uint64_t, MessageBatch> early_ ABSL_GUARDED_BY(mu_);
-  std::deque<MessageBatch> ready_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  OrderedBatches<MessageBatch> batches_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Status> closed_ ABSL_GUARDED_BY(mu_);
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };

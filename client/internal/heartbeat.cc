@@ -1,4 +1,4 @@
-#include "client/heartbeat.h"
+#include "client/internal/heartbeat.h"
 
 #include <algorithm>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "client/ack_batcher.h"
+#include "client/internal/ack_batcher.h"
 
 #include <string>
 #include <vector>

@@ -37,8 +37,11 @@
 // Thread-safe. The extend and error callbacks run on the thread calling
 // Tick(), never under the heartbeat's lock; End() may be called while an
 // extend of that delivery is in flight (its answer is then only counted).
-#ifndef MSGQ_CLIENT_HEARTBEAT_H_
-#define MSGQ_CLIENT_HEARTBEAT_H_
+//
+// Internal to the client library (client/internal/ is not installed; the
+// public API is client/*.h).
+#ifndef MSGQ_CLIENT_INTERNAL_HEARTBEAT_H_
+#define MSGQ_CLIENT_INTERNAL_HEARTBEAT_H_
 
 #include <cstdint>
 #include <functional>
@@ -53,21 +56,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/message.h"
+#include "client/subscriber_options.h"
 #include "client/table_ref.h"
 #include "msgq/v1/messaging.pb.h"
 
 namespace msgq {
-
-struct HeartbeatOptions {
-  // Extend every fraction * ack_wait; clamped to [0.05, 1].
-  double fraction = 0.5;
-  // The longest a delivery is held past its first deadline (receipt +
-  // ack_wait) by extends. Zero disables heartbeats.
-  absl::Duration max_extension = absl::Minutes(10);
-  // The table's ack_wait, if known; zero = learn it from ListTables (the
-  // Subscriber does so at each stream start).
-  absl::Duration ack_wait = absl::ZeroDuration();
-};
 
 // The ack_wait of `table` among `tables` (a ListTables answer): the first
 // loaded table of that name, in `table.keyspace` unless that is empty.
@@ -162,4 +155,4 @@ class Heartbeat {
 
 }  // namespace msgq
 
-#endif  // MSGQ_CLIENT_HEARTBEAT_H_
+#endif  // MSGQ_CLIENT_INTERNAL_HEARTBEAT_H_

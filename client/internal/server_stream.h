@@ -21,8 +21,11 @@
 // loop ends: OK when stopped by request, otherwise the error that ended it.
 //
 // Thread-safe. No lock is held across a gRPC call or a callback.
-#ifndef MSGQ_CLIENT_SERVER_STREAM_H_
-#define MSGQ_CLIENT_SERVER_STREAM_H_
+//
+// Internal to the client library (client/internal/ is not installed; the
+// public API is client/*.h).
+#ifndef MSGQ_CLIENT_INTERNAL_SERVER_STREAM_H_
+#define MSGQ_CLIENT_INTERNAL_SERVER_STREAM_H_
 
 #include <grpcpp/channel.h>
 #include <grpcpp/client_context.h>
@@ -41,11 +44,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "client/ack_batcher.h"
-#include "client/bounded_queue.h"
 #include "client/client.h"
 #include "client/handler_result.h"
-#include "client/heartbeat.h"
+#include "client/internal/ack_batcher.h"
+#include "client/internal/bounded_queue.h"
+#include "client/internal/heartbeat.h"
 #include "client/message.h"
 #include "client/subscriber_options.h"
 #include "client/table_ref.h"
@@ -141,4 +144,4 @@ class ServerStream {
 
 }  // namespace msgq
 
-#endif  // MSGQ_CLIENT_SERVER_STREAM_H_
+#endif  // MSGQ_CLIENT_INTERNAL_SERVER_STREAM_H_

@@ -1,4 +1,4 @@
-#include "client/bounded_queue.h"
+#include "client/internal/bounded_queue.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>

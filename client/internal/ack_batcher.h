@@ -22,8 +22,11 @@
 //
 // Thread-safe. The send and error callbacks run on the batcher's thread, one
 // at a time.
-#ifndef MSGQ_CLIENT_ACK_BATCHER_H_
-#define MSGQ_CLIENT_ACK_BATCHER_H_
+//
+// Internal to the client library (client/internal/ is not installed; the
+// public API is client/*.h).
+#ifndef MSGQ_CLIENT_INTERNAL_ACK_BATCHER_H_
+#define MSGQ_CLIENT_INTERNAL_ACK_BATCHER_H_
 
 #include <cstddef>
 #include <functional>
@@ -35,17 +38,9 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "client/subscriber_options.h"
 
 namespace msgq {
-
-struct AckBatcherOptions {
-  // Most ids per send; a full batch is sent at once.
-  size_t max_batch = 100;
-  // Longest an id waits for companions before its batch is sent anyway.
-  absl::Duration max_delay = absl::Milliseconds(50);
-  // Sends per id before it is given up on (retryable failures only).
-  int max_attempts = 3;
-};
 
 class AckBatcher {
  public:
@@ -97,4 +92,4 @@ class AckBatcher {
 
 }  // namespace msgq
 
-#endif  // MSGQ_CLIENT_ACK_BATCHER_H_
+#endif  // MSGQ_CLIENT_INTERNAL_ACK_BATCHER_H_

@@ -13,8 +13,11 @@
 //   queue.Close();
 //
 // Thread-safe.
-#ifndef MSGQ_CLIENT_BOUNDED_QUEUE_H_
-#define MSGQ_CLIENT_BOUNDED_QUEUE_H_
+//
+// Internal to the client library (client/internal/ is not installed; the
+// public API is client/*.h).
+#ifndef MSGQ_CLIENT_INTERNAL_BOUNDED_QUEUE_H_
+#define MSGQ_CLIENT_INTERNAL_BOUNDED_QUEUE_H_
 
 #include <algorithm>
 #include <cstddef>
@@ -90,4 +93,4 @@ class BoundedQueue {
 
 }  // namespace msgq
 
-#endif  // MSGQ_CLIENT_BOUNDED_QUEUE_H_
+#endif  // MSGQ_CLIENT_INTERNAL_BOUNDED_QUEUE_H_

@@ -1,4 +1,4 @@
-#include "client/server_stream.h"
+#include "client/internal/server_stream.h"
 
 #include <grpcpp/support/sync_stream.h>
 

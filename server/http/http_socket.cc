@@ -1,0 +1,126 @@
+// The HTTP port's sockets: the listening one and the client's address
+// (http_server_internal.h).
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "server/http/http_server_internal.h"
+
+namespace msgq::http_internal {
+namespace {
+
+absl::StatusOr<std::pair<std::string, std::string>> SplitHostPort(
+    const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("HTTP listen address '", listen, "' is not HOST:PORT"));
+  }
+  std::string host = listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "HTTP listen address '", listen, "': write IPv6 addresses as [ADDR]"));
+  }
+  return std::make_pair(host, listen.substr(colon + 1));
+}
+
+}  // namespace
+
+absl::StatusOr<int> Listen(const std::string& listen) {
+  absl::StatusOr<std::pair<std::string, std::string>> hp =
+      SplitHostPort(listen);
+  if (!hp.ok()) return hp.status();
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(hp->first.empty() ? nullptr : hp->first.c_str(),
+                             hp->second.c_str(), &hints, &found);
+  if (rc != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot serve HTTP on ", listen, ": ", gai_strerror(rc)));
+  }
+  std::string error = "no address";
+  int fd = -1;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      error = std::strerror(errno);
+      continue;
+    }
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 128) == 0) {
+      break;
+    }
+    error = std::strerror(errno);
+    close(fd);
+    fd = -1;
+  }
+  freeaddrinfo(found);
+  if (fd < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve HTTP on ", listen, ": ", error));
+  }
+  return fd;
+}
+
+int LocalPort(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return 0;
+  if (addr.ss_family == AF_INET) {
+    return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  }
+  if (addr.ss_family == AF_INET6) {
+    return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+  }
+  return 0;
+}
+
+void DescribePeer(const sockaddr* addr, std::string* peer,
+                  std::string* address) {
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (addr == nullptr) {
+    *peer = *address = "?";
+    return;
+  }
+  if (addr->sa_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(addr);
+    inet_ntop(AF_INET, &v4->sin_addr, text, sizeof(text));
+    *address = text;
+    *peer = absl::StrCat(text, ":", ntohs(v4->sin_port));
+    return;
+  }
+  if (addr->sa_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(addr);
+    if (IN6_IS_ADDR_V4MAPPED(&v6->sin6_addr)) {
+      inet_ntop(AF_INET, &v6->sin6_addr.s6_addr[12], text, sizeof(text));
+      *address = text;
+      *peer = absl::StrCat(text, ":", ntohs(v6->sin6_port));
+      return;
+    }
+    inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof(text));
+    *peer = absl::StrCat("[", text, "]:", ntohs(v6->sin6_port));
+    in6_addr prefix = v6->sin6_addr;
+    std::memset(&prefix.s6_addr[8], 0, 8);
+    inet_ntop(AF_INET6, &prefix, text, sizeof(text));
+    *address = absl::StrCat(text, "/64");
+    return;
+  }
+  *peer = *address = "?";
+}
+
+}  // namespace msgq::http_internal
