@@ -20,7 +20,9 @@ line with aligned columns: KEYSPACE, NAME, STATUS (loaded, paused: see
 'msgq pause', or error),
 DISCOVERY (binlog or poll), SUBSCRIBERS, CACHED, IN_FLIGHT, DEAD ("-" until
 counted: see docs/tables.md#dead-letters-seeing-and-steering), and DETAILS
-(the settings of a loaded table, or why it failed to load). With --json,
+(the settings of a loaded table, with msgq_concurrency_by also
+"keys_at_limit=K": keys with msgq_concurrency messages in flight now; or
+why it failed to load). With --json,
 prints
 {"tables":[...]} using the field names of msgq.v1.TableStatus.
 
@@ -47,8 +49,23 @@ struct ServerTables {
   std::vector<v1::TableStatus> tables;
 };
 
-// FormatTablesText() with SERVER first and OWNER after STATUS.
-std::string FormatServerTablesText(const std::vector<ServerTables>& servers) {
+// The DETAILS cell: the settings of a loaded table, then, with
+// msgq_concurrency_by, the limit and how many keys are at it now.
+std::string Details(const v1::TableStatus& t) {
+  std::string details = FormatSettings(t.settings());
+  if (t.settings().concurrency() > 0) {
+    absl::StrAppend(&details, details.empty() ? "" : " ",
+                    "concurrency_by=", t.settings().concurrency_by(),
+                    " concurrency=", t.settings().concurrency(),
+                    " keys_at_limit=", t.keys_at_limit());
+  }
+  return details;
+}
+
+// The tables as aligned text; with `several`, SERVER first and OWNER after
+// STATUS (with one server, the columns of FormatTablesText).
+std::string FormatServerTablesText(const std::vector<ServerTables>& servers,
+                                   bool several = true) {
   std::string out;
   // Built cell by cell rather than from FormatTablesText's lines so columns
   // stay aligned across servers.
@@ -58,18 +75,23 @@ std::string FormatServerTablesText(const std::vector<ServerTables>& servers) {
   for (const ServerTables& s : servers) {
     for (const v1::TableStatus& t : s.tables) {
       if (t.loaded()) {
-        rows.push_back({s.server, t.keyspace(), t.name(),
-                        t.paused() ? "paused" : "loaded", Owner(t.ownership()),
-                        t.discovery().empty() ? "-" : t.discovery(),
-                        absl::StrCat(t.subscribers()), absl::StrCat(t.cached()),
-                        absl::StrCat(t.in_flight()),
-                        t.dead() < 0 ? "-" : absl::StrCat(t.dead()),
-                        FormatSettings(t.settings())});
+        rows.push_back(
+            {s.server, t.keyspace(), t.name(), t.paused() ? "paused" : "loaded",
+             Owner(t.ownership()), t.discovery().empty() ? "-" : t.discovery(),
+             absl::StrCat(t.subscribers()), absl::StrCat(t.cached()),
+             absl::StrCat(t.in_flight()),
+             t.dead() < 0 ? "-" : absl::StrCat(t.dead()), Details(t)});
       } else {
         rows.push_back(
             {s.server, t.keyspace(), t.name(), "error", Owner(t.ownership()),
              "-", absl::StrCat(t.subscribers()), "-", "-", "-", t.error()});
       }
+    }
+  }
+  if (!several) {
+    for (auto& row : rows) {
+      row.erase(row.begin() + 4);  // OWNER
+      row.erase(row.begin());      // SERVER
     }
   }
   std::vector<size_t> widths(rows[0].size(), 0);
@@ -155,7 +177,9 @@ int RunTables(absl::Span<const std::string> args, std::ostream& out,
     return ReportUsageError(err, "tables", client.status().message());
   absl::StatusOr<std::vector<v1::TableStatus>> tables = (*client)->ListTables();
   if (!tables.ok()) return ReportError(err, "tables", common, tables.status());
-  out << (json ? FormatTablesJson(*tables) + "\n" : FormatTablesText(*tables));
+  out << (json ? FormatTablesJson(*tables) + "\n"
+               : FormatServerTablesText({{common.server, *tables}},
+                                        /*several=*/false));
   out.flush();
   return kExitOk;
 }

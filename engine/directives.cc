@@ -44,17 +44,19 @@ constexpr absl::string_view kRateLimit = "msgq_rate_limit";
 constexpr absl::string_view kRateBurst = "msgq_rate_burst";
 constexpr absl::string_view kOrderBy = "msgq_order_by";
 constexpr absl::string_view kFairBy = "msgq_fair_by";
+constexpr absl::string_view kConcurrencyBy = "msgq_concurrency_by";
+constexpr absl::string_view kConcurrency = "msgq_concurrency";
 constexpr absl::string_view kPartitionInterval = "msgq_partition_interval";
 constexpr absl::string_view kPartitionsAhead = "msgq_partitions_ahead";
 // Far above what one table can send; keeps the token arithmetic exact.
 constexpr double kMaxRate = 1e9;
 
 constexpr absl::string_view kKnownDirectives[] = {
-    kAckWait,         kPurgeAfter, kBatchSize,     kCacheSize,
-    kPollerInterval,  kMinBackoff, kMaxBackoff,    kMessageCols,
-    kMaxAttempts,     kMaxAge,     kDeadRetention, kRateLimit,
-    kRateBurst,       kOrderBy,    kFairBy,        kPartitionInterval,
-    kPartitionsAhead,
+    kAckWait,         kPurgeAfter,    kBatchSize,     kCacheSize,
+    kPollerInterval,  kMinBackoff,    kMaxBackoff,    kMessageCols,
+    kMaxAttempts,     kMaxAge,        kDeadRetention, kRateLimit,
+    kRateBurst,       kOrderBy,       kFairBy,        kPartitionInterval,
+    kPartitionsAhead, kConcurrencyBy, kConcurrency,
 };
 
 // Directive name -> trimmed raw value. Views point into the comment.
@@ -249,16 +251,8 @@ absl::StatusOr<absl::string_view> Required(const RawDirectives& raw,
   return it->second;
 }
 
-}  // namespace
-
-bool IsMessageTableComment(absl::string_view comment) {
-  return absl::StrContains(comment, kMarker);
-}
-
-absl::StatusOr<TableSettings> ParseDirectives(absl::string_view comment) {
-  ASSIGN_OR_RETURN(const RawDirectives raw, SplitDirectives(comment));
-  TableSettings settings;
-
+// The five directives every message table has.
+absl::Status ParseRequired(const RawDirectives& raw, TableSettings& settings) {
   ASSIGN_OR_RETURN(const absl::string_view ack_wait, Required(raw, kAckWait));
   ASSIGN_OR_RETURN(settings.ack_wait, ParseSeconds(kAckWait, ack_wait));
   ASSIGN_OR_RETURN(const absl::string_view purge_after,
@@ -277,10 +271,16 @@ absl::StatusOr<TableSettings> ParseDirectives(absl::string_view comment) {
                    Required(raw, kPollerInterval));
   ASSIGN_OR_RETURN(settings.poller_interval,
                    ParseSeconds(kPollerInterval, poller_interval));
+  return absl::OkStatus();
+}
 
+// vt_min_backoff and vt_max_backoff (after ParseRequired: min defaults to
+// the ack wait).
+absl::Status ParseBackoff(const RawDirectives& raw, TableSettings& settings) {
   // The error below quotes the values as written, so remember where min came
   // from when it is the default.
-  std::string min_backoff_text = absl::StrCat(ack_wait, " s, from ", kAckWait);
+  std::string min_backoff_text =
+      absl::StrCat(raw.find(kAckWait)->second, " s, from ", kAckWait);
   settings.min_backoff = settings.ack_wait;
   if (const auto it = raw.find(kMinBackoff); it != raw.end()) {
     ASSIGN_OR_RETURN(settings.min_backoff,
@@ -296,7 +296,12 @@ absl::StatusOr<TableSettings> ParseDirectives(absl::string_view comment) {
                           it->second, kMinBackoff, min_backoff_text));
     }
   }
+  return absl::OkStatus();
+}
 
+// The streamed columns and what makes a message dead.
+absl::Status ParseColumnsAndFailures(const RawDirectives& raw,
+                                     TableSettings& settings) {
   if (const auto it = raw.find(kMessageCols); it != raw.end()) {
     ASSIGN_OR_RETURN(settings.message_cols, ParseMessageCols(it->second));
   }
@@ -311,6 +316,11 @@ absl::StatusOr<TableSettings> ParseDirectives(absl::string_view comment) {
     ASSIGN_OR_RETURN(settings.dead_retention,
                      ParseSeconds(kDeadRetention, it->second));
   }
+  return absl::OkStatus();
+}
+
+// msgq_rate_limit and msgq_rate_burst.
+absl::Status ParseRateLimit(const RawDirectives& raw, TableSettings& settings) {
   if (const auto it = raw.find(kRateLimit); it != raw.end()) {
     ASSIGN_OR_RETURN(settings.rate_limit,
                      ParseRate(kRateLimit, it->second, kMaxRate));
@@ -330,8 +340,13 @@ absl::StatusOr<TableSettings> ParseDirectives(absl::string_view comment) {
           "%s: \"%s\" must be at least 1 message", kRateBurst, it->second));
     }
   }
-  // Used only by tables RANGE-partitioned on time_created; bounds lie on a
-  // grid of whole seconds (partition names are the bound's UTC second).
+  return absl::OkStatus();
+}
+
+// Used only by tables RANGE-partitioned on time_created; bounds lie on a
+// grid of whole seconds (partition names are the bound's UTC second).
+absl::Status ParsePartitions(const RawDirectives& raw,
+                             TableSettings& settings) {
   if (const auto it = raw.find(kPartitionInterval); it != raw.end()) {
     ASSIGN_OR_RETURN(settings.partition_interval,
                      ParseSeconds(kPartitionInterval, it->second));
@@ -348,7 +363,52 @@ absl::StatusOr<TableSettings> ParseDirectives(absl::string_view comment) {
         settings.partitions_ahead,
         ParseCount(kPartitionsAhead, it->second, kMaxPartitionsAhead));
   }
-  // Column names; the table's loader checks that the columns exist.
+  return absl::OkStatus();
+}
+
+// msgq_concurrency_by and msgq_concurrency (after the order and fair keys,
+// which they are checked against).
+absl::Status ParseConcurrency(const RawDirectives& raw,
+                              TableSettings& settings) {
+  const auto by = raw.find(kConcurrencyBy);
+  const auto n = raw.find(kConcurrency);
+  if (by == raw.end() && n == raw.end()) return absl::OkStatus();
+  if (by == raw.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        kConcurrency, " needs ", kConcurrencyBy, " (the column it limits by)"));
+  }
+  if (n == raw.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kConcurrencyBy, " needs ", kConcurrency,
+                     " (the most messages of one key in flight at once)"));
+  }
+  ASSIGN_OR_RETURN(settings.concurrency_by,
+                   ParseColumnName(kConcurrencyBy, by->second));
+  ASSIGN_OR_RETURN(settings.concurrency,
+                   ParseCount(kConcurrency, n->second, kMaxConcurrency));
+  if (!settings.order_by.empty()) {
+    return absl::InvalidArgumentError(
+        absl::EqualsIgnoreCase(settings.order_by, settings.concurrency_by)
+            ? absl::StrCat(kConcurrencyBy, " and ", kOrderBy,
+                           " cannot name the same column (an ordered key "
+                           "sends one message at a time already)")
+            : absl::StrCat(kConcurrencyBy, " and ", kOrderBy,
+                           " cannot be combined (an ordered table reads "
+                           "only its keys' heads)"));
+  }
+  if (!settings.fair_by.empty() &&
+      !absl::EqualsIgnoreCase(settings.fair_by, settings.concurrency_by)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s (%s) and %s (%s) must name the same column (the poll reads "
+        "per value of one column)",
+        kConcurrencyBy, settings.concurrency_by, kFairBy, settings.fair_by));
+  }
+  return absl::OkStatus();
+}
+
+// The keys of flow control: msgq_order_by, msgq_fair_by, msgq_concurrency*.
+// Column names only; the table's loader checks that the columns exist.
+absl::Status ParseKeys(const RawDirectives& raw, TableSettings& settings) {
   if (const auto it = raw.find(kOrderBy); it != raw.end()) {
     ASSIGN_OR_RETURN(settings.order_by, ParseColumnName(kOrderBy, it->second));
   }
@@ -361,6 +421,24 @@ absl::StatusOr<TableSettings> ParseDirectives(absl::string_view comment) {
           "already)"));
     }
   }
+  return ParseConcurrency(raw, settings);
+}
+
+}  // namespace
+
+bool IsMessageTableComment(absl::string_view comment) {
+  return absl::StrContains(comment, kMarker);
+}
+
+absl::StatusOr<TableSettings> ParseDirectives(absl::string_view comment) {
+  ASSIGN_OR_RETURN(const RawDirectives raw, SplitDirectives(comment));
+  TableSettings settings;
+  RETURN_IF_ERROR(ParseRequired(raw, settings));
+  RETURN_IF_ERROR(ParseBackoff(raw, settings));
+  RETURN_IF_ERROR(ParseColumnsAndFailures(raw, settings));
+  RETURN_IF_ERROR(ParseRateLimit(raw, settings));
+  RETURN_IF_ERROR(ParsePartitions(raw, settings));
+  RETURN_IF_ERROR(ParseKeys(raw, settings));
   return settings;
 }
 

@@ -31,6 +31,7 @@ inline constexpr int kMaxBatchSize = 10000;                 // vt_batch_size
 inline constexpr int64_t kMaxDurationSeconds = 3153600000;  // 100 years
 inline constexpr int kMaxAttemptsLimit = 1000000;           // msgq_max_attempts
 inline constexpr int kMaxPartitionsAhead = 1000;  // msgq_partitions_ahead
+inline constexpr int kMaxConcurrency = 10000;     // msgq_concurrency
 
 // True when `comment` marks a message table (contains "vitess_message").
 bool IsMessageTableComment(absl::string_view comment);
@@ -44,7 +45,9 @@ bool IsMessageTableComment(absl::string_view comment);
 // kMaxDurationSeconds); a
 // directive appears twice; vt_min_backoff > vt_max_backoff; vt_message_cols is
 // empty or does not start with `id`; an unknown vt_* or msgq_* directive is
-// present. msgq's own directives (msgq_max_attempts, msgq_max_age,
+// present; msgq_concurrency_by without msgq_concurrency or the reverse;
+// msgq_concurrency_by with msgq_order_by, or with a msgq_fair_by of another
+// column. msgq's own directives (msgq_max_attempts, msgq_max_age,
 // msgq_dead_retention) are optional; Vitess ignores them. Pieces that start
 // with neither "vt_" nor "msgq_" (other than "vitess_message") are ignored,
 // so applications may keep their own notes in the comment.

@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/utf8.h"
+#include "engine/lease/instance_lock.h"
+#include "engine/lease/lease_keeper.h"
 #include "engine/log.h"
 #include "engine/sql/sql_literal.h"
 
@@ -24,7 +26,7 @@ std::string Echo(absl::string_view name) {
 }
 
 Engine::Options WithLeases(Engine::Options options) {
-  options.manager.leased = options.leases;
+  options.manager.leased = options.leases || options.instance_lock;
   return options;
 }
 
@@ -38,11 +40,59 @@ Engine::Engine(Options options, Clock* clock, JitterSource* jitter)
           PoolOptions{.max_connections = PoolSize(options_),
                       .max_idle = PoolSize(options_)},
           options_.mysql)),
-      executor_(std::make_shared<RoundExecutor>(PoolSize(options_), clock)) {}
+      executor_(std::make_shared<RoundExecutor>(PoolSize(options_), clock)) {
+  absl::MutexLock lock(&mu_);
+  instance_id_ = options_.instance_id;
+  address_ = options_.address;
+}
+
+void Engine::Identify(std::string instance_id, std::string address) {
+  absl::MutexLock lock(&mu_);
+  instance_id_ = std::move(instance_id);
+  address_ = std::move(address);
+}
+
+std::string Engine::instance_id() const {
+  absl::MutexLock lock(&mu_);
+  return instance_id_;
+}
+
+std::unique_ptr<OwnershipKeeper> Engine::NewKeeper() {
+  std::string self, address;
+  {
+    absl::MutexLock lock(&mu_);
+    self = instance_id_;
+    address = address_;
+  }
+  MysqlOptions mysql = options_.mysql;
+  mysql.io_timeout = options_.lease_duration;  // a round never hangs long
+  auto tables = [this] { return LoadedTables(); };
+  if (options_.leases) {
+    return std::make_unique<LeaseKeeper>(
+        LeaseKeeper::Options{
+            .self = self, .address = address, .lease = options_.lease_duration},
+        std::make_unique<MysqlLeaseStore>(mysql, options_.databases.front()),
+        clock_, tables);
+  }
+  if (options_.instance_lock) {
+    return std::make_unique<InstanceLock>(
+        InstanceLock::Options{.self = self,
+                              .databases = options_.databases,
+                              .lease = options_.lease_duration},
+        std::make_unique<MysqlLockStore>(
+            mysql, InstanceLock::IdleTimeout(options_.lease_duration)),
+        clock_, tables);
+  }
+  return nullptr;
+}
 
 Engine::~Engine() { Stop(); }
 
 absl::Status Engine::Start() {
+  keeper_ = NewKeeper();
+  if (keeper_ != nullptr) {
+    if (absl::Status s = keeper_->Check(); !s.ok()) return s;
+  }
   if (options_.mysql.primary != nullptr) {
     MysqlOptions mysql = options_.mysql;
     mysql.io_timeout = absl::Seconds(5);  // a check never hangs long
@@ -50,18 +100,8 @@ absl::Status Engine::Start() {
         std::make_unique<MysqlPrimaryMonitor>(mysql, absl::Seconds(1));
     primary_monitor_->Start();
   }
-  if (options_.leases) {
-    MysqlOptions mysql = options_.mysql;
-    mysql.io_timeout = options_.lease_duration;  // a renewal never hangs long
-    leases_ = std::make_unique<LeaseKeeper>(
-        LeaseKeeper::Options{.self = options_.instance_id,
-                             .address = options_.address,
-                             .lease = options_.lease_duration},
-        std::make_unique<MysqlLeaseStore>(mysql, options_.databases.front()),
-        clock_, [this] { return LoadedTables(); });
-  }
   absl::Status status = Reload();
-  if (leases_ != nullptr) leases_->Start();
+  if (keeper_ != nullptr) keeper_->Start();
   thread_ = std::thread([this] { ReloadLoop(); });
   if (options_.binlog) {
     BinlogWatcher::Options binlog;
@@ -201,7 +241,7 @@ bool Engine::Stop(absl::Duration timeout) {
     finished = pending->mu.AwaitWithDeadline(absl::Condition(&done), deadline);
   }
   // Every postpone is written: hand the tables over at once.
-  if (finished && leases_ != nullptr) leases_->Stop();
+  if (finished && keeper_ != nullptr) keeper_->Stop();
   return finished;
 }
 
@@ -269,9 +309,9 @@ std::vector<Engine::TableInfo> Engine::ListTables() const {
   std::vector<TableInfo> out;
   for (auto& [info, manager] : rows) {
     if (manager != nullptr) info.stats = manager->stats();
-    if (manager != nullptr && leases_ != nullptr) {
+    if (manager != nullptr && keeper_ != nullptr) {
       info.ownership =
-          leases_->Ownership(absl::StrCat(info.keyspace, ".", info.name));
+          keeper_->Ownership(absl::StrCat(info.keyspace, ".", info.name));
     }
     out.push_back(std::move(info));
   }

@@ -33,6 +33,7 @@
 #include "engine/binlog/binlog_watcher.h"
 #include "engine/clock.h"
 #include "engine/lease/lease_keeper.h"
+#include "engine/lease/ownership_keeper.h"
 #include "engine/lease/table_ownership.h"
 #include "engine/queue/backoff.h"
 #include "engine/queue/manager/message_manager.h"
@@ -64,13 +65,19 @@ class Engine : private BinlogWatcher::Listener {
     // server does not allow it).
     bool binlog = true;
     uint32_t binlog_server_id = BinlogWatcher::DefaultServerId();
-    // Names this msgqd in lease rows (--instance_id); unique per process.
+    // Names this msgqd in lease rows (--instance_id); one process at a
+    // time (lease_keeper.h). May be left empty and given by Identify().
     std::string instance_id;
     // Several msgqd share the tables (--leases): each table is sent by the
     // one instance holding its lease in MySQL (engine/lease/). Takes one
     // more MySQL connection, of the keeper's own. The lease rows live in
     // the first of `databases`.
     bool leases = false;
+    // Without leases: a second msgqd on the same databases does not send
+    // (--leases=false; engine/lease/instance_lock.h). Also takes one MySQL
+    // connection of its own. Ignored with `leases`.
+    bool instance_lock = false;
+    // How long a lease lasts; the keeper's rounds run every fifth of it.
     absl::Duration lease_duration = absl::Seconds(5);
     std::string address;  // --listen, written in the heartbeat row
   };
@@ -96,9 +103,18 @@ class Engine : private BinlogWatcher::Listener {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
+  // Names this msgqd (Options::instance_id) and the address written in its
+  // heartbeat row, when they are known only after construction (msgqd
+  // binds its gRPC port first: server/msgqd_server.h). Call before Start().
+  void Identify(std::string instance_id, std::string address);
   // Loads the schema once and starts the reload thread. Returns the first
   // load's status (UNAVAILABLE when MySQL is unreachable); the engine runs
-  // either way and keeps retrying.
+  // either way and keeps retrying. With leases, first checks that MySQL
+  // lets this msgqd create and write its lease tables
+  // (OwnershipKeeper::Check): FAILED_PRECONDITION with the message for the
+  // operator (the GRANT to run, or --leases=false) when it does not, and
+  // nothing is started (the caller should exit); a MySQL that cannot be
+  // reached is not checked then (the keeper keeps trying).
   absl::Status Start();
   // Stops the reload thread and every manager, in parallel; their streams
   // end with UNAVAILABLE "server shutting down" and each flushes its
@@ -127,8 +143,9 @@ class Engine : private BinlogWatcher::Listener {
   // MySQL does not answer the schema reads (noticed within reload_interval)
   // and once Stop() began.
   absl::Status Health() const;
-  // This msgqd's instance id, as written in lease rows (Options).
-  const std::string& instance_id() const { return options_.instance_id; }
+  // This msgqd's instance id, as written in lease rows (Options, or
+  // Identify()).
+  std::string instance_id() const;
   // The databases served, in the order an empty keyspace searches them.
   const std::vector<std::string>& databases() const {
     return options_.databases;
@@ -176,12 +193,33 @@ class Engine : private BinlogWatcher::Listener {
   };
   using Key = std::pair<std::string, std::string>;
 
+  // What a reload changes (engine_reload.cc).
+  struct ReloadPlan {
+    std::vector<TableDefinition> changed;  // new or redefined
+    std::vector<Key> removed;
+    std::vector<Key> restarted;  // reset by the binlog (logged)
+    std::set<Key> successors;    // replace a manager of the same table
+  };
+
   void ReloadLoop();
+  // Reload()'s steps (engine_reload.cc): read the definitions (and the
+  // paused tables) on a pooled connection; decide what changes
+  // (UNAVAILABLE once stopping); build the new entries' managers; swap
+  // them in, stop the replaced ones, start the new ones.
+  absl::StatusOr<SchemaSnapshot> ReadSchema();
+  absl::StatusOr<ReloadPlan> PlanReload(const SchemaSnapshot& snapshot);
+  std::vector<std::pair<Key, Entry>> BuildEntries(
+      const std::vector<TableDefinition>& changed,
+      const std::set<Key>& successors);
+  absl::Status SwapIn(std::vector<std::pair<Key, Entry>> fresh,
+                      const std::vector<Key>& removed);
   // Reads the paused tables over `conn` (each reload); on an error the
   // known set is kept (engine_pause.cc).
   void ReadPaused(MysqlConnection& conn);
   // Pauses or resumes every loaded manager as the paused set says.
   void ApplyPaused();
+  // The ownership keeper Options ask for (null for none).
+  std::unique_ptr<OwnershipKeeper> NewKeeper();
   // The loaded tables by "keyspace.table" (the lease keeper's view).
   std::map<std::string, std::shared_ptr<MessageManager>> LoadedTables() const;
   std::shared_ptr<MessageManager> FindLoaded(const std::string& db,
@@ -222,7 +260,11 @@ class Engine : private BinlogWatcher::Listener {
   std::string pause_error_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
   std::unique_ptr<BinlogWatcher> binlog_;
-  std::unique_ptr<LeaseKeeper> leases_;  // with Options::leases
+  // With Options::leases or Options::instance_lock: grants the tables.
+  std::unique_ptr<OwnershipKeeper> keeper_;
+  // Options::instance_id and address, or as Identify() set them.
+  std::string instance_id_ ABSL_GUARDED_BY(mu_);
+  std::string address_ ABSL_GUARDED_BY(mu_);
   // With several MySQL servers (MysqlOptions::primary).
   std::unique_ptr<MysqlPrimaryMonitor> primary_monitor_;
   // The connections of every table's rounds and of reloads; as many

@@ -11,7 +11,7 @@ namespace msgq {
 
 int Engine::PoolSize(const Options& options) {
   return std::max(1, options.max_connections - (options.binlog ? 2 : 0) -
-                         (options.leases ? 1 : 0) -
+                         (options.leases || options.instance_lock ? 1 : 0) -
                          (options.mysql.primary != nullptr ? 1 : 0));
 }
 

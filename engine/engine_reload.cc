@@ -2,7 +2,11 @@
 // tables' definitions and starting, restarting, failing or stopping their
 // managers to match. Kept out of engine.cc, which serves the tables.
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/engine.h"
@@ -46,35 +50,7 @@ void Engine::ReloadLoop() {
 
 absl::Status Engine::Reload() {
   absl::MutexLock reload_lock(&reload_mu_);
-  absl::StatusOr<SchemaSnapshot> snapshot;
-  {
-    absl::StatusOr<MysqlPool::Lease> conn =
-        pool_->Borrow(MysqlMessageStore::kBorrowTimeout);
-    if (conn.ok()) {
-      snapshot = LoadSchema(**conn, options_.databases);
-      // information_schema can miss a table for a moment while an ALTER
-      // (msgqd's own partition purge among them) swaps its definition: a
-      // snapshot that drops or changes a loaded table is read once more,
-      // and the second read decides.
-      const auto drops_or_changes = [&](const SchemaSnapshot& snap) {
-        absl::MutexLock lock(&mu_);
-        size_t found = 0;
-        for (const TableDefinition& def : snap.tables) {
-          auto it = tables_.find(Key{def.keyspace, def.name});
-          if (it == tables_.end()) continue;
-          ++found;
-          if (!(it->second.definition == def)) return true;
-        }
-        return found != tables_.size();
-      };
-      if (snapshot.ok() && drops_or_changes(*snapshot)) {
-        snapshot = LoadSchema(**conn, options_.databases);
-      }
-      if (snapshot.ok()) ReadPaused(**conn);
-    } else {
-      snapshot = conn.status();
-    }
-  }
+  absl::StatusOr<SchemaSnapshot> snapshot = ReadSchema();
   if (!snapshot.ok()) {
     absl::MutexLock lock(&mu_);
     if (last_error_.ok() ||
@@ -91,42 +67,77 @@ absl::Status Engine::Reload() {
       if (!loaded_once_) LogWarning("database `", db, "` does not exist (yet)");
     }
   }
-
   // Decide under the lock, build managers outside it, swap under it, stop
   // the replaced ones outside it.
-  std::vector<TableDefinition> changed;
-  std::vector<Key> removed;
-  std::vector<Key> restarted;
-  std::set<Key> successors;  // replace a manager of the same table
-  {
-    absl::MutexLock lock(&mu_);
-    if (stopping_) return absl::UnavailableError("engine stopping");
-    std::map<Key, const TableDefinition*> seen;
-    std::set<Key> reset;  // restarted: logged once the lock is released
-    reset.swap(reset_requested_);
-    for (const TableDefinition& def : snapshot->tables) {
-      Key key{def.keyspace, def.name};
-      seen[key] = &def;
-      auto it = tables_.find(key);
-      if (it == tables_.end() || !(it->second.definition == def) ||
-          reset.contains(key)) {
-        if (reset.contains(key)) restarted.push_back(key);
-        if (it != tables_.end() && it->second.manager != nullptr) {
-          successors.insert(key);
-        }
-        changed.push_back(def);
-      }
-    }
-    for (const auto& [key, entry] : tables_) {
-      if (!seen.contains(key)) removed.push_back(key);
-    }
-  }
-  for (const Key& key : restarted) {
+  absl::StatusOr<ReloadPlan> plan = PlanReload(*snapshot);
+  if (!plan.ok()) return plan.status();
+  for (const Key& key : plan->restarted) {
     LogTableInfo(key.first, key.second, "table `", key.first, "`.`", key.second,
                  "` was truncated, dropped or altered: starting over");
   }
+  return SwapIn(BuildEntries(plan->changed, plan->successors), plan->removed);
+}
+
+absl::StatusOr<SchemaSnapshot> Engine::ReadSchema() {
+  absl::StatusOr<MysqlPool::Lease> conn =
+      pool_->Borrow(MysqlMessageStore::kBorrowTimeout);
+  if (!conn.ok()) return conn.status();
+  absl::StatusOr<SchemaSnapshot> snapshot =
+      LoadSchema(**conn, options_.databases);
+  // information_schema can miss a table for a moment while an ALTER
+  // (msgqd's own partition purge among them) swaps its definition: a
+  // snapshot that drops or changes a loaded table is read once more, and
+  // the second read decides.
+  const auto drops_or_changes = [&](const SchemaSnapshot& snap) {
+    absl::MutexLock lock(&mu_);
+    size_t found = 0;
+    for (const TableDefinition& def : snap.tables) {
+      auto it = tables_.find(Key{def.keyspace, def.name});
+      if (it == tables_.end()) continue;
+      ++found;
+      if (!(it->second.definition == def)) return true;
+    }
+    return found != tables_.size();
+  };
+  if (snapshot.ok() && drops_or_changes(*snapshot)) {
+    snapshot = LoadSchema(**conn, options_.databases);
+  }
+  if (snapshot.ok()) ReadPaused(**conn);
+  return snapshot;
+}
+
+absl::StatusOr<Engine::ReloadPlan> Engine::PlanReload(
+    const SchemaSnapshot& snapshot) {
+  ReloadPlan plan;
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return absl::UnavailableError("engine stopping");
+  std::map<Key, const TableDefinition*> seen;
+  std::set<Key> reset;  // restarted: logged once the lock is released
+  reset.swap(reset_requested_);
+  for (const TableDefinition& def : snapshot.tables) {
+    Key key{def.keyspace, def.name};
+    seen[key] = &def;
+    auto it = tables_.find(key);
+    if (it == tables_.end() || !(it->second.definition == def) ||
+        reset.contains(key)) {
+      if (reset.contains(key)) plan.restarted.push_back(key);
+      if (it != tables_.end() && it->second.manager != nullptr) {
+        plan.successors.insert(key);
+      }
+      plan.changed.push_back(def);
+    }
+  }
+  for (const auto& [key, entry] : tables_) {
+    if (!seen.contains(key)) plan.removed.push_back(key);
+  }
+  return plan;
+}
+
+std::vector<std::pair<Engine::Key, Engine::Entry>> Engine::BuildEntries(
+    const std::vector<TableDefinition>& changed,
+    const std::set<Key>& successors) {
   std::vector<std::pair<Key, Entry>> fresh;
-  for (TableDefinition& def : changed) {
+  for (const TableDefinition& def : changed) {
     Entry entry;
     entry.definition = def;
     absl::StatusOr<MessageTable> table = BuildTable(def);
@@ -144,6 +155,11 @@ absl::Status Engine::Reload() {
     }
     fresh.emplace_back(Key{def.keyspace, def.name}, std::move(entry));
   }
+  return fresh;
+}
+
+absl::Status Engine::SwapIn(std::vector<std::pair<Key, Entry>> fresh,
+                            const std::vector<Key>& removed) {
   // A changed table's successor starts only once its predecessor stopped:
   // its subscribers closed (handing back what they never wrote) and its
   // postpones and acks flushed, so two managers never send one table.
@@ -185,7 +201,7 @@ absl::Status Engine::Reload() {
   }
   ApplyPaused();  // before a new manager's first send
   for (auto& manager : to_start) manager->Start();
-  if (leases_ != nullptr && !to_start.empty()) leases_->Wake();
+  if (keeper_ != nullptr && !to_start.empty()) keeper_->Wake();
   return absl::OkStatus();
 }
 

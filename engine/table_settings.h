@@ -49,6 +49,13 @@ struct TableSettings {
   // (msgq_fair_by; NULL is one value of its own); empty = plain order. Not
   // combined with order_by. See docs/flow-control.md#fairness-across-tenants.
   std::string fair_by;
+  // At most `concurrency` messages with the same value of `concurrency_by`
+  // are in flight at once (msgq_concurrency_by, msgq_concurrency; NULL is
+  // unlimited); empty / 0 = no limit. Not combined with order_by; with
+  // fair_by only on the same column. See
+  // docs/flow-control.md#at-most-n-at-once-per-key.
+  std::string concurrency_by;
+  int concurrency = 0;
   // Tables RANGE-partitioned on time_created only
   // (docs/tables.md#partitioned-tables): the width of the partitions msgqd
   // creates (msgq_partition_interval, whole seconds) and how many whole

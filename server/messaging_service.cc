@@ -238,6 +238,7 @@ grpc::ServerUnaryReactor* MessagingService::ListTables(
     t->set_purged(info.stats.purged);
     t->set_polls(info.stats.polls);
     t->set_paused(info.stats.paused);
+    t->set_keys_at_limit(info.stats.keys_at_limit);
     v1::Ownership* own = t->mutable_ownership();
     own->set_state(info.ownership.state);
     own->set_owner(info.ownership.owner);
@@ -264,6 +265,8 @@ grpc::ServerUnaryReactor* MessagingService::ListTables(
       out->set_rate_burst(s.rate_burst);
       out->set_order_by(s.order_by);
       out->set_fair_by(s.fair_by);
+      out->set_concurrency_by(s.concurrency_by);
+      out->set_concurrency(s.concurrency);
     }
   }
   const BinlogWatcher::Status binlog = engine_->binlog_status();

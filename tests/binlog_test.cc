@@ -283,7 +283,7 @@ TEST_F(BinlogTest, MissingReplicationPrivilegeFallsBackWithTheFix) {
   CreateTable("q", "vt_poller_interval=0.3");
   Exec("CREATE USER 'limited'@'localhost'");
   Exec(
-      "GRANT SELECT, INSERT, UPDATE, DELETE ON msgq.* TO "
+      "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE ON msgq.* TO "
       "'limited'@'localhost'");
   StartServer({"--mysql_user=limited"});
   ASSERT_TRUE(LogShows(*server_, "GRANT REPLICATION SLAVE", absl::Seconds(10)))

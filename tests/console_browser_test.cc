@@ -50,7 +50,8 @@ TEST_F(ConsoleBrowserTest, ShowsTheWorkloadAndRedrivesDeadMessages) {
   ASSERT_NO_FATAL_FAILURE(
       Exec("CREATE TABLE msgq.broken (id BIGINT PRIMARY KEY) "
            "COMMENT 'vitess_message'"));
-  ASSERT_NO_FATAL_FAILURE(StartHttpServer());
+  // One msgqd without leases: ownership "off" (it holds the instance lock).
+  ASSERT_NO_FATAL_FAILURE(StartHttpServer({"--leases=false"}));
   ASSERT_NO_FATAL_FAILURE(InsertRange("jobs", 1, 8));
   StreamCollector stream(stub_.get(), "jobs");
   ASSERT_TRUE(stream.WaitForRows(8, absl::Seconds(10)));
@@ -107,7 +108,7 @@ TEST_F(ConsoleBrowserTest, ShowsTheWorkloadAndRedrivesDeadMessages) {
   // The recent-messages view: every id enqueued, highest first.
   EXPECT_EQ(report["recent_ids"],
             nlohmann::json({"8", "7", "6", "5", "4", "3", "2", "1"}));
-  // Ownership is "off" until leases exist; the counters shown with it (a
+  // Ownership is "off" with --leases=false; the counters shown with it (a
   // dead nack counts as died, not nacked; the due count, sampled every 10 s,
   // is not checked here: metrics_test does).
   const std::string ownership = report["ownership"];

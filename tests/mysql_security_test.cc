@@ -88,9 +88,9 @@ TEST_F(MysqlSecurityTest, PasswordFromAFileAndHiddenFromPs) {
   EXPECT_THAT(s.ids(), ElementsAre("3", "4"));
 }
 
-// msgqd as a user with exactly the GRANTs of
-// docs/operations.md#the-mysql-user-msgqd-needs: binlog delivery, acks and
-// the purge all work, and nothing is denied.
+// msgqd, with the default flags (--leases), as a user with exactly the
+// GRANTs of docs/operations.md#the-mysql-user-msgqd-needs: binlog
+// delivery, acks and the purge all work, and nothing is denied.
 TEST_F(MysqlSecurityTest, LeastPrivilegeUserServesEverything) {
   ASSERT_NO_FATAL_FAILURE(
       CreateTable("q", "vt_purge_after=1,vt_poller_interval=1"));
@@ -99,6 +99,12 @@ TEST_F(MysqlSecurityTest, LeastPrivilegeUserServesEverything) {
       Exec("GRANT SELECT, UPDATE, DELETE ON msgq.* TO 'msgqd'@'localhost'"));
   ASSERT_NO_FATAL_FAILURE(
       Exec("GRANT REPLICATION SLAVE ON *.* TO 'msgqd'@'localhost'"));
+  for (const char* table : {"msgq_leases", "msgq_instances"}) {
+    ASSERT_NO_FATAL_FAILURE(
+        Exec(absl::StrCat("GRANT SELECT, INSERT, UPDATE, DELETE, CREATE ON "
+                          "msgq.",
+                          table, " TO 'msgqd'@'localhost'")));
+  }
   ASSERT_NO_FATAL_FAILURE(StartServer({"--mysql_user=msgqd"}));
   ASSERT_TRUE(Eventually(
       [&] { return FindTable(stub_.get(), "q").discovery() == "binlog"; },

@@ -55,7 +55,9 @@ class ShardsTest : public ::testing::Test {
   void StartServer(Shard& shard, const std::string& listen) {
     auto server = Msgqd::Start(
         *shard.db, {"--databases=msgq", "--schema_reload_interval=200ms",
-                    "--http_listen=", "--listen=" + listen});
+                    "--http_listen=", "--listen=" + listen,
+                    // One msgqd per shard: no leases, OWNER "off".
+                    "--leases=false"});
     ASSERT_TRUE(server.ok()) << server.status();
     shard.server = *std::move(server);
   }
@@ -274,11 +276,11 @@ int RunCli(const std::vector<std::string>& args, std::string* out,
 }
 
 // `msgq tables --server=A,B` prints one row per (server, table) with SERVER
-// and OWNER columns (leases are off today: "off", no holder); the id-taking
-// commands refuse a list (exit 2) because ids are unique only per shard; and
-// `msgq tail --server=A,B --ack --count=4` prints the messages of both
-// shards, each with its server, and acks each on its own shard; then
-// `msgq stats --json` reports sent 2 and acked 2 for each server.
+// and OWNER columns (one msgqd per shard with --leases=false: "off", no
+// holder); the id-taking commands refuse a list (exit 2) because ids are unique
+// only per shard; and `msgq tail --server=A,B --ack --count=4` prints the
+// messages of both shards, each with its server, and acks each on its own
+// shard; then `msgq stats --json` reports sent 2 and acked 2 for each server.
 TEST_F(ShardsTest, CliTablesAndTailAcrossServers) {
   const std::string a = a_.server->address();
   const std::string b = b_.server->address();

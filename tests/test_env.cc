@@ -189,6 +189,33 @@ absl::StatusOr<std::unique_ptr<Msgqd>> Msgqd::Start(
   return server;
 }
 
+int Msgqd::RunUntilExit(const PrivateMariaDb& db,
+                        const std::vector<std::string>& args,
+                        absl::Duration timeout, std::string* log) {
+  absl::StatusOr<std::unique_ptr<launch::OwnedDir>> dir = MakeTempDir("srv");
+  if (!dir.ok()) return -1;
+  // The flags MsgqdProcess::Start passes, then `args` (a later flag wins).
+  std::vector<std::string> argv = {
+      MSGQ_MSGQD_PATH, absl::StrCat("--mysql_socket=", db.socket()),
+      "--listen=127.0.0.1:0", "--mysql_protocol_listen=", "--http_listen="};
+  argv.insert(argv.end(), args.begin(), args.end());
+  absl::StatusOr<std::unique_ptr<launch::ChildProcess>> child =
+      launch::ChildProcess::Start(argv, (*dir)->path() + "/msgqd.log");
+  if (!child.ok()) return -1;
+  const bool exited = Eventually([&] { return !(*child)->running(); }, timeout);
+  const int code = (*child)->Stop(SIGKILL, absl::Seconds(5));
+  if (log != nullptr) *log = (*child)->Log();
+  return exited ? code : -1;
+}
+
+int Msgqd::port() const {
+  const size_t colon = address().rfind(':');
+  int port = 0;
+  if (colon != std::string::npos)
+    port = std::atoi(address().c_str() + colon + 1);
+  return port;
+}
+
 Msgqd::~Msgqd() {
   if (process_ != nullptr) Terminate(absl::Seconds(5));
   process_.reset();

@@ -96,9 +96,17 @@ class Msgqd {
   // `args`, waiting until it prints its listening line.
   static absl::StatusOr<std::unique_ptr<Msgqd>> Start(
       const PrivateMariaDb& db, const std::vector<std::string>& args);
+  // Runs msgqd like Start() does and waits up to `timeout` for it to exit
+  // by itself (the ways it refuses to start). Returns its exit code, or -1
+  // when it was still running (then killed); `log` gets what it wrote.
+  static int RunUntilExit(const PrivateMariaDb& db,
+                          const std::vector<std::string>& args,
+                          absl::Duration timeout, std::string* log);
   ~Msgqd();
 
   const std::string& address() const { return process_->address(); }
+  // The port of address().
+  int port() const;
   pid_t pid() const { return process_->pid(); }
   // Holds msgqd.log; removed with this object.
   const std::string& dir() const { return dir_->path(); }

@@ -7,7 +7,8 @@
 #
 # An "existing" server is a MariaDB started here with tools/mariadb-private
 # (in a temporary directory, as a stranger to tools/run), holding database
-# `app` with a message table and a user `msgq` with a password. tools/run is
+# `app` with a message table and a user `msgq` with a password (and the
+# grants on the lease tables msgqd needs by default). tools/run is
 # pointed at it twice: with --mysql_* flags over TCP, then with MSGQ_MYSQL_*
 # variables over the socket. Each time: no private MariaDB is started (no
 # notice, no var/ directory), msgqd serves `app`, a row inserted into the
@@ -41,6 +42,13 @@ sql -e "CREATE USER 'msgq'@'127.0.0.1' IDENTIFIED BY 's3cret';
         GRANT SELECT, INSERT, UPDATE, DELETE ON app.* TO 'msgq'@'localhost';
         GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'msgq'@'127.0.0.1';
         GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'msgq'@'localhost';"
+# msgqd's lease tables (--leases, the default): it creates them at start,
+# or exits 2 (docs/operations.md#the-mysql-user-msgqd-needs).
+for host in 127.0.0.1 localhost; do
+  for table in msgq_leases msgq_instances; do
+    sql -e "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE ON app.$table TO 'msgq'@'$host'"
+  done
+done
 
 # run_once ID ENV... -- ARGS...: tools/run with ENV and ARGS; message ID
 # must go through it and be acked.

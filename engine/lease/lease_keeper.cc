@@ -1,41 +1,41 @@
 #include "engine/lease/lease_keeper.h"
 
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "engine/lease/lease_plan.h"
+#include "engine/lease/lease_retry.h"
 #include "engine/log.h"
+#include "engine/queue/row_reconciler.h"
 
 namespace msgq {
 
 LeaseKeeper::LeaseKeeper(Options options,
                          std::unique_ptr<MysqlLeaseStore> store, Clock* clock,
                          Tables tables)
-    : options_(std::move(options)),
+    : OwnershipKeeper(options.lease / 5),
+      options_(std::move(options)),
       store_(std::move(store)),
       clock_(clock),
       tables_(std::move(tables)) {}
 
 LeaseKeeper::~LeaseKeeper() { Stop(); }
 
-void LeaseKeeper::Start() {
-  absl::MutexLock lock(&mu_);
-  if (thread_.joinable() || stopping_) return;
-  thread_ = std::thread([this] { Run(); });
-}
-
-void LeaseKeeper::Wake() {
-  absl::MutexLock lock(&mu_);
-  woken_ = true;
-}
-
-void LeaseKeeper::Stop() {
-  {
+absl::Status LeaseKeeper::Check() {
+  absl::Status s = store_->Check();
+  if (s.ok()) {
     absl::MutexLock lock(&mu_);
-    if (stopping_) return;
-    stopping_ = true;
+    prepared_ = true;
   }
-  if (thread_.joinable()) thread_.join();
+  // Not a refusal: MySQL cannot be reached, or aborted a statement again
+  // and again (Galera, lease_retry.h). The rounds keep trying.
+  return msgq::IsUnavailable(s) || s.code() == absl::StatusCode::kAborted
+             ? absl::OkStatus()
+             : s;
+}
+
+void LeaseKeeper::Leave() {
   for (auto& [name, manager] : tables_()) manager->Disown();
   if (absl::Status s = store_->Leave(options_.self); !s.ok()) {
     LogWarning(
@@ -45,23 +45,25 @@ void LeaseKeeper::Stop() {
   }
 }
 
-void LeaseKeeper::Run() {
-  const absl::Duration every = options_.lease / 5;
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || woken_;
-      };
-      mu_.AwaitWithTimeout(absl::Condition(&ready), every);
-      if (stopping_) return;
-      woken_ = false;
-    }
-    Round();
+void LeaseKeeper::Round() {
+  Managers tables = tables_();
+  const absl::Time t0 = clock_->MonotonicNow();
+  absl::StatusOr<LeaseView> view = Renew();
+  if (!view.ok()) return;
+  std::set<std::string> releasing;
+  std::optional<std::set<std::string>> owned;
+  {
+    absl::MutexLock lock(&mu_);
+    releasing = releasing_;
+    if (granted_) owned = owned_;
+    granted_ = true;
   }
+  const std::set<std::string> held =
+      Grant(*view, tables, releasing, owned, t0 + options_.lease * 3 / 4);
+  Rebalance(*view, held, tables, releasing);
 }
 
-void LeaseKeeper::Round() {
+absl::StatusOr<LeaseView> LeaseKeeper::Renew() {
   bool prepared = false;
   {
     absl::MutexLock lock(&mu_);
@@ -69,56 +71,76 @@ void LeaseKeeper::Round() {
   }
   absl::Status failed;
   if (!prepared) failed = store_->Prepare();
-  std::map<std::string, std::shared_ptr<MessageManager>> tables = tables_();
-  const absl::Time t0 = clock_->MonotonicNow();
-  const absl::Duration trust = options_.lease * 3 / 4;
   absl::StatusOr<LeaseView> view =
       failed.ok()
           ? store_->Renew(options_.self, options_.address, options_.lease)
           : absl::StatusOr<LeaseView>(failed);
-  if (!view.ok()) {
-    bool first = false;
-    {
-      absl::MutexLock lock(&mu_);
-      first = error_.ok();
-      error_ = view.status();
-    }
-    if (first) {
-      LogWarning(
-          "leases: cannot renew (tables stop sending when their grant "
-          "runs out): ",
-          view.status().message());
-    }
-    return;
-  }
-  std::set<std::string> releasing;
+  bool first_error = false;
+  bool first_lost = false;
   bool recovered = false;
   {
     absl::MutexLock lock(&mu_);
-    prepared_ = true;
-    recovered = !error_.ok();
-    error_ = absl::OkStatus();
-    view_ = *view;
-    releasing = releasing_;
+    if (!view.ok() && RenewLostRace(view.status())) {
+      // MySQL answers: the renewal lost a race with another instance's
+      // write (lease_retry.h). The grants run out unless the next renewal
+      // succeeds; the ownership shown stays what it was.
+      first_lost = !lost_race_;
+      lost_race_ = true;
+    } else if (!view.ok()) {
+      first_error = error_.ok();
+      error_ = view.status();
+    } else {
+      lost_race_ = false;
+      prepared_ = true;
+      recovered = !error_.ok();
+      error_ = absl::OkStatus();
+      view_ = *view;
+    }
+  }
+  if (first_error) {
+    LogWarning(
+        "leases: cannot renew (tables stop sending when their grant runs "
+        "out): ",
+        view.status().message());
+  }
+  if (first_lost) {
+    LogInfo("leases: a renewal lost a race with another instance's write (",
+            view.status().message(),
+            "); tables stop sending when their grant runs out unless the next "
+            "renewal succeeds");
   }
   if (recovered) LogInfo("leases: renewing again");
-  // 2. Grants from what MySQL says.
+  return view;
+}
+
+std::set<std::string> LeaseKeeper::Grant(
+    const LeaseView& view, const Managers& tables,
+    const std::set<std::string>& releasing,
+    const std::optional<std::set<std::string>>& owned, absl::Time until) {
   std::set<std::string> held;
-  for (const LeaseRow& row : view->leases) {
-    if (row.owner == options_.self && row.expires > view->now) {
+  for (const LeaseRow& row : view.leases) {
+    if (row.owner == options_.self && row.expires > view.now) {
       held.insert(row.table);
     }
   }
-  std::vector<std::string> names;
   for (auto& [name, manager] : tables) {
-    names.push_back(name);
     if (held.contains(name) && !releasing.contains(name)) {
-      manager->Own(t0 + trust);
+      // Held under this id since the last round, or, at the first round,
+      // by a predecessor with this id that is gone (lease_keeper.h): nobody
+      // else sent the table meanwhile. Otherwise this lease is one whose
+      // Take() answer was lost: wait, it may have been another's.
+      manager->Own(until,
+                   /*images_wait=*/owned.has_value() && !owned->contains(name));
     } else {
       manager->Disown();
     }
   }
-  // 3. Hand over what quiesced; plan; take.
+  return held;
+}
+
+void LeaseKeeper::Rebalance(const LeaseView& view,
+                            const std::set<std::string>& held, Managers& tables,
+                            std::set<std::string>& releasing) {
   std::vector<std::string> release_now;
   for (auto it = releasing.begin(); it != releasing.end();) {
     auto t = tables.find(*it);
@@ -136,22 +158,28 @@ void LeaseKeeper::Round() {
       releasing.insert(release_now.begin(), release_now.end());
     }
   }
-  const LeasePlan plan =
-      PlanLeases(options_.self, names, *view,
-                 2 * absl::ToInt64Nanoseconds(options_.lease));
+  std::vector<std::string> names;
+  for (const auto& [name, manager] : tables) names.push_back(name);
+  const LeasePlan plan = PlanLeases(
+      options_.self, names, view, 2 * absl::ToInt64Nanoseconds(options_.lease));
   for (const std::string& name : plan.release) {
     if (releasing.insert(name).second) tables[name]->Disown();
   }
-  std::set<std::string> owned;
-  for (const std::string& name : plan.keep) owned.insert(name);
+  std::set<std::string> owned(plan.keep.begin(), plan.keep.end());
   for (const std::string& name : plan.acquire) {
     const absl::Time t1 = clock_->MonotonicNow();
-    absl::StatusOr<bool> taken =
-        store_->Take(name, options_.self, options_.lease);
-    if (taken.ok() && *taken) {
-      tables[name]->Own(t1 + trust);
+    absl::StatusOr<MysqlLeaseStore::Taken> taken = store_->Take(
+        name, options_.self, options_.lease, RowReconciler::kImageQuiet);
+    if (taken.ok() && *taken != MysqlLeaseStore::Taken::kNo) {
+      const bool recent = *taken == MysqlLeaseStore::Taken::kRecent;
+      tables[name]->Own(t1 + options_.lease * 3 / 4, /*images_wait=*/recent);
       owned.insert(name);
-      LogInfo("leases: took `", name, "`");
+      LogInfo("leases: took `", name, "`",
+              recent ? absl::StrCat(
+                           " from another instance: rows are read "
+                           "by id for the first ",
+                           absl::FormatDuration(RowReconciler::kImageQuiet))
+                     : "");
     }
   }
   absl::MutexLock lock(&mu_);

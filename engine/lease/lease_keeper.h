@@ -13,62 +13,108 @@
 //      manager is quiesced (no postpone of a send pending), takes free
 //      tables.
 // A round that fails (MySQL unreachable) changes nothing: the grants run
-// out by themselves. Stop() ends the thread and releases every lease and
-// the heartbeat row (call it after the managers stopped and flushed).
+// out by themselves. A renewal that MySQL keeps aborting (on Galera, a
+// write racing another node's, error 1213 or 1205, retried at once by the
+// store) is a lost race: logged once as info, the round changes nothing
+// likewise, and the ownership shown is not "unknown" (lease_retry.h).
+// Stop() ends the thread and releases every lease and the heartbeat row
+// (call it after the managers stopped and flushed).
+//
+// Row images after a grant (MessageManager::Own's `images_wait`): a
+// manager sends rows from their binlog images at once only when no other
+// instance can have sent the table lately, and otherwise first waits
+// RowReconciler::kImageQuiet (the binlog may be read kImageMaxLag behind,
+// so an image seen just after a takeover may be a row the last owner has
+// sent since). No wait when the lease
+//   - was taken with nobody's lease ending in the last kImageQuiet
+//     (MysqlLeaseStore::Taken::kQuiet: never held, released or expired
+//     before that, or this id's own): the last owner, if any, stopped
+//     sending before then, so every image of a row it could have sent is
+//     older than kImageMaxLag and is not used;
+//   - was held under this id at the previous round (renewals keep only an
+//     unexpired lease, so nobody else took it in between), or, at this
+//     process's first round, by a predecessor with this id, which is gone
+//     (see the instance id below) and whose writes all precede this
+//     process's binlog position.
+// A wait when the lease was taken from an instance whose lease ended less
+// than kImageQuiet ago (kRecent: a hand-over, or a dead owner's lease that
+// just expired), and for a lease found held under this id that this
+// process did not know it took (a Take whose answer was lost).
+//
+// Check() (before Start) creates the two tables when missing and tries
+// every kind of statement the rounds run on them; a grant that is missing
+// makes it FAILED_PRECONDITION with the GRANT statements to run and the way
+// out (--leases=false), so that msgqd refuses to start rather than never
+// send. A MySQL that cannot be reached is not a refusal.
+//
+// The instance id (Options::self) must name one process at a time: a
+// restarted msgqd with the same id finds its leases under that id and
+// sends at once, without waiting for them to expire. msgqd's default id,
+// host:port of the gRPC listener, is that: the port is bound before the
+// engine starts and cannot be shared (no SO_REUSEPORT), so while an older
+// msgqd with the same id lives (even SIGSTOPped) the new one cannot start,
+// and an old one that is dead holds nothing (server/msgqd_server.h).
 //
 // Thread-safety: all public methods are thread-safe. No lock is held across
 // MySQL or a manager call.
 #ifndef MSGQ_ENGINE_LEASE_LEASE_KEEPER_H_
 #define MSGQ_ENGINE_LEASE_LEASE_KEEPER_H_
 
-#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
-#include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "engine/clock.h"
+#include "engine/lease/ownership_keeper.h"
 #include "engine/lease/table_ownership.h"
 #include "engine/queue/manager/message_manager.h"
 #include "engine/sql/mysql_lease_store.h"
 
 namespace msgq {
 
-class LeaseKeeper {
+class LeaseKeeper final : public OwnershipKeeper {
  public:
   struct Options {
     std::string self;     // instance id
     std::string address;  // written in the heartbeat row
     absl::Duration lease = absl::Seconds(5);
   };
-  // The loaded tables by "keyspace.table".
-  using Tables =
-      std::function<std::map<std::string, std::shared_ptr<MessageManager>>()>;
-
   LeaseKeeper(Options options, std::unique_ptr<MysqlLeaseStore> store,
               Clock* clock, Tables tables);
-  ~LeaseKeeper();
-  LeaseKeeper(const LeaseKeeper&) = delete;
-  LeaseKeeper& operator=(const LeaseKeeper&) = delete;
+  ~LeaseKeeper() override;
 
-  void Start();
-  // A round now (e.g. tables were loaded).
-  void Wake();
-  // Ends the thread, then releases every lease and the heartbeat row.
-  // Idempotent.
-  void Stop();
-
-  // This instance's view of `table` ("keyspace.table").
-  TableOwnership Ownership(const std::string& table) const;
+  // FAILED_PRECONDITION naming the missing grant (see above); OK when
+  // MySQL cannot be reached or keeps aborting the statements.
+  absl::Status Check() override;
+  TableOwnership Ownership(const std::string& table) const override;
 
  private:
-  void Run();
-  void Round();
+  using Managers = std::map<std::string, std::shared_ptr<MessageManager>>;
+
+  void Round() override;
+  // Releases every lease and the heartbeat row.
+  void Leave() override;
+  // 1. Prepares the tables once, renews and reads back; records the
+  // round's error (logged once) or success.
+  absl::StatusOr<LeaseView> Renew();
+  // 2. Grants each table held in `view` (and not being handed over) until
+  // `until`, disowns the rest. Returns the tables held. `owned`: the
+  // tables held after the previous round; none at the first round.
+  std::set<std::string> Grant(const LeaseView& view, const Managers& tables,
+                              const std::set<std::string>& releasing,
+                              const std::optional<std::set<std::string>>& owned,
+                              absl::Time until);
+  // 3. Releases what quiesced of `releasing` (updated), plans, takes.
+  void Rebalance(const LeaseView& view, const std::set<std::string>& held,
+                 Managers& tables, std::set<std::string>& releasing);
 
   const Options options_;
   const std::unique_ptr<MysqlLeaseStore> store_;  // the thread's only
@@ -76,16 +122,17 @@ class LeaseKeeper {
   const Tables tables_;
 
   mutable absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool woken_ ABSL_GUARDED_BY(mu_) = false;
   bool prepared_ ABSL_GUARDED_BY(mu_) = false;
+  // A round has granted (owned_ is the previous round's).
+  bool granted_ ABSL_GUARDED_BY(mu_) = false;
+  // The last renewal lost a race (logged once until one succeeds).
+  bool lost_race_ ABSL_GUARDED_BY(mu_) = false;
   // The last view read, and the error of the last round (ok if none).
   LeaseView view_ ABSL_GUARDED_BY(mu_);
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   // Tables granted to their manager, and those being handed over.
   std::set<std::string> owned_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> releasing_ ABSL_GUARDED_BY(mu_);
-  std::thread thread_;
 };
 
 }  // namespace msgq

@@ -4,7 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "engine/lease/lease_retry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -182,6 +185,59 @@ TEST(LeasePlanTest, SimulatedInstancesSpreadAndRebalance) {
   EXPECT_EQ(counts(),
             (std::map<std::string, int>{{"a", 4}, {"b", 4}, {"c", 4}}));
   EXPECT_EQ(owner.size(), 12u);
+}
+
+// lease_retry.h: a statement MySQL aborts (a Galera certification failure,
+// 1213, or a lock wait timeout, 1205) runs again at once, twice at most.
+struct Script {
+  std::vector<absl::Status> answers;  // one per run; then OK
+  int runs = 0;
+  absl::StatusOr<int> operator()() {
+    const int run = runs++;
+    if (run < static_cast<int>(answers.size()) && !answers[run].ok()) {
+      return answers[run];
+    }
+    return run;
+  }
+};
+
+TEST(LeaseRetryTest, AnAbortedStatementRunsAgainAtOnce) {
+  Script script{{absl::AbortedError("1213"), absl::AbortedError("1205")}};
+  absl::StatusOr<int> r = RetryAborted([&] { return script(); });
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, 2);  // the third run's answer
+  EXPECT_EQ(script.runs, 3);
+}
+
+TEST(LeaseRetryTest, StillAbortedAfterTwoRetriesIsReturned) {
+  Script script{{absl::AbortedError("a"), absl::AbortedError("b"),
+                 absl::AbortedError("c"), absl::AbortedError("d")}};
+  absl::StatusOr<int> r = RetryAborted([&] { return script(); });
+  EXPECT_EQ(r.status(), absl::AbortedError("c"));
+  EXPECT_EQ(script.runs, 1 + kAbortedRetries);
+  EXPECT_EQ(kAbortedRetries, 2);
+}
+
+TEST(LeaseRetryTest, OtherErrorsAndSuccessRunOnce) {
+  for (const absl::Status& first :
+       {absl::OkStatus(), absl::UnavailableError("gone"),
+        absl::PermissionDeniedError("denied"), absl::InternalError("bad")}) {
+    Script script{{first}};
+    absl::StatusOr<int> r = RetryAborted([&] { return script(); });
+    EXPECT_EQ(script.runs, 1) << first;
+    if (first.ok()) {
+      EXPECT_EQ(*r, 0);
+    } else {
+      EXPECT_EQ(r.status(), first);
+    }
+  }
+}
+
+TEST(LeaseRetryTest, OnlyAnAbortedRenewalIsALostRace) {
+  EXPECT_TRUE(RenewLostRace(absl::AbortedError("1213")));
+  EXPECT_FALSE(RenewLostRace(absl::UnavailableError("gone")));
+  EXPECT_FALSE(RenewLostRace(absl::PermissionDeniedError("denied")));
+  EXPECT_FALSE(RenewLostRace(absl::OkStatus()));
 }
 
 }  // namespace

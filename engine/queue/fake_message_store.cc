@@ -139,6 +139,40 @@ absl::StatusOr<std::vector<Message>> FakeMessageStore::PollDue(int64_t now,
   return out;
 }
 
+absl::StatusOr<std::vector<Message>> FakeMessageStore::PollDueByKey(
+    int64_t now, int64_t limit, const KeyRoom& room) {
+  PollCall& call = StartPoll(Op::kPollDue, key_polls_, now, limit);
+  key_rooms_.push_back(room);
+  if (!call.status.ok()) return call.status;
+  std::map<std::string, int64_t> taken;  // by FairKeyTag
+  std::vector<Message> out;
+  for (const Row* row : Due(now, -1)) {
+    if (static_cast<int64_t>(out.size()) >= limit) break;
+    int64_t& n = taken[FairKeyTag(row->key)];
+    if (n >= room.For(row->key)) continue;
+    ++n;
+    call.ids.push_back(row->id);
+    out.push_back(ToMessage(*row));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<InFlightRow>> FakeMessageStore::ReadInFlight(
+    int64_t now) {
+  ++statements_;
+  ++in_flight_reads_;
+  if (absl::Status s = Begin(Op::kPollDue); !s.ok()) return s;
+  std::vector<InFlightRow> out;
+  for (const auto& [id, row] : rows_) {
+    if (!Pending(row) || !row.key.has_value() || row.epoch <= 0 ||
+        *row.time_next <= now) {
+      continue;
+    }
+    out.push_back(InFlightRow{row.key, row.id, row.epoch, *row.time_next});
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<std::string>> FakeMessageStore::PollDueIds(
     int64_t now, int64_t limit) {
   if (!polls_ids_) return absl::UnimplementedError("polling ids");
@@ -213,6 +247,7 @@ Message FakeMessageStore::ToMessage(const Row& row) const {
   m.priority = row.priority;
   m.time_next = *row.time_next;
   m.epoch = row.epoch;
+  m.fair_key = row.key;
   if (schema_.has_time_created) m.time_created = row.time_created.value_or(0);
   auto packed = std::make_shared<PackedRow>();
   packed->lengths.push_back(static_cast<int64_t>(row.id.size()));

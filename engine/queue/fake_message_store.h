@@ -68,6 +68,8 @@ class FakeMessageStore final : public MessageStore {
     std::optional<int64_t> time_created;                 // nullopt = NULL
     std::optional<int64_t> time_dead;                    // nullopt = NULL
     std::optional<std::string> last_error;               // nullopt = NULL
+    // The msgq_concurrency_by column (Message::fair_key); nullopt = NULL.
+    std::optional<std::string> key;
   };
 
   // The table's optional columns and failure limits (message_table.h).
@@ -177,6 +179,11 @@ class FakeMessageStore final : public MessageStore {
   int statements() const { return statements_; }
 
   const std::vector<PollCall>& polls() const { return polls_; }
+  // PollDueByKey calls (ids: what each returned; limit: the poll's), the
+  // room each was given, and the ReadInFlight calls.
+  const std::vector<PollCall>& key_polls() const { return key_polls_; }
+  const std::vector<KeyRoom>& key_rooms() const { return key_rooms_; }
+  int in_flight_reads() const { return in_flight_reads_; }
   // PollDueIds calls (ids: what each returned). PollDueIds works only after
   // set_polls_ids(true), so that tests of the one-statement poll keep it.
   const std::vector<PollCall>& id_polls() const { return id_polls_; }
@@ -195,6 +202,12 @@ class FakeMessageStore final : public MessageStore {
   absl::StatusOr<std::vector<Message>> PollDue(int64_t now,
                                                int64_t limit) override;
   bool polls_ids() const override { return polls_ids_; }
+  // PollDue's order within each key (Row::key), at most room.For(key) rows
+  // of a key; ReadInFlight: pending rows with a key, epoch > 0 and
+  // time_next > now. Both are one statement, recorded as kPollDue.
+  absl::StatusOr<std::vector<Message>> PollDueByKey(
+      int64_t now, int64_t limit, const KeyRoom& room) override;
+  absl::StatusOr<std::vector<InFlightRow>> ReadInFlight(int64_t now) override;
   absl::StatusOr<std::vector<std::string>> PollDueIds(int64_t now,
                                                       int64_t limit) override;
   absl::StatusOr<std::vector<Message>> FetchDue(
@@ -258,6 +271,9 @@ class FakeMessageStore final : public MessageStore {
   int count_dead_calls_ = 0;
   int statements_ = 0;
   std::vector<PollCall> polls_;
+  std::vector<PollCall> key_polls_;
+  std::vector<KeyRoom> key_rooms_;
+  int in_flight_reads_ = 0;
   std::vector<PollCall> id_polls_;
   bool polls_ids_ = false;
   std::vector<WriteCall> writes_;

@@ -33,8 +33,9 @@ struct Message {
   // When the binlog showed the commit that made it due (Unix ns; 0 = found
   // by a poll), until its first handoff (commit_to_send).
   int64_t seen_at = 0;
-  // msgq_fair_by: the row's value of the fair column as MySQL's text form
-  // (nullopt for NULL); unused (nullopt) on other tables.
+  // msgq_fair_by or msgq_concurrency_by (the same column when both): the
+  // row's value of that key column as MySQL's text form (nullopt for NULL);
+  // unused (nullopt) on other tables.
   std::optional<std::string> fair_key;
   std::shared_ptr<const PackedRow> row;
 

@@ -97,6 +97,37 @@ MessageBatch MessageCache::PopBatch(size_t max, size_t max_bytes) {
   return batch;
 }
 
+MessageBatch MessageCache::PopAdmitted(
+    size_t max, size_t max_bytes,
+    const std::function<bool(const Message&)>& admit) {
+  MessageBatch batch;
+  size_t bytes = 0;
+  for (auto it = order_.begin(); it != order_.end() && batch.size() < max;) {
+    const size_t size = it->second.WireBytes();
+    if (!batch.empty() && (size > max_bytes || bytes + size > max_bytes)) {
+      break;
+    }
+    if (!admit(it->second)) {
+      ++it;
+      continue;
+    }
+    bytes += size;
+    if (fair_) Leave(it->first, it->second, /*popped=*/true);
+    queued_.erase(it->second.id);
+    batch.push_back(std::move(it->second));
+    it = order_.erase(it);
+  }
+  return batch;
+}
+
+bool MessageCache::Any(
+    const std::function<bool(const Message&)>& can_send) const {
+  for (const auto& [key, m] : order_) {
+    if (can_send(m)) return true;
+  }
+  return false;
+}
+
 bool MessageCache::RemoveQueued(absl::string_view id) {
   auto it = queued_.find(id);
   if (it == queued_.end()) return false;

@@ -31,6 +31,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
@@ -70,6 +71,13 @@ class MessageCache {
   // unless the batch is still empty: a batch always has at least one
   // message when the cache has one.
   MessageBatch PopBatch(size_t max, size_t max_bytes = SIZE_MAX);
+  // PopBatch of the messages `admit` takes (msgq_concurrency_by): each
+  // message that fits is offered in order and left queued when `admit`
+  // returns false; a batch may be empty although the cache is not.
+  MessageBatch PopAdmitted(size_t max, size_t max_bytes,
+                           const std::function<bool(const Message&)>& admit);
+  // Whether `can_send` holds for some queued message (read-only).
+  bool Any(const std::function<bool(const Message&)>& can_send) const;
 
   // Removes a queued id (e.g. acked while waiting); false if not queued.
   bool RemoveQueued(absl::string_view id);

@@ -10,12 +10,15 @@
 #ifndef MSGQ_ENGINE_QUEUE_MESSAGE_STORE_H_
 #define MSGQ_ENGINE_QUEUE_MESSAGE_STORE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "engine/queue/fair_key.h"
 #include "engine/queue/message.h"
 
 namespace msgq {
@@ -100,6 +103,31 @@ struct PartitionReport {
   absl::Status create_error;
 };
 
+// msgq_concurrency_by: how many more due rows of each key a poll may read
+// (the limit less the key's messages in flight). Keys not in `used` have
+// none in flight; NULL keys are not limited (they get `unlimited`).
+struct KeyRoom {
+  int64_t limit = 0;  // msgq_concurrency
+  // FairKeyTag(key) -> messages of the key in flight (> 0 only).
+  absl::flat_hash_map<std::string, int64_t> used;
+  int64_t unlimited = 0;  // what a NULL key may read (the poll's limit)
+
+  int64_t For(const std::optional<std::string>& key) const {
+    if (!key.has_value()) return unlimited;
+    const auto it = used.find(FairKeyTag(key));
+    return it == used.end() ? limit : std::max<int64_t>(0, limit - it->second);
+  }
+};
+
+// A row in flight as MySQL shows it: unacked, sent (epoch > 0) and due
+// again only at time_next, in the future (ReadInFlight).
+struct InFlightRow {
+  std::optional<std::string> key;  // the msgq_concurrency_by value
+  std::string id;
+  int64_t epoch = 0;  // the row's: the delivery's epoch + 1
+  int64_t time_next = 0;
+};
+
 struct WriteBatch {
   int64_t now = 0;
   // Postponed in one statement per distinct time_next (usually one), split
@@ -138,6 +166,23 @@ class MessageStore {
     return absl::UnimplementedError("polling ids");
   }
 
+  // msgq_concurrency_by tables: PollDue that reads at most room.For(key)
+  // due rows of each key (and `limit` in all), best first within a key.
+  // UNIMPLEMENTED by stores without it.
+  virtual absl::StatusOr<std::vector<Message>> PollDueByKey(
+      int64_t now, int64_t limit, const KeyRoom& room) {
+    (void)now;
+    (void)limit;
+    (void)room;
+    return absl::UnimplementedError("polling by key");
+  }
+  // msgq_concurrency_by tables: the rows with a non-NULL key in flight at
+  // `now` (unacked, epoch > 0, time_next > now). A row nacked with a delay
+  // looks the same and is counted too. UNIMPLEMENTED by stores without it.
+  virtual absl::StatusOr<std::vector<InFlightRow>> ReadInFlight(int64_t now) {
+    (void)now;
+    return absl::UnimplementedError("reading rows in flight");
+  }
   // The rows among `ids` that are unacked with time_next <= now (a primary
   // key lookup, used when the binlog names new or changed rows, and for the
   // new ids of PollDueIds).

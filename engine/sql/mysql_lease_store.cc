@@ -1,10 +1,12 @@
 #include "engine/sql/mysql_lease_store.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/lease/lease_retry.h"
 
 namespace msgq {
 namespace {
@@ -22,6 +24,7 @@ int64_t ToInt(const std::optional<std::string>& v) {
 
 MysqlLeaseStore::MysqlLeaseStore(MysqlOptions options, std::string database)
     : options_(std::move(options)),
+      database_(database),
       leases_(absl::StrCat(QuoteIdentifier(database), ".",
                            QuoteIdentifier("msgq_leases"))),
       instances_(absl::StrCat(QuoteIdentifier(database), ".",
@@ -42,32 +45,98 @@ absl::StatusOr<MysqlConnection*> MysqlLeaseStore::Conn() {
 }
 
 absl::StatusOr<uint64_t> MysqlLeaseStore::Execute(const std::string& sql) {
-  absl::StatusOr<MysqlConnection*> c = Conn();
-  if (!c.ok()) return c.status();
-  return (*c)->Execute(sql);
+  return RetryAborted([&]() -> absl::StatusOr<uint64_t> {
+    absl::StatusOr<MysqlConnection*> c = Conn();
+    if (!c.ok()) return c.status();
+    return (*c)->Execute(sql);
+  });
 }
 
 absl::StatusOr<QueryResult> MysqlLeaseStore::Query(const std::string& sql) {
-  absl::StatusOr<MysqlConnection*> c = Conn();
-  if (!c.ok()) return c.status();
-  return (*c)->Query(sql);
+  return RetryAborted([&]() -> absl::StatusOr<QueryResult> {
+    absl::StatusOr<MysqlConnection*> c = Conn();
+    if (!c.ok()) return c.status();
+    return (*c)->Query(sql);
+  });
 }
 
 absl::Status MysqlLeaseStore::Prepare() {
-  absl::StatusOr<uint64_t> r = Execute(absl::StrCat(
-      "CREATE TABLE IF NOT EXISTS ", leases_,
+  // Tables created beforehand by an administrator need no CREATE grant
+  // (CREATE TABLE IF NOT EXISTS asks for it even when they exist).
+  auto create = [this](const std::string& table, const std::string& ddl) {
+    absl::StatusOr<QueryResult> exists =
+        Query(absl::StrCat("SELECT 1 FROM ", table, " LIMIT 0"));
+    if (exists.ok() || exists.status().code() != absl::StatusCode::kNotFound) {
+      return exists.status();
+    }
+    return Execute(absl::StrCat("CREATE TABLE IF NOT EXISTS ", table, ddl))
+        .status();
+  };
+  absl::Status s = create(
+      leases_,
       " (name VARCHAR(192) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL"
       " PRIMARY KEY, owner VARCHAR(255) NOT NULL DEFAULT '',"
       " since BIGINT NOT NULL DEFAULT 0, expires BIGINT NOT NULL DEFAULT 0)"
-      " ENGINE=InnoDB COMMENT 'msgq: which msgqd sends each message table'"));
-  if (!r.ok()) return r.status();
-  r = Execute(absl::StrCat(
-      "CREATE TABLE IF NOT EXISTS ", instances_,
+      " ENGINE=InnoDB COMMENT 'msgq: which msgqd sends each message table'");
+  if (!s.ok()) return s;
+  return create(
+      instances_,
       " (instance VARCHAR(255) NOT NULL PRIMARY KEY,"
       " address VARCHAR(255) NOT NULL DEFAULT '',"
       " started BIGINT NOT NULL DEFAULT 0, expires BIGINT NOT NULL DEFAULT 0)"
-      " ENGINE=InnoDB COMMENT 'msgq: live msgqd instances'"));
-  return r.status();
+      " ENGINE=InnoDB COMMENT 'msgq: live msgqd instances'");
+}
+
+std::string MysqlLeaseStore::GrantStatements(const std::string& database,
+                                             const std::string& user) {
+  const size_t at = user.rfind('@');
+  const std::string account = at == std::string::npos
+                                  ? absl::StrCat("'", user, "'")
+                                  : absl::StrCat("'", user.substr(0, at), "'@'",
+                                                 user.substr(at + 1), "'");
+  std::string out;
+  for (const char* table : {"msgq_leases", "msgq_instances"}) {
+    absl::StrAppend(&out, out.empty() ? "" : " ",
+                    "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE ON ",
+                    QuoteIdentifier(database), ".", table, " TO ", account,
+                    ";");
+  }
+  return out;
+}
+
+absl::Status MysqlLeaseStore::CheckTable(const std::string& table,
+                                         const std::string& row) {
+  for (const std::string& sql :
+       {absl::StrCat("SELECT * FROM ", table, " WHERE 1 = 0"),
+        absl::StrCat("INSERT INTO ", table, " SELECT ", row, " FROM DUAL",
+                     " WHERE 1 = 0"),
+        absl::StrCat("UPDATE ", table, " SET expires = expires WHERE 1 = 0"),
+        absl::StrCat("DELETE FROM ", table, " WHERE 1 = 0")}) {
+    absl::StatusOr<QueryResult> r = Query(sql);
+    if (!r.ok()) return r.status();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MysqlLeaseStore::Check() {
+  absl::Status s = Prepare();
+  if (s.ok()) s = CheckTable(leases_, "'', '', 0, 0");
+  if (s.ok()) s = CheckTable(instances_, "'', '', 0, 0");
+  if (s.ok() || msgq::IsUnavailable(s) ||
+      s.code() == absl::StatusCode::kAborted) {
+    return s;
+  }
+  std::string user = options_.user;
+  if (absl::StatusOr<QueryResult> who = Query("SELECT CURRENT_USER()");
+      who.ok() && who->rows.size() == 1 && who->rows[0][0].has_value()) {
+    user = *who->rows[0][0];
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "msgqd shares its tables with other msgqd by lease rows (--leases, "
+      "the default), but MySQL refuses them: ",
+      s.message(), ". Either grant them: ", GrantStatements(database_, user),
+      " or, for a deployment that runs a single msgqd, start it with "
+      "--leases=false"));
 }
 
 absl::StatusOr<LeaseView> MysqlLeaseStore::Renew(const std::string& self,
@@ -123,23 +192,33 @@ absl::StatusOr<LeaseView> MysqlLeaseStore::Renew(const std::string& self,
   return view;
 }
 
-absl::StatusOr<bool> MysqlLeaseStore::Take(const std::string& table,
-                                           const std::string& self,
-                                           absl::Duration lease) {
+absl::StatusOr<MysqlLeaseStore::Taken> MysqlLeaseStore::Take(
+    const std::string& table, const std::string& self, absl::Duration lease,
+    absl::Duration quiet) {
   absl::StatusOr<MysqlConnection*> c = Conn();
   if (!c.ok()) return c.status();
   const std::string name = (*c)->QuoteString(table);
+  const std::string me = (*c)->QuoteString(self);
   absl::StatusOr<uint64_t> r = Execute(absl::StrCat(
       "INSERT IGNORE INTO ", leases_, " (name, owner, since, expires) VALUES (",
       name, ", '', 0, 0)"));
   if (!r.ok()) return r.status();
-  r = Execute(
-      absl::StrCat("UPDATE ", leases_, " SET owner = ", (*c)->QuoteString(self),
-                   ", since = ", kNow, ", expires = ", kNow, " + ",
-                   absl::ToInt64Nanoseconds(lease), " WHERE name = ", name,
-                   " AND (owner = '' OR expires <= ", kNow, ")"));
+  // A released lease has expires = the release, so `expires` is when the
+  // last holder stopped (or, expired, had to stop) in every case.
+  auto take = [&](const std::string& free) {
+    return Execute(absl::StrCat("UPDATE ", leases_, " SET owner = ", me,
+                                ", since = ", kNow, ", expires = ", kNow, " + ",
+                                absl::ToInt64Nanoseconds(lease),
+                                " WHERE name = ", name, " AND (", free, ")"));
+  };
+  r = take(absl::StrCat("expires <= ", kNow, " - ",
+                        absl::ToInt64Nanoseconds(quiet), " OR (owner = ", me,
+                        " AND expires <= ", kNow, ")"));
   if (!r.ok()) return r.status();
-  return *r == 1;
+  if (*r == 1) return Taken::kQuiet;
+  r = take(absl::StrCat("owner = '' OR expires <= ", kNow));
+  if (!r.ok()) return r.status();
+  return *r == 1 ? Taken::kRecent : Taken::kNo;
 }
 
 absl::Status MysqlLeaseStore::Release(const std::vector<std::string>& tables,
@@ -167,6 +246,97 @@ absl::Status MysqlLeaseStore::Leave(const std::string& self) {
   return Execute(
              absl::StrCat("DELETE FROM ", instances_, " WHERE instance = ", me))
       .status();
+}
+
+// ---- MysqlLockStore ----
+
+MysqlLockStore::MysqlLockStore(MysqlOptions options,
+                               absl::Duration idle_timeout)
+    : options_(std::move(options)), idle_timeout_(idle_timeout) {}
+
+absl::StatusOr<MysqlConnection*> MysqlLockStore::Conn() {
+  if (conn_ != nullptr && !conn_->broken()) return conn_.get();
+  conn_.reset();
+  connection_id_ = 0;
+  absl::StatusOr<std::unique_ptr<MysqlConnection>> c =
+      MysqlConnection::Connect(options_);
+  if (!c.ok()) return c.status();
+  const int64_t seconds = std::max<int64_t>(
+      1, absl::ToInt64Seconds(absl::Ceil(idle_timeout_, absl::Seconds(1))));
+  if (absl::StatusOr<uint64_t> set =
+          (*c)->Execute(absl::StrCat("SET SESSION wait_timeout = ", seconds));
+      !set.ok()) {
+    return set.status();
+  }
+  absl::StatusOr<QueryResult> id = (*c)->Query("SELECT CONNECTION_ID()");
+  if (!id.ok()) return id.status();
+  if (id->rows.size() == 1) connection_id_ = ToInt(id->rows[0][0]);
+  conn_ = *std::move(c);
+  return conn_.get();
+}
+
+absl::StatusOr<std::vector<MysqlLockStore::Holder>> MysqlLockStore::Hold(
+    const std::vector<std::string>& names) {
+  std::vector<Holder> out(names.size());
+  if (names.empty()) return out;
+  absl::StatusOr<MysqlConnection*> c = Conn();
+  if (!c.ok()) return c.status();
+  std::vector<std::string> quoted;
+  for (const std::string& n : names) quoted.push_back((*c)->QuoteString(n));
+  // Who holds each lock; then take the free ones; then who holds those
+  // that another session took in between.
+  auto holders = [&]() -> absl::Status {
+    std::vector<std::string> calls;
+    for (const std::string& q : quoted) {
+      calls.push_back(absl::StrCat("IS_USED_LOCK(", q, ")"));
+    }
+    absl::StatusOr<QueryResult> r =
+        (*c)->Query(absl::StrCat("SELECT ", absl::StrJoin(calls, ", ")));
+    if (!r.ok()) return r.status();
+    if (r->rows.size() != 1 || r->rows[0].size() != names.size()) {
+      return absl::InternalError("IS_USED_LOCK: unexpected result");
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      out[i].connection = ToInt(r->rows[0][i]);
+      out[i].mine = out[i].connection == connection_id_;
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status s = holders(); !s.ok()) return s;
+  std::vector<std::string> take;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (out[i].connection == 0) {
+      take.push_back(absl::StrCat("GET_LOCK(", quoted[i], ", 0)"));
+    }
+  }
+  if (!take.empty()) {
+    absl::StatusOr<QueryResult> r =
+        (*c)->Query(absl::StrCat("SELECT ", absl::StrJoin(take, ", ")));
+    if (!r.ok()) return r.status();
+    if (absl::Status s = holders(); !s.ok()) return s;
+  }
+  std::vector<std::string> others;
+  for (const Holder& h : out) {
+    if (!h.mine && h.connection != 0) {
+      others.push_back(absl::StrCat(h.connection));
+    }
+  }
+  if (others.empty()) return out;
+  absl::StatusOr<QueryResult> hosts = (*c)->Query(absl::StrCat(
+      "SELECT ID, HOST FROM information_schema.PROCESSLIST WHERE ID IN (",
+      absl::StrJoin(others, ", "), ")"));
+  if (!hosts.ok()) return out;  // the connection ids still name them
+  for (const auto& row : hosts->rows) {
+    for (Holder& h : out) {
+      if (h.connection == ToInt(row[0])) h.host = row[1].value_or("");
+    }
+  }
+  return out;
+}
+
+void MysqlLockStore::Release() {
+  conn_.reset();
+  connection_id_ = 0;
 }
 
 }  // namespace msgq

@@ -8,7 +8,10 @@
 // runs with time_zone '+00:00'), so every instance compares expiries on
 // the same clock. Every call reconnects when the connection broke;
 // UNAVAILABLE when MySQL cannot be reached, the statement's own error
-// otherwise.
+// otherwise. A statement that MySQL aborts (ABORTED: a Galera
+// certification failure, error 1213, or a lock wait timeout, 1205) is run
+// again at once, up to kAbortedRetries times (engine/lease/lease_retry.h);
+// ABORTED when it still fails.
 //
 // Thread-compatible: one keeper thread uses it.
 #ifndef MSGQ_ENGINE_SQL_MYSQL_LEASE_STORE_H_
@@ -32,16 +35,39 @@ class MysqlLeaseStore {
 
   // Creates the two tables when missing.
   absl::Status Prepare();
+  // Prepare(), then every kind of statement the other calls run on the two
+  // tables, each changing nothing (WHERE 1 = 0): OK when all pass.
+  // UNAVAILABLE when MySQL cannot be reached (or the statement was cut
+  // short: ABORTED); FAILED_PRECONDITION otherwise (a missing grant, a
+  // table that cannot be created), with MySQL's error, the GRANT
+  // statements for this user (GrantStatements) and --leases=false.
+  absl::Status Check();
+  // "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE ON `db`.`msgq_leases` TO
+  // 'user'@'host'; GRANT ... `db`.`msgq_instances` TO ...;" for `user`, as
+  // CURRENT_USER() gives it ("name@host").
+  static std::string GrantStatements(const std::string& database,
+                                     const std::string& user);
   // Registers or refreshes `self`'s heartbeat row and renews every live
   // lease `self` holds to now + `lease`, then reads every lease row and the
   // live instances back.
   absl::StatusOr<LeaseView> Renew(const std::string& self,
                                   const std::string& address,
                                   absl::Duration lease);
+  // What Take() did.
+  enum class Taken {
+    kNo,  // another instance holds the lease
+    // Taken, and no other instance can have sent the table within `quiet`
+    // before: the lease had never been held, or ended (released or
+    // expired) at least `quiet` ago, or was `self`'s own (expired).
+    kQuiet,
+    // Taken from another instance whose lease ended less than `quiet` ago.
+    kRecent,
+  };
   // Takes `table`'s lease for `self` until now + `lease` when nobody holds
-  // it (no row, released, or expired). True when taken.
-  absl::StatusOr<bool> Take(const std::string& table, const std::string& self,
-                            absl::Duration lease);
+  // it (no row, released, or expired). Each outcome is decided by one
+  // conditional UPDATE of the row, so no other write can come in between.
+  absl::StatusOr<Taken> Take(const std::string& table, const std::string& self,
+                             absl::Duration lease, absl::Duration quiet);
   // Hands `tables` over (owner '' and expired now), if `self` holds them.
   absl::Status Release(const std::vector<std::string>& tables,
                        const std::string& self);
@@ -53,10 +79,58 @@ class MysqlLeaseStore {
   absl::StatusOr<uint64_t> Execute(const std::string& sql);
   absl::StatusOr<QueryResult> Query(const std::string& sql);
 
+  // Check() of one table: exists (or created), and takes each statement.
+  absl::Status CheckTable(const std::string& table, const std::string& row);
+
   const MysqlOptions options_;
+  const std::string database_;
   const std::string leases_;     // `db`.`msgq_leases`
   const std::string instances_;  // `db`.`msgq_instances`
   std::unique_ptr<MysqlConnection> conn_;
+};
+
+// MysqlLockStore: the user-level locks (GET_LOCK) by which msgqd without
+// leases finds a second msgqd on the same databases (see
+// engine/lease/instance_lock.h). Needs no grant. A lock lives as long as
+// the session holding it: the store keeps one connection, with the session
+// wait_timeout set to `idle_timeout`, so that MySQL ends the session (and
+// frees its locks) of a holder that stopped talking to it (frozen, cut off,
+// its host gone) within that time, and at once when the holder's process
+// dies (its socket closes). Every call reconnects when the connection
+// broke: UNAVAILABLE when MySQL cannot be reached, the statement's own
+// error otherwise.
+//
+// Thread-compatible: one keeper thread uses it.
+class MysqlLockStore {
+ public:
+  // Who holds one lock.
+  struct Holder {
+    bool mine = false;
+    // The holding session (CONNECTION_ID()), 0 when nobody holds it, and
+    // its client host:port as information_schema.PROCESSLIST shows it to
+    // this user ("" when not shown: another user without PROCESS).
+    int64_t connection = 0;
+    std::string host;
+  };
+
+  MysqlLockStore(MysqlOptions options, absl::Duration idle_timeout);
+
+  // Takes each of `names` that is free (GET_LOCK(name, 0)) and says who
+  // holds each, in order. Locks already held are kept (not taken twice).
+  absl::StatusOr<std::vector<Holder>> Hold(
+      const std::vector<std::string>& names);
+  // Closes the connection: every lock goes with it.
+  void Release();
+  // This store's session (CONNECTION_ID()); 0 before the first Hold().
+  int64_t connection_id() const { return connection_id_; }
+
+ private:
+  absl::StatusOr<MysqlConnection*> Conn();
+
+  const MysqlOptions options_;
+  const absl::Duration idle_timeout_;
+  std::unique_ptr<MysqlConnection> conn_;
+  int64_t connection_id_ = 0;
 };
 
 }  // namespace msgq

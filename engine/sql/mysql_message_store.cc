@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/log.h"
-#include "engine/sql/next_due_statements.h"
 #include "engine/sql/sql_literal.h"
 
 namespace msgq {
@@ -64,18 +63,29 @@ MysqlMessageStore::MysqlMessageStore(MessageTable table, MysqlOptions options,
   // The bookkeeping columns come first; the streamed ones follow, id first.
   std::vector<std::string> cols = {"`priority`", "`time_next`", "`epoch`"};
   if (table_.has_time_created) cols.push_back("`time_created`");
-  if (!table_.settings.fair_by.empty()) {
+  // The key of msgq_fair_by or msgq_concurrency_by (one column if both).
+  IdKind key_kind = table_.fair_kind;
+  key_column_ = table_.settings.fair_by;
+  if (table_.settings.concurrency > 0) {
+    absl::StatusOr<ConcurrencyKey> key = ResolveConcurrencyKey(table_);
+    if (key.ok()) {
+      key_column_ = key->column;
+      key_kind = key->kind;
+    } else {
+      concurrency_error_ = key.status();  // every poll says it
+    }
+  }
+  if (!key_column_.empty()) {
     fair_column_ = cols.size();
-    cols.push_back(QuoteIdentifier(table_.settings.fair_by));
+    cols.push_back(QuoteIdentifier(key_column_));
   }
   first_streamed_ = cols.size();
   for (const Column& c : table_.streamed)
     cols.push_back(QuoteIdentifier(c.name));
   select_prefix_ = absl::StrCat("SELECT ", absl::StrJoin(cols, ", "), " FROM ",
                                 quoted_table_);
-  if (!table_.settings.fair_by.empty()) {
-    fair_sql_.emplace(quoted_table_, select_prefix_, table_.settings.fair_by,
-                      table_.fair_kind);
+  if (!key_column_.empty()) {
+    fair_sql_.emplace(quoted_table_, select_prefix_, key_column_, key_kind);
   }
   if (!table_.settings.order_by.empty()) {
     // msgq_order_by: only a key's head may be read, the row with no smaller
@@ -244,7 +254,11 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::ReadMessages(
 
 absl::StatusOr<std::vector<Message>> MysqlMessageStore::PollDue(int64_t now,
                                                                 int64_t limit) {
-  if (fair_sql_.has_value()) return FairPollDue(now, limit);
+  if (table_.settings.concurrency > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(log_name_, ": msgq_concurrency_by polls by key"));
+  }
+  if (fair_sql_.has_value()) return FairPollDue(now, limit, nullptr);
   return ReadMessages(PollSql(now, limit), limit);
 }
 
@@ -290,43 +304,6 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FetchDue(
     }
   }
   return out;
-}
-
-absl::StatusOr<std::optional<int64_t>> MysqlMessageStore::NextDueAfter(
-    int64_t now) {
-  absl::StatusOr<MysqlConnection*> conn = Conn();
-  if (!conn.ok()) return conn.status();
-  std::optional<int64_t> earliest;
-  auto keep = [&earliest](const std::optional<std::string>& cell) {
-    int64_t t = 0;
-    if (!cell.has_value() || !absl::SimpleAtoi(*cell, &t)) return;
-    if (!earliest.has_value() || t < *earliest) earliest = t;
-  };
-  // The skip scan of next_due_statements.h: a priority at a time.
-  absl::StatusOr<QueryResult> r =
-      (*conn)->Query(NextDueFirstSql(quoted_table_));
-  if (!r.ok()) return Check(r.status());
-  auto cell = [&r](size_t column) -> std::optional<std::string> {
-    if (r->rows.size() != 1 || r->rows[0].size() <= column) return std::nullopt;
-    return r->rows[0][column];
-  };
-  std::optional<std::string> next = cell(0);
-  for (int probed = 0; next.has_value(); ++probed) {
-    int64_t priority = 0;
-    if (probed == kNextDueMaxPriorities ||
-        !absl::SimpleAtoi(*next, &priority)) {
-      r = (*conn)->Query(NextDueGroupedSql(quoted_table_, now));
-      if (!r.ok()) return Check(r.status());
-      earliest.reset();
-      for (const auto& row : r->rows) keep(row[1]);
-      return earliest;
-    }
-    r = (*conn)->Query(NextDueStepSql(quoted_table_, priority, now));
-    if (!r.ok()) return Check(r.status());
-    keep(cell(0));
-    next = cell(1);
-  }
-  return earliest;
 }
 
 absl::StatusOr<int64_t> MysqlMessageStore::Purge(int64_t cutoff, int limit) {

@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 
+#include "engine/concurrency_column.h"
 #include "engine/directives.h"
 #include "engine/message_table.h"
 #include "engine/queue/message_store.h"
@@ -71,6 +72,14 @@ class MysqlMessageStore final : public MessageStore {
   absl::StatusOr<std::vector<Message>> FetchDue(
       const std::vector<std::string>& ids, int64_t now) override;
   absl::StatusOr<std::optional<int64_t>> NextDueAfter(int64_t now) override;
+  // msgq_concurrency_by (mysql_message_store_due.cc). Both return
+  // FAILED_PRECONDITION when ResolveConcurrencyKey refused the column, and
+  // PollDueByKey when the table has no index starting (time_acked, key)
+  // (looked up in information_schema at the first poll, again after a
+  // failed one). PollDue of such a table is FAILED_PRECONDITION.
+  absl::StatusOr<std::vector<Message>> PollDueByKey(
+      int64_t now, int64_t limit, const KeyRoom& room) override;
+  absl::StatusOr<std::vector<InFlightRow>> ReadInFlight(int64_t now) override;
   absl::StatusOr<WriteResult> Write(const WriteBatch& batch) override;
   absl::StatusOr<int64_t> Purge(int64_t cutoff, int limit) override;
   absl::StatusOr<int64_t> PurgeDead(int64_t cutoff, int limit) override;
@@ -106,8 +115,13 @@ class MysqlMessageStore final : public MessageStore {
                                                     int64_t expected);
   // PollDue of a msgq_fair_by table (mysql_message_store_fair.cc): keys a
   // page at a time, then each key's share of `limit`, interleaved by rank
-  // within the key (1st of every key, then 2nd, ...).
-  absl::StatusOr<std::vector<Message>> FairPollDue(int64_t now, int64_t limit);
+  // within the key (1st of every key, then 2nd, ...). With a `room`
+  // (msgq_concurrency_by), at most room->For(key) rows of each key.
+  absl::StatusOr<std::vector<Message>> FairPollDue(int64_t now, int64_t limit,
+                                                   const KeyRoom* room);
+  // The priorities of unacked rows (a skip scan), or none when there are
+  // more than kNextDueMaxPriorities.
+  absl::StatusOr<std::vector<int64_t>> UnackedPriorities(MysqlConnection* conn);
   // Sets fair_index_ (mysql_message_store_fair.cc).
   absl::Status LearnFairIndex(MysqlConnection* conn);
   // Drops the connection when `status` says it broke; returns `status`.
@@ -209,6 +223,10 @@ class MysqlMessageStore final : public MessageStore {
   // (0 otherwise), the fair poll's SQL, and where the next poll's key page
   // starts (nullopt: at the first key).
   size_t fair_column_ = 0;
+  // The fair or concurrency key column as the table spells it ("" if
+  // none), and why msgq_concurrency_by's column was refused (OK if not).
+  std::string key_column_;
+  absl::Status concurrency_error_;
   std::optional<FairPollSql> fair_sql_;
   std::optional<std::string> fair_after_;
   // The index that starts (time_acked, fair column), looked up in

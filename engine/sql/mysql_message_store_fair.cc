@@ -17,7 +17,7 @@ absl::Status MysqlMessageStore::LearnFairIndex(MysqlConnection* conn) {
       " AND `TABLE_NAME` = ", conn->QuoteString(table_.name),
       " AND ((`SEQ_IN_INDEX` = 1 AND `COLUMN_NAME` = 'time_acked') OR "
       "(`SEQ_IN_INDEX` = 2 AND `COLUMN_NAME` = ",
-      conn->QuoteString(table_.settings.fair_by),
+      conn->QuoteString(key_column_),
       ")) GROUP BY `INDEX_NAME` HAVING COUNT(*) = 2 ORDER BY `INDEX_NAME` "
       "LIMIT 1");
   std::string name;
@@ -32,7 +32,7 @@ absl::Status MysqlMessageStore::LearnFairIndex(MysqlConnection* conn) {
 }
 
 absl::StatusOr<std::vector<Message>> MysqlMessageStore::FairPollDue(
-    int64_t now, int64_t limit) {
+    int64_t now, int64_t limit, const KeyRoom* room) {
   limit = std::clamp<int64_t>(limit, 0, kMaxPollRows);
   std::vector<Message> out;
   if (limit == 0) return out;
@@ -71,14 +71,22 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FairPollDue(
     for (int pass = 0; pass < kFairPassesPerPage && !open.empty() &&
                        static_cast<int64_t>(out.size()) < limit;
          ++pass) {
-      const int64_t room = limit - static_cast<int64_t>(out.size());
+      const int64_t left = limit - static_cast<int64_t>(out.size());
       const int64_t n = static_cast<int64_t>(open.size());
-      const int64_t share = (room + n - 1) / n;
-      for (FairPollSql::Slice& s : open) s.count = share;
+      const int64_t share = (left + n - 1) / n;
+      // msgq_concurrency_by: never past what the key may still send.
+      for (FairPollSql::Slice& s : open) {
+        s.count = room == nullptr
+                      ? share
+                      : std::min(share, room->For(s.key) - s.offset);
+      }
+      std::erase_if(open,
+                    [](const FairPollSql::Slice& s) { return s.count <= 0; });
+      if (open.empty()) break;
       absl::flat_hash_map<std::string, int64_t> got;
       for (const std::string& sql :
            fair_sql_->RowsSql(open, now, max_bytes, fair_index_)) {
-        absl::StatusOr<std::vector<Message>> rows = ReadMessages(sql, share);
+        absl::StatusOr<std::vector<Message>> rows = ReadMessages(sql, left);
         if (!rows.ok()) {
           fair_index_known_ = false;  // e.g. the index was dropped
           return rows.status();
@@ -96,8 +104,8 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FairPollDue(
       std::vector<FairPollSql::Slice> next;
       for (FairPollSql::Slice& s : open) {
         const auto it = got.find(FairKeyTag(s.key));
-        if (it == got.end() || it->second < share) continue;
-        s.offset += share;
+        if (it == got.end() || it->second < s.count) continue;
+        s.offset += s.count;
         next.push_back(std::move(s));
       }
       open = std::move(next);

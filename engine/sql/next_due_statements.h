@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 
@@ -42,6 +43,14 @@ std::string NextDueStepSql(absl::string_view table, int64_t priority,
 // One row per priority: its earliest time_next > now_ns (the one-statement
 // form above, for tables with many priorities).
 std::string NextDueGroupedSql(absl::string_view table, int64_t now_ns);
+
+// msgq_concurrency_by: the rows of a non-NULL `key` (backtick-quoted) in
+// flight at now_ns (unacked, sent, due again only later): key, id, epoch,
+// time_next. With the table's unacked `priorities` (at most
+// kNextDueMaxPriorities) the read is one range of poller_idx per priority
+// over the rows due later only; empty `priorities`: every unacked entry.
+std::string InFlightSql(absl::string_view table, absl::string_view key,
+                        const std::vector<int64_t>& priorities, int64_t now_ns);
 
 }  // namespace msgq
 

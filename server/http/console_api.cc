@@ -149,6 +149,11 @@ HttpResponse Tables(Engine* engine, const DueDepthSampler* depth,
                       {"mysql_up", s.mysql_ok},
                       {"ack_wait", absl::ToDoubleSeconds(t.settings.ack_wait)},
                       {"batch_size", t.settings.batch_size}});
+      if (t.settings.concurrency > 0) {  // msgq_concurrency_by
+        row.update(json{{"concurrency_by", t.settings.concurrency_by},
+                        {"concurrency", t.settings.concurrency},
+                        {"keys_at_limit", s.keys_at_limit}});
+      }
     }
     if (t.loaded && depth != nullptr) {
       std::optional<DueDepthSampler::Sample> d =

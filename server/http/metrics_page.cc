@@ -98,7 +98,8 @@ const std::vector<TableMetric>& LoadedTableMetrics() {
 void OwnershipFamilies(const std::vector<Table>& tables, MetricsText& text) {
   text.Family("msgq_table_owned", MetricType::kGauge,
               "1 while this instance may send the table (it holds the "
-              "table's lease, or --leases is off), else 0.");
+              "table's lease, or with --leases=false the instance lock of "
+              "its database), else 0.");
   for (const Table& t : tables) {
     if (!t.loaded) continue;
     const std::string& state = t.ownership.state;
@@ -106,9 +107,11 @@ void OwnershipFamilies(const std::vector<Table>& tables, MetricsText& text) {
   }
   text.Family("msgq_table_lease_info", MetricType::kGauge,
               "The table's lease as this instance last read it, in labels "
-              "(value 1): state (owner, standby, off without --leases, "
-              "unknown when the lease rows cannot be read) and owner (the "
-              "instance holding the lease, empty when none).");
+              "(value 1): state (owner, standby, off with --leases=false "
+              "while this instance holds the instance lock, unknown when "
+              "MySQL does not answer the keeper) and owner (the instance "
+              "holding the lease, or the MySQL session holding the "
+              "instance lock; empty when none).");
   for (const Table& t : tables) {
     if (!t.loaded) continue;
     MetricLabels labels = TableLabels(t);
@@ -167,6 +170,14 @@ void TableFamilies(const std::vector<Table>& tables, MetricsText& text) {
   for (const Table& t : tables) {
     if (t.loaded && t.stats.dead >= 0) {
       text.Sample(TableLabels(t), static_cast<double>(t.stats.dead));
+    }
+  }
+  text.Family("msgq_concurrency_keys_at_limit", MetricType::kGauge,
+              "Keys with msgq_concurrency messages in flight now (tables "
+              "with msgq_concurrency_by only).");
+  for (const Table& t : tables) {
+    if (t.loaded && t.settings.concurrency > 0) {
+      text.Sample(TableLabels(t), static_cast<double>(t.stats.keys_at_limit));
     }
   }
   text.Family("msgq_mysql_statement_seconds", MetricType::kHistogram,

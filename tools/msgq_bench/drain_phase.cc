@@ -106,9 +106,10 @@ std::string DrainTable(int batch_size) {
 absl::StatusOr<double> PrepareDrain(BenchContext& ctx, int batch_size) {
   const pb::Options& o = ctx.options;
   const std::string table = Qualified(o.database(), DrainTable(batch_size));
-  return Preload(ctx.mysql, table,
-                 MessageTableDdl(table, MessageTableComment(o, batch_size)),
-                 "message", o.messages(), o.payload_bytes());
+  return Preload(
+      ctx.mysql, table,
+      MessageTableDdl(table, MessageTableComment(o, batch_size), o.keys()),
+      "message", o.messages(), o.payload_bytes());
 }
 
 // The relay baseline over the preloaded outbox `table`.

@@ -31,6 +31,10 @@ ABSL_FLAG(int, cache_size, 10000, "vt_cache_size of the message tables");
 ABSL_FLAG(std::string, directives, "",
           "More directives for the message tables' comment, e.g. "
           "msgq_rate_limit=1000000 (to measure a feature's cost)");
+ABSL_FLAG(int, keys, 0,
+          "Gives the message tables a key column k = id % keys (stored, with "
+          "INDEX (time_acked, k, priority, time_next)) for directives such "
+          "as msgq_concurrency_by=k; 0 = no such column");
 ABSL_FLAG(double, poller_interval, 0.1,
           "vt_poller_interval (s) of the message tables");
 ABSL_FLAG(double, ack_wait, 30, "vt_ack_wait (s) of the message tables");
@@ -123,6 +127,7 @@ absl::StatusOr<pb::Options> OptionsFromFlags() {
   if (o.batch_size().empty()) return Invalid("batch_size", "empty");
   o.set_cache_size(absl::GetFlag(FLAGS_cache_size));
   o.set_directives(absl::GetFlag(FLAGS_directives));
+  o.set_keys(absl::GetFlag(FLAGS_keys));
   o.set_poller_interval(absl::GetFlag(FLAGS_poller_interval));
   o.set_ack_wait(absl::GetFlag(FLAGS_ack_wait));
   o.set_drain_timeout(absl::GetFlag(FLAGS_drain_timeout));
@@ -170,6 +175,7 @@ absl::StatusOr<pb::Options> OptionsFromFlags() {
   if (o.tables() <= 0 || o.tables() > 10000) {
     return Invalid("tables", "from 1 to 10000");
   }
+  if (o.keys() < 0) return Invalid("keys", "0 or more");
   if (!Only(o.directives(), "_=,.")) {
     return Invalid("directives", "name=value pairs separated by commas");
   }

@@ -144,9 +144,10 @@ absl::StatusOr<std::string> SetUp(BenchContext& ctx,
   const pb::Options& o = ctx.options;
   for (const std::string& name : names) {
     const std::string table = Qualified(o.database(), name);
-    RETURN_IF_ERROR(Recreate(
-        *ctx.admin, table,
-        MessageTableDdl(table, MessageTableComment(o, o.batch_size(0)))));
+    RETURN_IF_ERROR(
+        Recreate(*ctx.admin, table,
+                 MessageTableDdl(table, MessageTableComment(o, o.batch_size(0)),
+                                 o.keys())));
   }
   // msgqd finds new tables at its next schema reload, then loads each.
   const absl::Time created = absl::Now();

@@ -48,13 +48,20 @@ std::string Qualified(const std::string& db, const std::string& name) {
 }
 
 std::string MessageTableDdl(const std::string& qualified,
-                            const std::string& comment) {
+                            const std::string& comment, int keys) {
+  const std::string key =
+      keys <= 0 ? ""
+                : absl::StrCat("k int AS (id % ", keys,
+                               ") PERSISTENT, INDEX key_idx (time_acked, k, "
+                               "priority, time_next), ");
   return absl::StrCat(
       "CREATE TABLE ", qualified,
       " (id bigint NOT NULL, priority tinyint NOT NULL DEFAULT 50, "
       "epoch bigint NOT NULL DEFAULT 0, time_next bigint DEFAULT 0, "
-      "time_acked bigint DEFAULT NULL, message json, PRIMARY KEY (id), "
-      "INDEX poller_idx (time_acked, priority, time_next)) COMMENT '",
+      "time_acked bigint DEFAULT NULL, message json, ",
+      key,
+      "PRIMARY KEY (id), INDEX poller_idx (time_acked, priority, time_next)) "
+      "COMMENT '",
       comment, "'");
 }
 

@@ -22,9 +22,10 @@ std::string Payload(int64_t id, int bytes);
 // `db`.`name` with backticks.
 std::string Qualified(const std::string& db, const std::string& name);
 
-// CREATE TABLE of a message table (columns and index as in schema/).
+// CREATE TABLE of a message table (columns and index as in schema/); with
+// `keys` > 0 also a key column k = id % keys and its index (--keys).
 std::string MessageTableDdl(const std::string& qualified,
-                            const std::string& comment);
+                            const std::string& comment, int keys = 0);
 // CREATE TABLE of the relay's outbox: id, payload, processed_at (NULL until
 // relayed) and the (processed_at, id) index its poll needs.
 std::string OutboxTableDdl(const std::string& qualified);

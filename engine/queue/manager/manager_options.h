@@ -36,8 +36,9 @@ struct ManagerOptions {
   bool binlog_row_images = false;
   // No row image is used for this long after the manager is built: a
   // manager that replaces another of the same table (a reload) does not
-  // know what that one read and sent. Becoming owner (leases) always waits
-  // RowReconciler::kImageQuiet.
+  // know what that one read and sent. Becoming owner waits
+  // RowReconciler::kImageQuiet when the keeper says another instance may
+  // have sent the table lately (MessageManager::Own).
   absl::Duration image_wait = absl::Seconds(5);
   // Reconnect backoff after MySQL errors: doubles from min to max.
   absl::Duration retry_min = absl::Milliseconds(100);

@@ -7,16 +7,32 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "engine/queue/message_store.h"
+#include "engine/queue/round_executor.h"
 #include "engine/queue/round_scheduler.h"
 #include "engine/queue/settlement_ledger.h"
 
 namespace msgq {
+
+// One delivery: the id and the epoch it was streamed with.
+struct ManagerDelivery {
+  std::string id;
+  int64_t epoch = 0;
+};
+struct ManagerNackRequest {
+  std::vector<ManagerDelivery> deliveries;
+  // Retry after this long; nullopt: the table's backoff for the epoch.
+  std::optional<absl::Duration> delay;
+  std::string reason;
+  bool dead = false;  // dead now
+};
 
 using ManagerAckCallback = std::function<void(absl::StatusOr<int64_t>)>;
 using ManagerNackCallback = std::function<void(absl::StatusOr<NackCount>)>;
@@ -47,6 +63,17 @@ struct PendingDeadList {
   int limit = 0;
   ManagerDeadCallback done;
 };
+// A task of the RoundExecutor that runs a function (the ack lane).
+class CallbackTask final : public RoundExecutor::Task {
+ public:
+  explicit CallbackTask(std::function<absl::Time()> run)
+      : run_(std::move(run)) {}
+  absl::Time RunRound() override { return run_(); }
+
+ private:
+  const std::function<absl::Time()> run_;
+};
+
 // What one round writes and reads, taken under the lock.
 struct ManagerRound {
   int64_t now = 0;  // wall clock, Unix ns

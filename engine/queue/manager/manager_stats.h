@@ -49,6 +49,8 @@ struct ManagerStats {
   bool mysql_ok = true;
   bool owner = true;    // reads and sends the table now (see Own)
   bool paused = false;  // see SetPaused
+  // msgq_concurrency_by: keys with msgq_concurrency messages in flight now.
+  int64_t keys_at_limit = 0;
   // Statement latency by kind; a round's write covers postpones, acks,
   // nacks, extends and redrives together.
   StatementLatency poll_latency;

@@ -61,6 +61,9 @@ MessageManager::MessageManager(MessageTable table,
     limiter_.emplace(table_.settings.rate_limit, table_.settings.rate_burst,
                      clock_->MonotonicNow());
   }
+  if (table_.settings.concurrency > 0) {
+    gate_.emplace(table_.settings.concurrency);
+  }
 }
 
 MessageManager::~MessageManager() {
@@ -174,12 +177,15 @@ void MessageManager::OnSendFailed(const Subscriber* subscriber,
     for (const Message& m : batch) counters_.redelivered -= m.epoch > 0;
     const int64_t now = clock_->NowNanos();
     const int64_t ack_wait = absl::ToInt64Nanoseconds(table_.settings.ack_wait);
+    bool gate_freed = false;  // never written: not in flight
     for (Message& m : batch) {
+      gate_freed |= gate_.has_value() && gate_->Release(m.id);
       if (!reconciler_.HandBack(m, now, ack_wait)) continue;
       if (cache_.Add(std::move(m)) == MessageCache::AddResult::kFull) {
         scheduler_.NoteBacklog();
       }
     }
+    GateFreedLocked(gate_freed);
     sends = PumpLocked();
   }
   Deliver(std::move(sends));
@@ -208,14 +214,18 @@ void MessageManager::SetPaused(bool paused) {
   WakeLocked();
 }
 
-void MessageManager::Own(absl::Time until) {
+void MessageManager::Own(absl::Time until, bool images_wait) {
   absl::MutexLock lock(&mu_);
   if (!OwnsLocked()) {
     // Rows queued before (or read while not owning) may have been sent by
     // another owner since: read the table afresh.
     cache_.Clear();
     scheduler_.RequestPoll();
-    reconciler_.ImagesWait(clock_->MonotonicNow());
+    if (images_wait) reconciler_.ImagesWait(clock_->MonotonicNow());
+    // Another instance may have sent rows: count them before sending (our
+    // own slots stay, they may still be out).
+    gate_loaded_ = false;
+    ++gate_generation_;
   }
   owned_until_ = until;
   WakeLocked();
@@ -241,6 +251,9 @@ MessageManager::Stats MessageManager::stats() const {
   s.mysql_ok = scheduler_.mysql_ok();
   s.owner = OwnsLocked();
   s.paused = paused_;
+  if (gate_.has_value()) {
+    s.keys_at_limit = gate_->KeysAtLimit(clock_->NowNanos());
+  }
   return s;
 }
 
@@ -250,7 +263,7 @@ MessageManager::Sends MessageManager::PumpLocked() {
     cache_.Clear();  // another instance sends these now
     return sends;
   }
-  if (paused_) return sends;
+  if (paused_ || (gate_.has_value() && !gate_loaded_)) return sends;
   const int64_t now = cache_.empty() ? 0 : clock_->NowNanos();
   const absl::Time mono = clock_->MonotonicNow();
   // msgq_rate_limit: the messages that may go now.
@@ -263,12 +276,14 @@ MessageManager::Sends MessageManager::PumpLocked() {
       scheduler_.WakeAt(limiter_->NextToken(mono));
       break;
     }
+    if (gate_.has_value() && !GateOpenLocked(now)) break;  // keys at limit
     std::optional<Dispatcher::Pick> pick = dispatcher_.Next();
     if (!pick.has_value()) break;  // everyone is busy
-    MessageBatch batch = cache_.PopBatch(
-        std::min({static_cast<size_t>(table_.settings.batch_size), pick->room,
-                  tokens}),
-        options_.max_batch_bytes);
+    const size_t max = std::min(
+        {static_cast<size_t>(table_.settings.batch_size), pick->room, tokens});
+    MessageBatch batch = gate_.has_value()
+                             ? PopGatedLocked(max, now)
+                             : cache_.PopBatch(max, options_.max_batch_bytes);
     if (limiter_.has_value()) {
       limiter_->Take(batch.size());
       tokens -= batch.size();

@@ -23,7 +23,8 @@
 // acks, nacks and extends taken in; _rounds.cc, the round runner (what a
 // round takes and writes, the ack lane, MySQL health); _reads.cc, what a
 // round reads (polls, fetches) and purges; _failures.cc, deaths, redrives,
-// dead lists and how nacks and extends settle; _binlog.cc, binlog intake.
+// dead lists and how nacks and extends settle; _binlog.cc, binlog intake;
+// _concurrency.cc, msgq_concurrency_by's slots per key (concurrency_gate.h).
 //
 // Thread-safety: all public methods are thread-safe and never block on MySQL
 // or on subscribers. One mutex guards the parts; it is never held while
@@ -53,6 +54,7 @@
 #include "engine/clock.h"
 #include "engine/message_table.h"
 #include "engine/queue/backoff.h"
+#include "engine/queue/concurrency_gate.h"
 #include "engine/queue/dispatcher.h"
 #include "engine/queue/manager/manager_options.h"
 #include "engine/queue/manager/manager_round.h"
@@ -70,24 +72,12 @@ namespace msgq {
 
 class MessageManager : private RoundExecutor::Task {
  public:
-  // How it runs the table (manager_options.h).
+  // How it runs the table, what it counted (manager_options.h, _stats.h).
   using Options = ManagerOptions;
-
-  // What the manager counted (manager_stats.h).
   using Stats = ManagerStats;
-
-  // One delivery: the id and the epoch it was streamed with.
-  struct Delivery {
-    std::string id;
-    int64_t epoch = 0;
-  };
-  struct NackRequest {
-    std::vector<Delivery> deliveries;
-    // Retry after this long; nullopt: the table's backoff for the epoch.
-    std::optional<absl::Duration> delay;
-    std::string reason;
-    bool dead = false;  // dead now
-  };
+  // One delivery, and a nack of some (manager_round.h).
+  using Delivery = ManagerDelivery;
+  using NackRequest = ManagerNackRequest;
 
   using AckCallback = ManagerAckCallback;
   using NackCallback = ManagerNackCallback;
@@ -193,7 +183,20 @@ class MessageManager : private RoundExecutor::Task {
   // that hangs fences the manager by itself). When ownership was not held
   // (never granted, revoked or lapsed) the cache is emptied first, as
   // another instance may have sent its rows, and a poll is requested.
-  void Own(absl::Time until);
+  //
+  // `images_wait`: another instance may have sent rows of the table
+  // recently (the grant takes it over). Row images are then used only
+  // RowReconciler::kImageQuiet after this call: the binlog is read up to
+  // kImageMaxLag behind, so an image seen now may be a row that the other
+  // instance has sent since (its postpone not read yet); after the wait
+  // only changes committed after the takeover are sent from their image.
+  // False when nobody else can have written the table recently (the lease
+  // was free or expired longer than kImageQuiet ago, or was this
+  // instance's own; the instance lock taken with no other holder ever
+  // seen): the rows are then sent from their images at once, as without
+  // ownership. Ignored while ownership is held, and never shortens a
+  // wait already running.
+  void Own(absl::Time until, bool images_wait);
   // Revokes ownership now: nothing more is sent and the queued messages are
   // dropped (they stay due in MySQL for the next owner).
   void Disown();
@@ -217,15 +220,6 @@ class MessageManager : private RoundExecutor::Task {
   // What a round takes under the lock (manager_round.h).
   using Work = ManagerRound;
   using Sends = std::vector<std::pair<Dispatcher::Pick, MessageBatch>>;
-  // The ack lane's task on the executor.
-  class AckLane final : public RoundExecutor::Task {
-   public:
-    explicit AckLane(MessageManager* manager) : manager_(manager) {}
-    absl::Time RunRound() override { return manager_->RunAckRound(); }
-
-   private:
-    MessageManager* const manager_;
-  };
   // A line to log once the lock is released.
   using Log = std::optional<std::pair<const char*, std::string>>;
 
@@ -294,10 +288,10 @@ class MessageManager : private RoundExecutor::Task {
   // ---- The round's reads (message_manager_reads.cc) ----
   bool DoPoll(const Work& work);
   // The poll's statements: PollDue, or with `by_ids` PollDueIds and
-  // FetchDue of the ids not held.
+  // FetchDue of the ids not held, or with a `room` PollDueByKey.
   struct PollRead;
-  absl::StatusOr<PollRead> ReadDue(const Work& work, int64_t limit,
-                                   bool by_ids);
+  absl::StatusOr<PollRead> ReadDue(const Work& work, int64_t limit, bool by_ids,
+                                   const KeyRoom* room);
   bool DoFetch(const Work& work);
   // Queues rows read from MySQL (or a row image), skipping ids in flight;
   // rows that must die (too many sends, too old, too large) go to a death
@@ -333,6 +327,17 @@ class MessageManager : private RoundExecutor::Task {
   // Counts the dead rows when due (see its comment); every round.
   void MaybeCountDead();
 
+  // ---- msgq_concurrency_by (message_manager_concurrency.cc) ----
+  // Reads the rows in flight into the gate after ownership is gained;
+  // false when that failed. GateFreedLocked(true): a poll reads the next
+  // rows. GateOpen: the cache holds a message the gate lets go now; Pop:
+  // a batch of at most `max` of those, each taking its slot.
+  bool LoadGate(const Work& work);
+  void GateFreedLocked(bool freed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool GateOpenLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  MessageBatch PopGatedLocked(size_t max, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // ---- Binlog intake (message_manager_binlog.cc) ----
   // Whether rows just queued from images are handed out now, or by a round
   // at the next pump slot.
@@ -347,7 +352,8 @@ class MessageManager : private RoundExecutor::Task {
   const std::shared_ptr<RoundExecutor> executor_;  // may be null
   // The ack lane's store; may be null.
   const std::unique_ptr<MessageStore> ack_store_;
-  AckLane ack_lane_{this};
+  // The ack lane's task on the executor.
+  CallbackTask ack_lane_{[this] { return RunAckRound(); }};
   // Options::postpone_grace, at most a tenth of the table's ack wait.
   const absl::Duration postpone_grace_;
   const std::string log_name_;
@@ -384,6 +390,12 @@ class MessageManager : private RoundExecutor::Task {
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   // msgq_rate_limit's token bucket; nullopt without one.
   std::optional<RateLimiter> limiter_ ABSL_GUARDED_BY(mu_);
+  // msgq_concurrency_by's slots; nullopt without it. Nothing is sent until
+  // loaded (LoadGate) after ownership is gained; gate_generation_ counts
+  // the gains, so a load that raced one is not taken as complete.
+  std::optional<ConcurrencyGate> gate_ ABSL_GUARDED_BY(mu_);
+  bool gate_loaded_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t gate_generation_ ABSL_GUARDED_BY(mu_) = 0;
   // SetPaused(true): nothing is read due or sent.
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
   // Ownership ends at this monotonic time (InfiniteFuture: not leased).

@@ -62,7 +62,9 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
     // msgq_order_by: only a key's head may be read, and a settled head lets
     // the next one go; rows are found by polls (which check headship), not
     // fetched by id.
+    // msgq_concurrency_by likewise: a poll reads what a key's room allows.
     const bool ordered = !table_.settings.order_by.empty();
+    const bool keyed = ordered || gate_.has_value();
     bool freed = false;
     for (const RowChange& c : changes) {
       const RowReconciler::BinlogVerdict verdict = reconciler_.OnBinlogChange(
@@ -74,6 +76,10 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
           cache_.RemoveQueued(c.id);
           scheduler_.ForgetFetch(c.id);
           freed |= dispatcher_.Release(c.id);  // prefetch slots
+          if (gate_.has_value() && gate_->Release(c.id)) {
+            GateFreedLocked(true);
+            freed = true;
+          }
           if (ordered && owner && !paused_) scheduler_.RequestPoll();
           break;
         case Action::kOwn:
@@ -92,6 +98,10 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
           // replaces it (the cache removes it first).
           cache_.RemoveQueued(c.id);
           scheduler_.ForgetFetch(c.id);
+          if (gate_.has_value()) {  // its image has no key: poll for it
+            scheduler_.RequestPoll();
+            break;
+          }
           std::vector<Message> image{MessageOf(c)};
           AddToCacheLocked(image);
           ++counters_.image_rows;
@@ -101,7 +111,7 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
         case Action::kDueRead:
           // Priority, schedule or payload may have changed: read it again.
           cache_.RemoveQueued(c.id);
-          if (!options_.binlog_fetch_by_id || ordered) {
+          if (!options_.binlog_fetch_by_id || keyed) {
             scheduler_.RequestPoll();
           } else if (cache_.full()) {
             scheduler_.NoteBacklog();  // the poll at drain picks it up

@@ -97,7 +97,7 @@ TEST_F(PostponeGraceTest, ADisownedManagerPostponesAtOnce) {
   MessageManager::Options options;
   options.leased = true;
   ASSERT_NO_FATAL_FAILURE(Init({}, options));
-  manager_->Own(clock_.MonotonicNow() + absl::Seconds(3));
+  manager_->Own(clock_.MonotonicNow() + absl::Seconds(3), /*images_wait=*/true);
   PutDue({"101"});
   auto sub = Subscribe();
   RunOnce();

@@ -240,7 +240,7 @@ class LeasedImageTest : public ImageTest {
 // A new owner does not know what the last owner sent: images wait again.
 TEST_F(LeasedImageTest, ANewOwnerReadsTheRowForItsFirstSeconds) {
   Advance(absl::Seconds(6));
-  manager_->Own(clock_.MonotonicNow() + absl::Minutes(1));
+  manager_->Own(clock_.MonotonicNow() + absl::Minutes(1), /*images_wait=*/true);
   auto sub = Subscribe();
   RunOnce();
   Advance(absl::Seconds(4));

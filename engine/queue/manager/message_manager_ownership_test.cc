@@ -52,7 +52,7 @@ TEST_F(OwnershipTest, OwnPollsAtOnceAndALapsedTrustStopsSending) {
   ASSERT_NO_FATAL_FAILURE(InitLeased({.batch_size = 1}));
   PutDue(Range(101, 106));
   auto sub = Subscribe();
-  manager_->Own(Mono() + absl::Seconds(3));
+  manager_->Own(Mono() + absl::Seconds(3), /*images_wait=*/true);
   EXPECT_TRUE(stats().owner);
   RunOnce();
   ASSERT_EQ(store_->poll_calls(), 1);
@@ -76,7 +76,7 @@ TEST_F(OwnershipTest, OwnPollsAtOnceAndALapsedTrustStopsSending) {
   EXPECT_EQ(store_->poll_calls(), 1);
 
   // Granted again: the table is read afresh, not sent from a stale cache.
-  manager_->Own(Mono() + absl::Seconds(3));
+  manager_->Own(Mono() + absl::Seconds(3), /*images_wait=*/true);
   RunOnce();
   EXPECT_EQ(store_->poll_calls(), 2);
   EXPECT_THAT(sub->ids(), ElementsAre("101", "102", "103", "104"));
@@ -86,10 +86,11 @@ TEST_F(OwnershipTest, RenewalExtendsWithoutRereading) {
   ASSERT_NO_FATAL_FAILURE(InitLeased({.batch_size = 1}));
   PutDue(Range(101, 104));
   auto sub = Subscribe();
-  manager_->Own(Mono() + absl::Seconds(3));
+  manager_->Own(Mono() + absl::Seconds(3), /*images_wait=*/true);
   RunOnce();
   Advance(absl::Seconds(2));
-  manager_->Own(Mono() + absl::Seconds(3));  // renewed before it ran out
+  manager_->Own(Mono() + absl::Seconds(3),
+                /*images_wait=*/true);  // renewed before it ran out
   Advance(absl::Seconds(2));
   Complete(*sub);
   EXPECT_THAT(sub->ids(), ElementsAre("101", "102", "103", "104"));
@@ -100,7 +101,7 @@ TEST_F(OwnershipTest, DisownStopsAtOnceAndQuiescesOncePostponesCommit) {
   ASSERT_NO_FATAL_FAILURE(InitLeased({.batch_size = 1}));
   PutDue(Range(101, 104));
   auto sub = Subscribe();
-  manager_->Own(absl::InfiniteFuture());
+  manager_->Own(absl::InfiniteFuture(), /*images_wait=*/true);
   RunOnce();
   EXPECT_THAT(sub->ids(), ElementsAre("101", "102"));
   EXPECT_FALSE(manager_->Quiesced());  // two postpones owed
@@ -122,7 +123,7 @@ TEST_F(OwnershipTest, FailedPostponeKeepsTheManagerUnquiesced) {
   ASSERT_NO_FATAL_FAILURE(InitLeased({.batch_size = 1}));
   PutDue(Range(101, 101));
   auto sub = Subscribe();
-  manager_->Own(absl::InfiniteFuture());
+  manager_->Own(absl::InfiniteFuture(), /*images_wait=*/true);
   RunOnce();
   manager_->Disown();
   store_->FailAll(absl::UnavailableError("gone"));

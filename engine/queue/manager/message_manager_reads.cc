@@ -46,11 +46,12 @@ struct MessageManager::PollRead {
 };
 
 absl::StatusOr<MessageManager::PollRead> MessageManager::ReadDue(
-    const Work& work, int64_t limit, bool by_ids) {
+    const Work& work, int64_t limit, bool by_ids, const KeyRoom* room) {
   PollRead read;
   if (!by_ids) {
     absl::StatusOr<std::vector<Message>> rows =
-        store_->PollDue(work.now, limit);
+        room != nullptr ? store_->PollDueByKey(work.now, limit, *room)
+                        : store_->PollDue(work.now, limit);
     if (!rows.ok()) return rows.status();
     read.listed = rows->size();
     read.rows = *std::move(rows);
@@ -84,8 +85,10 @@ absl::StatusOr<MessageManager::PollRead> MessageManager::ReadDue(
 }
 
 bool MessageManager::DoPoll(const Work& work) {
+  if (!LoadGate(work)) return false;
   int64_t limit = 0;
   bool by_ids = false;
+  std::optional<KeyRoom> room;  // msgq_concurrency_by
   {
     absl::MutexLock lock(&mu_);
     // Due rows in flight or already queued come back too and are skipped.
@@ -97,12 +100,14 @@ bool MessageManager::DoPoll(const Work& work) {
                      2 * capacity);
     const int64_t held =
         static_cast<int64_t>(cache_.queued() + reconciler_.in_flight());
-    by_ids =
-        store_->polls_ids() && held > 0 && held * kIdsFirstWhenHeld >= limit;
+    by_ids = store_->polls_ids() && held > 0 &&
+             held * kIdsFirstWhenHeld >= limit && !gate_.has_value();
+    if (gate_.has_value()) room = gate_->Room(work.now, limit);
     reconciler_.ReadStarts();
   }
   const absl::Time start = clock_->MonotonicNow();
-  absl::StatusOr<PollRead> read = ReadDue(work, limit, by_ids);
+  absl::StatusOr<PollRead> read =
+      ReadDue(work, limit, by_ids, room.has_value() ? &*room : nullptr);
   const absl::Duration took = clock_->MonotonicNow() - start;
   Log log;
   bool backlog = false;
@@ -193,8 +198,10 @@ void MessageManager::AddToCacheLocked(std::vector<Message>& rows) {
   for (Message& m : rows) {
     // MySQL may still show the state from before an unsettled write.
     if (!reconciler_.MayQueue(m.id)) continue;
-    // Due again (its ack wait ran out): no longer held (prefetch).
+    // Due again (its ack wait ran out): no longer held (prefetch), nor in
+    // flight (msgq_concurrency_by).
     dispatcher_.Release(m.id);
+    if (gate_.has_value()) gate_->Release(m.id);
     if (std::optional<std::string> reason = DeathReasonLocked(m, now)) {
       auto it = std::find_if(
           deaths.begin(), deaths.end(),

@@ -53,14 +53,17 @@ void MessageManager::Ack(std::vector<std::string> ids, AckCallback done) {
     if (refused.ok()) {
       // Never send again what is being acked, and don't postpone it.
       bool freed = false;
+      bool gate_freed = false;  // msgq_concurrency_by slots
       for (const std::string& id : ids) {
         cache_.RemoveQueued(id);
         freed |= dispatcher_.Release(id);  // prefetch slots
+        gate_freed |= gate_.has_value() && gate_->Release(id);
       }
       acks_.push_back(
           PendingAck{reconciler_.BeginAck(std::move(ids)), std::move(done)});
       WakeAcksLocked();
-      if (freed) sends = PumpLocked();
+      GateFreedLocked(gate_freed);
+      if (freed || gate_freed) sends = PumpLocked();
     }
   }
   if (!refused.ok()) done(refused);
@@ -151,6 +154,12 @@ void MessageManager::Nack(NackRequest request, NackCallback done) {
     if (refused.ok()) {
       bool freed = false;  // prefetch slots
       for (const std::string& id : ids) freed |= dispatcher_.Release(id);
+      bool gate_freed = false;  // msgq_concurrency_by slots
+      for (const msgq::Nack& n : group.nacks) {
+        gate_freed |= gate_.has_value() && gate_->ReleaseNacked(n.id, n.epoch);
+      }
+      GateFreedLocked(gate_freed);
+      freed |= gate_freed;
       // The nack decides the row's next time; a queued copy is a newer
       // delivery's and stays (the epoch check keeps this nack off it).
       nacks_.push_back(PendingNack{reconciler_.BeginHold(std::move(ids)),
@@ -199,6 +208,9 @@ void MessageManager::Extend(std::vector<Delivery> deliveries,
     absl::MutexLock lock(&mu_);
     refused = AdmitLocked(ids.size());
     if (refused.ok()) {
+      for (const auto& [id, epoch] : group.deliveries) {
+        if (gate_.has_value()) gate_->Extend(id, epoch, group.time_next);
+      }
       extends_.push_back(PendingExtend{reconciler_.BeginHold(std::move(ids)),
                                        std::move(group), std::move(done)});
       WakeLocked();

@@ -209,8 +209,10 @@ absl::Time MessageManager::RunAckRound() {
   DoWrites(work, ack_store_.get());
   ack_store_->EndRound();  // an idle lane holds no connection
   absl::MutexLock lock(&mu_);
-  // msgq_order_by: a settled head lets the table's round read the next.
+  // msgq_order_by: a settled head lets the table's round read the next;
+  // msgq_concurrency_by: an acked row leaves the key's next rows to read.
   if (!table_.settings.order_by.empty()) WakeLocked();
+  if (gate_.has_value()) GateFreedLocked(true);
   return AckLaneLocked() && !acks_.empty() ? clock_->MonotonicNow()
                                            : absl::InfiniteFuture();
 }
@@ -326,7 +328,8 @@ bool MessageManager::DoWrites(Work& work, MessageStore* store) {
     SettleAcksLocked(result, work, replies);
     SettleGroupsLocked(result, work, group_replies, logs);
     // msgq_order_by: a settled message lets the next of its key be read.
-    if (!table_.settings.order_by.empty() && result.ok() &&
+    if ((!table_.settings.order_by.empty() || gate_.has_value()) &&
+        result.ok() &&
         (!work.acks.empty() || !work.writes.nack_groups.empty() ||
          !work.writes.redrive_groups.empty())) {
       scheduler_.RequestPoll();

@@ -92,6 +92,18 @@ function sparkline(values) {
   return svg;
 }
 
+// In flight; with msgq_concurrency_by also the keys at their limit.
+function inFlightCell(t) {
+  const td = el("td", {class: "num", "data-field": "in_flight"}, fmt(t.in_flight));
+  if (t.concurrency) {
+    td.title = "msgq_concurrency_by=" + t.concurrency_by + ", msgq_concurrency=" +
+        t.concurrency + ": keys with " + t.concurrency + " in flight now";
+    td.append(el("span", {class: "muted", "data-field": "keys_at_limit"},
+        " · " + fmt(t.keys_at_limit) + " keys at " + t.concurrency));
+  }
+  return td;
+}
+
 function rateCell(samples, field, key) {
   const r = rates(samples, field);
   const last = r.length ? r[r.length - 1] : null;
@@ -146,7 +158,7 @@ function render(data) {
           el("td", {"data-field": "discovery"}, t.discovery),
           el("td", {class: "num", "data-field": "subscribers"}, fmt(t.subscribers)),
           el("td", {class: "num", "data-field": "queued"}, fmt(t.queued)),
-          el("td", {class: "num", "data-field": "in_flight"}, fmt(t.in_flight)),
+          inFlightCell(t),
           el("td", {class: "num" + (t.dead ? " dead-nonzero" : ""),
                     "data-field": "dead"}, fmt(t.dead)),
           el("td", {class: "num", "data-field": "sent"}, fmt(t.sent)),

@@ -1,0 +1,33 @@
+// The key column of msgq_concurrency_by, checked against a built table.
+//
+// BuildMessageTable (message_table.cc) checks the columns of the other
+// directives; this checks msgq_concurrency_by's the same way: it must exist,
+// be none of msgq's own, and be an integer, char, varchar, binary or
+// varbinary column (one an index holds whole, and whose values are written
+// into SQL as literals of its kind). The store calls it when it is built
+// and refuses to poll (FAILED_PRECONDITION) a table it does not accept.
+//
+// Thread-safe (a pure function).
+#ifndef MSGQ_ENGINE_CONCURRENCY_COLUMN_H_
+#define MSGQ_ENGINE_CONCURRENCY_COLUMN_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/message_table.h"
+
+namespace msgq {
+
+struct ConcurrencyKey {
+  std::string column;           // as the table spells it
+  IdKind kind = IdKind::kText;  // how its values are written into SQL
+};
+
+// The key of `table`'s msgq_concurrency_by (settings.concurrency_by must
+// be set). FAILED_PRECONDITION, "table `db`.`t`: <cause>", when the column
+// is missing, one of msgq's own, or of another type.
+absl::StatusOr<ConcurrencyKey> ResolveConcurrencyKey(const MessageTable& table);
+
+}  // namespace msgq
+
+#endif  // MSGQ_ENGINE_CONCURRENCY_COLUMN_H_

@@ -1,0 +1,191 @@
+#include "server/msgqd_server.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "engine/clock.h"
+#include "engine/log.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "server/http/build_info.h"
+#include "server/http/grpc_metrics.h"
+#include "server/http/routes.h"
+#include "server/mysql_protocol/mysql_protocol_flags.h"
+
+namespace msgq {
+namespace {
+
+// "HOST" of "HOST:PORT" (brackets of an IPv6 address kept).
+std::string HostOf(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  return colon == std::string::npos ? "" : listen.substr(0, colon);
+}
+
+// Never destroyed: gRPC may end a call (and its metrics interceptor count
+// it) on one of its threads after the server's Wait() returned; seen by
+// ThreadSanitizer as ~GrpcMetrics racing CallEnded at exit.
+// (Held by a static so LeakSanitizer sees it reachable.)
+GrpcMetrics& ProcessGrpcMetrics() {
+  static GrpcMetrics* const metrics = new GrpcMetrics();
+  return *metrics;
+}
+
+}  // namespace
+
+std::string DefaultInstanceId(const std::string& listen, int port) {
+  char name[256] = {0};
+  gethostname(name, sizeof(name) - 1);
+  const std::string host = HostOf(listen);
+  if (host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::" ||
+      host == "*") {
+    return absl::StrCat(name, ":", port);
+  }
+  return absl::StrCat(name, ":", host, ":", port);
+}
+
+MsgqdServer::MsgqdServer(MsgqdOptions options, SecurityConfig security)
+    : options_(std::move(options)),
+      security_(std::move(security)),
+      grpc_metrics_(ProcessGrpcMetrics()),
+      jitter_(absl::ToUnixNanos(absl::Now())) {}
+
+MsgqdServer::~MsgqdServer() { StopGrpc(); }
+
+absl::StatusOr<std::unique_ptr<MsgqdServer>> MsgqdServer::Start(
+    MsgqdOptions options, SecurityConfig security,
+    HttpServer::Options http_options) {
+  std::unique_ptr<MsgqdServer> server(
+      new MsgqdServer(std::move(options), std::move(security)));
+  server->engine_ = std::make_unique<Engine>(
+      server->options_.engine, RealClock::Get(), &server->jitter_);
+  absl::Status s = server->StartGrpc();
+  if (s.ok()) s = server->StartEngine();
+  if (s.ok()) {
+    // `stream * from T` over the MySQL protocol (server/mysql_protocol/).
+    absl::StatusOr<std::unique_ptr<mysql_protocol::MysqlProtocolServer>> mp =
+        mysql_protocol::StartFromFlags(server->engine_.get(),
+                                       server->security_.authorizer.get(),
+                                       server->security_.own_tls);
+    if (mp.ok()) {
+      server->mysql_protocol_ = *std::move(mp);
+    } else {
+      s = mp.status();
+    }
+  }
+  if (!s.ok()) {
+    server->StopGrpc();
+    server->engine_->Stop();
+    return s;
+  }
+  server->health_ = std::make_unique<HealthReporter>(
+      server->engine_.get(), server->grpc_->GetHealthCheckService());
+  server->StartHttp(std::move(http_options));
+  // Exactly this line, unprefixed: scripts and tests wait for it.
+  std::fprintf(stderr, "msgqd listening on %s:%d\n",
+               HostOf(server->options_.listen).c_str(), server->port_);
+  std::fflush(stderr);
+  return server;
+}
+
+absl::Status MsgqdServer::StartGrpc() {
+  service_ = std::make_unique<MessagingService>(engine_.get(),
+                                                security_.authorizer.get());
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(grpc_metrics_.InterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  // One process per HOST:PORT: the instance id relies on it (see header).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(options_.listen, GrpcServerCredentials(security_),
+                           &port_);
+  ApplyServerLimits(&builder);
+  builder.RegisterService(service_.get());
+  grpc_ = builder.BuildAndStart();
+  if (grpc_ == nullptr || port_ == 0) {
+    grpc_.reset();
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", options_.listen));
+  }
+  // Not serving until the engine started and HealthReporter says so.
+  grpc_->GetHealthCheckService()->SetServingStatus(false);
+  return absl::OkStatus();
+}
+
+absl::Status MsgqdServer::StartEngine() {
+  if (options_.engine.instance_id.empty()) {
+    engine_->Identify(DefaultInstanceId(options_.listen, port_),
+                      options_.listen);
+  }
+  absl::Status s = engine_->Start();
+  if (s.code() == absl::StatusCode::kFailedPrecondition) return s;
+  if (!s.ok()) {
+    LogWarning("starting without the schema; will keep retrying: ",
+               s.message());
+  }
+  return absl::OkStatus();
+}
+
+void MsgqdServer::StartHttp(HttpServer::Options http_options) {
+  // With --tls_cert the HTTP port speaks HTTPS only, with the gRPC port's
+  // files (and client CA), re-read every --tls_reload_interval.
+  const std::string& listen = options_.http_listen;
+  if (listen.empty()) return;
+  if (security_.own_tls != nullptr)
+    http_options.tls = security_.own_tls->files();
+  absl::StatusOr<std::unique_ptr<HttpServer>> started = HttpServer::Start(
+      listen,
+      MsgqdRoutes(engine_.get(), &grpc_metrics_, CurrentBuildInfo(),
+                  security_.authorizer.get()),
+      http_options);
+  if (!started.ok()) {
+    LogError(started.status().message(),
+             "; serving gRPC without metrics, health pages or console");
+    return;
+  }
+  http_ = *std::move(started);
+  std::fprintf(stderr, "msgqd http on %s:%d\n", HostOf(listen).c_str(),
+               http_->port());
+  if (http_->tls()) {
+    LogInfo("the HTTP port speaks HTTPS only",
+            security_.own_tls->requires_client_certificate()
+                ? ", with client certificates of --tls_client_ca"
+                : "");
+  }
+}
+
+bool MsgqdServer::Stop() {
+  // Tell load balancers first, then end streams (UNAVAILABLE), then stop
+  // serving.
+  if (health_ != nullptr) health_->Stop();
+  if (mysql_protocol_ != nullptr) mysql_protocol_->Stop();
+  const absl::Duration timeout = options_.shutdown_timeout;
+  if (!engine_->Stop(timeout)) {
+    LogError("shutdown: tables did not flush within ",
+             absl::FormatDuration(timeout),
+             " (is MySQL hanging?); exiting anyway: unflushed sends are "
+             "redelivered after their ack wait");
+    return false;
+  }
+  StopGrpc();
+  http_.reset();
+  return true;
+}
+
+void MsgqdServer::StopGrpc() {
+  if (grpc_ == nullptr) return;
+  grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  grpc_->Wait();
+  grpc_.reset();
+}
+
+}  // namespace msgq
