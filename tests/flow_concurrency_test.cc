@@ -277,7 +277,14 @@ TEST_F(FlowConcurrencyTest, AtMostNPerKeyThroughFailuresAndAKill) {
   }
   EXPECT_EQ(peak, kLimit);  // the limit was reached, not just respected
   EXPECT_EQ(ledger.delivered(), static_cast<size_t>(kRows));  // none lost
-  EXPECT_EQ(ledger.acked(), static_cast<size_t>(kRows));
+  // Every message acked, as MySQL says: an ack that committed just before
+  // the kill -9 may have lost its reply, and then is not in the ledger (it
+  // counts as held until its ack wait, which makes the check above stricter);
+  // each of the 4 consumers has at most one ack in the air.
+  EXPECT_EQ(db_->Scalar("SELECT COUNT(*) FROM msgq.q WHERE time_acked IS NOT "
+                        "NULL"),
+            absl::StrCat(kRows));
+  EXPECT_GE(ledger.acked(), static_cast<size_t>(kRows) - 4);
   EXPECT_GT(ledger.deliveries(), static_cast<size_t>(kRows));  // failures
   std::printf(
       "%d messages of %d keys, N=%d: %zu deliveries in %.1f s, at "

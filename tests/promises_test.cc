@@ -181,7 +181,7 @@ TEST_F(PromisesTest, DiscoverySwitchesToPollWhenTheDumpDiesForGoodAndBack) {
       CreateTable("q", "vt_poller_interval=1,vt_ack_wait=300"));
   ASSERT_NO_FATAL_FAILURE(Exec("CREATE USER 'mq'@'localhost'"));
   ASSERT_NO_FATAL_FAILURE(
-      Exec("GRANT SELECT, INSERT, UPDATE, DELETE ON msgq.* TO "
+      Exec("GRANT SELECT, INSERT, UPDATE, DELETE, CREATE ON msgq.* TO "
            "'mq'@'localhost'"));
   ASSERT_NO_FATAL_FAILURE(
       Exec("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO "
