@@ -149,9 +149,8 @@ TEST_F(FlowPauseTest, OtherInstancesLearnOfThePauseAtTheirNextReload) {
   // the first msgqd owns the table); the owner learns of them.
   ToolResult paused = Tool((*other)->address(), {"pause", "q"});
   ASSERT_EQ(paused.code, 0) << paused.output;
-  EXPECT_TRUE(
-      Eventually([&] { return FindTable(stub_.get(), "q").paused(); },
-                 absl::Seconds(5)));
+  EXPECT_TRUE(Eventually([&] { return FindTable(stub_.get(), "q").paused(); },
+                         absl::Seconds(5)));
   // The owner sends nothing.
   StreamCollector s(stub_.get(), "q");
   ASSERT_TRUE(s.WaitForFields(absl::Seconds(10)));

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "tests/temp_dir.h"
 #include "tests/test_env.h"
 #include "tools/launch/child_process.h"
 
@@ -24,18 +25,6 @@
 #endif
 
 namespace msgq::testing {
-namespace {
-
-// As test_env.cc's: a directory of this process's own, after sweeping what
-// dead test processes left (their nodes too: DIR/node<I>.pid).
-absl::StatusOr<std::unique_ptr<launch::OwnedDir>> MakeTempDir(
-    const char* prefix) {
-  static absl::once_flag swept;
-  absl::call_once(swept, [] { (void)launch::SweepStaleDirs(kTempPrefix); });
-  return launch::OwnedDir::Create(absl::StrCat(kTempPrefix, prefix));
-}
-
-}  // namespace
 
 // ---- GaleraCluster ----
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "tests/temp_dir.h"
 #include "tools/launch/child_process.h"
 #include "tools/launch/owned_dir.h"
 
@@ -19,19 +20,13 @@
 #endif
 
 namespace msgq::testing {
-namespace {
 
-// A directory of this test process's own. The first call removes what
-// earlier test processes that died without cleaning up left behind (their
-// servers included); directories of live tests are never touched.
 absl::StatusOr<std::unique_ptr<launch::OwnedDir>> MakeTempDir(
     const char* prefix) {
   static absl::once_flag swept;
   absl::call_once(swept, [] { (void)launch::SweepStaleDirs(kTempPrefix); });
   return launch::OwnedDir::Create(absl::StrCat(kTempPrefix, prefix));
 }
-
-}  // namespace
 
 std::string MessageComment(const std::string& overrides) {
   // Defaults suited to tests; overrides replace same-named directives.
