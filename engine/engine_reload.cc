@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "engine/log.h"
 #include "engine/queue/partition_plan.h"
+#include "engine/sql/mysql_connection.h"
 #include "engine/sql/mysql_message_store.h"
 
 namespace msgq {
@@ -87,19 +88,38 @@ absl::StatusOr<SchemaSnapshot> Engine::ReadSchema() {
   // information_schema can miss a table for a moment while an ALTER
   // (msgqd's own partition purge among them) swaps its definition: a
   // snapshot that drops or changes a loaded table is read once more, and
-  // the second read decides.
-  const auto drops_or_changes = [&](const SchemaSnapshot& snap) {
+  // the second read decides. Before it, each table the first read missed
+  // is opened by a statement that waits for the ALTER's metadata lock, so
+  // the second read comes after the ALTER has finished.
+  const auto drops_or_changes = [&](const SchemaSnapshot& snap,
+                                    std::vector<Key>* missing) {
     absl::MutexLock lock(&mu_);
-    size_t found = 0;
+    std::set<Key> found;
+    bool changed = false;
     for (const TableDefinition& def : snap.tables) {
-      auto it = tables_.find(Key{def.keyspace, def.name});
+      Key key{def.keyspace, def.name};
+      auto it = tables_.find(key);
       if (it == tables_.end()) continue;
-      ++found;
-      if (!(it->second.definition == def)) return true;
+      found.insert(key);
+      if (!(it->second.definition == def)) changed = true;
     }
-    return found != tables_.size();
+    for (const auto& [key, entry] : tables_) {
+      if (!found.contains(key)) missing->push_back(key);
+    }
+    return changed || !missing->empty();
   };
-  if (snapshot.ok() && drops_or_changes(*snapshot)) {
+  std::vector<Key> missing;
+  if (snapshot.ok() && drops_or_changes(*snapshot, &missing)) {
+    for (const Key& key : missing) {
+      // ER_NO_SUCH_TABLE when it is really gone; the result is not used.
+      // At most 5 s behind a long ALTER (MariaDB; MySQL waits its own
+      // lock_wait_timeout, bounded by the connection's io_timeout).
+      (void)(*conn)->Query(
+          absl::StrCat("/*M! SET STATEMENT lock_wait_timeout=5 "
+                       "FOR */ SELECT 1 FROM ",
+                       QuoteIdentifier(key.first), ".",
+                       QuoteIdentifier(key.second), " LIMIT 0"));
+    }
     snapshot = LoadSchema(**conn, options_.databases);
   }
   if (snapshot.ok()) ReadPaused(**conn);
