@@ -137,6 +137,8 @@ void OwnershipFamilies(const std::vector<Table>& tables, MetricsText& text) {
   }
 }
 
+// Each table's state: loaded or why not, how rows are found, the
+// manager's counters and gauges.
 void TableFamilies(const std::vector<Table>& tables, MetricsText& text) {
   text.Family("msgq_table_loaded", MetricType::kGauge,
               "1 when the message table loaded, 0 when its definition is "
@@ -180,6 +182,11 @@ void TableFamilies(const std::vector<Table>& tables, MetricsText& text) {
       text.Sample(TableLabels(t), static_cast<double>(t.stats.keys_at_limit));
     }
   }
+}
+
+// The latency histograms of each loaded table: its MySQL statements by
+// kind, and the delays before a message is sent.
+void LatencyFamilies(const std::vector<Table>& tables, MetricsText& text) {
   text.Family("msgq_mysql_statement_seconds", MetricType::kHistogram,
               "MySQL statement latency by kind: poll, fetch (binlog-named "
               "rows), write (a round's postpones, acks, nacks, extends and "
@@ -304,6 +311,7 @@ std::string RenderMetrics(const Engine& engine, const GrpcMetrics* grpc,
               "Message tables found, loaded or not.");
   text.Sample({}, static_cast<double>(tables.size()));
   TableFamilies(tables, text);
+  LatencyFamilies(tables, text);
   OwnershipFamilies(tables, text);
   if (depth != nullptr) DueFamilies(tables, *depth, text);
   if (grpc != nullptr) grpc->Collect(text);
