@@ -1,11 +1,12 @@
 // The key column of msgq_concurrency_by, checked against a built table.
 //
-// BuildMessageTable (message_table.cc) checks the columns of the other
-// directives; this checks msgq_concurrency_by's the same way: it must exist,
-// be none of msgq's own, and be an integer, char, varchar, binary or
-// varbinary column (one an index holds whole, and whose values are written
-// into SQL as literals of its kind). The store calls it when it is built
-// and refuses to poll (FAILED_PRECONDITION) a table it does not accept.
+// msgq_concurrency_by's column must exist, be none of msgq's own, and be an
+// integer, char, varchar, binary or varbinary column (one an index holds
+// whole, and whose values are written into SQL as literals of its kind).
+// BuildMessageTable (message_table.cc) calls it at load, with the checks of
+// the other directives' columns, so a table it refuses never loads. The
+// store calls it again when it is built, for the key's kind, and refuses to
+// poll (FAILED_PRECONDITION) a table it does not accept (one built by hand).
 //
 // Thread-safe (a pure function).
 #ifndef MSGQ_ENGINE_CONCURRENCY_COLUMN_H_

@@ -1,7 +1,7 @@
 // msgq_concurrency_by / msgq_concurrency (at most N at once per key): the
-// directives, the key column check and the statements. The manager's logic
-// is queue/manager/message_manager_concurrency_test.cc; against MariaDB,
-// tests/flow_concurrency_test.cc.
+// directives, the key column check at load, row images and the statements. The
+// manager's logic is queue/manager/message_manager_concurrency_test.cc; against
+// MariaDB, tests/flow_concurrency_test.cc.
 #include <string>
 #include <vector>
 
@@ -107,26 +107,29 @@ TEST(ConcurrencyKeyTest, TakesTheTablesSpellingAndKind) {
   absl::StatusOr<MessageTable> t =
       Build("msgq_concurrency_by=tenant,msgq_concurrency=2");
   ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->settings.concurrency_by, "Tenant");  // as the table spells it
   absl::StatusOr<ConcurrencyKey> key = ResolveConcurrencyKey(*t);
   ASSERT_TRUE(key.ok()) << key.status();
   EXPECT_EQ(key->column, "Tenant");
   EXPECT_EQ(key->kind, IdKind::kUnsignedInteger);
   t = Build("msgq_concurrency_by=REGION,msgq_concurrency=2");
   ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->settings.concurrency_by, "region");
   key = ResolveConcurrencyKey(*t);
   ASSERT_TRUE(key.ok()) << key.status();
   EXPECT_EQ(key->column, "region");
   EXPECT_EQ(key->kind, IdKind::kText);
 }
 
-TEST(ConcurrencyKeyTest, MissingOwnOrUnindexableColumnIsRefused) {
+// The column is checked at load, like msgq_fair_by's: a table whose
+// msgq_concurrency_by column is missing, msgq's own or of a type an index
+// cannot hold whole does not load.
+TEST(ConcurrencyKeyTest, MissingOwnOrUnindexableColumnFailsTheLoad) {
   auto error = [](const std::string& column) {
     const absl::StatusOr<MessageTable> t = Build(
         absl::StrCat("msgq_concurrency_by=", column, ",msgq_concurrency=2"));
-    EXPECT_TRUE(t.ok()) << t.status();
-    const absl::StatusOr<ConcurrencyKey> key = ResolveConcurrencyKey(*t);
-    EXPECT_EQ(key.status().code(), absl::StatusCode::kFailedPrecondition);
-    return std::string(key.status().message());
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition);
+    return std::string(t.status().message());
   };
   EXPECT_EQ(error("nope"),
             "table `shop`.`jobs`: msgq_concurrency_by names column nope which "
@@ -134,10 +137,51 @@ TEST(ConcurrencyKeyTest, MissingOwnOrUnindexableColumnIsRefused) {
   EXPECT_EQ(error("epoch"),
             "table `shop`.`jobs`: msgq_concurrency_by names epoch, one of "
             "msgq's own columns; name a column of yours (the key)");
+  EXPECT_EQ(error("ID"),
+            "table `shop`.`jobs`: msgq_concurrency_by names id, one of "
+            "msgq's own columns; name a column of yours (the key)");
   EXPECT_EQ(error("notes"),
             "table `shop`.`jobs`: msgq_concurrency_by column notes is text; "
             "msgq needs an integer, char, varchar, binary or varbinary column "
             "(one that an index holds whole)");
+  EXPECT_EQ(error("message"),
+            "table `shop`.`jobs`: msgq_concurrency_by column message is "
+            "longtext; msgq needs an integer, char, varchar, binary or "
+            "varbinary column (one that an index holds whole)");
+  // With msgq_fair_by on the same column, the fair column's check speaks
+  // first (it names the same cause).
+  const absl::StatusOr<MessageTable> fair =
+      Build("msgq_fair_by=notes,msgq_concurrency_by=notes,msgq_concurrency=2");
+  EXPECT_EQ(fair.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(fair.status().message(),
+            "table `shop`.`jobs`: msgq_fair_by column notes is text; msgq "
+            "needs an integer, char, varchar, binary or varbinary column (one "
+            "that an index holds whole)");
+}
+
+// Binlog row images carry no key for the gate, and a poll reads at most a
+// key's free slots: a limited table renders no images (the manager polls
+// for a due row instead), whatever its columns; the same table without
+// the limit does.
+TEST(ConcurrencyKeyTest, ALimitedTableUsesNoRowImages) {
+  const absl::StatusOr<MessageTable> plain =
+      BuildMessageTable("shop", "jobs", kComment, Columns());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(BookkeepingOf(*plain, true).streamed.size(), 5u);
+  const absl::StatusOr<MessageTable> limited =
+      Build("msgq_concurrency_by=tenant,msgq_concurrency=2");
+  ASSERT_TRUE(limited.ok()) << limited.status();
+  const BookkeepingColumns b = BookkeepingOf(*limited, true);
+  EXPECT_TRUE(b.streamed.empty());
+  EXPECT_FALSE(b.fair.has_value());
+  // The bookkeeping columns are still found (acks and deletes free slots).
+  EXPECT_EQ(b.id, 0u);
+  EXPECT_EQ(b.time_acked, 4u);
+  const absl::StatusOr<MessageTable> fair = Build(
+      "msgq_fair_by=tenant,msgq_concurrency_by=tenant,msgq_concurrency=2");
+  ASSERT_TRUE(fair.ok()) << fair.status();
+  EXPECT_TRUE(BookkeepingOf(*fair, true).streamed.empty());
+  EXPECT_FALSE(BookkeepingOf(*fair, true).fair.has_value());
 }
 
 TEST(ConcurrencyStatementTest, InFlightIsARangePerPriorityOfRowsDueLater) {
@@ -182,10 +226,10 @@ TEST(ConcurrencyStatementTest, TablesWithoutItKeepTheirStatements) {
   // makes every poll say why.
   EXPECT_EQ(keyed.PollDue(5, 10).status().code(),
             absl::StatusCode::kFailedPrecondition);
-  const absl::StatusOr<MessageTable> bad =
-      Build("msgq_concurrency_by=notes,msgq_concurrency=2");
-  ASSERT_TRUE(bad.ok()) << bad.status();
-  MysqlMessageStore refused(*bad, MysqlOptions{});
+  // A column the load refuses, on a table built by hand.
+  MessageTable bad = *limited;
+  bad.settings.concurrency_by = "notes";
+  MysqlMessageStore refused(bad, MysqlOptions{});
   KeyRoom room;
   EXPECT_EQ(refused.PollDueByKey(5, 10, room).status().message(),
             "table `shop`.`jobs`: msgq_concurrency_by column notes is text; "

@@ -9,8 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/utf8.h"
+#include "engine/concurrency_column.h"
 #include "engine/directives.h"
 #include "engine/sql/sql_literal.h"
+#include "engine/status_macros.h"
 
 namespace msgq {
 namespace {
@@ -74,35 +76,9 @@ IdKind KindOf(const Column& id) {
   return IdKind::kText;
 }
 
-}  // namespace
-
-absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
-                                               absl::string_view name,
-                                               absl::string_view comment,
-                                               std::vector<Column> columns) {
-  const std::string where = absl::StrCat("table `", keyspace, "`.`", name, "`");
-  absl::StatusOr<TableSettings> settings = ParseDirectives(comment);
-  if (!settings.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(where, ": ", settings.status().message()));
-  }
-  std::vector<std::string> missing;
-  for (const char* required : kRequiredColumns) {
-    if (FindColumn(columns, required) == nullptr) missing.push_back(required);
-  }
-  if (!missing.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        where, ": missing required column", missing.size() > 1 ? "s " : " ",
-        absl::StrJoin(missing, ", ")));
-  }
-  MessageTable table;
-  table.keyspace = std::string(keyspace);
-  table.name = std::string(name);
-  table.settings = *std::move(settings);
-  table.columns = std::move(columns);
-  const Column* id = FindColumn(table.columns, "id");
-  table.id_kind = KindOf(*id);
-  table.id_in_primary_key = id->key == "pri";
+// msgq's optional columns: their types, and the directives that need them.
+absl::Status CheckOptionalColumns(const std::string& where,
+                                  MessageTable& table) {
   for (const char* col : {"time_created", "time_dead"}) {
     const Column* c = FindColumn(table.columns, col);
     if (c == nullptr) continue;
@@ -136,32 +112,43 @@ absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
         ": msgq_dead_retention needs a time_dead column (bigint, Unix "
         "ns; msgq sets it when a message dies)"));
   }
-  if (!table.settings.order_by.empty()) {
-    const Column* c = FindColumn(table.columns, table.settings.order_by);
-    if (c == nullptr) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          where, ": msgq_order_by names column ", table.settings.order_by,
-          " which the table does not have"));
-    }
-    if (IsBookkeeping(c->name) || absl::EqualsIgnoreCase(c->name, "id")) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          where, ": msgq_order_by names ", c->name,
-          ", one of msgq's own columns; name a column of yours (the key)"));
-    }
-    table.settings.order_by = c->name;  // as the table spells it
+  return absl::OkStatus();
+}
+
+// The column a key directive (msgq_order_by, msgq_fair_by) names: one of
+// the table's, not one of msgq's own. `what` is what the key stands for.
+absl::StatusOr<const Column*> KeyColumn(const std::string& where,
+                                        const MessageTable& table,
+                                        absl::string_view directive,
+                                        const std::string& name,
+                                        absl::string_view what) {
+  const Column* c = FindColumn(table.columns, name);
+  if (c == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where, ": ", directive, " names column ", name,
+                     " which the table does not have"));
   }
-  if (!table.settings.fair_by.empty()) {
-    const Column* c = FindColumn(table.columns, table.settings.fair_by);
-    if (c == nullptr) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          where, ": msgq_fair_by names column ", table.settings.fair_by,
-          " which the table does not have"));
-    }
-    if (IsBookkeeping(c->name) || absl::EqualsIgnoreCase(c->name, "id")) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          where, ": msgq_fair_by names ", c->name,
-          ", one of msgq's own columns; name a column of yours (the tenant)"));
-    }
+  if (IsBookkeeping(c->name) || absl::EqualsIgnoreCase(c->name, "id")) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        where, ": ", directive, " names ", c->name,
+        ", one of msgq's own columns; name a column of yours (", what, ")"));
+  }
+  return c;
+}
+
+// msgq_order_by, msgq_fair_by and msgq_concurrency_by: their columns, as
+// the table spells them.
+absl::Status ResolveKeys(const std::string& where, MessageTable& table) {
+  TableSettings& settings = table.settings;
+  if (!settings.order_by.empty()) {
+    ASSIGN_OR_RETURN(const Column* c, KeyColumn(where, table, "msgq_order_by",
+                                                settings.order_by, "the key"));
+    settings.order_by = c->name;
+  }
+  if (!settings.fair_by.empty()) {
+    ASSIGN_OR_RETURN(const Column* c,
+                     KeyColumn(where, table, "msgq_fair_by", settings.fair_by,
+                               "the tenant"));
     const std::string type = absl::AsciiStrToLower(c->data_type);
     if (!IsIntegerType(type) && type != "char" && type != "varchar" &&
         type != "binary" && type != "varbinary") {
@@ -170,9 +157,19 @@ absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
           "; msgq needs an integer, char, varchar, binary or varbinary "
           "column (one that an index holds whole)"));
     }
-    table.settings.fair_by = c->name;  // as the table spells it
+    settings.fair_by = c->name;
     table.fair_kind = KindOf(*c);
   }
+  if (settings.concurrency > 0) {
+    ASSIGN_OR_RETURN(const ConcurrencyKey key, ResolveConcurrencyKey(table));
+    settings.concurrency_by = key.column;
+  }
+  return absl::OkStatus();
+}
+
+// The streamed columns: vt_message_cols', or id and every column of yours.
+absl::Status ChooseStreamed(const std::string& where, MessageTable& table) {
+  const Column* id = FindColumn(table.columns, "id");
   if (!table.settings.message_cols.empty()) {
     for (const std::string& col : table.settings.message_cols) {
       const Column* c = FindColumn(table.columns, col);
@@ -183,13 +180,48 @@ absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
       }
       table.streamed.push_back(*c);
     }
-  } else {
-    table.streamed.push_back(*id);
-    for (const Column& c : table.columns) {
-      if (&c == id || IsBookkeeping(c.name)) continue;
-      table.streamed.push_back(c);
-    }
+    return absl::OkStatus();
   }
+  table.streamed.push_back(*id);
+  for (const Column& c : table.columns) {
+    if (&c == id || IsBookkeeping(c.name)) continue;
+    table.streamed.push_back(c);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
+                                               absl::string_view name,
+                                               absl::string_view comment,
+                                               std::vector<Column> columns) {
+  const std::string where = absl::StrCat("table `", keyspace, "`.`", name, "`");
+  absl::StatusOr<TableSettings> settings = ParseDirectives(comment);
+  if (!settings.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where, ": ", settings.status().message()));
+  }
+  std::vector<std::string> missing;
+  for (const char* required : kRequiredColumns) {
+    if (FindColumn(columns, required) == nullptr) missing.push_back(required);
+  }
+  if (!missing.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        where, ": missing required column", missing.size() > 1 ? "s " : " ",
+        absl::StrJoin(missing, ", ")));
+  }
+  MessageTable table;
+  table.keyspace = std::string(keyspace);
+  table.name = std::string(name);
+  table.settings = *std::move(settings);
+  table.columns = std::move(columns);
+  const Column* id = FindColumn(table.columns, "id");
+  table.id_kind = KindOf(*id);
+  table.id_in_primary_key = id->key == "pri";
+  RETURN_IF_ERROR(CheckOptionalColumns(where, table));
+  RETURN_IF_ERROR(ResolveKeys(where, table));
+  RETURN_IF_ERROR(ChooseStreamed(where, table));
   return table;
 }
 
@@ -255,7 +287,13 @@ BookkeepingColumns BookkeepingOf(const MessageTable& table, bool row_images) {
     if (absl::EqualsIgnoreCase(name, "time_acked")) b.time_acked = i;
     if (absl::EqualsIgnoreCase(name, "epoch")) b.epoch = i;
   }
-  if (!row_images || !table.settings.order_by.empty()) return b;
+  // msgq_order_by and msgq_concurrency_by: a due row must be read by a poll
+  // (which checks headship, or reads no more than a key's room), so an
+  // image would only be rendered to be dropped.
+  if (!row_images || !table.settings.order_by.empty() ||
+      table.settings.concurrency > 0) {
+    return b;
+  }
   auto rendered = [&](const std::string& name)
       -> std::optional<BookkeepingColumns::Rendered> {
     for (uint32_t i = 0; i < table.columns.size(); ++i) {

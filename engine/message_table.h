@@ -81,8 +81,12 @@ struct MessageTable {
 // msgq's optional columns has the wrong type (time_created and time_dead
 // must be integers, last_error text), msgq_max_age is set without a
 // time_created column or msgq_dead_retention without a time_dead column,
-// or msgq_order_by / msgq_fair_by name a missing column or one of msgq's own
-// (msgq_fair_by also one not integer, char, varchar, binary or varbinary).
+// or msgq_order_by / msgq_fair_by / msgq_concurrency_by name a missing
+// column or one of msgq's own (msgq_fair_by and msgq_concurrency_by also one
+// not integer, char, varchar, binary or varbinary: ResolveConcurrencyKey,
+// concurrency_column.h). The key columns are stored as the table spells
+// them. Indexes are not seen here (information_schema.STATISTICS is not
+// read at load).
 absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
                                                absl::string_view name,
                                                absl::string_view comment,
@@ -91,8 +95,11 @@ absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
 // Where the bookkeeping columns sit in the table's rows (binlog images).
 // With `row_images`, also the streamed columns to render from a due row's
 // image (BookkeepingColumns::streamed), when every one of them (and the
-// msgq_fair_by column) has a reproducible text form and the table has no
-// msgq_order_by (whose rows must be read to check headship).
+// msgq_fair_by column) has a reproducible text form and the table has
+// neither msgq_order_by (whose rows must be read to check headship) nor
+// msgq_concurrency_by (whose polls read at most a key's free slots, and
+// whose images carry no key for the gate: the manager polls for such a
+// row instead, message_manager_binlog.cc).
 BookkeepingColumns BookkeepingOf(const MessageTable& table,
                                  bool row_images = false);
 
