@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "tests/fixture.h"
+#include "tests/wait_events.h"
 
 namespace msgq::testing {
 namespace {
@@ -302,10 +303,15 @@ TEST_F(DeliveryTest, SmallCacheDrainsLargeBacklogQuickly) {
 TEST_F(DeliveryTest, NoPollQueriesWithoutSubscribers) {
   ASSERT_NO_FATAL_FAILURE(CreateTable("q", "vt_poller_interval=0.1"));
   ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 3));
+  // The clock: a table of the same interval with a subscriber, so its
+  // polls count the intervals that pass.
+  ASSERT_NO_FATAL_FAILURE(CreateTable("clock", "vt_poller_interval=0.1"));
   // Rows read from the message table itself (user statistics), not
   // Com_select: msgqd's other threads may query other things meanwhile.
   ASSERT_NO_FATAL_FAILURE(Exec("SET GLOBAL userstat = 1"));
   ASSERT_NO_FATAL_FAILURE(StartServer({"--schema_reload_interval=1h"}));
+  StreamCollector clock(stub_.get(), "clock");
+  ASSERT_TRUE(clock.WaitForFields(absl::Seconds(10)));
   auto rows_read = [&] {
     return Int(
         "SELECT COALESCE(SUM(ROWS_READ), 0) FROM "
@@ -313,8 +319,12 @@ TEST_F(DeliveryTest, NoPollQueriesWithoutSubscribers) {
         "TABLE_NAME = 'q'");
   };
   const int64_t before = rows_read();
-  absl::SleepFor(absl::Seconds(1));  // ten poll intervals
+  // Ten poll intervals, counted by the clock's polls.
+  ASSERT_TRUE(WaitForPolls(stub_.get(), "clock",
+                           Polls(stub_.get(), "clock") + 10,
+                           absl::Seconds(20)));
   EXPECT_EQ(rows_read() - before, 0);
+  EXPECT_EQ(Polls(stub_.get(), "q"), 0);
   StreamCollector s(stub_.get(), "q");
   ASSERT_TRUE(s.WaitForRows(3, absl::Seconds(5)));
   EXPECT_GE(rows_read() - before, 3);
@@ -339,14 +349,19 @@ TEST_F(DeliveryTest, PurgesOldAckedRowsOnly) {
                  absl::Seconds(20)));
   EXPECT_EQ(Int("SELECT MIN(id) FROM msgq.q"), 1101);
   // A freshly acked row survives until it is older than vt_purge_after
-  // (6 s): ten purge rounds later (1 s) it is still there -- checked only
-  // when the check itself ran inside those 6 s (a stalled machine could
-  // take longer, and then the row may rightly be gone).
+  // (6 s): ten poll intervals later (a purge step each; a subscriber makes
+  // them show as polls, none of the rows left being due) it is still there
+  // -- checked only when the check itself ran inside those 6 s (a stalled
+  // machine could take longer, and then the row may rightly be gone).
+  StreamCollector subscriber(stub_.get(), "q");
+  ASSERT_TRUE(subscriber.WaitForFields(absl::Seconds(10)));
   const absl::Time acked_at = absl::Now();
   ASSERT_NO_FATAL_FAILURE(Exec(absl::StrCat(
       "UPDATE msgq.q SET time_acked = ", absl::ToUnixNanos(acked_at),
       ", time_next = NULL WHERE id = 1101")));
-  absl::SleepFor(absl::Seconds(1));
+  ASSERT_TRUE(WaitForPolls(stub_.get(), "q", Polls(stub_.get(), "q") + 10,
+                           absl::Seconds(20)));
+  EXPECT_EQ(subscriber.row_count(), 0u);
   const int64_t kept = Int("SELECT COUNT(*) FROM msgq.q WHERE id = 1101");
   if (absl::Now() - acked_at < absl::Seconds(6)) {
     EXPECT_EQ(kept, 1);

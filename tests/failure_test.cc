@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/failure_fixture.h"
+#include "tests/wait_events.h"
 
 namespace msgq::testing {
 namespace {
@@ -26,7 +27,7 @@ TEST_F(FailureTest, AMessageThatAlwaysFailsDiesAfterExactlyNSends) {
   ASSERT_NO_FATAL_FAILURE(
       CreateFailureTable("f",
                          "vt_ack_wait=30,vt_min_backoff=0.1,vt_max_backoff=0.2,"
-                         "msgq_max_attempts=3"));
+                         "msgq_max_attempts=3,vt_poller_interval=0.1"));
   ASSERT_NO_FATAL_FAILURE(StartServer());
   ASSERT_NO_FATAL_FAILURE(InsertRange("f", 1, 1));
   StreamCollector c(stub_.get(), "f");
@@ -41,10 +42,14 @@ TEST_F(FailureTest, AMessageThatAlwaysFailsDiesAfterExactlyNSends) {
     EXPECT_EQ(r.retried(), k < 3 ? 1 : 0) << "nack " << k;
     EXPECT_EQ(r.dead(), k < 3 ? 0 : 1) << "nack " << k;
   }
+  const absl::Time nacked_at = absl::Now();
   EXPECT_TRUE(IsDead("f", "1"));
   EXPECT_EQ(RowState("f", "1"), "NULL|NULL|3|boom 3");
-  // The backoff is at most 0.2 s: a fourth send would come well within 2 s.
-  absl::SleepFor(absl::Seconds(2));
+  // Retried, it would be due within the backoff (at most 0.2 s) of the
+  // last nack; the polls after that (every 0.1 s) would have sent it.
+  absl::SleepFor(nacked_at + absl::Milliseconds(200) - absl::Now());
+  ASSERT_TRUE(WaitForPolls(stub_.get(), "f", Polls(stub_.get(), "f") + 3,
+                           absl::Seconds(20)));
   EXPECT_EQ(c.row_count(), 3u);
 }
 
@@ -52,7 +57,7 @@ TEST_F(FailureTest, UnackedSendsKillAfterMaxAttemptsWithAReason) {
   ASSERT_NO_FATAL_FAILURE(CreateFailureTable(
       "t",
       "vt_ack_wait=0.5,vt_min_backoff=0.1,vt_max_backoff=0.1,"
-      "msgq_max_attempts=2"));
+      "msgq_max_attempts=2,vt_poller_interval=0.1"));
   ASSERT_NO_FATAL_FAILURE(StartServer());
   ASSERT_NO_FATAL_FAILURE(InsertRange("t", 1, 1));
   StreamCollector c(stub_.get(), "t");
@@ -63,8 +68,10 @@ TEST_F(FailureTest, UnackedSendsKillAfterMaxAttemptsWithAReason) {
   EXPECT_THAT(DeliveredRows(c),
               ElementsAre(Delivered("1", 0), Delivered("1", 1)));
   EXPECT_NE(db_->Scalar("SELECT time_dead FROM msgq.t WHERE id = 1"), "NULL");
-  // Dead rows are never sent again.
-  absl::SleepFor(absl::Seconds(2));
+  // Dead rows are never sent again: not by the polls that follow (every
+  // 0.1 s; a due row is read by the first that starts after it is due).
+  ASSERT_TRUE(WaitForPolls(stub_.get(), "t", Polls(stub_.get(), "t") + 3,
+                           absl::Seconds(20)));
   EXPECT_EQ(c.row_count(), 2u);
 }
 

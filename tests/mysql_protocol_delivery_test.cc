@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "tests/mysql_protocol_fixture.h"
+#include "tests/wait_events.h"
 
 namespace msgq::testing {
 namespace {
@@ -149,8 +150,10 @@ TEST_F(MysqlProtocolDeliveryTest, DroppedTableEndsTheStreamWithAnError) {
 TEST_F(MysqlProtocolDeliveryTest, AckedOverGrpcIsNotRedelivered) {
   // An unacked row would come back 3.5 s after its send: time enough for
   // the ack and the UPDATE below to commit first on a loaded machine.
-  ASSERT_NO_FATAL_FAILURE(CreateTable(
-      "demo", "vt_ack_wait=3,vt_min_backoff=0.5,vt_max_backoff=0.5"));
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("demo",
+                  "vt_ack_wait=3,vt_min_backoff=0.5,vt_max_backoff=0.5,"
+                  "vt_poller_interval=0.5"));
   ASSERT_NO_FATAL_FAILURE(StartWithMysqlProtocol());
   auto client = StartMariadb("stream * from demo");
   ASSERT_NE(client, nullptr);
@@ -163,8 +166,12 @@ TEST_F(MysqlProtocolDeliveryTest, AckedOverGrpcIsNotRedelivered) {
   EXPECT_EQ(acked, 1);
   ASSERT_NO_FATAL_FAILURE(Exec(absl::StrCat(
       "UPDATE msgq.demo SET time_acked = ", NowNanos(), " WHERE id = 2")));
-  // Past the ack wait and backoff, nothing comes back.
-  absl::SleepFor(received + absl::Seconds(5) - absl::Now());
+  // Past the ack wait and backoff (3.5 s after the send, before `received`)
+  // the polls that follow (every 0.5 s) would read an unacked row: none
+  // comes back.
+  absl::SleepFor(received + absl::Milliseconds(3500) - absl::Now());
+  ASSERT_TRUE(WaitForPolls(stub_.get(), "demo", Polls(stub_.get(), "demo") + 3,
+                           absl::Seconds(20)));
   EXPECT_THAT(ClientIds(*client), ElementsAre("1", "2"));
 }
 

@@ -29,6 +29,11 @@ using ::testing::Not;
 
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr char kDemo[] = "{keyspace=\"msgq\",table=\"demo\"}";
+// Purge steps of msgq.demo so far: each runs one purge statement (a
+// partitioned table's maintenance), timed in this histogram.
+constexpr char kPurgeSteps[] =
+    "msgq_mysql_statement_seconds_count{keyspace=\"msgq\",kind=\"purge\","
+    "table=\"demo\"}";
 
 std::vector<std::string> Range(int from, int to) {
   std::vector<std::string> ids;
@@ -64,6 +69,10 @@ class PartitionTest : public HttpTest {
   }
   double Metric(const std::string& family) {
     return Sample(ScrapeMetrics(Url("/metrics")), family + kDemo);
+  }
+  // A sample named in full (family and labels).
+  double SampleNamed(const std::string& sample) {
+    return Sample(ScrapeMetrics(Url("/metrics")), sample);
   }
 };
 
@@ -138,7 +147,11 @@ TEST_F(PartitionTest, DropsAckedPartitionsKeepsOneWithAPendingRow) {
       << server_->Log();
   ASSERT_TRUE(AckIds(stub_.get(), "demo", Range(41, 50), &acked).ok());
   EXPECT_EQ(acked, 10);
-  absl::SleepFor(absl::Seconds(2));  // four more purge steps
+  // Four more purge steps (one purge statement each).
+  const double purges = SampleNamed(kPurgeSteps);
+  ASSERT_TRUE(Eventually([&] { return SampleNamed(kPurgeSteps) >= purges + 4; },
+                         absl::Seconds(30)))
+      << purges;
   const std::string log = server_->Log();
   const std::string held = "partition `old2` is past vt_purge_after but kept";
   size_t lines = 0;
