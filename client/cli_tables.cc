@@ -1,6 +1,7 @@
 // `msgq tables`: lists the server's message tables.
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -126,59 +127,56 @@ std::string FormatServerTablesJson(const std::vector<ServerTables>& servers) {
   return out + "]}";
 }
 
+// Asks each of several servers; prints what those that answered said.
+// The exit code of the first failure (reported on `err`), else kExitOk.
+int RunTablesOnServers(const std::vector<std::string>& servers,
+                       const CommonFlags& common, bool json, std::ostream& out,
+                       std::ostream& err) {
+  std::vector<ServerTables> answers;
+  int code = kExitOk;
+  for (const std::string& server : servers) {
+    CommonFlags one = common;
+    one.server = server;
+    absl::StatusOr<std::unique_ptr<Client>> client = ConnectOne(one);
+    absl::StatusOr<std::vector<v1::TableStatus>> tables =
+        client.ok()
+            ? (*client)->ListTables()
+            : absl::StatusOr<std::vector<v1::TableStatus>>(client.status());
+    if (!tables.ok()) {
+      const int failed = ReportError(err, "tables", one, tables.status());
+      if (code == kExitOk) code = failed;
+      continue;
+    }
+    answers.push_back({server, *std::move(tables)});
+  }
+  out << (json ? FormatServerTablesJson(answers) + "\n"
+               : FormatServerTablesText(answers));
+  out.flush();
+  return code;
+}
+
 }  // namespace
 
 int RunTables(absl::Span<const std::string> args, std::ostream& out,
               std::ostream& err, const CliEnvironment& env) {
-  CommonFlags common{.server = env.default_server};
+  CliCommand cmd("tables", kTablesUsage, CliCommand::Target::kServers, env, out,
+                 err);
   bool json = false;
-  FlagParser flags;
-  AddCommonFlags(flags, &common);
-  flags.AddBool("json", &json, "print JSON instead of a table");
-  absl::StatusOr<std::vector<std::string>> positional = flags.Parse(args);
-  if (!positional.ok()) {
-    return ReportUsageError(err, "tables", positional.status().message());
+  cmd.flags().AddBool("json", &json, "print JSON instead of a table");
+  if (std::optional<int> done = cmd.Parse(args)) return *done;
+  if (!cmd.positional().empty()) {
+    return cmd.UsageError("unexpected argument '" + cmd.positional()[0] + "'");
   }
-  if (flags.help()) {
-    out << kTablesUsage << flags.Usage();
-    return kExitOk;
-  }
-  if (!positional->empty()) {
-    return ReportUsageError(err, "tables",
-                            "unexpected argument '" + (*positional)[0] + "'");
-  }
-
-  const std::vector<std::string> servers = ServerList(common);
+  const std::vector<std::string> servers = ServerList(cmd.common());
   if (servers.size() > 1) {
-    std::vector<ServerTables> answers;
-    int code = kExitOk;
-    for (const std::string& server : servers) {
-      CommonFlags one = common;
-      one.server = server;
-      absl::StatusOr<std::unique_ptr<Client>> client = ConnectOne(one);
-      absl::StatusOr<std::vector<v1::TableStatus>> tables =
-          client.ok()
-              ? (*client)->ListTables()
-              : absl::StatusOr<std::vector<v1::TableStatus>>(client.status());
-      if (!tables.ok()) {
-        const int failed = ReportError(err, "tables", one, tables.status());
-        if (code == kExitOk) code = failed;
-        continue;
-      }
-      answers.push_back({server, *std::move(tables)});
-    }
-    out << (json ? FormatServerTablesJson(answers) + "\n"
-                 : FormatServerTablesText(answers));
-    out.flush();
-    return code;
+    return RunTablesOnServers(servers, cmd.common(), json, out, err);
   }
-  absl::StatusOr<std::unique_ptr<Client>> client = ConnectOne(common);
-  if (!client.ok())
-    return ReportUsageError(err, "tables", client.status().message());
-  absl::StatusOr<std::vector<v1::TableStatus>> tables = (*client)->ListTables();
-  if (!tables.ok()) return ReportError(err, "tables", common, tables.status());
+  std::unique_ptr<Client> client = cmd.ConnectOne();
+  if (client == nullptr) return kExitUsage;
+  absl::StatusOr<std::vector<v1::TableStatus>> tables = client->ListTables();
+  if (!tables.ok()) return cmd.Error(tables.status());
   out << (json ? FormatTablesJson(*tables) + "\n"
-               : FormatServerTablesText({{common.server, *tables}},
+               : FormatServerTablesText({{cmd.common().server, *tables}},
                                         /*several=*/false));
   out.flush();
   return kExitOk;
