@@ -29,16 +29,40 @@ namespace msgq::testing {
 // ---- GaleraCluster ----
 
 absl::StatusOr<std::unique_ptr<GaleraCluster>> GaleraCluster::Start(int nodes) {
+  StartOptions options;
+  options.nodes = nodes;
+  return Start(options);
+}
+
+absl::StatusOr<std::unique_ptr<GaleraCluster>> GaleraCluster::Start(
+    const StartOptions& options) {
   std::unique_ptr<GaleraCluster> cluster(new GaleraCluster());
   absl::StatusOr<std::unique_ptr<launch::OwnedDir>> dir = MakeTempDir("galera");
   if (!dir.ok()) return dir.status();
   cluster->dir_ = *std::move(dir);
-  absl::StatusOr<std::string> out = launch::RunCommand(cluster->Launcher(
+  std::string command =
       absl::StrCat("start ", launch::ShellQuote(cluster->dir_->path()),
-                   " --nodes=", nodes, " --owner-pid=", getpid())));
+                   " --nodes=", options.nodes, " --owner-pid=", getpid());
+  // The launcher numbers nodes from 1.
+  for (const auto& [node, address] : options.addresses) {
+    absl::StrAppend(
+        &command, " ",
+        launch::ShellQuote(absl::StrCat("--address=", node + 1, ":", address)));
+  }
+  for (const auto& [node, prefix] : options.prefixes) {
+    absl::StrAppend(
+        &command, " ",
+        launch::ShellQuote(absl::StrCat("--prefix=", node + 1, ":", prefix)));
+  }
+  if (!options.mariadbd_args.empty()) absl::StrAppend(&command, " --");
+  for (const std::string& arg : options.mariadbd_args) {
+    absl::StrAppend(&command, " ", launch::ShellQuote(arg));
+  }
+  absl::StatusOr<std::string> out =
+      launch::RunCommand(cluster->Launcher(command));
   if (!out.ok()) return out.status();
   if (absl::Status s = cluster->ReadEnv(*out); !s.ok()) return s;
-  if (cluster->size() != nodes) {
+  if (cluster->size() != options.nodes) {
     return absl::InternalError(
         absl::StrCat("mariadb-galera printed ", cluster->size(), " nodes"));
   }
@@ -59,6 +83,7 @@ absl::Status GaleraCluster::ReadEnv(const std::string& out) {
       if (!absl::SimpleAtoi(line, &nodes) || nodes < 1) break;
       sockets_.assign(static_cast<size_t>(nodes), "");
       ports_.assign(static_cast<size_t>(nodes), 0);
+      addresses_.assign(static_cast<size_t>(nodes), "127.0.0.1");
       conns_.resize(static_cast<size_t>(nodes));
       continue;
     }
@@ -74,6 +99,8 @@ absl::Status GaleraCluster::ReadEnv(const std::string& out) {
       sockets_[i - 1] = std::string(rest);
     } else if (absl::ConsumePrefix(&rest, "PORT=")) {
       (void)absl::SimpleAtoi(rest, &ports_[i - 1]);
+    } else if (absl::ConsumePrefix(&rest, "ADDRESS=")) {
+      addresses_[i - 1] = std::string(rest);
     }
   }
   for (int i = 0; i < nodes; ++i) {
@@ -96,7 +123,7 @@ GaleraCluster::~GaleraCluster() {
 }
 
 std::string GaleraCluster::Address(int node) const {
-  return absl::StrCat("127.0.0.1:", ports_[node]);
+  return absl::StrCat(addresses_[node], ":", ports_[node]);
 }
 
 std::string GaleraCluster::Hosts(const std::vector<int>& order) const {
@@ -255,6 +282,11 @@ std::set<std::string> GaleraProducer::committed() const {
   return committed_;
 }
 
+std::map<std::string, absl::Time> GaleraProducer::committed_at() const {
+  absl::MutexLock lock(&mu_);
+  return committed_at_;
+}
+
 int GaleraProducer::failures() const {
   absl::MutexLock lock(&mu_);
   return failures_;
@@ -282,9 +314,11 @@ void GaleraProducer::Run(MysqlOptions options, std::string table, int first,
     absl::StatusOr<uint64_t> r = conn->Execute(
         absl::StrCat("INSERT INTO msgq.`", table, "` (id, message) VALUES (",
                      id, ", '{\"n\": ", id, "}')"));
+    const absl::Time at = absl::Now();
     absl::MutexLock lock(&mu_);
     if (r.ok()) {
       committed_.insert(std::to_string(id));
+      committed_at_.emplace(std::to_string(id), at);
     } else {
       ++failures_;
     }

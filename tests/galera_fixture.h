@@ -17,6 +17,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -38,21 +39,35 @@ namespace msgq::testing {
 
 class GaleraCluster {
  public:
+  struct StartOptions {
+    int nodes = 3;
+    // Node -> the address it listens on (tools/mariadb-galera --address;
+    // 127.0.0.1 for a node not named).
+    std::map<int, std::string> addresses;
+    // Node -> a command its mariadbd runs under, e.g. "ip netns exec NS"
+    // (--prefix).
+    std::map<int, std::string> prefixes;
+    // Passed to every node's mariadbd, after the launcher's own options.
+    std::vector<std::string> mariadbd_args;
+  };
   // Starts the cluster and waits until every node is synced. INTERNAL with
   // the launcher's output when it fails.
   static absl::StatusOr<std::unique_ptr<GaleraCluster>> Start(int nodes = 3);
+  static absl::StatusOr<std::unique_ptr<GaleraCluster>> Start(
+      const StartOptions& options);
   ~GaleraCluster();  // SIGKILLs every node, removes the directory
   GaleraCluster(const GaleraCluster&) = delete;
   GaleraCluster& operator=(const GaleraCluster&) = delete;
 
   int size() const { return static_cast<int>(ports_.size()); }
   int port(int node) const { return ports_[node]; }
-  // "127.0.0.1:PORT" of `node`, as msgqd logs it.
+  // "ADDRESS:PORT" of `node` (127.0.0.1 unless Options::addresses named
+  // another), as msgqd logs it.
   std::string Address(int node) const;
   // --mysql_host for msgqd: every node, `order` first (the others after in
   // their order), e.g. Hosts({1}) = "node1,node0,node2".
   std::string Hosts(const std::vector<int>& order = {}) const;
-  // The node whose address is `address` ("127.0.0.1:PORT"), or -1.
+  // The node whose address is `address` ("ADDRESS:PORT"), or -1.
   int NodeAt(const std::string& address) const;
 
   // Over `node`'s Unix socket, as root.
@@ -77,6 +92,7 @@ class GaleraCluster {
   std::unique_ptr<launch::OwnedDir> dir_;
   std::vector<std::string> sockets_;
   std::vector<int> ports_;
+  std::vector<std::string> addresses_;
   std::vector<std::unique_ptr<MysqlConnection>> conns_;
 };
 
@@ -89,6 +105,10 @@ class GaleraMsgqd {
   ~GaleraMsgqd();  // SIGTERM, then SIGKILL
 
   pid_t pid() const { return process_->pid(); }
+  // HOST:PORT it listens on (pass --listen=HOST:PORT to come back on it).
+  const std::string& address() const { return process_->address(); }
+  // SIGKILL, and waits for the exit.
+  void Kill() { process_->Kill(); }
   std::unique_ptr<v1::Messaging::Stub> Stub() const;
   std::string Log() const { return process_->Log(); }
   // The server the last "MySQL primary: HOST:PORT" line names ("" none).
@@ -112,6 +132,8 @@ class GaleraProducer {
   void Stop();
   // Ids whose INSERT returned OK.
   std::set<std::string> committed() const;
+  // Id -> when its INSERT returned OK.
+  std::map<std::string, absl::Time> committed_at() const;
   int failures() const;
 
  private:
@@ -121,6 +143,7 @@ class GaleraProducer {
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::set<std::string> committed_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, absl::Time> committed_at_ ABSL_GUARDED_BY(mu_);
   int failures_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };

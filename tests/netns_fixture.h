@@ -31,8 +31,17 @@
 // what test processes that are gone (killed, crashed) left behind, never what a
 // live test owns.
 //
+// A side path (AddSidePath) is a second veth pair straight between the
+// root namespace and the inner one, never dropped: a Galera node in the
+// namespace then loses its cluster peers (over the router) while msgqd
+// still reaches its SQL port, as when only the database nodes' own
+// network is cut.
+//
 // Needs root and iproute2's `ip` and `tc`: Supported() says why not, for a
 // GTEST_SKIP.
+//
+// Files: netns_fixture.cc (NetnsLink, EstablishedTo), netns_mariadb.cc
+// (NetnsMariaDb), netns_plumbing.h/.cc (the `ip` commands both use).
 //
 // Not thread-safe: the test's thread drives it.
 //
@@ -80,6 +89,12 @@ class NetnsLink {
   const std::string& host_address() const { return host_address_; }
   const std::string& inner_address() const { return inner_address_; }
 
+  // Adds the side path (once; later calls return the same address) and
+  // returns the inner namespace's address on it ("10.213.a.b"). The inner
+  // namespace's default route stays the router: only this /30 uses the
+  // side path. INTERNAL with the failing command's output.
+  absl::StatusOr<std::string> AddSidePath();
+
   // Loses every packet on the link from now on, in both directions.
   // Idempotent. INTERNAL when tc fails.
   absl::Status Drop();
@@ -99,12 +114,17 @@ class NetnsLink {
 
  private:
   NetnsLink() = default;
+  // The namespaces, the two veth pairs in /29 `block` and the routes.
+  absl::Status Plumb(const std::string& block);
 
   std::string name_;     // the inner namespace
   std::string router_;   // the namespace forwarding between the two
   std::string host_if_;  // root namespace's end
   std::vector<std::string> router_ifs_;  // the router's two ends
   std::string inner_if_;                 // the inner namespace's end
+  std::string ifs_;                      // the interfaces' common prefix
+  std::string side_if_;                  // the side path's root end
+  std::string side_address_;             // the side path's inner end
   std::string host_address_;
   std::string inner_address_;
   bool created_ = false;

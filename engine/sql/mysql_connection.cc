@@ -58,6 +58,12 @@ MysqlErrorClass ClassifyMysqlError(unsigned int code) {
     // elsewhere, or will be after a failover.
     case ER_OPTION_PREVENTS_STATEMENT:
     case ER_READ_ONLY_MODE:
+    // A Galera node outside the primary component (cut off in a minority,
+    // or still joining) answers every statement that reads or writes data
+    // with "WSREP has not yet prepared node for application use": another
+    // node serves, or this one will once it is back in the primary
+    // component. Dropped, so the reconnect goes to a node that may serve.
+    case ER_UNKNOWN_COM_ERROR:
       return {absl::StatusCode::kUnavailable, true};
     // The statement was rolled back (or cut short); the connection is fine.
     case ER_LOCK_WAIT_TIMEOUT:

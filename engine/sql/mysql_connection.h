@@ -11,12 +11,14 @@
 // follows the server's NO_BACKSLASH_ESCAPES, so no mode changes their meaning.
 //
 // Not thread-safe: one thread uses a connection at a time. Errors map to
-// status codes deliberately (ClassifyMysqlError): only a lost connection or a
-// server that cannot take one -> UNAVAILABLE (retry on a new connection); a
-// lock wait timeout, deadlock or interrupted statement -> ABORTED (nothing of
-// the statement applied; retry); a statement larger than max_allowed_packet
-// -> INVALID_ARGUMENT (permanent); an unknown table -> NOT_FOUND; denied ->
-// PERMISSION_DENIED; anything else -> INTERNAL, permanent, with MySQL's text.
+// status codes deliberately (ClassifyMysqlError): only a lost connection, a
+// server that cannot take one, a read-only server or a Galera node outside
+// the primary component (error 1047) -> UNAVAILABLE (retry on a new
+// connection); a lock wait timeout, deadlock or interrupted statement ->
+// ABORTED (nothing of the statement applied; retry); a statement larger
+// than max_allowed_packet -> INVALID_ARGUMENT (permanent); an unknown table
+// -> NOT_FOUND; denied -> PERMISSION_DENIED; anything else -> INTERNAL,
+// permanent, with MySQL's text.
 // After an error that leaves the connection unusable, broken() is true.
 //
 // Example:

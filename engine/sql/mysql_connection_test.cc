@@ -37,5 +37,25 @@ TEST(TcpKeepaliveFor, ShortLinkTimeoutKeepsWholeSeconds) {
   EXPECT_EQ(k.user_timeout_ms, 1000);
 }
 
+// What a Galera node outside the primary component answers (a node cut off
+// in a minority, a joiner): ER_UNKNOWN_COM_ERROR, "WSREP has not yet
+// prepared node for application use". Another node serves: UNAVAILABLE,
+// and the connection is dropped so the reconnect finds that node.
+TEST(ClassifyMysqlError, GaleraNonPrimaryNodeIsUnavailable) {
+  const MysqlErrorClass c = ClassifyMysqlError(1047);
+  EXPECT_EQ(c.code, absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(c.drop_connection);
+}
+
+// Its neighbours keep their meaning: 1046 (no database selected) and 1048
+// (column cannot be NULL) are the statement's own fault.
+TEST(ClassifyMysqlError, NeighboursOf1047AreInternal) {
+  for (unsigned int code : {1046u, 1048u}) {
+    const MysqlErrorClass c = ClassifyMysqlError(code);
+    EXPECT_EQ(c.code, absl::StatusCode::kInternal) << code;
+    EXPECT_FALSE(c.drop_connection) << code;
+  }
+}
+
 }  // namespace
 }  // namespace msgq
