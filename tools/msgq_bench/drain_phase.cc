@@ -1,11 +1,18 @@
 // The drain phases (phases.h): the relay baseline and msgq draining a
 // preloaded backlog, once per --batch_size.
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <filesystem>
 #include <future>
+#include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "engine/status_macros.h"
 #include "tools/msgq_bench/clock.h"
@@ -162,6 +169,27 @@ absl::StatusOr<pb::Relay> RelayPhase(BenchContext& ctx,
   return result;
 }
 
+// --start_barrier: says this bench is ready and waits for the go (a file
+// each), so that several benches (shards) drain at the same time.
+absl::Status WaitAtBarrier(const std::string& prefix, absl::Duration timeout) {
+  if (prefix.empty()) return absl::OkStatus();
+  const std::string ready = absl::StrCat(prefix, ".ready.", getpid());
+  if (std::FILE* f = std::fopen(ready.c_str(), "w"); f != nullptr) {
+    std::fclose(f);
+  } else {
+    return absl::InternalError(absl::StrCat("cannot write ", ready));
+  }
+  const std::string go = absl::StrCat(prefix, ".go");
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!std::filesystem::exists(go)) {
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(absl::StrCat("no ", go));
+    }
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return absl::OkStatus();
+}
+
 // Drains the preloaded message table of `batch_size` through msgqd.
 absl::StatusOr<pb::Drain> DrainPhase(BenchContext& ctx, int batch_size) {
   const pb::Options& o = ctx.options;
@@ -184,6 +212,8 @@ absl::StatusOr<pb::Drain> DrainPhase(BenchContext& ctx, int batch_size) {
                        .streams = o.subscribers(),
                        .max_acks_in_flight = o.max_acks_in_flight()},
                       &log);
+  RETURN_IF_ERROR(
+      WaitAtBarrier(o.start_barrier(), absl::Seconds(o.drain_timeout())));
   PhaseMeter meter(ctx, result.phase(), /*profile=*/true, [&log, &pool] {
     return PhaseCounts{.delivered = log.unique(), .acked = pool.acked()};
   });

@@ -35,6 +35,10 @@ ABSL_FLAG(int, keys, 0,
           "Gives the message tables a key column k = id % keys (stored, with "
           "INDEX (time_acked, k, priority, time_next)) for directives such "
           "as msgq_concurrency_by=k; 0 = no such column");
+ABSL_FLAG(std::string, start_barrier, "",
+          "Drain: before the msgq drain is timed, write PREFIX.ready.PID and "
+          "wait for PREFIX.go to exist (several benches started together, "
+          "as tools/bench --shards=N does); empty = no wait");
 ABSL_FLAG(double, poller_interval, 0.1,
           "vt_poller_interval (s) of the message tables");
 ABSL_FLAG(double, ack_wait, 30, "vt_ack_wait (s) of the message tables");
@@ -128,6 +132,7 @@ absl::StatusOr<pb::Options> OptionsFromFlags() {
   o.set_cache_size(absl::GetFlag(FLAGS_cache_size));
   o.set_directives(absl::GetFlag(FLAGS_directives));
   o.set_keys(absl::GetFlag(FLAGS_keys));
+  o.set_start_barrier(absl::GetFlag(FLAGS_start_barrier));
   o.set_poller_interval(absl::GetFlag(FLAGS_poller_interval));
   o.set_ack_wait(absl::GetFlag(FLAGS_ack_wait));
   o.set_drain_timeout(absl::GetFlag(FLAGS_drain_timeout));
