@@ -1,6 +1,10 @@
 // MysqlMessageStore::FairPollDue: the poll of a msgq_fair_by table
 // (fair_poll.h has the statements and the index they want).
 #include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -8,6 +12,51 @@
 #include "engine/sql/mysql_message_store.h"
 
 namespace msgq {
+namespace {
+
+// One page of keys with due rows (`keys_sql`, FairPollSql::KeysSql of at
+// most `page_size` keys), as slices to read; `after` moves to the page's
+// last key, or back to the first key when the page is the last. MySQL's
+// error as it is.
+absl::StatusOr<std::vector<FairPollSql::Slice>> ReadKeyPage(
+    MysqlConnection* conn, const std::string& keys_sql, int64_t page_size,
+    std::optional<std::string>& after, bool* more_keys) {
+  std::vector<FairPollSql::Slice> open;
+  absl::Status status = conn->ForEachRow(
+      keys_sql, [&open](char** values, unsigned long* lengths, unsigned int) {
+        FairPollSql::Slice& s = open.emplace_back();
+        if (values[0] != nullptr) s.key.emplace(values[0], lengths[0]);
+      });
+  if (!status.ok()) return status;
+  *more_keys = static_cast<int64_t>(open.size()) >= page_size;
+  if (*more_keys) {
+    after = open.back().key;
+  } else {
+    after.reset();  // the next page starts at the first key again
+  }
+  return open;
+}
+
+// Round-robin over the keys: the first row of every key, then the second,
+// ... (`rank[i]` is out[i]'s place within its key), at most `limit`, so a
+// cache that fills part way still holds every key's best rows.
+std::vector<Message> InterleaveKeys(std::vector<Message> out,
+                                    const std::vector<int64_t>& rank,
+                                    int64_t limit) {
+  std::vector<size_t> order(out.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&rank](size_t a, size_t b) { return rank[a] < rank[b]; });
+  std::vector<Message> sorted;
+  sorted.reserve(std::min<size_t>(out.size(), static_cast<size_t>(limit)));
+  for (size_t i : order) {
+    if (static_cast<int64_t>(sorted.size()) >= limit) break;
+    sorted.push_back(std::move(out[i]));
+  }
+  return sorted;
+}
+
+}  // namespace
 
 absl::Status MysqlMessageStore::LearnFairIndex(MysqlConnection* conn) {
   const std::string sql = absl::StrCat(
@@ -54,20 +103,11 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FairPollDue(
       fair_after_.reset();
       return keys_sql.status();
     }
-    std::vector<FairPollSql::Slice> open;
-    absl::Status status = (*conn)->ForEachRow(
-        *keys_sql,
-        [&open](char** values, unsigned long* lengths, unsigned int) {
-          FairPollSql::Slice& s = open.emplace_back();
-          if (values[0] != nullptr) s.key.emplace(values[0], lengths[0]);
-        });
-    if (!status.ok()) return Check(status);
-    const bool more_keys = static_cast<int64_t>(open.size()) >= page_size;
-    if (more_keys) {
-      fair_after_ = open.back().key;
-    } else {
-      fair_after_.reset();  // the next page starts at the first key again
-    }
+    bool more_keys = false;
+    absl::StatusOr<std::vector<FairPollSql::Slice>> keys =
+        ReadKeyPage(*conn, *keys_sql, page_size, fair_after_, &more_keys);
+    if (!keys.ok()) return Check(keys.status());
+    std::vector<FairPollSql::Slice> open = *std::move(keys);
     for (int pass = 0; pass < kFairPassesPerPage && !open.empty() &&
                        static_cast<int64_t>(out.size()) < limit;
          ++pass) {
@@ -112,19 +152,7 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FairPollDue(
     }
     if (!more_keys || static_cast<int64_t>(out.size()) >= limit) break;
   }
-  // Round-robin over the keys: the first row of every key, then the second,
-  // ... so a cache that fills part way still holds every key's best rows.
-  std::vector<size_t> order(out.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&rank](size_t a, size_t b) { return rank[a] < rank[b]; });
-  std::vector<Message> sorted;
-  sorted.reserve(std::min<size_t>(out.size(), static_cast<size_t>(limit)));
-  for (size_t i : order) {
-    if (static_cast<int64_t>(sorted.size()) >= limit) break;
-    sorted.push_back(std::move(out[i]));
-  }
-  return sorted;
+  return InterleaveKeys(std::move(out), rank, limit);
 }
 
 }  // namespace msgq

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -93,6 +95,36 @@ class LiveUnits {
   std::vector<size_t> live_;
 };
 
+// The ids of a batch's postpones by their new time_next: one statement
+// (or more, by size) a time.
+std::map<int64_t, std::vector<std::string>> PostponedIdsByTime(
+    const std::vector<Postponement>& postpones) {
+  std::map<int64_t, std::vector<std::string>> by_time;
+  for (const Postponement& p : postpones) by_time[p.time_next].push_back(p.id);
+  return by_time;
+}
+
+// A nack group's ids by (epoch, time_next): one statement set a key.
+std::map<std::pair<int64_t, std::optional<int64_t>>, std::vector<std::string>>
+NackedIdsByKey(const NackGroup& group) {
+  std::map<std::pair<int64_t, std::optional<int64_t>>, std::vector<std::string>>
+      by_key;
+  for (const Nack& n : group.nacks) {
+    by_key[{n.epoch, n.time_next}].push_back(n.id);
+  }
+  return by_key;
+}
+
+// An extend group's ids by the epoch they were sent with.
+std::map<int64_t, std::vector<std::string>> ExtendedIdsByEpoch(
+    const ExtendGroup& group) {
+  std::map<int64_t, std::vector<std::string>> by_epoch;
+  for (const auto& [id, epoch] : group.deliveries) {
+    by_epoch[epoch].push_back(id);
+  }
+  return by_epoch;
+}
+
 }  // namespace
 
 absl::Status MysqlMessageStore::AppendInList(
@@ -125,13 +157,9 @@ std::vector<MysqlMessageStore::WriteUnit> MysqlMessageStore::BuildUnits(
     }
   };
   if (!batch.postpones.empty()) {
-    std::map<int64_t, std::vector<std::string>> by_time;
-    for (const Postponement& p : batch.postpones) {
-      by_time[p.time_next].push_back(p.id);
-    }
     WriteUnit unit;
     unit.kind = UnitKind::kPostpones;
-    for (const auto& [time_next, ids] : by_time) {
+    for (const auto& [time_next, ids] : PostponedIdsByTime(batch.postpones)) {
       absl::StatusOr<std::vector<std::string>> st = InListStatements(
           absl::StrCat("UPDATE ", settle_target_,
                        " SET `time_next` = ", time_next,
@@ -157,15 +185,9 @@ std::vector<MysqlMessageStore::WriteUnit> MysqlMessageStore::BuildUnits(
   MergeAcks(batch, first_ack, limit, units);
   for (size_t i = 0; i < batch.nack_groups.size(); ++i) {
     const NackGroup& group = batch.nack_groups[i];
-    std::map<std::pair<int64_t, std::optional<int64_t>>,
-             std::vector<std::string>>
-        by_key;
-    for (const Nack& n : group.nacks) {
-      by_key[{n.epoch, n.time_next}].push_back(n.id);
-    }
     WriteUnit unit{UnitKind::kNack, i};
     absl::Status s;
-    for (const auto& [key, ids] : by_key) {
+    for (const auto& [key, ids] : NackedIdsByKey(group)) {
       for (const InList& in :
            failure_sql_.Nack(batch.now, key.first, key.second, group.reason)) {
         if (s.ok()) s = AppendInList(in, ids, limit, unit);
@@ -175,13 +197,9 @@ std::vector<MysqlMessageStore::WriteUnit> MysqlMessageStore::BuildUnits(
   }
   for (size_t i = 0; i < batch.extend_groups.size(); ++i) {
     const ExtendGroup& group = batch.extend_groups[i];
-    std::map<int64_t, std::vector<std::string>> by_epoch;
-    for (const auto& [id, epoch] : group.deliveries) {
-      by_epoch[epoch].push_back(id);
-    }
     WriteUnit unit{UnitKind::kExtend, i};
     absl::Status s;
-    for (const auto& [epoch, ids] : by_epoch) {
+    for (const auto& [epoch, ids] : ExtendedIdsByEpoch(group)) {
       if (s.ok()) {
         s = AppendInList(failure_sql_.Extend(epoch, group.time_next), ids,
                          limit, unit);
