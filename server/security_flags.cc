@@ -144,23 +144,19 @@ void ApplyServerLimits(grpc::ServerBuilder* builder) {
       absl::GetFlag(FLAGS_grpc_max_receive_message_bytes));
   builder->AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                               absl::GetFlag(FLAGS_grpc_max_concurrent_streams));
-  const int ping_ms = static_cast<int>(
-      absl::ToInt64Milliseconds(absl::GetFlag(FLAGS_grpc_min_ping_interval)));
   builder->AddChannelArgument(
-      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, ping_ms);
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+      ClampedMs(absl::GetFlag(FLAGS_grpc_min_ping_interval)));
   // Clients' keepalive pings on idle connections are fine (msgq's client
   // sends one every 6 minutes), as long as they respect the interval.
   builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2);
   builder->AddChannelArgument(
       GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
-      static_cast<int>(absl::ToInt64Milliseconds(
-          absl::GetFlag(FLAGS_grpc_handshake_timeout))));
-  builder->AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
-                              static_cast<int>(std::min<int64_t>(
-                                  absl::ToInt64Milliseconds(absl::GetFlag(
-                                      FLAGS_grpc_max_connection_idle)),
-                                  std::numeric_limits<int>::max())));
+      ClampedMs(absl::GetFlag(FLAGS_grpc_handshake_timeout)));
+  builder->AddChannelArgument(
+      GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+      ClampedMs(absl::GetFlag(FLAGS_grpc_max_connection_idle)));
   // Server keepalive: a client gone silently (its network dropped, no FIN
   // or RST) is found by a ping it cannot answer, or by the kernel when sent
   // data stays unacknowledged (gRPC sets TCP_USER_TIMEOUT to the keepalive

@@ -23,6 +23,8 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "tests/fixture.h"
+#include "tests/keyed_rows.h"
+#include "tests/wait_events.h"
 
 namespace msgq::testing {
 namespace {
@@ -194,16 +196,6 @@ class FlowConcurrencyTest : public MsgqTest {
     }
     return sum;
   }
-  int64_t Polls() {
-    grpc::ClientContext context;
-    v1::ListTablesRequest request;
-    v1::ListTablesResponse response;
-    if (!stub_->ListTables(&context, request, &response).ok()) return -1;
-    for (const v1::TableStatus& t : response.tables()) {
-      if (t.name() == "q") return t.polls();
-    }
-    return -1;
-  }
 
   absl::Mutex stub_mu_;
   std::shared_ptr<v1::Messaging::Stub> current_ ABSL_GUARDED_BY(stub_mu_);
@@ -221,27 +213,19 @@ TEST_F(FlowConcurrencyTest, AtMostNPerKeyThroughFailuresAndAKill) {
       "vt_batch_size=4,msgq_concurrency_by=ckey,msgq_concurrency=3",
       kKeyColumns));
   constexpr int kKeys = 30, kPerKey = 40, kRows = kKeys * kPerKey;
-  std::vector<int> keys;
-  for (int k = 0; k < kKeys; ++k) keys.insert(keys.end(), kPerKey, k);
-  std::mt19937 rng(20261127);
-  std::shuffle(keys.begin(), keys.end(), rng);
-  std::map<std::string, int> key_of;
-  for (int i = 1; i <= kRows; ++i) key_of[std::to_string(i)] = keys[i - 1];
+  const KeyedRows rows(kKeys, kPerKey, 20261127);
   auto insert = [&](int from, int to) {
-    std::string sql = "INSERT INTO msgq.q (id, ckey) VALUES ";
-    for (int i = from; i <= to; ++i) {
-      absl::StrAppend(&sql, i > from ? "," : "", "(", i, ",", keys[i - 1], ")");
-    }
-    ASSERT_NO_FATAL_FAILURE(Exec(sql));
+    ASSERT_NO_FATAL_FAILURE(Exec(rows.Insert("msgq.q", "ckey", from, to)));
   };
   ASSERT_NO_FATAL_FAILURE(insert(1, kRows / 2));
   ASSERT_NO_FATAL_FAILURE(StartServer());
   PublishStub();
 
   const absl::Time start = absl::Now();
-  Ledger ledger(key_of);
+  Ledger ledger(rows.key_of());
   bool stop = false;
   std::vector<std::thread> consumers;
+  std::mt19937 rng(20261127);  // the consumers' speeds
   for (uint32_t c = 0; c < 4; ++c) {
     const int slowest = 2 + static_cast<int>(rng() % 12);  // 2..13 ms
     consumers.emplace_back(
@@ -311,7 +295,7 @@ TEST_F(FlowConcurrencyTest, AHotKeysBacklogDelaysNoOtherKey) {
   // No schema reload meanwhile: its information_schema reads would count.
   ASSERT_NO_FATAL_FAILURE(StartServer({"--schema_reload_interval=600s"}));
   const int64_t rows_before = RowsRead();
-  const int64_t polls_before = std::max<int64_t>(0, Polls());
+  const int64_t polls_before = Polls(stub_.get(), "q");
 
   // One consumer that acks everything at once.
   std::vector<std::string> order;
@@ -341,7 +325,7 @@ TEST_F(FlowConcurrencyTest, AHotKeysBacklogDelaysNoOtherKey) {
     ASSERT_EQ(cold, 1000);
   }
   const int64_t rows_read = RowsRead() - rows_before;
-  const int64_t polls = Polls() - polls_before;
+  const int64_t polls = Polls(stub_.get(), "q") - polls_before;
   int hot = 0;
   for (const std::string& id : order) hot += std::stoll(id) <= 100000;
   // Each small key needs 5 round trips (2 at a time); the hot key gets 2

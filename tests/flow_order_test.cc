@@ -21,6 +21,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "tests/fixture.h"
+#include "tests/keyed_rows.h"
 
 namespace msgq::testing {
 namespace {
@@ -161,24 +162,15 @@ TEST_F(FlowOrderTest, KeysInOrderOneAtATimeThroughFailuresAndAKill) {
       kOrderKeyColumns));
   // 20 keys, 30 messages each, in a random interleaving of ids.
   constexpr int kKeys = 20, kPerKey = 30, kRows = kKeys * kPerKey;
-  std::vector<int> keys;
-  for (int k = 0; k < kKeys; ++k) keys.insert(keys.end(), kPerKey, k);
-  std::mt19937 rng(20261123);
-  std::shuffle(keys.begin(), keys.end(), rng);
-  std::map<std::string, int> key_of;
-  for (int i = 1; i <= kRows; ++i) key_of[std::to_string(i)] = keys[i - 1];
+  const KeyedRows rows(kKeys, kPerKey, 20261123);
   auto insert = [&](int from, int to) {
-    std::string sql = "INSERT INTO msgq.q (id, order_key) VALUES ";
-    for (int i = from; i <= to; ++i) {
-      absl::StrAppend(&sql, i > from ? "," : "", "(", i, ",", keys[i - 1], ")");
-    }
-    ASSERT_NO_FATAL_FAILURE(Exec(sql));
+    ASSERT_NO_FATAL_FAILURE(Exec(rows.Insert("msgq.q", "order_key", from, to)));
   };
   ASSERT_NO_FATAL_FAILURE(insert(1, kRows / 2));
   ASSERT_NO_FATAL_FAILURE(StartServer());
   PublishStub();
 
-  Ledger ledger(key_of);
+  Ledger ledger(rows.key_of());
   bool stop = false;
   std::vector<std::thread> consumers;
   for (uint32_t c = 0; c < 3; ++c) {
@@ -228,7 +220,7 @@ TEST_F(FlowOrderTest, KeysInOrderOneAtATimeThroughFailuresAndAKill) {
     }
     std::vector<std::string> expected;
     for (int i = 1; i <= kRows; ++i) {
-      if (keys[i - 1] == key) expected.push_back(std::to_string(i));
+      if (rows.key(i) == key) expected.push_back(std::to_string(i));
     }
     EXPECT_EQ(distinct, expected);
   }

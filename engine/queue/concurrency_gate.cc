@@ -1,6 +1,8 @@
 #include "engine/queue/concurrency_gate.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
 #include "engine/queue/fair_key.h"
 
@@ -43,8 +45,12 @@ bool ConcurrencyGate::TryTake(const Message& m, int64_t now, int64_t until) {
   if (!m.fair_key.has_value()) return true;
   Expire(now);
   if (const auto it = slots_.find(m.id); it != slots_.end()) Erase(it);
-  if (!Admits(m.fair_key, now)) return false;
-  Insert(m.id, FairKeyTag(m.fair_key), m.epoch, until);
+  std::string tag = FairKeyTag(m.fair_key);
+  if (const auto it = per_key_.find(tag);
+      it != per_key_.end() && it->second >= limit_) {
+    return false;
+  }
+  Insert(m.id, std::move(tag), m.epoch, until);
   return true;
 }
 

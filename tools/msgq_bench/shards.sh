@@ -12,6 +12,10 @@
 set -euo pipefail
 build=$1
 n=$2
+if ! [ "$n" -ge 1 ] 2>/dev/null; then
+  echo "shards: N must be a positive number, not '$n'" >&2
+  exit 2
+fi
 shift 2
 bench="$build/tools/msgq-bench"
 out=bench-out
@@ -38,6 +42,9 @@ echo "shards: $n MariaDBs and msgqds, $per messages each, drained together" >&2
 barrier="$out/shards-$n/barrier"
 rm -f "$barrier".*
 pids=()
+# An interrupted comparison takes its shards' benches (and so their
+# MariaDBs and msgqds) with it.
+trap 'kill "${pids[@]}" 2>/dev/null; exit 130' INT TERM
 for i in $(seq 1 "$n"); do
   "$bench" "${common[@]}" --messages="$per" \
     --out_dir="$out/shards-$n/shard-$i" --start_barrier="$barrier" \
