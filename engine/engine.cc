@@ -6,10 +6,10 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/log.h"
 #include "common/utf8.h"
 #include "engine/lease/instance_lock.h"
 #include "engine/lease/lease_keeper.h"
-#include "engine/log.h"
 #include "engine/sql/sql_literal.h"
 
 namespace msgq {

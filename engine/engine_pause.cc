@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "engine/engine.h"
-#include "engine/log.h"
 #include "engine/sql/mysql_message_store.h"
 #include "engine/sql/mysql_pause_store.h"
 

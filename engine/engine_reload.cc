@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "engine/engine.h"
-#include "engine/log.h"
 #include "engine/queue/partition_plan.h"
 #include "engine/sql/mysql_connection.h"
 #include "engine/sql/mysql_message_store.h"

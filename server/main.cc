@@ -30,7 +30,7 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/str_cat.h"
-#include "engine/log.h"
+#include "common/log.h"
 #include "server/http/build_info.h"
 #include "server/http/http_flags.h"
 #include "server/msgqd_flags.h"

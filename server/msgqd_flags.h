@@ -13,8 +13,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/log.h"
 #include "engine/engine.h"
-#include "engine/log.h"
 
 namespace msgq {
 

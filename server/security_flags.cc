@@ -7,7 +7,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "engine/log.h"
+#include "common/log.h"
 #include "grpcpp/resource_quota.h"
 
 ABSL_FLAG(std::string, tls_cert, "",

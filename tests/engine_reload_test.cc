@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/engine.h"
 #include "engine/queue/backoff.h"
 #include "engine/queue/subscriber.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/engine.h"
 #include "engine/queue/backoff.h"
 #include "gmock/gmock.h"

@@ -9,7 +9,7 @@
 #include <random>
 
 #include "absl/strings/str_join.h"
-#include "engine/log.h"
+#include "common/log.h"
 
 namespace msgq {
 

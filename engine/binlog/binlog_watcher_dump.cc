@@ -20,11 +20,11 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "engine/binlog/binlog_decoder.h"
 #include "engine/binlog/binlog_watcher.h"
 #include "engine/binlog/dump_error.h"
 #include "engine/binlog/transaction_changes.h"
-#include "engine/log.h"
 
 namespace msgq {
 namespace {

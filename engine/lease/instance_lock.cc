@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "engine/log.h"
+#include "common/log.h"
 
 namespace msgq {
 namespace {

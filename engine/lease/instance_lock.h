@@ -56,7 +56,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/lease/ownership_keeper.h"
 #include "engine/sql/mysql_lease_store.h"
 

@@ -4,9 +4,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/log.h"
 #include "engine/lease/lease_plan.h"
 #include "engine/lease/lease_retry.h"
-#include "engine/log.h"
 #include "engine/queue/row_reconciler.h"
 
 namespace msgq {

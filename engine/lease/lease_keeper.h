@@ -72,7 +72,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/lease/ownership_keeper.h"
 #include "engine/lease/table_ownership.h"
 #include "engine/queue/manager/message_manager.h"

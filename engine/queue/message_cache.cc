@@ -7,7 +7,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "engine/log.h"
+#include "common/log.h"
 #include "engine/queue/fair_key.h"
 #include "engine/sql/sql_literal.h"
 

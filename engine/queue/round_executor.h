@@ -29,7 +29,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "engine/clock.h"
+#include "common/clock.h"
 
 namespace msgq {
 

@@ -7,7 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "engine/log.h"
+#include "common/log.h"
 #include "engine/sql/sql_literal.h"
 
 namespace msgq {

@@ -10,7 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "engine/log.h"
+#include "common/log.h"
 #include "engine/sql/mysql_message_store.h"
 #include "engine/sql/sql_literal.h"
 

@@ -5,7 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "engine/log.h"
+#include "common/log.h"
 
 namespace msgq::auth {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "engine/log.h"
+#include "common/log.h"
 
 namespace msgq {
 

@@ -28,7 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/engine.h"
 #include "engine/sql/due_depth_statement.h"
 

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "engine/log.h"
+#include "common/log.h"
 
 namespace msgq {
 namespace {

@@ -1,6 +1,6 @@
 #include "server/http/health_reporter.h"
 
-#include "engine/log.h"
+#include "common/log.h"
 
 namespace msgq {
 

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
-#include "engine/log.h"
+#include "common/log.h"
 #include "server/mysql_protocol/packet.h"
 
 ABSL_FLAG(std::string, mysql_protocol_listen, "127.0.0.1:15306",

@@ -16,8 +16,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "engine/clock.h"
-#include "engine/log.h"
+#include "common/clock.h"
+#include "common/log.h"
 #include "server/mysql_protocol/command.h"
 
 namespace msgq::mysql_protocol {

@@ -40,8 +40,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/log.h"
 #include "engine/engine.h"
-#include "engine/log.h"
 #include "server/mysql_protocol/connection.h"
 
 namespace msgq::mysql_protocol {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/log.h"
+#include "common/log.h"
 
 namespace msgq::tls {
 namespace {

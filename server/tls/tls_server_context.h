@@ -41,7 +41,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "server/auth/watched_file.h"
 
 namespace msgq::tls {

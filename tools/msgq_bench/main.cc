@@ -25,7 +25,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "engine/log.h"
+#include "common/log.h"
 #include "engine/sql/mysql_connection.h"
 #include "engine/status_macros.h"
 #include "tools/launch/msgqd_process.h"

@@ -22,7 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "engine/log.h"
+#include "common/log.h"
 #include "engine/sql/mysql_connection.h"
 #include "tools/msgq_bench/bench_results.pb.h"
 #include "tools/msgq_bench/subscribers.h"

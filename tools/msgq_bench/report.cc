@@ -15,7 +15,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "engine/log.h"
+#include "common/log.h"
 #include "google/protobuf/util/json_util.h"
 #include "tools/launch/child_process.h"
 

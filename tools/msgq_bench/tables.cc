@@ -8,7 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "engine/log.h"
+#include "common/log.h"
 #include "engine/status_macros.h"
 #include "tools/msgq_bench/clock.h"
 

@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
-#include "engine/log.h"
+#include "common/log.h"
 
 namespace msgq {
 namespace {

@@ -50,8 +50,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "engine/binlog/row_change.h"
-#include "engine/clock.h"
 #include "engine/message_table.h"
 #include "engine/queue/backoff.h"
 #include "engine/queue/concurrency_gate.h"
@@ -282,7 +282,7 @@ class MessageManager : private RoundExecutor::Task {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Log MysqlOkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes `log` as a line about this table (keyspace and table fields in
-  // JSON; repeated warnings and errors rate-limited, engine/log.h).
+  // JSON; repeated warnings and errors rate-limited, common/log.h).
   void Emit(Log log) const;
 
   // ---- The round's reads (message_manager_reads.cc) ----

@@ -20,7 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/message_table.h"
 #include "engine/queue/backoff.h"
 #include "engine/queue/fake_message_store.h"

@@ -26,7 +26,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "engine/log.h"
+#include "common/log.h"
 #include "engine/queue/manager/message_manager.h"
 
 namespace msgq {

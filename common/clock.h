@@ -10,8 +10,8 @@
 // RealClock reads absl::Now() and std::chrono::steady_clock. FakeClock
 // (tests) only moves when told to: Advance() moves both readings, Set()
 // steps only the wall clock (as NTP would). Both are thread-safe.
-#ifndef MSGQ_ENGINE_CLOCK_H_
-#define MSGQ_ENGINE_CLOCK_H_
+#ifndef MSGQ_COMMON_CLOCK_H_
+#define MSGQ_COMMON_CLOCK_H_
 
 #include <cstdint>
 
@@ -71,4 +71,4 @@ class FakeClock final : public Clock {
 
 }  // namespace msgq
 
-#endif  // MSGQ_ENGINE_CLOCK_H_
+#endif  // MSGQ_COMMON_CLOCK_H_

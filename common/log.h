@@ -25,8 +25,8 @@
 // changes) are never limited.
 //
 // Thread-safe.
-#ifndef MSGQ_ENGINE_LOG_H_
-#define MSGQ_ENGINE_LOG_H_
+#ifndef MSGQ_COMMON_LOG_H_
+#define MSGQ_COMMON_LOG_H_
 
 #include <cstdint>
 #include <map>
@@ -39,7 +39,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "engine/clock.h"
+#include "common/clock.h"
 
 namespace msgq {
 
@@ -158,4 +158,4 @@ void LogTableError(absl::string_view keyspace, absl::string_view table,
 
 }  // namespace msgq
 
-#endif  // MSGQ_ENGINE_LOG_H_
+#endif  // MSGQ_COMMON_LOG_H_

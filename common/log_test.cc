@@ -1,4 +1,4 @@
-#include "engine/log.h"
+#include "common/log.h"
 
 #include <fcntl.h>
 #include <unistd.h>
