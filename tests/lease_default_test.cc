@@ -20,6 +20,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/instances_fixture.h"
+#include "tests/wait_events.h"
 
 namespace msgq::testing {
 namespace {
@@ -79,7 +80,8 @@ class LeaseDefaultTest : public InstancesTest {
 TEST_F(LeaseDefaultTest, TwoInstancesWithTheSameFlagsSendEachTableOnce) {
   const std::vector<std::string> tables = {"q1", "q2"};
   for (const std::string& t : tables) {
-    ASSERT_NO_FATAL_FAILURE(CreateTable(t, "vt_ack_wait=300"));
+    ASSERT_NO_FATAL_FAILURE(
+        CreateTable(t, "vt_ack_wait=300,vt_poller_interval=0.5"));
   }
   std::unique_ptr<Msgqd> a = Start();
   std::unique_ptr<Msgqd> b = Start();
@@ -129,9 +131,18 @@ TEST_F(LeaseDefaultTest, TwoInstancesWithTheSameFlagsSendEachTableOnce) {
                            absl::Seconds(30)))
         << t << ": " << received(t).size();
   }
-  // A duplicate would come from the other instance at any time within the
-  // ack wait (300 s): give it a moment, then count.
-  absl::SleepFor(absl::Milliseconds(500));
+  // A duplicate would come from a read of the standby or a second read of
+  // the owner's: three more polls of each table by its owner, and none by
+  // its standby.
+  for (const std::string& t : tables) {
+    const bool a_owns = OwnershipOf(*a, t).state() == "owner";
+    v1::Messaging::Stub* owner = a_owns ? a_stub.get() : b_stub.get();
+    v1::Messaging::Stub* standby = a_owns ? b_stub.get() : a_stub.get();
+    const int64_t standby_polls = Polls(standby, t);
+    ASSERT_TRUE(WaitForPolls(owner, t, Polls(owner, t) + 3, absl::Seconds(20)))
+        << t;
+    EXPECT_EQ(Polls(standby, t), standby_polls) << t;
+  }
   for (const std::string& t : tables) {
     const std::multiset<std::string> got = received(t);
     EXPECT_EQ(got.size(), 500u) << t;
@@ -215,7 +226,8 @@ TEST_F(LeaseDefaultTest, AnUnreachableMysqlIsNotARefusal) {
 // ("standby", naming the first's MySQL session) and says so in one log
 // line; once the first is killed with -9 the second takes over.
 TEST_F(LeaseDefaultTest, WithoutLeasesASecondInstanceStandsByAndTakesOver) {
-  ASSERT_NO_FATAL_FAILURE(CreateTable("q", "vt_ack_wait=300"));
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("q", "vt_ack_wait=300,vt_poller_interval=0.5"));
   std::unique_ptr<Msgqd> a = Start({"--leases=false"});
   ASSERT_TRUE(a != nullptr);
   ASSERT_TRUE(
@@ -274,7 +286,9 @@ TEST_F(LeaseDefaultTest, WithoutLeasesASecondInstanceStandsByAndTakesOver) {
   EXPECT_EQ(taken.error(), "");
   ASSERT_NO_FATAL_FAILURE(InsertRange("q", 21, 40));
   ASSERT_TRUE(from_b.WaitForRows(20, absl::Seconds(20)));
-  absl::SleepFor(absl::Milliseconds(300));
+  // A second send would come from a later read.
+  ASSERT_TRUE(WaitForPolls(b_stub.get(), "q", Polls(b_stub.get(), "q") + 3,
+                           absl::Seconds(20)));
   std::vector<std::string> got = from_b.ids();
   std::sort(got.begin(), got.end(),
             [](const std::string& x, const std::string& y) {

@@ -1,6 +1,7 @@
 #include "engine/binlog/binlog_row_format.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 
@@ -77,63 +78,84 @@ size_t DecimalBytes(int digits) {
   return static_cast<size_t>((digits / 9) * 4 + kDigitBytes[digits % 9]);
 }
 
-// The bytes of one column value in a row image: the length prefix (if any)
-// is read from `r`; `*prefix` is its size. Error for unmeasurable types.
-absl::Status ValueSize(uint8_t type, uint16_t meta, Reader r, size_t* prefix,
-                       size_t* size) {
-  *prefix = 0;
-  uint64_t n = 0;
+namespace {
+
+// Bytes of the fractional seconds of a TIMESTAMP2, DATETIME2 or TIME2.
+size_t FractionBytes(uint16_t meta) {
+  return static_cast<size_t>((std::min<int>(meta, 6) + 1) / 2);
+}
+
+// The width of a value whose type (and metadata) fix it; nullopt for the
+// types whose width the value or the string metadata gives.
+std::optional<size_t> FixedWidth(uint8_t type, uint16_t meta) {
   switch (type) {
     case kTiny:
     case kShort:
     case kInt24:
     case kLong:
     case kLongLong:
-      *size = IntegerSize(type);
-      return absl::OkStatus();
+      return IntegerSize(type);
     case kNull:
-      *size = 0;
-      return absl::OkStatus();
+      return 0;
     case kYear:
-      *size = 1;
-      return absl::OkStatus();
+      return 1;
     case kDate:
     case kNewDate:
     case kTime:
-      *size = 3;
-      return absl::OkStatus();
+      return 3;
     case kTimestamp:
-      *size = 4;
-      return absl::OkStatus();
+      return 4;
     case kDateTime:
-      *size = 8;
-      return absl::OkStatus();
+      return 8;
     case kFloat:
     case kDouble:
-      *size = meta == 4 || meta == 8 ? meta : (type == kFloat ? 4 : 8);
-      return absl::OkStatus();
+      return meta == 4 || meta == 8 ? meta : (type == kFloat ? 4 : 8);
     case kTimestamp2:
-      *size = 4 + (std::min<int>(meta, 6) + 1) / 2;
-      return absl::OkStatus();
+      return 4 + FractionBytes(meta);
     case kDateTime2:
-      *size = 5 + (std::min<int>(meta, 6) + 1) / 2;
-      return absl::OkStatus();
+      return 5 + FractionBytes(meta);
     case kTime2:
-      *size = 3 + (std::min<int>(meta, 6) + 1) / 2;
-      return absl::OkStatus();
+      return 3 + FractionBytes(meta);
+    case kBit:
+      return (meta >> 8) + ((meta & 0xff) > 0 ? 1 : 0);
+    default:
+      return std::nullopt;
+  }
+}
+
+// CHAR, ENUM and SET (all kString on the wire): the real type is the high
+// byte of the metadata, except for a CHAR over 255 bytes, whose length
+// keeps two more bits there.
+absl::Status StringSize(uint16_t meta, size_t* prefix, size_t* size) {
+  uint8_t real = static_cast<uint8_t>(meta >> 8);
+  unsigned length = meta & 0xff;
+  if ((real & 0x30) != 0x30) {  // CHAR longer than 255 bytes
+    length |= ((real & 0x30) ^ 0x30) << 4;
+    real |= 0x30;
+  }
+  if (real == kEnum || real == kSet) {
+    *size = length;
+  } else {
+    *prefix = length > 255 ? 2 : 1;
+  }
+  return absl::OkStatus();
+}
+
+// The types of no fixed width: `*size` when the metadata gives it
+// (DECIMAL, ENUM, SET), else `*prefix`, the bytes of the value's length.
+absl::Status VariableSize(uint8_t type, uint16_t meta, size_t* prefix,
+                          size_t* size) {
+  switch (type) {
     case kNewDecimal: {
       const int precision = meta >> 8, scale = meta & 0xff;
       if (precision > 65 || scale > precision) return Malformed("decimal");
       *size = DecimalBytes(precision - scale) + DecimalBytes(scale);
       return absl::OkStatus();
     }
-    case kBit:
-      *size = (meta >> 8) + ((meta & 0xff) > 0 ? 1 : 0);
-      return absl::OkStatus();
     case kVarchar:
     case kVarString:
       *prefix = meta < 256 ? 1 : 2;
-      break;
+      return absl::OkStatus();
     case kBlob:
     case kTinyBlob:
     case kMediumBlob:
@@ -142,27 +164,31 @@ absl::Status ValueSize(uint8_t type, uint16_t meta, Reader r, size_t* prefix,
     case kJson:
       if (meta < 1 || meta > 4) return Malformed("blob length size");
       *prefix = meta;
-      break;
+      return absl::OkStatus();
     case kString:
     case kEnum:
-    case kSet: {
-      uint8_t real = static_cast<uint8_t>(meta >> 8);
-      unsigned length = meta & 0xff;
-      if ((real & 0x30) != 0x30) {  // CHAR longer than 255 bytes
-        length |= ((real & 0x30) ^ 0x30) << 4;
-        real |= 0x30;
-      }
-      if (real == kEnum || real == kSet) {
-        *size = length;
-        return absl::OkStatus();
-      }
-      *prefix = length > 255 ? 2 : 1;
-      break;
-    }
+    case kSet:
+      return StringSize(meta, prefix, size);
     default:
       return absl::UnimplementedError(
           absl::StrCat("binlog column type ", type, " is not supported"));
   }
+}
+
+}  // namespace
+
+absl::Status ValueSize(uint8_t type, uint16_t meta, Reader r, size_t* prefix,
+                       size_t* size) {
+  *prefix = 0;
+  if (std::optional<size_t> fixed = FixedWidth(type, meta)) {
+    *size = *fixed;
+    return absl::OkStatus();
+  }
+  if (absl::Status s = VariableSize(type, meta, prefix, size);
+      !s.ok() || *prefix == 0) {
+    return s;
+  }
+  uint64_t n = 0;
   if (!r.Uint(*prefix, &n)) return Malformed("value length");
   *size = static_cast<size_t>(n);
   return absl::OkStatus();
