@@ -1,6 +1,9 @@
 #include "engine/queue/row_reconciler.h"
 
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace msgq {
 
@@ -15,7 +18,12 @@ bool RowReconciler::HandBack(const Message& m, int64_t now, int64_t ack_wait) {
   if (m.sent_at != 0 && now >= m.sent_at + ack_wait) return false;
   // While an ack or hold runs, its outcome settles the message. Leaving
   // flight here is not rule 2's: the hand-back wrote nothing.
-  if (!ledger_.HandBack(m.id, nullptr)) return false;
+  std::vector<std::string> left;
+  if (!ledger_.HandBack(m.id, &left)) return false;
+  ForgetShownInFlight(left);
+  // Nor once msgq's own ack of it committed, until the binlog shows it:
+  // MySQL has it acked, and nothing else the manager knows says so yet.
+  if (own_acks_.Contains(m.id)) return false;
   // Queued again from memory, not read again: a row the binlog showed
   // deleted or acked since (or rescheduled once it left flight) is left to
   // MySQL, where a poll finds it if it is due.
@@ -38,27 +46,98 @@ std::vector<RowReconciler::Postpone> RowReconciler::TakePostpones(
 void RowReconciler::AcksWriting(const std::vector<std::string>& ids,
                                 int64_t now) {
   // Before the write: the binlog may show it before the result is back.
-  for (const std::string& id : ids) own_acks_.Put(id, now);
+  for (const std::string& id : ids) {
+    own_acks_.Put(id, now);
+    ++acks_writing_[id];
+  }
 }
 
 void RowReconciler::PostponesDone(const std::vector<Postpone>& taken,
                                   const std::vector<Postponement>& written,
-                                  Outcome outcome) {
-  LeftFlight(ledger_.PostponesDone(taken, outcome));
-  if (outcome != Outcome::kCommitted) return;
-  for (const Postponement& p : written) own_postpones_.Put(p.id, p.time_next);
+                                  Outcome outcome, int64_t now) {
+  const std::vector<std::string> left = ledger_.PostponesDone(taken, outcome);
+  LeftFlight(left);
+  if (outcome == Outcome::kCommitted) {
+    for (const Postponement& p : written) {
+      own_postpones_.Put(p.id, p.time_next);
+      OwnWriteCommitted(p, now);
+    }
+  }
+  ForgetShownInFlight(left);
 }
 
 void RowReconciler::AckDone(const Ticket& ticket, Outcome outcome) {
-  LeftFlight(ledger_.AckDone(ticket, outcome));
-  if (outcome == Outcome::kCommitted) return;
-  for (const std::string& id : ticket.ids) own_acks_.Erase(id);
+  const std::vector<std::string> left = ledger_.AckDone(ticket, outcome);
+  LeftFlight(left);
+  ForgetShownInFlight(left);
+  for (const std::string& id : ticket.ids) {
+    bool still_writing = false;
+    if (auto it = acks_writing_.find(id); it != acks_writing_.end()) {
+      still_writing = --it->second > 0;
+      if (!still_writing) acks_writing_.erase(it);
+    }
+    if (outcome == Outcome::kCommitted) {
+      // Known as committed until its echo, so that a failed retry does not
+      // forget it (rules 4, 5, 7). Take and put back: RecentIds has no
+      // lookup.
+      if (std::optional<int64_t> at = own_acks_.Take(id); at.has_value()) {
+        own_acks_.Put(id, *at);
+        acked_.Put(id, *at);
+      }
+    } else if (!still_writing && !acked_.Contains(id)) {
+      own_acks_.Erase(id);  // not msgq's ack after all
+    }
+  }
 }
 
-void RowReconciler::HoldDone(const Ticket& ticket, Outcome outcome) {
+void RowReconciler::HoldDone(const Ticket& ticket, Outcome outcome,
+                             const std::vector<Postponement>& written,
+                             int64_t now) {
   // Holds are settled by the table's own round, never while it reads, so
   // rule 2 has nothing to remember here; it is kept for uniformity.
-  LeftFlight(ledger_.AckDone(ticket, outcome));
+  const std::vector<std::string> left = ledger_.AckDone(ticket, outcome);
+  LeftFlight(left);
+  if (outcome == Outcome::kCommitted) {
+    for (const Postponement& p : written) OwnWriteCommitted(p, now);
+  }
+  ForgetShownInFlight(left);
+}
+
+void RowReconciler::OwnWriteCommitted(const Postponement& p, int64_t now) {
+  // The latest write counts: its echo is the last of them the binlog shows.
+  own_writes_.Erase(p.id);
+  // Its echo may have been shown already, while the id was in flight.
+  if (auto it = shown_in_flight_.find(p.id);
+      it != shown_in_flight_.end() && it->second == p.time_next) {
+    return;
+  }
+  own_writes_.Put(p.id, now);
+  own_write_next_[p.id] = p.time_next;
+  // Drop what own_writes_ aged out or evicted, a few at a time on average.
+  if (own_write_next_.size() > 2 * own_writes_.size() + 16) {
+    for (auto it = own_write_next_.begin(); it != own_write_next_.end();) {
+      if (own_writes_.Contains(it->first)) {
+        ++it;
+      } else {
+        own_write_next_.erase(it++);
+      }
+    }
+  }
+}
+
+void RowReconciler::ForgetShownInFlight(const std::vector<std::string>& ids) {
+  for (const std::string& id : ids) shown_in_flight_.erase(id);
+}
+
+bool RowReconciler::OlderThanOwnWrite(const RowChange& c) {
+  if (own_acks_.Contains(c.id)) return true;
+  if (!own_writes_.Contains(c.id)) return false;
+  auto it = own_write_next_.find(c.id);
+  if (it == own_write_next_.end()) return false;  // not reached
+  if (!c.time_next.has_value() || it->second != *c.time_next) return true;
+  own_writes_.Erase(c.id);  // its echo
+  own_write_next_.erase(it);
+  return false;
 }
 
 void RowReconciler::LeftFlight(const std::vector<std::string>& ids) {
@@ -96,7 +175,10 @@ RowReconciler::BinlogVerdict RowReconciler::OnBinlogChange(const RowChange& c,
   BinlogVerdict v;
   if (c.deleted || c.time_acked.has_value() || !c.time_next.has_value()) {
     v.action = BinlogAction::kGone;
-    v.acked_by_sql = c.newly_acked && !own_acks_.Take(c.id).has_value();
+    if (c.newly_acked) {
+      v.acked_by_sql = !own_acks_.Take(c.id).has_value();
+      acked_.Erase(c.id);
+    }
     // A purged row was acked long before: no read can show it due.
     if (!(c.deleted && c.time_acked.has_value())) {
       expected_.ExpectGone(c.id, now);
@@ -104,8 +186,13 @@ RowReconciler::BinlogVerdict RowReconciler::OnBinlogChange(const RowChange& c,
     seen_.Erase(c.id);
     return v;
   }
+  // Rule 7. Before the echo of a write of msgq's that committed (and left
+  // flight), the binlog shows only older commits of the row; the echo
+  // itself uses the fact up.
+  const bool older_than_own = OlderThanOwnWrite(c);
   // msgq's own postpones and acks of ids in flight: nothing new.
   if (ledger_.InFlight(c.id)) {
+    shown_in_flight_[c.id] = *c.time_next;  // maybe an echo (rule 7)
     expected_.Forget(c.id);
     return v;  // kOwn
   }
@@ -127,8 +214,9 @@ RowReconciler::BinlogVerdict RowReconciler::OnBinlogChange(const RowChange& c,
     v.action = BinlogAction::kDueIdle;  // the first subscriber polls
   } else {
     seen_.Put(c.id, now);
-    v.action = ImageUsable(c, now, mono) ? BinlogAction::kDueImage
-                                         : BinlogAction::kDueRead;
+    v.action = !older_than_own && ImageUsable(c, now, mono)
+                   ? BinlogAction::kDueImage
+                   : BinlogAction::kDueRead;
   }
   return v;
 }

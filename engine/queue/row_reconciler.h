@@ -20,9 +20,16 @@
 //   expectations    BinlogExpectations: what the binlog last said of rows
 //                   msgq did not write (10 s);
 //   own acks        ids msgq is acking, from the write's start until the
-//                   binlog shows the ack (60 s);
+//                   binlog shows the ack (60 s); those committed stay
+//                   known when a later ack of the same id fails;
 //   own postpones   postpones msgq committed (id -> the time_next written)
 //                   until the binlog echoes them (60 s);
+//   own writes      the time_next of msgq's latest committed postpone,
+//                   nack or extend of an id, until the binlog echoes it
+//                   (60 s from the round that wrote it);
+//   shown in flight the time_next the binlog last showed of each id in
+//                   flight, until it leaves flight (an echo may come
+//                   before the write's result);
 //   reads           with row images: the ids reads returned (60 s);
 //   seen            when the binlog showed a due row's commit, until the
 //                   row is queued (600 s; the commit_to_send latency).
@@ -47,8 +54,9 @@
 //     row (deleted when acked) was acked long before: no read can show it.
 //  4. A hand-back is queued again from memory only while it is still the
 //     send's (within its ack wait: past it MySQL has the row due again and
-//     the poll owns it), when no ack or hold of it runs, and when the
-//     binlog has not shown it gone or changed since (rule 3).
+//     the poll owns it), when no ack or hold of it runs, when no ack of it
+//     msgq committed awaits its echo, and when the binlog has not shown it
+//     gone or changed since (rule 3).
 //  5. Own echoes. A binlog ack of an id msgq took an ack of for writing is
 //     msgq's, not an application's UPDATE (acked_by_sql). A change of an
 //     id not in flight whose time_next is the one msgq's last committed
@@ -61,9 +69,14 @@
 //     id within that time (nor was such a fact forgotten early), and not
 //     before the images' start (a new manager or owner does not know what
 //     the one before it read and sent).
+//  7. The binlog shows commits in order: until it echoes a write of
+//     msgq's that committed (an ack, postpone, nack or extend), every
+//     change of that row it shows is older than the write. Such a change
+//     is never queued as an image (the row is read by id instead), as
+//     msgq's write may have settled what the image shows.
 // The exhaustive interleaving test (row_reconciler_interleaving_test.cc)
 // checks these answers against a model of MySQL's row, and names the
-// cases where they are knowingly not exact.
+// cases where they are knowingly not exact (D2, D4, D5).
 //
 // Pure logic: no I/O, no clock (times are the caller's: `now` is Unix ns
 // on the wall clock, `mono` the monotonic clock). Not thread-safe: the
@@ -76,6 +89,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -114,10 +128,13 @@ class RowReconciler {
   void Sent(const std::string& id, int64_t epoch, absl::Time mono);
   // A stream ended without writing `m` (sent at m.sent_at): whether it may
   // be queued again from memory at `now`, the table's ack wait being
-  // `ack_wait` ns (rule 4). True drops the send's owed postpone.
+  // `ack_wait` ns (rule 4). False while an ack of it runs or after one
+  // committed whose echo the binlog has not shown. Unless an ack or hold
+  // of it runs, the send's owed postpone is dropped (a refused message is
+  // left due in MySQL, where a poll finds it).
   bool HandBack(const Message& m, int64_t now, int64_t ack_wait);
 
-  // ---- msgq's own writes (rules 1, 2 and 5) ----
+  // ---- msgq's own writes (rules 1, 2, 5 and 7) ----
 
   // An ack of `ids` was accepted: they are in flight until AckDone, and an
   // owed postpone is cancelled (restored if the ack fails).
@@ -132,14 +149,20 @@ class RowReconciler {
   // from now on the binlog's ack of them is msgq's own.
   void AcksWriting(const std::vector<std::string>& ids, int64_t now);
   // The postpones `taken` finished with `outcome`; `written` are the same
-  // postpones with the time_next each wrote. Committed ones are
-  // remembered until their echo (rule 5).
+  // postpones with the time_next each wrote, in the round that started at
+  // `now`. Committed ones are remembered until their echo (rules 5, 7).
   void PostponesDone(const std::vector<Postpone>& taken,
-                     const std::vector<Postponement>& written, Outcome outcome);
-  // An ack finished; a failed one was not msgq's ack after all.
+                     const std::vector<Postponement>& written, Outcome outcome,
+                     int64_t now);
+  // An ack finished; a failed one was not msgq's ack after all (unless
+  // another ack of the id is being written or committed before it).
   void AckDone(const Ticket& ticket, Outcome outcome);
-  // A nack, extend or death finished.
-  void HoldDone(const Ticket& ticket, Outcome outcome);
+  // A nack, extend or death finished, written in the round that started
+  // at `now`. `written`: the time_next each row the hold may have
+  // rescheduled got (nack retries, extends; not deaths); committed ones
+  // are remembered until their echo (rule 7).
+  void HoldDone(const Ticket& ticket, Outcome outcome,
+                const std::vector<Postponement>& written, int64_t now);
 
   // ---- Reads (rules 1 to 3, 6) ----
 
@@ -193,6 +216,15 @@ class RowReconciler {
   bool ImageUsable(const RowChange& c, int64_t now, absl::Time mono) const;
   // Rule 2: remembers `ids` when a read runs.
   void LeftFlight(const std::vector<std::string>& ids);
+  // Rule 7: msgq's latest write of `p.id` committed with `p.time_next`,
+  // in a round that started at `now`.
+  void OwnWriteCommitted(const Postponement& p, int64_t now);
+  // Rule 7: `ids` left flight; what the binlog showed of them meanwhile
+  // is forgotten.
+  void ForgetShownInFlight(const std::vector<std::string>& ids);
+  // Rule 7: whether a write of msgq's of `c.id` committed after `c` (its
+  // echo is still to come); uses the write's fact up when `c` is its echo.
+  bool OlderThanOwnWrite(const RowChange& c);
 
   const bool row_images_;
   absl::Time images_from_;
@@ -201,7 +233,19 @@ class RowReconciler {
   absl::flat_hash_set<std::string> left_while_reading_;
   BinlogExpectations expected_{1 << 16, 10'000'000'000};
   RecentIds own_acks_{1 << 16, 60'000'000'000};
+  // Of own_acks_, those whose ack committed (by the AcksWriting time).
+  RecentIds acked_{1 << 16, 60'000'000'000};
+  // Acks taken for writing and not finished, per id (bounded by them).
+  absl::flat_hash_map<std::string, int> acks_writing_;
   RecentIds own_postpones_{1 << 16, 60'000'000'000};
+  // Rule 7: id -> when its latest own write was written; and the
+  // time_next it wrote, valid while own_writes_ has the id.
+  RecentIds own_writes_{1 << 16, 60'000'000'000};
+  absl::flat_hash_map<std::string, int64_t> own_write_next_;
+  // Rule 7: the time_next of the last change the binlog showed of each id
+  // in flight (an own write's echo may come before its result), until the
+  // id leaves flight (bounded by the ids in flight).
+  absl::flat_hash_map<std::string, int64_t> shown_in_flight_;
   RecentIds read_ids_{1 << 17, 60'000'000'000};
   RecentIds seen_{1 << 16, 600'000'000'000};
 };

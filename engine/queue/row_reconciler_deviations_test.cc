@@ -1,8 +1,10 @@
-// RowReconciler: the cases where its rules are knowingly not exact, found by
-// the exhaustive interleaving test (row_reconciler_interleaving_test.cc,
-// which counts each as D1..D6). Each test states the exact answer and is
-// DISABLED_ because today's rules give the other one; none loses a message.
-// Run them with --gtest_also_run_disabled_tests to see them fail.
+// RowReconciler: the cases where its rules were or are knowingly not exact,
+// found by the exhaustive interleaving test
+// (row_reconciler_interleaving_test.cc). Each test states the exact answer.
+// D1, D3 and D6 are fixed (the interleaving test fails if they happen) and
+// their examples run. D2, D4 and D5 are still counted there; their tests
+// are DISABLED_ because today's rules give the other answer; none loses a
+// message. Run them with --gtest_also_run_disabled_tests to see them fail.
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,19 +59,24 @@ RowReconciler::BinlogVerdict Show(RowReconciler& r, const RowChange& c) {
                           /*subscribed=*/true);
 }
 
-// D1. A client acks by id a message whose later send sits unwritten in
-// another stream's outbox; the ack commits, then that stream ends. The
-// hand-back finds nothing in flight (the ack settled it) and nothing
-// expected (the binlog has not shown the ack yet), so the acked message is
-// queued again and may be sent to a third subscriber. Exact: msgq's own
-// ack of the id (still known as written) refuses the hand-back, as an ack
-// running does.
-TEST(RowReconcilerDeviationTest, DISABLED_D1AHandBackAfterItsAckCommitted) {
+// D1 (fixed). A client acks by id a message whose later send sits
+// unwritten in another stream's outbox; the ack commits, then that stream
+// ends. The hand-back finds nothing in flight (the ack settled it) and
+// nothing expected (the binlog has not shown the ack yet); it used to queue
+// the acked message again for a third subscriber. Exact: msgq's own ack of
+// the id (still known as written) refuses the hand-back, as an ack running
+// does; so does the binlog's ack once shown.
+TEST(RowReconcilerDeviationTest, D1AHandBackAfterItsAckCommitted) {
   RowReconciler r(false, absl::InfinitePast());
   r.Sent("a", 0, kMono);
   const RowReconciler::Ticket ack = r.BeginAck({"a"});
   r.AcksWriting({"a"}, kNow);
   r.AckDone(ack, Outcome::kCommitted);
+  EXPECT_FALSE(r.HandBack(Sent("a"), kNow, kAckWait));
+  EXPECT_FALSE(r.InFlight("a"));
+  const RowReconciler::BinlogVerdict echo = Show(r, AckEcho("a"));
+  EXPECT_EQ(echo.action, Action::kGone);
+  EXPECT_FALSE(echo.acked_by_sql);
   EXPECT_FALSE(r.HandBack(Sent("a"), kNow, kAckWait));
 }
 
@@ -93,20 +100,40 @@ TEST(RowReconcilerDeviationTest, DISABLED_D2AnAppChangeInFlightIsForgotten) {
   EXPECT_THAT(read, IsEmpty());
 }
 
-// D3. With row images: the INSERT's image is sent, msgq's postpone of it
-// commits and is reported, and only then does the binlog show an UPDATE
-// committed before that postpone. Its image is queued and the message is
-// sent again at once, inside the ack wait of the first send (a fetch by id
-// would read the postponed row and find it not due). The same happens
-// after msgq's own ack of a row it never read. Exact: an image older than
-// a write of msgq's is read by id instead (as an image after a read is).
-TEST(RowReconcilerDeviationTest, DISABLED_D3AnImageOlderThanMsgqsOwnWrite) {
+// D3 (fixed). With row images: the INSERT's image is sent, msgq's postpone
+// of it commits and is reported, and only then does the binlog show an
+// UPDATE committed before that postpone. Its image used to be queued and
+// the message sent again at once, inside the ack wait of the first send (a
+// fetch by id reads the postponed row and finds it not due). Exact: an
+// image older than a write of msgq's is read by id instead (as an image
+// after a read is), until the binlog shows that write.
+TEST(RowReconcilerDeviationTest, D3AnImageOlderThanMsgqsOwnWrite) {
   RowReconciler r(true, absl::InfinitePast());
   EXPECT_EQ(Show(r, Change("a", 0)).action, Action::kDueImage);
   r.Sent("a", 0, kMono);
   const int64_t postponed = kNow + kAckWait;
   r.PostponesDone(r.TakePostpones(absl::InfiniteFuture()),
-                  {Postponement{"a", postponed}}, Outcome::kCommitted);
+                  {Postponement{"a", postponed}}, Outcome::kCommitted, kNow);
+  EXPECT_EQ(Show(r, Change("a", /*priority=*/1)).action, Action::kDueRead);
+  EXPECT_EQ(Show(r, Change("a", /*priority=*/2)).action, Action::kDueRead);
+}
+
+// D3 (fixed), after a nack: its retry commits and is reported before the
+// binlog shows an UPDATE committed before it.
+TEST(RowReconcilerDeviationTest, D3AnImageOlderThanMsgqsNack) {
+  RowReconciler r(true, absl::InfinitePast());
+  const RowReconciler::Ticket nack = r.BeginHold({"a"});
+  r.HoldDone(nack, Outcome::kCommitted, {Postponement{"a", kNow + kSecond}},
+             kNow);
+  EXPECT_EQ(Show(r, Change("a", /*priority=*/1)).action, Action::kDueRead);
+}
+
+// D3 (fixed), after msgq's own ack of a row it never read.
+TEST(RowReconcilerDeviationTest, D3AnImageOlderThanMsgqsAck) {
+  RowReconciler r(true, absl::InfinitePast());
+  const RowReconciler::Ticket ack = r.BeginAck({"a"});
+  r.AcksWriting({"a"}, kNow);
+  r.AckDone(ack, Outcome::kCommitted);
   EXPECT_EQ(Show(r, Change("a", /*priority=*/1)).action, Action::kDueRead);
 }
 
@@ -140,18 +167,21 @@ TEST(RowReconcilerDeviationTest, DISABLED_D5AHandBackFulfilsTheExpectation) {
   EXPECT_THAT(read, IsEmpty());
 }
 
-// D6. msgq's own ack commits; a second ack of the same id (a client's
-// retry) fails before the binlog shows the first: the failure forgets the
-// id, and the first ack's echo is counted as acked_by_sql. Exact: each ack
-// is known by its time_acked (see D4), so a failure forgets only its own.
-TEST(RowReconcilerDeviationTest, DISABLED_D6AFailedRetryForgetsTheFirstAck) {
+// D6 (fixed). msgq's own ack commits; a second ack of the same id (a
+// client's retry) fails before the binlog shows the first. The failure used
+// to forget the id, so the first ack's echo was counted as acked_by_sql
+// and, worse, a hand-back meanwhile was queued again (D1). Exact: a failure
+// forgets the id only when no ack of it committed or is still written.
+TEST(RowReconcilerDeviationTest, D6AFailedRetryForgetsTheFirstAck) {
   RowReconciler r(false, absl::InfinitePast());
+  r.Sent("a", 0, kMono);
   const RowReconciler::Ticket first = r.BeginAck({"a"});
   r.AcksWriting({"a"}, kNow);
   r.AckDone(first, Outcome::kCommitted);
   const RowReconciler::Ticket retry = r.BeginAck({"a"});
   r.AcksWriting({"a"}, kNow + kSecond);
   r.AckDone(retry, Outcome::kTransient);
+  EXPECT_FALSE(r.HandBack(Sent("a"), kNow, kAckWait));
   EXPECT_FALSE(Show(r, AckEcho("a")).acked_by_sql);
 }
 

@@ -1,7 +1,7 @@
 // The Explorer of row_reconciler_model.h: each event of the world, what it
 // asks the RowReconciler, and the check of each answer against the truth
 // (row_reconciler_interleaving_test.cc lists the checks and the known
-// deviations D1..D6).
+// deviations D2, D4 and D5).
 #include <string>
 #include <utility>
 #include <vector>
@@ -140,7 +140,10 @@ void Explorer::HandBack(World& n, const std::string& id) {
   }
   const int why = Stale(row, d.copy);
   if (why == 9) Fail(absl::StrCat("hand-back of ", id, " queued stale"));
-  if (why != 0) ++counts_.deviations[why];
+  if (why == 1) {
+    Fail(absl::StrCat("hand-back of ", id, " queued after its ack committed"));
+  }
+  if (why == 2) ++counts_.deviations[2];
   ++counts_.handbacks_queued;
   row.handed_back = true;
   if (!row.queued.has_value()) row.queued = d.copy;
@@ -159,11 +162,10 @@ void Explorer::BinlogEvent(World& n) {
   if (v.newly_acked) {
     const bool fact = row.own_ack_fact;
     row.own_ack_fact = false;  // the echo uses it up
+    row.ack_committed = false;
     if (verdict.acked_by_sql != !v.own) {
       if (!v.own && fact) {
         ++counts_.deviations[4];
-      } else if (v.own && !fact) {
-        ++counts_.deviations[6];
       } else {
         Fail(absl::StrCat("binlog ack of ", id, ": acked_by_sql ",
                           verdict.acked_by_sql));
@@ -208,7 +210,7 @@ void Explorer::Image(World& n, const std::string& id, int j) {
   if (Stale(row, copy) == 9) {
     Fail(absl::StrCat("image of ", id, " queued stale"));
   } else if (own_after) {
-    ++counts_.deviations[3];
+    Fail(absl::StrCat("image of ", id, " queued older than msgq's write"));
   }
   ++counts_.images_queued;
   row.queued = copy;
@@ -293,6 +295,8 @@ void Explorer::RoundEvents(const World& w, int depth) {
         n.holds[i].taken = true;
         round.holds.push_back(i);
         round.sends.try_emplace(n.holds[i].id, -1);
+        n.holds[i].time_next =
+            kT0 + 2 * kSecond + 500 * kMilli + (++n.writes) * kMilli;
       }
       n.round = std::move(round);
     });
@@ -319,7 +323,7 @@ void Explorer::RoundEvents(const World& w, int depth) {
 void Explorer::EndRound(World& n, Outcome o) {
   Round round = *std::move(n.round);
   n.round.reset();
-  n.rec.PostponesDone(round.taken, round.written, o);
+  n.rec.PostponesDone(round.taken, round.written, o, n.Now());
   for (const auto& [id, j] : round.made) Report(n, id, j);
   for (const auto& [id, send] : round.sends) {
     Row& row = n.rows[id];
@@ -335,7 +339,7 @@ void Explorer::EndRound(World& n, Outcome o) {
   for (auto it = round.holds.rbegin(); it != round.holds.rend(); ++it) {
     const OpenHold h = n.holds[*it];
     n.holds.erase(n.holds.begin() + static_cast<long>(*it));
-    n.rec.HoldDone(h.ticket, o);
+    n.rec.HoldDone(h.ticket, o, {Postponement{h.id, h.time_next}}, n.Now());
     --n.rows[h.id].holds;
   }
 }
@@ -361,8 +365,13 @@ void Explorer::AckEvents(const World& w, int depth) {
       const OpenAck ack = n.acks[i];
       n.acks.erase(n.acks.begin() + static_cast<long>(i));
       n.rec.AckDone(ack.ticket, o);
-      --n.rows[ack.id].acks;
-      if (o != Outcome::kCommitted) n.rows[ack.id].own_ack_fact = false;
+      Row& row = n.rows[ack.id];
+      --row.acks;
+      if (o == Outcome::kCommitted) {
+        row.ack_committed |= row.own_ack_fact;  // not if already echoed
+      } else {
+        row.own_ack_fact = row.ack_committed;
+      }
       Report(n, ack.id, ack.made);
     });
   }

@@ -98,8 +98,10 @@ struct Row {
   int holds = 0;                     // running
   bool left_during_read = false;     // a write of it ended during the read
   // An ack of it was taken for writing and neither failed nor shown by the
-  // binlog since (what the reconciler's own-ack fact should be).
+  // binlog since (what the reconciler's own-ack fact should be); a failed
+  // ack forgets it only when no ack committed since the binlog's last ack.
   bool own_ack_fact = false;
+  bool ack_committed = false;  // an ack of it committed since then
   // A hand-back was queued again since the binlog's last change of it.
   bool handed_back = false;
   int read_queued = -1;  // the newest version a read queued
@@ -120,6 +122,7 @@ struct OpenHold {
   RowReconciler::Ticket ticket;
   int64_t epoch = 0;  // of the delivery it names
   bool taken = false;
+  int64_t time_next = 0;  // what the round writes (when taken)
 };
 
 struct Round {
@@ -136,7 +139,8 @@ struct Counts {
   long reads_queued = 0;
   long handbacks_queued = 0;
   long images_queued = 0;
-  long deviations[7] = {};  // D1..D6 at [1..6]
+  // D2, D4 and D5 at [2], [4], [5] (D1, D3 and D6 are fixed: failures).
+  long deviations[7] = {};
   long d5_queued = 0;       // D5 cases where the stale copy was queued
 };
 
@@ -211,8 +215,9 @@ inline bool Writing(const World& w, const std::string& id) {
 }
 
 // Why `copy` of `id` is stale by what the manager knows: 0 not stale;
-// 1 msgq's own ack committed and reported after it (D1/D3); 2 an
-// application's change the binlog showed as msgq's own (D2); 9 other.
+// 1 msgq's own ack committed and reported after it, not yet shown by the
+// binlog (once D1, now a failure); 2 an application's change the binlog
+// showed as msgq's own (D2); 9 other.
 inline int Stale(const Row& r, const Copy& copy) {
   int why = 0;
   for (int j = copy.version + 1; j < static_cast<int>(r.history.size()); ++j) {
@@ -273,7 +278,7 @@ inline void CommitRound(World& n) {
     const OpenHold& h = n.holds[i];
     Version v = Own(n, h.id);
     if (!v.exists || v.acked || v.epoch != h.epoch + 1) continue;
-    v.time_next = kT0 + 2 * kSecond + 500 * kMilli + (++n.writes) * kMilli;
+    v.time_next = h.time_next;
     round.made.emplace_back(h.id, Commit(n, h.id, v));
   }
 }

@@ -82,7 +82,7 @@ TEST(RowReconcilerTest, AnIdInFlightIsNotQueuedUntilItsPostponeCommits) {
       r.TakePostpones(absl::InfiniteFuture());
   EXPECT_FALSE(r.MayQueue("a"));
   r.PostponesDone(taken, {Postponement{"a", kNow + 30 * kSecond}},
-                  Outcome::kCommitted);
+                  Outcome::kCommitted, kNow);
   EXPECT_TRUE(r.MayQueue("a"));
   EXPECT_EQ(r.in_flight(), 0u);
 }
@@ -150,7 +150,7 @@ TEST(RowReconcilerTest, AChangeOfAnIdInFlightIsMsgqsOwn) {
   EXPECT_EQ(Verdict(r, postpone), Action::kOwn);
   // ... and msgq decides the row's state now: the expectation is gone.
   r.PostponesDone(r.TakePostpones(absl::InfiniteFuture()), {},
-                  Outcome::kPermanent);
+                  Outcome::kPermanent, kNow);
   EXPECT_THAT(Read(r, {Row("a", /*priority=*/0)}), ElementsAre("a"));
 }
 
@@ -169,6 +169,22 @@ TEST(RowReconcilerTest, AHandBackIsQueuedAgainOnlyWhileItIsTheSends) {
   RowReconciler::Ticket ack = r.BeginAck({"a"});
   EXPECT_FALSE(r.HandBack(m, kNow + kSecond, ack_wait));
   r.AckDone(ack, Outcome::kCommitted);
+  // Nor once msgq's ack of it committed (the binlog has not shown it).
+  r.Sent("d", 0, kMono);
+  RowReconciler::Ticket committed = r.BeginAck({"d"});
+  r.AcksWriting({"d"}, kNow);
+  r.AckDone(committed, Outcome::kCommitted);
+  Message d = Row("d");
+  d.sent_at = kNow;
+  EXPECT_FALSE(r.HandBack(d, kNow + kSecond, ack_wait));
+  // But after a failed ack, as if none ran.
+  r.Sent("e", 0, kMono);
+  RowReconciler::Ticket failed = r.BeginAck({"e"});
+  r.AcksWriting({"e"}, kNow);
+  r.AckDone(failed, Outcome::kTransient);
+  Message e = Row("e");
+  e.sent_at = kNow;
+  EXPECT_TRUE(r.HandBack(e, kNow + kSecond, ack_wait));
   // Not when the binlog showed it gone meanwhile.
   r.Sent("b", 0, kMono);
   RowChange deleted;
@@ -204,7 +220,7 @@ TEST(RowReconcilerTest, TheEchoOfItsOwnPostponeLeavesAHandBackQueued) {
   const int64_t postponed = kNow + 30 * kSecond;
   r.Sent("a", 0, kMono);
   r.PostponesDone(r.TakePostpones(absl::InfiniteFuture()),
-                  {Postponement{"a", postponed}}, Outcome::kCommitted);
+                  {Postponement{"a", postponed}}, Outcome::kCommitted, kNow);
   Message m = Row("a");
   m.sent_at = kNow;
   EXPECT_TRUE(r.HandBack(m, kNow, 30 * kSecond));
@@ -252,6 +268,64 @@ TEST(RowReconcilerTest, AnImageIsUsedOnlyWhenNoReadCouldHaveSentTheRow) {
   RowChange no_image = Change("d");
   no_image.row = nullptr;
   EXPECT_EQ(Verdict(r, no_image), Action::kDueRead);
+}
+
+TEST(RowReconcilerTest, AnImageOlderThanMsgqsCommittedWriteIsReadById) {
+  RowReconciler r = Images();
+  const int64_t postponed = kNow + 30 * kSecond;
+  r.Sent("a", 0, kMono);
+  r.PostponesDone(r.TakePostpones(absl::InfiniteFuture()),
+                  {Postponement{"a", postponed}}, Outcome::kCommitted, kNow);
+  // Shown before the postpone's echo: committed before the postpone.
+  EXPECT_EQ(Verdict(r, Change("a", /*priority=*/1)), Action::kDueRead);
+  RowChange echo = Change("a", 0, postponed);
+  echo.row = nullptr;
+  EXPECT_EQ(Verdict(r, echo), Action::kScheduled);
+  // After the echo the binlog shows newer commits: images again.
+  EXPECT_EQ(Verdict(r, Change("a", /*priority=*/2)), Action::kDueImage);
+
+  // The latest of msgq's writes counts: a nack after a postpone.
+  r.Sent("b", 0, kMono);
+  r.PostponesDone(r.TakePostpones(absl::InfiniteFuture()),
+                  {Postponement{"b", postponed}}, Outcome::kCommitted, kNow);
+  const RowReconciler::Ticket nack = r.BeginHold({"b"});
+  r.HoldDone(nack, Outcome::kCommitted, {Postponement{"b", kNow + kSecond}},
+             kNow);
+  RowChange postpone_echo = Change("b", 0, postponed);
+  postpone_echo.row = nullptr;
+  EXPECT_EQ(Verdict(r, postpone_echo), Action::kOwn);
+  EXPECT_EQ(Verdict(r, Change("b", /*priority=*/1)), Action::kDueRead);
+  EXPECT_EQ(Verdict(r, Change("b", 0, kNow + kSecond)), Action::kScheduled);
+  EXPECT_EQ(Verdict(r, Change("b", /*priority=*/2)), Action::kDueImage);
+
+  // A failed write is nobody's echo.
+  const RowReconciler::Ticket failed = r.BeginHold({"c"});
+  r.HoldDone(failed, Outcome::kTransient, {Postponement{"c", kNow}}, kNow);
+  EXPECT_EQ(Verdict(r, Change("c")), Action::kDueImage);
+}
+
+TEST(RowReconcilerTest, AnEchoShownBeforeItsWritesResultEndsTheWait) {
+  RowReconciler r = Images();
+  const int64_t postponed = kNow + 30 * kSecond;
+  r.Sent("a", 0, kMono);
+  const std::vector<RowReconciler::Postpone> taken =
+      r.TakePostpones(absl::InfiniteFuture());
+  RowChange echo = Change("a", 0, postponed);
+  echo.row = nullptr;
+  EXPECT_EQ(Verdict(r, echo), Action::kOwn);  // still in flight
+  r.PostponesDone(taken, {Postponement{"a", postponed}}, Outcome::kCommitted,
+                  kNow);
+  // Every commit the binlog shows from now on is newer than the postpone.
+  EXPECT_EQ(Verdict(r, Change("a", /*priority=*/1)), Action::kDueImage);
+
+  // Another change shown in flight is not the echo: the wait stands.
+  r.Sent("b", 0, kMono);
+  const std::vector<RowReconciler::Postpone> taken_b =
+      r.TakePostpones(absl::InfiniteFuture());
+  EXPECT_EQ(Verdict(r, Change("b", /*priority=*/1)), Action::kOwn);
+  r.PostponesDone(taken_b, {Postponement{"b", postponed}}, Outcome::kCommitted,
+                  kNow);
+  EXPECT_EQ(Verdict(r, Change("b", /*priority=*/2)), Action::kDueRead);
 }
 
 TEST(RowReconcilerTest, ANewOwnerWaitsBeforeUsingImages) {

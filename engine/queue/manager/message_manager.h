@@ -119,8 +119,9 @@ class MessageManager : private RoundExecutor::Task {
   void OnSendDone(const Subscriber* subscriber);
   // A batch handed to `subscriber` was not written (its stream is ending):
   // the subscriber gets nothing more, and the messages go to the other
-  // subscribers at once, unless an ack of them is under way or they are
-  // already due again in MySQL (then the next poll sends them).
+  // subscribers at once, unless an ack of them is under way or committed
+  // (until the binlog shows it) or they are already due again in MySQL
+  // (then the next poll sends them).
   void OnSendFailed(const Subscriber* subscriber, MessageBatch batch);
 
   // Acks `ids` (text form as streamed). `done` runs exactly once, on the

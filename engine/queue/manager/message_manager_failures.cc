@@ -5,6 +5,8 @@
 // message_manager.h.
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -15,6 +17,27 @@ namespace {
 
 // ListDead pages.
 constexpr int kMaxDeadPage = 10000;
+
+// The time_next each retry of `group` writes, for the reconciler to know
+// the binlog's echo of it (deaths write none).
+std::vector<Postponement> Retries(const NackGroup& group) {
+  std::vector<Postponement> out;
+  for (const msgq::Nack& x : group.nacks) {
+    if (x.time_next.has_value())
+      out.push_back(Postponement{x.id, *x.time_next});
+  }
+  return out;
+}
+
+// Likewise for an extend.
+std::vector<Postponement> Extensions(const ExtendGroup& group) {
+  std::vector<Postponement> out;
+  out.reserve(group.deliveries.size());
+  for (const auto& [id, epoch] : group.deliveries) {
+    out.push_back(Postponement{id, group.time_next});
+  }
+  return out;
+}
 
 // What to log of `n` messages of `p` that died.
 std::string DeathLine(const PendingNack& p, int64_t n) {
@@ -160,7 +183,8 @@ void MessageManager::SettleNacksLocked(
         !result.ok()               ? absl::StatusOr<NackCount>(result.status())
         : i < result->nacks.size() ? result->nacks[i]
                                    : absl::StatusOr<NackCount>(NackCount{});
-    reconciler_.HoldDone(p.ticket, OutcomeOf(n.status()));
+    reconciler_.HoldDone(p.ticket, OutcomeOf(n.status()), Retries(p.group),
+                         work.now);
     const bool own = p.done == nullptr;  // msgq's own deaths
     if (!own) {
       pending_ack_ids_ -= std::min(pending_ack_ids_, p.ticket.ids.size());
@@ -220,7 +244,8 @@ void MessageManager::SettleGroupsLocked(
         !result.ok()                 ? absl::StatusOr<int64_t>(result.status())
         : i < result->extends.size() ? result->extends[i]
                                      : absl::StatusOr<int64_t>(int64_t{0});
-    reconciler_.HoldDone(p.ticket, OutcomeOf(n.status()));
+    reconciler_.HoldDone(p.ticket, OutcomeOf(n.status()), Extensions(p.group),
+                         work.now);
     pending_ack_ids_ -= std::min(pending_ack_ids_, p.ticket.ids.size());
     if (n.ok() && *n > 0) scheduler_.NoteDueAt(p.group.time_next);
     replies.push_back(count_reply("extend", std::move(p.done), n));

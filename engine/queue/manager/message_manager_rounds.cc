@@ -316,7 +316,7 @@ bool MessageManager::DoWrites(Work& work, MessageStore* store) {
     }
     counters_.write_latency.Observe(took);
     reconciler_.PostponesDone(work.postponed, work.writes.postpones,
-                              OutcomeOf(postpones));
+                              OutcomeOf(postpones), work.now);
     if (postpones.ok()) {
       counters_.postponed += static_cast<int64_t>(work.writes.postpones.size());
       std::optional<int64_t> earliest;
