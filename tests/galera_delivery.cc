@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace msgq::testing {
 
@@ -14,6 +15,15 @@ std::set<std::string> InFlight(const AckingSubscriber& sub, absl::Time at) {
     if (arrival.at > at) continue;
     auto it = acked.find(arrival.id);
     if (it == acked.end() || it->second > at) out.insert(arrival.id);
+  }
+  return out;
+}
+
+std::set<std::string> ReceivedBetween(const AckingSubscriber& sub,
+                                      absl::Time from, absl::Time to) {
+  std::set<std::string> out;
+  for (const auto& arrival : sub.arrivals()) {
+    if (arrival.at >= from && arrival.at < to) out.insert(arrival.id);
   }
   return out;
 }
@@ -36,14 +46,49 @@ Duplicates CountDuplicates(const std::vector<AckingSubscriber*>& subs,
     auto ack = first_ack.find(id);
     for (size_t i = 1; i < times.size(); ++i) {
       ++d.total;
-      if (ack != first_ack.end() && ack->second < times[i]) ++d.after_ok_ack;
+      if (ack != first_ack.end() && ack->second < times[i]) {
+        ++d.after_ok_ack;
+        d.wrong.insert(id);
+      }
       if (times[i] - times[i - 1] < ack_wait) {
         ++d.inside;
-        if (!allowed.count(id)) ++d.inside_unexpected;
+        if (!allowed.count(id)) {
+          ++d.inside_unexpected;
+          d.wrong.insert(id);
+        }
       }
     }
   }
   return d;
+}
+
+std::string DescribeDeliveries(const std::vector<AckingSubscriber*>& subs,
+                               const std::vector<std::string>& names,
+                               const std::set<std::string>& ids,
+                               absl::Time origin) {
+  auto seconds = [&](absl::Time t) {
+    return absl::StrFormat("%+.3fs", absl::ToDoubleSeconds(t - origin));
+  };
+  std::string out;
+  for (const std::string& id : ids) {
+    absl::StrAppend(&out, "row ", id, ":");
+    for (size_t i = 0; i < subs.size(); ++i) {
+      for (const auto& arrival : subs[i]->arrivals()) {
+        if (arrival.id == id) {
+          absl::StrAppend(&out, " delivered to ", names[i], " at ",
+                          seconds(arrival.at), ";");
+        }
+      }
+      const std::map<std::string, absl::Time> acked = subs[i]->acked();
+      auto it = acked.find(id);
+      if (it != acked.end()) {
+        absl::StrAppend(&out, " its ack by ", names[i], " OK at ",
+                        seconds(it->second), ";");
+      }
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  return out;
 }
 
 absl::StatusOr<std::set<std::string>> ExpectedRows(

@@ -21,18 +21,36 @@
 namespace msgq::testing {
 
 // Ids `sub` received at or before `at` whose ack had not returned OK then.
+// Exact only once `sub` has recorded everything up to `at`: a subscriber
+// stamps an arrival (or an OK ack) before it records it, so a record of a
+// moment just before `at` may appear a little after `at` (much later on a
+// loaded machine). Call it after the moment, not at it.
 std::set<std::string> InFlight(const AckingSubscriber& sub, absl::Time at);
+
+// Ids `sub` received in [from, to).
+std::set<std::string> ReceivedBetween(const AckingSubscriber& sub,
+                                      absl::Time from, absl::Time to);
 
 struct Duplicates {
   int total = 0;              // deliveries of an id after its first
   int inside = 0;             // within `ack_wait` of the one before
   int inside_unexpected = 0;  // of those, of an id not in `allowed`
   int after_ok_ack = 0;       // after an ack of the id had returned OK
+  // The ids of those inside_unexpected or after_ok_ack, for a report.
+  std::set<std::string> wrong;
 };
 // Over every delivery `subs` recorded.
 Duplicates CountDuplicates(const std::vector<AckingSubscriber*>& subs,
                            const std::set<std::string>& allowed,
                            absl::Duration ack_wait);
+
+// For a failure message: each delivery of `ids` (by the subscriber
+// `names` names, at the same index as in `subs`) and the first OK ack of
+// each, in seconds relative to `origin`.
+std::string DescribeDeliveries(const std::vector<AckingSubscriber*>& subs,
+                               const std::vector<std::string>& names,
+                               const std::set<std::string>& ids,
+                               absl::Time origin);
 
 // Every row that must be delivered: each INSERT the producers saw commit,
 // and each row msgq.`tables` hold on `node` (a commit whose reply a fault

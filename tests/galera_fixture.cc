@@ -237,6 +237,28 @@ std::unique_ptr<v1::Messaging::Stub> GaleraMsgqd::Stub() const {
   return v1::Messaging::NewStub(channel_);
 }
 
+std::optional<absl::Time> GaleraMsgqd::LoggedAt(absl::string_view text,
+                                                absl::Time after) const {
+  // A text log line: a severity letter, "YYYY-MM-DD HH:MM:SS.mmm" (UTC),
+  // a space, the message.
+  constexpr size_t kStamp = 23;
+  const absl::Time from =
+      absl::UnixEpoch() +
+      absl::Floor(after - absl::UnixEpoch(), absl::Milliseconds(1));
+  const std::string log = Log();
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (line.size() < 1 + kStamp || !absl::StrContains(line, text)) continue;
+    absl::Time at;
+    std::string error;
+    if (absl::ParseTime("%Y-%m-%d %H:%M:%E3S", line.substr(1, kStamp),
+                        absl::UTCTimeZone(), &at, &error) &&
+        at >= from) {
+      return at;
+    }
+  }
+  return std::nullopt;
+}
+
 std::string GaleraMsgqd::ServedNode() const {
   // "MySQL primary: 127.0.0.1:PORT" or "... (was ...)"; not the lines that
   // name a node's state ("MySQL primary: Galera node ...", "... is ...").

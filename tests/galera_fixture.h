@@ -19,6 +19,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -27,6 +28,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "engine/sql/mysql_connection.h"
@@ -113,6 +115,11 @@ class GaleraMsgqd {
   std::string Log() const { return process_->Log(); }
   // The server the last "MySQL primary: HOST:PORT" line names ("" none).
   std::string ServedNode() const;
+  // When msgqd wrote its first log line containing `text` whose time is
+  // not before `after` (to the millisecond its text log shows, so up to
+  // 1 ms before the line was written); nullopt when there is none yet.
+  std::optional<absl::Time> LoggedAt(absl::string_view text,
+                                     absl::Time after) const;
 
  private:
   GaleraMsgqd() = default;
