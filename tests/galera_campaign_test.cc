@@ -79,13 +79,9 @@ class GaleraCampaignTest : public ::testing::Test {
     auto net = GaleraNetnsCluster::Start();
     ASSERT_TRUE(net.ok()) << net.status();
     net_ = *std::move(net);
-    for (const std::string& t : kTables) {
-      absl::Status s = net_->cluster().Exec(
-          0, MessageTableDdl(
-                 t, MessageComment(absl::StrCat(
-                        "vt_ack_wait=", absl::ToInt64Seconds(kAckWait)))));
-      ASSERT_TRUE(s.ok()) << s;
-    }
+    const absl::Status s =
+        CreateMessageTables(net_->cluster(), 0, kTables, kAckWait);
+    ASSERT_TRUE(s.ok()) << s;
   }
   void TearDown() override {
     producers_.clear();

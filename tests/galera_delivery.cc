@@ -91,6 +91,19 @@ std::string DescribeDeliveries(const std::vector<AckingSubscriber*>& subs,
   return out;
 }
 
+absl::Status CreateMessageTables(GaleraCluster& cluster, int node,
+                                 const std::vector<std::string>& tables,
+                                 absl::Duration ack_wait) {
+  for (const std::string& t : tables) {
+    absl::Status s = cluster.Exec(
+        node, MessageTableDdl(
+                  t, MessageComment(absl::StrCat(
+                         "vt_ack_wait=", absl::ToInt64Seconds(ack_wait)))));
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::set<std::string>> ExpectedRows(
     GaleraCluster& cluster, int node,
     const std::vector<std::unique_ptr<GaleraProducer>>& producers,

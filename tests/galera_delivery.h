@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "tests/galera_fixture.h"
@@ -51,6 +52,12 @@ std::string DescribeDeliveries(const std::vector<AckingSubscriber*>& subs,
                                const std::vector<std::string>& names,
                                const std::set<std::string>& ids,
                                absl::Time origin);
+
+// Creates the message tables msgq.`tables` on `node`, with vt_ack_wait
+// `ack_wait` (whole seconds); the first error.
+absl::Status CreateMessageTables(GaleraCluster& cluster, int node,
+                                 const std::vector<std::string>& tables,
+                                 absl::Duration ack_wait);
 
 // Every row that must be delivered: each INSERT the producers saw commit,
 // and each row msgq.`tables` hold on `node` (a commit whose reply a fault

@@ -112,13 +112,9 @@ class GaleraPartitionTest : public ::testing::Test {
     net_ = *std::move(net);
     std::cout << "[ galera   ] cluster of 3 (one in a namespace) started in "
               << absl::FormatDuration(absl::Now() - t0) << "\n";
-    for (const std::string& t : kTables) {
-      absl::Status s = net_->cluster().Exec(
-          0, MessageTableDdl(
-                 t, MessageComment(absl::StrCat(
-                        "vt_ack_wait=", absl::ToInt64Seconds(kAckWait)))));
-      ASSERT_TRUE(s.ok()) << s;
-    }
+    const absl::Status s =
+        CreateMessageTables(net_->cluster(), 0, kTables, kAckWait);
+    ASSERT_TRUE(s.ok()) << s;
   }
   void TearDown() override {
     producers_.clear();

@@ -73,18 +73,18 @@ void Explore(Explorer::Options options, long min_states) {
   }
 }
 
-// Every event on one row, to 9 events: 1.77 million orders. Sanitized
-// builds run the explorer a hundred times slower (ASan: over 6 minutes at
-// depth 9), so they search to 7 events.
+// Sanitized builds run the explorer a hundred times slower (ASan: over 6
+// minutes at depth 9), so they search two events less deep.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr int kOneRowDepth = 7;
-constexpr long kOneRowMinStates = 10'000;
+constexpr bool kSanitized = true;
 #else
-constexpr int kOneRowDepth = 9;
-constexpr long kOneRowMinStates = 1'000'000;
+constexpr bool kSanitized = false;
 #endif
+
+// Every event on one row, to 9 events: 1.77 million orders.
 TEST(RowReconcilerInterleavingTest, EveryOrderOfEventsOnOneRow) {
-  Explore({.ids = {"a"}, .depth = kOneRowDepth}, kOneRowMinStates);
+  Explore({.ids = {"a"}, .depth = kSanitized ? 7 : 9},
+          kSanitized ? 10'000 : 1'000'000);
 }
 
 // Two rows, to 7 events: 0.97 million orders (a read returns both; ids
@@ -98,16 +98,12 @@ TEST(RowReconcilerInterleavingTest, EveryOrderOfEventsOnTwoRows) {
 // UPDATE committed before msgq's postpone of the row and shown after it
 // (rule 7; an INSERT, its visibility, the UPDATE's, the send, the round
 // and the two binlog events take ten).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr int kDeepDepth = 8;
-constexpr long kDeepMinStates = 10'000;
-#else
-constexpr int kDeepDepth = 10;
-constexpr long kDeepMinStates = 3'000'000;
-#endif
 TEST(RowReconcilerInterleavingTest, EveryOrderOfTenEventsOnOneRowBeforeLater) {
-  Explore({.ids = {"a"}, .depth = kDeepDepth, .later = false, .clear = false},
-          kDeepMinStates);
+  Explore({.ids = {"a"},
+           .depth = kSanitized ? 8 : 10,
+           .later = false,
+           .clear = false},
+          kSanitized ? 10'000 : 3'000'000);
 }
 
 }  // namespace

@@ -141,7 +141,7 @@ struct Counts {
   long images_queued = 0;
   // D2, D4 and D5 at [2], [4], [5] (D1, D3 and D6 are fixed: failures).
   long deviations[7] = {};
-  long d5_queued = 0;       // D5 cases where the stale copy was queued
+  long d5_queued = 0;  // D5 cases where the stale copy was queued
 };
 
 struct World {

@@ -169,22 +169,20 @@ TEST(RowReconcilerTest, AHandBackIsQueuedAgainOnlyWhileItIsTheSends) {
   RowReconciler::Ticket ack = r.BeginAck({"a"});
   EXPECT_FALSE(r.HandBack(m, kNow + kSecond, ack_wait));
   r.AckDone(ack, Outcome::kCommitted);
+  // Sent, acked with `outcome`, then handed back.
+  auto hand_back_after_ack = [&](const std::string& id, Outcome outcome) {
+    r.Sent(id, 0, kMono);
+    const RowReconciler::Ticket ticket = r.BeginAck({id});
+    r.AcksWriting({id}, kNow);
+    r.AckDone(ticket, outcome);
+    Message sent = Row(id);
+    sent.sent_at = kNow;
+    return r.HandBack(sent, kNow + kSecond, ack_wait);
+  };
   // Nor once msgq's ack of it committed (the binlog has not shown it).
-  r.Sent("d", 0, kMono);
-  RowReconciler::Ticket committed = r.BeginAck({"d"});
-  r.AcksWriting({"d"}, kNow);
-  r.AckDone(committed, Outcome::kCommitted);
-  Message d = Row("d");
-  d.sent_at = kNow;
-  EXPECT_FALSE(r.HandBack(d, kNow + kSecond, ack_wait));
+  EXPECT_FALSE(hand_back_after_ack("d", Outcome::kCommitted));
   // But after a failed ack, as if none ran.
-  r.Sent("e", 0, kMono);
-  RowReconciler::Ticket failed = r.BeginAck({"e"});
-  r.AcksWriting({"e"}, kNow);
-  r.AckDone(failed, Outcome::kTransient);
-  Message e = Row("e");
-  e.sent_at = kNow;
-  EXPECT_TRUE(r.HandBack(e, kNow + kSecond, ack_wait));
+  EXPECT_TRUE(hand_back_after_ack("e", Outcome::kTransient));
   // Not when the binlog showed it gone meanwhile.
   r.Sent("b", 0, kMono);
   RowChange deleted;
