@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -219,6 +220,10 @@ absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
   const Column* id = FindColumn(table.columns, "id");
   table.id_kind = KindOf(*id);
   table.id_in_primary_key = id->key == "pri";
+  table.primary_key_is_id =
+      table.id_in_primary_key &&
+      absl::c_count_if(table.columns,
+                       [](const Column& c) { return c.key == "pri"; }) == 1;
   RETURN_IF_ERROR(CheckOptionalColumns(where, table));
   RETURN_IF_ERROR(ResolveKeys(where, table));
   RETURN_IF_ERROR(ChooseStreamed(where, table));

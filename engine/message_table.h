@@ -62,9 +62,12 @@ struct MessageTable {
   bool has_time_created = false;
   bool has_time_dead = false;
   int last_error_chars = 0;
-  // The id is a column of the primary key (COLUMNS.COLUMN_KEY): settling
-  // writes name the PRIMARY index (engine/sql/mysql_message_store_write.cc).
+  // The id is a column of the primary key (Column::key "pri"): settling
+  // writes name the PRIMARY index (engine/sql/mysql_message_store.cc).
   bool id_in_primary_key = false;
+  // The primary key is the id alone: settling writes are single-table
+  // UPDATEs, each row a lookup of the whole key.
+  bool primary_key_is_id = false;
   // With msgq_fair_by: how the fair column's values are written into SQL
   // (integer columns as integers, char/varchar as text, binary as bytes).
   IdKind fair_kind = IdKind::kText;

@@ -53,6 +53,7 @@ TEST(BuildMessageTableTest, BuildsFromRequiredColumnsAndDirectives) {
   EXPECT_EQ(table->id_kind, IdKind::kSignedInteger);
   // COLUMN_KEY of id is empty here: no primary key named.
   EXPECT_FALSE(table->id_in_primary_key);
+  EXPECT_FALSE(table->primary_key_is_id);
 }
 
 TEST(BuildMessageTableTest, KnowsWhenTheIdIsInThePrimaryKey) {
@@ -62,11 +63,19 @@ TEST(BuildMessageTableTest, KnowsWhenTheIdIsInThePrimaryKey) {
       BuildMessageTable("shop", "orders", kComment, columns);
   ASSERT_TRUE(table.ok()) << table.status();
   EXPECT_TRUE(table->id_in_primary_key);
+  EXPECT_TRUE(table->primary_key_is_id);
+  columns[3].key = "pri";  // PRIMARY KEY (id, time_next)
+  const absl::StatusOr<MessageTable> pair =
+      BuildMessageTable("shop", "orders", kComment, columns);
+  ASSERT_TRUE(pair.ok()) << pair.status();
+  EXPECT_TRUE(pair->id_in_primary_key);
+  EXPECT_FALSE(pair->primary_key_is_id);
   columns[0].key = "uni";
   const absl::StatusOr<MessageTable> unique =
       BuildMessageTable("shop", "orders", kComment, columns);
   ASSERT_TRUE(unique.ok()) << unique.status();
   EXPECT_FALSE(unique->id_in_primary_key);
+  EXPECT_FALSE(unique->primary_key_is_id);
 }
 
 TEST(BuildMessageTableTest, DefaultStreamedColumnsAreIdThenAppColumns) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "tests/fixture.h"
 
@@ -115,6 +116,39 @@ TEST_F(SchemaLoaderTest, ColumnChangesAndEmptyInputs) {
   ASSERT_TRUE(empty.ok()) << empty.status();
   EXPECT_THAT(empty->databases, ElementsAre("empty_db"));
   EXPECT_THAT(empty->tables, IsEmpty());
+}
+
+// A column's key is "pri" only when it is in the index named PRIMARY:
+// COLUMN_KEY also says PRI for a UNIQUE NOT NULL id when a table has no
+// primary key, and the settling writes would name a PRIMARY index it lacks.
+TEST_F(SchemaLoaderTest, OnlyThePrimaryIndexMakesPrimaryKeyColumns) {
+  ASSERT_NO_FATAL_FAILURE(Exec("USE msgq"));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec(absl::StrReplaceAll(MessageTableDdl("u", MessageComment()),
+                               {{"PRIMARY KEY (id)", "UNIQUE KEY (id)"}})));
+  ASSERT_NO_FATAL_FAILURE(Exec(absl::StrReplaceAll(
+      MessageTableDdl("p", MessageComment(),
+                      "time_created bigint NOT NULL DEFAULT 0"),
+      {{"PRIMARY KEY (id)", "PRIMARY KEY (id, time_created)"}})));
+  ASSERT_EQ(
+      db_->Scalar("SELECT COLUMN_KEY FROM information_schema.COLUMNS WHERE "
+                  "TABLE_SCHEMA = 'msgq' AND TABLE_NAME = 'u' AND "
+                  "COLUMN_NAME = 'id'"),
+      "PRI");
+  absl::StatusOr<SchemaSnapshot> s = Load({"msgq"});
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_THAT(Names(*s), ElementsAre("msgq.p", "msgq.u"));
+  std::vector<std::string> keys;
+  for (const TableDefinition& def : s->tables) {
+    for (const Column& c : def.columns) {
+      keys.push_back(absl::StrCat(def.name, ".", c.name, "=", c.key));
+    }
+  }
+  EXPECT_THAT(
+      keys, ElementsAre("p.id=pri", "p.priority=", "p.epoch=", "p.time_next=",
+                        "p.time_acked=mul", "p.message=", "p.time_created=pri",
+                        "u.id=uni", "u.priority=", "u.epoch=", "u.time_next=",
+                        "u.time_acked=mul", "u.message="));
 }
 
 }  // namespace

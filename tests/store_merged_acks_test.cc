@@ -26,8 +26,8 @@ class StoreMergedAcksTest : public StoreSqlTest {
   // writes it.
   static std::string Ack(const std::string& ids) {
     return absl::StrCat(
-        "UPDATE `msgq`.`q` FORCE INDEX (PRIMARY) JOIN (SELECT 1) AS "
-        "`msgq_settle` SET `time_acked` = ",
+        "UPDATE `msgq`.`q` FORCE INDEX (PRIMARY) "
+        "SET `time_acked` = ",
         kNow, ", `time_next` = NULL WHERE `id` IN (", ids,
         ") AND `time_acked` IS NULL AND `time_next` IS NOT NULL");
   }

@@ -55,12 +55,12 @@ TEST_F(StoreStatementsTest, IntegerIds) {
                  "LIMIT 10",
           cols + "`id` IN (2,3) AND `time_acked` IS NULL AND `time_next` <= "
                  "1800000000000000000",
-          "UPDATE `msgq`.`q` FORCE INDEX (PRIMARY) JOIN (SELECT 1) AS "
-          "`msgq_settle` SET `time_next` = 1800000000000000005, `epoch` = "
+          "UPDATE `msgq`.`q` FORCE INDEX (PRIMARY) "
+          "SET `time_next` = 1800000000000000005, `epoch` = "
           "IFNULL(`epoch`, 0) + 1 WHERE `id` IN (1,2)" +
               unacked,
-          "UPDATE `msgq`.`q` FORCE INDEX (PRIMARY) JOIN (SELECT 1) AS "
-          "`msgq_settle` SET `time_acked` = 1800000000000000000, "
+          "UPDATE `msgq`.`q` FORCE INDEX (PRIMARY) "
+          "SET `time_acked` = 1800000000000000000, "
           "`time_next` = NULL WHERE `id` IN (3)" +
               unacked,
           "DELETE FROM `msgq`.`q` WHERE `time_acked` < 1800000000000000001 "
@@ -183,12 +183,12 @@ TEST_F(StoreStatementsTest, TextIdsAreHexLiterals) {
           "SELECT `priority`, `time_next`, `epoch`, `id`, `message` FROM "
           "`msgq`.`t` WHERE `id` IN (_utf8mb4 X'612762',_utf8mb4 X'635C64') "
           "AND `time_acked` IS NULL AND `time_next` <= 1800000000000000000",
-          "UPDATE `msgq`.`t` FORCE INDEX (PRIMARY) JOIN (SELECT 1) AS "
-          "`msgq_settle` SET `time_next` = 1800000000000000005, `epoch` = "
+          "UPDATE `msgq`.`t` FORCE INDEX (PRIMARY) "
+          "SET `time_next` = 1800000000000000005, `epoch` = "
           "IFNULL(`epoch`, 0) + 1 WHERE `id` IN (_utf8mb4 X'612762')" +
               unacked,
-          "UPDATE `msgq`.`t` FORCE INDEX (PRIMARY) JOIN (SELECT 1) AS "
-          "`msgq_settle` SET `time_acked` = 1800000000000000000, "
+          "UPDATE `msgq`.`t` FORCE INDEX (PRIMARY) "
+          "SET `time_acked` = 1800000000000000000, "
           "`time_next` = NULL WHERE `id` IN (_utf8mb4 "
           "X'3029204F522028313D31',_utf8mb4 X'635C64')" +
               unacked));
@@ -204,7 +204,9 @@ TEST_F(StoreStatementsTest, TextIdsAreHexLiterals) {
 // binlog readers before InnoDB commits it). The settling UPDATEs wait for
 // it instead of skipping the row: before they did, a small table (scanned)
 // or a primary key of (id, time_created) left the row due, and the next
-// poll sent it again inside its ack wait.
+// poll sent it again inside its ack wait. Three key shapes: the id alone
+// (q: single-table UPDATEs by whole key), (id, time_created) (p) and no
+// primary key but a UNIQUE NOT NULL id (u: no PRIMARY index to name).
 TEST_F(StoreStatementsTest, SettlingWritesWaitForARowStillCommitting) {
   ASSERT_NO_FATAL_FAILURE(Exec("USE msgq"));
   ASSERT_NO_FATAL_FAILURE(Exec(MessageTableDdl("q", MessageComment())));
@@ -212,7 +214,10 @@ TEST_F(StoreStatementsTest, SettlingWritesWaitForARowStillCommitting) {
       MessageTableDdl("p", MessageComment(),
                       "time_created bigint NOT NULL DEFAULT 0"),
       {{"PRIMARY KEY (id)", "PRIMARY KEY (id, time_created)"}})));
-  for (const std::string table : {"q", "p"}) {
+  ASSERT_NO_FATAL_FAILURE(
+      Exec(absl::StrReplaceAll(MessageTableDdl("u", MessageComment()),
+                               {{"PRIMARY KEY (id)", "UNIQUE KEY (id)"}})));
+  for (const std::string table : {"q", "p", "u"}) {
     SCOPED_TRACE(table);
     ASSERT_NO_FATAL_FAILURE(InsertRange(table, 10, 11));
     auto store = Store(table);
@@ -235,7 +240,7 @@ TEST_F(StoreStatementsTest, SettlingWritesWaitForARowStillCommitting) {
             return db_->Scalar(
                        "SELECT COUNT(*) FROM "
                        "information_schema.PROCESSLIST WHERE INFO "
-                       "LIKE 'UPDATE %msgq_settle%'") == "1";
+                       "LIKE 'UPDATE `msgq`.%'") == "1";
           },
           absl::Seconds(10));
       committed = (*producer)->Execute("COMMIT").status();

@@ -30,17 +30,24 @@ int64_t ParseInt(const char* value, unsigned long length) {
 // INSERT is visible: MariaDB hands a transaction to binlog readers before
 // InnoDB commits it. At READ COMMITTED a single-table UPDATE reads a row
 // locked by another transaction "semi-consistently" (its last committed
-// version) unless it is a lookup of the full primary key; a row not yet
-// committed has none and is skipped, so the postpone or the ack changed
+// version) unless each row is a lookup of the whole primary key; a row not
+// yet committed has none and is skipped, so the postpone or the ack changed
 // nothing and the message stayed due: sent again at the next poll, well
-// inside its ack wait. This happens whenever the plan is a scan (small
-// tables) or the primary key is (id, time_created) (partitioned tables).
-// A multi-table UPDATE never reads semi-consistently: it waits for the
-// inserting transaction's lock, which its commit releases at once. The
-// PRIMARY index keeps the scan to the named ids, so the wait is only ever
-// for those rows, never for another producer's open transaction.
+// inside its ack wait.
+//
+// When the primary key is the id alone, FORCE INDEX (PRIMARY) makes
+// `id IN (...)` a range of whole-key lookups (never a scan, which small
+// tables would get), and such lookups wait for the inserting transaction's
+// lock: the single-table UPDATE reads each row once. Otherwise (a primary
+// key of (id, time_created), as partitioned tables have, or none) the
+// UPDATE is multi-table, which never reads semi-consistently but reads each
+// row twice (by key, then by position to update it); the PRIMARY index,
+// when the id is in it, keeps the scan to the named ids.
 std::string SettleTarget(const MessageTable& table,
                          const std::string& quoted_table) {
+  if (table.primary_key_is_id) {
+    return absl::StrCat(quoted_table, " FORCE INDEX (PRIMARY)");
+  }
   return absl::StrCat(quoted_table,
                       table.id_in_primary_key ? " FORCE INDEX (PRIMARY)" : "",
                       " JOIN (SELECT 1) AS `msgq_settle`");

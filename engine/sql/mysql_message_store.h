@@ -211,7 +211,8 @@ class MysqlMessageStore final : public MessageStore {
   const std::string quoted_table_;  // `db`.`t`
   const std::string log_name_;      // table `db`.`t`
   // What the postpones and acks UPDATE (mysql_message_store_units.cc):
-  // `db`.`t` [FORCE INDEX (PRIMARY)] JOIN (SELECT 1) AS `msgq_settle`.
+  // `db`.`t` FORCE INDEX (PRIMARY) when the primary key is the id alone,
+  // else `db`.`t` [FORCE INDEX (PRIMARY)] JOIN (SELECT 1) AS `msgq_settle`.
   const std::string settle_target_;
   // SELECT priority, time_next, epoch[, time_created], <streamed> FROM t
   std::string select_prefix_;

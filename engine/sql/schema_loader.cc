@@ -1,11 +1,14 @@
 #include "engine/sql/schema_loader.h"
 
 #include <optional>
+#include <tuple>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/status_macros.h"
 
 namespace msgq {
 namespace {
@@ -15,6 +18,39 @@ namespace {
 // partition purge among them, swaps its definition) are retried this many
 // times before the reload fails (UNAVAILABLE; the engine keeps its tables).
 constexpr int kReadAttempts = 10;
+
+// Sets each column's key to "pri" exactly when it is in the index named
+// PRIMARY. COLUMNS.COLUMN_KEY also says "PRI" for the columns of a UNIQUE
+// NOT NULL index when a table has no primary key, and the settling writes
+// name the PRIMARY index (mysql_message_store.cc), which such a table lacks;
+// those columns become "uni".
+absl::Status MarkPrimaryKeys(MysqlConnection& conn, const std::string& in_list,
+                             std::vector<TableDefinition>& tables) {
+  absl::StatusOr<QueryResult> rows = conn.Query(
+      absl::StrCat("SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM "
+                   "information_schema.STATISTICS WHERE TABLE_SCHEMA IN (",
+                   in_list, ") AND INDEX_NAME = 'PRIMARY'"));
+  if (!rows.ok()) return rows.status();
+  // (keyspace, table, lower-case column) of every PRIMARY index column.
+  absl::flat_hash_set<std::tuple<std::string, std::string, std::string>>
+      primary;
+  for (const auto& row : rows->rows) {
+    primary.emplace(row[0].value_or(""), row[1].value_or(""),
+                    absl::AsciiStrToLower(row[2].value_or("")));
+  }
+  for (TableDefinition& def : tables) {
+    for (Column& column : def.columns) {
+      const bool in_primary = primary.contains(std::make_tuple(
+          def.keyspace, def.name, absl::AsciiStrToLower(column.name)));
+      if (in_primary) {
+        column.key = "pri";
+      } else if (column.key == "pri") {
+        column.key = "uni";
+      }
+    }
+  }
+  return absl::OkStatus();
+}
 
 // One read of the message tables; nullopt when a table was caught mid-ALTER.
 absl::StatusOr<std::optional<std::vector<TableDefinition>>> ReadTables(
@@ -59,6 +95,7 @@ absl::StatusOr<std::optional<std::vector<TableDefinition>>> ReadTables(
                                  "generated"),
                absl::AsciiStrToLower(row[9].value_or(""))});
   }
+  RETURN_IF_ERROR(MarkPrimaryKeys(conn, in_list, tables));
   for (size_t i = 0; i < tables.size(); ++i) {
     if (!partitioned[i]) continue;
     TableDefinition& def = tables[i];

@@ -1,7 +1,9 @@
 // Reads the definitions of message tables from information_schema.
 //
-// One query per reload for all configured databases. Names returned here are
-// the only table and database names that ever reach SQL (backtick-quoted).
+// Two queries per reload for all configured databases (columns, then the
+// PRIMARY index's columns), and one per partitioned message table. Names
+// returned here are the only table and database names that ever reach SQL
+// (backtick-quoted).
 #ifndef MSGQ_ENGINE_SQL_SCHEMA_LOADER_H_
 #define MSGQ_ENGINE_SQL_SCHEMA_LOADER_H_
 
