@@ -245,6 +245,10 @@ TEST_F(GaleraCampaignTest, DISABLED_FaultsWithSteadyProducers) {
       [&] { return Undelivered(*expected, all_).empty(); }, absl::Seconds(180));
   Report(*expected);
   EXPECT_TRUE(all) << Undelivered(*expected, all_).size() << " lost";
+  // An ack that returned OK committed on the cluster: no fault may send its
+  // message again (docs/galera.md).
+  const Duplicates d = CountDuplicates(all_, {}, kAckWait);
+  EXPECT_EQ(d.after_ok_ack, 0) << "deliveries after an OK ack";
 }
 
 }  // namespace
