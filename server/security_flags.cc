@@ -7,6 +7,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/host_port.h"
 #include "common/log.h"
 #include "grpcpp/resource_quota.h"
 
@@ -64,10 +65,11 @@ ABSL_FLAG(int64_t, grpc_memory_quota_bytes, int64_t{1} << 30,
 namespace msgq {
 namespace {
 
+// Whether a listen address is on loopback (empty: not listening).
 bool IsLoopback(const std::string& address) {
-  const std::string host = address.substr(0, address.rfind(':'));
-  return absl::StartsWith(host, "127.") || host == "localhost" ||
-         host == "[::1]" || host == "::1" || address.empty();
+  if (address.empty()) return true;
+  const absl::StatusOr<HostPort> hp = ParseHostPort(address);
+  return hp.ok() && IsLoopbackHost(hp->host);
 }
 
 int ClampedMs(absl::Duration d) {

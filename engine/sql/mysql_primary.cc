@@ -2,12 +2,13 @@
 
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
+#include "common/host_port.h"
 
 namespace msgq {
 
@@ -27,39 +28,13 @@ absl::StatusOr<std::vector<MysqlEndpoint>> ParseMysqlEndpoints(
           "--mysql_host entry '", entry, "': ", why,
           " (expected host, host:port or [ipv6]:port, comma-separated)"));
     };
+    absl::StatusOr<HostPort> hp =
+        ParseHostPort(entry, {.port_required = false, .min_port = 1});
+    if (!hp.ok()) return bad(hp.status().message());
+    if (hp->host.empty()) return bad("empty host");
     MysqlEndpoint endpoint;
-    endpoint.port = default_port;
-    absl::string_view port;
-    if (absl::ConsumePrefix(&entry, "[")) {
-      const size_t close = entry.find(']');
-      if (close == absl::string_view::npos) return bad("no closing ']'");
-      endpoint.host = std::string(entry.substr(0, close));
-      absl::string_view rest = entry.substr(close + 1);
-      if (!rest.empty()) {
-        if (!absl::ConsumePrefix(&rest, ":")) return bad("text after ']'");
-        if (rest.empty()) return bad("empty port");
-        port = rest;
-      }
-    } else {
-      const size_t colon = entry.rfind(':');
-      if (colon != absl::string_view::npos &&
-          entry.find(':') != colon) {  // bare IPv6 without brackets
-        return bad("put an IPv6 address in brackets");
-      }
-      endpoint.host = std::string(entry.substr(0, colon));
-      if (colon != absl::string_view::npos) {
-        port = entry.substr(colon + 1);
-        if (port.empty()) return bad("empty port");
-      }
-    }
-    if (endpoint.host.empty()) return bad("empty host");
-    if (!port.empty()) {
-      int value = 0;
-      if (!absl::SimpleAtoi(port, &value) || value < 1 || value > 65535) {
-        return bad("the port is not a number in 1..65535");
-      }
-      endpoint.port = value;
-    }
+    endpoint.host = std::move(hp->host);
+    endpoint.port = hp->port.value_or(default_port);
     out.push_back(std::move(endpoint));
   }
   return out;

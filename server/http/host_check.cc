@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
+#include "common/host_port.h"
 
 namespace msgq {
 namespace {
@@ -24,17 +25,6 @@ bool IsIpv6(const std::string& host) {
 bool IsPort(absl::string_view port) {
   return !port.empty() && port.size() <= 5 &&
          std::all_of(port.begin(), port.end(), absl::ascii_isdigit);
-}
-
-bool IsLoopback(const std::string& host) {
-  if (host == "localhost") return true;
-  in_addr v4;
-  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
-    return (ntohl(v4.s_addr) >> 24) == 127;
-  }
-  in6_addr v6;
-  return inet_pton(AF_INET6, host.c_str(), &v6) == 1 &&
-         IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
 }  // namespace
@@ -93,7 +83,7 @@ bool HostCheck::Allowed(absl::string_view host) const {
   if (any_) return true;
   const std::string name = Normalize(host);
   if (name.empty()) return false;
-  if (IsLoopback(name)) return true;
+  if (IsLoopbackHost(name)) return true;
   if (any_ip_literal_ && (IsIpv4(name) || IsIpv6(name))) return true;
   return std::find(names_.begin(), names_.end(), name) != names_.end();
 }

@@ -83,10 +83,13 @@ TEST(HttpServerStartTest, PortInUseIsUnavailable) {
 TEST(HttpServerStartTest, BadListenAddressesAreInvalid) {
   EXPECT_EQ(HttpServer::Start("nonsense", {}).status(),
             absl::InvalidArgumentError(
-                "HTTP listen address 'nonsense' is not HOST:PORT"));
+                "HTTP listen address 'nonsense': want HOST:PORT"));
   EXPECT_EQ(HttpServer::Start("::1:0", {}).status(),
-            absl::InvalidArgumentError(
-                "HTTP listen address '::1:0': write IPv6 addresses as [ADDR]"));
+            absl::InvalidArgumentError("HTTP listen address '::1:0': put an "
+                                       "IPv6 address in brackets"));
+  EXPECT_EQ(HttpServer::Start("localhost:http", {}).status(),
+            absl::InvalidArgumentError("HTTP listen address 'localhost:http': "
+                                       "the port is not a number in 0..65535"));
 }
 
 TEST(HttpServerStartTest, ListensOnIpv6) {

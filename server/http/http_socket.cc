@@ -13,41 +13,25 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/host_port.h"
 #include "server/http/http_server_internal.h"
 
 namespace msgq::http_internal {
-namespace {
-
-absl::StatusOr<std::pair<std::string, std::string>> SplitHostPort(
-    const std::string& listen) {
-  const size_t colon = listen.rfind(':');
-  if (colon == std::string::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("HTTP listen address '", listen, "' is not HOST:PORT"));
-  }
-  std::string host = listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  } else if (host.find(':') != std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "HTTP listen address '", listen, "': write IPv6 addresses as [ADDR]"));
-  }
-  return std::make_pair(host, listen.substr(colon + 1));
-}
-
-}  // namespace
 
 absl::StatusOr<int> Listen(const std::string& listen) {
-  absl::StatusOr<std::pair<std::string, std::string>> hp =
-      SplitHostPort(listen);
-  if (!hp.ok()) return hp.status();
+  absl::StatusOr<HostPort> hp = ParseHostPort(listen);
+  if (!hp.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "HTTP listen address '", listen, "': ", hp.status().message()));
+  }
+  const std::string port = absl::StrCat(*hp->port);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
-  const int rc = getaddrinfo(hp->first.empty() ? nullptr : hp->first.c_str(),
-                             hp->second.c_str(), &hints, &found);
+  const int rc = getaddrinfo(hp->host.empty() ? nullptr : hp->host.c_str(),
+                             port.c_str(), &hints, &found);
   if (rc != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot serve HTTP on ", listen, ": ", gai_strerror(rc)));

@@ -12,35 +12,14 @@
 #include <cstring>
 #include <vector>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "common/clock.h"
+#include "common/host_port.h"
 #include "common/log.h"
 #include "server/mysql_protocol/command.h"
 
 namespace msgq::mysql_protocol {
 namespace {
-
-absl::Status SplitHostPort(absl::string_view listen, std::string& host,
-                           std::string& port) {
-  const size_t colon = listen.rfind(':');
-  if (colon == absl::string_view::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--mysql_protocol_listen '", listen, "': want HOST:PORT"));
-  }
-  absl::string_view h = listen.substr(0, colon);
-  if (absl::ConsumePrefix(&h, "[")) absl::ConsumeSuffix(&h, "]");
-  host = std::string(h);
-  port = std::string(listen.substr(colon + 1));
-  int n = 0;
-  if (!absl::SimpleAtoi(port, &n) || n < 0 || n > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--mysql_protocol_listen '", listen, "': bad port"));
-  }
-  return absl::OkStatus();
-}
 
 // The client's address as text ("127.0.0.1", "::1"; an IPv4-mapped IPv6
 // address as the IPv4 one), the key of the per-address limit.
@@ -68,17 +47,16 @@ void Decrement(std::map<std::string, int>& counts, const std::string& key) {
 
 }  // namespace
 
-bool IsLoopbackHost(absl::string_view host) {
-  return absl::StartsWith(host, "127.") || host == "::1" ||
-         absl::EqualsIgnoreCase(host, "localhost");
-}
-
 absl::StatusOr<std::unique_ptr<MysqlProtocolServer>> MysqlProtocolServer::Start(
     Options options, Engine* engine) {
-  std::string host, port;
-  if (absl::Status s = SplitHostPort(options.listen, host, port); !s.ok()) {
-    return s;
+  absl::StatusOr<HostPort> address = ParseHostPort(options.listen);
+  if (!address.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--mysql_protocol_listen '", options.listen,
+                     "': ", address.status().message()));
   }
+  const std::string& host = address->host;
+  const std::string port = absl::StrCat(*address->port);
   const auth::Authorizer* authorizer = options.connection.authorizer;
   const bool tokens = authorizer != nullptr && authorizer->required();
   if (tokens && !options.connection.user.empty()) {

@@ -128,10 +128,6 @@ class MysqlProtocolServer {
   std::map<std::string, int> connections_of_ ABSL_GUARDED_BY(mu_);
 };
 
-// Whether `host` (of a listen address) is a loopback address (127/8, ::1,
-// localhost).
-bool IsLoopbackHost(absl::string_view host);
-
 }  // namespace msgq::mysql_protocol
 
 #endif  // MSGQ_SERVER_MYSQL_PROTOCOL_SERVER_H_
