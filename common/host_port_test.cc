@@ -21,8 +21,7 @@ TEST(ParseHostPortTest, ListenAddresses) {
 TEST(ParseHostPortTest, RefusalsSayWhy) {
   EXPECT_EQ(Show(ParseHostPort("nonsense")), "want HOST:PORT");
   EXPECT_EQ(Show(ParseHostPort("[::1]")), "want HOST:PORT");
-  EXPECT_EQ(Show(ParseHostPort("::1:3306")),
-            "put an IPv6 address in brackets");
+  EXPECT_EQ(Show(ParseHostPort("::1:3306")), "put an IPv6 address in brackets");
   EXPECT_EQ(Show(ParseHostPort("[::1")), "no closing ']'");
   EXPECT_EQ(Show(ParseHostPort("[::1]x")), "text after ']'");
   EXPECT_EQ(Show(ParseHostPort("[::1]:")), "empty port");

@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gtest/gtest.h"
+#include "server/http/http_server_test_util.h"
 #include "server/tls/tls_test_util.h"
 #include "tests/http_fixture.h"
 #include "tests/security_fixture.h"
@@ -55,24 +56,8 @@ int Connect(int port) {
   return fd;
 }
 
-bool WriteAll(int fd, const std::string& data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n =
-        send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-std::string ReadAll(int fd) {
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, n);
-  return out;
-}
+using http_test::ReadAll;
+using http_test::WriteAll;
 
 std::string ReadAll(TestClient& client) {
   std::string out;

@@ -57,13 +57,10 @@ std::string HostCheck::Normalize(absl::string_view host_and_port) {
 
 HostCheck::HostCheck(absl::string_view listen, std::vector<std::string> extra) {
   // The listen address's host: what is before the port.
-  absl::string_view host = listen;
-  if (const size_t colon = listen.rfind(':');
-      colon != absl::string_view::npos &&
-      (absl::StartsWith(listen, "[") || listen.find(':') == colon)) {
-    host = listen.substr(0, colon);
-  }
-  const std::string listen_host = Normalize(host);
+  const absl::StatusOr<HostPort> address =
+      ParseHostPort(listen, {.port_required = false});
+  const std::string listen_host =
+      Normalize(address.ok() ? absl::string_view(address->host) : listen);
   if (listen_host.empty() || listen_host == "0.0.0.0" || listen_host == "::") {
     any_ip_literal_ = true;
   } else {

@@ -25,8 +25,9 @@ constexpr absl::string_view kCounters =
     "Questions Com_select Com_insert Com_update Com_update_multi Com_delete "
     "Com_delete_multi Com_begin Com_commit Rows_read Rows_sent "
     "Handler_read_key Handler_read_next Handler_read_rnd "
-    "Handler_read_rnd_next Handler_write Handler_update Handler_delete Innodb_rows_read "
-    "Innodb_rows_inserted Innodb_rows_updated Innodb_rows_deleted "
+    "Handler_read_rnd_next Handler_write Handler_update Handler_delete "
+    "Innodb_rows_read Innodb_rows_inserted Innodb_rows_updated "
+    "Innodb_rows_deleted "
     "Innodb_buffer_pool_read_requests Innodb_data_fsyncs "
     "Innodb_os_log_written Binlog_bytes_written Bytes_sent";
 
@@ -244,9 +245,9 @@ void SetPerMessage(int64_t delivered, pb::Cost* cost) {
     return it == delta.end() ? 0.0 : it->second;
   };
   auto& out = *cost->mutable_per_message();
-  out["statements"] = per_message(
-      get("Com_select") + get("Com_insert") + get("Com_update") +
-      get("Com_update_multi") + get("Com_delete") + get("Com_delete_multi"));
+  out["statements"] = per_message(get("Com_select") + get("Com_insert") +
+                                  get("Com_update") + get("Com_update_multi") +
+                                  get("Com_delete") + get("Com_delete_multi"));
   out["questions"] = per_message(get("Questions"));
   for (const auto& [name, v] : delta) {
     if (name != "Questions") out[name] = per_message(v);
