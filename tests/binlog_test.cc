@@ -23,13 +23,6 @@ using ::testing::HasSubstr;
 
 class BinlogTest : public MsgqTest {
  protected:
-  // Waits until msgqd follows the binlog (ListTables says so).
-  void WaitForBinlog(const std::string& table) {
-    ASSERT_TRUE(Eventually(
-        [&] { return FindTable(stub_.get(), table).discovery() == "binlog"; },
-        absl::Seconds(10)))
-        << server_->Log();
-  }
   int64_t Int(const std::string& sql) {
     int64_t v = 0;
     EXPECT_TRUE(absl::SimpleAtoi(db_->Scalar(sql), &v)) << sql;

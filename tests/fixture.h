@@ -29,8 +29,9 @@ class MsgqTest : public ::testing::Test {
   }
 
   // Starts msgqd serving `msgq` (unless --databases is given) with a short
-  // schema reload interval.
-  void StartServer(std::vector<std::string> args = {}) {
+  // schema reload interval; `env` (NAME=VALUE) is added to its environment.
+  void StartServer(std::vector<std::string> args = {},
+                   const std::vector<std::string>& env = {}) {
     bool has_db = false, has_reload = false;
     for (const auto& a : args) {
       has_db |= a.rfind("--databases=", 0) == 0;
@@ -38,7 +39,7 @@ class MsgqTest : public ::testing::Test {
     }
     if (!has_db) args.push_back("--databases=msgq");
     if (!has_reload) args.push_back("--schema_reload_interval=200ms");
-    auto server = Msgqd::Start(*db_, args);
+    auto server = Msgqd::Start(*db_, args, env);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     stub_ = server_->Stub();
@@ -65,6 +66,14 @@ class MsgqTest : public ::testing::Test {
           "(" + std::to_string(i) + ", '{\"n\": " + std::to_string(i) + "}')";
     }
     Exec(sql);
+  }
+
+  // Waits until msgqd follows the binlog for `table` (ListTables says so).
+  void WaitForBinlog(const std::string& table) {
+    ASSERT_TRUE(Eventually(
+        [&] { return FindTable(stub_.get(), table).discovery() == "binlog"; },
+        absl::Seconds(10)))
+        << server_->Log();
   }
 
   std::unique_ptr<PrivateMariaDb> db_;

@@ -158,7 +158,8 @@ std::string PrivateMariaDb::Scalar(const std::string& sql) {
 // ---- Msgqd ----
 
 absl::StatusOr<std::unique_ptr<Msgqd>> Msgqd::Start(
-    const PrivateMariaDb& db, const std::vector<std::string>& args) {
+    const PrivateMariaDb& db, const std::vector<std::string>& args,
+    const std::vector<std::string>& env) {
   std::unique_ptr<Msgqd> server(new Msgqd());
   absl::StatusOr<std::unique_ptr<launch::OwnedDir>> dir = MakeTempDir("srv");
   if (!dir.ok()) return dir.status();
@@ -167,6 +168,7 @@ absl::StatusOr<std::unique_ptr<Msgqd>> Msgqd::Start(
   o.path = MSGQ_MSGQD_PATH;
   o.mysql_socket = db.socket();
   o.args = args;
+  o.env = env;
   o.log_path = server->dir_->path() + "/msgqd.log";
   o.start_timeout = absl::Seconds(20);
   absl::StatusOr<std::unique_ptr<launch::MsgqdProcess>> process =

@@ -93,9 +93,11 @@ class PrivateMariaDb {
 class Msgqd {
  public:
   // Starts build/server/msgqd against `db` with --listen=127.0.0.1:0 and
-  // `args`, waiting until it prints its listening line.
+  // `args` (and `env`, NAME=VALUE, in its environment), waiting until it
+  // prints its listening line.
   static absl::StatusOr<std::unique_ptr<Msgqd>> Start(
-      const PrivateMariaDb& db, const std::vector<std::string>& args);
+      const PrivateMariaDb& db, const std::vector<std::string>& args,
+      const std::vector<std::string>& env = {});
   // Runs msgqd like Start() does and waits up to `timeout` for it to exit
   // by itself (the ways it refuses to start). Returns its exit code, or -1
   // when it was still running (then killed); `log` gets what it wrote.

@@ -20,6 +20,12 @@ absl::StatusOr<std::unique_ptr<MsgqdProcess>> MsgqdProcess::Start(
       "--http_listen=",
   };
   argv.insert(argv.end(), options.args.begin(), options.args.end());
+  if (!options.env.empty()) {
+    std::vector<std::string> with_env = {"env"};
+    with_env.insert(with_env.end(), options.env.begin(), options.env.end());
+    with_env.insert(with_env.end(), argv.begin(), argv.end());
+    argv = std::move(with_env);
+  }
   absl::StatusOr<std::unique_ptr<ChildProcess>> child =
       ChildProcess::Start(argv, options.log_path);
   if (!child.ok()) return child.status();

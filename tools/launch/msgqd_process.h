@@ -38,6 +38,9 @@ class MsgqdProcess {
     std::string mysql_socket;  // passed as --mysql_socket
     // Passed after --mysql_socket and --listen (a later flag wins).
     std::vector<std::string> args;
+    // NAME=VALUE, set for msgqd only (it is started through env(1), which
+    // execs it: the pid is msgqd's).
+    std::vector<std::string> env;
     std::string log_path;  // appended to; created when missing
     // How long Start() waits for the listening line.
     absl::Duration start_timeout = absl::Seconds(30);
