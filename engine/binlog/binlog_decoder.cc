@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/binlog/binlog_row_format.h"
 #include "engine/binlog/binlog_rows_event.h"
@@ -17,6 +18,24 @@ using binlog::Reader;
 using binlog::ReadMeta;
 
 constexpr uint8_t kChecksumCrc32 = 1;
+// GTID event flags (MariaDB's Gtid_log_event::flags2).
+constexpr uint64_t kGtidGroupCommitId = 2;
+constexpr uint64_t kGtidPreparedXa = 64;
+constexpr uint64_t kGtidCompletedXa = 128;
+
+// An XA id as the GTID event carries it: format id (4), gtrid length (1),
+// bqual length (1), gtrid and bqual. One opaque key for both ends.
+bool ReadGtidXid(Reader* r, std::string* xid) {
+  uint64_t format = 0, gtrid_len = 0, bqual_len = 0;
+  absl::string_view data;
+  if (!r->Uint(4, &format) || !r->Uint(1, &gtrid_len) ||
+      !r->Uint(1, &bqual_len) || gtrid_len > 64 || bqual_len > 64 ||
+      !r->Bytes(gtrid_len + bqual_len, &data)) {
+    return false;
+  }
+  *xid = absl::StrCat(format, ":", gtrid_len, ":", data);
+  return true;
+}
 
 }  // namespace
 
@@ -60,12 +79,48 @@ absl::StatusOr<DecodedEvent> BinlogDecoder::Decode(absl::string_view event) {
       }
       pending_domain_ = static_cast<uint32_t>(domain);
       pending_gtid_ = absl::StrCat(domain, "-", server_id, "-", seq);
+      pending_xa_ = PendingXa::kNone;
+      pending_xid_.clear();
+      if ((flags & (kGtidPreparedXa | kGtidCompletedXa)) != 0) {
+        if (((flags & kGtidGroupCommitId) != 0 && !r.Skip(8)) ||
+            !ReadGtidXid(&r, &pending_xid_)) {
+          return Malformed("GTID of an XA transaction");
+        }
+        pending_xa_ = (flags & kGtidPreparedXa) != 0 ? PendingXa::kPrepared
+                                                     : PendingXa::kCompleted;
+      }
+      if (pending_xa_ == PendingXa::kPrepared) {
+        out.step = TransactionStep::kXaStart;
+        out.xid = pending_xid_;
+      }
       // A standalone GTID (DDL) completes with its query event.
       return out;
     }
     case kXidEvent:
+      out.step = TransactionStep::kCommit;
       Commit(&out);
       return out;
+    case kXaPrepareEvent: {
+      // one_phase (1), format id (4), gtrid length (4), bqual length (4),
+      // gtrid and bqual. Unless one phase, its rows are not committed: they
+      // wait for XA COMMIT. The group is done, so the stream resumes after
+      // it either way.
+      uint64_t one_phase = 0, format = 0, gtrid_len = 0, bqual_len = 0;
+      absl::string_view data;
+      if (!r.Uint(1, &one_phase) || !r.Uint(4, &format) ||
+          !r.Uint(4, &gtrid_len) || !r.Uint(4, &bqual_len) || gtrid_len > 64 ||
+          bqual_len > 64 || !r.Bytes(gtrid_len + bqual_len, &data)) {
+        return Malformed("XA PREPARE");
+      }
+      if (one_phase != 0) {
+        out.step = TransactionStep::kCommit;
+      } else {
+        out.step = TransactionStep::kXaPrepare;
+        out.xid = absl::StrCat(format, ":", gtrid_len, ":", data);
+      }
+      Commit(&out);
+      return out;
+    }
     case kQueryEvent:
       if (absl::Status s =
               DecodeQuery(static_cast<uint32_t>(server_id), body, &out);
@@ -98,6 +153,8 @@ absl::StatusOr<DecodedEvent> BinlogDecoder::Decode(absl::string_view event) {
 }
 
 void BinlogDecoder::Commit(DecodedEvent* out) {
+  pending_xa_ = PendingXa::kNone;
+  pending_xid_.clear();
   if (pending_gtid_.empty()) return;
   out->committed_gtid = std::move(pending_gtid_);
   out->committed_domain = pending_domain_;
@@ -132,6 +189,18 @@ absl::Status BinlogDecoder::DecodeQuery(uint32_t /*server_id*/,
   }
   query = r.rest();
   if (query == "BEGIN") return absl::OkStatus();
+  // XA END inside a prepared group commits nothing.
+  if (pending_xa_ == PendingXa::kPrepared) return absl::OkStatus();
+  if (pending_xa_ == PendingXa::kCompleted) {
+    out->step = absl::StartsWithIgnoreCase(query, "XA ROLLBACK")
+                    ? TransactionStep::kXaRollback
+                    : TransactionStep::kXaCommit;
+    out->xid = std::move(pending_xid_);
+    pending_xa_ = PendingXa::kNone;
+    Commit(out);
+    return absl::OkStatus();
+  }
+  out->step = TransactionStep::kCommit;
   Commit(out);
   DdlStatement ddl = ParseDdl(db, query);
   // Partitions added or dropped (msgqd's own partition purge among them)

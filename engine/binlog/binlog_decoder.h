@@ -3,6 +3,14 @@
 // reset a message table (TRUNCATE/DROP/ALTER/RENAME), and the GTID of each
 // committed transaction.
 //
+// XA transactions (MariaDB 10.5+ binlogs XA PREPARE): the rows of a
+// prepared transaction are in the binlog before it commits, and it may
+// still roll back. The decoder marks the events that start such a group
+// (kXaStart), prepare it (kXaPrepare), and commit or roll it back later
+// (kXaCommit, kXaRollback), each with the transaction's XA id, so that the
+// caller holds the prepared rows until the outcome (transaction_changes.h).
+// Statements inside a prepared group (XA END) commit nothing.
+//
 // It decodes the event bytes itself (header, FORMAT_DESCRIPTION, ROTATE,
 // GTID, XID, QUERY, TABLE_MAP here; WRITE/UPDATE/DELETE_ROWS v1 and v2 in
 // binlog_rows_event.h), so it is pure: no connection, no I/O, no clock. Only
@@ -58,6 +66,7 @@ enum BinlogEventType : uint8_t {
   kWriteRowsV2 = 30,
   kUpdateRowsV2 = 31,
   kDeleteRowsV2 = 32,
+  kXaPrepareEvent = 38,
   kGtidEvent = 162,
   // log_bin_compress: rows events with a compressed body (v1 166-168,
   // v2 169-171).
@@ -67,9 +76,23 @@ enum BinlogEventType : uint8_t {
 
 inline constexpr size_t kBinlogHeaderSize = 19;
 
+// What an event does to the transaction it belongs to.
+enum class TransactionStep : uint8_t {
+  kNone,
+  kCommit,      // an XID, or a statement that commits (DDL, COMMIT)
+  kXaStart,     // the GTID of an XA transaction's prepared group
+  kXaPrepare,   // XA PREPARE: the group's rows wait for the outcome
+  kXaCommit,    // XA COMMIT of a transaction prepared earlier
+  kXaRollback,  // XA ROLLBACK of a transaction prepared earlier
+};
+
 // What one event means to the engine. Every field may be empty.
 struct DecodedEvent {
   uint8_t type = 0;
+  TransactionStep step = TransactionStep::kNone;
+  // With the kXa* steps: the XA transaction's id (format id, gtrid and
+  // bqual, as one opaque key).
+  std::string xid;
   // Rows event of a message table: its changes (after images; the before
   // image for deletes), in event order.
   std::string db, table;
@@ -130,6 +153,11 @@ class BinlogDecoder {
   std::unordered_map<uint64_t, binlog::MappedTable> tables_;
   std::string pending_gtid_;
   uint32_t pending_domain_ = 0;
+  // The open group's GTID flags said XA: its prepared group (rows until
+  // XA PREPARE) or the group that completes it (XA COMMIT/ROLLBACK).
+  enum class PendingXa : uint8_t { kNone, kPrepared, kCompleted };
+  PendingXa pending_xa_ = PendingXa::kNone;
+  std::string pending_xid_;
 };
 
 }  // namespace msgq

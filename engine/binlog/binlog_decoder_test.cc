@@ -22,6 +22,8 @@ using binlog_test::Query;
 using binlog_test::Rows;
 using binlog_test::TableMap;
 using binlog_test::VarStr;
+using binlog_test::XaGtid;
+using binlog_test::XaPrepare;
 using binlog_test::Xid;
 using ::testing::ElementsAre;
 using ::testing::Optional;
@@ -206,6 +208,63 @@ TEST_F(BinlogDecoderTest, GtidIsCommittedByXidOrByTheStandaloneStatement) {
   DecodedEvent q = Ok(Query("app", "CREATE TABLE x (a int)"));
   EXPECT_THAT(q.committed_gtid, Optional(std::string("2-3-6")));
   EXPECT_EQ(q.committed_domain, 2u);
+}
+
+// As MariaDB 10.11 writes them: the prepared group (GTID with the XA id,
+// rows, XA END, XA_PREPARE), later a group with XA COMMIT or ROLLBACK.
+TEST_F(BinlogDecoderTest, XaGroupsCommitNothingUntilTheirOutcome) {
+  Ok(TableMap(7, "app", "q", kDemo));
+  DecodedEvent start = Ok(XaGtid(5, /*prepared=*/true, "abc"));
+  EXPECT_EQ(start.step, TransactionStep::kXaStart);
+  EXPECT_EQ(start.xid, "1:3:abc");
+  EXPECT_EQ(Ok(Rows(kWriteRowsV1, 7, 6, {DemoRow(1, 0, 0, std::nullopt)}))
+                .changes.size(),
+            1u);
+  DecodedEvent end = Ok(Query("app", "XA END X'616263',X'',1"));
+  EXPECT_EQ(end.step, TransactionStep::kNone);
+  EXPECT_EQ(end.committed_gtid, std::nullopt);
+  DecodedEvent prepare = Ok(XaPrepare("abc"));
+  EXPECT_EQ(prepare.step, TransactionStep::kXaPrepare);
+  EXPECT_EQ(prepare.xid, "1:3:abc");
+  EXPECT_THAT(prepare.committed_gtid, Optional(std::string("0-1-5")));
+
+  EXPECT_EQ(Ok(XaGtid(6, /*prepared=*/false, "abc")).step,
+            TransactionStep::kNone);
+  DecodedEvent commit = Ok(Query("app", "XA COMMIT X'616263',X'',1"));
+  EXPECT_EQ(commit.step, TransactionStep::kXaCommit);
+  EXPECT_EQ(commit.xid, "1:3:abc");
+  EXPECT_THAT(commit.committed_gtid, Optional(std::string("0-1-6")));
+  EXPECT_TRUE(commit.resets.empty());
+
+  Ok(XaGtid(7, /*prepared=*/false, "zZ", 7));
+  DecodedEvent rollback = Ok(Query("app", "XA ROLLBACK X'7a5a',X'',7"));
+  EXPECT_EQ(rollback.step, TransactionStep::kXaRollback);
+  EXPECT_EQ(rollback.xid, "7:2:zZ");
+  // After the XA groups, ordinary ones as before.
+  Ok(Gtid(8, 0, false));
+  EXPECT_EQ(Ok(Query("app", "BEGIN")).step, TransactionStep::kNone);
+  DecodedEvent xid = Ok(Xid());
+  EXPECT_EQ(xid.step, TransactionStep::kCommit);
+  EXPECT_THAT(xid.committed_gtid, Optional(std::string("0-1-8")));
+  Ok(Gtid(9, 0, true));
+  EXPECT_EQ(Ok(Query("app", "CREATE TABLE x (a int)")).step,
+            TransactionStep::kCommit);
+  // XA COMMIT ... ONE PHASE, should it come as an XA_PREPARE event, commits.
+  Ok(XaGtid(10, /*prepared=*/true, "one"));
+  EXPECT_EQ(Ok(XaPrepare("one", /*one_phase=*/true)).step,
+            TransactionStep::kCommit);
+}
+
+TEST_F(BinlogDecoderTest, TruncatedXaEventsAreDataLoss) {
+  for (const std::string& whole : {XaGtid(5, true, "abc"), XaPrepare("abc")}) {
+    for (size_t n = 0; n < whole.size(); ++n) {
+      std::string cut = whole.substr(0, n);
+      if (n >= 13) cut.replace(9, 4, Le(n, 4));
+      absl::StatusOr<DecodedEvent> d = decoder_.Decode(cut);
+      EXPECT_FALSE(d.ok()) << n;
+      EXPECT_EQ(d.status().code(), absl::StatusCode::kDataLoss) << n;
+    }
+  }
 }
 
 TEST_F(BinlogDecoderTest, ChecksumAnnouncedByFormatDescriptionIsStripped) {

@@ -51,6 +51,22 @@ inline std::string Gtid(uint64_t seq, uint32_t domain, bool standalone,
                checksum, server_id);
 }
 
+// The GTID of an XA transaction's group: its prepared rows (`prepared`)
+// or its XA COMMIT/ROLLBACK, with the XA id (bqual empty).
+inline std::string XaGtid(uint64_t seq, bool prepared, const std::string& gtrid,
+                          uint32_t format = 1) {
+  const uint64_t flags = prepared ? 64 : 128 | 1;
+  return Event(kGtidEvent, Le(seq, 8) + Le(0, 4) + Le(flags, 1) +
+                               Le(format, 4) + Le(gtrid.size(), 1) + Le(0, 1) +
+                               gtrid);
+}
+
+inline std::string XaPrepare(const std::string& gtrid, bool one_phase = false,
+                             uint32_t format = 1) {
+  return Event(kXaPrepareEvent, Le(one_phase ? 1 : 0, 1) + Le(format, 4) +
+                                    Le(gtrid.size(), 4) + Le(0, 4) + gtrid);
+}
+
 inline std::string Xid(bool checksum = false) {
   return Event(kXidEvent, Le(77, 8), checksum);
 }

@@ -8,7 +8,11 @@
 // decodes only the bookkeeping columns (id, priority, time_next,
 // time_acked) of the row images of tables its Listener recognises. Rolled
 // back transactions never reach the binlog, so everything reported is
-// committed. After a broken connection it resumes from the last committed
+// committed. The one exception, an XA transaction's prepared rows (in the
+// binlog at XA PREPARE), is held until its XA COMMIT and dropped at its XA
+// ROLLBACK (transaction_changes.h); an XA COMMIT of a transaction prepared
+// before the stream was followed is answered with OnStreaming(true, "")
+// again, so the engine polls for its rows. After a broken connection it resumes from the last committed
 // GTID, with capped exponential backoff; each (re)start is reported so the
 // engine can poll once to cover any gap.
 //

@@ -170,10 +170,33 @@ void BinlogWatcher::Dump::Decode(const MARIADB_RPL_EVENT& event) {
                  "` was truncated, altered, renamed or dropped; resetting it");
     w_->listener_->OnTableReset(name.db, name.table);
   }
+  if (decoded->step == TransactionStep::kXaStart) transaction_.StartXa();
   Hand(transaction_.Add(decoded->db, decoded->table,
                         std::move(decoded->changes)));
-  if (decoded->type == kXidEvent || decoded->type == kQueryEvent ||
-      decoded->rotated) {
+  bool ended = decoded->rotated;
+  switch (decoded->step) {
+    case TransactionStep::kCommit:
+      ended = true;
+      break;
+    case TransactionStep::kXaPrepare:
+      transaction_.Prepare(decoded->xid);
+      break;
+    case TransactionStep::kXaCommit:
+      ended = true;
+      if (!transaction_.CommitPrepared(decoded->xid)) {
+        // Prepared before this stream was followed, or past a bound: its
+        // rows, if any, are found by a poll.
+        w_->listener_->OnStreaming(true, "");
+      }
+      break;
+    case TransactionStep::kXaRollback:
+      transaction_.RollbackPrepared(decoded->xid);
+      break;
+    case TransactionStep::kNone:
+    case TransactionStep::kXaStart:
+      break;
+  }
+  if (ended) {
     transaction_.Commit();
     if (transaction_.ready() >= 1'000 || !EventWaiting(conn_->raw())) {
       Hand(transaction_.TakeReady());

@@ -14,11 +14,23 @@
 // (its rows are read back by id, which sees the committed state) and what
 // is ready and held goes out at once, as do its later changes.
 //
+// XA transactions: the rows of a prepared group (StartXa ... Prepare) are
+// in the binlog before the transaction commits, and it may roll back. They
+// are held, ids only (their images go: a row is read by id once committed),
+// until XA COMMIT makes them ready or XA ROLLBACK drops them; nothing of
+// such a group is handed out early. An XA COMMIT whose changes are not
+// held (prepared before this stream was followed, or dropped at a bound:
+// a group over `max_changes`, prepared changes over `max_changes` in all,
+// more than kMaxPrepared transactions prepared) answers false, and the
+// caller polls for its rows.
+//
 // Thread-compatible: the binlog watcher's thread owns it.
 #ifndef MSGQ_ENGINE_BINLOG_TRANSACTION_CHANGES_H_
 #define MSGQ_ENGINE_BINLOG_TRANSACTION_CHANGES_H_
 
 #include <cstddef>
+#include <deque>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,16 +57,39 @@ class TransactionChanges {
   // Everything ready, one entry per table in the order the tables first
   // appeared, each table's changes in binlog order.
   std::vector<TableChanges> TakeReady();
-  // The stream was cut: forgets the open transaction (not what is ready).
+  // The stream was cut: forgets the open transaction (not what is ready
+  // or prepared).
   void Abort();
+
+  // The open transaction is an XA transaction's prepared group.
+  void StartXa();
+  // XA PREPARE: the open transaction's changes wait under `xid`.
+  void Prepare(const std::string& xid);
+  // XA COMMIT of `xid`: its changes are ready. False when they are not
+  // held: the caller must poll for them.
+  bool CommitPrepared(const std::string& xid);
+  // XA ROLLBACK of `xid`: its changes are dropped.
+  void RollbackPrepared(const std::string& xid);
+
+  static constexpr size_t kMaxPrepared = 1024;
 
   size_t held() const { return held_changes_; }
   size_t ready() const { return ready_changes_; }
+  // Changes and transactions waiting for their XA COMMIT.
+  size_t prepared() const { return prepared_changes_; }
+  size_t prepared_transactions() const { return prepared_.size(); }
 
  private:
   static void Append(std::vector<TableChanges>& to, const std::string& db,
                      const std::string& table, std::vector<RowChange> changes);
   static void DropImages(std::vector<RowChange>& changes);
+
+  struct Prepared {
+    std::vector<TableChanges> tables;
+    size_t changes = 0;
+    bool complete = true;  // false: dropped at a bound
+  };
+  static size_t Count(const std::vector<TableChanges>& tables);
 
   const size_t max_changes_;
   const size_t max_image_bytes_;
@@ -63,7 +98,12 @@ class TransactionChanges {
   size_t held_changes_ = 0;          // in open_
   size_t ready_changes_ = 0;         // in ready_
   size_t image_bytes_ = 0;           // of open_
-  bool spilled_ = false;  // over a bound: images dropped, nothing held
+  bool spilled_ = false;     // over a bound: images dropped, nothing held
+  bool xa_ = false;          // open_ is an XA prepared group
+  bool xa_dropped_ = false;  // ... whose changes passed max_changes_
+  std::map<std::string, Prepared> prepared_;
+  std::deque<std::string> prepared_order_;  // oldest first; may name gone ones
+  size_t prepared_changes_ = 0;
 };
 
 }  // namespace msgq
