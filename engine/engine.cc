@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/log.h"
+#include "common/monotonic_cond_var.h"
 #include "common/utf8.h"
 #include "engine/lease/instance_lock.h"
 #include "engine/lease/lease_keeper.h"
@@ -34,7 +35,8 @@ Engine::Options WithLeases(Engine::Options options) {
 
 Engine::Engine(Options options, Clock* clock, JitterSource* jitter)
     : options_(WithLeases(std::move(options))),
-      clock_(clock),
+      db_clock_(clock),
+      clock_(&db_clock_),
       jitter_(jitter),
       pool_(std::make_shared<MysqlPool>(
           PoolOptions{.max_connections = PoolSize(options_),
@@ -100,9 +102,11 @@ absl::Status Engine::Start() {
         std::make_unique<MysqlPrimaryMonitor>(mysql, absl::Seconds(1));
     primary_monitor_->Start();
   }
+  MeasureDbClock();
   absl::Status status = Reload();
   if (keeper_ != nullptr) keeper_->Start();
   thread_ = std::thread([this] { ReloadLoop(); });
+  clock_thread_ = std::thread([this] { ClockLoop(); });
   if (options_.binlog) {
     BinlogWatcher::Options binlog;
     binlog.mysql = options_.mysql;
@@ -192,7 +196,7 @@ void Engine::OnStreaming(bool streaming, const std::string& /*reason*/) {
 }
 
 bool Engine::Stop(absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
+  const absl::Time deadline = clock_->MonotonicNow() + timeout;
   if (binlog_ != nullptr) binlog_->Stop();
   std::map<Key, Entry> tables;
   {
@@ -206,6 +210,7 @@ bool Engine::Stop(absl::Duration timeout) {
   // hold the managers alive even if the caller gives up waiting.
   struct Pending {
     absl::Mutex mu;
+    MonotonicCondVar done;
     int left ABSL_GUARDED_BY(mu) = 0;
   };
   auto pending = std::make_shared<Pending>();
@@ -218,12 +223,13 @@ bool Engine::Stop(absl::Duration timeout) {
       stop();
       absl::MutexLock lock(&pending->mu);
       --pending->left;
+      pending->done.SignalAll();
     }).detach();
   };
-  if (thread_.joinable()) {
-    std::thread reload = std::move(thread_);
-    run([reload = std::make_shared<std::thread>(std::move(reload))] {
-      reload->join();
+  for (std::thread* t : {&thread_, &clock_thread_}) {
+    if (!t->joinable()) continue;
+    run([joined = std::make_shared<std::thread>(std::move(*t))] {
+      joined->join();
     });
   }
   for (auto& [key, entry] : tables) {
@@ -235,10 +241,11 @@ bool Engine::Stop(absl::Duration timeout) {
   bool finished = false;
   {
     absl::MutexLock lock(&pending->mu);
-    auto done = [&pending]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pending->mu) {
-      return pending->left == 0;
-    };
-    finished = pending->mu.AwaitWithDeadline(absl::Condition(&done), deadline);
+    while (pending->left > 0 &&
+           !pending->done.WaitFor(&pending->mu,
+                                  deadline - clock_->MonotonicNow())) {
+    }
+    finished = pending->left == 0;
   }
   // Every postpone is written: hand the tables over at once.
   if (finished && keeper_ != nullptr) keeper_->Stop();

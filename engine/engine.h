@@ -31,7 +31,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/monotonic_cond_var.h"
 #include "engine/binlog/binlog_watcher.h"
+#include "engine/db_clock.h"
 #include "engine/lease/lease_keeper.h"
 #include "engine/lease/ownership_keeper.h"
 #include "engine/lease/table_ownership.h"
@@ -98,6 +100,8 @@ class Engine : private BinlogWatcher::Listener {
   // least 1.
   static int PoolSize(const Options& options);
 
+  // `clock` gives the monotonic time; "now" for due times is MySQL's,
+  // measured once a second (clock()).
   Engine(Options options, Clock* clock, JitterSource* jitter);
   ~Engine();
   Engine(const Engine&) = delete;
@@ -125,6 +129,10 @@ class Engine : private BinlogWatcher::Listener {
   bool Stop(absl::Duration timeout = absl::Seconds(10));
   // Reloads the schema now (also run by the reload thread).
   absl::Status Reload();
+
+  // Now on MySQL's clock, carried on the monotonic one (db_clock.h): what
+  // time_next and time_acked are compared with. Thread-safe.
+  Clock* clock() const { return clock_; }
 
   // The manager of a loaded table. Keyspace "" (as Vitess allows when the
   // name is unique) means the first configured database that has a message
@@ -202,6 +210,10 @@ class Engine : private BinlogWatcher::Listener {
   };
 
   void ReloadLoop();
+  // Measures MySQL's clock for db_clock_ once a second until stopping
+  // (engine_clock.cc); MeasureDbClock is one measurement.
+  void ClockLoop();
+  void MeasureDbClock();
   // Reload()'s steps (engine_reload.cc): read the definitions (and the
   // paused tables) on a pooled connection; decide what changes
   // (UNAVAILABLE once stopping); build the new entries' managers; swap
@@ -235,7 +247,8 @@ class Engine : private BinlogWatcher::Listener {
 
   // Constant after construction.
   const Options options_;
-  Clock* const clock_;
+  DbClock db_clock_;
+  Clock* const clock_;  // &db_clock_
   JitterSource* const jitter_;
 
   // Serializes reloads (the reload thread and tests); held across MySQL by
@@ -243,7 +256,7 @@ class Engine : private BinlogWatcher::Listener {
   absl::Mutex reload_mu_ ABSL_ACQUIRED_BEFORE(mu_);
 
   mutable absl::Mutex mu_;
-  absl::CondVar wake_;
+  MonotonicCondVar wake_;
   std::map<Key, Entry> tables_ ABSL_GUARDED_BY(mu_);
   bool loaded_once_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status last_error_ ABSL_GUARDED_BY(mu_);
@@ -259,6 +272,7 @@ class Engine : private BinlogWatcher::Listener {
   uint64_t pause_writes_ ABSL_GUARDED_BY(mu_) = 0;
   std::string pause_error_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
+  std::thread clock_thread_;
   std::unique_ptr<BinlogWatcher> binlog_;
   // With Options::leases or Options::instance_lock: grants the tables.
   std::unique_ptr<OwnershipKeeper> keeper_;

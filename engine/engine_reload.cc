@@ -40,7 +40,7 @@ void Engine::ReloadLoop() {
     absl::Duration wait =
         loaded_once_ ? options_.reload_interval
                      : std::min(options_.reload_interval, absl::Seconds(1));
-    if (!reload_requested_) wake_.WaitWithTimeout(&mu_, wait);
+    if (!reload_requested_) wake_.WaitFor(&mu_, wait);
     reload_requested_ = false;
     if (stopping_) break;
     mu_.Unlock();

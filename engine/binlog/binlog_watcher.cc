@@ -93,7 +93,7 @@ void BinlogWatcher::Run() {
     status_.last_error = last_problem;
     if (retry.position_reset) ++status_.position_resets;
     if (status.code() == absl::StatusCode::kAlreadyExists) ++status_.evictions;
-    if (!stopping_) wake_.WaitWithTimeout(&mu_, retry.wait);
+    if (!stopping_) wake_.WaitFor(&mu_, retry.wait);
   }
 }
 

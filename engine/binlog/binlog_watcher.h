@@ -62,6 +62,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/backoff.h"
+#include "common/monotonic_cond_var.h"
 #include "engine/binlog/row_change.h"
 #include "engine/sql/mysql_connection.h"
 
@@ -208,7 +209,7 @@ class BinlogWatcher {
   Listener* const listener_;
 
   mutable absl::Mutex mu_;
-  absl::CondVar wake_;
+  MonotonicCondVar wake_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int socket_ ABSL_GUARDED_BY(mu_) = -1;  // of the dump connection
   Status status_ ABSL_GUARDED_BY(mu_);

@@ -17,6 +17,7 @@ void OwnershipKeeper::Start() {
 void OwnershipKeeper::Wake() {
   absl::MutexLock lock(&mu_);
   woken_ = true;
+  wake_.Signal();
 }
 
 void OwnershipKeeper::Stop() {
@@ -25,6 +26,7 @@ void OwnershipKeeper::Stop() {
     absl::MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;
+    wake_.SignalAll();
     started = started_;
   }
   if (thread_.joinable()) thread_.join();
@@ -35,10 +37,7 @@ void OwnershipKeeper::Run() {
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || woken_;
-      };
-      mu_.AwaitWithTimeout(absl::Condition(&ready), every_);
+      if (!stopping_ && !woken_) wake_.WaitFor(&mu_, every_);
       if (stopping_) return;
       woken_ = false;
     }

@@ -29,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/monotonic_cond_var.h"
 #include "engine/lease/table_ownership.h"
 #include "engine/queue/manager/message_manager.h"
 
@@ -71,6 +72,7 @@ class OwnershipKeeper {
 
   const absl::Duration every_;
   absl::Mutex mu_;
+  MonotonicCondVar wake_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool woken_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;

@@ -79,7 +79,7 @@ void RoundExecutor::Work() {
     if (ready_.empty()) {
       const absl::Time next =
           timers_.empty() ? absl::InfiniteFuture() : timers_.begin()->first;
-      work_.WaitWithTimeout(&mu_, next - clock_->MonotonicNow());
+      work_.WaitFor(&mu_, next - clock_->MonotonicNow());
       continue;
     }
     Task* task = ready_.front();

@@ -30,6 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/monotonic_cond_var.h"
 
 namespace msgq {
 
@@ -78,7 +79,7 @@ class RoundExecutor {
 
   Clock* const clock_;
   absl::Mutex mu_;
-  absl::CondVar work_;      // a task is ready or a deadline may have come
+  MonotonicCondVar work_;   // a task is ready or a deadline may have come
   absl::CondVar finished_;  // a round ended (for Remove)
   absl::flat_hash_map<Task*, Entry> entries_ ABSL_GUARDED_BY(mu_);
   std::deque<Task*> ready_ ABSL_GUARDED_BY(mu_);

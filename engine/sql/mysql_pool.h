@@ -42,6 +42,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/monotonic_cond_var.h"
 #include "engine/sql/mysql_connection.h"
 
 namespace msgq {
@@ -95,7 +97,7 @@ class BoundedPool {
   BoundedPool& operator=(const BoundedPool&) = delete;
 
   absl::StatusOr<Lease> Borrow(absl::Duration timeout) {
-    const absl::Time deadline = absl::Now() + timeout;
+    const absl::Time deadline = RealClock::Get()->MonotonicNow() + timeout;
     // An idle connection that broke while it waited (e.g. went stale when
     // the MySQL primary moved) is closed, and its slot reused.
     std::unique_ptr<T> stale;
@@ -103,7 +105,9 @@ class BoundedPool {
       absl::MutexLock lock(&mu_);
       ++waiting_;
       while (!closed_ && idle_.empty() && open_ >= options_.max_connections) {
-        if (cv_.WaitWithDeadline(&mu_, deadline)) break;
+        if (cv_.WaitFor(&mu_, deadline - RealClock::Get()->MonotonicNow())) {
+          break;
+        }
       }
       --waiting_;
       if (closed_) return absl::CancelledError("MySQL pool closed");
@@ -189,7 +193,7 @@ class BoundedPool {
   const PoolOptions options_;
   const Opener opener_;
   mutable absl::Mutex mu_;
-  absl::CondVar cv_;
+  MonotonicCondVar cv_;
   std::vector<std::unique_ptr<T>> idle_ ABSL_GUARDED_BY(mu_);
   int open_ ABSL_GUARDED_BY(mu_) = 0;
   int waiting_ ABSL_GUARDED_BY(mu_) = 0;

@@ -36,7 +36,7 @@ void MysqlPrimaryMonitor::Loop() {
       CheckOnce();
     }
     absl::MutexLock lock(&mu_);
-    if (!stopping_) wake_.WaitWithTimeout(&mu_, interval_);
+    if (!stopping_) wake_.WaitFor(&mu_, interval_);
     if (stopping_) return;
   }
 }

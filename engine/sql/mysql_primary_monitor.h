@@ -34,6 +34,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/monotonic_cond_var.h"
 #include "engine/sql/mysql_connection.h"
 
 namespace msgq {
@@ -72,7 +73,7 @@ class MysqlPrimaryMonitor {
   bool galera_ = false;
   std::vector<Node> nodes_;
   absl::Mutex mu_;
-  absl::CondVar wake_;
+  MonotonicCondVar wake_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

@@ -85,12 +85,8 @@ void DueDepthSampler::Start() {
     while (true) {
       SampleDue();
       absl::MutexLock lock(&mu_);
-      auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_;
-      };
-      if (mu_.AwaitWithTimeout(absl::Condition(&stopping), options_.tick)) {
-        return;
-      }
+      if (!stopping_) wake_.WaitFor(&mu_, options_.tick);
+      if (stopping_) return;
     }
   });
 }
@@ -99,6 +95,7 @@ void DueDepthSampler::Stop() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
+    wake_.SignalAll();
   }
   if (thread_.joinable()) thread_.join();
 }

@@ -29,6 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/monotonic_cond_var.h"
 #include "engine/engine.h"
 #include "engine/sql/due_depth_statement.h"
 
@@ -84,6 +85,7 @@ class DueDepthSampler {
   const Options options_;
 
   mutable absl::Mutex mu_;
+  MonotonicCondVar wake_;  // Stop()
   std::map<TableKey, Entry> entries_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

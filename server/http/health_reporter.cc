@@ -32,9 +32,7 @@ void HealthReporter::Run() {
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      auto stopping = [this]()
-                          ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_; };
-      mu_.AwaitWithTimeout(absl::Condition(&stopping), interval_);
+      if (!stopping_) wake_.WaitFor(&mu_, interval_);
       if (stopping_) return;
     }
     Check();
@@ -46,6 +44,7 @@ void HealthReporter::Stop() {
     absl::MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;
+    wake_.SignalAll();
   }
   if (thread_.joinable()) thread_.join();
   // Shutdown() sets every service NOT_SERVING and ignores later updates.

@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/monotonic_cond_var.h"
 #include "engine/engine.h"
 #include "grpcpp/health_check_service_interface.h"
 
@@ -46,6 +47,7 @@ class HealthReporter {
   const absl::Duration interval_;
 
   absl::Mutex mu_;
+  MonotonicCondVar wake_;  // Stop()
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int serving_ = -1;  // the last state reported; the thread's own
   std::thread thread_;

@@ -50,7 +50,7 @@ std::map<std::string, HttpHandler> MsgqdRoutes(
   // Measures pending due messages off the scrape path; stopped when the
   // routes (the HTTP server) go away.
   std::shared_ptr<DueDepthSampler> depth = DueDepthSampler::ForEngine(
-      engine, RealClock::Get(), DueDepthSampler::Options());
+      engine, engine->clock(), DueDepthSampler::Options());
   depth->Start();
   std::map<std::string, HttpHandler> routes =
       ConsoleApiRoutes(engine, depth, authorizer);

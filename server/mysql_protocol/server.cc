@@ -136,8 +136,7 @@ void MysqlProtocolServer::AcceptLoop() {
       if (stopping_) return;
       // EMFILE and the like: back off a little instead of spinning.
       LogWarning("MySQL protocol accept: ", strerror(errno));
-      mu_.AwaitWithTimeout(absl::Condition(&stopping_),
-                           absl::Milliseconds(100));
+      wake_.WaitFor(&mu_, absl::Milliseconds(100));
       if (stopping_) return;
       continue;
     }
@@ -309,6 +308,7 @@ void MysqlProtocolServer::Stop() {
     absl::MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;
+    wake_.SignalAll();
     for (auto& [id, client] : clients_) shutdown(client.fd, SHUT_RDWR);
   }
   shutdown(listen_fd_, SHUT_RDWR);

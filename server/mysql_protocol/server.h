@@ -41,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/log.h"
+#include "common/monotonic_cond_var.h"
 #include "engine/engine.h"
 #include "server/mysql_protocol/connection.h"
 
@@ -120,6 +121,7 @@ class MysqlProtocolServer {
   std::thread accept_thread_;
 
   absl::Mutex mu_;
+  MonotonicCondVar wake_;  // Stop()
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::map<uint32_t, Client> clients_ ABSL_GUARDED_BY(mu_);
   // Clients not logged in yet, by address.

@@ -51,6 +51,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/monotonic_cond_var.h"
 #include "engine/binlog/row_change.h"
 #include "engine/message_table.h"
 #include "engine/queue/backoff.h"
@@ -360,7 +361,7 @@ class MessageManager : private RoundExecutor::Task {
   const std::string log_name_;
 
   mutable absl::Mutex mu_;
-  absl::CondVar wake_;
+  MonotonicCondVar wake_;
   MessageCache cache_ ABSL_GUARDED_BY(mu_);
   // The ids in flight and whether a read, a binlog change or a hand-back
   // may be queued: every race rule is its (row_reconciler.h).

@@ -149,8 +149,7 @@ void MessageManager::Run() {
         const int64_t wall = clock_->NowNanos();
         const RoundScheduler::View view = ViewLocked();
         if (scheduler_.HaveWork(view, mono, wall)) break;
-        wake_.WaitWithTimeout(&mu_,
-                              scheduler_.NextDeadline(view, mono, wall) - mono);
+        wake_.WaitFor(&mu_, scheduler_.NextDeadline(view, mono, wall) - mono);
       }
       if (stopping_) break;
       work = TakeWorkLocked();

@@ -1,0 +1,54 @@
+// Engine::ClockLoop and Engine::MeasureDbClock (engine.h): MySQL's clock,
+// measured once a second for the DbClock every table's manager reads.
+#include <optional>
+
+#include "absl/strings/numbers.h"
+#include "common/log.h"
+#include "engine/engine.h"
+#include "engine/sql/mysql_connection.h"
+#include "engine/sql/mysql_message_store.h"
+
+namespace msgq {
+namespace {
+
+constexpr absl::Duration kMeasureEvery = absl::Seconds(1);
+constexpr absl::Duration kStepLogged = absl::Seconds(1);
+
+}  // namespace
+
+void Engine::ClockLoop() {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    wake_.WaitFor(&mu_, kMeasureEvery);
+    if (stopping_) break;
+    mu_.Unlock();
+    MeasureDbClock();
+    mu_.Lock();
+  }
+}
+
+void Engine::MeasureDbClock() {
+  absl::StatusOr<MysqlPool::Lease> conn =
+      pool_->Borrow(MysqlMessageStore::kBorrowTimeout);
+  if (!conn.ok()) return;  // the estimate carries on
+  const absl::Time sent = clock_->MonotonicNow();
+  absl::StatusOr<QueryResult> r =
+      (*conn)->Query("SELECT CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)");
+  const absl::Time received = clock_->MonotonicNow();
+  int64_t micros = 0;
+  if (!r.ok() || r->rows.size() != 1 || r->rows[0].empty() ||
+      !r->rows[0][0].has_value() ||
+      !absl::SimpleAtoi(*r->rows[0][0], &micros)) {
+    return;
+  }
+  const std::optional<absl::Duration> before = db_clock_.offset();
+  db_clock_.Observe(absl::FromUnixMicros(micros), sent, received);
+  const std::optional<absl::Duration> after = db_clock_.offset();
+  if (before.has_value() && absl::AbsDuration(*after - *before) > kStepLogged) {
+    LogWarning("MySQL's clock stepped by ",
+               absl::FormatDuration(*after - *before),
+               "; due times follow MySQL's clock");
+  }
+}
+
+}  // namespace msgq
