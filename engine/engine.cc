@@ -162,7 +162,7 @@ void Engine::OnTableReset(const std::string& db, const std::string& table) {
   // definition is unchanged (TRUNCATE, DROP + CREATE alike).
   reset_requested_.insert(key);
   reload_requested_ = true;
-  wake_.Signal();
+  wake_.SignalAll();  // the reload thread, not only the clock one
 }
 
 absl::Status Engine::Health() const {

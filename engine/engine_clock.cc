@@ -19,7 +19,11 @@ constexpr absl::Duration kStepLogged = absl::Seconds(1);
 void Engine::ClockLoop() {
   absl::MutexLock lock(&mu_);
   while (!stopping_) {
-    wake_.WaitFor(&mu_, kMeasureEvery);
+    // wake_ also wakes the reload thread: wait out the second regardless.
+    const absl::Time next = clock_->MonotonicNow() + kMeasureEvery;
+    while (!stopping_ && clock_->MonotonicNow() < next) {
+      wake_.WaitFor(&mu_, next - clock_->MonotonicNow());
+    }
     if (stopping_) break;
     mu_.Unlock();
     MeasureDbClock();
