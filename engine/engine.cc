@@ -165,6 +165,21 @@ void Engine::OnTableReset(const std::string& db, const std::string& table) {
   wake_.SignalAll();  // the reload thread, not only the clock one
 }
 
+void Engine::OnTablesDefined(const std::vector<TableName>& tables) {
+  for (const TableName& t : tables) {
+    if (std::find(options_.databases.begin(), options_.databases.end(), t.db) ==
+        options_.databases.end()) {
+      continue;
+    }
+    LogTableInfo(t.db, t.table, "binlog: `", t.db, "`.`", t.table,
+                 "` was created or altered; reading the schema");
+    absl::MutexLock lock(&mu_);
+    reload_requested_ = true;
+    wake_.SignalAll();
+    return;
+  }
+}
+
 absl::Status Engine::Health() const {
   absl::MutexLock lock(&mu_);
   if (stopping_) return absl::UnavailableError("server shutting down");

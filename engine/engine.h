@@ -244,6 +244,7 @@ class Engine : private BinlogWatcher::Listener {
                     std::vector<RowChange> changes) override;
   void OnStreaming(bool streaming, const std::string& reason) override;
   void OnTableReset(const std::string& db, const std::string& table) override;
+  void OnTablesDefined(const std::vector<TableName>& tables) override;
 
   // Constant after construction.
   const Options options_;

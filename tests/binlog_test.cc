@@ -293,5 +293,39 @@ TEST_F(BinlogTest, MissingReplicationPrivilegeFallsBackWithTheFix) {
   EXPECT_EQ(acked, 2);
 }
 
+// The binlog carries DDL: a table created, or altered into a message
+// table, is served within a second, not at the next schema reload (60 s
+// here); a dropped one ends its streams.
+TEST_F(BinlogTest, NewAndAlteredTablesAreServedRightAfterTheirDdl) {
+  CreateTable("q", "vt_poller_interval=30");
+  StartServer({"--schema_reload_interval=60s"});
+  WaitForBinlog("q");
+  auto served_within = [&](const std::string& table, absl::Duration bound) {
+    const absl::Time t0 = absl::Now();
+    const bool served = Eventually(
+        [&] { return FindTable(stub_.get(), table).discovery() == "binlog"; },
+        bound);
+    std::printf("%s served after %.0f ms\n", table.c_str(),
+                absl::ToDoubleMilliseconds(absl::Now() - t0));
+    return served;
+  };
+  CreateTable("r", "vt_poller_interval=30");
+  ASSERT_TRUE(served_within("r", absl::Seconds(1))) << server_->Log();
+  StreamCollector s(stub_.get(), "r");
+  ASSERT_TRUE(s.WaitForFields(absl::Seconds(5)));
+  InsertRange("r", 1, 1);
+  ASSERT_TRUE(s.WaitForRows(1, absl::Seconds(5)));
+  // A plain table, then made a message table by its comment.
+  Exec(MessageTableDdl("p", "an ordinary table"));
+  Exec("ALTER TABLE msgq.p COMMENT '" +
+       MessageComment("vt_poller_interval=30") + "'");
+  ASSERT_TRUE(served_within("p", absl::Seconds(1))) << server_->Log();
+  Exec("DROP TABLE msgq.r");
+  ASSERT_TRUE(s.WaitForEnd(absl::Seconds(5))) << server_->Log();
+  EXPECT_EQ(s.status().error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(s.status().error_message(),
+            "message table was changed or dropped: reconnect");
+}
+
 }  // namespace
 }  // namespace msgq::testing

@@ -206,9 +206,19 @@ absl::Status BinlogDecoder::DecodeQuery(uint32_t /*server_id*/,
   // Partitions added or dropped (msgqd's own partition purge among them)
   // leave the table's manager and its cache alone.
   if (ddl.kind == DdlStatement::kPartitionMaintenance) return absl::OkStatus();
-  for (TableName& name : ddl.tables) {
+  const bool defines = ddl.kind == DdlStatement::kCreate ||
+                       ddl.kind == DdlStatement::kCreateOrReplace ||
+                       ddl.kind == DdlStatement::kAlter ||
+                       ddl.kind == DdlStatement::kRename;
+  for (size_t i = 0; i < ddl.tables.size(); ++i) {
+    TableName& name = ddl.tables[i];
     if (lookup_(name.db, name.table).has_value()) {
-      out->resets.push_back(std::move(name));
+      // CREATE TABLE (IF NOT EXISTS) of a table that exists changes nothing.
+      if (ddl.kind != DdlStatement::kCreate) {
+        out->resets.push_back(std::move(name));
+      }
+    } else if (defines && (ddl.kind != DdlStatement::kRename || i % 2 == 1)) {
+      out->defined.push_back(std::move(name));  // a RENAME's new names only
     }
   }
   return absl::OkStatus();

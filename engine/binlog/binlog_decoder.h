@@ -100,6 +100,10 @@ struct DecodedEvent {
   // A QUERY event that replaced, emptied, renamed or removed these message
   // tables (see ddl_statement.h; only names the lookup knows).
   std::vector<TableName> resets;
+  // A QUERY event that created, altered, replaced or renamed (the new name)
+  // these tables, which the lookup does not know: any may be a message
+  // table now.
+  std::vector<TableName> defined;
   // This event committed a transaction; its GTID ("domain-server-seq") and
   // domain.
   std::optional<std::string> committed_gtid;

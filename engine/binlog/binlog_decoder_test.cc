@@ -355,6 +355,32 @@ TEST_F(BinlogDecoderTest, DdlOfMessageTablesIsReportedAsReset) {
               ElementsAre(TableName{"app", "q"}));
 }
 
+// Tables msgq does not serve yet that a statement creates, alters, replaces
+// or renames to: any may be a message table now.
+TEST_F(BinlogDecoderTest, DdlDefiningOtherTablesIsReported) {
+  EXPECT_THAT(Ok(Query("app", "CREATE TABLE r (id bigint)")).defined,
+              ElementsAre(TableName{"app", "r"}));
+  EXPECT_THAT(
+      Ok(Query("app", "ALTER TABLE x COMMENT 'vitess_message'")).defined,
+      ElementsAre(TableName{"app", "x"}));
+  EXPECT_THAT(
+      Ok(Query("app", "CREATE OR REPLACE TABLE other.s (a int)")).defined,
+      ElementsAre(TableName{"other", "s"}));
+  DecodedEvent renamed = Ok(Query("app", "RENAME TABLE q TO q2, y TO z"));
+  EXPECT_THAT(renamed.resets, ElementsAre(TableName{"app", "q"}));
+  EXPECT_THAT(renamed.defined,
+              ElementsAre(TableName{"app", "q2"}, TableName{"app", "z"}));
+  // CREATE TABLE IF NOT EXISTS of a served table changes nothing.
+  DecodedEvent again = Ok(Query("app", "CREATE TABLE IF NOT EXISTS q (a int)"));
+  EXPECT_TRUE(again.resets.empty());
+  EXPECT_TRUE(again.defined.empty());
+  EXPECT_TRUE(Ok(Query("app", "DROP TABLE x")).defined.empty());
+  EXPECT_TRUE(Ok(Query("app", "TRUNCATE x")).defined.empty());
+  EXPECT_TRUE(
+      Ok(Query("app", "ALTER TABLE x DROP PARTITION p1")).defined.empty());
+  EXPECT_TRUE(Ok(Query("app", "INSERT INTO x VALUES (1)")).defined.empty());
+}
+
 // msgqd's partition purge commits DDL on its own tables every purge step;
 // the statement commits (the GTID moves on) but resets nothing, while a
 // user's real ALTER of the same table still does.

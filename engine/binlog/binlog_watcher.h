@@ -12,9 +12,9 @@
 // binlog at XA PREPARE), is held until its XA COMMIT and dropped at its XA
 // ROLLBACK (transaction_changes.h); an XA COMMIT of a transaction prepared
 // before the stream was followed is answered with OnStreaming(true, "")
-// again, so the engine polls for its rows. After a broken connection it resumes from the last committed
-// GTID, with capped exponential backoff; each (re)start is reported so the
-// engine can poll once to cover any gap.
+// again, so the engine polls for its rows. After a broken connection it resumes
+// from the last committed GTID, with capped exponential backoff; each (re)start
+// is reported so the engine can poll once to cover any gap.
 //
 // When the MySQL primary moves (MysqlOptions::primary), the dump ends at
 // the next event or heartbeat and resumes on the new primary from the last
@@ -63,6 +63,7 @@
 #include "absl/time/time.h"
 #include "common/backoff.h"
 #include "common/monotonic_cond_var.h"
+#include "engine/binlog/ddl_statement.h"
 #include "engine/binlog/row_change.h"
 #include "engine/sql/mysql_connection.h"
 
@@ -80,6 +81,9 @@ class BinlogWatcher {
     // Committed changes of one rows event.
     virtual void OnRowChanges(const std::string& db, const std::string& table,
                               std::vector<RowChange> changes) = 0;
+    // A DDL statement created, altered, replaced or renamed these tables,
+    // which Columns() does not know (one may be a message table now).
+    virtual void OnTablesDefined(const std::vector<TableName>& /*tables*/) {}
     // Following started (true: poll once to cover any gap) or stopped.
     // `reason` says why when it could not start.
     virtual void OnStreaming(bool streaming, const std::string& reason) = 0;

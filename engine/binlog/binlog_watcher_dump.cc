@@ -170,6 +170,8 @@ void BinlogWatcher::Dump::Decode(const MARIADB_RPL_EVENT& event) {
                  "` was truncated, altered, renamed or dropped; resetting it");
     w_->listener_->OnTableReset(name.db, name.table);
   }
+  if (!decoded->defined.empty())
+    w_->listener_->OnTablesDefined(decoded->defined);
   if (decoded->step == TransactionStep::kXaStart) transaction_.StartXa();
   Hand(transaction_.Add(decoded->db, decoded->table,
                         std::move(decoded->changes)));

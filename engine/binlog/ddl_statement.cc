@@ -202,6 +202,12 @@ DdlStatement ParseDdl(absl::string_view default_db, absl::string_view sql) {
     if (!p.Name(&name)) return {};
     out.kind = DdlStatement::kCreateOrReplace;
     out.tables.push_back(std::move(name));
+  } else if (p.Keyword("CREATE")) {
+    if (!p.Keyword("TABLE")) return {};  // TEMPORARY, VIEW, INDEX, ...
+    p.Sequence({"IF", "NOT", "EXISTS"});
+    if (!p.Name(&name)) return {};
+    out.kind = DdlStatement::kCreate;
+    out.tables.push_back(std::move(name));
   }
   return out;
 }

@@ -18,6 +18,7 @@
 //     kAlter.)
 //   RENAME TABLE[S] [IF EXISTS] a [WAIT n | NOWAIT] TO b [, c TO d ...]
 //   CREATE OR REPLACE TABLE [IF NOT EXISTS] t ...  (not TEMPORARY)
+//   CREATE TABLE [IF NOT EXISTS] t ...             (not TEMPORARY)
 // A name is `t`, t, db.t or `db`.`t` (`` inside backticks is one `, "t"
 // is accepted too for ANSI_QUOTES); an unqualified name is in the query
 // event's default database. RENAME reports both sides. Anything else
@@ -54,6 +55,7 @@ struct DdlStatement {
     kAlter,
     kRename,
     kCreateOrReplace,
+    kCreate,
     kPartitionMaintenance,
   };
   Kind kind = kNone;

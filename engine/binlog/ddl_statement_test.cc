@@ -127,27 +127,29 @@ TEST(ParseDdl, CreateOrReplace) {
             DdlStatement::kNone);
 }
 
+TEST(ParseDdl, Create) {
+  DdlStatement d = ParseDdl("app", "CREATE TABLE q (id int)");
+  EXPECT_EQ(d.kind, DdlStatement::kCreate);
+  EXPECT_THAT(d.tables, ElementsAre(T("app", "q")));
+  d = ParseDdl("app", "create table if not exists `other`.`r` like q");
+  EXPECT_EQ(d.kind, DdlStatement::kCreate);
+  EXPECT_THAT(d.tables, ElementsAre(T("other", "r")));
+  for (const char* sql :
+       {"CREATE TEMPORARY TABLE q (a int)", "CREATE DATABASE app",
+        "CREATE INDEX i ON q (a)", "CREATE VIEW v AS SELECT 1", "CREATE TABLE",
+        "CREATE USER x"}) {
+    EXPECT_EQ(ParseDdl("app", sql).kind, DdlStatement::kNone) << sql;
+  }
+}
+
 TEST(ParseDdl, EverythingElseIsNone) {
-  for (const char* sql : {"",
-                          "BEGIN",
-                          "COMMIT",
-                          "INSERT INTO q VALUES (1)",
-                          "CREATE TABLE q (id int)",
-                          "DROP DATABASE app",
-                          "DROP VIEW q",
-                          "DROP INDEX i ON q",
-                          "ALTER DATABASE app CHARACTER SET utf8mb4",
-                          "TRUNCATE",
-                          "DROP TABLE",
-                          "DROP TABLE `unterminated",
-                          "RENAME TABLE a",
-                          "RENAME TABLE a TO",
-                          "DROP TABLE q,",
-                          "ALTER TABLE app.",
-                          "/* TRUNCATE q */ SELECT 1",
-                          "-- TRUNCATE q\nSELECT 1",
-                          "SELECT 'TRUNCATE q'",
-                          "DROP USER x"}) {
+  for (const char* sql :
+       {"", "BEGIN", "COMMIT", "INSERT INTO q VALUES (1)", "DROP DATABASE app",
+        "DROP VIEW q", "DROP INDEX i ON q",
+        "ALTER DATABASE app CHARACTER SET utf8mb4", "TRUNCATE", "DROP TABLE",
+        "DROP TABLE `unterminated", "RENAME TABLE a", "RENAME TABLE a TO",
+        "DROP TABLE q,", "ALTER TABLE app.", "/* TRUNCATE q */ SELECT 1",
+        "-- TRUNCATE q\nSELECT 1", "SELECT 'TRUNCATE q'", "DROP USER x"}) {
     DdlStatement d = ParseDdl("app", sql);
     EXPECT_EQ(d.kind, DdlStatement::kNone) << sql;
     EXPECT_THAT(d.tables, IsEmpty()) << sql;
