@@ -2,9 +2,11 @@
 // Chromium driven by tests/console_driver.py through chromedriver): the
 // numbers shown match the workload, the dead list shows the dead messages,
 // the recent-messages view lists the ids enqueued, "Redrive all dead"
-// redrives them (they are streamed again), and
-// screenshots are saved under <build>/console-screenshots/. Skipped, saying
-// so, only when Chromium or chromedriver is not installed.
+// redrives them (they are streamed again), all of it under msgqd's Content
+// Security Policy (the browser logs no violation, runs no inline script
+// added to the page and refuses to frame the console), and screenshots are
+// saved under <build>/console-screenshots/. Skipped, saying so, only when
+// Chromium or chromedriver is not installed.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -15,6 +17,14 @@
 
 namespace msgq::testing {
 namespace {
+
+// The console ran under msgqd's Content-Security-Policy without a
+// violation, and the policy was in force in the browser.
+void ExpectTheCspHeld(const nlohmann::json& report) {
+  EXPECT_EQ(report["security_log"], nlohmann::json::array());
+  EXPECT_EQ(report["inline_script_ran"], false);
+  EXPECT_EQ(report["framed"], false);
+}
 
 class ConsoleBrowserTest : public HttpTest {
  protected:
@@ -121,6 +131,7 @@ TEST_F(ConsoleBrowserTest, ShowsTheWorkloadAndRedrivesDeadMessages) {
   EXPECT_EQ(report["redrive"], "redriven: 2");
   EXPECT_EQ(report["after"]["msgq.jobs"]["dead"], "0");
   EXPECT_EQ(report["dead_ids_after"], nlohmann::json::array());
+  ExpectTheCspHeld(report);
   // The redriven messages are streamed again.
   ASSERT_TRUE(stream.WaitForRows(10, absl::Seconds(10)));
   std::vector<std::string> ids = stream.ids();
@@ -189,6 +200,7 @@ TEST_F(ConsoleBrowserTest, AsksForATokenAndWorksWithIt) {
             nlohmann::json({"8", "7", "6", "5", "4", "3", "2", "1"}));
   EXPECT_EQ(report["redrive"], "redriven: 2");
   EXPECT_EQ(report["after"]["msgq.jobs"]["dead"], "0");
+  ExpectTheCspHeld(report);
 }
 
 }  // namespace

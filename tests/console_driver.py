@@ -7,8 +7,11 @@
 Opens URL, waits until TABLE's row ("keyspace.name") shows EXPECT_SENT sent
 messages, reads every row as shown, saves OUT_DIR/console.png, clicks the
 row, reads the dead list, the recent messages and the ownership line, saves OUT_DIR/console-dead.png, clicks "Redrive
-all dead", waits for the result and for the row's dead count to show 0, and
-prints a JSON report on stdout. With MSGQ_CONSOLE_TOKEN set, first waits
+all dead", waits for the result and for the row's dead count to show 0,
+collects what the browser logged as a security violation (a Content
+Security Policy that blocked some of the console), then checks that the
+policy is in force: an inline script added to the page does not run and the
+console framed by itself does not load; and prints a JSON report on stdout. With MSGQ_CONSOLE_TOKEN set, first waits
 for the console to ask for a token (report "token_prompt") and signs in
 with it. Exit 77 when Chromium or chromedriver is
 missing (the test reports it as skipped), 1 on failure.
@@ -135,6 +138,7 @@ def main():
             time.sleep(0.1)
         caps = {"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
+            "goog:loggingPrefs": {"browser": "ALL"},
             "goog:chromeOptions": {
                 "binary": chromium,
                 "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
@@ -196,6 +200,28 @@ def main():
             "return [...document.querySelectorAll('#dead tr[data-dead-id]')]"
             ".map(tr => tr.dataset.deadId);")
         wd.screenshot(os.path.join(out_dir, "console-after-redrive.png"))
+        # CSP violations are logged with source "security"; the console's
+        # own run must have none (collected before the probes below, which
+        # cause two).
+        report["security_log"] = [
+            e["message"] for e in wd.s("POST", "/se/log", {"type": "browser"})
+            if e.get("source") == "security"]
+        report["inline_script_ran"] = wd.js(
+            "const s = document.createElement('script');"
+            "s.textContent = 'window.msgqInlineRan = true;';"
+            "document.body.append(s);"
+            "return window.msgqInlineRan === true;")
+        wd.js("const f = document.createElement('iframe');"
+              "f.id = 'frame-probe';"
+              "f.onload = () => { f.dataset.loaded = '1'; };"
+              "f.src = '/'; document.body.append(f);")
+        wd.wait("the framed console to load or fail",
+                "return document.getElementById('frame-probe').dataset.loaded"
+                " || null;")
+        # A refused frame holds the browser's error page, not the console.
+        report["framed"] = wd.js(
+            "const d = document.getElementById('frame-probe').contentDocument;"
+            "return !!(d && d.getElementById('tables'));")
     except Exception as e:
         report["error"] = str(e)
         try:

@@ -1,11 +1,11 @@
 // Hostile clients of msgqd's HTTP(S) port (issue 34): connections held in
 // a bad state (mid-record after the TLS handshake, silent after it, silent
-// before it, silent on plain HTTP), a megabyte form, a rebound Host and
-// more connections than one address may have, each against a real msgqd
-// and MariaDB. While the bad connections are held, a well-behaved client's
-// /readyz is timed (each answer within 1 s) and msgqd's CPU time
-// (/proc/PID/stat) and resident memory (VmRSS) are sampled; refusals are
-// checked by their exact status and body.
+// before it, silent on plain HTTP), a megabyte form, a rebound Host, a page
+// that would frame the console, and more connections than one address may
+// have, each against a real msgqd and MariaDB. While the bad connections
+// are held, a well-behaved client's /readyz is timed (each answer within
+// 1 s) and msgqd's CPU time (/proc/PID/stat) and resident memory (VmRSS)
+// are sampled; refusals are checked by their exact status and body.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -16,12 +16,14 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/http/http_server_test_util.h"
 #include "server/tls/tls_test_util.h"
@@ -302,6 +304,8 @@ TEST_F(HttpHostileTest, PlainHttpSlowHeadersGet408AtTheDeadline) {
   const std::string r = ReadAll(fd);
   close(fd);
   EXPECT_EQ(StatusLine(r), "HTTP/1.1 408 Request Timeout");
+  EXPECT_THAT(http_test::HeaderLines(r),
+              ::testing::IsSupersetOf(http_test::SecurityHeaderLines()));
   EXPECT_EQ(Body(r), "request not complete in time\n");
   EXPECT_LT(absl::Now() - start, absl::Seconds(3));
 }
@@ -362,6 +366,34 @@ TEST_F(HttpHostileTest, PlainHttpAnswersOnlyItsOwnHostNames) {
       },
       absl::Seconds(10)))
       << server_->Log();
+}
+
+// A page elsewhere framing the console to trick a click on "Redrive all
+// dead" (clickjacking): every answer, the console's files, its API, the
+// metrics and each refusal, forbids framing and scripts or styles from
+// elsewhere and sends no referrer.
+TEST_F(HttpHostileTest, EveryAnswerForbidsFraming) {
+  ASSERT_NO_FATAL_FAILURE(Start(false));
+  const std::vector<std::string> security = http_test::SecurityHeaderLines();
+  const std::pair<const char*, const char*> answers[] = {
+      {"/", "200 OK"},           {"/index.html", "200 OK"},
+      {"/console.js", "200 OK"}, {"/console.css", "200 OK"},
+      {"/api/tables", "200 OK"}, {"/metrics", "200 OK"},
+      {"/healthz", "200 OK"},    {"/nope", "404 Not Found"}};
+  for (const auto& [target, status] : answers) {
+    const std::string r = Get(target);
+    EXPECT_EQ(StatusLine(r), absl::StrCat("HTTP/1.1 ", status)) << target;
+    EXPECT_THAT(http_test::HeaderLines(r), ::testing::IsSupersetOf(security))
+        << target << ": " << r.substr(0, r.find("\r\n\r\n"));
+  }
+  const std::string home = Get("/");
+  EXPECT_EQ(StatusLine(home), "HTTP/1.1 200 OK");
+  EXPECT_THAT(http_test::HeaderLines(home),
+              ::testing::Contains("Content-Type: text/html; charset=utf-8"));
+  const std::string rebound = Get("/", "evil.example");
+  EXPECT_EQ(StatusLine(rebound), "HTTP/1.1 403 Forbidden");
+  EXPECT_THAT(http_test::HeaderLines(rebound),
+              ::testing::IsSupersetOf(security));
 }
 
 TEST_F(HttpHostileTest, AllowedHostsFlagAddsNames) {

@@ -15,6 +15,22 @@
 #include "server/http/http_server_internal.h"
 
 namespace msgq {
+namespace {
+
+// The 408 the watchdog writes itself (libmicrohttpd has no answer queued
+// then), with the headers of every answer.
+std::string TimeoutAnswer() {
+  std::string answer =
+      "HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain; "
+      "charset=utf-8\r\nContent-Length: 29\r\nConnection: close\r\n";
+  for (const auto& [name, value] : kAnswerHeaders) {
+    absl::StrAppend(&answer, name, ": ", value, "\r\n");
+  }
+  absl::StrAppend(&answer, "\r\nrequest not complete in time\n");
+  return answer;
+}
+
+}  // namespace
 
 // libmicrohttpd sets a GnuTLS session's pointer to its MHD_Connection, whose
 // socket context is ours.
@@ -164,11 +180,8 @@ void HttpServer::Watchdog() {
       const bool answer = !tls() && !conn->headers_seen.load();
       if (answer) {
         // Nothing else writes to the socket before the headers are in.
-        static constexpr char k408[] =
-            "HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain; "
-            "charset=utf-8\r\nContent-Length: 29\r\nConnection: close\r\n"
-            "\r\nrequest not complete in time\n";
-        send(conn->fd, k408, sizeof(k408) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        static const std::string k408 = TimeoutAnswer();
+        send(conn->fd, k408.data(), k408.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
       }
       // libmicrohttpd's thread sees the socket shut and closes the
       // connection; it closes the descriptor only after Release ran, which

@@ -31,8 +31,9 @@ MHD_Result Send(MHD_Connection* connection, const HttpResponse& response) {
   if (r == nullptr) return MHD_NO;
   MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
                           response.content_type.c_str());
-  MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-  MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+  for (const auto& [name, value] : kAnswerHeaders) {
+    MHD_add_response_header(r, name, value);
+  }
   MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
   const MHD_Result queued =
       MHD_queue_response(connection, static_cast<unsigned>(response.status), r);

@@ -3,10 +3,19 @@
 // GnuTLS), with limits against hostile clients.
 //
 // Each route maps an exact path to a Handler. Requests to other paths get
-// 404; a handler's Response is sent with Content-Length, Cache-Control:
-// no-store, X-Content-Type-Options: nosniff and Connection: close (one
-// request per connection, as before: every limit below is then a limit on
-// one request).
+// 404. Every answer of msgqd's (a handler's Response, each refusal below)
+// is sent with Content-Length, Connection: close (one request per
+// connection: every limit below is then a limit on one request) and:
+//   - Cache-Control: no-store;
+//   - X-Content-Type-Options: nosniff;
+//   - X-Frame-Options: DENY and Content-Security-Policy: default-src
+//     'self'; frame-ancestors 'none': no page may frame the console (and
+//     trick a click on "Redrive all dead"), and the console loads scripts,
+//     styles and data from this server only; it has no inline script or
+//     style, which the policy would block;
+//   - Referrer-Policy: no-referrer: the console's URLs name tables.
+// libmicrohttpd's own answers to requests it cannot parse (400, 414, 431)
+// carry none of these.
 //
 // Example:
 //   auto http = HttpServer::Start("127.0.0.1:0", {{"/healthz",

@@ -18,6 +18,7 @@
 #include <cstdarg>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -26,6 +27,16 @@
 #include "server/http/http_server.h"
 
 namespace msgq {
+
+// The headers of every answer besides Content-Type, Content-Length and
+// Connection (http_server.h says why each), in the order they are sent.
+inline constexpr std::pair<const char*, const char*> kAnswerHeaders[] = {
+    {"Cache-Control", "no-store"},
+    {"X-Content-Type-Options", "nosniff"},
+    {"X-Frame-Options", "DENY"},
+    {"Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'"},
+    {"Referrer-Policy", "no-referrer"},
+};
 
 // One open connection: created when libmicrohttpd accepts it, deleted when
 // it closes it (HttpServer::Release). Its fields are set before its thread

@@ -1,9 +1,9 @@
 // HttpServer on libmicrohttpd over plain TCP, with raw sockets as clients:
-// exact-path routing, the query, form and chunked bodies a handler sees, the
-// limits and what a client over each gets (413 body, 431 headers, 400
-// parameters, 429 connections per address and in total, 408 slow request),
-// the Host check against DNS rebinding, and that a slow handler holds up only
-// its own connection. Starting and stopping is in
+// exact-path routing, the headers every answer carries, the query, form and
+// chunked bodies a handler sees, the limits and what a client over each gets
+// (413 body, 431 headers, 400 parameters, 429 connections per address and in
+// total, 408 slow request), the Host check against DNS rebinding, and that a
+// slow handler holds up only its own connection. Starting and stopping is in
 // http_server_lifecycle_test.cc, HTTPS in https_server_test.cc.
 #include "server/http/http_server.h"
 
@@ -27,7 +27,8 @@
 namespace msgq::http_test {
 namespace {
 
-using ::testing::HasSubstr;
+using ::testing::IsSupersetOf;
+using ::testing::UnorderedElementsAreArray;
 
 class HttpServerTest : public ::testing::Test {
  protected:
@@ -53,12 +54,14 @@ TEST_F(HttpServerTest, ServesExactPathsOnly) {
   ASSERT_NO_FATAL_FAILURE(Start());
   const std::string home = Get("/", Local());
   EXPECT_EQ(StatusLine(home), "HTTP/1.1 200 OK");
-  EXPECT_THAT(home, HasSubstr("\r\nContent-Type: text/html\r\n"));
-  EXPECT_THAT(home, HasSubstr("\r\nCache-Control: no-store\r\n"));
-  EXPECT_THAT(home, HasSubstr("\r\nX-Content-Type-Options: nosniff\r\n"));
-  EXPECT_THAT(home, HasSubstr("\r\nContent-Length: 11\r\n"));
+  std::vector<std::string> expected = SecurityHeaderLines();
+  expected.insert(expected.end(), {"Content-Type: text/html",
+                                   "Content-Length: 11", "Connection: close"});
+  EXPECT_THAT(HeaderLines(home), UnorderedElementsAreArray(expected));
   EXPECT_EQ(Body(home), "<p>home</p>");
-  EXPECT_EQ(StatusLine(Get("/nope", Local())), "HTTP/1.1 404 Not Found");
+  const std::string nope = Get("/nope", Local());
+  EXPECT_EQ(StatusLine(nope), "HTTP/1.1 404 Not Found");
+  EXPECT_THAT(HeaderLines(nope), IsSupersetOf(SecurityHeaderLines()));
   EXPECT_EQ(StatusLine(Get("/echo/x", Local())), "HTTP/1.1 404 Not Found");
 }
 
@@ -96,6 +99,7 @@ TEST_F(HttpServerTest, RefusesLargeBodiesBeforeReadingThem) {
       absl::StrCat("POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: ",
                    65, "\r\n\r\n"));
   EXPECT_EQ(StatusLine(r), "HTTP/1.1 413 Content Too Large") << r;
+  EXPECT_THAT(HeaderLines(r), IsSupersetOf(SecurityHeaderLines()));
   EXPECT_EQ(Body(r), "request body too large (at most 64 bytes)\n");
   // Exactly the limit is fine.
   const std::string fits = Fetch(
@@ -150,6 +154,7 @@ TEST_F(HttpServerTest, HostMustNameThisServer) {
   }
   const std::string evil = Get("/echo", "evil.example");
   EXPECT_EQ(StatusLine(evil), "HTTP/1.1 403 Forbidden");
+  EXPECT_THAT(HeaderLines(evil), IsSupersetOf(SecurityHeaderLines()));
   EXPECT_EQ(Body(evil),
             "403 forbidden: Host 'evil.example' is not a name of this server "
             "(a guard against DNS rebinding); use localhost, an IP address, "
@@ -183,6 +188,7 @@ TEST_F(HttpServerTest, ConnectionsOverThePerAddressLimitGet429) {
   ASSERT_EQ(server_->connections(), 2);
   const std::string r = Get("/echo", "localhost");
   EXPECT_EQ(StatusLine(r), "HTTP/1.1 429 Too Many Requests");
+  EXPECT_THAT(HeaderLines(r), IsSupersetOf(SecurityHeaderLines()));
   EXPECT_EQ(Body(r),
             "too many connections (2 open from 127.0.0.1, "
             "--http_max_connections_per_address 2)\n");
@@ -222,6 +228,7 @@ TEST_F(HttpServerTest, SlowRequestsGet408AtTheDeadline) {
   const std::string r = ReadAll(fd);
   close(fd);
   EXPECT_EQ(StatusLine(r), "HTTP/1.1 408 Request Timeout");
+  EXPECT_THAT(HeaderLines(r), IsSupersetOf(SecurityHeaderLines()));
   EXPECT_EQ(Body(r), "request not complete in time\n");
   EXPECT_LT(absl::Now() - start, absl::Seconds(3));
   // A silent one too; a prompt one is served meanwhile.

@@ -1,6 +1,7 @@
 // Test helpers shared by the http_server_*_test.cc and https_server_test.cc
 // files (test-only): a blocking loopback client over plain sockets (connect,
-// write, read until EOF, one whole exchange), the parts of a raw response,
+// write, read until EOF, one whole exchange), the parts of a raw response
+// (status line, header lines, body), the headers every answer carries,
 // and the routes of the echo server most tests start. Header-only; the
 // helpers record failures with EXPECT_* and never abort the test.
 #ifndef MSGQ_SERVER_HTTP_HTTP_SERVER_TEST_UTIL_H_
@@ -14,6 +15,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -69,6 +72,31 @@ inline std::string StatusLine(const std::string& response) {
 inline std::string Body(const std::string& response) {
   const size_t at = response.find("\r\n\r\n");
   return at == std::string::npos ? "" : response.substr(at + 4);
+}
+
+// The header lines of `response` after its status line, without Date (its
+// value changes).
+inline std::vector<std::string> HeaderLines(const std::string& response) {
+  std::vector<std::string> lines;
+  const size_t end = response.find("\r\n\r\n");
+  size_t at = response.find("\r\n");
+  while (at != std::string::npos && at < end) {
+    const size_t next = response.find("\r\n", at + 2);
+    std::string line = response.substr(at + 2, next - at - 2);
+    if (line.rfind("Date: ", 0) != 0) lines.push_back(std::move(line));
+    at = next;
+  }
+  return lines;
+}
+
+// The header lines HttpServer sends with every answer against framing,
+// sniffing, and leaking the console's URLs (http_server.h).
+inline std::vector<std::string> SecurityHeaderLines() {
+  return {"Cache-Control: no-store", "X-Content-Type-Options: nosniff",
+          "X-Frame-Options: DENY",
+          "Content-Security-Policy: default-src 'self'; frame-ancestors "
+          "'none'",
+          "Referrer-Policy: no-referrer"};
 }
 
 // "/" serves a fixed page; "/echo" answers 201 with the method, the path,
