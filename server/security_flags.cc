@@ -16,7 +16,8 @@ ABSL_FLAG(std::string, tls_cert, "",
           "--tls_key turns TLS on (the HTTP port is then HTTPS only). "
           "Re-read when it changes");
 ABSL_FLAG(std::string, tls_key, "",
-          "PEM private key of --tls_cert (unencrypted; keep it 0600)");
+          "PEM private key of --tls_cert (unencrypted; refused when group or "
+          "others may read it: chmod 600)");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA bundle: clients of the gRPC and HTTP ports must present a "
           "certificate it signed (mTLS); on gRPC the certificate's identity "
@@ -26,11 +27,13 @@ ABSL_FLAG(absl::Duration, tls_reload_interval, absl::Seconds(60),
           "connections get it; at least 1s)");
 ABSL_FLAG(std::string, auth_tokens_file, "",
           "File of 'sha256-hex principal' lines: clients must send "
-          "'authorization: Bearer <token>' (re-read when it changes)");
+          "'authorization: Bearer <token>' (re-read when it changes; refused "
+          "when group or others may write it)");
 ABSL_FLAG(std::string, auth_policy_file, "",
           "File of 'principal keyspace/table actions' grants (actions "
           "stream, ack, nack, admin, *); without it every authenticated "
-          "caller may do everything (re-read when it changes)");
+          "caller may do everything (re-read when it changes; refused when "
+          "group or others may write it)");
 ABSL_FLAG(absl::Duration, auth_reload_interval, absl::Seconds(1),
           "How often --auth_tokens_file and --auth_policy_file are checked "
           "for changes");

@@ -31,7 +31,9 @@ struct SecurityConfig {
 };
 
 // Reads and checks the flags and files. INVALID_ARGUMENT naming the flag,
-// or FILE:LINE of a token or policy file that does not parse.
+// or FILE:LINE of a token or policy file that does not parse;
+// FAILED_PRECONDITION naming the file and its mode when group or others
+// may write the token or policy file or read the TLS key.
 absl::StatusOr<SecurityConfig> SecurityFromFlags();
 
 // The credentials of the gRPC port: TLS watching the files, or insecure.

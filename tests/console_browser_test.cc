@@ -161,7 +161,8 @@ TEST_F(ConsoleBrowserTest, AsksForATokenAndWorksWithIt) {
            "last_error = 'payment declined' WHERE id IN (4, 5)"));
   const std::string token = "console-test-token";
   const std::string tokens = db_->dir() + "/tokens";
-  ASSERT_EQ(std::system(absl::StrCat("printf %s ", token,
+  // Mode 0600: msgqd refuses a token file that group or others may write.
+  ASSERT_EQ(std::system(absl::StrCat("umask 077 && printf %s ", token,
                                      " | sha256sum | cut -d' ' -f1 | sed "
                                      "'s/$/ ops/' > '",
                                      tokens, "'")

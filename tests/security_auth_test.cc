@@ -1,7 +1,10 @@
 // Bearer tokens and the authorization policy against a real msgqd and
-// MariaDB (issue 17), over plaintext gRPC.
+// MariaDB (issue 17), over plaintext gRPC, and the files' permissions.
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -157,6 +160,76 @@ TEST_F(SecurityAuthTest, BadPolicyRefusesToStart) {
   EXPECT_THAT(server.status().message(),
               HasSubstr(Path("policy") + ":3: the target must be "
                                          "keyspace/table"));
+}
+
+// How many times `text` is in `log`.
+int Count(const std::string& log, const std::string& text) {
+  int n = 0;
+  for (size_t at = log.find(text); at != std::string::npos;
+       at = log.find(text, at + text.size())) {
+    ++n;
+  }
+  return n;
+}
+
+// A token or policy file that group or others may write would let them in:
+// msgqd exits 2 naming the file and its mode, and starts once it is 0600.
+TEST_F(SecurityAuthTest, FilesOthersMayWriteRefuseToStart) {
+  ReplaceFile(Path("tokens"), TokenLine("t", "p"));
+  ReplaceFile(Path("policy"), "p msgq/a stream\n");
+  const std::vector<std::string> args = {
+      "--databases=msgq", "--auth_tokens_file=" + Path("tokens"),
+      "--auth_policy_file=" + Path("policy")};
+  ASSERT_EQ(chmod(Path("tokens").c_str(), 0666), 0);
+  std::string log;
+  EXPECT_EQ(Msgqd::RunUntilExit(*db_, args, absl::Seconds(30), &log), 2) << log;
+  EXPECT_EQ(Count(log, "auth tokens file " + Path("tokens") +
+                           ": mode 0666 lets group or others write it; "
+                           "chmod 600 it\n"),
+            1)
+      << log;
+  ASSERT_EQ(chmod(Path("tokens").c_str(), 0600), 0);
+  ASSERT_EQ(chmod(Path("policy").c_str(), 0666), 0);
+  EXPECT_EQ(Msgqd::RunUntilExit(*db_, args, absl::Seconds(30), &log), 2) << log;
+  EXPECT_EQ(Count(log, "auth policy file " + Path("policy") +
+                           ": mode 0666 lets group or others write it; "
+                           "chmod 600 it\n"),
+            1)
+      << log;
+  ASSERT_EQ(chmod(Path("policy").c_str(), 0600), 0);
+  ASSERT_NO_FATAL_FAILURE(StartServer(args));
+}
+
+// After a chmod 666 of the token file the tokens loaded before stay in
+// force: a token added while others may write the file does not work, and
+// each change of the file is logged once. chmod 600 loads the file.
+TEST_F(SecurityAuthTest, ReloadKeepsTheTokensWhileOthersMayWriteTheFile) {
+  ASSERT_NO_FATAL_FAILURE(StartWithPolicy());
+  const std::string refused =
+      "keeping the previous tokens: auth tokens file " + Path("tokens") +
+      ": mode 0666 lets group or others write it; chmod 600 it\n";
+  ASSERT_EQ(chmod(Path("tokens").c_str(), 0666), 0);
+  EXPECT_TRUE(LogShows(*server_, refused, absl::Seconds(10))) << server_->Log();
+  std::ofstream(Path("tokens"), std::ios::app)
+      << TokenLine("tok-worker-2", "worker");
+  EXPECT_TRUE(Eventually([&] { return Count(server_->Log(), refused) == 2; },
+                         absl::Seconds(10)))
+      << server_->Log();
+  EXPECT_EQ(OpenStream(stub_.get(), "a", "tok-worker-2").error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(OpenStream(stub_.get(), "a", "tok-worker").ok());
+  // Not logged again while the file stays as it is: 5 reload intervals.
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_EQ(Count(server_->Log(), refused), 2) << server_->Log();
+
+  ASSERT_EQ(chmod(Path("tokens").c_str(), 0600), 0);
+  EXPECT_TRUE(Eventually(
+      [&] { return OpenStream(stub_.get(), "a", "tok-worker-2").ok(); },
+      absl::Seconds(10)))
+      << server_->Log();
+  EXPECT_TRUE(LogShows(*server_, "reloaded " + Path("tokens") + ": 3 tokens",
+                       absl::Seconds(10)))
+      << server_->Log();
 }
 
 TEST_F(SecurityAuthTest, StreamsPerPrincipalAreLimited) {

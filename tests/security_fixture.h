@@ -4,6 +4,7 @@
 #define MSGQ_TESTS_SECURITY_FIXTURE_H_
 
 #include <openssl/sha.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdio>
@@ -27,9 +28,11 @@ inline std::string ReadText(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// Replaces `path` atomically (a new file renamed over it).
+// Replaces `path` atomically (a new file renamed over it), of mode 0600 as
+// msgqd wants its tokens, policy and keys.
 inline void ReplaceFile(const std::string& path, const std::string& text) {
   std::ofstream(path + ".tmp") << text;
+  chmod((path + ".tmp").c_str(), 0600);
   std::rename((path + ".tmp").c_str(), path.c_str());
 }
 

@@ -1,5 +1,8 @@
 // TLS and mTLS on msgqd's gRPC port, certificate rotation and the startup
-// checks of the TLS flags, against a real msgqd and MariaDB (issue 17).
+// checks of the TLS flags and of the key's permissions, against a real
+// msgqd and MariaDB (issue 17).
+#include <sys/stat.h>
+
 #include <string>
 #include <vector>
 
@@ -102,6 +105,23 @@ TEST_F(SecurityTlsTest, RotatedCertificateServesNewConnections) {
       },
       absl::Seconds(15)))
       << server_->Log();
+}
+
+// A TLS key that group or others may read: msgqd exits 2 naming the key
+// and its mode, and starts once it is 0600.
+TEST_F(SecurityTlsTest, AKeyOthersMayReadRefusesToStart) {
+  std::vector<std::string> args = TlsArgs();
+  args.push_back("--databases=msgq");
+  ASSERT_EQ(chmod(Path("tls.key").c_str(), 0644), 0);
+  std::string log;
+  EXPECT_EQ(Msgqd::RunUntilExit(*db_, args, absl::Seconds(30), &log), 2) << log;
+  EXPECT_THAT(log, HasSubstr("TLS key " + Path("tls.key") +
+                             ": mode 0644 lets group or others read it; "
+                             "chmod 600 it\n"));
+  ASSERT_EQ(chmod(Path("tls.key").c_str(), 0600), 0);
+  ASSERT_NO_FATAL_FAILURE(StartServer(args));
+  v1::ListTablesResponse r;
+  EXPECT_TRUE(ListTables(TlsStub().get(), "", &r).ok());
 }
 
 TEST_F(SecurityTlsTest, BadTlsFlagsRefuseToStart) {

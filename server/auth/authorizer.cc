@@ -19,8 +19,8 @@ absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::Create(
   std::unique_ptr<Authorizer> a(new Authorizer(std::move(options)));
   const AuthOptions& o = a->options_;
   if (!o.tokens_file.empty()) {
-    auto tokens =
-        WatchedFile<TokenTable>::Open(o.tokens_file, &TokenTable::Parse);
+    auto tokens = WatchedFile<TokenTable>::Open(
+        "auth tokens file", o.tokens_file, &TokenTable::Parse);
     if (!tokens.ok()) return tokens.status();
     a->tokens_ = *std::move(tokens);
   }
@@ -30,7 +30,8 @@ absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::Create(
           "--auth_policy_file needs a way to know callers: "
           "--auth_tokens_file or --tls_client_ca");
     }
-    auto policy = WatchedFile<Policy>::Open(o.policy_file, &Policy::Parse);
+    auto policy = WatchedFile<Policy>::Open("auth policy file", o.policy_file,
+                                            &Policy::Parse);
     if (!policy.ok()) return policy.status();
     a->policy_ = *std::move(policy);
   }

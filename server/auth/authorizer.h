@@ -19,7 +19,9 @@
 //
 // Both files are re-read when they change (checked every
 // reload_interval by a thread of the Authorizer's); a file that no longer
-// parses is logged (file:line) and the previous version stays in force.
+// parses (logged with file:line) or that group or others may write (logged
+// with its mode) is refused and the previous version stays in force, each
+// change logged once.
 //
 // Per-principal stream limit: AcquireStream/ReleaseStream count the open
 // MessageStreams of each principal (RESOURCE_EXHAUSTED beyond the limit).
@@ -64,7 +66,9 @@ class Authorizer {
  public:
   // Reads the files. INVALID_ARGUMENT: a file cannot be read or parsed
   // (FILE:LINE), or a policy without any way to authenticate (no token
-  // file and no client certificates).
+  // file and no client certificates). FAILED_PRECONDITION "auth tokens
+  // file PATH: mode 0666 lets group or others write it; chmod 600 it" (or
+  // "auth policy file ..."): group or others may write a file.
   static absl::StatusOr<std::unique_ptr<Authorizer>> Create(
       AuthOptions options);
   ~Authorizer();  // stops the reload thread

@@ -1,6 +1,7 @@
 #include "server/auth/authorizer.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -41,9 +42,11 @@ class AuthorizerTest : public ::testing::Test {
     std::remove(policy_.c_str());
     rmdir(dir_.c_str());
   }
-  // Replaces `path` the way a deployment should: a new file renamed over.
+  // Replaces `path` the way a deployment should: a new file of mode 0600
+  // renamed over.
   static void Write(const std::string& path, const std::string& text) {
     std::ofstream(path + ".new") << text;
+    chmod((path + ".new").c_str(), 0600);
     std::rename((path + ".new").c_str(), path.c_str());
   }
   std::unique_ptr<Authorizer> Make(bool certs = false, int max_streams = 0) {
@@ -136,6 +139,43 @@ TEST_F(AuthorizerTest, StartRefusesABadPolicyWithFileAndLine) {
             absl::StrCat(policy_,
                          ":2: expected 'principal keyspace/table actions', "
                          "got 2 fields"));
+}
+
+TEST_F(AuthorizerTest, StartRefusesFilesOthersMayWrite) {
+  AuthOptions o;
+  o.tokens_file = tokens_;
+  o.policy_file = policy_;
+  ASSERT_EQ(chmod(tokens_.c_str(), 0666), 0);
+  EXPECT_EQ(Authorizer::Create(o).status(),
+            absl::FailedPreconditionError(absl::StrCat(
+                "auth tokens file ", tokens_,
+                ": mode 0666 lets group or others write it; chmod 600 it")));
+  // Readable by all is fine: the file holds only digests.
+  ASSERT_EQ(chmod(tokens_.c_str(), 0644), 0);
+  ASSERT_EQ(chmod(policy_.c_str(), 0620), 0);
+  EXPECT_EQ(Authorizer::Create(o).status(),
+            absl::FailedPreconditionError(absl::StrCat(
+                "auth policy file ", policy_,
+                ": mode 0620 lets group or others write it; chmod 600 it")));
+  ASSERT_EQ(chmod(policy_.c_str(), 0644), 0);
+  EXPECT_TRUE(Authorizer::Create(o).ok());
+}
+
+// At a reload a file others may write keeps the previous version, even
+// when its text changed too; chmod 600 loads it.
+TEST_F(AuthorizerTest, ReloadKeepsTheOldFileWhileOthersMayWriteIt) {
+  auto a = Make();
+  ASSERT_NE(a, nullptr);
+  ASSERT_EQ(chmod(tokens_.c_str(), 0666), 0);
+  std::ofstream(tokens_, std::ios::app) << Hex(Sha256("t-new")) << " ops\n";
+  a->RefreshNow();
+  EXPECT_EQ(*a->Authenticate("Bearer t-billing", {}), "billing");
+  EXPECT_EQ(a->Authenticate("Bearer t-new", {}).status().code(),
+            absl::StatusCode::kUnauthenticated);
+  ASSERT_EQ(chmod(tokens_.c_str(), 0600), 0);
+  a->RefreshNow();
+  EXPECT_EQ(*a->Authenticate("Bearer t-new", {}), "ops");
+  EXPECT_EQ(*a->Authenticate("Bearer t-billing", {}), "billing");
 }
 
 TEST_F(AuthorizerTest, PolicyNeedsAuthentication) {

@@ -1,14 +1,22 @@
-// WatchedFile<T>: a configuration file parsed into a T, re-read when it
-// changes (its modification time, size or inode), e.g. after an editor's
-// save or a `mv new old`.
+// WatchedFile<T>: a file that decides who gets in (tokens, a policy)
+// parsed into a T, re-read when it changes (its modification time, size,
+// inode or permission bits), e.g. after an editor's save, a `mv new old` or
+// a chmod. A file that group or others may write is refused, as sshd
+// refuses such an authorized_keys: whoever may write it may let themselves
+// in.
 //
 // Refresh() is called by the owner (the Authorizer's reload thread); a
-// file that fails to read or parse leaves the previous value in place and
-// Refresh says why, once per change of the file.
+// file that fails to read, is writable by group or others or fails to parse
+// leaves the previous value in place and Refresh says why, once per change
+// of the file.
+//
+// Also here: the stamp and reading of files that the TLS reloads share,
+// and ReadSecretFile, which refuses a file whose permission bits are too
+// loose for what it holds.
 //
 // Example:
-//   auto tokens = WatchedFile<TokenTable>::Open("/etc/msgq/tokens",
-//                                               &TokenTable::Parse);
+//   auto tokens = WatchedFile<TokenTable>::Open(
+//       "auth tokens file", "/etc/msgq/tokens", &TokenTable::Parse);
 //   std::shared_ptr<const TokenTable> now = (*tokens)->Current();
 //
 // Thread-safety: Current() may be called from any thread, concurrently with
@@ -17,12 +25,14 @@
 #ifndef MSGQ_SERVER_AUTH_WATCHED_FILE_H_
 #define MSGQ_SERVER_AUTH_WATCHED_FILE_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -34,6 +44,7 @@ struct FileStamp {
   int64_t mtime_ns = 0;
   int64_t size = -1;
   uint64_t inode = 0;
+  uint32_t mode = 0;  // permission bits (st_mode & 07777): a chmod changes it
   bool operator==(const FileStamp&) const = default;
 };
 
@@ -43,6 +54,24 @@ absl::StatusOr<FileStamp> StampOf(const std::string& path);
 // The whole of `path`; INVALID_ARGUMENT "cannot read PATH: ..." on error.
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
 
+// The access of group and others that makes a file unfit to hold a secret.
+enum class SecretAccess {
+  // Tokens, a policy: whoever may write the file may let themselves in.
+  kWrite,
+  // A private key: whoever may read it may pose as msgqd.
+  kRead,
+};
+
+// The whole of `path`, a secret file called `name` in errors ("TLS key",
+// "auth tokens file"), unless its permission bits give group or others
+// `access` (those of the file opened: of the text read). Errors name the
+// file: INVALID_ARGUMENT "NAME PATH: cannot read PATH: ...";
+// FAILED_PRECONDITION "NAME PATH: mode 0666 lets group or others write it;
+// chmod 600 it" (kRead: "... read it; ...").
+absl::StatusOr<std::string> ReadSecretFile(absl::string_view name,
+                                           const std::string& path,
+                                           SecretAccess access);
+
 enum class RefreshResult { kUnchanged, kReloaded, kFailed };
 
 template <typename T>
@@ -51,11 +80,15 @@ class WatchedFile {
   using Parser = std::function<absl::StatusOr<T>(absl::string_view text,
                                                  absl::string_view path)>;
 
-  // Reads and parses `path`; the read error or the parser's error.
-  static absl::StatusOr<std::unique_ptr<WatchedFile>> Open(std::string path,
+  // Reads and parses `path`, `name` saying what it is in errors ("auth
+  // tokens file"). The errors of ReadSecretFile (INVALID_ARGUMENT "NAME
+  // PATH: cannot read ...", FAILED_PRECONDITION "NAME PATH: mode 0666 lets
+  // group or others write it; chmod 600 it") or the parser's.
+  static absl::StatusOr<std::unique_ptr<WatchedFile>> Open(std::string name,
+                                                           std::string path,
                                                            Parser parse) {
     std::unique_ptr<WatchedFile> file(
-        new WatchedFile(std::move(path), std::move(parse)));
+        new WatchedFile(std::move(name), std::move(path), std::move(parse)));
     absl::Status error;
     if (file->Refresh(&error) != RefreshResult::kReloaded) return error;
     return file;
@@ -66,14 +99,16 @@ class WatchedFile {
     return current_;
   }
 
-  // Re-reads the file if it changed. kFailed (with *error set) when the
-  // file changed and cannot be read or parsed (reported once per change);
-  // the previous value stays.
+  // Re-reads the file if it changed. kFailed (with *error set, as from
+  // Open) when the file changed and cannot be read, is writable by group
+  // or others, or does not parse (reported once per change); the previous
+  // value stays.
   RefreshResult Refresh(absl::Status* error) {
     absl::StatusOr<FileStamp> stamp = StampOf(path_);
     if (!stamp.ok()) return Failed(FileStamp{}, stamp.status(), error);
     if (tried_ && *stamp == stamp_) return RefreshResult::kUnchanged;
-    absl::StatusOr<std::string> text = ReadWholeFile(path_);
+    absl::StatusOr<std::string> text =
+        ReadSecretFile(name_, path_, SecretAccess::kWrite);
     if (!text.ok()) return Failed(*stamp, text.status(), error);
     absl::StatusOr<T> parsed = parse_(*text, path_);
     if (!parsed.ok()) return Failed(*stamp, parsed.status(), error);
@@ -88,8 +123,10 @@ class WatchedFile {
   const std::string& path() const { return path_; }
 
  private:
-  WatchedFile(std::string path, Parser parse)
-      : path_(std::move(path)), parse_(std::move(parse)) {}
+  WatchedFile(std::string name, std::string path, Parser parse)
+      : name_(std::move(name)),
+        path_(std::move(path)),
+        parse_(std::move(parse)) {}
 
   RefreshResult Failed(const FileStamp& stamp, absl::Status status,
                        absl::Status* error) {
@@ -102,6 +139,7 @@ class WatchedFile {
   }
 
   // Constant after construction.
+  const std::string name_;
   const std::string path_;
   const Parser parse_;
   // Used by Refresh only (one thread at a time).

@@ -97,7 +97,8 @@ absl::StatusOr<GnutlsCredentials::Loaded> GnutlsCredentials::Load(
     set->chain_ = std::move(chain);
   }
 
-  absl::StatusOr<std::string> key_text = Read("key", files.key);
+  absl::StatusOr<std::string> key_text =
+      auth::ReadSecretFile("TLS key", files.key, auth::SecretAccess::kRead);
   if (!key_text.ok()) return key_text.status();
   if (gnutls_privkey_init(&set->key_) < 0) {
     set->key_ = nullptr;

@@ -6,11 +6,12 @@
 // Acquire() hands out the current Set for a new handshake (a shared
 // reference: a connection keeps the set it started with after a
 // rotation). At most once per `reload_interval` (monotonic clock), the next
-// Acquire() stats the files; when one changed (modification time, size or
-// inode) it reads them and builds a new Set. A new set that does not load
-// (unreadable, not PEM, a key that does not match the certificate) is
-// logged once per change and the previous set stays in force: replace the
-// files atomically, as for tls::TlsServerContext, whose rules these are.
+// Acquire() stats the files; when one changed (modification time, size,
+// inode or permission bits) it reads them and builds a new Set. A new set
+// that does not load (unreadable, not PEM, a key that does not match the
+// certificate, a key that group or others may read) is logged once per
+// change and the previous set stays in force: replace the files
+// atomically, as for tls::TlsServerContext, whose rules these are.
 //
 // With a client CA, VerifyClient() is the check of a client's certificate
 // chain during the handshake (HttpServer installs it on each TLS session):
@@ -91,6 +92,8 @@ class GnutlsCredentials {
   // no unencrypted PEM private key", "TLS key PATH: is not the key of the
   // certificate in CERT", "TLS client CA PATH: holds no PEM certificate";
   // also when cert or key is empty or the reload interval is negative.
+  // FAILED_PRECONDITION "TLS key PATH: mode 0644 lets group or others read
+  // it; chmod 600 it" when group or others may read the key.
   static absl::StatusOr<std::unique_ptr<GnutlsCredentials>> Create(
       tls::TlsServerFiles files, Options options);
   static absl::StatusOr<std::unique_ptr<GnutlsCredentials>> Create(

@@ -1,5 +1,7 @@
 #include "server/http/gnutls_credentials.h"
 
+#include <sys/stat.h>
+
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -126,6 +128,28 @@ TEST_F(GnutlsCredentialsTest, APairThatDoesNotMatchKeepsTheOldOne) {
   EXPECT_EQ(CommonNameOf(*(*creds)->Acquire()), "msgqd-2");
   // The set handed out before stays usable while held.
   EXPECT_EQ(CommonNameOf(*before), "msgqd-1");
+}
+
+// A key group or others may read is refused at start, and at a reload
+// keeps the old set (reported once per change).
+TEST_F(GnutlsCredentialsTest, AKeyOthersMayReadIsRefused) {
+  const std::string key = dir_ + "/key.pem";
+  ASSERT_EQ(chmod(key.c_str(), 0604), 0);
+  EXPECT_EQ(GnutlsCredentials::Create(Files()).status(),
+            absl::FailedPreconditionError(absl::StrCat(
+                "TLS key ", key,
+                ": mode 0604 lets group or others read it; chmod 600 it")));
+  ASSERT_EQ(chmod(key.c_str(), 0600), 0);
+  auto creds = GnutlsCredentials::Create(Files(), {&clock_});
+  ASSERT_TRUE(creds.ok()) << creds.status();
+  std::shared_ptr<const GnutlsCredentials::Set> before = (*creds)->Acquire();
+  ASSERT_EQ(chmod(key.c_str(), 0644), 0);
+  EXPECT_EQ((*creds)->ReloadNow(),
+            absl::FailedPreconditionError(absl::StrCat(
+                "TLS key ", key,
+                ": mode 0644 lets group or others read it; chmod 600 it")));
+  EXPECT_EQ((*creds)->ReloadNow(), absl::OkStatus());  // reported once
+  EXPECT_EQ((*creds)->Acquire(), before);
 }
 
 TEST_F(GnutlsCredentialsTest, TheClientCaIsLoaded) {

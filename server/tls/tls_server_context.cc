@@ -61,7 +61,8 @@ absl::StatusOr<SslCtxPtr> BuildContext(const TlsServerFiles& files) {
   if (chain.empty()) {
     return Bad("certificate", files.cert, "holds no PEM certificate");
   }
-  absl::StatusOr<std::string> key_text = Read("key", files.key);
+  absl::StatusOr<std::string> key_text =
+      auth::ReadSecretFile("TLS key", files.key, auth::SecretAccess::kRead);
   if (!key_text.ok()) return key_text.status();
   auto key_bio = MemBio(*key_text);
   std::unique_ptr<EVP_PKEY, PkeyFree> key(

@@ -6,10 +6,11 @@
 // Acquire() hands out the current SSL_CTX for a new connection (a counted
 // reference: the connection keeps its context even after a rotation).
 // At most once per `reload_interval` (monotonic clock), the next Acquire()
-// stats the three files; when one changed (modification time, size or
-// inode) it reads them and builds a new context. A new set that does not
-// load (unreadable, not PEM, a key that does not match the certificate) is
-// logged once per change and the previous context stays in force. Replace
+// stats the three files; when one changed (modification time, size, inode
+// or permission bits) it reads them and builds a new context. A new set
+// that does not load (unreadable, not PEM, a key that does not match the
+// certificate, a key that group or others may read) is logged once per
+// change and the previous context stays in force. Replace
 // the files atomically (write new files, rename them over the old ones):
 // between a new certificate and its key the pair does not match and the
 // old pair is kept until it does.
@@ -72,7 +73,9 @@ class TlsServerContext {
   // "... holds no PEM certificate", "TLS key PATH: holds no unencrypted PEM
   // private key", "TLS key PATH: is not the key of the certificate in
   // CERT", "TLS client CA PATH: holds no PEM certificate"; also when cert or
-  // key is empty or the reload interval is negative.
+  // key is empty or the reload interval is negative. FAILED_PRECONDITION
+  // "TLS key PATH: mode 0644 lets group or others read it; chmod 600 it"
+  // when group or others may read the key.
   static absl::StatusOr<std::unique_ptr<TlsServerContext>> Create(
       TlsServerFiles files, Options options);
   static absl::StatusOr<std::unique_ptr<TlsServerContext>> Create(

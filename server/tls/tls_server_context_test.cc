@@ -1,6 +1,7 @@
 #include "server/tls/tls_server_context.h"
 
 #include <openssl/x509.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <string>
@@ -151,6 +152,37 @@ TEST_F(TlsServerContextTest, KeepsTheOldPairWhileTheNewOneDoesNotMatch) {
 
   CopyFile(*certs_ + "/server2.key", dir_ + "/key.pem");
   clock.Advance(absl::Seconds(60));
+  EXPECT_EQ(CommonNameOf((*ctx)->Acquire().get()), "msgqd-2");
+  EXPECT_EQ((*ctx)->reloads(), 1);
+}
+
+// A key group or others may read is refused at start, and at a reload
+// keeps the old pair (reported once per change); a chmod alone is a change.
+TEST_F(TlsServerContextTest, AKeyOthersMayReadIsRefused) {
+  const std::string key = dir_ + "/key.pem";
+  ASSERT_EQ(chmod(key.c_str(), 0644), 0);
+  const absl::Status loose = absl::FailedPreconditionError(
+      absl::StrCat("TLS key ", key,
+                   ": mode 0644 lets group or others read it; chmod 600 it"));
+  EXPECT_EQ(TlsServerContext::Create(Files()).status(), loose);
+  ASSERT_EQ(chmod(key.c_str(), 0640), 0);
+  EXPECT_EQ(TlsServerContext::Create(Files()).status(),
+            absl::FailedPreconditionError(absl::StrCat(
+                "TLS key ", key,
+                ": mode 0640 lets group or others read it; chmod 600 it")));
+  ASSERT_EQ(chmod(key.c_str(), 0600), 0);
+  auto ctx = TlsServerContext::Create(Files());
+  ASSERT_TRUE(ctx.ok()) << ctx.status();
+
+  CopyFile(*certs_ + "/server2.pem", dir_ + "/cert.pem");
+  CopyFile(*certs_ + "/server2.key", key);
+  ASSERT_EQ(chmod(key.c_str(), 0644), 0);
+  EXPECT_EQ((*ctx)->ReloadNow(), loose);
+  EXPECT_EQ((*ctx)->ReloadNow(), absl::OkStatus());
+  EXPECT_EQ(CommonNameOf((*ctx)->Acquire().get()), "msgqd-1");
+  EXPECT_EQ((*ctx)->reloads(), 0);
+  ASSERT_EQ(chmod(key.c_str(), 0600), 0);
+  EXPECT_EQ((*ctx)->ReloadNow(), absl::OkStatus());
   EXPECT_EQ(CommonNameOf((*ctx)->Acquire().get()), "msgqd-2");
   EXPECT_EQ((*ctx)->reloads(), 1);
 }

@@ -6,6 +6,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -65,9 +66,12 @@ inline bool MakeCertificates(const std::string& dir) {
          0;
 }
 
+// Replaces `to` with a copy of `from` atomically (a new file renamed over
+// it), of mode 0600 as a key must be.
 inline void CopyFile(const std::string& from, const std::string& to) {
   std::ifstream in(from, std::ios::binary);
   std::ofstream(to + ".tmp", std::ios::binary) << in.rdbuf();
+  chmod((to + ".tmp").c_str(), 0600);
   std::rename((to + ".tmp").c_str(), to.c_str());
 }
 

@@ -2,6 +2,7 @@
 
 #include <openssl/rand.h>
 #include <openssl/sha.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -33,11 +34,13 @@ std::string TokenLine(const std::string& token, const std::string& principal) {
   return absl::StrCat(Hex(d, sizeof(d)), " ", principal, "\n");
 }
 
+// Writes `path` with mode 0600 (msgqd refuses tokens or a policy that
+// group or others may write).
 bool Write(const std::string& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
   out.close();
-  return static_cast<bool>(out);
+  return static_cast<bool>(out) && chmod(path.c_str(), 0600) == 0;
 }
 
 }  // namespace

@@ -146,8 +146,9 @@ test('TLS with a bearer token, and TLS with client certificates (mTLS)', async (
   const dir = env.tempDir('msgq-node-tls-');
   await makeTestCertificates(dir);
   const p = (name) => path.join(dir, name);
-  fs.writeFileSync(p('tokens'), tokenLine('tok-worker', 'worker'));
-  fs.writeFileSync(p('worker.token'), 'tok-worker\n');
+  // Mode 0600: msgqd refuses a token file that group or others may write.
+  fs.writeFileSync(p('tokens'), tokenLine('tok-worker', 'worker'), { mode: 0o600 });
+  fs.writeFileSync(p('worker.token'), 'tok-worker\n', { mode: 0o600 });
   await env.sql(messageTableDdl('secure'));
   const isCode = (code) => (e) => e instanceof MsgqError && e.code === code;
 
