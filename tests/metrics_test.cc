@@ -1,13 +1,19 @@
 // /metrics end to end (real MariaDB, msgqd, gRPC): a known workload gives
 // exact counter values, the page parses with prometheus_client's parser,
-// and a scrape stays cheap with 100 tables.
+// calls to made-up method names add no label sets, and a scrape stays
+// cheap with 100 tables.
+#include <algorithm>
+#include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/notification.h"
 #include "engine/sql/due_depth_statement.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "nlohmann/json.hpp"
 #include "tests/http_fixture.h"
 
@@ -186,6 +192,81 @@ TEST_F(MetricsTest, RefusedTableIsReportedWithItsError) {
   EXPECT_EQ(errors, 1);
   // A refused table has no counters.
   EXPECT_EQ(Sample(m, "msgq_sent_total{keyspace=\"msgq\",table=\"bad\"}"), -1);
+}
+
+// Calls a method by its full name with an empty request; its status.
+grpc::Status CallByName(grpc::GenericStub& stub, const std::string& method) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(10));
+  grpc::Slice empty("");
+  grpc::ByteBuffer request(&empty, 1), response;
+  grpc::Status status;
+  absl::Notification done;
+  stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
+                 [&](grpc::Status s) {
+                   status = std::move(s);
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  return status;
+}
+
+// A client naming methods msgqd does not serve adds no label sets: 100
+// calls to 100 made-up names (of a served service and of others) count in
+// one series, and /metrics names none of them.
+TEST_F(MetricsTest, UnknownMethodsShareOneSeries) {
+  ASSERT_NO_FATAL_FAILURE(StartHttpServer());
+  grpc::GenericStub generic(grpc::CreateChannel(
+      server_->address(), grpc::InsecureChannelCredentials()));
+  for (int i = 0; i < 100; ++i) {
+    const std::string method =
+        i % 2 == 0 ? absl::StrCat("/msgq.v1.Messaging/Bogus", i)
+                   : absl::StrCat("/bogus", i, ".Service/Bogus", i);
+    EXPECT_EQ(CallByName(generic, method).error_code(),
+              grpc::StatusCode::UNIMPLEMENTED)
+        << method;
+  }
+  const std::string unknown =
+      "msgq_grpc_requests_total{grpc_code=\"UNIMPLEMENTED\","
+      "grpc_method=\"unknown\",grpc_service=\"unknown\"}";
+  std::map<std::string, double> m;
+  // A call is counted when the server is done with it, which may trail the
+  // client's answer.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        m = ScrapeMetrics(Url("/metrics"));
+        return Sample(m, unknown) == 100;
+      },
+      absl::Seconds(10)))
+      << Sample(m, unknown);
+  std::vector<std::string> unimplemented;
+  for (const auto& [name, value] : m) {
+    if (name.rfind("msgq_grpc_requests_total{", 0) == 0 &&
+        name.find("UNIMPLEMENTED") != std::string::npos) {
+      unimplemented.push_back(name);
+    }
+  }
+  EXPECT_EQ(unimplemented, std::vector<std::string>{unknown});
+  const auto [code, text] = HttpGet(Url("/metrics"));
+  EXPECT_EQ(code, 200);
+  EXPECT_EQ(text.find("Bogus"), std::string::npos);
+  EXPECT_EQ(text.find("bogus"), std::string::npos);
+  // Served methods keep their names.
+  const std::string list_tables =
+      "msgq_grpc_requests_total{grpc_code=\"OK\",grpc_method=\"ListTables\","
+      "grpc_service=\"msgq.v1.Messaging\"}";
+  const double before = std::max(0.0, Sample(m, list_tables));
+  v1::ListTablesResponse tables;
+  grpc::ClientContext context;
+  ASSERT_TRUE(
+      stub_->ListTables(&context, v1::ListTablesRequest(), &tables).ok());
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Sample(ScrapeMetrics(Url("/metrics")), list_tables) ==
+               before + 1;
+      },
+      absl::Seconds(10)));
 }
 
 // The scrape cost with 100 tables: 50 scrapes all answered; the time is

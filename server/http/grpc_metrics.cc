@@ -1,6 +1,8 @@
 #include "server/http/grpc_metrics.h"
 
 #include "absl/strings/string_view.h"
+#include "grpcpp/generic/async_generic_service.h"
+#include "grpcpp/server_context.h"
 
 namespace msgq {
 namespace {
@@ -9,12 +11,25 @@ using grpc::experimental::InterceptionHookPoints;
 using grpc::experimental::InterceptorBatchMethods;
 using grpc::experimental::ServerRpcInfo;
 
+// Whether gRPC routed the call to a method of a registered service. It
+// hands a call of any other name to its handler of unknown methods: with a
+// generic server context (a callback or async server) or as the method
+// "unknown" (a sync server), never as "/service/method" of a service.
+bool Registered(ServerRpcInfo* info) {
+  const char* method = info->method();
+  grpc::ServerContextBase* context = info->server_context();
+  return method != nullptr && method[0] == '/' &&
+         dynamic_cast<grpc::GenericCallbackServerContext*>(context) ==
+             nullptr &&
+         dynamic_cast<grpc::GenericServerContext*>(context) == nullptr;
+}
+
 // One per call: created when it starts, destroyed when it is done.
 class CountingInterceptor final : public grpc::experimental::Interceptor {
  public:
   CountingInterceptor(GrpcMetrics* metrics, ServerRpcInfo* info)
       : metrics_(metrics),
-        method_(info->method() != nullptr ? info->method() : ""),
+        method_(Registered(info) ? info->method() : ""),
         stream_(info->type() == ServerRpcInfo::Type::SERVER_STREAMING ||
                 info->type() == ServerRpcInfo::Type::BIDI_STREAMING) {
     if (stream_) metrics_->StreamOpened();
@@ -106,6 +121,10 @@ GrpcMetrics::InterceptorFactory() {
 }
 
 void GrpcMetrics::CallEnded(const std::string& full_method, const char* code) {
+  if (full_method.empty()) {
+    requests_.Add({kUnknownMethod, kUnknownMethod, code});
+    return;
+  }
   // "/msgq.v1.Messaging/MessageAck" -> service, method.
   absl::string_view m = full_method;
   if (!m.empty() && m.front() == '/') m.remove_prefix(1);

@@ -7,6 +7,12 @@
 // A call that ends without a status being sent (cancelled by the client)
 // is counted with code CANCELLED.
 //
+// Only the methods of the services registered on the server are labelled
+// by name; the set is gRPC's own (the methods it routes to a service), not
+// a copy. A call to any other name, which the client chooses freely (and
+// gRPC answers UNIMPLEMENTED), is counted under grpc_service and
+// grpc_method "unknown": the label sets stay bounded by what msgqd serves.
+//
 // Thread-safety: all methods are thread-safe; the interceptor only takes a
 // short lock when a call ends, never blocks.
 #ifndef MSGQ_SERVER_HTTP_GRPC_METRICS_H_
@@ -24,6 +30,9 @@ namespace msgq {
 
 class GrpcMetrics {
  public:
+  // The grpc_service and grpc_method of calls to methods no service has.
+  static constexpr char kUnknownMethod[] = "unknown";
+
   GrpcMetrics();
 
   // A factory whose interceptors count into this object, which must
@@ -42,7 +51,8 @@ class GrpcMetrics {
   // msgq_grpc_requests_total and msgq_grpc_streams_open.
   void Collect(MetricsText& text) const;
 
-  // Used by the interceptor.
+  // Used by the interceptor. `full_method` is "/service/method" of a
+  // registered method, or empty for any other name.
   void CallEnded(const std::string& full_method, const char* code);
   void StreamOpened() { ++streams_open_; }
   void StreamClosed() { --streams_open_; }
