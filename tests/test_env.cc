@@ -83,6 +83,7 @@ absl::StatusOr<std::unique_ptr<PrivateMariaDb>> PrivateMariaDb::Start(
   lo.durable = false;  // tests never lose power; fsyncs only slow them
   lo.binlog = options.binlog;
   lo.extra_args = options.extra_args;
+  lo.env = options.env;
   absl::StatusOr<std::unique_ptr<launch::PrivateMariaDb>> server =
       launch::PrivateMariaDb::Start(lo);
   if (!server.ok()) return server.status();

@@ -55,6 +55,9 @@ class PrivateMariaDb {
   struct Options {
     bool binlog = true;
     std::vector<std::string> extra_args;  // passed to mariadbd
+    // NAME=VALUE, in mariadbd's environment only (e.g. libfaketime's), at
+    // every start and Restart().
+    std::vector<std::string> env;
   };
   static absl::StatusOr<std::unique_ptr<PrivateMariaDb>> Start(Options options);
   ~PrivateMariaDb();

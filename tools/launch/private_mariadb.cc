@@ -37,6 +37,9 @@ absl::Status PrivateMariaDb::RunStart() {
   }
   if (options_.durable) absl::StrAppend(&cmd, " --durable");
   absl::StrAppend(&cmd, " --binlog=", options_.binlog ? "on" : "off");
+  for (const std::string& e : options_.env) {
+    absl::StrAppend(&cmd, " ", ShellQuote(absl::StrCat("--env=", e)));
+  }
   if (!options_.extra_args.empty()) {
     absl::StrAppend(&cmd, " --");
     for (const std::string& a : options_.extra_args) {

@@ -33,7 +33,10 @@ class PrivateMariaDb {
     bool durable = true;
     bool binlog = true;                   // ROW binlog
     std::vector<std::string> extra_args;  // passed to mariadbd
-    int port = 0;                         // 0: a free port the launcher picks
+    // NAME=VALUE, set in mariadbd's environment only (the launcher's
+    // --env), at every start and restart.
+    std::vector<std::string> env;
+    int port = 0;  // 0: a free port the launcher picks
     // The server is SIGKILLed within about a second of this process's exit,
     // however it exits (the launcher's --owner-pid watchdog), so a crash
     // never leaves it running.
