@@ -18,7 +18,8 @@ LeaseKeeper::LeaseKeeper(Options options,
       options_(std::move(options)),
       store_(std::move(store)),
       clock_(clock),
-      tables_(std::move(tables)) {}
+      tables_(std::move(tables)),
+      watch_(options_.self, options_.lease) {}
 
 LeaseKeeper::~LeaseKeeper() { Stop(); }
 
@@ -50,17 +51,27 @@ void LeaseKeeper::Round() {
   const absl::Time t0 = clock_->MonotonicNow();
   absl::StatusOr<LeaseView> view = Renew();
   if (!view.ok()) return;
+  // After the reads: every version in `view` was written before now.
+  watch_.Observe(*view, clock_->MonotonicNow());
+  std::set<std::string> lapsed;
+  for (const LeaseRow& row : view->leases) {
+    if (watch_.Table(row.table).state == TableLease::State::kLapsed) {
+      lapsed.insert(row.table);
+    }
+  }
   std::set<std::string> releasing;
   std::optional<std::set<std::string>> owned;
   {
     absl::MutexLock lock(&mu_);
+    view_ = *view;
+    lapsed_ = std::move(lapsed);
     releasing = releasing_;
     if (granted_) owned = owned_;
     granted_ = true;
   }
   const std::set<std::string> held =
       Grant(*view, tables, releasing, owned, t0 + options_.lease * 3 / 4);
-  Rebalance(*view, held, tables, releasing);
+  Rebalance(held, tables, releasing);
 }
 
 absl::StatusOr<LeaseView> LeaseKeeper::Renew() {
@@ -94,7 +105,6 @@ absl::StatusOr<LeaseView> LeaseKeeper::Renew() {
       prepared_ = true;
       recovered = !error_.ok();
       error_ = absl::OkStatus();
-      view_ = *view;
     }
   }
   if (first_error) {
@@ -119,9 +129,7 @@ std::set<std::string> LeaseKeeper::Grant(
     const std::optional<std::set<std::string>>& owned, absl::Time until) {
   std::set<std::string> held;
   for (const LeaseRow& row : view.leases) {
-    if (row.owner == options_.self && row.expires > view.now) {
-      held.insert(row.table);
-    }
+    if (row.owner == options_.self) held.insert(row.table);
   }
   for (auto& [name, manager] : tables) {
     if (held.contains(name) && !releasing.contains(name)) {
@@ -138,8 +146,7 @@ std::set<std::string> LeaseKeeper::Grant(
   return held;
 }
 
-void LeaseKeeper::Rebalance(const LeaseView& view,
-                            const std::set<std::string>& held, Managers& tables,
+void LeaseKeeper::Rebalance(const std::set<std::string>& held, Managers& tables,
                             std::set<std::string>& releasing) {
   std::vector<std::string> release_now;
   for (auto it = releasing.begin(); it != releasing.end();) {
@@ -160,27 +167,28 @@ void LeaseKeeper::Rebalance(const LeaseView& view,
   }
   std::vector<std::string> names;
   for (const auto& [name, manager] : tables) names.push_back(name);
-  const LeasePlan plan = PlanLeases(
-      options_.self, names, view, 2 * absl::ToInt64Nanoseconds(options_.lease));
+  const LeasePlan plan = PlanLeases(names, watch_, 2 * options_.lease);
   for (const std::string& name : plan.release) {
     if (releasing.insert(name).second) tables[name]->Disown();
   }
   std::set<std::string> owned(plan.keep.begin(), plan.keep.end());
   for (const std::string& name : plan.acquire) {
+    const TableLease seen = watch_.Table(name);
     const absl::Time t1 = clock_->MonotonicNow();
-    absl::StatusOr<MysqlLeaseStore::Taken> taken = store_->Take(
-        name, options_.self, options_.lease, RowReconciler::kImageQuiet);
-    if (taken.ok() && *taken != MysqlLeaseStore::Taken::kNo) {
-      const bool recent = *taken == MysqlLeaseStore::Taken::kRecent;
-      tables[name]->Own(t1 + options_.lease * 3 / 4, /*images_wait=*/recent);
-      owned.insert(name);
-      LogInfo("leases: took `", name, "`",
-              recent ? absl::StrCat(
-                           " from another instance: rows are read "
-                           "by id for the first ",
-                           absl::FormatDuration(RowReconciler::kImageQuiet))
-                     : "");
-    }
+    absl::StatusOr<bool> taken = store_->Take(
+        name, options_.self, options_.lease, seen.owner, seen.version);
+    if (!taken.ok() || !*taken) continue;
+    const bool recent = seen.free_for < RowReconciler::kImageQuiet;
+    tables[name]->Own(t1 + options_.lease * 3 / 4, /*images_wait=*/recent);
+    owned.insert(name);
+    LogInfo("leases: took `", name, "`",
+            recent
+                ? absl::StrCat(" (another instance may have sent it "
+                               "within ",
+                               absl::FormatDuration(RowReconciler::kImageQuiet),
+                               "): rows are read by id for the first ",
+                               absl::FormatDuration(RowReconciler::kImageQuiet))
+                : "");
   }
   absl::MutexLock lock(&mu_);
   releasing_ = std::move(releasing);
@@ -197,7 +205,7 @@ TableOwnership LeaseKeeper::Ownership(const std::string& table) const {
   }
   for (const LeaseRow& row : view_.leases) {
     if (row.table != table) continue;
-    if (!row.owner.empty() && row.expires > view_.now) {
+    if (!row.owner.empty() && !lapsed_.contains(table)) {
       out.owner = row.owner;
       out.since = row.since;
       out.expires = row.expires;

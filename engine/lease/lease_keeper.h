@@ -1,17 +1,24 @@
 // LeaseKeeper: holds this msgqd's table leases in MySQL and tells each
 // table's MessageManager whether it may send
-// (docs/several-instances.md#how-a-lease-works).
+// (docs/several-instances.md#how-a-lease-works,
+// docs/design/lease-clocks.md).
 //
 // Every `lease / 5` (and when woken) a round on the keeper's thread:
-//   1. renews this instance's heartbeat and live leases, reads all back;
+//   1. renews this instance's heartbeat and every lease held under its id
+//      (each renewal raises the row's version), reads all rows back, and
+//      records them in its LeaseWatch at the monotonic time after the
+//      reads (lease_watch.h);
 //   2. grants each table it holds ownership until t0 + lease * 3/4, t0
-//      being the monotonic time before the renewing statement (MySQL set
-//      the lease's expiry at t0 + lease or later, so the manager stops a
-//      quarter lease before anyone else may take the table); tables it no
-//      longer holds are disowned;
+//      being the monotonic time before the renewing statement: nobody
+//      takes a lease from another instance before having read the version
+//      that renewal wrote unchanged for a whole lease (which it read only
+//      after the renewal committed, after t0), so the manager stops a
+//      quarter lease before anyone else may take the table, whatever
+//      MySQL's clock or msgqd's wall clock do; tables it no longer holds
+//      are disowned;
 //   3. plans (lease_plan.h): hands over what is above its share once the
-//      manager is quiesced (no postpone of a send pending), takes free
-//      tables.
+//      manager is quiesced (no postpone of a send pending), takes free and
+//      lapsed tables, each by an UPDATE that names the version it read.
 // A round that fails (MySQL unreachable) changes nothing: the grants run
 // out by themselves. A renewal that MySQL keeps aborting (on Galera, a
 // write racing another node's, error 1213 or 1205, retried at once by the
@@ -26,20 +33,21 @@
 // RowReconciler::kImageQuiet (the binlog may be read kImageMaxLag behind,
 // so an image seen just after a takeover may be a row the last owner has
 // sent since). No wait when the lease
-//   - was taken with nobody's lease ending in the last kImageQuiet
-//     (MysqlLeaseStore::Taken::kQuiet: never held, released or expired
-//     before that, or this id's own): the last owner, if any, stopped
-//     sending before then, so every image of a row it could have sent is
-//     older than kImageMaxLag and is not used;
-//   - was held under this id at the previous round (renewals keep only an
-//     unexpired lease, so nobody else took it in between), or, at this
-//     process's first round, by a predecessor with this id, which is gone
-//     (see the instance id below) and whose writes all precede this
-//     process's binlog position.
-// A wait when the lease was taken from an instance whose lease ended less
-// than kImageQuiet ago (kRecent: a hand-over, or a dead owner's lease that
-// just expired), and for a lease found held under this id that this
-// process did not know it took (a Take whose answer was lost).
+//   - was taken free for at least kImageQuiet by this instance's watch
+//     (TableLease::free_for: a row never held; released and read released
+//     that long; lapsed that long, i.e. read unchanged for a lease plus
+//     kImageQuiet): the last owner, if any, stopped sending before then,
+//     so every image of a row it could have sent is older than
+//     kImageMaxLag and is not used;
+//   - was held under this id at the previous round (a take names the
+//     version, and every renewal changes it, so nobody else took it in
+//     between), or, at this process's first round, by a predecessor with
+//     this id, which is gone (see the instance id below) and whose writes
+//     all precede this process's binlog position.
+// A wait when the lease was taken free for less than that (a hand-over,
+// a lapse just seen, or any release this instance has not watched that
+// long, e.g. at its start), and for a lease found held under this id that
+// this process did not know it took (a Take whose answer was lost).
 //
 // Check() (before Start) creates the two tables when missing and tries
 // every kind of statement the rounds run on them; a grant that is missing
@@ -48,8 +56,8 @@
 // send. A MySQL that cannot be reached is not a refusal.
 //
 // The instance id (Options::self) must name one process at a time: a
-// restarted msgqd with the same id finds its leases under that id and
-// sends at once, without waiting for them to expire. msgqd's default id,
+// restarted msgqd with the same id finds its leases under that id, renews
+// them and sends at once, without waiting for anything. msgqd's default id,
 // host:port of the gRPC listener, is that: the port is bound before the
 // engine starts and cannot be shared (no SO_REUSEPORT), so while an older
 // msgqd with the same id lives (even SIGSTOPped) the new one cannot start,
@@ -73,6 +81,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "engine/lease/lease_watch.h"
 #include "engine/lease/ownership_keeper.h"
 #include "engine/lease/table_ownership.h"
 #include "engine/queue/manager/message_manager.h"
@@ -105,21 +114,24 @@ class LeaseKeeper final : public OwnershipKeeper {
   // 1. Prepares the tables once, renews and reads back; records the
   // round's error (logged once) or success.
   absl::StatusOr<LeaseView> Renew();
-  // 2. Grants each table held in `view` (and not being handed over) until
-  // `until`, disowns the rest. Returns the tables held. `owned`: the
-  // tables held after the previous round; none at the first round.
+  // 2. Grants each table held in `view` (owner = self; not being handed
+  // over) until `until`, disowns the rest. Returns the tables held.
+  // `owned`: the tables held after the previous round; none at the first
+  // round.
   std::set<std::string> Grant(const LeaseView& view, const Managers& tables,
                               const std::set<std::string>& releasing,
                               const std::optional<std::set<std::string>>& owned,
                               absl::Time until);
-  // 3. Releases what quiesced of `releasing` (updated), plans, takes.
-  void Rebalance(const LeaseView& view, const std::set<std::string>& held,
-                 Managers& tables, std::set<std::string>& releasing);
+  // 3. Releases what quiesced of `releasing` (updated), plans on
+  // `watch_`, takes.
+  void Rebalance(const std::set<std::string>& held, Managers& tables,
+                 std::set<std::string>& releasing);
 
   const Options options_;
   const std::unique_ptr<MysqlLeaseStore> store_;  // the thread's only
   Clock* const clock_;
   const Tables tables_;
+  LeaseWatch watch_;  // the thread's only
 
   mutable absl::Mutex mu_;
   bool prepared_ ABSL_GUARDED_BY(mu_) = false;
@@ -127,8 +139,10 @@ class LeaseKeeper final : public OwnershipKeeper {
   bool granted_ ABSL_GUARDED_BY(mu_) = false;
   // The last renewal lost a race (logged once until one succeeds).
   bool lost_race_ ABSL_GUARDED_BY(mu_) = false;
-  // The last view read, and the error of the last round (ok if none).
+  // The last view read, the tables whose holder's lease had lapsed in it,
+  // and the error of the last round (ok if none).
   LeaseView view_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> lapsed_ ABSL_GUARDED_BY(mu_);
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   // Tables granted to their manager, and those being handed over.
   std::set<std::string> owned_ ABSL_GUARDED_BY(mu_);

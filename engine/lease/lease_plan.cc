@@ -1,7 +1,6 @@
 #include "engine/lease/lease_plan.h"
 
 #include <algorithm>
-#include <set>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -37,34 +36,36 @@ uint64_t LeasePreference(const std::string& self, const std::string& table) {
   return Mix(h);
 }
 
-LeasePlan PlanLeases(const std::string& self,
-                     const std::vector<std::string>& tables,
-                     const LeaseView& view, int64_t grace_ns) {
+LeasePlan PlanLeases(const std::vector<std::string>& tables,
+                     const LeaseWatch& watch, absl::Duration grace) {
+  using State = TableLease::State;
+  const std::string& self = watch.self();
   LeasePlan plan;
-  std::set<std::string> alive(view.alive.begin(), view.alive.end());
-  alive.insert(self);
+  const std::vector<std::string> alive = watch.Alive();
   const int64_t n = static_cast<int64_t>(alive.size());
   const int64_t t = static_cast<int64_t>(tables.size());
   plan.share = static_cast<int>((t + n - 1) / n);
 
-  absl::flat_hash_map<std::string, const LeaseRow*> rows;
-  for (const LeaseRow& row : view.leases) rows[row.table] = &row;
-
   // (preference, table), best first.
   using Ranked = std::pair<uint64_t, std::string>;
   std::vector<Ranked> mine, free, stale;
+  // Leases held, by holder: lapsed ones count for nobody.
+  absl::flat_hash_map<std::string, size_t> held;
   for (const std::string& table : tables) {
-    auto it = rows.find(table);
-    const LeaseRow* row = it == rows.end() ? nullptr : it->second;
-    const bool live =
-        row != nullptr && !row->owner.empty() && row->expires > view.now;
+    const TableLease lease = watch.Table(table);
     const Ranked ranked{LeasePreference(self, table), table};
-    if (live && row->owner == self) {
-      mine.push_back(ranked);
-    } else if (!live) {
-      const bool long_free =
-          row == nullptr || view.now - row->expires > grace_ns;
-      (long_free ? stale : free).push_back(ranked);
+    switch (lease.state) {
+      case State::kMine:
+        mine.push_back(ranked);
+        ++held[self];
+        break;
+      case State::kHeld:
+        ++held[lease.owner];
+        break;
+      case State::kFree:
+      case State::kLapsed:
+        (lease.free_for > grace ? stale : free).push_back(ranked);
+        break;
     }
   }
   auto best_first = [](const Ranked& a, const Ranked& b) {
@@ -77,13 +78,6 @@ LeasePlan PlanLeases(const std::string& self,
   const size_t share = static_cast<size_t>(plan.share);
   // Room the other live instances have below their share: what I hand
   // over must have a taker, or it would only sit unserved until `grace`.
-  absl::flat_hash_map<std::string, size_t> held;
-  for (const std::string& table : tables) {
-    auto it = rows.find(table);
-    if (it == rows.end()) continue;
-    const LeaseRow& row = *it->second;
-    if (!row.owner.empty() && row.expires > view.now) ++held[row.owner];
-  }
   size_t room = 0;
   for (const std::string& other : alive) {
     if (other == self) continue;

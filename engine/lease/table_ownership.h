@@ -14,7 +14,8 @@ struct TableOwnership {
   std::string state = "off";
   // The instance holding the lease as MySQL last said; empty when none.
   std::string owner;
-  // When that owner took the lease and when it ends (Unix ns, MySQL's
+  // When that owner took the lease, and its last renewal plus the lease
+  // (Unix ns, MySQL's clock; shown only, no decision compares them with a
   // clock); 0 when unknown.
   int64_t since = 0;
   int64_t expires = 0;

@@ -146,14 +146,19 @@ absl::StatusOr<LeaseView> MysqlLeaseStore::Renew(const std::string& self,
   if (!c.ok()) return c.status();
   const std::string me = (*c)->QuoteString(self);
   const int64_t ns = absl::ToInt64Nanoseconds(lease);
+  // `expires` of an existing row is the row's (ON DUPLICATE KEY UPDATE).
   absl::StatusOr<uint64_t> r = Execute(absl::StrCat(
       "INSERT INTO ", instances_, " (instance, address, started, expires)",
       " VALUES (", me, ", ", (*c)->QuoteString(address), ", ", kNow, ", ", kNow,
-      " + ", ns, ") ON DUPLICATE KEY UPDATE expires = VALUES(expires),",
+      " + ", ns, ") ON DUPLICATE KEY UPDATE",
+      " expires = GREATEST(VALUES(expires), expires + 1),",
       " address = VALUES(address)"));
   if (!r.ok()) return r.status();
-  r = Execute(absl::StrCat("UPDATE ", leases_, " SET expires = ", kNow, " + ",
-                           ns, " WHERE owner = ", me, " AND expires > ", kNow));
+  // No condition on the expiry: a row under this id is this process's or
+  // its predecessor's (lease_keeper.h), and a taker's UPDATE names the
+  // version it read, which this one changes.
+  r = Execute(absl::StrCat("UPDATE ", leases_, " SET expires = GREATEST(", kNow,
+                           " + ", ns, ", expires + 1) WHERE owner = ", me));
   if (!r.ok()) return r.status();
   absl::StatusOr<QueryResult> rows = Query(absl::StrCat(
       "SELECT name, owner, since, expires, ", kNow, " FROM ", leases_));
@@ -164,10 +169,9 @@ absl::StatusOr<LeaseView> MysqlLeaseStore::Renew(const std::string& self,
                                    ToInt(row[2]), ToInt(row[3])});
     view.now = ToInt(row[4]);
   }
-  // Every heartbeat row, read without locks: alive is decided here, and
-  // rows gone for an hour are deleted by key below, so no instance's
-  // renewal ever waits on another instance's heartbeat row (a scanning
-  // DELETE would lock them all).
+  // Every heartbeat row, read without locks: rows gone for an hour are
+  // deleted by key below, so no instance's renewal ever waits on another
+  // instance's heartbeat row (a scanning DELETE would lock them all).
   absl::StatusOr<QueryResult> instances =
       Query(absl::StrCat("SELECT instance, expires, ", kNow, " FROM ",
                          instances_, " ORDER BY instance"));
@@ -177,10 +181,10 @@ absl::StatusOr<LeaseView> MysqlLeaseStore::Renew(const std::string& self,
   for (const auto& row : instances->rows) {
     view.now = ToInt(row[2]);
     const int64_t expires = ToInt(row[1]);
-    if (expires > view.now) {
-      view.alive.push_back(row[0].value_or(""));
-    } else if (expires < view.now - kForgetAfter) {
+    if (expires < view.now - kForgetAfter) {
       gone.push_back((*c)->QuoteString(row[0].value_or("")));
+    } else {
+      view.instances.push_back(InstanceRow{row[0].value_or(""), expires});
     }
   }
   if (!gone.empty()) {
@@ -192,33 +196,29 @@ absl::StatusOr<LeaseView> MysqlLeaseStore::Renew(const std::string& self,
   return view;
 }
 
-absl::StatusOr<MysqlLeaseStore::Taken> MysqlLeaseStore::Take(
-    const std::string& table, const std::string& self, absl::Duration lease,
-    absl::Duration quiet) {
+absl::StatusOr<bool> MysqlLeaseStore::Take(const std::string& table,
+                                           const std::string& self,
+                                           absl::Duration lease,
+                                           const std::string& owner,
+                                           int64_t version) {
   absl::StatusOr<MysqlConnection*> c = Conn();
   if (!c.ok()) return c.status();
   const std::string name = (*c)->QuoteString(table);
-  const std::string me = (*c)->QuoteString(self);
-  absl::StatusOr<uint64_t> r = Execute(absl::StrCat(
-      "INSERT IGNORE INTO ", leases_, " (name, owner, since, expires) VALUES (",
-      name, ", '', 0, 0)"));
+  absl::StatusOr<uint64_t> r;
+  if (owner.empty() && version == 0) {
+    // No row was read (or one never held): the row to take.
+    r = Execute(absl::StrCat("INSERT IGNORE INTO ", leases_,
+                             " (name, owner, since, expires) VALUES (", name,
+                             ", '', 0, 0)"));
+    if (!r.ok()) return r.status();
+  }
+  r = Execute(absl::StrCat(
+      "UPDATE ", leases_, " SET owner = ", (*c)->QuoteString(self),
+      ", since = ", kNow, ", expires = GREATEST(", kNow, " + ",
+      absl::ToInt64Nanoseconds(lease), ", expires + 1) WHERE name = ", name,
+      " AND owner = ", (*c)->QuoteString(owner), " AND expires = ", version));
   if (!r.ok()) return r.status();
-  // A released lease has expires = the release, so `expires` is when the
-  // last holder stopped (or, expired, had to stop) in every case.
-  auto take = [&](const std::string& free) {
-    return Execute(absl::StrCat("UPDATE ", leases_, " SET owner = ", me,
-                                ", since = ", kNow, ", expires = ", kNow, " + ",
-                                absl::ToInt64Nanoseconds(lease),
-                                " WHERE name = ", name, " AND (", free, ")"));
-  };
-  r = take(absl::StrCat("expires <= ", kNow, " - ",
-                        absl::ToInt64Nanoseconds(quiet), " OR (owner = ", me,
-                        " AND expires <= ", kNow, ")"));
-  if (!r.ok()) return r.status();
-  if (*r == 1) return Taken::kQuiet;
-  r = take(absl::StrCat("owner = '' OR expires <= ", kNow));
-  if (!r.ok()) return r.status();
-  return *r == 1 ? Taken::kRecent : Taken::kNo;
+  return *r == 1;
 }
 
 absl::Status MysqlLeaseStore::Release(const std::vector<std::string>& tables,
@@ -228,10 +228,11 @@ absl::Status MysqlLeaseStore::Release(const std::vector<std::string>& tables,
   if (!c.ok()) return c.status();
   std::vector<std::string> names;
   for (const std::string& t : tables) names.push_back((*c)->QuoteString(t));
-  return Execute(absl::StrCat(
-                     "UPDATE ", leases_, " SET owner = '', expires = ", kNow,
-                     " WHERE owner = ", (*c)->QuoteString(self),
-                     " AND name IN (", absl::StrJoin(names, ", "), ")"))
+  return Execute(absl::StrCat("UPDATE ", leases_,
+                              " SET owner = '', expires = expires + 1",
+                              " WHERE owner = ", (*c)->QuoteString(self),
+                              " AND name IN (", absl::StrJoin(names, ", "),
+                              ")"))
       .status();
 }
 
@@ -240,7 +241,7 @@ absl::Status MysqlLeaseStore::Leave(const std::string& self) {
   if (!c.ok()) return c.status();
   const std::string me = (*c)->QuoteString(self);
   absl::StatusOr<uint64_t> r = Execute(
-      absl::StrCat("UPDATE ", leases_, " SET owner = '', expires = ", kNow,
+      absl::StrCat("UPDATE ", leases_, " SET owner = '', expires = expires + 1",
                    " WHERE owner = ", me));
   if (!r.ok()) return r.status();
   return Execute(

@@ -1,17 +1,21 @@
 // MysqlLeaseStore: the lease rows of several msgqd instances in MySQL (see
-// engine/lease/lease_plan.h and docs/several-instances.md#how-a-lease-works).
+// engine/lease/lease_watch.h and docs/several-instances.md#how-a-lease-works).
 //
 //   msgq_leases(name, owner, since, expires)      one row per message table
 //   msgq_instances(instance, address, started, expires)   one per msgqd
 //
 // in `database`. Times are Unix nanoseconds on MySQL's clock (the session
-// runs with time_zone '+00:00'), so every instance compares expiries on
-// the same clock. Every call reconnects when the connection broke;
-// UNAVAILABLE when MySQL cannot be reached, the statement's own error
-// otherwise. A statement that MySQL aborts (ABORTED: a Galera
-// certification failure, error 1213, or a lock wait timeout, 1205) is run
-// again at once, up to kAbortedRetries times (engine/lease/lease_retry.h);
-// ABORTED when it still fails.
+// runs with time_zone '+00:00'), for people to read: no decision compares
+// them with a clock. Each write of a row raises its `expires` (to
+// GREATEST(now + lease, expires + 1), or expires + 1 for a release), so
+// that it is the row's version whatever MySQL's clock does: a renewal
+// always changes it, and it never comes back to a value read before.
+// Every call reconnects when the connection broke; UNAVAILABLE when MySQL
+// cannot be reached, the statement's own error otherwise. A statement that
+// MySQL aborts (ABORTED: a Galera certification failure, error 1213, or a
+// lock wait timeout, 1205) is run again at once, up to kAbortedRetries
+// times (engine/lease/lease_retry.h); ABORTED when it still fails. Each
+// statement re-checks the row in its WHERE, so running it again is safe.
 //
 // Thread-compatible: one keeper thread uses it.
 #ifndef MSGQ_ENGINE_SQL_MYSQL_LEASE_STORE_H_
@@ -24,7 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "engine/lease/lease_plan.h"
+#include "engine/lease/lease_watch.h"
 #include "engine/sql/mysql_connection.h"
 
 namespace msgq {
@@ -47,28 +51,21 @@ class MysqlLeaseStore {
   // CURRENT_USER() gives it ("name@host").
   static std::string GrantStatements(const std::string& database,
                                      const std::string& user);
-  // Registers or refreshes `self`'s heartbeat row and renews every live
-  // lease `self` holds to now + `lease`, then reads every lease row and the
-  // live instances back.
+  // Registers or refreshes `self`'s heartbeat row and renews every lease
+  // held under `self` (owner = self, whatever its expiry says) to now +
+  // `lease`, then reads every lease row and heartbeat row back (heartbeat
+  // rows not written for an hour by MySQL's clock are deleted).
   absl::StatusOr<LeaseView> Renew(const std::string& self,
                                   const std::string& address,
                                   absl::Duration lease);
-  // What Take() did.
-  enum class Taken {
-    kNo,  // another instance holds the lease
-    // Taken, and no other instance can have sent the table within `quiet`
-    // before: the lease had never been held, or ended (released or
-    // expired) at least `quiet` ago, or was `self`'s own (expired).
-    kQuiet,
-    // Taken from another instance whose lease ended less than `quiet` ago.
-    kRecent,
-  };
-  // Takes `table`'s lease for `self` until now + `lease` when nobody holds
-  // it (no row, released, or expired). Each outcome is decided by one
-  // conditional UPDATE of the row, so no other write can come in between.
-  absl::StatusOr<Taken> Take(const std::string& table, const std::string& self,
-                             absl::Duration lease, absl::Duration quiet);
-  // Hands `tables` over (owner '' and expired now), if `self` holds them.
+  // Takes `table`'s lease for `self` until now + `lease` if the row still
+  // has the version read last, `owner` and `version` (for a table without
+  // a row: "" and 0; the row is inserted first). One conditional UPDATE,
+  // so no other write can come in between. True when taken.
+  absl::StatusOr<bool> Take(const std::string& table, const std::string& self,
+                            absl::Duration lease, const std::string& owner,
+                            int64_t version);
+  // Hands `tables` over (owner ''), if `self` holds them.
   absl::Status Release(const std::vector<std::string>& tables,
                        const std::string& self);
   // Releases every lease of `self` and removes its heartbeat row.
