@@ -111,14 +111,8 @@ void MessageManager::Stop(absl::Status reason) {
     Flush();
   }
   Work left;
-  size_t held_back = 0;  // writes a row lock still holds back
   {
     absl::MutexLock lock(&mu_);
-    held_back = locked_postpones_.size();
-    for (const PendingAck& p : locked_acks_) held_back += p.ticket.ids.size();
-    locked_postpones_.clear();
-    locked_acks_.clear();
-    locked_ids_.clear();
     left.acks.swap(acks_);
     left.nacks.swap(nacks_);
     left.extends.swap(extends_);
@@ -135,13 +129,6 @@ void MessageManager::Stop(absl::Status reason) {
   for (PendingExtend& p : left.extends) p.done(stopped);
   for (PendingRedrive& p : left.redrives) p.done(stopped);
   for (PendingDeadList& p : left.dead_lists) p.done(stopped);
-  if (held_back > 0) {
-    LogTableLine("W", table_.keyspace, table_.name,
-                 absl::StrCat(log_name_, ": ", held_back,
-                              " postpones and acks of rows another "
-                              "transaction kept locked were not written: "
-                              "those messages will be sent again"));
-  }
 }
 
 absl::Status MessageManager::Subscribe(std::shared_ptr<Subscriber> subscriber,
@@ -261,7 +248,6 @@ MessageManager::Stats MessageManager::stats() const {
   s.subscribers = static_cast<int>(dispatcher_.size());
   s.queued = static_cast<int64_t>(cache_.queued());
   s.in_flight = static_cast<int64_t>(reconciler_.in_flight());
-  s.locked_rows_waiting = static_cast<int64_t>(locked_ids_.size());
   s.mysql_ok = scheduler_.mysql_ok();
   s.owner = OwnsLocked();
   s.paused = paused_;

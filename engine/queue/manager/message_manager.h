@@ -100,9 +100,7 @@ class MessageManager : private RoundExecutor::Task {
   void Start();
   // Stops the thread (after flushing pending postpones and acks if MySQL is
   // reachable), fails waiting acks with UNAVAILABLE and closes every
-  // subscriber with `reason`. Postpones and acks another transaction's row
-  // lock holds back are tried once more by the flush; those still locked
-  // are given up and logged (their messages are sent again). Idempotent.
+  // subscriber with `reason`. Idempotent.
   void Stop(absl::Status reason);
 
   // Adds a subscriber; the first one triggers an immediate poll.
@@ -270,29 +268,16 @@ class MessageManager : private RoundExecutor::Task {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether postpones wait out the grace now (not stopping, owner).
   bool GraceAppliesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Moves the waiting acks into `work`'s writes, and those a row lock held
-  // back when their retry is due (or stopping).
+  // Moves the waiting acks into `work`'s writes.
   void TakeAcksLocked(Work& work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A write of `id` was held back by a row lock (counted when it is the
-  // row's first), or one held back finished.
-  void LockedRowHeldLocked(const std::string& id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void LockedRowFreedLocked(const std::string& id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Settles a round's postpones; a row lock's are held back for a retry.
-  void SettlePostponesLocked(const absl::StatusOr<WriteResult>& result,
-                             Work& work, std::vector<Log>& logs)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DoWork(Work work);
   // Each returns false when MySQL turned out to be unreachable. DoWrites
   // writes through `store` (the table's, or the ack lane's).
   bool DoWrites(Work& work, MessageStore* store);
   // Settles a round's acks; appends their replies to run once the lock is
-  // released. A request is answered with the rows it acked; the ids a row
-  // lock held back are acked later without a reply (locked_acks_).
+  // released.
   void SettleAcksLocked(const absl::StatusOr<WriteResult>& result, Work& work,
-                        std::vector<std::function<void()>>& replies,
-                        std::vector<Log>& logs)
+                        std::vector<std::function<void()>>& replies)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records a failed statement; returns the line to log.
   Log StatementFailedLocked(const char* what, const absl::Status& status)
@@ -403,18 +388,6 @@ class MessageManager : private RoundExecutor::Task {
   std::set<std::string> held_back_ ABSL_GUARDED_BY(mu_);
   std::string partition_create_error_ ABSL_GUARDED_BY(mu_);
   size_t pending_ack_ids_ ABSL_GUARDED_BY(mu_) = 0;
-  // Writes another transaction's row lock held back (WriteResult::locked),
-  // retried together from *_at_ on (Options::locked_retry after they were
-  // held back): postpones still being written (the ledger counts them as
-  // writing, so the rows stay in flight), and the ids of ack requests
-  // answered already. locked_ids_: per row, its writes held back, waiting
-  // or being retried.
-  std::vector<SettlementLedger::Postpone> locked_postpones_
-      ABSL_GUARDED_BY(mu_);
-  absl::Time locked_postpones_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
-  std::vector<PendingAck> locked_acks_ ABSL_GUARDED_BY(mu_);
-  absl::Time locked_acks_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
-  absl::flat_hash_map<std::string, int> locked_ids_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   // msgq_rate_limit's token bucket; nullopt without one.
