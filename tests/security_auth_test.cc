@@ -1,5 +1,5 @@
 // Bearer tokens and the authorization policy against a real msgqd and
-// MariaDB (issue 17), over plaintext gRPC, and the files' permissions.
+// MariaDB, over plaintext gRPC, and the files' permissions.
 #include <sys/stat.h>
 
 #include <cstdio>

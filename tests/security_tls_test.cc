@@ -1,6 +1,6 @@
 // TLS and mTLS on msgqd's gRPC port, certificate rotation and the startup
 // checks of the TLS flags and of the key's permissions, against a real
-// msgqd and MariaDB (issue 17).
+// msgqd and MariaDB.
 #include <sys/stat.h>
 
 #include <string>
