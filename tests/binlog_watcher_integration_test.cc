@@ -1,9 +1,15 @@
 // BinlogWatcher in process against a real private MariaDB: what status()
-// reports and what the listener sees for RESET MASTER, eviction and DDL.
+// reports, what the listener sees for RESET MASTER, eviction and DDL, and
+// what a consistent snapshot includes.
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/binlog/binlog_watcher.h"
 #include "gmock/gmock.h"
@@ -82,6 +88,41 @@ TEST_F(BinlogWatcherTest, WatcherReportsDdlOfMessageTables) {
                          absl::Seconds(5)));
   EXPECT_THAT(listener.resets(), ElementsAre("msgq.q", "msgq.q", "msgq.q"));
   watcher.Stop();
+}
+
+// A consistent snapshot includes the transactions committed before it and
+// none after: what the poll after an XA COMMIT of unknown rows waits for.
+TEST_F(BinlogWatcherTest, SnapshotIncludesExactlyTheCommittedTransactions) {
+  ASSERT_NO_FATAL_FAILURE(Exec("CREATE TABLE msgq.t (id INT PRIMARY KEY)"));
+  const std::string now = db_->Scalar("SELECT @@gtid_binlog_pos");
+  const std::vector<std::string> parts = absl::StrSplit(now, '-');
+  ASSERT_EQ(parts.size(), 3u) << now;
+  int64_t seq = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(parts[2], &seq)) << now;
+  const std::string next = absl::StrCat(parts[0], "-", parts[1], "-", seq + 1);
+  std::unique_ptr<MysqlConnection> control;
+  const MysqlOptions mysql = db_->mysql_options();
+
+  absl::StatusOr<bool> current =
+      BinlogWatcher::SnapshotIncludes(now, mysql, &control);
+  ASSERT_TRUE(current.ok()) << current.status();
+  EXPECT_TRUE(*current);
+  EXPECT_NE(control, nullptr);
+  absl::StatusOr<bool> ahead =
+      BinlogWatcher::SnapshotIncludes(next, mysql, &control);
+  ASSERT_TRUE(ahead.ok()) << ahead.status();
+  EXPECT_FALSE(*ahead);
+  absl::StatusOr<bool> other_domain =
+      BinlogWatcher::SnapshotIncludes("7-1-1", mysql, &control);
+  ASSERT_TRUE(other_domain.ok()) << other_domain.status();
+  EXPECT_FALSE(*other_domain);
+
+  ASSERT_NO_FATAL_FAILURE(Exec("INSERT INTO msgq.t VALUES (1)"));
+  EXPECT_EQ(db_->Scalar("SELECT @@gtid_binlog_pos"), next);
+  absl::StatusOr<bool> committed =
+      BinlogWatcher::SnapshotIncludes(next, mysql, &control);
+  ASSERT_TRUE(committed.ok()) << committed.status();
+  EXPECT_TRUE(*committed);
 }
 
 TEST_F(BinlogWatcherTest, WatcherStatusCountsPositionResetsAndEvictions) {

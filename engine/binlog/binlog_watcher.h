@@ -59,6 +59,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/backoff.h"
@@ -167,6 +168,15 @@ class BinlogWatcher {
   // missing there or has a lower sequence number (RESET MASTER, failover).
   static bool PositionGone(const std::string& resume,
                            const std::string& server);
+  // Whether a consistent snapshot taken now includes the transaction of
+  // `gtid` ("d-s-n"), i.e. every read that starts after a true answer sees
+  // its rows (MariaDB's Binlog_snapshot_file/_position, as a GTID list by
+  // BINLOG_GTID_POS). A binlog event reaches the dump before its
+  // transaction is visible to reads. Opens `*control` when needed; an error
+  // when the server cannot tell (no such status: MySQL).
+  static absl::StatusOr<bool> SnapshotIncludes(
+      const std::string& gtid, const MysqlOptions& mysql,
+      std::unique_ptr<MysqlConnection>* control);
 
  private:
   // What follows a stream that ended: how long to wait, and whether the

@@ -5,8 +5,10 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -85,6 +87,10 @@ class BinlogWatcher::Dump {
   void Decode(const MARIADB_RPL_EVENT& event);
   absl::Status FetchError() const;
   void Hand(std::vector<TransactionChanges::TableChanges> tables);
+  // Asks the listener for a poll once a snapshot includes the transaction
+  // of `gtid` (the stream gets its events before reads see its rows), or
+  // once it cannot tell or has waited about 5 s.
+  void PollOnceVisible(const std::string& gtid);
 
   BinlogWatcher* const w_;
   MysqlConnection* const conn_;
@@ -98,6 +104,11 @@ class BinlogWatcher::Dump {
   // its start). At most 10,000 changes or 8 MiB of row images are held.
   TransactionChanges transaction_{10'000, size_t{8} << 20};
   std::string last_decode_error_;
+  // The open transaction's rows must be found by a poll (an event that
+  // could not be decoded, an XA COMMIT of rows not held): it runs when the
+  // transaction's commit is visible.
+  bool poll_at_commit_ = false;
+  std::string last_snapshot_error_;
   std::unique_ptr<MysqlConnection> control_;  // for position checks
   absl::Time last_position_check_ = absl::Now();
 };
@@ -141,6 +152,27 @@ void BinlogWatcher::Dump::NoteTime(const MARIADB_RPL_EVENT& event) {
   }
 }
 
+void BinlogWatcher::Dump::PollOnceVisible(const std::string& gtid) {
+  // A commit becomes visible within milliseconds of its binlog write; the
+  // bound keeps a server that never shows it from stalling the stream.
+  constexpr int kAttempts = 1000;
+  for (int i = 0; i < kAttempts && !w_->Stopping(); ++i) {
+    absl::StatusOr<bool> visible =
+        w_->SnapshotIncludes(gtid, control_options_, &control_);
+    if (!visible.ok()) {
+      if (last_snapshot_error_ != visible.status().message()) {
+        last_snapshot_error_ = std::string(visible.status().message());
+        LogWarning("binlog: cannot tell when ", gtid,
+                   " is visible, polling at once: ", visible.status().message());
+      }
+      break;
+    }
+    if (*visible) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  w_->listener_->OnStreaming(true, "");
+}
+
 absl::Status BinlogWatcher::Dump::OnHeartbeat() {
   const absl::Time now = absl::Now();
   if (now - last_position_check_ < absl::Seconds(1)) return absl::OkStatus();
@@ -156,8 +188,10 @@ void BinlogWatcher::Dump::Decode(const MARIADB_RPL_EVENT& event) {
       LogWarning("binlog: cannot decode a ", int{event.event_type},
                  " event, polling instead: ", decoded.status().message());
     }
-    // Its rows, if any, are found by a poll.
+    // Its rows, if any, are found by a poll: one now, for an event outside
+    // a transaction, and one once its transaction's commit is visible.
     w_->listener_->OnStreaming(true, "");
+    poll_at_commit_ = true;
     return;
   }
   if (decoded->committed_gtid.has_value()) {
@@ -188,7 +222,7 @@ void BinlogWatcher::Dump::Decode(const MARIADB_RPL_EVENT& event) {
       if (!transaction_.CommitPrepared(decoded->xid)) {
         // Prepared before this stream was followed, or past a bound: its
         // rows, if any, are found by a poll.
-        w_->listener_->OnStreaming(true, "");
+        poll_at_commit_ = true;
       }
       break;
     case TransactionStep::kXaRollback:
@@ -197,6 +231,10 @@ void BinlogWatcher::Dump::Decode(const MARIADB_RPL_EVENT& event) {
     case TransactionStep::kNone:
     case TransactionStep::kXaStart:
       break;
+  }
+  if (ended && poll_at_commit_ && decoded->committed_gtid.has_value()) {
+    poll_at_commit_ = false;
+    PollOnceVisible(*decoded->committed_gtid);
   }
   if (ended) {
     transaction_.Commit();

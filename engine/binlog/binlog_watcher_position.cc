@@ -1,7 +1,10 @@
 // BinlogWatcher's GTID positions: comparing the resume position with the
-// server's, and starting at the server's current one (binlog_watcher.h).
+// server's, starting at the server's current one, and whether a snapshot
+// includes a transaction (binlog_watcher.h).
 #include <map>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -59,6 +62,40 @@ absl::Status BinlogWatcher::CheckPosition(
                                               ConnectState(), "'"));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> BinlogWatcher::SnapshotIncludes(
+    const std::string& gtid, const MysqlOptions& mysql,
+    std::unique_ptr<MysqlConnection>* control) {
+  if (*control == nullptr) {
+    absl::StatusOr<std::unique_ptr<MysqlConnection>> c =
+        MysqlConnection::Connect(mysql);
+    if (!c.ok()) return c.status();
+    *control = *std::move(c);
+  }
+  MysqlConnection& conn = **control;
+  absl::StatusOr<uint64_t> begun =
+      conn.Execute("START TRANSACTION WITH CONSISTENT SNAPSHOT");
+  if (!begun.ok()) {
+    control->reset();
+    return begun.status();
+  }
+  absl::StatusOr<QueryResult> pos = conn.Query(
+      "SELECT BINLOG_GTID_POS(f.VARIABLE_VALUE, p.VARIABLE_VALUE) "
+      "FROM information_schema.SESSION_STATUS f "
+      "JOIN information_schema.SESSION_STATUS p "
+      "ON f.VARIABLE_NAME = 'BINLOG_SNAPSHOT_FILE' "
+      "AND p.VARIABLE_NAME = 'BINLOG_SNAPSHOT_POSITION'");
+  absl::StatusOr<uint64_t> ended = conn.Execute("COMMIT");
+  if (!pos.ok() || !ended.ok()) {
+    control->reset();
+    return !pos.ok() ? pos.status() : ended.status();
+  }
+  if (pos->rows.empty() || !pos->rows[0][0].has_value()) {
+    return absl::UnimplementedError(
+        "the server does not tell a snapshot's binlog position");
+  }
+  return !PositionGone(gtid, *pos->rows[0][0]);
 }
 
 void BinlogWatcher::ResumeFrom(const std::string& gtid_list) {
