@@ -6,6 +6,7 @@
 #include "common/grpc_status.h"
 #include "common/tsan_annotations.h"
 #include "server/auth/grpc_auth.h"
+#include "server/auth/stream_revocation.h"
 #include "server/auth/table_access.h"
 
 namespace msgq {
@@ -163,18 +164,30 @@ void StreamReactor::Begin(Engine* engine,
   }
   sink_->SendFields(std::move(fields));
   absl::Status subscribed = manager_->Subscribe(sink_, request.max_unacked());
-  if (!subscribed.ok()) sink_->RequestFinish(ToGrpcStatus(subscribed));
+  if (!subscribed.ok()) {
+    sink_->RequestFinish(ToGrpcStatus(subscribed));
+    return;
+  }
+  const MessageTable& t = manager_->table();
+  revocation_.emplace(authorizer_, credential_, t.keyspace, t.name, sink_);
+  // A reload between Admit and the watch: checked once here.
+  if (absl::Status s = auth::MayKeepStreaming(authorizer_, credential_,
+                                              t.keyspace, t.name);
+      !s.ok()) {
+    sink_->RequestFinish(ToGrpcStatus(s));
+  }
 }
 
 bool StreamReactor::Admit(Engine* engine,
                           const grpc::CallbackServerContext& context,
                           const v1::MessageStreamRequest& request) {
-  absl::StatusOr<std::string> principal =
-      auth::AuthenticateCall(*authorizer_, context);
-  if (!principal.ok()) {
-    Finish(ToGrpcStatus(principal.status()));
+  absl::StatusOr<auth::Authorizer::Credential> credential =
+      auth::AuthenticateCallCredential(*authorizer_, context);
+  if (!credential.ok()) {
+    Finish(ToGrpcStatus(credential.status()));
     return false;
   }
+  const std::string* principal = &credential->principal;
   if (request.max_unacked() < 0) {
     Finish(grpc::Status(
         grpc::StatusCode::INVALID_ARGUMENT,
@@ -193,9 +206,10 @@ bool StreamReactor::Admit(Engine* engine,
     Finish(ToGrpcStatus(allowed));
     return false;
   }
-  slot_ = *std::move(principal);
+  slot_ = *principal;
   manager_ = *std::move(manager);
   sink_ = std::make_shared<StreamSink>(this, manager_);
+  credential_ = *std::move(credential);
   return true;
 }
 
@@ -222,6 +236,7 @@ void StreamReactor::OnDone() {
   // After the constructor, OnWriteDone and OnCancel (above).
   MSGQ_TSAN_ACQUIRE(this);
   // The one place a reactor is deleted: gRPC guarantees no reaction follows.
+  revocation_.reset();
   if (manager_ != nullptr) manager_->Unsubscribe(sink_.get());
   if (slot_.has_value()) authorizer_->ReleaseStream(*slot_);
   delete this;

@@ -29,6 +29,7 @@
 #include "grpcpp/grpcpp.h"
 #include "msgq/v1/messaging.grpc.pb.h"
 #include "server/auth/authorizer.h"
+#include "server/auth/stream_revocation.h"
 #include "server/ordered_batches.h"
 
 namespace msgq {
@@ -108,6 +109,10 @@ class StreamReactor final
   std::optional<std::string> slot_;
   std::shared_ptr<MessageManager> manager_;
   std::shared_ptr<StreamSink> sink_;
+  // How the caller authenticated; the watch that ends the stream when that
+  // or its grant is revoked (server/auth/stream_revocation.h).
+  auth::Authorizer::Credential credential_;
+  std::optional<auth::StreamRevocation> revocation_;
 };
 
 }  // namespace msgq

@@ -216,6 +216,50 @@ TEST_F(MysqlProtocolAuthTest, StreamWithoutTheStreamActionIs1142) {
   EXPECT_THAT(ClientLines(*a), ElementsAre("id\tmessage"));
 }
 
+// A token removed from the tokens file ends the stream of a connection that
+// logged in with it (ERR 1045) and refuses the next statement of another
+// (ERR 1045, then the connection is closed); a removed grant ends the
+// streams it allowed (ERR 1142).
+TEST_F(MysqlProtocolAuthTest, RevokedTokenOrGrantEndsStreamsAndSessions) {
+  ASSERT_NO_FATAL_FAILURE(StartWithTokens());
+  MYSQL* m = mysql_init(nullptr);
+  ASSERT_NE(mysql_real_connect(m, "127.0.0.1", "worker", "tok-worker", "msgq",
+                               port_, nullptr, 0),
+            nullptr)
+      << mysql_error(m);
+  auto worker = StartMariadb("stream * from a", "tok-worker", {"-uworker"});
+  ASSERT_NE(worker, nullptr);
+  ASSERT_TRUE(WaitForLines(*worker, 1)) << worker->Log();
+  auto ops = StartMariadb("stream * from a", "tok-ops", {"-uops"});
+  ASSERT_NE(ops, nullptr);
+  ASSERT_TRUE(WaitForLines(*ops, 1)) << ops->Log();
+  ASSERT_TRUE(
+      Eventually([&] { return Subscribers("a") == 2; }, absl::Seconds(10)));
+
+  ReplaceFile(Path("tokens"), TokenLine("tok-ops", "ops"));
+  EXPECT_EQ(worker->Stop(0, absl::Seconds(20)), 1);
+  EXPECT_THAT(worker->Log(),
+              HasSubstr("ERROR 1045 (28000) at line 1: credentials revoked: "
+                        "the bearer token of 'worker' is no longer in the "
+                        "tokens file"));
+  EXPECT_NE(mysql_query(m, "select 1"), 0);
+  EXPECT_EQ(mysql_errno(m), 1045u);
+  EXPECT_STREQ(mysql_error(m),
+               "credentials revoked: the bearer token of 'worker' is no "
+               "longer in the tokens file");
+  EXPECT_NE(mysql_query(m, "select 1"), 0);
+  EXPECT_NE(mysql_errno(m), 1045u) << "the connection was not closed";
+  mysql_close(m);
+
+  ReplaceFile(Path("policy"), "ops */* admin\n");
+  EXPECT_EQ(ops->Stop(0, absl::Seconds(20)), 1);
+  EXPECT_THAT(ops->Log(),
+              HasSubstr("ERROR 1142 (42000) at line 1: permission denied: "
+                        "'ops' may not stream msgq.a"));
+  EXPECT_TRUE(
+      Eventually([&] { return Subscribers("a") == 0; }, absl::Seconds(10)));
+}
+
 // MySQL streams count against --max_streams_per_principal like gRPC ones;
 // the slot comes back when the stream ends.
 TEST_F(MysqlProtocolAuthTest, StreamsCountAgainstThePrincipalsLimit) {

@@ -2,9 +2,11 @@
 // MariaDB, over plaintext gRPC, and the files' permissions.
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -230,6 +232,74 @@ TEST_F(SecurityAuthTest, ReloadKeepsTheTokensWhileOthersMayWriteTheFile) {
   EXPECT_TRUE(LogShows(*server_, "reloaded " + Path("tokens") + ": 3 tokens",
                        absl::Seconds(10)))
       << server_->Log();
+}
+
+// An open stream whose token's line is removed ends with UNAUTHENTICATED
+// after the reload; one whose grant is removed ends with PERMISSION_DENIED;
+// a stream of a token that keeps its grant goes on.
+TEST_F(SecurityAuthTest, RevokedTokenOrGrantEndsOpenStreams) {
+  ASSERT_NO_FATAL_FAILURE(StartWithPolicy());
+  const std::string ops = TokenLine("tok-ops", "ops");
+  ReplaceFile(Path("tokens"), TokenLine("tok-worker", "worker") +
+                                  TokenLine("tok-other", "other") +
+                                  TokenLine("tok-third", "third") + ops);
+  ReplaceFile(Path("policy"),
+              "worker msgq/a stream\nother msgq/a stream\n"
+              "third msgq/a stream\nops */* admin\n");
+  ASSERT_TRUE(Eventually(
+      [&] { return OpenStream(stub_.get(), "a", "tok-third").ok(); },
+      absl::Seconds(10)))
+      << server_->Log();
+  struct Open {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReader<v1::MessageStreamResponse>> reader;
+  };
+  auto open = [&](Open* o, const std::string& token) {
+    Prepare(&o->ctx, token);
+    // A stream that is never ended fails the test instead of hanging it.
+    o->ctx.set_deadline(std::chrono::system_clock::now() +
+                        std::chrono::seconds(30));
+    v1::MessageStreamRequest request;
+    request.set_keyspace("msgq");
+    request.set_name("a");
+    o->reader = stub_->MessageStream(&o->ctx, request);
+    v1::MessageStreamResponse fields;
+    return o->reader->Read(&fields);
+  };
+  auto end = [](Open* o) {
+    v1::MessageStreamResponse r;
+    while (o->reader->Read(&r)) {
+    }
+    return o->reader->Finish();
+  };
+  Open worker, other, third;
+  ASSERT_TRUE(open(&worker, "tok-worker"));
+  ASSERT_TRUE(open(&other, "tok-other"));
+  ASSERT_TRUE(open(&third, "tok-third"));
+
+  ReplaceFile(Path("tokens"), TokenLine("tok-other", "other") +
+                                  TokenLine("tok-third", "third") + ops);
+  grpc::Status revoked = end(&worker);
+  EXPECT_EQ(revoked.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(revoked.error_message(),
+            "credentials revoked: the bearer token of 'worker' is no longer "
+            "in the tokens file");
+
+  ReplaceFile(Path("policy"), "third msgq/a stream\nops */* admin\n");
+  grpc::Status denied = end(&other);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(denied.error_message(),
+            "permission denied: 'other' may not stream msgq.a");
+
+  // third keeps its stream and gets the rows.
+  ASSERT_NO_FATAL_FAILURE(InsertRange("a", 1, 1));
+  v1::MessageStreamResponse rows;
+  ASSERT_TRUE(third.reader->Read(&rows)) << server_->Log();
+  ASSERT_EQ(rows.rows_size(), 1);
+  ASSERT_GE(rows.rows(0).lengths_size(), 1);
+  EXPECT_EQ(rows.rows(0).values().substr(0, rows.rows(0).lengths(0)), "1");
+  third.ctx.TryCancel();
+  third.reader->Finish();
 }
 
 TEST_F(SecurityAuthTest, StreamsPerPrincipalAreLimited) {

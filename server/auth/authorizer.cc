@@ -1,6 +1,7 @@
 #include "server/auth/authorizer.h"
 
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -54,13 +55,45 @@ void Authorizer::ReloadLoop() {
 }
 
 void Authorizer::RefreshNow() {
-  absl::MutexLock lock(&refresh_mu_);
+  bool changed = false;
+  {
+    absl::MutexLock lock(&refresh_mu_);
+    changed = RefreshFilesLocked();
+  }
+  if (!changed) return;
+  std::vector<std::shared_ptr<const std::function<void()>>> watchers;
+  {
+    absl::MutexLock lock(&mu_);
+    watchers.reserve(watchers_.size());
+    for (const auto& [id, watcher] : watchers_) watchers.push_back(watcher);
+  }
+  for (const auto& watcher : watchers) (*watcher)();
+}
+
+uint64_t Authorizer::AddReloadWatcher(std::function<void()> on_reload) {
+  auto watcher =
+      std::make_shared<const std::function<void()>>(std::move(on_reload));
+  absl::MutexLock lock(&mu_);
+  const uint64_t id = next_watcher_++;
+  watchers_.emplace(id, std::move(watcher));
+  return id;
+}
+
+void Authorizer::RemoveReloadWatcher(uint64_t id) {
+  absl::MutexLock lock(&mu_);
+  watchers_.erase(id);
+}
+
+bool Authorizer::RefreshFilesLocked() {
+  refresh_mu_.AssertHeld();
+  bool changed = false;
   absl::Status error;
   if (tokens_ != nullptr) {
     switch (tokens_->Refresh(&error)) {
       case RefreshResult::kReloaded:
         LogInfo("reloaded ", tokens_->path(), ": ",
                 tokens_->Current()->entries().size(), " tokens");
+        changed = true;
         break;
       case RefreshResult::kFailed:
         LogError("keeping the previous tokens: ", error.message());
@@ -74,6 +107,7 @@ void Authorizer::RefreshNow() {
       case RefreshResult::kReloaded:
         LogInfo("reloaded ", policy_->path(), ": ",
                 policy_->Current()->grants().size(), " grants");
+        changed = true;
         break;
       case RefreshResult::kFailed:
         LogError("keeping the previous policy: ", error.message());
@@ -82,12 +116,22 @@ void Authorizer::RefreshNow() {
         break;
     }
   }
+return changed;
 }
 
 absl::StatusOr<std::string> Authorizer::Authenticate(
     std::optional<absl::string_view> authorization,
     absl::Span<const std::string> peer_identities) const {
-  if (!required()) return std::string();
+  absl::StatusOr<Credential> credential =
+      AuthenticateCredential(authorization, peer_identities);
+  if (!credential.ok()) return credential.status();
+  return std::move(credential->principal);
+}
+
+absl::StatusOr<Authorizer::Credential> Authorizer::AuthenticateCredential(
+    std::optional<absl::string_view> authorization,
+    absl::Span<const std::string> peer_identities) const {
+  if (!required()) return Credential{};
   if (authorization.has_value() && tokens_ != nullptr) {
     absl::string_view value = absl::StripAsciiWhitespace(*authorization);
     constexpr absl::string_view kScheme = "bearer ";
@@ -98,19 +142,36 @@ absl::StatusOr<std::string> Authorizer::Authenticate(
                        "<token>'"));
     }
     value = absl::StripLeadingAsciiWhitespace(value.substr(kScheme.size()));
-    std::optional<std::string> principal = tokens_->Current()->Find(value);
+    const Digest digest = Sha256(value);
+    std::optional<std::string> principal =
+        tokens_->Current()->FindDigest(digest);
     if (!principal.has_value()) {
       return absl::UnauthenticatedError(
           absl::StrCat(kUnauthenticated, ": unknown bearer token"));
     }
-    return *std::move(principal);
+    return Credential{*std::move(principal), digest};
   }
   if (options_.client_certificates && !peer_identities.empty()) {
-    return peer_identities.front();
+    return Credential{peer_identities.front(), std::nullopt};
   }
   return absl::UnauthenticatedError(absl::StrCat(
       kUnauthenticated, ": send 'authorization: Bearer <token>'",
       options_.client_certificates ? " or a client certificate" : ""));
+}
+
+absl::Status Authorizer::StillAuthenticates(
+    const Credential& credential) const {
+  if (!credential.token.has_value() || tokens_ == nullptr) {
+    return absl::OkStatus();
+  }
+  std::optional<std::string> principal =
+      tokens_->Current()->FindDigest(*credential.token);
+  if (principal.has_value() && *principal == credential.principal) {
+    return absl::OkStatus();
+  }
+  return absl::UnauthenticatedError(absl::StrCat(
+      "credentials revoked: the bearer token of '", credential.principal,
+      "' is no longer in the tokens file"));
 }
 
 absl::Status Authorizer::Authorize(absl::string_view principal, Action action,

@@ -23,6 +23,13 @@
 // with its mode) is refused and the previous version stays in force, each
 // change logged once.
 //
+// Revocation: a reload that removes a token's line (or gives its digest to
+// another principal) ends what that token opened; one that removes a grant
+// ends what the grant allowed. Holders of open streams and sessions keep the
+// Credential they logged in with, recheck it with StillAuthenticates and
+// Authorize, and learn of reloads through AddReloadWatcher
+// (stream_revocation.h does this for a stream).
+//
 // Per-principal stream limit: AcquireStream/ReleaseStream count the open
 // MessageStreams of each principal (RESOURCE_EXHAUSTED beyond the limit).
 //
@@ -30,6 +37,8 @@
 #ifndef MSGQ_SERVER_AUTH_AUTHORIZER_H_
 #define MSGQ_SERVER_AUTH_AUTHORIZER_H_
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -83,12 +92,35 @@ class Authorizer {
   // Whether bearer tokens are configured (--auth_tokens_file).
   bool has_tokens() const { return tokens_ != nullptr; }
 
+  // How a caller was authenticated: its principal and, when a bearer token
+  // made it, the token's digest (the token itself is not kept).
+  struct Credential {
+    std::string principal;
+    std::optional<Digest> token;
+  };
+
   // The caller's principal from its `authorization` header value (nullopt
   // when absent) and its verified certificate identities (empty without
   // mTLS). UNAUTHENTICATED as described above.
   absl::StatusOr<std::string> Authenticate(
       std::optional<absl::string_view> authorization,
       absl::Span<const std::string> peer_identities) const;
+  // The same, with the token's digest.
+  absl::StatusOr<Credential> AuthenticateCredential(
+      std::optional<absl::string_view> authorization,
+      absl::Span<const std::string> peer_identities) const;
+  // OK while `credential` still authenticates its principal: its token's
+  // digest is still in the tokens file, for the same principal. A
+  // certificate's identity (no token) and open access stay valid.
+  // UNAUTHENTICATED "credentials revoked: ..." otherwise.
+  absl::Status StillAuthenticates(const Credential& credential) const;
+
+  // Runs `on_reload` on the reload thread after every reload that changed
+  // the tokens or the policy file (a refused change runs nothing). It must
+  // not block. It may still run once just after RemoveReloadWatcher, so it
+  // must hold what it uses (a weak_ptr, not a raw pointer).
+  uint64_t AddReloadWatcher(std::function<void()> on_reload);
+  void RemoveReloadWatcher(uint64_t id);
 
   // OK, or PERMISSION_DENIED naming the action and the table.
   absl::Status Authorize(absl::string_view principal, Action action,
@@ -113,6 +145,8 @@ class Authorizer {
  private:
   explicit Authorizer(AuthOptions options) : options_(std::move(options)) {}
   void ReloadLoop();
+  // Refreshes both files; true if either changed.
+  bool RefreshFilesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(refresh_mu_);
 
   // Constant after Create.
   const AuthOptions options_;
@@ -125,6 +159,9 @@ class Authorizer {
 
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, int> streams_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_watcher_ ABSL_GUARDED_BY(mu_) = 1;
+  absl::flat_hash_map<uint64_t, std::shared_ptr<const std::function<void()>>>
+      watchers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace msgq::auth

@@ -2,13 +2,22 @@
 
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace msgq::auth {
 
 absl::StatusOr<std::string> AuthenticateCall(
     const Authorizer& authorizer, const grpc::ServerContextBase& context) {
-  if (!authorizer.required()) return std::string();
+  absl::StatusOr<Authorizer::Credential> credential =
+      AuthenticateCallCredential(authorizer, context);
+  if (!credential.ok()) return credential.status();
+  return std::move(credential->principal);
+}
+
+absl::StatusOr<Authorizer::Credential> AuthenticateCallCredential(
+    const Authorizer& authorizer, const grpc::ServerContextBase& context) {
+  if (!authorizer.required()) return Authorizer::Credential{};
   std::optional<absl::string_view> header;
   const auto& metadata = context.client_metadata();
   if (auto it = metadata.find("authorization"); it != metadata.end()) {
@@ -24,7 +33,7 @@ absl::StatusOr<std::string> AuthenticateCall(
       identities.emplace_back(id.data(), id.size());
     }
   }
-  return authorizer.Authenticate(header, identities);
+  return authorizer.AuthenticateCredential(header, identities);
 }
 
 }  // namespace msgq::auth

@@ -26,6 +26,9 @@ namespace msgq::auth {
 // The calling principal, or UNAUTHENTICATED (see Authorizer::Authenticate).
 absl::StatusOr<std::string> AuthenticateCall(
     const Authorizer& authorizer, const grpc::ServerContextBase& context);
+// The same, with the token's digest (for StillAuthenticates).
+absl::StatusOr<Authorizer::Credential> AuthenticateCallCredential(
+    const Authorizer& authorizer, const grpc::ServerContextBase& context);
 
 }  // namespace msgq::auth
 

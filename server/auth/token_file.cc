@@ -74,7 +74,10 @@ absl::StatusOr<TokenTable> TokenTable::Parse(absl::string_view text,
 }
 
 std::optional<std::string> TokenTable::Find(absl::string_view token) const {
-  const Digest digest = Sha256(token);
+  return FindDigest(Sha256(token));
+}
+
+std::optional<std::string> TokenTable::FindDigest(const Digest& digest) const {
   const Entry* found = nullptr;
   for (const Entry& e : entries_) {
     uint8_t diff = 0;

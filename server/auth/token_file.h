@@ -50,6 +50,9 @@ class TokenTable {
   // data-dependent branch per byte), so timing tells nothing about how
   // close a guess came.
   std::optional<std::string> Find(absl::string_view token) const;
+  // The principal of the token whose digest is `digest`, compared as Find
+  // does.
+  std::optional<std::string> FindDigest(const Digest& digest) const;
 
   const std::vector<Entry>& entries() const { return entries_; }
 

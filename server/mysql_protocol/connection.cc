@@ -100,6 +100,14 @@ void Connection::Run() {
       }
       return;
     }
+    if (options_.authorizer != nullptr) {
+      if (absl::Status s = options_.authorizer->StillAuthenticates(credential_);
+          !s.ok()) {
+        (void)Write(ErrPacket(1, kErAccessDenied, "28000", s.message()));
+        host_->LogRefusal("credentials revoked (1045)", Describe(owner_));
+        return;
+      }
+    }
     CommandResult result = DispatchCommand(session_, *packet);
     if (!result.reply.empty() && !Write(result.reply).ok()) return;
     switch (result.action) {

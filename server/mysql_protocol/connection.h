@@ -31,6 +31,12 @@
 // back after their ack wait), or when the engine closes it (ERR packet,
 // the connection goes back to reading commands).
 //
+// Revocation: when a reload of the tokens file drops the token a
+// connection logged in with, its open stream ends with ERR 1045 and its
+// next command gets ERR 1045 "credentials revoked" and a close; when the
+// policy no longer lets it stream the table, the stream ends with ERR 1142
+// (server/auth/stream_revocation.h).
+//
 // Owner: each logged-in connection belongs to its principal (token or
 // certificate logins) or else to the user name it gave. KILL QUERY n (from
 // another connection, as the mariadb client sends on Ctrl-C) ends
@@ -221,6 +227,9 @@ class Connection {
   std::unique_ptr<Transport> transport_;
   Session session_;
   std::string principal_;                     // "" without token login
+  // How the principal logged in: rechecked before every command and by the
+  // watch of an open stream (server/auth/stream_revocation.h).
+  auth::Authorizer::Credential credential_;
   std::string owner_;                         // once logged in
   std::vector<std::string> peer_identities_;  // verified client certificate
   std::string in_;                            // bytes read, not yet parsed

@@ -202,20 +202,22 @@ bool Connection::LoginWithToken(const HandshakeResponse& response, uint8_t seq,
   }
   std::string bearer = absl::StrCat("Bearer ", token);
   const bool given = !token.empty();
-  absl::StatusOr<std::string> principal = options_.authorizer->Authenticate(
-      given ? std::optional<absl::string_view>(bearer) : std::nullopt,
-      peer_identities_);
+  absl::StatusOr<auth::Authorizer::Credential> credential =
+      options_.authorizer->AuthenticateCredential(
+          given ? std::optional<absl::string_view>(bearer) : std::nullopt,
+          peer_identities_);
   OPENSSL_cleanse(token.data(), token.size());
   OPENSSL_cleanse(bearer.data(), bearer.size());
   // A valid token under another name is refused like a wrong one.
-  if (!principal.ok() || *principal != response.user) {
+  if (!credential.ok() || credential->principal != response.user) {
     (void)Write(ErrPacket(
         seq, kErAccessDenied, "28000",
         absl::StrCat(denied, " (using password: ", given ? "YES" : "NO", ")")));
     host_->LogRefusal("access denied (1045)", Describe(response.user));
     return false;
   }
-  principal_ = *std::move(principal);
+  credential_ = *std::move(credential);
+  principal_ = credential_.principal;
   return FinishLogin(response, seq, principal_);
 }
 

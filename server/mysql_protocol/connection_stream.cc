@@ -9,9 +9,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/auth/stream_revocation.h"
 #include "server/auth/table_access.h"
 #include "server/mysql_protocol/connection.h"
 #include "server/mysql_protocol/result_set.h"
@@ -23,6 +25,13 @@ namespace {
 // The ERR packet for an engine error on `keyspace`.`table`.
 std::string EngineErr(uint8_t seq, const absl::Status& status,
                       const std::string& keyspace, const std::string& table) {
+  // A revoked token or grant (stream_revocation.h).
+  if (status.code() == absl::StatusCode::kUnauthenticated) {
+    return ErrPacket(seq, kErAccessDenied, "28000", status.message());
+  }
+  if (status.code() == absl::StatusCode::kPermissionDenied) {
+    return ErrPacket(seq, kErTableAccessDenied, "42000", status.message());
+  }
   if (status.code() == absl::StatusCode::kNotFound) {
     return ErrPacket(
         seq, kErNoSuchTable, "42S02",
@@ -97,6 +106,14 @@ bool Connection::Stream(const std::string& keyspace, const std::string& table) {
   if (absl::Status s = (*manager)->Subscribe(*created); !s.ok()) {
     sink.Finish();
     return Write(EngineErr(seq, s, keyspace, table)).ok();
+  }
+  auth::StreamRevocation revocation(options_.authorizer, credential_,
+                                    t.keyspace, t.name, *created);
+  // A reload between the check above and the watch: checked once here.
+  if (absl::Status s = auth::MayKeepStreaming(options_.authorizer, credential_,
+                                              t.keyspace, t.name);
+      !s.ok()) {
+    sink.Close(std::move(s));
   }
   return StreamRows(sink, seq, keyspace, table);
 }
