@@ -6,11 +6,14 @@
 
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/queue/subscriber.h"
 #include "gtest/gtest.h"
+#include "server/auth/stream_revocation.h"
 
 namespace msgq::auth {
 namespace {
@@ -125,6 +128,75 @@ TEST_F(AuthorizerTest, ReloadsChangedFilesAndKeepsTheOldOnError) {
   a->RefreshNow();
   EXPECT_EQ(*a->Authenticate("Bearer t-new", {}), "billing");
   EXPECT_TRUE(a->Authorize("billing", Action::kAck, "shop", "invoices").ok());
+}
+
+// A stream's subscriber that records how it was closed.
+class ClosedSubscriber : public Subscriber {
+ public:
+  void Send(uint64_t, MessageBatch) override {}
+  void Close(absl::Status status) override { closes.push_back(status); }
+  std::vector<absl::Status> closes;
+};
+
+TEST_F(AuthorizerTest, RevokedTokenOrGrantClosesTheWatchedStreamOnce) {
+  auto a = Make(/*certs=*/true);
+  ASSERT_NE(a, nullptr);
+  absl::StatusOr<Authorizer::Credential> billing =
+      a->AuthenticateCredential("Bearer t-billing", {});
+  ASSERT_TRUE(billing.ok()) << billing.status();
+  EXPECT_EQ(billing->principal, "billing");
+  EXPECT_EQ(billing->token, Sha256("t-billing"));
+  absl::StatusOr<Authorizer::Credential> cert =
+      a->AuthenticateCredential(std::nullopt, {"client-a"});
+  ASSERT_TRUE(cert.ok()) << cert.status();
+  EXPECT_EQ(cert->token, std::nullopt);
+
+  int reloads = 0;
+  const uint64_t id = a->AddReloadWatcher([&] { ++reloads; });
+  auto stream = std::make_shared<ClosedSubscriber>();
+  StreamRevocation revocation(a.get(), *billing, "shop", "invoices", stream);
+  a->RefreshNow();  // nothing changed
+  EXPECT_EQ(reloads, 0);
+
+  // The policy grows: the stream goes on.
+  Write(policy_, "billing shop/* stream\nops */* admin\n");
+  a->RefreshNow();
+  EXPECT_EQ(reloads, 1);
+  EXPECT_TRUE(stream->closes.empty());
+  EXPECT_TRUE(a->StillAuthenticates(*billing).ok());
+
+  // The token's digest now names another principal: revoked.
+  Write(tokens_, Hex(Sha256("t-billing")) + " other\n");
+  a->RefreshNow();
+  EXPECT_EQ(reloads, 2);
+  const absl::Status revoked = absl::UnauthenticatedError(
+      "credentials revoked: the bearer token of 'billing' is no longer in "
+      "the tokens file");
+  EXPECT_EQ(a->StillAuthenticates(*billing), revoked);
+  EXPECT_TRUE(a->StillAuthenticates(*cert).ok());
+  ASSERT_EQ(stream->closes.size(), 1u);
+  EXPECT_EQ(stream->closes[0], revoked);
+  Write(tokens_, Hex(Sha256("t-ops")) + " ops\n");
+  a->RefreshNow();
+  EXPECT_EQ(stream->closes.size(), 1u) << "closed twice";
+
+  // A removed grant closes a stream of a certificate's identity.
+  Write(policy_, "client-a shop/invoices stream\n");
+  a->RefreshNow();
+  auto cert_stream = std::make_shared<ClosedSubscriber>();
+  StreamRevocation cert_revocation(a.get(), *cert, "shop", "invoices",
+                                   cert_stream);
+  Write(policy_, "ops */* admin\n");
+  a->RefreshNow();
+  ASSERT_EQ(cert_stream->closes.size(), 1u);
+  EXPECT_EQ(cert_stream->closes[0],
+            absl::PermissionDeniedError(
+                "permission denied: 'client-a' may not stream shop.invoices"));
+
+  a->RemoveReloadWatcher(id);
+  Write(policy_, "ops */* *\n");
+  a->RefreshNow();
+  EXPECT_EQ(reloads, 5) << "a removed watcher ran";
 }
 
 TEST_F(AuthorizerTest, StartRefusesABadPolicyWithFileAndLine) {
