@@ -170,12 +170,6 @@ void StreamReactor::Begin(Engine* engine,
   }
   const MessageTable& t = manager_->table();
   revocation_.emplace(authorizer_, credential_, t.keyspace, t.name, sink_);
-  // A reload between Admit and the watch: checked once here.
-  if (absl::Status s = auth::MayKeepStreaming(authorizer_, credential_,
-                                              t.keyspace, t.name);
-      !s.ok()) {
-    sink_->RequestFinish(ToGrpcStatus(s));
-  }
 }
 
 bool StreamReactor::Admit(Engine* engine,

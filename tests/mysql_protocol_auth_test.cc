@@ -95,6 +95,18 @@ class MysqlProtocolAuthTest : public MysqlProtocolTest {
   std::string Path(const std::string& name) const {
     return files_->path() + "/" + name;
   }
+  // A libmariadb connection over TCP logged in as `user` with `token`;
+  // null (and a test failure) when the login fails.
+  MYSQL* Connect(const std::string& user, const std::string& token) {
+    MYSQL* m = mysql_init(nullptr);
+    if (mysql_real_connect(m, "127.0.0.1", user.c_str(), token.c_str(), "msgq",
+                           port_, nullptr, 0) == nullptr) {
+      ADD_FAILURE() << mysql_error(m);
+      mysql_close(m);
+      return nullptr;
+    }
+    return m;
+  }
   int Subscribers(const std::string& table) {
     v1::ListTablesResponse r;
     if (!ListTables(stub_.get(), "tok-ops", &r).ok()) return -1;
@@ -178,11 +190,8 @@ TEST_F(MysqlProtocolAuthTest, WrongOrMissingTokenOrOtherUserIs1045) {
 // policy reload applies to the next statement.
 TEST_F(MysqlProtocolAuthTest, StreamWithoutTheStreamActionIs1142) {
   ASSERT_NO_FATAL_FAILURE(StartWithTokens());
-  MYSQL* m = mysql_init(nullptr);
-  ASSERT_NE(mysql_real_connect(m, "127.0.0.1", "worker", "tok-worker", "msgq",
-                               port_, nullptr, 0),
-            nullptr)
-      << mysql_error(m);
+  MYSQL* m = Connect("worker", "tok-worker");
+  ASSERT_NE(m, nullptr);
   EXPECT_NE(mysql_query(m, "stream * from b"), 0);
   EXPECT_EQ(mysql_errno(m), 1142u);
   EXPECT_STREQ(mysql_sqlstate(m), "42000");
@@ -222,11 +231,8 @@ TEST_F(MysqlProtocolAuthTest, StreamWithoutTheStreamActionIs1142) {
 // streams it allowed (ERR 1142).
 TEST_F(MysqlProtocolAuthTest, RevokedTokenOrGrantEndsStreamsAndSessions) {
   ASSERT_NO_FATAL_FAILURE(StartWithTokens());
-  MYSQL* m = mysql_init(nullptr);
-  ASSERT_NE(mysql_real_connect(m, "127.0.0.1", "worker", "tok-worker", "msgq",
-                               port_, nullptr, 0),
-            nullptr)
-      << mysql_error(m);
+  MYSQL* m = Connect("worker", "tok-worker");
+  ASSERT_NE(m, nullptr);
   auto worker = StartMariadb("stream * from a", "tok-worker", {"-uworker"});
   ASSERT_NE(worker, nullptr);
   ASSERT_TRUE(WaitForLines(*worker, 1)) << worker->Log();

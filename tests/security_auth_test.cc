@@ -246,9 +246,9 @@ TEST_F(SecurityAuthTest, RevokedTokenOrGrantEndsOpenStreams) {
   ReplaceFile(Path("policy"),
               "worker msgq/a stream\nother msgq/a stream\n"
               "third msgq/a stream\nops */* admin\n");
-  ASSERT_TRUE(Eventually(
-      [&] { return OpenStream(stub_.get(), "a", "tok-third").ok(); },
-      absl::Seconds(10)))
+  ASSERT_TRUE(
+      Eventually([&] { return OpenStream(stub_.get(), "a", "tok-third").ok(); },
+                 absl::Seconds(10)))
       << server_->Log();
   struct Open {
     grpc::ClientContext ctx;

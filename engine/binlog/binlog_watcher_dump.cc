@@ -162,8 +162,9 @@ void BinlogWatcher::Dump::PollOnceVisible(const std::string& gtid) {
     if (!visible.ok()) {
       if (last_snapshot_error_ != visible.status().message()) {
         last_snapshot_error_ = std::string(visible.status().message());
-        LogWarning("binlog: cannot tell when ", gtid,
-                   " is visible, polling at once: ", visible.status().message());
+        LogWarning(
+            "binlog: cannot tell when ", gtid,
+            " is visible, polling at once: ", visible.status().message());
       }
       break;
     }

@@ -116,7 +116,7 @@ bool Authorizer::RefreshFilesLocked() {
         break;
     }
   }
-return changed;
+  return changed;
 }
 
 absl::StatusOr<std::string> Authorizer::Authenticate(
@@ -169,9 +169,9 @@ absl::Status Authorizer::StillAuthenticates(
   if (principal.has_value() && *principal == credential.principal) {
     return absl::OkStatus();
   }
-  return absl::UnauthenticatedError(absl::StrCat(
-      "credentials revoked: the bearer token of '", credential.principal,
-      "' is no longer in the tokens file"));
+  return absl::UnauthenticatedError(
+      absl::StrCat("credentials revoked: the bearer token of '",
+                   credential.principal, "' is no longer in the tokens file"));
 }
 
 absl::Status Authorizer::Authorize(absl::string_view principal, Action action,

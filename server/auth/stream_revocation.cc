@@ -26,18 +26,19 @@ StreamRevocation::StreamRevocation(Authorizer* authorizer,
     : authorizer_(authorizer) {
   if (authorizer_ == nullptr || !authorizer_->required()) return;
   auto closed = std::make_shared<std::atomic<bool>>(false);
-  watcher_ = authorizer_->AddReloadWatcher(
-      [authorizer, credential = std::move(credential),
-       keyspace = std::move(keyspace), table = std::move(table),
-       stream = std::move(stream), closed] {
-        if (closed->load()) return;
-        absl::Status s =
-            MayKeepStreaming(authorizer, credential, keyspace, table);
-        if (s.ok()) return;
-        std::shared_ptr<Subscriber> open = stream.lock();
-        if (open == nullptr || closed->exchange(true)) return;
-        open->Close(std::move(s));
-      });
+  auto check = [authorizer, credential = std::move(credential),
+                keyspace = std::move(keyspace), table = std::move(table),
+                stream = std::move(stream), closed] {
+    if (closed->load()) return;
+    absl::Status s = MayKeepStreaming(authorizer, credential, keyspace, table);
+    if (s.ok()) return;
+    std::shared_ptr<Subscriber> open = stream.lock();
+    if (open == nullptr || closed->exchange(true)) return;
+    open->Close(std::move(s));
+  };
+  watcher_ = authorizer_->AddReloadWatcher(check);
+  // A reload between the caller's own check and the watch.
+  check();
 }
 
 StreamRevocation::~StreamRevocation() {

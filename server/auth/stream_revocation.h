@@ -40,8 +40,9 @@ absl::Status MayKeepStreaming(const Authorizer* authorizer,
 
 class StreamRevocation {
  public:
-  // Watches `stream` until destroyed; nothing when `authorizer` is null or
-  // requires no credentials.
+  // Checks `stream` once now (a reload may have come since the caller's own
+  // check) and after each reload until destroyed; nothing when `authorizer`
+  // is null or requires no credentials.
   StreamRevocation(Authorizer* authorizer, Authorizer::Credential credential,
                    std::string keyspace, std::string table,
                    std::weak_ptr<Subscriber> stream);

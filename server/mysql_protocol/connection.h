@@ -226,7 +226,7 @@ class Connection {
   const int interrupt_fd_;  // eventfd; -1 if none could be made
   std::unique_ptr<Transport> transport_;
   Session session_;
-  std::string principal_;                     // "" without token login
+  std::string principal_;  // "" without token login
   // How the principal logged in: rechecked before every command and by the
   // watch of an open stream (server/auth/stream_revocation.h).
   auth::Authorizer::Credential credential_;

@@ -109,12 +109,6 @@ bool Connection::Stream(const std::string& keyspace, const std::string& table) {
   }
   auth::StreamRevocation revocation(options_.authorizer, credential_,
                                     t.keyspace, t.name, *created);
-  // A reload between the check above and the watch: checked once here.
-  if (absl::Status s = auth::MayKeepStreaming(options_.authorizer, credential_,
-                                              t.keyspace, t.name);
-      !s.ok()) {
-    sink.Close(std::move(s));
-  }
   return StreamRows(sink, seq, keyspace, table);
 }
 
