@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <cstring>
 #include <string>
 
 #include "absl/status/status.h"
@@ -62,6 +63,25 @@ bool IsLoopbackHost(absl::string_view host) {
   in6_addr v6;
   return inet_pton(AF_INET6, text.c_str(), &v6) == 1 &&
          IN6_IS_ADDR_LOOPBACK(&v6);
+}
+
+std::string ClientAddressKey(const sockaddr* addr) {
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (addr == nullptr) return text;
+  if (addr->sa_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(addr)->sin_addr,
+              text, sizeof(text));
+    return text;
+  }
+  if (addr->sa_family != AF_INET6) return text;
+  in6_addr a = reinterpret_cast<const sockaddr_in6*>(addr)->sin6_addr;
+  if (IN6_IS_ADDR_V4MAPPED(&a)) {
+    inet_ntop(AF_INET, &a.s6_addr[12], text, sizeof(text));
+    return text;
+  }
+  std::memset(&a.s6_addr[8], 0, 8);
+  inet_ntop(AF_INET6, &a, text, sizeof(text));
+  return absl::StrCat(text, "/64");
 }
 
 }  // namespace msgq

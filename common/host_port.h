@@ -13,9 +13,17 @@
 // brackets) is loopback: an IPv4 address in 127/8, the IPv6 address ::1 in
 // any spelling, or "localhost". Names are not resolved.
 //
+// ClientAddressKey: the key under which msgqd's ports count a client's
+// connections: the IPv4 address (also of an IPv4-mapped IPv6 one), or the
+// /64 of an IPv6 address ("2001:db8:1:2::/64": one host commonly has a
+// whole /64 and could otherwise take a new address per connection); "?"
+// for a null address or another family.
+//
 // Thread-safe (pure functions).
 #ifndef MSGQ_COMMON_HOST_PORT_H_
 #define MSGQ_COMMON_HOST_PORT_H_
+
+#include <sys/socket.h>
 
 #include <optional>
 #include <string>
@@ -39,6 +47,8 @@ absl::StatusOr<HostPort> ParseHostPort(absl::string_view text,
                                        HostPortRules rules = {});
 
 bool IsLoopbackHost(absl::string_view host);
+
+std::string ClientAddressKey(const sockaddr* addr);
 
 }  // namespace msgq
 

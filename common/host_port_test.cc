@@ -1,5 +1,8 @@
 #include "common/host_port.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include "gtest/gtest.h"
 
 namespace msgq {
@@ -57,6 +60,34 @@ TEST(IsLoopbackHostTest, AddressesNotNames) {
   EXPECT_FALSE(IsLoopbackHost("127.example.com"));
   EXPECT_FALSE(IsLoopbackHost("[::1]"));  // brackets are ParseHostPort's
   EXPECT_FALSE(IsLoopbackHost("localhost.example.com"));
+}
+
+// The key of a client's textual address, through the sockaddr accept() fills.
+std::string KeyOf(const std::string& ip) {
+  sockaddr_storage storage{};
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&storage);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&storage);
+  if (inet_pton(AF_INET, ip.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+  } else if (inet_pton(AF_INET6, ip.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+  } else {
+    return "unparsed";
+  }
+  return ClientAddressKey(reinterpret_cast<const sockaddr*>(&storage));
+}
+
+TEST(ClientAddressKeyTest, IPv4AsItIsIPv6ByItsSlash64) {
+  EXPECT_EQ(KeyOf("127.0.0.2"), "127.0.0.2");
+  EXPECT_EQ(KeyOf("::ffff:192.0.2.7"), "192.0.2.7");
+  EXPECT_EQ(KeyOf("2001:db8:1:2:aaaa:bbbb:cccc:dddd"), "2001:db8:1:2::/64");
+  EXPECT_EQ(KeyOf("2001:db8:1:2::1"), "2001:db8:1:2::/64");
+  EXPECT_EQ(KeyOf("2001:db8:1:3::1"), "2001:db8:1:3::/64");
+  EXPECT_EQ(KeyOf("::1"), "::/64");
+  EXPECT_EQ(ClientAddressKey(nullptr), "?");
+  sockaddr unix_family{};
+  unix_family.sa_family = AF_UNIX;
+  EXPECT_EQ(ClientAddressKey(&unix_family), "?");
 }
 
 }  // namespace

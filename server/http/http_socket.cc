@@ -76,35 +76,23 @@ int LocalPort(int fd) {
 
 void DescribePeer(const sockaddr* addr, std::string* peer,
                   std::string* address) {
+  *address = ClientAddressKey(addr);
   char text[INET6_ADDRSTRLEN] = "?";
-  if (addr == nullptr) {
-    *peer = *address = "?";
-    return;
-  }
-  if (addr->sa_family == AF_INET) {
+  *peer = "?";
+  if (addr != nullptr && addr->sa_family == AF_INET) {
     const auto* v4 = reinterpret_cast<const sockaddr_in*>(addr);
     inet_ntop(AF_INET, &v4->sin_addr, text, sizeof(text));
-    *address = text;
     *peer = absl::StrCat(text, ":", ntohs(v4->sin_port));
-    return;
-  }
-  if (addr->sa_family == AF_INET6) {
+  } else if (addr != nullptr && addr->sa_family == AF_INET6) {
     const auto* v6 = reinterpret_cast<const sockaddr_in6*>(addr);
     if (IN6_IS_ADDR_V4MAPPED(&v6->sin6_addr)) {
       inet_ntop(AF_INET, &v6->sin6_addr.s6_addr[12], text, sizeof(text));
-      *address = text;
       *peer = absl::StrCat(text, ":", ntohs(v6->sin6_port));
-      return;
+    } else {
+      inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof(text));
+      *peer = absl::StrCat("[", text, "]:", ntohs(v6->sin6_port));
     }
-    inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof(text));
-    *peer = absl::StrCat("[", text, "]:", ntohs(v6->sin6_port));
-    in6_addr prefix = v6->sin6_addr;
-    std::memset(&prefix.s6_addr[8], 0, 8);
-    inet_ntop(AF_INET6, &prefix, text, sizeof(text));
-    *address = absl::StrCat(text, "/64");
-    return;
   }
-  *peer = *address = "?";
 }
 
 }  // namespace msgq::http_internal
