@@ -61,6 +61,12 @@ ABSL_FLAG(absl::Duration, grpc_keepalive_timeout, absl::Seconds(10),
           "A connection whose client does not answer msgqd's keepalive ping "
           "within this, or leaves sent data unacknowledged this long, is "
           "closed (at least 1s)");
+ABSL_FLAG(int, grpc_max_sync_threads, 8,
+          "Threads of gRPC's synchronous server, whose only service in "
+          "msgqd is reflection (grpcurl's list and describe): each open "
+          "reflection stream holds one, one more polls; a call beyond gets "
+          "RESOURCE_EXHAUSTED 'Server Threadpool Exhausted'. msgqd's own "
+          "services use no such threads (at least 2)");
 ABSL_FLAG(int64_t, grpc_memory_quota_bytes, int64_t{1} << 30,
           "Memory gRPC may use for all connections and calls (a "
           "grpc::ResourceQuota); new calls are refused beyond");
@@ -122,6 +128,7 @@ absl::StatusOr<SecurityConfig> SecurityFromFlags() {
   }
   if (absl::GetFlag(FLAGS_grpc_max_receive_message_bytes) < 1024 ||
       absl::GetFlag(FLAGS_grpc_max_concurrent_streams) < 1 ||
+      absl::GetFlag(FLAGS_grpc_max_sync_threads) < 2 ||
       absl::GetFlag(FLAGS_grpc_memory_quota_bytes) < (1 << 20) ||
       absl::GetFlag(FLAGS_grpc_min_ping_interval) < absl::ZeroDuration() ||
       absl::GetFlag(FLAGS_grpc_handshake_timeout) < absl::Milliseconds(100) ||
@@ -130,7 +137,8 @@ absl::StatusOr<SecurityConfig> SecurityFromFlags() {
       absl::GetFlag(FLAGS_grpc_keepalive_timeout) < absl::Seconds(1)) {
     return absl::InvalidArgumentError(
         "--grpc_max_receive_message_bytes must be >= 1024, "
-        "--grpc_max_concurrent_streams >= 1, --grpc_memory_quota_bytes >= "
+        "--grpc_max_concurrent_streams >= 1, --grpc_max_sync_threads >= 2, "
+        "--grpc_memory_quota_bytes >= "
         "1 MiB, --grpc_min_ping_interval >= 0, --grpc_handshake_timeout >= "
         "100ms, --grpc_max_connection_idle >= 1s, --grpc_keepalive_time >= "
         "1s and --grpc_keepalive_timeout >= 1s");
@@ -180,6 +188,12 @@ void ApplyServerLimits(grpc::ServerBuilder* builder) {
   static grpc::ResourceQuota quota("msgqd");
   quota.Resize(
       static_cast<size_t>(absl::GetFlag(FLAGS_grpc_memory_quota_bytes)));
+  // The synchronous server (reflection) starts a thread per call in
+  // progress and, without a cap, one per open stream: a client could make
+  // msgqd exhaust the host's threads. At the cap gRPC answers a new call
+  // RESOURCE_EXHAUSTED on the polling thread (src/cpp/thread_manager).
+  // Callback services run on gRPC's own event threads and are unaffected.
+  quota.SetMaxThreads(absl::GetFlag(FLAGS_grpc_max_sync_threads));
   builder->SetResourceQuota(quota);
 }
 

@@ -45,8 +45,9 @@ std::shared_ptr<grpc::ServerCredentials> GrpcServerCredentials(
 // the server's own keepalive (--grpc_keepalive_time/_timeout: a client
 // whose network died silently has its streams cancelled within about their
 // sum), the handshake deadline, the idle deadline of a connection without
-// calls and a memory quota (which also bounds the connections: gRPC 1.51
-// has no connection count limit).
+// calls, a memory quota (which also bounds the connections: gRPC 1.51
+// has no connection count limit) and the thread cap of the synchronous
+// server (--grpc_max_sync_threads; reflection's streams hold one each).
 void ApplyServerLimits(grpc::ServerBuilder* builder);
 
 // Logs what is configured and warns once when a listening address is not
