@@ -15,7 +15,9 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -25,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -735,6 +738,155 @@ TEST_F(MysqlProtocolHostileTest, SilentLoginsArePerAddressAndCostNoCpu) {
                        "MySQL protocol: too many connections logging in from "
                        "one address (--mysql_protocol_max_handshakes_per_"
                        "address); last: from 127.0.0.2",
+                       absl::Seconds(10)))
+      << server_->Log();
+}
+
+// (f) Four addresses each holding their 16 silent logins (what
+// --mysql_protocol_max_handshakes_per_address lets each hold; 4 x 16 is
+// the default 64 connections in all): a fifth address still logs in,
+// because silent logins take at most --mysql_protocol_max_handshakes (32)
+// slots and a newcomer displaces one of the address with the most.
+TEST_F(MysqlProtocolHostileTest, SilentLoginsOfFourAddressesLeaveAFifthIn) {
+  ASSERT_NO_FATAL_FAILURE(StartHostile());
+  std::vector<std::unique_ptr<TlsClient>> hostile;
+  int refused = 0;
+  for (const char* source :
+       {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}) {
+    for (int i = 0; i < 16; ++i) {
+      auto c = TlsClient::Connect(port_, source);
+      ASSERT_NE(c, nullptr) << source << " " << i;
+      auto hello = c->Greeting();
+      ASSERT_TRUE(hello.ok()) << source << " " << i << ": " << hello.status();
+      if (ErrCode(*hello) != 0) {
+        ++refused;
+        continue;
+      }
+      hostile.push_back(std::move(c));
+    }
+  }
+  // Each address got in while it had fewer silent logins than another:
+  // 32 in all, 8 each at the end, 19 displaced; the rest were refused.
+  EXPECT_EQ(refused, 13);
+  // Each connection was displaced, if at all, before a later one got its
+  // greeting: the kernel has the end of every displaced one by now.
+  int held = 0;
+  for (auto& c : hostile) held += !c->WaitClosed(absl::Milliseconds(1));
+  RecordProperty("silent_logins_held", held);
+  EXPECT_EQ(held, 32);
+
+  unsigned code = 0;
+  std::string error;
+  const absl::Time start = absl::Now();
+  MYSQL* worker = ConnectC("worker", "tok-worker", &code, &error);
+  EXPECT_EQ(code, 0u) << error;
+  ASSERT_NE(worker, nullptr) << error;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  EXPECT_EQ(Query(worker, "select 1"), 0u);
+  // The worker displaced one of 127.0.0.2's and then no longer counts
+  // (logged in): 127.0.0.2 gets that slot back; the others, with as many
+  // as any, are refused. The logged-in worker is never displaced.
+  std::vector<std::string> answers;
+  for (const char* source :
+       {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}) {
+    auto c = TlsClient::Connect(port_, source);
+    ASSERT_NE(c, nullptr);
+    auto hello = c->Greeting();
+    ASSERT_TRUE(hello.ok()) << hello.status();
+    answers.push_back(ErrCode(*hello) == 0 ? "greeting"
+                                           : absl::StrCat(ErrCode(*hello), " ",
+                                                          ErrMessage(*hello)));
+    hostile.push_back(std::move(c));
+  }
+  EXPECT_THAT(answers, ElementsAre("greeting", "1040 Too many connections",
+                                   "1040 Too many connections",
+                                   "1040 Too many connections"));
+  EXPECT_EQ(Query(worker, "select 1"), 0u);
+  mysql_close(worker);
+  hostile.clear();
+  EXPECT_TRUE(LogShows(*server_,
+                       "MySQL protocol: displaced a connection not logged in "
+                       "yet for a client of another address",
+                       absl::Seconds(10)))
+      << server_->Log();
+}
+
+// A pids cgroup (v1) of its own for one process, at most `max` tasks;
+// the process goes back to the root group when this ends. Root only.
+class PidsCgroup {
+ public:
+  static std::unique_ptr<PidsCgroup> Create(pid_t pid) {
+    const std::string dir = absl::StrCat("/sys/fs/cgroup/pids/msgq-test-", pid);
+    if (mkdir(dir.c_str(), 0755) != 0) return nullptr;
+    auto group = std::unique_ptr<PidsCgroup>(new PidsCgroup(dir, pid));
+    if (!Write(dir + "/cgroup.procs", absl::StrCat(pid))) return nullptr;
+    return group;
+  }
+  ~PidsCgroup() {
+    Write("/sys/fs/cgroup/pids/cgroup.procs", absl::StrCat(pid_));
+    rmdir(dir_.c_str());
+  }
+  // Tasks in the group now.
+  int current() const {
+    std::ifstream in(dir_ + "/pids.current");
+    int n = -1;
+    in >> n;
+    return n;
+  }
+  bool SetMax(const std::string& max) { return Write(dir_ + "/pids.max", max); }
+
+ private:
+  PidsCgroup(std::string dir, pid_t pid) : dir_(std::move(dir)), pid_(pid) {}
+  static bool Write(const std::string& path, const std::string& text) {
+    std::ofstream out(path);
+    out << text << std::flush;
+    return static_cast<bool>(out);
+  }
+  const std::string dir_;
+  const pid_t pid_;
+};
+
+// (g) When msgqd cannot start a thread for a client (the host is out of
+// threads: here msgqd's pids cgroup is full), the client gets ERR 1040 and
+// msgqd goes on; once threads can be made again, clients log in.
+TEST_F(MysqlProtocolHostileTest, NoThreadForAClientIsARefusalNotACrash) {
+  if (access("/sys/fs/cgroup/pids/cgroup.procs", W_OK) != 0) {
+    GTEST_SKIP() << "needs a writable cgroup v1 pids hierarchy (root)";
+  }
+  ASSERT_NO_FATAL_FAILURE(StartHostile());
+  const pid_t pid = server_->pid();
+  std::unique_ptr<PidsCgroup> group = PidsCgroup::Create(pid);
+  ASSERT_NE(group, nullptr);
+  // A msgqd that died stays in its group until reaped: end it first.
+  absl::Cleanup remove_group = [&] {
+    if (group == nullptr) return;
+    server_.reset();
+    group.reset();
+  };
+  const int tasks = group->current();
+  ASSERT_GT(tasks, 0);
+  ASSERT_TRUE(group->SetMax(absl::StrCat(tasks)));
+  for (int i = 0; i < 3; ++i) {
+    auto c = TlsClient::Connect(port_);
+    ASSERT_NE(c, nullptr);
+    auto refused = c->Read();
+    ASSERT_TRUE(refused.ok()) << i << ": " << refused.status() << "\n"
+                              << server_->Log();
+    EXPECT_EQ(refused->seq, 0);
+    EXPECT_EQ(ErrCode(*refused), 1040);
+    EXPECT_EQ(ErrState(*refused), "08004");
+    EXPECT_EQ(ErrMessage(*refused),
+              "Too many connections (no thread: Resource temporarily "
+              "unavailable)");
+    EXPECT_TRUE(c->WaitClosed(absl::Seconds(5)));
+  }
+  EXPECT_EQ(kill(pid, 0), 0) << "msgqd died";
+  ASSERT_TRUE(group->SetMax("max"));
+  EXPECT_LT(TimedWorkerLogin(), absl::Seconds(1));
+  group.reset();
+  EXPECT_TRUE(LogShows(*server_,
+                       "MySQL protocol: no thread for a connection; last: "
+                       "from 127.0.0.1: Resource temporarily unavailable",
                        absl::Seconds(10)))
       << server_->Log();
 }

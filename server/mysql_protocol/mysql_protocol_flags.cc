@@ -38,8 +38,16 @@ ABSL_FLAG(int, mysql_protocol_max_connections_per_principal, 16,
           "1203 (max_user_connections). 0: only "
           "--mysql_protocol_max_connections");
 ABSL_FLAG(int, mysql_protocol_max_handshakes_per_address, 16,
-          "MySQL-protocol connections from one client address that have not "
-          "logged in yet; one more from that address gets error 1040. 0: only "
+          "MySQL-protocol connections from one client address (IPv6: one "
+          "/64) that have not logged in yet; one more from that address gets "
+          "error 1040. 0: only --mysql_protocol_max_connections");
+ABSL_FLAG(int, mysql_protocol_max_handshakes, 32,
+          "MySQL-protocol connections not logged in yet, of all addresses "
+          "(below --mysql_protocol_max_connections: the rest is kept for "
+          "logged-in clients). When it or --mysql_protocol_max_connections "
+          "is reached, a new client displaces the oldest connection not "
+          "logged in of the address with the most of them, if that address "
+          "has more than the client's; else it gets error 1040. 0: only "
           "--mysql_protocol_max_connections");
 ABSL_FLAG(absl::Duration, mysql_protocol_idle_timeout, absl::Minutes(10),
           "A logged-in MySQL-protocol connection that is not streaming and "
@@ -70,6 +78,11 @@ absl::StatusOr<MysqlProtocolServer::Options> OptionsFromFlags() {
   if (options.max_handshakes_per_address < 0) {
     return absl::InvalidArgumentError(
         "--mysql_protocol_max_handshakes_per_address must be at least 0");
+  }
+  options.max_handshakes = absl::GetFlag(FLAGS_mysql_protocol_max_handshakes);
+  if (options.max_handshakes < 0) {
+    return absl::InvalidArgumentError(
+        "--mysql_protocol_max_handshakes must be at least 0");
   }
   options.connection.handshake_timeout =
       absl::GetFlag(FLAGS_mysql_protocol_handshake_timeout);

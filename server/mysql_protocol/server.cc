@@ -10,6 +10,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
+#include <system_error>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -21,22 +24,14 @@
 namespace msgq::mysql_protocol {
 namespace {
 
-// The client's address as text ("127.0.0.1", "::1"; an IPv4-mapped IPv6
-// address as the IPv4 one), the key of the per-address limit.
-std::string AddressText(const sockaddr_storage& peer) {
-  char buf[INET6_ADDRSTRLEN] = "?";
-  if (peer.ss_family == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&peer)->sin_addr,
-              buf, sizeof(buf));
-  } else if (peer.ss_family == AF_INET6) {
-    const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(&peer)->sin6_addr;
-    if (IN6_IS_ADDR_V4MAPPED(&a)) {
-      inet_ntop(AF_INET, &a.s6_addr[12], buf, sizeof(buf));
-    } else {
-      inet_ntop(AF_INET6, &a, buf, sizeof(buf));
-    }
+// Starts `body` on a thread of its own; std::thread reports a failure
+// (EAGAIN: out of threads or memory) only by throwing.
+absl::StatusOr<std::thread> StartThread(std::function<void()> body) {
+  try {
+    return std::thread(std::move(body));
+  } catch (const std::system_error& e) {
+    return absl::ResourceExhaustedError(e.what());
   }
-  return buf;
 }
 
 // Decrements `key`'s count, forgetting it at zero.
@@ -109,7 +104,13 @@ absl::StatusOr<std::unique_ptr<MysqlProtocolServer>> MysqlProtocolServer::Start(
           : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   auto server = std::unique_ptr<MysqlProtocolServer>(
       new MysqlProtocolServer(std::move(options), engine, fd, bound_port));
-  server->accept_thread_ = std::thread([s = server.get()] { s->AcceptLoop(); });
+  absl::StatusOr<std::thread> accept =
+      StartThread([s = server.get()] { s->AcceptLoop(); });
+  if (!accept.ok()) {
+    return absl::UnavailableError(absl::StrCat(
+        "MySQL protocol: no accept thread: ", accept.status().message()));
+  }
+  server->accept_thread_ = *std::move(accept);
   return server;
 }
 
@@ -142,41 +143,52 @@ void MysqlProtocolServer::AcceptLoop() {
     }
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    const std::string address = AddressText(peer);
+    const std::string address =
+        ClientAddressKey(reinterpret_cast<const sockaddr*>(&peer));
     absl::MutexLock lock(&mu_);
     if (stopping_) {
       close(fd);
       return;
     }
-    absl::StatusOr<uint32_t> id = Admit(address);
-    if (!id.ok()) {
-      // A tiny write to a fresh socket: it does not block.
-      const std::string err =
-          ErrPacket(0, kErConCount, "08004", id.status().message());
+    // A tiny write to a fresh socket: it does not block.
+    auto refuse = [fd](absl::string_view message) {
+      const std::string err = ErrPacket(0, kErConCount, "08004", message);
       (void)!send(fd, err.data(), err.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       close(fd);
+    };
+    absl::StatusOr<uint32_t> id = Admit(address);
+    if (!id.ok()) {
+      refuse(id.status().message());
       continue;
     }
     Client& client = clients_[*id];
     client.fd = fd;
     client.address = address;
+    client.admitted = ++admitted_;
     ++logging_in_[address];
+    ++logging_in_total_;
     client.connection = std::make_unique<Connection>(
         fd, *id, address, options_.connection, engine_, &host_);
-    client.thread =
-        std::thread([this, id = *id, fd, c = client.connection.get()] {
+    absl::StatusOr<std::thread> thread =
+        StartThread([this, id = *id, fd, c = client.connection.get()] {
           Serve(id, fd, c);
         });
+    if (!thread.ok()) {
+      host_.LogRefusal(
+          "no thread for a connection",
+          absl::StrCat("from ", address, ": ", thread.status().message()));
+      StopLoggingIn(client);
+      clients_.erase(*id);
+      refuse(absl::StrCat(
+          "Too many connections (no thread: ", thread.status().message(), ")"));
+      continue;
+    }
+    client.thread = *std::move(thread);
   }
 }
 
 absl::StatusOr<uint32_t> MysqlProtocolServer::Admit(
     const std::string& address) {
-  if (clients_.size() >= static_cast<size_t>(options_.max_connections)) {
-    host_.LogRefusal("too many connections (--mysql_protocol_max_connections)",
-                     absl::StrCat("from ", address));
-    return absl::ResourceExhaustedError("Too many connections");
-  }
   if (const int limit = options_.max_handshakes_per_address; limit > 0) {
     auto it = logging_in_.find(address);
     if (it != logging_in_.end() && it->second >= limit) {
@@ -189,6 +201,18 @@ absl::StatusOr<uint32_t> MysqlProtocolServer::Admit(
           " not logged in yet (--mysql_protocol_max_handshakes_per_address)"));
     }
   }
+  const int open = static_cast<int>(clients_.size()) - displaced_;
+  const bool full = open >= options_.max_connections;
+  const bool handshakes_full = options_.max_handshakes > 0 &&
+                               logging_in_total_ >= options_.max_handshakes;
+  if ((full || handshakes_full) && !DisplaceFor(address)) {
+    host_.LogRefusal(full ? "too many connections "
+                            "(--mysql_protocol_max_connections)"
+                          : "too many connections logging in "
+                            "(--mysql_protocol_max_handshakes)",
+                     absl::StrCat("from ", address));
+    return absl::ResourceExhaustedError("Too many connections");
+  }
   // Random, so that a client cannot guess the id of another's connection
   // (KILL names it); unique among the open ones, and never 0.
   while (true) {
@@ -200,9 +224,43 @@ absl::StatusOr<uint32_t> MysqlProtocolServer::Admit(
   }
 }
 
+bool MysqlProtocolServer::DisplaceFor(const std::string& address) {
+  // Displaced clients' threads end as soon as they see their sockets shut
+  // down; until reaped they count here, so that the threads stay bounded.
+  if (displaced_ >= options_.max_connections) return false;
+  auto own = logging_in_.find(address);
+  const int own_count = own == logging_in_.end() ? 0 : own->second;
+  auto most = logging_in_.end();
+  for (auto it = logging_in_.begin(); it != logging_in_.end(); ++it) {
+    if (most == logging_in_.end() || it->second > most->second) most = it;
+  }
+  if (most == logging_in_.end() || most->second <= own_count) return false;
+  Client* oldest = nullptr;
+  for (auto& [id, client] : clients_) {
+    if (client.logging_in && !client.displaced &&
+        client.address == most->first &&
+        (oldest == nullptr || client.admitted < oldest->admitted)) {
+      oldest = &client;
+    }
+  }
+  if (oldest == nullptr) return false;
+  host_.LogRefusal(
+      "displaced a connection not logged in yet for a client of another "
+      "address (--mysql_protocol_max_connections, "
+      "--mysql_protocol_max_handshakes)",
+      absl::StrCat(oldest->address, " for ", address));
+  oldest->displaced = true;
+  ++displaced_;
+  StopLoggingIn(*oldest);
+  // Its thread sees the socket end and leaves (fd closed only at reap).
+  shutdown(oldest->fd, SHUT_RDWR);
+  return true;
+}
+
 void MysqlProtocolServer::StopLoggingIn(Client& client) {
   if (!client.logging_in) return;
   client.logging_in = false;
+  --logging_in_total_;
   Decrement(logging_in_, client.address);
 }
 
@@ -216,6 +274,9 @@ absl::Status MysqlProtocolServer::Host::LoggedIn(uint32_t id,
     return absl::UnavailableError("msgqd is stopping");
   }
   Client& client = it->second;
+  if (client.displaced) {
+    return absl::UnavailableError("displaced by a client of another address");
+  }
   s.StopLoggingIn(client);
   const int limit = s.options_.max_connections_per_principal;
   if (limited && limit > 0) {
@@ -290,6 +351,7 @@ void MysqlProtocolServer::Reap() {
     absl::MutexLock lock(&mu_);
     for (auto it = clients_.begin(); it != clients_.end();) {
       if (it->second.done) {
+        if (it->second.displaced) --displaced_;
         done.push_back(std::move(it->second));
         it = clients_.erase(it);
       } else {

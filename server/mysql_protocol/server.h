@@ -2,15 +2,26 @@
 // MySQL client receives messages with `stream * from TABLE` (like Vitess's
 // vtgate). A small, strict server for that one purpose, not a proxy.
 //
-// One thread accepts; each client gets a thread of its own (Connection).
+// One thread accepts; each client gets a thread of its own (Connection),
+// so the port's threads are bounded by twice max_connections (clients and
+// displaced clients whose threads are ending) plus the accept thread. When no
+// thread can be started (the host is out of threads or memory) the client gets
+// ERR 1040 "Too many connections (no thread: REASON)" and msgqd goes on.
 // Budgets (Options), each refusal an ERR packet and a close, logged at most
-// once a minute per reason:
-//   - at most max_connections clients at once: one more gets ERR 1040
-//     "Too many connections" before the greeting;
-//   - at most max_handshakes_per_address of them from one client address
-//     not logged in yet (the login has handshake_timeout): one more from
-//     that address gets ERR 1040 naming the address, so silent clients of
-//     one address cannot fill the port;
+// once a minute per reason. A client address is the IPv4 address or the
+// /64 of an IPv6 one (ClientAddressKey, common/host_port.h).
+//   - at most max_handshakes_per_address clients of one address not
+//     logged in yet (the login has handshake_timeout): one more from that
+//     address gets ERR 1040 naming the address;
+//   - at most max_connections clients at once, of which at most
+//     max_handshakes not logged in yet. A client arriving when either is
+//     reached displaces the oldest not-logged-in client of the address
+//     that has the most of them, if that address has more than the
+//     newcomer's (the displaced socket is shut down without an answer);
+//     else it gets ERR 1040 "Too many connections" before the greeting.
+//     So clients that never log in, from however many addresses, cannot
+//     keep a client of an address with fewer of them out, and logged-in
+//     clients keep at least max_connections - max_handshakes slots;
 //   - at most max_connections_per_principal logged-in connections of one
 //     principal (token and certificate logins; logins with
 //     --mysql_protocol_user or the loopback anonymous login are one tenant
@@ -58,6 +69,9 @@ class MysqlProtocolServer {
     // Connections of one address not logged in yet; 0: only
     // max_connections.
     int max_handshakes_per_address = 16;
+    // Connections not logged in yet, of all addresses; 0: only
+    // max_connections.
+    int max_handshakes = 32;
     ConnectionOptions connection;
   };
 
@@ -84,6 +98,8 @@ class MysqlProtocolServer {
     bool logged_in = false;  // `owner` is set
     bool counted = false;    // counted in connections_of_[owner]
     std::string owner;
+    uint64_t admitted = 0;   // order of admission (the oldest displaced)
+    bool displaced = false;  // shut down for a newcomer; counted in displaced_
     bool done = false;
   };
   // The server's side of its connections (connection.h).
@@ -106,6 +122,10 @@ class MysqlProtocolServer {
   // Admits a new client (under mu_): its id, or the refusal to send.
   absl::StatusOr<uint32_t> Admit(const std::string& address)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Shuts down the oldest not-logged-in client of the address with the
+  // most of them, if it has more than `address`; whether it did.
+  bool DisplaceFor(const std::string& address)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Serve(uint32_t id, int fd, Connection* connection);
   // Ends `client`'s login phase in the per-address count.
   void StopLoggingIn(Client& client) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -124,8 +144,12 @@ class MysqlProtocolServer {
   MonotonicCondVar wake_;  // Stop()
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::map<uint32_t, Client> clients_ ABSL_GUARDED_BY(mu_);
-  // Clients not logged in yet, by address.
+  // Clients not logged in yet, by address, and their sum.
   std::map<std::string, int> logging_in_ ABSL_GUARDED_BY(mu_);
+  int logging_in_total_ ABSL_GUARDED_BY(mu_) = 0;
+  // Clients of clients_ displaced (not counted against the limits).
+  int displaced_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t admitted_ ABSL_GUARDED_BY(mu_) = 0;
   // Logged-in connections counted against the per-principal limit.
   std::map<std::string, int> connections_of_ ABSL_GUARDED_BY(mu_);
 };
