@@ -28,6 +28,7 @@
 #include "server/http/http_server_test_util.h"
 #include "server/tls/tls_test_util.h"
 #include "tests/http_fixture.h"
+#include "tests/log_wait.h"
 #include "tests/security_fixture.h"
 
 namespace msgq::testing {
@@ -45,8 +46,19 @@ constexpr double kCpuBudget = 0.10 * kHostile / 8;
 constexpr int64_t kRssBudgetKb = 64 * 1024;
 constexpr absl::Duration kWindow = absl::Seconds(4);
 
-int Connect(int port) {
+// A connection to 127.0.0.1:`port` from `source` (another 127.x.y.z is
+// another client address on the same host); -1 when it failed.
+int Connect(int port, const std::string& source = "") {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (!source.empty()) {
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    inet_pton(AF_INET, source.c_str(), &from.sin_addr);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0) {
+      close(fd);
+      return -1;
+    }
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
@@ -139,8 +151,9 @@ class HttpHostileTest : public SecurityTest {
 
   // One request on a new connection (over TLS when the server speaks it):
   // the whole response, "" when the connection failed.
-  std::string Request(const std::string& request) {
-    const int fd = Connect(port_);
+  std::string Request(const std::string& request,
+                      const std::string& source = "") {
+    const int fd = Connect(port_, source);
     if (fd < 0) return "";
     if (!tls_) {
       WriteAll(fd, request);
@@ -152,11 +165,13 @@ class HttpHostileTest : public SecurityTest {
     if (!client.Connect() || !client.Write(request)) return "";
     return ReadAll(client);
   }
-  std::string Get(const std::string& target, const std::string& host = "") {
+  std::string Get(const std::string& target, const std::string& host = "",
+                  const std::string& source = "") {
     return Request(
         absl::StrCat("GET ", target, " HTTP/1.1\r\nHost: ",
                      host.empty() ? absl::StrCat("127.0.0.1:", port_) : host,
-                     "\r\nConnection: close\r\n\r\n"));
+                     "\r\nConnection: close\r\n\r\n"),
+        source);
   }
 
   // For kWindow with the bad connections held: /readyz every 250 ms, each
@@ -447,6 +462,49 @@ TEST_F(HttpHostileTest, OverTheTotalLimitGets429OverHttps) {
   EXPECT_EQ(Body(r),
             "too many connections (2 open, --http_max_connections 2)\n");
   for (int fd : held) close(fd);
+}
+
+// (g) Four addresses each holding the connections
+// --http_max_connections_per_address lets them (32, silent before the TLS
+// handshake; 4 x 32 is the default --http_max_connections, 128): a client
+// of a fifth address is still answered, in place of one of theirs.
+TEST_F(HttpHostileTest, SilentClientsOfFourAddressesLeaveAFifthIn) {
+  ASSERT_NO_FATAL_FAILURE(Start(true, {"--http_request_timeout=60s"}));
+  const std::vector<std::string> sources = {"127.0.0.2", "127.0.0.3",
+                                            "127.0.0.4", "127.0.0.5"};
+  std::vector<int> held;
+  for (const std::string& source : sources) {
+    for (int i = 0; i < 32; ++i) {
+      const int fd = Connect(port_, source);
+      ASSERT_GE(fd, 0) << source << " " << i;
+      held.push_back(fd);
+    }
+  }
+  // All 128 are counted once one more of theirs is refused.
+  std::string r;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        r = Get("/readyz", "", sources.back());
+        return StatusLine(r) == "HTTP/1.1 429 Too Many Requests";
+      },
+      absl::Seconds(10)))
+      << r;
+  EXPECT_EQ(Body(r),
+            "too many connections (128 open, --http_max_connections 128)\n");
+
+  r = Get("/readyz");
+  EXPECT_EQ(StatusLine(r), "HTTP/1.1 200 OK") << r;
+  int still_open = 0;
+  for (int fd : held) still_open += StillOpen(fd);
+  RecordProperty("silent_connections_held", still_open);
+  EXPECT_EQ(still_open, 127);
+  for (int fd : held) close(fd);
+  EXPECT_TRUE(LogShows(*server_,
+                       ": admitted over --http_max_connections 128 in place "
+                       "of the oldest connection without a complete request "
+                       "of the address with the most",
+                       absl::Seconds(10)))
+      << server_->Log();
 }
 
 }  // namespace

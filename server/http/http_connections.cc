@@ -115,6 +115,14 @@ void HttpServer::Admit(MHD_Connection* mhd, void** socket_context) {
   std::string log_kind;
   {
     absl::MutexLock lock(&mu_);
+    if (admitted_ >= options_.max_connections) {
+      const auto it = per_address_.find(conn->address);
+      const int open = it == per_address_.end() ? 0 : it->second;
+      if (open < options_.max_connections_per_address &&
+          DisplaceFor(conn->address)) {
+        log_kind = "displaced";
+      }
+    }
     int& from_address = per_address_[conn->address];
     if (admitted_ >= options_.max_connections) {
       conn->refusal = absl::StrCat(admitted_, " open, --http_max_connections ",
@@ -139,7 +147,14 @@ void HttpServer::Admit(MHD_Connection* mhd, void** socket_context) {
     open_.insert(conn.get());
     watchdog_wake_ = true;
   }
-  if (!log_kind.empty()) {
+  if (log_kind == "displaced") {
+    LogRefusal(log_kind,
+               absl::StrCat(tls() ? "HTTPS" : "HTTP", " client ", conn->peer,
+                            ": admitted over --http_max_connections ",
+                            options_.max_connections,
+                            " in place of the oldest connection without a "
+                            "complete request of the address with the most"));
+  } else if (!log_kind.empty()) {
     LogRefusal(log_kind,
                absl::StrCat(tls() ? "HTTPS" : "HTTP", " client ", conn->peer,
                             ": refused, too many connections (", conn->refusal,
@@ -150,6 +165,38 @@ void HttpServer::Admit(MHD_Connection* mhd, void** socket_context) {
   *socket_context = conn.release();
 }
 
+bool HttpServer::DisplaceFor(const std::string& address) {
+  // Connections without a complete request, by address, and the oldest of
+  // each (the earliest deadline: all have the same request_timeout).
+  absl::flat_hash_map<std::string, std::pair<int, Connection*>> pending;
+  for (Connection* conn : open_) {
+    if (!conn->counted || conn->request_done || conn->cut_off) continue;
+    auto& [count, oldest] = pending[conn->address];
+    ++count;
+    if (oldest == nullptr || conn->deadline < oldest->deadline) oldest = conn;
+  }
+  const auto own = pending.find(address);
+  const int own_count = own == pending.end() ? 0 : own->second.first;
+  Connection* victim = nullptr;
+  int most = own_count;
+  for (const auto& [key, entry] : pending) {
+    if (entry.first > most) {
+      most = entry.first;
+      victim = entry.second;
+    }
+  }
+  if (victim == nullptr) return false;
+  victim->counted = false;
+  victim->displaced = true;
+  victim->cut_off = true;
+  --admitted_;
+  auto it = per_address_.find(victim->address);
+  if (it != per_address_.end() && --it->second <= 0) per_address_.erase(it);
+  // As in Watchdog: the descriptor stays the victim's until Release.
+  shutdown(victim->fd, SHUT_RDWR);
+  return true;
+}
+
 void HttpServer::Release(Connection* conn) {
   absl::MutexLock lock(&mu_);
   open_.erase(conn);
@@ -157,7 +204,7 @@ void HttpServer::Release(Connection* conn) {
     --admitted_;
     auto it = per_address_.find(conn->address);
     if (it != per_address_.end() && --it->second <= 0) per_address_.erase(it);
-  } else {
+  } else if (!conn->displaced) {
     --refused_;
   }
   delete conn;

@@ -38,6 +38,13 @@
 //     closed. Up to kRefusalSlots such connections are kept for their
 //     answer; beyond them (and beyond libmicrohttpd's own limit of
 //     max_connections + kRefusalSlots) a connection is closed at once.
+//     Except: a connection over max_connections whose address has fewer
+//     connections without a complete request than the address with the
+//     most of them takes the place of that address's oldest one, which is
+//     shut down without an answer. So clients that never finish a request,
+//     from however many addresses, cannot keep out a client of an address
+//     with fewer of them (as the per-address limit alone would let four
+//     addresses with 32 connections each fill the default 128).
 //   - request_timeout from accept to the whole request (TLS handshake,
 //     request line, headers and body): a client not done by then is cut
 //     off; on plain HTTP it first gets "408 Request Timeout" if it had not
@@ -215,6 +222,11 @@ class HttpServer {
   void Admit(::MHD_Connection* mhd, void** socket_context)
       ABSL_LOCKS_EXCLUDED(mu_);
   void Release(Connection* connection) ABSL_LOCKS_EXCLUDED(mu_);
+  // Shuts down the oldest connection without a complete request of the
+  // address with the most of them, if it has more than `address`; whether
+  // it did.
+  bool DisplaceFor(const std::string& address)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends connections past their request deadline, until stop_.
   void Watchdog() ABSL_LOCKS_EXCLUDED(mu_);
   // The answer to a complete request.

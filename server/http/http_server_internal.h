@@ -49,7 +49,8 @@ struct HttpServer::Connection {
   absl::Time deadline;  // MonotonicNow() by which the request must be in
   // Over a connection limit: answered 429 (the reason for the log).
   std::string refusal;
-  bool counted = false;  // in admitted_/per_address_ (else refused_)
+  bool counted = false;  // in admitted_/per_address_ (else refused_
+                         // unless displaced)
   // The connection's thread only:
   std::shared_ptr<const GnutlsCredentials::Set> tls_set;
   // Written by the connection's thread, read by the watchdog:
@@ -57,6 +58,7 @@ struct HttpServer::Connection {
   // Guarded by the server's mu_:
   bool request_done = false;  // the deadline no longer applies
   bool cut_off = false;       // the watchdog shut the socket down
+  bool displaced = false;     // shut down for a newcomer (DisplaceFor)
 };
 
 // One request (libmicrohttpd's con_cls), created when its request line is
