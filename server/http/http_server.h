@@ -43,8 +43,7 @@
 //     most of them takes the place of that address's oldest one, which is
 //     shut down without an answer. So clients that never finish a request,
 //     from however many addresses, cannot keep out a client of an address
-//     with fewer of them (as the per-address limit alone would let four
-//     addresses with 32 connections each fill the default 128).
+//     with fewer of them.
 //   - request_timeout from accept to the whole request (TLS handshake,
 //     request line, headers and body): a client not done by then is cut
 //     off; on plain HTTP it first gets "408 Request Timeout" if it had not
