@@ -1,7 +1,7 @@
-// Tests of msgq::Inbox (issue 40) against real MariaDB servers: the helper
-// alone on the consumer's MariaDB (once per id, rollbacks, a failed commit,
-// the missing-grant error, purge), then through a real msgqd (on a second
-// MariaDB) with consumer processes (msgq_inbox_test_consumer): two
+// Tests of msgq::Inbox (docs/effectively-once.md) against real MariaDB servers:
+// the helper alone on the consumer's MariaDB (once per id, rollbacks, a failed
+// commit, the missing-grant error, purge), then through a real msgqd (on a
+// second MariaDB) with consumer processes (msgq_inbox_test_consumer): two
 // consumers on one redelivered message, and the kill campaign.
 //
 // MSGQD overrides the msgqd binary; MSGQ_INBOX_SEED=N replays a campaign.

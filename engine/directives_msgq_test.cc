@@ -1,9 +1,9 @@
-// msgq's own directives (issue 12), which Vitess does not know: the failure
-// directives msgq_max_attempts, msgq_max_age and msgq_dead_retention (all
-// optional), the partition directives, the rate limit and its burst, an
-// unknown msgq_ key, and each one's exact INVALID_ARGUMENT message for a bad,
-// out-of-range or repeated value. The vt_* directives are in
-// directives_test.cc and directives_values_test.cc.
+// msgq's own directives, which Vitess does not know: the failure directives
+// msgq_max_attempts, msgq_max_age and msgq_dead_retention (all optional;
+// docs/tables.md#when-work-fails), the partition directives, the rate limit
+// and its burst, an unknown msgq_ key, and each one's exact INVALID_ARGUMENT
+// message for a bad, out-of-range or repeated value. The vt_* directives are
+// in directives_test.cc and directives_values_test.cc.
 #include <string>
 #include <vector>
 

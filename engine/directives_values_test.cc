@@ -59,8 +59,8 @@ TEST(ParseDirectivesTest, DurationTooLarge) {
                 {"vt_max_backoff", "\"1e30\"", "too large"});
 }
 
-// Defect 12: values that parse but that no table means, and that overflow
-// int64 nanoseconds or the poll's LIMIT, are load errors.
+// Values that parse but that no table means, and that overflow int64
+// nanoseconds or the poll's LIMIT, are load errors.
 TEST(ParseDirectivesTest, DurationsMustFitInt64NanosecondsWithHeadroom) {
   // 1e10 s is past int64 nanoseconds (about 9.2e9 s) yet a finite Duration.
   for (const char* d :

@@ -1,9 +1,9 @@
-// msgq's optional columns (issue 12) and the poll statement built from a
-// table: time_created, time_dead and last_error are found by name and
-// type-checked, last_error's capacity follows its type, the msgq_* failure
-// directives that need a column refuse a table without it, and the poll's
-// SELECT reads time_created only when the table has it and carries a LIMIT
-// clamped to [0, kMaxPollRows]. Required columns are in
+// msgq's optional columns (docs/tables.md#optional-columns) and the poll
+// statement built from a table: time_created, time_dead and last_error are
+// found by name and type-checked, last_error's capacity follows its type, the
+// msgq_* failure directives that need a column refuse a table without it, and
+// the poll's SELECT reads time_created only when the table has it and carries
+// a LIMIT clamped to [0, kMaxPollRows]. Required columns are in
 // message_table_test.cc.
 #include <cstdint>
 #include <limits>
@@ -26,9 +26,9 @@ namespace {
 
 using ::testing::ElementsAre;
 
-// Defect 12: the poll's LIMIT is computed from cache size and ids in
-// flight; whatever the caller asks, the statement carries a LIMIT in
-// [0, kMaxPollRows], never a wrapped or negative number.
+// The poll's LIMIT is computed from cache size and ids in flight; whatever
+// the caller asks, the statement carries a LIMIT in [0, kMaxPollRows], never
+// a wrapped or negative number.
 TEST(PollSqlTest, LimitIsClampedAndNeverOverflows) {
   absl::StatusOr<MessageTable> table =
       BuildMessageTable("db", "t", kComment, DemoColumns());

@@ -1,8 +1,7 @@
-// Promises the docs make of the client tools that no other test guards
-// (issue 11): the msgq CLI and the Python consumer run as real child
-// processes against a real msgqd and a real private MariaDB, and are
-// signalled, starved and cut off from their server the way a user's
-// terminal or a restart would.
+// Promises the docs make of the client tools that no other test guards: the
+// msgq CLI and the Python consumer run as real child processes against a real
+// msgqd and a real private MariaDB, and are signalled, starved and cut off from
+// their server the way a user's terminal or a restart would.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>

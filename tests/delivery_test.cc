@@ -1,5 +1,5 @@
 // Delivery end to end: a real MariaDB, a real msgqd, real gRPC streams.
-// Covers the behaviours of the delivery issue (numbers in test comments).
+// Each test comment numbers the delivery behaviour it covers.
 #include <algorithm>
 #include <cstdio>
 #include <set>

@@ -1,5 +1,5 @@
-// The engine's defects from the hardening review, end to end against a real
-// MariaDB and a real msgqd (numbers refer to the list).
+// The engine in the edge cases a hardening review found, end to end against
+// a real MariaDB and a real msgqd.
 #include <signal.h>
 
 #include <algorithm>
@@ -28,7 +28,7 @@ using ::testing::HasSubstr;
 
 class EngineHardeningTest : public MsgqTest {};
 
-// 15. An empty keyspace means the first configured database that has the
+// An empty keyspace means the first configured database that has the
 // table, for every RPC (Vitess: the name is unique across keyspaces).
 TEST_F(EngineHardeningTest, EmptyKeyspaceFindsTheTableInAnyServedDatabase) {
   ASSERT_NO_FATAL_FAILURE(Exec("CREATE DATABASE other"));
@@ -115,7 +115,7 @@ class ReconnectingReader {
   std::thread thread_;
 };
 
-// 2. A reload never runs two managers on one table: under a steady load,
+// A reload never runs two managers on one table: under a steady load,
 // with subscribers staying and others coming and going, no id is received
 // twice within its ack wait (nobody acks). A message is resent no earlier
 // than ack wait + min backoff (2 s + 2 s * 0.666) after its send, so two
@@ -185,8 +185,8 @@ TEST_F(EngineHardeningTest, ReloadUnderLoadSendsNoIdTwiceWithinItsAckWait) {
   EXPECT_EQ(receipts.size(), static_cast<size_t>(total));
 }
 
-// 14. Stopping has an overall deadline: with MySQL frozen, msgqd exits
-// within --shutdown_timeout instead of waiting for I/O timeouts per table.
+// Stopping has an overall deadline: with MySQL frozen, msgqd exits within
+// --shutdown_timeout instead of waiting for I/O timeouts per table.
 TEST_F(EngineHardeningTest, ShutdownFinishesWithinItsDeadlineWhenMysqlHangs) {
   ASSERT_NO_FATAL_FAILURE(CreateTable("q", "vt_poller_interval=0.2"));
   ASSERT_NO_FATAL_FAILURE(CreateTable("r", "vt_poller_interval=0.2"));
@@ -223,8 +223,8 @@ TEST_F(EngineHardeningTest, ShutdownFinishesWithinItsDeadlineWhenMysqlHangs) {
   EXPECT_THAT(server_->Log(), HasSubstr("did not flush within 2s"));
 }
 
-// 13. TRUNCATE of a message table (followed from the binlog) resets its
-// manager: rows that no longer exist are never delivered from the cache.
+// TRUNCATE of a message table (followed from the binlog) resets its manager:
+// rows that no longer exist are never delivered from the cache.
 TEST_F(EngineHardeningTest, TruncatedRowsAreNotDeliveredFromTheCache) {
   ASSERT_NO_FATAL_FAILURE(
       CreateTable("q", "vt_poller_interval=30,vt_batch_size=1"));
@@ -278,10 +278,10 @@ TEST_F(EngineHardeningTest, TruncatedRowsAreNotDeliveredFromTheCache) {
   EXPECT_THAT(s.ids(), ElementsAre("7"));
 }
 
-// 16. msgqd lives within its MySQL connection budget however many tables
-// it serves, and never takes the application's connections: 500 message
-// tables on a MariaDB with the stock max_connections=151, subscribers on 20
-// of them; msgqd (its own user, to count it) never holds more than
+// msgqd lives within its MySQL connection budget however many tables it
+// serves, and never takes the application's connections: 500 message tables
+// on a MariaDB with the stock max_connections=151, subscribers on 20 of
+// them; msgqd (its own user, to count it) never holds more than
 // --mysql_max_connections, every subscribed table is served, and another
 // client can always connect.
 TEST_F(EngineHardeningTest, ManyTablesStayWithinTheConnectionBudget) {

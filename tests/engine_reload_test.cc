@@ -88,14 +88,13 @@ std::vector<std::string> Range(int from, int to) {
   return ids;
 }
 
-// Issue 10, defect 2: a reload never runs two managers on one table. The
-// old manager has sent ids 1..20 and its postpone of them is stuck (another
-// transaction holds their row locks; a poll's consistent read is not
-// blocked by them). The reload must not start the successor before the old
-// manager's postpone committed: a successor that polled meanwhile would
-// read the 20 rows as still due and send them again, well inside their
-// 30 s ack wait. Fails (B receives 1..20) if Reload() starts the successor
-// before it stops the retired manager.
+// A reload never runs two managers on one table. The old manager has sent
+// ids 1..20 and its postpone of them is stuck (another transaction holds
+// their row locks; a poll's consistent read is not blocked by them). The reload
+// must not start the successor before the old manager's postpone committed: a
+// successor that polled meanwhile would read the 20 rows as still due and send
+// them again, well inside their 30 s ack wait. Fails (B receives 1..20) if
+// Reload() starts the successor before it stops the retired manager.
 TEST_F(EngineReloadTest, SuccessorStartsOnlyAfterThePredecessorsPostpones) {
   const std::string settings = "vt_ack_wait=30,vt_poller_interval=30";
   ASSERT_NO_FATAL_FAILURE(CreateTable("q", settings));

@@ -1,6 +1,7 @@
-// MySQL primary failover (issue 14): msgqd given a primary and its replica
-// (--mysql_host=a,b) serves the writable one and moves when the replica is
-// promoted, resuming the binlog there by GTID.
+// MySQL primary failover (docs/several-instances.md#mysql-primary-failover):
+// msgqd given a primary and its replica (--mysql_host=a,b) serves the writable
+// one and moves when the replica is promoted, resuming the binlog there by
+// GTID.
 //
 // Two private MariaDBs with GTID replication: db_ (MsgqTest's) is the
 // primary, replica_ follows it with log_slave_updates (so its binlog holds

@@ -1,6 +1,7 @@
-// FailureTest: MsgqTest plus the calls of issue 12's failure handling
-// (MessageNack, MessageExtend, Redrive, ListDead) over a real msgqd, and a
-// table with msgq's optional columns (time_created, time_dead, last_error).
+// FailureTest: MsgqTest plus the calls of failure handling
+// (docs/tables.md#when-work-fails: MessageNack, MessageExtend, Redrive,
+// ListDead) over a real msgqd, and a table with msgq's optional columns
+// (time_created, time_dead, last_error).
 #ifndef MSGQ_TESTS_FAILURE_FIXTURE_H_
 #define MSGQ_TESTS_FAILURE_FIXTURE_H_
 

@@ -1,6 +1,6 @@
-// Lease extension, redrive, the dead list, dead retention and the error
-// codes of the failure RPCs (issue 12), end to end against a real MariaDB
-// and a real msgqd.
+// Lease extension, redrive, the dead list, dead retention and the error codes
+// of the failure RPCs (docs/tables.md#when-work-fails), end to end against a
+// real MariaDB and a real msgqd.
 #include <cstdio>
 #include <string>
 #include <vector>

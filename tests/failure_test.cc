@@ -1,5 +1,5 @@
-// When work fails (issue 12), end to end: a real MariaDB, a real msgqd and
-// gRPC clients. Messages that always fail die after exactly
+// When work fails (docs/tables.md#when-work-fails), end to end: a real MariaDB,
+// a real msgqd and gRPC clients. Messages that always fail die after exactly
 // msgq_max_attempts sends, a dead nack kills at once, a delayed nack is not
 // sent earlier, msgq_max_age kills at the first failure past that age, a row
 // too large for a stream dies while the others keep flowing, and every new

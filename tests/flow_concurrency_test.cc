@@ -1,10 +1,10 @@
-// At most N at once per key, msgq_concurrency_by / msgq_concurrency (issue
-// 38), against MariaDB and a real msgqd: with consumers of random speed that
-// fail 10% of deliveries and a kill -9 of msgqd in the middle, no key ever
-// has more than N messages held by consumers (their own records of receipt
-// and settlement, the ack wait considered), and every message is delivered
-// and acked; a hot key's backlog delays no other key and polls read a
-// bounded number of rows.
+// At most N at once per key, msgq_concurrency_by / msgq_concurrency
+// (docs/flow-control.md#at-most-n-at-once-per-key), against MariaDB and a
+// real msgqd: with consumers of random speed that fail 10% of deliveries and
+// a kill -9 of msgqd in the middle, no key ever has more than N messages
+// held by consumers (their own records of receipt and settlement, the ack
+// wait considered), and every message is delivered and acked; a hot key's
+// backlog delays no other key and polls read a bounded number of rows.
 #include <algorithm>
 #include <cstdio>
 #include <map>

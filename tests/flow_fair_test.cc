@@ -1,7 +1,9 @@
-// Fairness across tenants, msgq_fair_by (issue 16), against MariaDB and a
-// real msgqd: small tenants inserted behind a big tenant's backlog are sent
-// within their first rounds, and everything is delivered exactly once. The
-// DISABLED_ driver at the end measures the issue's scenario (run by hand).
+// Fairness across tenants (msgq_fair_by,
+// docs/flow-control.md#fairness-across-tenants) against MariaDB and a real
+// msgqd: small tenants inserted behind a big tenant's backlog are sent within
+// their first rounds, and everything is delivered exactly once. The DISABLED_
+// driver at the end measures the scenario of
+// docs/benchmarks.md#fairness-across-tenants (run by hand).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -147,7 +149,8 @@ TEST_F(FlowFairTest, TextKeysWithoutTheIndexStillAlternate) {
   EXPECT_EQ(seen.size(), small.size());
 }
 
-// The issue's scenario (run by hand, not a timed test):
+// The scenario of docs/benchmarks.md#fairness-across-tenants (run by hand,
+// not a timed test):
 //   MSGQ_FAIR_BIG=1000000 MSGQ_BASELINE_MSGQD=/path/to/old/msgqd \
 //   build/tests/flow_fair_test --gtest_also_run_disabled_tests \
 //     --gtest_filter='*DISABLED_Measure*'

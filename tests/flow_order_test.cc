@@ -1,8 +1,8 @@
-// Ordered delivery per key, msgq_order_by (issue 16), against MariaDB and a
-// real msgqd: every key's messages arrive in id order and never two of one
-// key are out at once, with consumers that fail 10% of deliveries and a
-// kill -9 of msgqd in the middle; a nack with a delay holds its key, a dead
-// head does not.
+// Ordered delivery per key (msgq_order_by,
+// docs/flow-control.md#ordered-delivery-per-key) against MariaDB and a real
+// msgqd: every key's messages arrive in id order and never two of one key are
+// out at once, with consumers that fail 10% of deliveries and a kill -9 of
+// msgqd in the middle; a nack with a delay holds its key, a dead head does not.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

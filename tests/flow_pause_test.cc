@@ -1,5 +1,5 @@
-// Pause / resume end to end (issue 16): a real MariaDB, real msgqd
-// processes, real streams and the real msgq CLI.
+// Pause / resume end to end (docs/flow-control.md#pausing-a-table): a real
+// MariaDB, real msgqd processes, real streams and the real msgq CLI.
 #include <stdio.h>
 #include <sys/wait.h>
 

@@ -1,6 +1,6 @@
-// Per-subscriber prefetch end to end (issue 16): a stream asking for
-// max_unacked=5 never holds more than 5 unacked messages, and gets the rest
-// as it acks.
+// Per-subscriber prefetch end to end (docs/flow-control.md#prefetch): a stream
+// asking for max_unacked=5 never holds more than 5 unacked messages, and gets
+// the rest as it acks.
 #include <string>
 #include <thread>
 #include <vector>

@@ -1,6 +1,7 @@
-// msgq_rate_limit end to end (issue 16): only the upper bound is asserted
-// (no lower-bound timing on a shared machine). The minute-long measurement
-// is DISABLED_ and run by hand (docs/benchmarks.md#rate-limit):
+// msgq_rate_limit end to end (docs/flow-control.md#rate-limit): only the
+// upper bound is asserted (no lower-bound timing on a shared machine). The
+// minute-long measurement is DISABLED_ and run by hand
+// (docs/benchmarks.md#rate-limit):
 //   build/tests/flow_rate_test --gtest_also_run_disabled_tests \
 //     --gtest_filter='*DISABLED_Measure*'
 #include <cstdio>

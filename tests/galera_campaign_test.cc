@@ -1,5 +1,5 @@
-// The Galera fault campaign (issue 35): a measurement, not a CI test
-// (DISABLED_; about 15 minutes). Run it with
+// The Galera fault campaign (docs/galera.md#the-fault-campaign): a measurement,
+// not a CI test (DISABLED_; about 15 minutes). Run it with
 //
 //   build-galera/tests/galera_campaign_test --gtest_also_run_disabled_tests
 //

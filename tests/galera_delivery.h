@@ -1,6 +1,6 @@
-// What the Galera fault tests check of a run's deliveries (issue 35): the
-// rows a cluster should deliver, those in flight at a moment, and the
-// duplicates among what subscribers received.
+// What the Galera fault tests (docs/galera.md#what-is-tested) check of a run's
+// deliveries: the rows a cluster should deliver, those in flight at a moment,
+// and the duplicates among what subscribers received.
 //
 // Pure functions of the subscribers' and producers' records (and one
 // query): call them from the test's thread once the traffic has stopped or

@@ -1,4 +1,4 @@
-// Helpers for the tests of msgqd on a MariaDB Galera cluster (issue 35):
+// Helpers for the tests of msgqd on a MariaDB Galera cluster (docs/galera.md):
 //
 //   GaleraCluster   a private cluster of three nodes on loopback, started
 //                   with tools/mariadb-galera in a directory of the test's

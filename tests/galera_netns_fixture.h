@@ -1,7 +1,7 @@
 // GaleraNetnsCluster: a private three-node MariaDB Galera cluster
 // (tests/galera_fixture.h) whose node 2 runs in a network namespace of the
 // test's own (tests/netns_fixture.h), so the test can partition it from the
-// other two (issue 35).
+// other two.
 //
 // Nodes 0 and 1 listen on the root end of a NetnsLink; node 2 inside the
 // namespace, on all of its addresses. Galera's traffic between node 2 and

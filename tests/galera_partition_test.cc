@@ -1,6 +1,6 @@
-// One Galera node partitioned from the other two (issue 35): real
-// processes, network namespaces of the test's own (tests/netns_fixture.h),
-// root only; skipped otherwise.
+// One Galera node partitioned from the other two
+// (docs/galera.md#a-node-partitioned-away): real processes, network namespaces
+// of the test's own (tests/netns_fixture.h), root only; skipped otherwise.
 //
 // The cluster: nodes 0 and 1 in this (root) namespace, node 2 in a
 // namespace of its own behind a router (NetnsLink). Galera's traffic
@@ -18,8 +18,8 @@
 //       both tables once B's lease ran out.
 // The leases spread the tables, one each, a few seconds after A starts
 // (engine/lease/lease_plan.h); the cut waits for that, so that it always
-// finds each msgqd owning one table on node 2 (whether A had its share
-// yet used to depend on the machine's load).
+// finds each msgqd owning one table on node 2 (without the wait, whether A
+// had its share yet would depend on the machine's load).
 //
 // Producers insert on all three nodes throughout (node 2's fail while it
 // is cut off); subscribers on both msgqd ack as they go. Checked: never

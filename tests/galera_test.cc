@@ -1,6 +1,6 @@
-// msgqd on a MariaDB Galera cluster (issue 35): a private three-node
-// cluster on loopback (tools/mariadb-galera), real msgqd processes given
-// every node (--mysql_host=a,b,c), real gRPC subscribers.
+// msgqd on a MariaDB Galera cluster (docs/galera.md): a private three-node
+// cluster on loopback (tools/mariadb-galera), real msgqd processes given every
+// node (--mysql_host=a,b,c), real gRPC subscribers.
 //
 // One cluster serves the whole suite (it takes ~15-40 s to start on two
 // cores), so the tests run in this order in one process (ctest runs the

@@ -2,7 +2,7 @@
 // invalid UTF-8, a million ids in one ack, malformed ids, thousands of
 // streams opened and dropped, streams that never read). Each gets an exact
 // status, msgqd's resident memory stays bounded, and another client on its
-// own channel keeps being served (issue 10, section 3 "Hostile requests").
+// own channel keeps being served (docs/reliability.md#hostile-requests).
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -132,8 +132,8 @@ TEST_F(HostileTest, NamesOfTenMegabytesAreResourceExhausted) {
 }
 
 // Names of any length get NOT_FOUND: errors echo at most 64 bytes of a
-// name (they used to echo it whole, and past ~16 KB the status no longer
-// fit gRPC's metadata limit: RESOURCE_EXHAUSTED).
+// name (a name echoed whole would, past ~16 KB, not fit gRPC's metadata
+// limit and turn the status into RESOURCE_EXHAUSTED).
 TEST_F(HostileTest, LongNamesAreNotFound) {
   int64_t acked = -1;
   for (const size_t size : {size_t{20} << 10, size_t{3} << 20}) {

@@ -1,7 +1,7 @@
-// Two msgqd with --leases under a steady producer (issue 14): the owner is
-// killed (kill -9) or cut off from MySQL only (a frozen relay); the standby
-// takes the table, every committed message is delivered and acked, and the
-// duplicates are only what was in flight on the old owner.
+// Two msgqd with --leases under a steady producer (docs/several-instances.md):
+// the owner is killed (kill -9) or cut off from MySQL only (a frozen relay);
+// the standby takes the table, every committed message is delivered and acked,
+// and the duplicates are only what was in flight on the old owner.
 #include <signal.h>
 
 #include <algorithm>
@@ -174,8 +174,8 @@ TEST_F(FailoverTest, KillingTheOwnerUnderASteadyProducer) {
 // was stopped with the rest of a); no process can fence a write it already
 // queued. Such a batch holds rows a had before the freeze, so anything
 // from a that arrives after the wake must be a row whose INSERT started
-// before the freeze ended in a stopped a. Seen once under ASan
-// (2026-11-25): one batch from a arrived after the wake. A woken a that
+// before the freeze ended in a stopped a (under ASan, one batch from a has
+// arrived after the wake). A woken a that
 // went on sending would send the rows produced while it was frozen or
 // after, which b is delivering: those fail the test.
 TEST_F(FailoverTest, AFrozenOwnerUnderASteadyProducerSendsNothingAfterWaking) {

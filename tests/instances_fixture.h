@@ -1,4 +1,5 @@
-// Helpers for the tests of several msgqd with --leases (issue 14):
+// Helpers for the tests of several msgqd with --leases
+// (docs/several-instances.md#leases-several-msgqd-on-one-database):
 //
 //   InstancesTest   MsgqTest plus StartInstance() (short leases) and
 //                   ownership queries through ListTables.

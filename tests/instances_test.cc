@@ -1,6 +1,6 @@
-// Several msgqd on one MariaDB with --leases (issue 14): each table is sent
-// by one instance only; a standby takes over when the owner dies or
-// freezes; tables spread over the instances.
+// Several msgqd on one MariaDB with --leases (docs/several-instances.md): each
+// table is sent by one instance only; a standby takes over when the owner dies
+// or freezes; tables spread over the instances.
 #include <signal.h>
 
 #include <map>

@@ -1,8 +1,8 @@
-// Leases on by default (issue 35): two msgqd started with the same flags
-// share the tables; a MySQL user without the lease grants is refused with
-// the GRANT to run; --leases=false detects a second msgqd with GET_LOCK;
-// a msgqd killed with -9 and restarted on the same port resumes its leases
-// at once (its instance id is host:port).
+// Leases on by default (docs/several-instances.md): two msgqd started with the
+// same flags share the tables; a MySQL user without the lease grants is refused
+// with the GRANT to run; --leases=false detects a second msgqd with GET_LOCK; a
+// msgqd killed with -9 and restarted on the same port resumes its leases at
+// once (its instance id is host:port).
 #include <unistd.h>
 
 #include <algorithm>

@@ -382,8 +382,8 @@ TEST_F(MetricsTest, PendingDueIsCountedFromTheIndex) {
   EXPECT_LT(age, 60);
 }
 
-// Ownership (issue 14): with --leases=false the server sends every table
-// itself (it holds the instance lock) and shows no lease.
+// Ownership: with --leases=false the server sends every table itself (it
+// holds the instance lock) and shows no lease.
 TEST_F(MetricsTest, AnUnleasedServerOwnsEveryTable) {
   ASSERT_NO_FATAL_FAILURE(CreateTable("jobs"));
   ASSERT_NO_FATAL_FAILURE(

@@ -1,8 +1,9 @@
-// Who may stream over msgqd's MySQL-protocol port (issue 18): with
-// --auth_tokens_file the client gives its gRPC bearer token as the password
-// (mysql_clear_password), the user name is the token's principal, and
-// `stream * from T` needs the policy's `stream` action on T, as a gRPC
-// MessageStream does. The real mariadb client, Connector/C and MySQLdb.
+// Who may stream over msgqd's MySQL-protocol port
+// (docs/mysql-protocol.md#identity-policy-and-tls): with --auth_tokens_file the
+// client gives its gRPC bearer token as the password (mysql_clear_password),
+// the user name is the token's principal, and `stream * from T` needs the
+// policy's `stream` action on T, as a gRPC MessageStream does. The real mariadb
+// client, Connector/C and MySQLdb.
 #include <ifaddrs.h>
 #include <mysql.h>
 #include <netinet/in.h>

@@ -1,11 +1,12 @@
-// msgqd's MySQL-protocol port against hostile clients (issue 34): a real
-// msgqd with --tls_cert, --auth_tokens_file and --auth_policy_file, the
-// principals `worker` (stream,ack on msgq.a), `mallory` (no grant) and
-// `ops` (admin,stream on */*). Each test holds clients in one bad state
-// (another tenant's KILL, a principal's pile of connections, logged-in idle
-// connections, 1 MiB statements, silent or mid-record logins) while a
-// well-behaved client is timed and msgqd's CPU (/proc/PID/stat) and RSS
-// (/proc/PID/status) are sampled, and asserts the exact refusal.
+// msgqd's MySQL-protocol port against hostile clients
+// (docs/security.md#limits-against-hostile-clients): a real msgqd with
+// --tls_cert, --auth_tokens_file and --auth_policy_file, the principals
+// `worker` (stream,ack on msgq.a), `mallory` (no grant) and `ops` (admin,stream
+// on */*). Each test holds clients in one bad state (another tenant's KILL, a
+// principal's pile of connections, logged-in idle connections, 1 MiB
+// statements, silent or mid-record logins) while a well-behaved client is timed
+// and msgqd's CPU (/proc/PID/stat) and RSS (/proc/PID/status) are sampled, and
+// asserts the exact refusal.
 //
 // Normal clients are Connector/C over TLS; hostile ones are TlsClient, a
 // hand-driven client that can stop anywhere in the protocol.
@@ -611,15 +612,16 @@ TEST_F(MysqlProtocolHostileTest, IdleConnectionsAreClosed) {
 }
 
 // (d) Eight connections send a 1 MiB COM_QUERY of `((((...`: each gets ERR
-// 1153 from the packet's header and is closed; msgqd's RSS grows by less
-// than 64 MiB (it grew by ~500 MiB when the statement was tokenized); a
-// well-behaved client is answered within 1 s meanwhile.
+// 1153 from the packet's header and is closed, unread; msgqd's RSS grows by
+// less than 64 MiB (tokenizing them would cost far more:
+// docs/design/hostile-clients.md#mysql-protocol-port); a well-behaved client
+// is answered within 1 s meanwhile.
 TEST_F(MysqlProtocolHostileTest, HugeStatementsAreRefusedUnread) {
   ASSERT_NO_FATAL_FAILURE(StartHostile());
   const pid_t pid = server_->pid();
   const int64_t rss_before = StatusKib(pid, "VmRSS");
   ASSERT_GT(rss_before, 0);
-  // A payload of exactly 1 MiB: what msgqd used to read and tokenize.
+  // A payload of exactly 1 MiB, refused from its header before it is read.
   uint8_t seq = 0;
   const std::string query =
       mp::Frame(seq, "\x03" + std::string((1 << 20) - 1, '('));

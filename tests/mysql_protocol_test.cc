@@ -1,5 +1,5 @@
-// msgqd's MySQL-protocol port (issue 18) end to end: a private MariaDB, a
-// real msgqd, the real `mariadb` client and hand-driven sockets.
+// msgqd's MySQL-protocol port (docs/mysql-protocol.md) end to end: a private
+// MariaDB, a real msgqd, the real `mariadb` client and hand-driven sockets.
 #include <set>
 
 #include "absl/strings/match.h"

@@ -1,6 +1,6 @@
-// msgqd's side of MySQL security (issue 17): the password never on the
-// command line, TLS to MySQL, and a least-privilege MySQL user with exactly
-// the GRANTs of docs/operations.md#the-mysql-user-msgqd-needs.
+// msgqd's side of MySQL security: the password never on the command line, TLS
+// to MySQL, and a least-privilege MySQL user with exactly the GRANTs of
+// docs/operations.md#the-mysql-user-msgqd-needs.
 #include <fstream>
 #include <memory>
 #include <string>

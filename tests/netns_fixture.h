@@ -1,8 +1,8 @@
-// Network faults for integration tests (issue 35): a network namespace of
-// the test's own, joined to the root namespace through a router namespace
-// (two veth pairs, two private /30), whose path the test drops silently
-// (every packet lost in the router, both ways: no FIN, no RST, no ICMP)
-// and restores.
+// Network faults for integration tests (docs/operations.md#network-faults): a
+// network namespace of the test's own, joined to the root namespace through a
+// router namespace (two veth pairs, two private /30), whose path the test drops
+// silently (every packet lost in the router, both ways: no FIN, no RST, no
+// ICMP) and restores.
 //
 //   NetnsLink     the namespaces and veth pairs: host_address() is the
 //                 root namespace's end, inner_address() the inner

@@ -1,6 +1,6 @@
-// Network faults (issue 35): links that lose every packet silently (no FIN,
-// no RST), made with network namespaces of the test's own
-// (tests/netns_fixture.h). Root only; skipped otherwise.
+// Network faults: links that lose every packet silently (no FIN, no RST),
+// made with network namespaces of the test's own (tests/netns_fixture.h).
+// Root only; skipped otherwise.
 //
 //   MysqlLinkDropped   MariaDB in a namespace, msgqd outside: msgqd stops
 //                      sending before its lease can end, every MySQL

@@ -1,8 +1,8 @@
-// Purge by partition (issue 15, target 3) against a real MariaDB and a real
-// msgqd: schema/message_table_partitioned.sql, partitions created ahead,
-// fully acked old partitions dropped, one with a pending row kept and
-// reported, delivery unaffected, and msgqd's own partition DDL (followed
-// from the binlog) never resetting the table.
+// Purge by partition (docs/tables.md#partitioned-tables) against a real MariaDB
+// and a real msgqd: schema/message_table_partitioned.sql, partitions created
+// ahead, fully acked old partitions dropped, one with a pending row kept and
+// reported, delivery unaffected, and msgqd's own partition DDL (followed from
+// the binlog) never resetting the table.
 #include <algorithm>
 #include <cstdio>
 #include <map>

@@ -1,7 +1,6 @@
-// Promises the docs make of the engine and server that no other test guards
-// (issue 11): each test below names the page and sentence it holds msgqd to,
-// runs a real private MariaDB and a real msgqd, and fails when that promise
-// breaks.
+// Promises the docs make of the engine and server that no other test guards:
+// each test below names the page and sentence it holds msgqd to, runs a real
+// private MariaDB and a real msgqd, and fails when that promise breaks.
 //
 // Waiting is on conditions with generous deadlines (a loaded 2-core box);
 // where "not before T" matters the test checks the state before T instead of

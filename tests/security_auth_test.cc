@@ -358,7 +358,8 @@ TEST_F(SecurityAuthTest, ConsoleApiNeedsATokenAndAdmin) {
             "200 {\"redriven\":0}");
 }
 
-// Authorization comes before the lookup (issue 34): a caller without the
+// Authorization comes before the lookup
+// (docs/security.md#limits-against-hostile-clients): a caller without the
 // grant gets the same PERMISSION_DENIED for a served table, a table that
 // failed to load and one that does not exist, on gRPC, the console's API
 // and the MySQL port alike; only a caller with the grant learns which.

@@ -1,6 +1,7 @@
-// The client side of msgqd's security (issue 17): the msgq CLI's --tls_ca,
-// --tls_cert/--tls_key, --token_file and $MSGQ_TOKEN, and the C++ client's
-// NewSecureChannel, against a real msgqd with TLS, mTLS and tokens.
+// The client side of msgqd's security (docs/security.md#5-clients): the msgq
+// CLI's --tls_ca, --tls_cert/--tls_key, --token_file and $MSGQ_TOKEN, and the
+// C++ client's NewSecureChannel, against a real msgqd with TLS, mTLS and
+// tokens.
 #include <sys/wait.h>
 
 #include <cstdio>

@@ -1,5 +1,5 @@
-// Helpers of the security tests (issue 17): test certificates made with the
-// openssl CLI, TLS channels, and calls carrying a bearer token.
+// Helpers of the security tests (docs/security.md): test certificates made with
+// the openssl CLI, TLS channels, and calls carrying a bearer token.
 #ifndef MSGQ_TESTS_SECURITY_FIXTURE_H_
 #define MSGQ_TESTS_SECURITY_FIXTURE_H_
 

@@ -1,8 +1,9 @@
-// HTTPS on msgqd's HTTP port (issue 17): with --tls_cert/--tls_key the
-// metrics, health pages and the console (and its token-checked /api) are
-// served over TLS only, with --tls_client_ca only to clients with a
-// certificate, and the certificate rotates like the gRPC port's. Clients:
-// the curl CLI and raw sockets, against a real msgqd and MariaDB.
+// HTTPS on msgqd's HTTP port
+// (docs/security.md#the-http-port-metrics-health-console): with
+// --tls_cert/--tls_key the metrics, health pages and the console (and its
+// token-checked /api) are served over TLS only, with --tls_client_ca only to
+// clients with a certificate, and the certificate rotates like the gRPC port's.
+// Clients: the curl CLI and raw sockets, against a real msgqd and MariaDB.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>

@@ -1,6 +1,7 @@
-// msgqd's limits against hostile or broken clients (issue 17): the largest
-// request, concurrent calls per connection, and the ping enforcement flag
-// checks, against a real msgqd and MariaDB.
+// msgqd's limits against hostile or broken clients
+// (docs/security.md#limits-against-hostile-clients): the largest request,
+// concurrent calls per connection, and the ping enforcement flag checks,
+// against a real msgqd and MariaDB.
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>

@@ -1,9 +1,9 @@
-// Shards (issue 14): two private MariaDBs, one msgqd each, the same message
-// table on both with the same ids, and one C++ Subscriber subscribed to both
-// servers. Ids collide across the shards, so an ack sent to the wrong server
-// would settle a different message: these tests check that every message is
-// settled on the shard it came from, and that one server going away does not
-// stop the other.
+// Shards (docs/api.md#clients-of-several-servers): two private MariaDBs, one
+// msgqd each, the same message table on both with the same ids, and one C++
+// Subscriber subscribed to both servers. Ids collide across the shards, so an
+// ack sent to the wrong server would settle a different message: these tests
+// check that every message is settled on the shard it came from, and that one
+// server going away does not stop the other.
 #include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
-// The SQL side of issue 10 against a real MariaDB and a real msgqd: ids of a
-// text id column (defects 1 and 8), session settings the server does not
-// give us (defect 6), and a statement that fails on its own (defect 7).
+// SQL hardening against a real MariaDB and a real msgqd: ids of a text id
+// column, session settings the server does not give us, and a statement that
+// fails on its own.
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,8 +38,8 @@ class SqlHardeningTest : public MsgqTest {
   }
 };
 
-// Defect 1: "7", "07" and "+7" read as the same integer; in a varchar id
-// column they are three rows, and all three must be delivered.
+// "7", "07" and "+7" read as the same integer; in a varchar id column they
+// are three rows, and all three must be delivered.
 TEST_F(SqlHardeningTest, TextIdsThatReadAsTheSameIntegerAreAllDelivered) {
   CreateTextIdTable("t");
   StartServer();
@@ -57,10 +57,10 @@ TEST_F(SqlHardeningTest, TextIdsThatReadAsTheSameIntegerAreAllDelivered) {
   EXPECT_EQ(Int("SELECT COUNT(*) FROM msgq.t WHERE time_acked IS NULL"), 0);
 }
 
-// Defect 8: the id kind is recorded at load; after ALTER TABLE turns an
-// integer id into a varchar, and before the next reload, a row id such as
-// "id) OR (1=1" was written into the postpone unescaped and postponed every
-// unacked row of the table. It must be rejected where it is written.
+// The id kind is recorded at load; after ALTER TABLE turns an integer id
+// into a varchar, and before the next reload, a row id such as "id) OR (1=1"
+// must be rejected where it is written: written into the postpone unescaped,
+// it would postpone every unacked row of the table.
 TEST_F(SqlHardeningTest, AnIdThatIsNoLongerAnIntegerNeverReachesSql) {
   CreateTable("q", "vt_poller_interval=0.2");  // bigint id
   // Without the binlog the ALTER is not followed at once (with it, the
@@ -86,9 +86,8 @@ TEST_F(SqlHardeningTest, AnIdThatIsNoLongerAnIntegerNeverReachesSql) {
   EXPECT_EQ(Int("SELECT time_next FROM msgq.q WHERE id = '1'"), later);
 }
 
-// Defect 8: text ids are written as _utf8mb4 X'..' literals. The primary
-// key must still serve `id IN (...)`, whatever the column's charset and
-// collation.
+// Text ids are written as _utf8mb4 X'..' literals. The primary key must
+// still serve `id IN (...)`, whatever the column's charset and collation.
 TEST_F(SqlHardeningTest, HexTextLiteralsStillUseThePrimaryKey) {
   Exec("USE msgq");
   for (const char* charset :
@@ -132,10 +131,10 @@ TEST_F(SqlHardeningTest, HexTextLiteralsStillUseThePrimaryKey) {
   }
 }
 
-// Defect 6: msgqd sets its own session (autocommit on, READ COMMITTED) and
-// writes literals that do not depend on sql_mode. A server whose global
-// settings say otherwise used to leave msgqd's statements in transactions that
-// never ended, holding locks that made producers' INSERTs time out.
+// msgqd sets its own session (autocommit on, READ COMMITTED) and writes
+// literals that do not depend on sql_mode: with the global settings of a
+// server that says otherwise, msgqd's statements would stay in transactions
+// that never end, holding locks that make producers' INSERTs time out.
 TEST_F(SqlHardeningTest, HostileGlobalSessionSettingsStallNothing) {
   CreateTextIdTable("t", "vt_poller_interval=0.2");
   Exec("SET GLOBAL autocommit = 0");
@@ -177,10 +176,10 @@ TEST_F(SqlHardeningTest, HostileGlobalSessionSettingsStallNothing) {
   ASSERT_TRUE(s.WaitForRows(5, absl::Seconds(10)));
 }
 
-// Defect 7: acks of all clients go out in one transaction. An ack whose
-// statement cannot be sent (an id longer than max_allowed_packet allows) or
-// that the server refuses (a trigger) used to fail every ack of its round;
-// now it fails alone and the others commit.
+// Acks of all clients go out in one transaction. An ack whose statement
+// cannot be sent (an id longer than max_allowed_packet allows) or that the
+// server refuses (a trigger) fails alone and the others commit; it does not
+// fail every ack of its round.
 TEST_F(SqlHardeningTest, OneFailingAckGroupDoesNotFailTheOthers) {
   CreateTextIdTable("t");
   Exec(
@@ -252,8 +251,8 @@ TEST_F(SqlHardeningTest, OneFailingAckGroupDoesNotFailTheOthers) {
   EXPECT_TRUE(again.ok()) << again.error_message();
 }
 
-// Defect 7: only a lost connection is UNAVAILABLE; a statement over
-// max_allowed_packet and other client-side errors are permanent.
+// Only a lost connection is UNAVAILABLE; a statement over max_allowed_packet
+// and other client-side errors are permanent.
 TEST(MysqlErrorClassTest, OnlyConnectionLossAndReadOnlyAreUnavailable) {
   struct Case {
     unsigned int code;

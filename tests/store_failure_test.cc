@@ -1,7 +1,8 @@
-// MysqlMessageStore's failure handling (issue 12) against a real private
-// MariaDB: nacks (retry, dead, killed by msgq_max_attempts / msgq_max_age),
-// extends, redrives, last_error, the dead-row reads, and each group failing
-// on its own. The store is driven directly (no msgqd), with fixed times.
+// MysqlMessageStore's failure handling (docs/tables.md#when-work-fails) against
+// a real private MariaDB: nacks (retry, dead, killed by msgq_max_attempts /
+// msgq_max_age), extends, redrives, last_error, the dead-row reads, and each
+// group failing on its own. The store is driven directly (no msgqd), with fixed
+// times.
 #include <optional>
 #include <string>
 #include <tuple>

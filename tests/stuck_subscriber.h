@@ -2,10 +2,9 @@
 // `msgq tail TABLE --max_unacked=N`, no --ack) that takes exactly `take`
 // rows and acks none, so msgqd sends it nothing more until their ack wait
 // runs out and the rest of the table stays queued in msgqd's cache.
-// (Before 2026-11-26 this was a subscriber SIGSTOPped once a postpone
-// showed in MySQL, with rows of MBs so that its buffers filled after a few:
-// how many it took then depended on how soon the stop came after the first
-// send, and on a loaded machine it was sometimes all of them.) Needs
+// (max_unacked, not a subscriber SIGSTOPped once a postpone shows in MySQL:
+// how many rows a stopped one takes depends on how soon the stop comes after
+// the first send, and on a loaded machine can be all of them.) Needs
 // vt_batch_size=1 (a batch counts whole against max_unacked) and an ack
 // wait longer than the test.
 //

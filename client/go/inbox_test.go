@@ -1,10 +1,10 @@
 package msgq
 
-// Tests of Inbox (issue 40) against real MariaDB servers: the helper alone
-// on the consumer's MariaDB (once per id, rollbacks, a failed commit, the
-// missing-grant error, purge), then through msgqd (on the harness's
-// MariaDB) with consumer processes: two consumers on one redelivered
-// message, and the kill campaign.
+// Tests of Inbox (docs/effectively-once.md) against real MariaDB servers: the
+// helper alone on the consumer's MariaDB (once per id, rollbacks, a failed
+// commit, the missing-grant error, purge), then through msgqd (on the harness's
+// MariaDB) with consumer processes: two consumers on one redelivered message,
+// and the kill campaign.
 
 import (
 	"context"

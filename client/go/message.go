@@ -175,9 +175,10 @@ func (m *Message) Values() map[string]interface{} {
 	return out
 }
 
-// The W3C Trace Context columns of the trace convention (issue 37): a message
-// table may have `traceparent varchar(55)` and optionally `tracestate`,
-// written by the producer in the same INSERT.
+// The W3C Trace Context columns of the trace convention
+// (docs/api.md#trace-context-from-producer-to-consumer): a message table may
+// have `traceparent varchar(55)` and optionally `tracestate`, written by the
+// producer in the same INSERT.
 const (
 	TraceParentColumn = "traceparent"
 	TraceStateColumn  = "tracestate"

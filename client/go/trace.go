@@ -11,13 +11,14 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// The trace convention (issue 37, the same in every msgq client): a message
-// table may have a `traceparent` column (W3C Trace Context, varchar(55)) and
-// optionally `tracestate`. A producer writes its current context there in
-// the INSERT that enqueues the message (TraceParentFromContext,
-// TraceStateFromContext); Message.TraceContext parses it, and the
-// Subscriber runs each handler in an OpenTelemetry CONSUMER span parented on
-// (and linked to) it: see Options.TracerProvider.
+// The trace convention (the same in every msgq client,
+// docs/api.md#trace-context-from-producer-to-consumer): a message table may
+// have a `traceparent` column (W3C Trace Context, varchar(55)) and optionally
+// `tracestate`. A producer writes its current context there in the INSERT that
+// enqueues the message (TraceParentFromContext, TraceStateFromContext);
+// Message.TraceContext parses it, and the Subscriber runs each handler in an
+// OpenTelemetry CONSUMER span parented on (and linked to) it: see
+// Options.TracerProvider.
 
 // TraceContext is a W3C Trace Context (https://www.w3.org/TR/trace-context/)
 // as a producer wrote it into a message's `traceparent` (and `tracestate`)

@@ -1,9 +1,10 @@
 package msgq
 
-// The trace convention (issue 37): the producer helpers, TraceContext's
-// OpenTelemetry SpanContext, and one CONSUMER span per delivery recorded
-// with the OpenTelemetry SDK's in-memory SpanRecorder (Debian's
-// golang-opentelemetry-otel-dev), against a real msgqd and MariaDB.
+// The trace convention (docs/api.md#trace-context-from-producer-to-consumer):
+// the producer helpers, TraceContext's OpenTelemetry SpanContext, and one
+// CONSUMER span per delivery recorded with the OpenTelemetry SDK's in-memory
+// SpanRecorder (Debian's golang-opentelemetry-otel-dev), against a real msgqd
+// and MariaDB.
 
 import (
 	"context"

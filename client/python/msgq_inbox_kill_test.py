@@ -1,8 +1,8 @@
-"""The inbox's kill campaign (issue 40): msgqd on one private MariaDB,
-consumer processes moving money between two accounts of a second one
-through msgq.Inbox, and kill -9 of msgqd and of the consumers at random
-moments, plus consumers that SIGKILL themselves right after a commit and
-before its ack. At the end every message was applied exactly once (the
+"""The inbox's kill campaign (docs/effectively-once.md): msgqd on one
+private MariaDB, consumer processes moving money between two accounts of a
+second one through msgq.Inbox, and kill -9 of msgqd and of the consumers at
+random moments, plus consumers that SIGKILL themselves right after a commit
+and before its ack. At the end every message was applied exactly once (the
 balances and a per-message counter prove it) and every message is acked.
 
 Run by ctest (msgq_inbox_py_kill_test), or by hand:

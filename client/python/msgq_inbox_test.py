@@ -1,4 +1,5 @@
-"""Tests of msgq.Inbox (issue 40) against real MariaDB servers and msgqd.
+"""Tests of msgq.Inbox (docs/effectively-once.md) against real MariaDB
+servers and msgqd.
 
 InboxTest: the helper alone on a private MariaDB (the consumer's database):
 once per id, rollbacks, a failed commit, the missing-grant error, purge.

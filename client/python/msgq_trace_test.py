@@ -1,4 +1,5 @@
-"""Tests of the msgq package's trace convention (issue 37): the parsed
+"""Tests of the msgq package's trace convention
+(docs/api.md#trace-context-from-producer-to-consumer): the parsed
 `traceparent`/`tracestate` columns on each Message, the producer helpers
 msgq.traceparent()/tracestate(), and one OpenTelemetry CONSUMER span per
 handled message, against in-process fake Messaging servers.

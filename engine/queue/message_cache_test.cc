@@ -175,9 +175,10 @@ TEST(MessageCacheTest, RemoveQueued) {
 
 // Never both queued and in flight: a queued id is not in flight, so draining
 // the queue never yields an id that was in flight, and the counts add up.
-// Defect 1: text ids that read as the same integer ("7", "07", "+7") with the
-// same priority and time_next used to share one order key, so the second
-// insert failed silently and left a queued_ entry pointing at the first.
+// Text ids that read as the same integer ("7", "07", "+7") with the same
+// priority and time_next have distinct order keys: a shared key would make
+// the second insert fail silently and leave a queued_ entry pointing at the
+// first.
 TEST(MessageCacheTest, TextIdsThatReadAsTheSameIntegerAreDistinct) {
   MessageCache cache(10);
   ASSERT_EQ(cache.Add(Msg("7")), MessageCache::AddResult::kAdded);

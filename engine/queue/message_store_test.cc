@@ -1,8 +1,8 @@
 // The MessageStore::Write contract (message_store.h), as FakeMessageStore
 // implements it for the manager's unit tests: the postpones and each group
 // fail on their own; only UNAVAILABLE and ABORTED fail the whole call, and
-// then nothing was applied. Then the failure handling of issue 12 (nacks,
-// extends, redrives, dead rows) with the counts the SQL reports
+// then nothing was applied. Then failure handling (nacks, extends, redrives,
+// dead rows; docs/tables.md#when-work-fails) with the counts the SQL reports
 // (tests/store_failure_test.cc checks the same against MariaDB).
 #include <string>
 #include <vector>
@@ -111,7 +111,7 @@ TEST_F(MessageStoreContractTest, NoPostponesMeansPostponesOk) {
   EXPECT_TRUE(r->postpones.ok());
 }
 
-// ---- Failure handling (issue 12) ------------------------------------------
+// ---- Failure handling -----------------------------------------------------
 
 constexpr int64_t kNow = 1'000'000;
 constexpr int64_t kLater = 2'000'000;

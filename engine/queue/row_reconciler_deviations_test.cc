@@ -1,10 +1,11 @@
-// RowReconciler: the cases where its rules were or are knowingly not exact,
-// found by the exhaustive interleaving test
-// (row_reconciler_interleaving_test.cc). Each test states the exact answer.
-// D1, D3 and D6 are fixed (the interleaving test fails if they happen) and
-// their examples run. D2, D4 and D5 are still counted there; their tests
-// are DISABLED_ because today's rules give the other answer; none loses a
-// message. Run them with --gtest_also_run_disabled_tests to see them fail.
+// RowReconciler: the cases where its rules are knowingly not exact, and
+// those where simpler rules would not be, found by the exhaustive
+// interleaving test (row_reconciler_interleaving_test.cc). Each test states
+// the exact answer. D1, D3 and D6 are failures (the interleaving test fails
+// if they happen) and their examples run. D2, D4 and D5 are counted there;
+// their tests are DISABLED_ because the rules give the other answer; none
+// loses a message. Run them with --gtest_also_run_disabled_tests to see them
+// fail.
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,11 +60,11 @@ RowReconciler::BinlogVerdict Show(RowReconciler& r, const RowChange& c) {
                           /*subscribed=*/true);
 }
 
-// D1 (fixed). A client acks by id a message whose later send sits
+// D1 (a failure). A client acks by id a message whose later send sits
 // unwritten in another stream's outbox; the ack commits, then that stream
 // ends. The hand-back finds nothing in flight (the ack settled it) and
-// nothing expected (the binlog has not shown the ack yet); it used to queue
-// the acked message again for a third subscriber. Exact: msgq's own ack of
+// nothing expected (the binlog has not shown the ack yet); queuing it would
+// send the acked message again to a third subscriber. Exact: msgq's own ack of
 // the id (still known as written) refuses the hand-back, as an ack running
 // does; so does the binlog's ack once shown.
 TEST(RowReconcilerDeviationTest, D1AHandBackAfterItsAckCommitted) {
@@ -100,11 +101,11 @@ TEST(RowReconcilerDeviationTest, DISABLED_D2AnAppChangeInFlightIsForgotten) {
   EXPECT_THAT(read, IsEmpty());
 }
 
-// D3 (fixed). With row images: the INSERT's image is sent, msgq's postpone
-// of it commits and is reported, and only then does the binlog show an
-// UPDATE committed before that postpone. Its image used to be queued and
-// the message sent again at once, inside the ack wait of the first send (a
-// fetch by id reads the postponed row and finds it not due). Exact: an
+// D3 (a failure). With row images: the INSERT's image is sent, msgq's
+// postpone of it commits and is reported, and only then does the binlog show
+// an UPDATE committed before that postpone. Queuing its image would send the
+// message again at once, inside the ack wait of the first send (a fetch by
+// id reads the postponed row and finds it not due). Exact: an
 // image older than a write of msgq's is read by id instead (as an image
 // after a read is), until the binlog shows that write.
 TEST(RowReconcilerDeviationTest, D3AnImageOlderThanMsgqsOwnWrite) {
@@ -118,7 +119,7 @@ TEST(RowReconcilerDeviationTest, D3AnImageOlderThanMsgqsOwnWrite) {
   EXPECT_EQ(Show(r, Change("a", /*priority=*/2)).action, Action::kDueRead);
 }
 
-// D3 (fixed), after a nack: its retry commits and is reported before the
+// D3 (a failure), after a nack: its retry commits and is reported before the
 // binlog shows an UPDATE committed before it.
 TEST(RowReconcilerDeviationTest, D3AnImageOlderThanMsgqsNack) {
   RowReconciler r(true, absl::InfinitePast());
@@ -128,7 +129,7 @@ TEST(RowReconcilerDeviationTest, D3AnImageOlderThanMsgqsNack) {
   EXPECT_EQ(Show(r, Change("a", /*priority=*/1)).action, Action::kDueRead);
 }
 
-// D3 (fixed), after msgq's own ack of a row it never read.
+// D3 (a failure), after msgq's own ack of a row it never read.
 TEST(RowReconcilerDeviationTest, D3AnImageOlderThanMsgqsAck) {
   RowReconciler r(true, absl::InfinitePast());
   const RowReconciler::Ticket ack = r.BeginAck({"a"});
@@ -167,10 +168,10 @@ TEST(RowReconcilerDeviationTest, DISABLED_D5AHandBackFulfilsTheExpectation) {
   EXPECT_THAT(read, IsEmpty());
 }
 
-// D6 (fixed). msgq's own ack commits; a second ack of the same id (a
-// client's retry) fails before the binlog shows the first. The failure used
-// to forget the id, so the first ack's echo was counted as acked_by_sql
-// and, worse, a hand-back meanwhile was queued again (D1). Exact: a failure
+// D6 (a failure). msgq's own ack commits; a second ack of the same id (a
+// client's retry) fails before the binlog shows the first. A failure that
+// forgot the id would have the first ack's echo counted as acked_by_sql
+// and, worse, a hand-back meanwhile queued again (D1). Exact: a failure
 // forgets the id only when no ack of it committed or is still written.
 TEST(RowReconcilerDeviationTest, D6AFailedRetryForgetsTheFirstAck) {
   RowReconciler r(false, absl::InfinitePast());

@@ -38,8 +38,8 @@
 //   D5  a hand-back fulfils what the binlog expected of reads, so a later
 //       read from before the change was visible is accepted (queued only
 //       if the cache was emptied meanwhile: pause, ownership).
-// D1, D3 and D6 were deviations once and are failures now (their examples
-// in row_reconciler_deviations_test.cc run): D1 a hand-back queued again
+// D1, D3 and D6 are failures, not deviations (their examples in
+// row_reconciler_deviations_test.cc run): D1 a hand-back queued again
 // after msgq's own ack of it committed, before the binlog showed it (a
 // duplicate delivery); D3 a row image queued although a write of msgq's
 // committed after it and was reported before the binlog showed it (the

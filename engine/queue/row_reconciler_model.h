@@ -139,7 +139,7 @@ struct Counts {
   long reads_queued = 0;
   long handbacks_queued = 0;
   long images_queued = 0;
-  // D2, D4 and D5 at [2], [4], [5] (D1, D3 and D6 are fixed: failures).
+  // D2, D4 and D5 at [2], [4], [5] (D1, D3 and D6 are failures).
   long deviations[7] = {};
   long d5_queued = 0;  // D5 cases where the stale copy was queued
 };
@@ -216,7 +216,7 @@ inline bool Writing(const World& w, const std::string& id) {
 
 // Why `copy` of `id` is stale by what the manager knows: 0 not stale;
 // 1 msgq's own ack committed and reported after it, not yet shown by the
-// binlog (once D1, now a failure); 2 an application's change the binlog
+// binlog (D1, a failure); 2 an application's change the binlog
 // showed as msgq's own (D2); 9 other.
 inline int Stale(const Row& r, const Copy& copy) {
   int why = 0;

@@ -1,6 +1,7 @@
-// FailureStatements: the SQL text of failure handling (issue 12) for one
-// message table: nacks, extends, redrives and the dead-row reads, as
-// MysqlMessageStore runs them (message_store.h states their contract).
+// FailureStatements: the SQL text of failure handling
+// (docs/tables.md#when-work-fails) for one message table: nacks, extends,
+// redrives and the dead-row reads, as MysqlMessageStore runs them
+// (message_store.h states their contract).
 //
 // States of a row: acked (time_acked NOT NULL), pending (time_acked NULL,
 // time_next NOT NULL), dead (time_acked NULL, time_next NULL). Every

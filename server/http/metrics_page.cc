@@ -93,8 +93,9 @@ const std::vector<TableMetric>& LoadedTableMetrics() {
   return *metrics;
 }
 
-// Who sends each loaded table (issue 14; engine/lease/): this instance's
-// view as ListTables shows it.
+// Who sends each loaded table (engine/lease/,
+// docs/several-instances.md#ownership-listtables-metrics-and-the-console):
+// this instance's view as ListTables shows it.
 void OwnershipFamilies(const std::vector<Table>& tables, MetricsText& text) {
   text.Family("msgq_table_owned", MetricType::kGauge,
               "1 while this instance may send the table (it holds the "

@@ -1,6 +1,7 @@
-// Hostile: the hostile clients of the soak (msgq-chaos --hostile, issue 34),
-// all at once against msgqd's three ports on 127.0.0.1, each kind on a
-// thread of its own (the 1 MiB statements on `big_query_threads`):
+// Hostile: the hostile clients of the soak (msgq-chaos --hostile,
+// docs/reliability.md#hostile-soak), all at once against msgqd's three ports
+// on 127.0.0.1, each kind on a thread of its own (the 1 MiB statements on
+// `big_query_threads`):
 //
 // Held kinds: `count` connections put in a bad state, held for `hold` (the
 // state of each is checked every second: a server that closes one ends its

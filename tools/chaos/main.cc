@@ -7,15 +7,15 @@
 // are checked (tools/chaos/ledger.h). Exit 0: no violation; 1: violations;
 // 2: the campaign could not run. See docs/reliability.md.
 //
-// --hostile: the hostile soak (issue 34). msgqd serves TLS with bearer
-// tokens and a policy on its three ports (tools/chaos/soak_files.h); the
-// producers, gRPC subscribers, a MySQL-protocol subscriber and probes
-// (probes.h) are the normal clients, timed first alone (--hostile_calm),
-// then while hostile clients (hostile.h) work every port for --duration
-// (600 s unless given; the faults are off unless given). msgqd's CPU and
-// RSS are sampled every second (process_sampler.h). The report
-// (soak_report.h) goes to stdout and WORK_DIR/hostile-report.json; the
-// exit code is the campaign's (1 when a message was lost or msgqd died).
+// --hostile: the hostile soak (docs/reliability.md#hostile-soak). msgqd serves
+// TLS with bearer tokens and a policy on its three ports
+// (tools/chaos/soak_files.h); the producers, gRPC subscribers, a MySQL-protocol
+// subscriber and probes (probes.h) are the normal clients, timed first alone
+// (--hostile_calm), then while hostile clients (hostile.h) work every port for
+// --duration (600 s unless given; the faults are off unless given). msgqd's CPU
+// and RSS are sampled every second (process_sampler.h). The report
+// (soak_report.h) goes to stdout and WORK_DIR/hostile-report.json; the exit
+// code is the campaign's (1 when a message was lost or msgqd died).
 #include <pthread.h>
 #include <signal.h>
 

@@ -1,8 +1,8 @@
 'use strict';
-// inboxHandler / purgeInbox (issue 40) against a private MariaDB as the
-// consumer's database: once per id, rollback, two consumers on one message
-// (the second waits on the inbox row, then acks without working), the
-// missing-grant error, purge after the retention and not before.
+// inboxHandler / purgeInbox (docs/effectively-once.md) against a private
+// MariaDB as the consumer's database: once per id, rollback, two consumers on
+// one message (the second waits on the inbox row, then acks without working),
+// the missing-grant error, purge after the retention and not before.
 
 const { test, before, after, beforeEach } = require('node:test');
 const assert = require('node:assert/strict');

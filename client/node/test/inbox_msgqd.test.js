@@ -1,11 +1,12 @@
 'use strict';
-// inboxHandler (issue 40) through a real msgqd and the Subscriber: msgqd on
-// a private MariaDB, consumer processes (testing/inbox_consumer.js) moving
-// money in a second one. Two consumers on one redelivered message (one
-// applies it, the other acks without applying), and a short kill campaign:
-// kill -9 of msgqd and of consumers, consumers that SIGKILL themselves right
-// after a commit (before the ack); at the end every message was applied
-// exactly once and is acked. MSGQ_INBOX_SEED=N replays a campaign.
+// inboxHandler (docs/effectively-once.md) through a real msgqd and the
+// Subscriber: msgqd on a private MariaDB, consumer processes
+// (testing/inbox_consumer.js) moving money in a second one. Two consumers on
+// one redelivered message (one applies it, the other acks without applying),
+// and a short kill campaign: kill -9 of msgqd and of consumers, consumers that
+// SIGKILL themselves right after a commit (before the ack); at the end every
+// message was applied exactly once and is acked. MSGQ_INBOX_SEED=N replays a
+// campaign.
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');

@@ -100,8 +100,7 @@ TEST_F(AckLaneTest, ARowAckedWhileAPollRunsIsNotQueuedFromThatPoll) {
 }
 
 // A poll that hit its limit is a backlog even when rows of it were dropped
-// as stale: without that, the table waited for its next interval poll
-// (seen as a 60 s stall of DrainTest.WithTheAckLaneEveryIdArrivesOnce...).
+// as stale: without that, the table would wait for its next interval poll.
 TEST_F(AckLaneTest, APollAtItsLimitIsABacklogEvenIfStaleRowsWereDropped) {
   ASSERT_NO_FATAL_FAILURE(Init({.cache_size = 1}));
   std::shared_ptr<FakeSubscriber> sub;

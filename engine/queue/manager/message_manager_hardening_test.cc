@@ -1,6 +1,6 @@
-// MessageManager: the defects found by the hardening review, each pinned by
-// a test that failed on the code before its fix (numbers refer to the
-// hardening issue's list).
+// MessageManager in the edge cases a hardening review found (hand-backs,
+// failed sends, clock steps, rows the binlog names before they are visible,
+// ack groups that fail), each pinned by a test.
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,7 +22,7 @@ class EndingSubscriber final : public Subscriber {
   explicit EndingSubscriber(MessageManager** manager) : manager_(manager) {}
   void Send(uint64_t, MessageBatch batch) override {
     ++sends;
-    if (sends > 50) return;  // the old code recursed without end
+    if (sends > 50) return;  // re-offering to it would recurse without end
     (*manager_)->OnSendFailed(this, std::move(batch));
   }
   void Close(absl::Status) override {}
@@ -32,7 +32,7 @@ class EndingSubscriber final : public Subscriber {
   MessageManager** manager_;
 };
 
-// 3. A batch that was never written goes to another subscriber at once,
+// A batch that was never written goes to another subscriber at once,
 // also when its postpone has already committed.
 TEST_F(MessageManagerTest, HandedBackAfterItsPostponeCommittedIsSentAtOnce) {
   ASSERT_NO_FATAL_FAILURE(
@@ -53,7 +53,7 @@ TEST_F(MessageManagerTest, HandedBackAfterItsPostponeCommittedIsSentAtOnce) {
   EXPECT_EQ(stats().sent, 2);
 }
 
-// 3. ... but not past its ack wait: then MySQL has it due again and the poll
+// ... but not past its ack wait: then MySQL has it due again and the poll
 // owns it (it may have been sent to someone else already).
 TEST_F(MessageManagerTest, HandedBackPastItsAckWaitIsLeftToThePoll) {
   ASSERT_NO_FATAL_FAILURE(Init({.batch_size = 1, .ack_wait_s = 30}));
@@ -69,8 +69,8 @@ TEST_F(MessageManagerTest, HandedBackPastItsAckWaitIsLeftToThePoll) {
   EXPECT_THAT(b->ids(), IsEmpty());
 }
 
-// 4. A subscriber whose send failed is never offered another batch, even
-// before it unsubscribes.
+// A subscriber whose send failed is never offered another batch, even before
+// it unsubscribes.
 TEST_F(MessageManagerTest, FailedSendRemovesTheSubscriberAtOnce) {
   ASSERT_NO_FATAL_FAILURE(
       Init({.batch_size = 1}, {.max_batches_per_subscriber = 1}));
@@ -88,8 +88,8 @@ TEST_F(MessageManagerTest, FailedSendRemovesTheSubscriberAtOnce) {
   EXPECT_THAT(b->ids(), ElementsAre("102", "101", "103"));
 }
 
-// 9. Intervals run on the monotonic clock: a wall clock stepped back does
-// not stall the poll.
+// Intervals run on the monotonic clock: a wall clock stepped back does not
+// stall the poll.
 TEST_F(MessageManagerTest, WallClockSteppedBackDoesNotStallThePoll) {
   ASSERT_NO_FATAL_FAILURE(Init({.poller_interval_s = 30}));
   auto sub = Subscribe();
@@ -103,8 +103,8 @@ TEST_F(MessageManagerTest, WallClockSteppedBackDoesNotStallThePoll) {
   EXPECT_THAT(sub->ids(), ElementsAre("101"));
 }
 
-// 11. A poll that starts while binlog-named rows are not visible yet does
-// not drop them: they are fetched in the next round, not at the interval.
+// A poll that starts while binlog-named rows are not visible yet does not
+// drop them: they are fetched in the next round, not at the interval.
 TEST_F(MessageManagerTest, PollDoesNotDropRowsTheBinlogNamed) {
   ASSERT_NO_FATAL_FAILURE(Init({.poller_interval_s = 30}));
   auto sub = Subscribe();
@@ -124,7 +124,7 @@ TEST_F(MessageManagerTest, PollDoesNotDropRowsTheBinlogNamed) {
   EXPECT_THAT(sub->ids(), ElementsAre("101"));
 }
 
-// 11. A named row never found by its reads gets one poll, not the interval.
+// A named row never found by its reads gets one poll, not the interval.
 TEST_F(MessageManagerTest, FetchThatGivesUpRequestsAPoll) {
   ASSERT_NO_FATAL_FAILURE(Init({.poller_interval_s = 3600}));
   auto sub = Subscribe();
@@ -141,7 +141,7 @@ TEST_F(MessageManagerTest, FetchThatGivesUpRequestsAPoll) {
   EXPECT_EQ(store_->poll_calls(), 2);
 }
 
-// 12. Ids waiting for their ack statement are bounded, not only requests.
+// Ids waiting for their ack statement are bounded, not only requests.
 TEST_F(MessageManagerTest, WaitingAckIdsAreBounded) {
   MessageManager::Options options;
   options.max_pending_ack_ids = 5;
@@ -158,8 +158,8 @@ TEST_F(MessageManagerTest, WaitingAckIdsAreBounded) {
   EXPECT_EQ(third->calls, 0);  // accepted: the first ones were written
 }
 
-// 7. One ack group that fails for good fails alone: the other client's ack
-// in the same round commits, and MySQL is not marked down.
+// One ack group that fails for good fails alone: the other client's ack in
+// the same round commits, and MySQL is not marked down.
 TEST_F(MessageManagerTest, PermanentlyFailingAckGroupFailsAlone) {
   ASSERT_NO_FATAL_FAILURE(Init());
   PutDue(Range(101, 103));
@@ -271,11 +271,10 @@ TEST_F(MessageManagerTest, APollOlderThanTheBinlogSendsNothingEarly) {
   EXPECT_THAT(sub->ids(), ElementsAre("101"));
 }
 
-// 3. A batch handed back after its postpone committed is queued again at
-// once; the binlog's echo of that postpone (read after the id left flight)
-// is msgq's own write, not an application's reschedule, and must not take
-// it out of the queue until its ack wait (seen as a 20 s stall in
-// SecurityTlsTest.PlaintextClientFailsTlsClientWorks under load).
+// A batch handed back after its postpone committed is queued again at once;
+// the binlog's echo of that postpone (read after the id left flight) is
+// msgq's own write, not an application's reschedule, and must not take it
+// out of the queue (the batch would then stall until its ack wait ran out).
 TEST_F(MessageManagerTest, TheEchoOfItsOwnPostponeKeepsAHandedBackBatchQueued) {
   ASSERT_NO_FATAL_FAILURE(
       Init({.batch_size = 1}, {.max_batches_per_subscriber = 1}));
