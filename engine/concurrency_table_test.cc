@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "engine/binlog/bookkeeping_columns.h"
 #include "engine/concurrency_column.h"
 #include "engine/directives.h"
 #include "engine/message_table.h"

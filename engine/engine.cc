@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/monotonic_cond_var.h"
 #include "common/utf8.h"
+#include "engine/binlog/bookkeeping_columns.h"
 #include "engine/lease/instance_lock.h"
 #include "engine/lease/lease_keeper.h"
 #include "engine/sql/sql_literal.h"

@@ -16,7 +16,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "engine/binlog/row_change.h"
 #include "engine/table_settings.h"
 
 namespace msgq {
@@ -95,20 +94,9 @@ absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
                                                absl::string_view comment,
                                                std::vector<Column> columns);
 
-// Where the bookkeeping columns sit in the table's rows (binlog images).
-// With `row_images`, also the streamed columns to render from a due row's
-// image (BookkeepingColumns::streamed), when every one of them (and the
-// msgq_fair_by column) has a reproducible text form and the table has
-// neither msgq_order_by (whose rows must be read to check headship) nor
-// msgq_concurrency_by (whose polls read at most a key's free slots, and
-// whose images carry no key for the gate: the manager polls for such a
-// row instead, message_manager_binlog.cc).
-BookkeepingColumns BookkeepingOf(const MessageTable& table,
-                                 bool row_images = false);
-
-// How a column's text form can be rebuilt from a binlog row image
-// (engine/binlog/row_image_text.h), judged from information_schema.
-binlog::TextForm TextFormOf(const Column& column);
+// True when `s` is the canonical decimal form of a value of an integer
+// `kind`; false for every other kind.
+bool IsCanonicalInteger(IdKind kind, absl::string_view s);
 
 // Validates an id given by a client and returns its canonical text form (the
 // form the stream uses: "7" for "007" on an integer id). INVALID_ARGUMENT when

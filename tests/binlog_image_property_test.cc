@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/binlog/binlog_watcher.h"
+#include "engine/binlog/bookkeeping_columns.h"
 #include "engine/message_table.h"
 #include "engine/sql/schema_loader.h"
 #include "gmock/gmock.h"

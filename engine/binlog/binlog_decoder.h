@@ -48,7 +48,7 @@
 #include "absl/strings/string_view.h"
 #include "engine/binlog/binlog_rows_event.h"
 #include "engine/binlog/ddl_statement.h"
-#include "engine/binlog/row_change.h"
+#include "engine/queue/row_change.h"
 
 namespace msgq {
 

@@ -19,7 +19,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "engine/binlog/row_change.h"
+#include "engine/binlog/bookkeeping_columns.h"
+#include "engine/queue/row_change.h"
 
 namespace msgq::binlog {
 

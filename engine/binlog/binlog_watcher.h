@@ -64,8 +64,9 @@
 #include "absl/time/time.h"
 #include "common/backoff.h"
 #include "common/monotonic_cond_var.h"
+#include "engine/binlog/bookkeeping_columns.h"
 #include "engine/binlog/ddl_statement.h"
-#include "engine/binlog/row_change.h"
+#include "engine/queue/row_change.h"
 #include "engine/sql/mysql_connection.h"
 
 namespace msgq {

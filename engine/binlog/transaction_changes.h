@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/binlog/row_change.h"
+#include "engine/queue/row_change.h"
 
 namespace msgq {
 

@@ -57,8 +57,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "engine/lease/mysql_lease_store.h"
 #include "engine/lease/ownership_keeper.h"
-#include "engine/sql/mysql_lease_store.h"
 
 namespace msgq {
 

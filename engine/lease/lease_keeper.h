@@ -82,10 +82,10 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "engine/lease/lease_watch.h"
+#include "engine/lease/mysql_lease_store.h"
 #include "engine/lease/ownership_keeper.h"
 #include "engine/lease/table_ownership.h"
 #include "engine/queue/manager/message_manager.h"
-#include "engine/sql/mysql_lease_store.h"
 
 namespace msgq {
 

@@ -2,8 +2,8 @@
 #include <set>
 #include <utility>
 
+#include "engine/last_error_text.h"
 #include "engine/queue/fake_message_store.h"
-#include "engine/sql/failure_statements.h"
 
 namespace msgq {
 namespace {

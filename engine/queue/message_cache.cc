@@ -8,8 +8,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "engine/message_table.h"
 #include "engine/queue/fair_key.h"
-#include "engine/sql/sql_literal.h"
 
 namespace msgq {
 namespace {

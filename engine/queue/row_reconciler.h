@@ -93,11 +93,11 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "engine/binlog/row_change.h"
 #include "engine/queue/binlog_expectations.h"
 #include "engine/queue/message.h"
 #include "engine/queue/message_store.h"
 #include "engine/queue/recent_ids.h"
+#include "engine/queue/row_change.h"
 #include "engine/queue/settlement_ledger.h"
 
 namespace msgq {

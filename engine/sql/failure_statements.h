@@ -16,10 +16,10 @@
 // reason is not empty. Reasons are arbitrary bytes from clients: invalid
 // UTF-8 is replaced by U+FFFD, characters the column's character set cannot
 // hold are replaced too (LastErrorText: a strict sql_mode would otherwise
-// refuse the whole nack, error 1366), the text is cut to the column's size
-// in characters, and it is written as an _utf8mb4 X'..' hex literal, so no
-// quote, backslash or byte sequence can change the statement whatever the
-// sql_mode.
+// refuse the whole nack, error 1366; last_error_text.h), the text is cut to the
+// column's size in characters, and it is written as an _utf8mb4 X'..' hex
+// literal, so no quote, backslash or byte sequence can change the statement
+// whatever the sql_mode.
 //
 // Example:
 //   FailureStatements sql(table, "`db`.`t`");
@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "engine/last_error_text.h"
 #include "engine/message_table.h"
 
 namespace msgq {
@@ -48,21 +49,6 @@ struct InList {
   // redriven).
   bool counts_dead = false;
 };
-
-// The characters a last_error column can hold, from its character set.
-enum class Repertoire {
-  kUnicode,  // utf8mb4, utf16, utf16le, utf32: every character
-  kBmp,      // utf8mb3 (utf8), ucs2: up to U+FFFF
-  kAscii,    // any other (latin1, ascii, ...): ASCII is safe, more may not be
-};
-Repertoire RepertoireOf(absl::string_view charset);
-
-// `reason` as last_error stores it: each byte that does not start a
-// well-formed UTF-8 sequence replaced by U+FFFD, each character outside
-// `repertoire` by U+FFFD (kBmp) or '?' (kAscii), then cut to at most
-// `max_chars` characters (code points).
-std::string LastErrorText(absl::string_view reason, int max_chars,
-                          Repertoire repertoire = Repertoire::kUnicode);
 
 class FailureStatements {
  public:

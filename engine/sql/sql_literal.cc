@@ -39,29 +39,6 @@ void AppendHex(absl::string_view bytes, std::string* out) {
 
 }  // namespace
 
-bool IsCanonicalInteger(IdKind kind, absl::string_view s) {
-  if (kind != IdKind::kSignedInteger && kind != IdKind::kUnsignedInteger) {
-    return false;
-  }
-  absl::string_view digits = s;
-  const bool negative = !digits.empty() && digits[0] == '-';
-  if (negative) {
-    if (kind == IdKind::kUnsignedInteger) return false;
-    digits.remove_prefix(1);
-  }
-  if (digits.empty() || digits.size() > 20) return false;
-  if (digits[0] == '0' && (digits.size() > 1 || negative)) return false;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return false;
-  }
-  if (kind == IdKind::kUnsignedInteger) {
-    uint64_t v = 0;
-    return absl::SimpleAtoi(digits, &v);
-  }
-  int64_t v = 0;
-  return absl::SimpleAtoi(s, &v);
-}
-
 absl::Status AppendIdLiteral(IdKind kind, absl::string_view id,
                              std::string* out) {
   bool valid = false;

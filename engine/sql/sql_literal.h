@@ -42,10 +42,6 @@ absl::Status AppendIdLiteral(IdKind kind, absl::string_view id,
 // The literal of `id` alone; errors as AppendIdLiteral.
 absl::StatusOr<std::string> IdLiteral(IdKind kind, absl::string_view id);
 
-// True when `s` is the canonical decimal form of a value of an integer
-// `kind`; false for every other kind.
-bool IsCanonicalInteger(IdKind kind, absl::string_view s);
-
 }  // namespace msgq
 
 #endif  // MSGQ_ENGINE_SQL_SQL_LITERAL_H_

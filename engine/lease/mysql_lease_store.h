@@ -18,8 +18,8 @@
 // statement re-checks the row in its WHERE, so running it again is safe.
 //
 // Thread-compatible: one keeper thread uses it.
-#ifndef MSGQ_ENGINE_SQL_MYSQL_LEASE_STORE_H_
-#define MSGQ_ENGINE_SQL_MYSQL_LEASE_STORE_H_
+#ifndef MSGQ_ENGINE_LEASE_MYSQL_LEASE_STORE_H_
+#define MSGQ_ENGINE_LEASE_MYSQL_LEASE_STORE_H_
 
 #include <memory>
 #include <string>
@@ -132,4 +132,4 @@ class MysqlLockStore {
 
 }  // namespace msgq
 
-#endif  // MSGQ_ENGINE_SQL_MYSQL_LEASE_STORE_H_
+#endif  // MSGQ_ENGINE_LEASE_MYSQL_LEASE_STORE_H_

@@ -1,4 +1,4 @@
-#include "engine/sql/mysql_lease_store.h"
+#include "engine/lease/mysql_lease_store.h"
 
 #include <algorithm>
 #include <utility>

@@ -1,7 +1,8 @@
 // RowChange: a committed change to a message table row, as the binlog
-// reports it, and where a table's bookkeeping columns sit in a row image.
-#ifndef MSGQ_ENGINE_BINLOG_ROW_CHANGE_H_
-#define MSGQ_ENGINE_BINLOG_ROW_CHANGE_H_
+// reports it: what the queue learns from the binlog (the decoder in
+// engine/binlog/ makes them).
+#ifndef MSGQ_ENGINE_QUEUE_ROW_CHANGE_H_
+#define MSGQ_ENGINE_QUEUE_ROW_CHANGE_H_
 
 #include <cstdint>
 #include <memory>
@@ -9,35 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/binlog/row_image_text.h"
 #include "engine/queue/message.h"
 
 namespace msgq {
-
-// Where a message table's bookkeeping columns are, by ordinal (0-based).
-struct BookkeepingColumns {
-  uint32_t column_count = 0;
-  uint32_t id = 0;
-  uint32_t priority = 0;
-  uint32_t time_next = 0;
-  uint32_t time_acked = 0;
-  // The id column is an unsigned integer (decoded as such unless the table
-  // map's optional metadata says otherwise).
-  bool id_unsigned = false;
-  bool priority_unsigned = false;  // likewise for the priority column
-  uint32_t epoch = 0;
-  // Row images (--binlog_discovery=image): when `streamed` is not empty the
-  // decoder renders the streamed columns (id first) of a due row's after
-  // image into RowChange::row, with the time_created and fair columns that
-  // go with them. Empty: rows are read back by id.
-  struct Rendered {
-    uint32_t ordinal = 0;
-    binlog::TextForm form = binlog::TextForm::kNone;
-  };
-  std::vector<Rendered> streamed;
-  std::optional<uint32_t> time_created;  // integer column
-  std::optional<Rendered> fair;          // msgq_fair_by's column
-};
 
 // One committed row change, as its after image says (the before image for
 // deletes).
@@ -66,4 +41,4 @@ struct RowChange {
 
 }  // namespace msgq
 
-#endif  // MSGQ_ENGINE_BINLOG_ROW_CHANGE_H_
+#endif  // MSGQ_ENGINE_QUEUE_ROW_CHANGE_H_
