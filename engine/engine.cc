@@ -28,7 +28,7 @@ std::string Echo(absl::string_view name) {
 }
 
 Engine::Options WithLeases(Engine::Options options) {
-  options.manager.leased = options.leases || options.instance_lock;
+  options.manager.leased = options.sharing != Engine::Options::Sharing::kAlone;
   return options;
 }
 
@@ -70,14 +70,14 @@ std::unique_ptr<OwnershipKeeper> Engine::NewKeeper() {
   MysqlOptions mysql = options_.mysql;
   mysql.io_timeout = options_.lease_duration;  // a round never hangs long
   auto tables = [this] { return LoadedTables(); };
-  if (options_.leases) {
+  if (options_.sharing == Options::Sharing::kLeases) {
     return std::make_unique<LeaseKeeper>(
         LeaseKeeper::Options{
             .self = self, .address = address, .lease = options_.lease_duration},
         std::make_unique<MysqlLeaseStore>(mysql, options_.databases.front()),
         clock_, tables);
   }
-  if (options_.instance_lock) {
+  if (options_.sharing == Options::Sharing::kInstanceLock) {
     return std::make_unique<InstanceLock>(
         InstanceLock::Options{.self = self,
                               .databases = options_.databases,

@@ -70,15 +70,23 @@ class Engine : private BinlogWatcher::Listener {
     // Names this msgqd in lease rows (--instance_id); one process at a
     // time (lease_keeper.h). May be left empty and given by Identify().
     std::string instance_id;
-    // Several msgqd share the tables (--leases): each table is sent by the
-    // one instance holding its lease in MySQL (engine/lease/). Takes one
-    // more MySQL connection, of the keeper's own. The lease rows live in
-    // the first of `databases`.
-    bool leases = false;
-    // Without leases: a second msgqd on the same databases does not send
-    // (--leases=false; engine/lease/instance_lock.h). Also takes one MySQL
-    // connection of its own. Ignored with `leases`.
-    bool instance_lock = false;
+    // Who else may send these tables, and how this engine keeps out of
+    // their way. msgqd chooses kLeases, or kInstanceLock with
+    // --leases=false (server/msgqd_flags.cc); an engine embedded in a
+    // test or a tool that is alone on its tables keeps kAlone.
+    enum class Sharing {
+      // This engine sends every table it loads; nothing else may.
+      kAlone,
+      // Each table is sent by the one instance holding its lease in MySQL
+      // (engine/lease/lease_keeper.h). Takes one more MySQL connection, the
+      // keeper's own. The lease rows live in the first of `databases`.
+      kLeases,
+      // One instance per set of databases sends; any other waits, idle
+      // (engine/lease/instance_lock.h). Takes one MySQL connection of its
+      // own.
+      kInstanceLock,
+    };
+    Sharing sharing = Sharing::kAlone;
     // How long a lease lasts; the keeper's rounds run every fifth of it.
     absl::Duration lease_duration = absl::Seconds(5);
     std::string address;  // --listen, written in the heartbeat row
@@ -275,7 +283,7 @@ class Engine : private BinlogWatcher::Listener {
   std::thread thread_;
   std::thread clock_thread_;
   std::unique_ptr<BinlogWatcher> binlog_;
-  // With Options::leases or Options::instance_lock: grants the tables.
+  // Unless Options::sharing is kAlone: grants the tables.
   std::unique_ptr<OwnershipKeeper> keeper_;
   // Options::instance_id and address, or as Identify() set them.
   std::string instance_id_ ABSL_GUARDED_BY(mu_);

@@ -10,9 +10,10 @@
 namespace msgq {
 
 int Engine::PoolSize(const Options& options) {
-  return std::max(1, options.max_connections - (options.binlog ? 2 : 0) -
-                         (options.leases || options.instance_lock ? 1 : 0) -
-                         (options.mysql.primary != nullptr ? 1 : 0));
+  return std::max(
+      1, options.max_connections - (options.binlog ? 2 : 0) -
+             (options.sharing != Engine::Options::Sharing::kAlone ? 1 : 0) -
+             (options.mysql.primary != nullptr ? 1 : 0));
 }
 
 std::shared_ptr<MessageManager> Engine::NewManager(MessageTable table,

@@ -169,8 +169,9 @@ absl::StatusOr<MsgqdOptions> MsgqdOptionsFromFlags() {
   Engine::Options& options = out.engine;
   if (absl::Status s = ReadMysqlFlags(options); !s.ok()) return s;
   if (absl::Status s = ReadManagerFlags(options.manager); !s.ok()) return s;
-  options.leases = absl::GetFlag(FLAGS_leases);
-  options.instance_lock = !options.leases;
+  options.sharing = absl::GetFlag(FLAGS_leases)
+                        ? Engine::Options::Sharing::kLeases
+                        : Engine::Options::Sharing::kInstanceLock;
   options.lease_duration = absl::GetFlag(FLAGS_lease_duration);
   if (options.lease_duration < absl::Milliseconds(500)) {
     return absl::InvalidArgumentError(
