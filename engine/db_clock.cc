@@ -14,14 +14,14 @@ absl::Time DbClock::Now() const {
 }
 
 void DbClock::Observe(absl::Time db_now, absl::Time sent, absl::Time received) {
-  const absl::Duration rtt = std::max(received - sent, absl::ZeroDuration());
-  const absl::Duration measured = db_now - (sent + rtt / 2);
+  received = std::max(received, sent);  // reversed readings: no round trip
+  // The database read its clock at some monotonic time in [sent, received],
+  // so its offset lies in [lower, upper].
+  const absl::Duration lower = db_now - received;
+  const absl::Duration upper = db_now - sent;
   absl::MutexLock lock(&mu_);
-  if (offset_.has_value() && absl::AbsDuration(measured - *offset_) <=
-                                 std::max(rtt, absl::Milliseconds(2))) {
-    return;
-  }
-  offset_ = measured;
+  if (offset_.has_value() && *offset_ >= lower && *offset_ <= upper) return;
+  offset_ = lower;
 }
 
 std::optional<absl::Duration> DbClock::offset() const {

@@ -9,10 +9,14 @@
 // the next measurement. Before the first measurement Now() is the base
 // clock's wall time. MonotonicNow() is the base clock's.
 //
-// Measurements that differ from the current estimate by less than the
-// round trip they took (or 2 ms) are ignored, so Now() does not wobble by
-// the network's jitter; anything larger (a clock step on either side) is
-// taken at once.
+// Now() is never ahead of the database's clock, so that nothing is sent
+// before its time_next: a measurement says only that the database read its
+// clock somewhere within the query's round trip, and the estimate assumes
+// the latest moment, the reply's arrival (it may be behind by up to the
+// round trip). A measurement consistent with the current estimate leaves
+// it alone, so Now() does not wobble with the round trip; one that shows it
+// behind or ahead (a better measurement, drift, or a clock step on either
+// side) replaces it at once.
 //
 // Thread-safe.
 #ifndef MSGQ_ENGINE_DB_CLOCK_H_

@@ -1,6 +1,7 @@
 // DbClock: MySQL's time carried on the monotonic clock; steps of the host's
-// wall clock change nothing, a step of MySQL's is taken at once, jitter
-// within the round trip is not.
+// wall clock change nothing, a step of MySQL's is taken at once, a
+// measurement consistent with the estimate changes nothing, and the
+// estimate is never ahead of MySQL's clock.
 #include "engine/db_clock.h"
 
 #include "gtest/gtest.h"
@@ -25,31 +26,36 @@ TEST(DbClockTest, MySqlTimeCarriedOnTheMonotonicClock) {
   const absl::Time mono = base.MonotonicNow();
   const absl::Time db = kStart + absl::Seconds(5);  // MySQL 5 s ahead
   clock.Observe(db, mono - absl::Milliseconds(2), mono);
-  // The answer was given half way through the round trip.
-  EXPECT_EQ(clock.Now(), db + absl::Milliseconds(1));
+  // MySQL may have read its clock as late as the answer's arrival.
+  EXPECT_EQ(clock.Now(), db);
   base.Advance(absl::Seconds(3));
-  EXPECT_EQ(clock.Now(), db + absl::Seconds(3) + absl::Milliseconds(1));
+  EXPECT_EQ(clock.Now(), db + absl::Seconds(3));
   // The host's wall clock steps either way: nothing changes.
   base.Set(kStart - absl::Seconds(20));
-  EXPECT_EQ(clock.Now(), db + absl::Seconds(3) + absl::Milliseconds(1));
+  EXPECT_EQ(clock.Now(), db + absl::Seconds(3));
   base.Set(kStart + absl::Seconds(60));
-  EXPECT_EQ(clock.Now(), db + absl::Seconds(3) + absl::Milliseconds(1));
+  EXPECT_EQ(clock.Now(), db + absl::Seconds(3));
   EXPECT_EQ(clock.MonotonicNow(), base.MonotonicNow());
 }
 
-TEST(DbClockTest, JitterIsIgnoredAndStepsAreTaken) {
+TEST(DbClockTest, ConsistentMeasurementsChangeNothingOthersAreTaken) {
   FakeClock base(kStart);
   DbClock clock(&base);
   const absl::Time mono = base.MonotonicNow();
   clock.Observe(kStart, mono, mono);
   EXPECT_EQ(clock.Now(), kStart);
-  // 2 ms off the estimate with a 1 ms round trip: within the 2 ms floor.
-  clock.Observe(kStart + absl::Microseconds(1500), mono - absl::Milliseconds(1),
+  // MySQL read kStart - 3 ms somewhere in a 10 ms round trip: the estimate
+  // fits (MySQL may have read it 3 ms before the answer came).
+  clock.Observe(kStart - absl::Milliseconds(3), mono - absl::Milliseconds(10),
                 mono);
   EXPECT_EQ(clock.Now(), kStart);
-  // 8 ms off with a 10 ms round trip: within the round trip.
-  clock.Observe(kStart + absl::Milliseconds(3), mono - absl::Milliseconds(10),
+  // kStart + 1 ms read before `mono`: the estimate is at least 1 ms behind.
+  clock.Observe(kStart + absl::Milliseconds(1), mono - absl::Microseconds(500),
                 mono);
+  EXPECT_EQ(clock.Now(), kStart + absl::Milliseconds(1));
+  // kStart read after mono - 0.5 ms: the estimate is at least 0.5 ms
+  // ahead, which would send rows early; taken at once.
+  clock.Observe(kStart, mono - absl::Microseconds(500), mono);
   EXPECT_EQ(clock.Now(), kStart);
   // MySQL's clock stepped forward 20 s.
   clock.Observe(kStart + absl::Seconds(20), mono, mono);
@@ -61,6 +67,33 @@ TEST(DbClockTest, JitterIsIgnoredAndStepsAreTaken) {
   // A reversed pair of readings counts as no round trip.
   clock.Observe(kStart, mono, mono - absl::Seconds(1));
   EXPECT_EQ(clock.Now(), kStart);
+}
+
+// A MySQL whose clock is `skew` ahead of the monotonic one answers queries
+// of round trips up to 20 ms, reading its clock at the end, the start or
+// the middle of each (the first at the end of an 8 ms round trip): at no
+// moment is the estimate ahead of it. A query without a round trip then
+// makes it exact.
+TEST(DbClockTest, NeverAheadOfMySql) {
+  FakeClock base(kStart);
+  DbClock clock(&base);
+  const absl::Duration skew = absl::Seconds(7) + absl::Microseconds(123);
+  auto mysql_now = [&] { return base.MonotonicNow() + skew; };
+  auto query = [&](absl::Duration rtt, int at /* 0 start, 1 middle, 2 end */) {
+    const absl::Time sent = base.MonotonicNow();
+    base.Advance(rtt * at / 2);
+    const absl::Time read = mysql_now();
+    base.Advance(rtt - rtt * at / 2);
+    clock.Observe(read, sent, base.MonotonicNow());
+  };
+  for (int i = 1; i <= 300; ++i) {
+    query(absl::Microseconds((i * 7919) % 20000), (i + 1) % 3);
+    ASSERT_LE(clock.Now(), mysql_now()) << "measurement " << i;
+    base.Advance(absl::Milliseconds(3));
+    ASSERT_LE(clock.Now(), mysql_now()) << "after measurement " << i;
+  }
+  query(absl::ZeroDuration(), 0);
+  EXPECT_EQ(clock.Now(), mysql_now());
 }
 
 }  // namespace
