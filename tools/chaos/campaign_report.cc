@@ -26,12 +26,38 @@ void PrintRunAndFaults(const CampaignOptions& o, const CampaignResults& res) {
       o.host_crashes, o.table_reloads, res.msgqd_starts);
 }
 
+// The redeliveries inside the ack wait by epoch, in all and across msgqd
+// kills (kill -9 of msgqd alone or with MariaDB), with the figure per kill.
+void PrintInsideByEpoch(const Report& r) {
+  const Report::EpochSplit& all = r.inside_by_epoch;
+  printf(
+      "inside ack wait by epoch: same %lld (postpone not committed), later "
+      "%lld, earlier %lld (after a committed postpone: violations), "
+      "unknown %lld\n",
+      (long long)all.same, (long long)all.later, (long long)all.earlier,
+      (long long)all.unknown);
+  auto kills = r.faults.find("msgqd_kill");
+  const int64_t n = kills == r.faults.end() ? 0 : kills->second;
+  if (n == 0) return;
+  auto it = r.inside_by_fault.find("msgqd_kill");
+  const Report::EpochSplit k =
+      it == r.inside_by_fault.end() ? Report::EpochSplit{} : it->second;
+  const double per = 1.0 / static_cast<double>(n);
+  printf(
+      "across the %lld msgqd kills: %lld inside ack wait (%.2f per kill): "
+      "same epoch %lld (%.2f per kill), later %lld, earlier %lld, unknown "
+      "%lld\n",
+      (long long)n, (long long)k.total(), k.total() * per, (long long)k.same,
+      k.same * per, (long long)k.later, (long long)k.earlier,
+      (long long)k.unknown);
+}
+
 void PrintMessages(const CampaignOptions& o, const CampaignResults& res) {
   const Producers::Stats& ps = res.producers;
   const Report& r = res.ledger;
   std::vector<std::string> causes;
-  for (const auto& [cause, n] : r.inside_by_fault) {
-    causes.push_back(absl::StrCat(cause, " ", n));
+  for (const auto& [cause, split] : r.inside_by_fault) {
+    causes.push_back(absl::StrCat(cause, " ", split.total()));
   }
   printf(
       "producers: %lld transactions: %lld committed, %lld rolled back, "
@@ -51,6 +77,7 @@ void PrintMessages(const CampaignOptions& o, const CampaignResults& res) {
       (long long)r.deliveries, (long long)r.delivered_ids,
       (long long)r.duplicates, o.ack_wait_s, (long long)r.inside_ack_wait,
       absl::StrJoin(causes, ", ").c_str(), (long long)r.after_ack_ok);
+  PrintInsideByEpoch(r);
 }
 
 void PrintSubscribersAndVerdict(const CampaignOptions& o,
@@ -66,6 +93,9 @@ void PrintSubscribersAndVerdict(const CampaignOptions& o,
       static_cast<double>(r.max_early_ns) / 1e6, o.early_tolerance_ms);
   for (const auto& [what, n] : ss.errors) {
     printf("  %6lld x %s\n", (long long)n, what.c_str());
+  }
+  for (const std::string& s : r.same_epoch_examples) {
+    printf("  inside ack wait, same epoch: %s\n", s.c_str());
   }
   for (const std::string& s : r.suspicious) {
     printf("  inside ack wait, no fault between: %s\n", s.c_str());

@@ -37,10 +37,14 @@ void Ledger::Produced(const std::vector<int64_t>& ids,
   }
 }
 
-void Ledger::Delivered(const std::vector<int64_t>& ids, int64_t at_ns,
+void Ledger::Delivered(const std::vector<int64_t>& ids,
+                       const std::vector<int64_t>& epochs, int64_t at_ns,
                        int /*sub*/) {
   absl::MutexLock lock(&mu_);
-  for (int64_t id : ids) entries_[id].deliveries.push_back(at_ns);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    entries_[ids[i]].deliveries.push_back(
+        {at_ns, i < epochs.size() ? epochs[i] : kUnknownEpoch});
+  }
 }
 
 void Ledger::Acked(const std::vector<int64_t>& ids, int64_t at_ns) {
@@ -104,8 +108,8 @@ Report Ledger::Verify(const std::unordered_map<int64_t, TableRow>& table,
         ++(in_table ? r.unknown_present : r.unknown_absent);
         break;
     }
-    std::vector<int64_t> d = e.deliveries;
-    std::sort(d.begin(), d.end());
+    std::vector<Receipt> d = e.deliveries;
+    std::stable_sort(d.begin(), d.end());
     if (committed && (!in_table || d.empty())) ++r.lost;
     if (committed) {
       if (e.time_next > 0) ++r.scheduled;
@@ -121,13 +125,13 @@ Report Ledger::Verify(const std::unordered_map<int64_t, TableRow>& table,
     if (d.empty()) continue;
     if (committed && e.time_next == 0 && e.committed_at > 0) {
       latencies_ms.push_back(static_cast<double>(std::max<int64_t>(
-                                 0, d.front() - e.committed_at)) /
+                                 0, d.front().at - e.committed_at)) /
                              1e6);
     }
     ++r.delivered_ids;
     r.deliveries += static_cast<int64_t>(d.size());
-    if (e.time_next > 0 && d.front() < e.time_next) {
-      const int64_t early = e.time_next - d.front();
+    if (e.time_next > 0 && d.front().at < e.time_next) {
+      const int64_t early = e.time_next - d.front().at;
       r.max_early_ns = std::max(r.max_early_ns, early);
       if (early > early_tolerance_ns) {
         violate(absl::StrFormat(
@@ -136,29 +140,54 @@ Report Ledger::Verify(const std::unordered_map<int64_t, TableRow>& table,
       }
     }
     for (size_t i = 0; i < d.size(); ++i) {
-      if (e.first_ack_ok != 0 && d[i] > e.first_ack_ok) ++r.after_ack_ok;
-      if (i == 0 || d[i] - d[i - 1] >= ack_wait_ns) continue;
+      if (e.first_ack_ok != 0 && d[i].at > e.first_ack_ok) ++r.after_ack_ok;
+      if (i == 0 || d[i].at - d[i - 1].at >= ack_wait_ns) continue;
       ++r.inside_ack_wait;
       std::string cause = "none";
       for (FaultKind kind : kOrder) {
         bool hit = false;
         for (const FaultWindow& f : faults_) {
-          hit |= f.kind == kind && f.from <= d[i] && f.to >= d[i - 1];
+          hit |= f.kind == kind && f.from <= d[i].at && f.to >= d[i - 1].at;
         }
         if (hit) {
           cause = FaultName(kind);
           break;
         }
       }
-      ++r.inside_by_fault[cause];
+      Report::EpochSplit& split = r.inside_by_fault[cause];
+      const int64_t before = d[i - 1].epoch, now = d[i].epoch;
+      if (before == kUnknownEpoch || now == kUnknownEpoch) {
+        ++split.unknown;
+        ++r.inside_by_epoch.unknown;
+      } else if (now == before) {
+        ++split.same;
+        ++r.inside_by_epoch.same;
+        if (r.same_epoch_examples.size() < 10) {
+          r.same_epoch_examples.push_back(absl::StrFormat(
+              "id %d received with epoch %d at %d and again %.3f s later "
+              "(fault between: %s)",
+              id, now, d[i - 1].at,
+              static_cast<double>(d[i].at - d[i - 1].at) / 1e9, cause));
+        }
+      } else {
+        ++(now > before ? split.later : split.earlier);
+        ++(now > before ? r.inside_by_epoch.later : r.inside_by_epoch.earlier);
+        violate(absl::StrFormat(
+            "id %d received with epoch %d at %d and again with epoch %d "
+            "%.3f s later, inside the ack wait of a committed postpone "
+            "(fault between: %s)",
+            id, before, d[i - 1].at, now,
+            static_cast<double>(d[i].at - d[i - 1].at) / 1e9, cause));
+      }
       if (cause == "none" && r.suspicious.size() < 10) {
         r.suspicious.push_back(absl::StrFormat(
-            "id %d received at %d and again %.3f s later", id, d[i - 1],
-            static_cast<double>(d[i] - d[i - 1]) / 1e9));
+            "id %d received at %d and again %.3f s later", id, d[i - 1].at,
+            static_cast<double>(d[i].at - d[i - 1].at) / 1e9));
       }
     }
   }
   r.duplicates = r.deliveries - r.delivered_ids;
+  for (const FaultWindow& f : faults_) ++r.faults[FaultName(f.kind)];
   r.latency_count = static_cast<int64_t>(latencies_ms.size());
   if (!latencies_ms.empty()) {
     r.latency_max_ms =

@@ -167,9 +167,11 @@ void Subscribers::Read(Stream* s) {
     auto reader = stub->MessageStream(&context, request);
     v1::MessageStreamResponse response;
     std::vector<int64_t> ids;
+    std::vector<int64_t> epochs;
     while (reader->Read(&response)) {
       const int64_t now = absl::ToUnixNanos(absl::Now());
       ids.clear();
+      epochs.clear();
       for (const v1::Row& row : response.rows()) {
         int64_t id = -1;
         if (row.lengths_size() > 0 && row.lengths(0) >= 0) {
@@ -179,9 +181,10 @@ void Subscribers::Read(Stream* s) {
               &id);
         }
         ids.push_back(id);
+        epochs.push_back(row.epoch());
       }
       if (ids.empty()) continue;  // the fields header
-      Receive(s, ids, now, rng);
+      Receive(s, ids, epochs, now, rng);
     }
     grpc::Status end = reader->Finish();
     if (!stopping_.load()) CountError("stream", end);
@@ -198,9 +201,10 @@ void Subscribers::Read(Stream* s) {
 }
 
 void Subscribers::Receive(Stream* s, const std::vector<int64_t>& ids,
-                          int64_t now, std::mt19937_64& rng) {
+                          const std::vector<int64_t>& epochs, int64_t now,
+                          std::mt19937_64& rng) {
   std::uniform_real_distribution<double> u(0, 1);
-  ledger_->Delivered(ids, now, s->index);
+  ledger_->Delivered(ids, epochs, now, s->index);
   rows_.fetch_add(static_cast<int64_t>(ids.size()));
   absl::MutexLock lock(&s->mu);
   for (int64_t id : ids) {
@@ -255,12 +259,15 @@ void Subscribers::ReadMysql(Stream* s) {
       res = mysql_use_result(m);
     }
     if (res != nullptr) {
-      // The id column by name (the stream sends the table's columns).
+      // The id and epoch columns by name (the stream sends the table's
+      // columns).
       size_t id_column = 0;
       const unsigned int n = mysql_num_fields(res);
+      size_t epoch_column = n;
       MYSQL_FIELD* fields = mysql_fetch_fields(res);
       for (unsigned int i = 0; i < n; ++i) {
         if (std::string(fields[i].name) == "id") id_column = i;
+        if (std::string(fields[i].name) == "epoch") epoch_column = i;
       }
       while (MYSQL_ROW row = mysql_fetch_row(res)) {
         const int64_t now = absl::ToUnixNanos(absl::Now());
@@ -268,8 +275,13 @@ void Subscribers::ReadMysql(Stream* s) {
         if (id_column < n && row[id_column] != nullptr) {
           (void)absl::SimpleAtoi(row[id_column], &id);
         }
+        int64_t epoch = kUnknownEpoch;
+        if (epoch_column < n && row[epoch_column] != nullptr &&
+            !absl::SimpleAtoi(row[epoch_column], &epoch)) {
+          epoch = kUnknownEpoch;
+        }
         mysql_rows_.fetch_add(1);
-        Receive(s, {id}, now, rng);
+        Receive(s, {id}, {epoch}, now, rng);
       }
     }
     if (!stopping_.load()) {

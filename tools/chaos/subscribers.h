@@ -1,8 +1,9 @@
 // Subscribers: S MessageStream subscribers of the campaign's table, each on
 // its own gRPC channel (a new one after every stream end: msgqd restarts on
 // the same address), each with a reader thread that records every received row
-// in the Ledger and an acker thread that acks them (MessageAck, up to 500 ids
-// per call, a failed call's ids retried 200 ms later). While `faulty` is on, a
+// in the Ledger, with the epoch it was streamed with, and an acker thread that
+// acks them (MessageAck, up to 500 ids per call, a failed call's ids retried
+// 200 ms later). While `faulty` is on, a
 // received id is sometimes never acked (skip_fraction: msgqd must redeliver
 // it after its ack wait) or acked late (delay_fraction: U(0, 2 ack_wait)
 // later, so a redelivery may race the ack).
@@ -86,9 +87,10 @@ class Subscribers {
   std::shared_ptr<v1::Messaging::Stub> NewStub() const;
   void Read(Stream* s);
   void ReadMysql(Stream* s);
-  // Queues `ids`, received at `now`, for the acker (or skips or delays
-  // them while faulty).
-  void Receive(Stream* s, const std::vector<int64_t>& ids, int64_t now,
+  // Records `ids`, received at `now` with `epochs`, and queues them for the
+  // acker (or skips or delays them while faulty).
+  void Receive(Stream* s, const std::vector<int64_t>& ids,
+               const std::vector<int64_t>& epochs, int64_t now,
                std::mt19937_64& rng);
   void Ack(Stream* s);
   void Prepare(grpc::ClientContext* context) const;
