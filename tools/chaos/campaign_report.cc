@@ -50,6 +50,12 @@ void PrintInsideByEpoch(const Report& r) {
       (long long)n, (long long)k.total(), k.total() * per, (long long)k.same,
       k.same * per, (long long)k.later, (long long)k.earlier,
       (long long)k.unknown);
+  if (r.same_epoch_before_kill_ns.has_value()) {
+    printf(
+        "  same epoch across a kill: first delivered at most %.1f ms before "
+        "the kill\n",
+        static_cast<double>(*r.same_epoch_before_kill_ns) / 1e6);
+  }
 }
 
 void PrintMessages(const CampaignOptions& o, const CampaignResults& res) {

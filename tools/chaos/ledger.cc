@@ -1,6 +1,7 @@
 #include "tools/chaos/ledger.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -144,12 +145,15 @@ Report Ledger::Verify(const std::unordered_map<int64_t, TableRow>& table,
       if (i == 0 || d[i].at - d[i - 1].at >= ack_wait_ns) continue;
       ++r.inside_ack_wait;
       std::string cause = "none";
+      const FaultWindow* fault = nullptr;  // the first one between
       for (FaultKind kind : kOrder) {
-        bool hit = false;
         for (const FaultWindow& f : faults_) {
-          hit |= f.kind == kind && f.from <= d[i].at && f.to >= d[i - 1].at;
+          if (f.kind == kind && f.from <= d[i].at && f.to >= d[i - 1].at) {
+            fault = &f;
+            break;
+          }
         }
-        if (hit) {
+        if (fault != nullptr) {
           cause = FaultName(kind);
           break;
         }
@@ -162,6 +166,12 @@ Report Ledger::Verify(const std::unordered_map<int64_t, TableRow>& table,
       } else if (now == before) {
         ++split.same;
         ++r.inside_by_epoch.same;
+        if (fault != nullptr && fault->kind == FaultKind::kMsgqdKill) {
+          r.same_epoch_before_kill_ns =
+              std::max(r.same_epoch_before_kill_ns.value_or(
+                           std::numeric_limits<int64_t>::min()),
+                       fault->from - d[i - 1].at);
+        }
         if (r.same_epoch_examples.size() < 10) {
           r.same_epoch_examples.push_back(absl::StrFormat(
               "id %d received with epoch %d at %d and again %.3f s later "

@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -82,6 +83,10 @@ struct Report {
   int64_t violation_count = 0;
   std::vector<std::string>
       suspicious;  // first inside-ack-wait dups, unexplained
+  // Of the same-epoch dups across an msgqd kill, the longest time from the
+  // first delivery to the kill (negative: received after the kill began);
+  // nullopt when there is none.
+  std::optional<int64_t> same_epoch_before_kill_ns;
   // The first inside-ack-wait dups of the same epoch, with their fault.
   std::vector<std::string> same_epoch_examples;
   // Commit to first receipt of the committed messages due at once whose

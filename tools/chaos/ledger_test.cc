@@ -142,6 +142,7 @@ TEST(LedgerTest, DuplicatesInsideTheAckWaitAreAttributedToAFault) {
               ElementsAre(Pair("msgqd_kill", Split{.same = 1}),
                           Pair("none", Split{.same = 1})));
   EXPECT_THAT(r.faults, ElementsAre(Pair("msgqd_kill", 1), Pair("sigstop", 1)));
+  EXPECT_EQ(r.same_epoch_before_kill_ns, 1 * kS);
   EXPECT_THAT(r.suspicious,
               ElementsAre("id 3 received at 20000000000 and again 1.000 s "
                           "later"));
@@ -180,6 +181,7 @@ TEST(LedgerTest, DuplicatesInsideTheAckWaitAreClassifiedByEpoch) {
                Split{.same = 1, .later = 1, .earlier = 1, .unknown = 1}),
           Pair("none", Split{.later = 1})));
   EXPECT_THAT(r.faults, ElementsAre(Pair("msgqd_kill", 2)));
+  EXPECT_EQ(r.same_epoch_before_kill_ns, 1 * kS);  // id 1: 9 s, kill at 10 s
   EXPECT_THAT(r.same_epoch_examples,
               ElementsAre("id 1 received with epoch 0 at 9000000000 and "
                           "again 1.600 s later (fault between: msgqd_kill)"));
