@@ -15,6 +15,7 @@
 #include "engine/engine.h"
 #include "engine/queue/backoff.h"
 #include "engine/queue/subscriber.h"
+#include "engine/sql/mysql_connection.h"
 #include "gmock/gmock.h"
 #include "tests/fixture.h"
 
@@ -34,6 +35,7 @@ class RecordingSubscriber : public Subscriber {
   void Send(uint64_t, MessageBatch batch) override {
     {
       absl::MutexLock lock(&mu_);
+      if (ids_.empty()) first_send_ = absl::Now();
       for (const Message& m : batch) ids_.push_back(m.id);
     }
     manager_->OnSendDone(this);
@@ -50,12 +52,18 @@ class RecordingSubscriber : public Subscriber {
     absl::MutexLock lock(&mu_);
     return closed_;
   }
+  // When the first batch came (InfiniteFuture: none yet).
+  absl::Time first_send() const {
+    absl::MutexLock lock(&mu_);
+    return first_send_;
+  }
 
  private:
   const std::shared_ptr<MessageManager> manager_;
   mutable absl::Mutex mu_;
   std::vector<std::string> ids_ ABSL_GUARDED_BY(mu_);
   std::vector<absl::Status> closed_ ABSL_GUARDED_BY(mu_);
+  absl::Time first_send_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
 };
 
 class EngineReloadTest : public MsgqTest {
@@ -77,6 +85,23 @@ class EngineReloadTest : public MsgqTest {
       return nullptr;
     }
     return *m;
+  }
+
+  // Holds every row of msgq.q with SELECT ... FOR UPDATE until ROLLBACK.
+  std::unique_ptr<MysqlConnection> LockAllRows(size_t rows) {
+    auto locker = db_->Connect();
+    if (!locker.ok()) {
+      ADD_FAILURE() << locker.status();
+      return nullptr;
+    }
+    absl::StatusOr<uint64_t> begun = (*locker)->Execute("BEGIN");
+    absl::StatusOr<QueryResult> locked =
+        (*locker)->Query("SELECT id FROM msgq.q FOR UPDATE");
+    if (!begun.ok() || !locked.ok() || locked->rows.size() != rows) {
+      ADD_FAILURE() << begun.status() << " " << locked.status();
+      return nullptr;
+    }
+    return *std::move(locker);
   }
 
   SeededJitter jitter_{7};
@@ -163,6 +188,66 @@ TEST_F(EngineReloadTest, SuccessorStartsOnlyAfterThePredecessorsPostpones) {
   EXPECT_EQ(a->closed()[0].message(),
             "message table was changed or dropped: reconnect");
   EXPECT_THAT(b->closed(), IsEmpty());
+  successor->Unsubscribe(b.get());
+  EXPECT_TRUE(engine.Stop(absl::Seconds(10)));
+}
+
+// A row another transaction keeps locked past the ack wait: the
+// predecessor retries its postpone until the ack wait of the send runs out
+// (not forever), and only then does the successor start, so its sends of
+// the same rows are redeliveries after the ack wait, not a second send
+// inside it. Without the stop path's retries the successor sends the rows
+// at once.
+TEST_F(EngineReloadTest, ALockedPostponeHoldsTheSuccessorForItsAckWaitOnly) {
+  const std::string settings = "vt_ack_wait=4,vt_poller_interval=30";
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q", settings));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 5));
+  Engine engine(EngineOptions(), RealClock::Get(), &jitter_);
+  ASSERT_TRUE(engine.Start().ok());
+  ASSERT_NO_FATAL_FAILURE(
+      Exec(absl::StrCat("ALTER TABLE msgq.q COMMENT '",
+                        MessageComment(settings + ",vt_batch_size=4"), "'")));
+  std::unique_ptr<MysqlConnection> locker = LockAllRows(5);
+  ASSERT_NE(locker, nullptr);
+
+  std::shared_ptr<MessageManager> old = Manager(engine);
+  ASSERT_NE(old, nullptr);
+  auto a = std::make_shared<RecordingSubscriber>(old);
+  ASSERT_TRUE(old->Subscribe(a).ok());
+  ASSERT_TRUE(Eventually([&] { return old->stats().locked_rows_waiting == 5; },
+                         absl::Seconds(10)))
+      << old->stats().locked_rows_waiting;
+  EXPECT_EQ(a->ids().size(), 5u);
+
+  const absl::Status reloaded = engine.Reload();
+  const absl::Time reload_done = absl::Now();
+  EXPECT_TRUE(reloaded.ok()) << reloaded;
+  std::shared_ptr<MessageManager> successor = Manager(engine);
+  ASSERT_NE(successor, nullptr);
+  ASSERT_NE(successor, old);
+  auto b = std::make_shared<RecordingSubscriber>(successor);
+  ASSERT_TRUE(successor->Subscribe(b).ok());
+  // The rows are still locked: the successor reads them due and sends them,
+  // after their ack wait.
+  ASSERT_TRUE(
+      Eventually([&] { return b->ids().size() >= 5; }, absl::Seconds(10)))
+      << b->ids().size();
+  EXPECT_GE(reload_done, a->first_send() + absl::Seconds(4));
+  EXPECT_LT(reload_done, a->first_send() + absl::Seconds(8));
+  EXPECT_GE(b->first_send(), a->first_send() + absl::Seconds(4));
+  EXPECT_EQ(old->stats().locked_rows_waiting, 0);
+
+  // Released: the successor's postpones commit; the predecessor's never
+  // did, so each row was postponed once.
+  ASSERT_TRUE(locker->Execute("ROLLBACK").ok());
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return db_->Scalar("SELECT COUNT(*) FROM msgq.q WHERE epoch = 1") ==
+               "5";
+      },
+      absl::Seconds(10)))
+      << db_->Scalar("SELECT GROUP_CONCAT(epoch) FROM msgq.q");
+  EXPECT_EQ(db_->Scalar("SELECT COUNT(*) FROM msgq.q WHERE epoch <> 1"), "0");
   successor->Unsubscribe(b.get());
   EXPECT_TRUE(engine.Stop(absl::Seconds(10)));
 }

@@ -2,12 +2,15 @@
 // acks and purges, with integer and text ids, read back from a real
 // private MariaDB's general log (the write statements are built inside the
 // store; the log shows what reached the server).
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "tests/store_fixture.h"
 
@@ -15,6 +18,7 @@ namespace msgq::testing {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::IsEmpty;
 
 constexpr int64_t kNow = 1'800'000'000'000'000'000;
 
@@ -267,6 +271,98 @@ TEST_F(StoreStatementsTest, SettlingWritesWaitForARowStillCommitting) {
                   table, "` WHERE id = 2")),
               absl::StrCat(kNow, " NULL"));
   }
+}
+
+// Row lock waits of the whole server so far (SHOW GLOBAL STATUS).
+int64_t RowLockWaits(PrivateMariaDb& db) {
+  auto r = db.Query("SHOW GLOBAL STATUS LIKE 'Innodb_row_lock_waits'");
+  int64_t n = -1;
+  if (!r.ok() || r->rows.size() != 1 ||
+      !absl::SimpleAtoi(r->rows[0][1].value_or(""), &n)) {
+    ADD_FAILURE() << "no Innodb_row_lock_waits";
+  }
+  return n;
+}
+
+// An application holds rows 1 and 2 with SELECT ... FOR UPDATE (by the
+// primary key: on a table this small the optimizer would otherwise scan
+// poller_idx and lock every row). A Write
+// that names them waits once, for the session's lock wait (1 s), then
+// writes everything else and reports the two as locked; a Write that
+// expects locked rows looks first and waits for none; once the rows are
+// released their writes apply.
+TEST_F(StoreStatementsTest, WritesLeaveOutRowsAnotherTransactionLocks) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 6));
+  auto store = Store("q");
+  ASSERT_NE(store, nullptr);
+  auto app = db_->Connect();
+  ASSERT_TRUE(app.ok()) << app.status();
+  ASSERT_TRUE((*app)->Execute("BEGIN").ok());
+  auto held = (*app)->Query(
+      "SELECT id FROM msgq.q FORCE INDEX (PRIMARY) WHERE id IN (1, 2) FOR "
+      "UPDATE");
+  ASSERT_TRUE(held.ok()) << held.status();
+  ASSERT_EQ(held->rows.size(), 2u);
+
+  WriteBatch batch;
+  batch.now = kNow;
+  batch.postpones = {{"1", kNow + 5}, {"3", kNow + 5}};
+  batch.ack_groups = {{"2", "4"}, {"5"}};
+  // A nack of a locked row fails alone; one of a free row applies.
+  batch.nack_groups = {{{{"1", 0, kNow + 9}}, "boom"},
+                       {{{"6", -1, kNow + 9}}, ""}};
+  const int64_t waits = RowLockWaits(*db_);
+  const absl::Time start = absl::Now();
+  auto written = store->Write(batch);
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_THAT(written->locked, ElementsAre("1", "2"));
+  EXPECT_TRUE(written->postpones.ok()) << written->postpones;
+  ASSERT_EQ(written->acks.size(), 2u);
+  ASSERT_TRUE(written->acks[0].ok()) << written->acks[0].status();
+  EXPECT_EQ(*written->acks[0], 1);  // 4; 2 is locked
+  ASSERT_TRUE(written->acks[1].ok()) << written->acks[1].status();
+  EXPECT_EQ(*written->acks[1], 1);
+  ASSERT_EQ(written->nacks.size(), 2u);
+  EXPECT_EQ(written->nacks[0].status().code(), absl::StatusCode::kAborted)
+      << written->nacks[0].status();
+  ASSERT_TRUE(written->nacks[1].ok()) << written->nacks[1].status();
+  EXPECT_EQ(written->nacks[1]->retried, 1);
+  // One wait: the first statement's, cut short by the session's timeout.
+  EXPECT_EQ(RowLockWaits(*db_), waits + 1);
+  EXPECT_GE(took, absl::Seconds(MysqlMessageStore::kLockWaitSeconds));
+  EXPECT_EQ(
+      db_->Scalar("SELECT GROUP_CONCAT(CONCAT(id, ':', epoch, ':', "
+                  "IFNULL(time_acked, 'u')) ORDER BY id) FROM msgq.q"),
+      absl::StrCat("1:0:u,2:0:u,3:1:u,4:0:", kNow, ",5:0:", kNow, ",6:0:u"));
+  EXPECT_EQ(db_->Scalar("SELECT time_next FROM msgq.q WHERE id = 6"),
+            absl::StrCat(kNow + 9));
+
+  // The caller writes the locked rows again, expecting them locked: the
+  // store looks first and waits for nothing.
+  WriteBatch again;
+  again.now = kNow + 1;
+  again.postpones = {{"1", kNow + 6}};
+  again.ack_groups = {{"2"}};
+  again.expect_locked = true;
+  written = store->Write(again);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_THAT(written->locked, ElementsAre("1", "2"));
+  ASSERT_EQ(written->acks.size(), 1u);
+  EXPECT_EQ(*written->acks[0], 0);
+  EXPECT_EQ(RowLockWaits(*db_), waits + 1);
+
+  ASSERT_TRUE((*app)->Execute("ROLLBACK").ok());
+  written = store->Write(again);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_THAT(written->locked, IsEmpty());
+  EXPECT_EQ(*written->acks[0], 1);
+  EXPECT_EQ(RowLockWaits(*db_), waits + 1);
+  EXPECT_EQ(db_->Scalar("SELECT GROUP_CONCAT(CONCAT(id, ':', epoch, ':', "
+                        "IFNULL(time_acked, 'u')) ORDER BY id) FROM msgq.q "
+                        "WHERE id <= 2"),
+            absl::StrCat("1:1:u,2:0:", kNow + 1));
 }
 
 }  // namespace

@@ -42,6 +42,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -158,6 +159,14 @@ class FakeMessageStore final : public MessageStore {
   void FailPostponesNext(absl::Status status, int times = 1);
   // Every call fails with `status` until Recover() (a MySQL outage).
   void FailAll(absl::Status status) { fail_all_ = std::move(status); }
+  // Another transaction holds the rows of `ids` locked until UnlockRows:
+  // as MysqlMessageStore reports it, Write leaves out their postpones and
+  // acks (WriteResult::locked, sorted) and fails a nack, extend or redrive
+  // group naming one with ABORTED; the rest of the Write applies.
+  void LockRows(const std::vector<std::string>& ids) {
+    locked_.insert(ids.begin(), ids.end());
+  }
+  void UnlockRows() { locked_.clear(); }
   void Recover();
 
   // Runs at the start of every call, before failure injection and before
@@ -267,6 +276,7 @@ class FakeMessageStore final : public MessageStore {
   std::map<std::pair<Group, std::string>, absl::Status> poisoned_ids_;
   std::deque<absl::Status> fail_postpones_;
   absl::Status fail_all_;
+  std::set<std::string> locked_;
   int next_due_calls_ = 0;
   int count_dead_calls_ = 0;
   int statements_ = 0;

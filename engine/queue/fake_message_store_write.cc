@@ -151,8 +151,17 @@ absl::StatusOr<WriteResult> FakeMessageStore::Write(const WriteBatch& batch) {
     fail_postpones_.pop_front();
   }
   if (!batch.postpones.empty()) result.postpones = postpones;
+  // Rows another transaction holds: what names them is left out.
+  std::set<std::string> locked;
+  auto is_locked = [&](const std::string& id) {
+    if (!locked_.contains(id)) return false;
+    locked.insert(id);
+    return true;
+  };
+  const absl::Status locked_out = absl::AbortedError("row locked");
   if (postpones.ok()) {
     for (const Postponement& p : batch.postpones) {
+      if (is_locked(p.id)) continue;
       auto it = rows_.find(p.id);
       if (it == rows_.end() || !Pending(it->second)) continue;
       it->second.time_next = p.time_next;
@@ -161,7 +170,13 @@ absl::StatusOr<WriteResult> FakeMessageStore::Write(const WriteBatch& batch) {
   }
   // The group's injected failure (or the call's), else OK.
   auto failure = [&](Group kind, const std::vector<std::string>& ids) {
-    return status.ok() ? GroupFailure(kind, ids) : status;
+    if (!status.ok()) return status;
+    if (kind != Group::kAck) {
+      bool any = false;
+      for (const std::string& id : ids) any |= is_locked(id);
+      if (any) return locked_out;
+    }
+    return GroupFailure(kind, ids);
   };
   for (const std::vector<std::string>& group : batch.ack_groups) {
     if (absl::Status s = failure(Group::kAck, group); !s.ok()) {
@@ -172,6 +187,7 @@ absl::StatusOr<WriteResult> FakeMessageStore::Write(const WriteBatch& batch) {
     int64_t n = 0;
     for (const std::string& id :
          std::set<std::string>(group.begin(), group.end())) {
+      if (is_locked(id)) continue;
       auto it = rows_.find(id);
       if (it == rows_.end() || !Pending(it->second)) continue;
       it->second.time_acked = batch.now;
@@ -200,6 +216,7 @@ absl::StatusOr<WriteResult> FakeMessageStore::Write(const WriteBatch& batch) {
     result.redrives.push_back(s.ok() ? ApplyRedrive(group, batch.now)
                                      : absl::StatusOr<int64_t>(s));
   }
+  result.locked.assign(locked.begin(), locked.end());
   call.result = result;
   return result;
 }

@@ -74,12 +74,19 @@ struct RedriveGroup {
 // fit in max_allowed_packet, INTERNAL for a statement the server refused).
 // `postpones` is OK, or the permanent error for which none of the postpones
 // was applied. A failing group never keeps the others from committing.
+//
+// `locked`: ids whose rows another transaction held locked (an
+// application's SELECT ... FOR UPDATE, a long transaction's UPDATE), each
+// once. Their postpones and acks were left out and the rest applied: an ack
+// group's count is of its other ids. A nack, extend or redrive group that
+// names one was left out whole, ABORTED. The caller writes them again later.
 struct WriteResult {
   std::vector<absl::StatusOr<int64_t>> acks;  // rows unacked -> acked
   std::vector<absl::StatusOr<NackCount>> nacks;
   std::vector<absl::StatusOr<int64_t>> extends;   // rows extended
   std::vector<absl::StatusOr<int64_t>> redrives;  // rows dead -> due
   absl::Status postpones;
+  std::vector<std::string> locked;
 };
 
 // A dead row, as ListDead reads it.
@@ -141,6 +148,10 @@ struct WriteBatch {
   std::vector<NackGroup> nack_groups;
   std::vector<ExtendGroup> extend_groups;
   std::vector<RedriveGroup> redrive_groups;
+  // Some of these rows were locked by another transaction at an earlier
+  // Write (WriteResult::locked): look for locked rows before writing rather
+  // than wait for them.
+  bool expect_locked = false;
 };
 
 class MessageStore {
@@ -201,9 +212,11 @@ class MessageStore {
   // postpones (as a whole) and each group are the units of failure: a
   // unit that fails permanently is left out and reported in WriteResult,
   // and the other units commit together. Postponed ids that the id column
-  // cannot hold are skipped (never written into SQL) and logged. Non-OK only
-  // for UNAVAILABLE (connection lost) or ABORTED (deadlock, lock wait
-  // timeout); then nothing at all was applied.
+  // cannot hold are skipped (never written into SQL) and logged. A row
+  // another transaction keeps locked does not hold the others back: what
+  // names it is left out (WriteResult::locked). Non-OK only for UNAVAILABLE
+  // (connection lost) or ABORTED (deadlock, lock wait timeout that could
+  // not be worked around); then nothing at all was applied.
   virtual absl::StatusOr<WriteResult> Write(const WriteBatch& batch) = 0;
 
   // Deletes at most `limit` rows acked before `cutoff`; returns how many.

@@ -61,7 +61,7 @@ bool RoundScheduler::HaveWork(const View& view, absl::Time mono,
                               int64_t wall_ns) const {
   if (Waiting(mono)) return false;
   if (view.writes_pending || mono >= pump_at_ ||
-      mono >= view.postpones_due_at) {
+      mono >= view.postpones_due_at || mono >= view.locked_retry_at) {
     return true;
   }
   return FetchDue(view, mono) || PurgeDue(view, mono) ||
@@ -71,7 +71,8 @@ bool RoundScheduler::HaveWork(const View& view, absl::Time mono,
 absl::Time RoundScheduler::NextDeadline(const View& view, absl::Time mono,
                                         int64_t wall_ns) const {
   if (Waiting(mono)) return retry_at_;
-  absl::Time deadline = std::min(pump_at_, view.postpones_due_at);
+  absl::Time deadline =
+      std::min({pump_at_, view.postpones_due_at, view.locked_retry_at});
   if (!view.owner) return deadline;
   deadline = std::min(deadline, next_purge_at_);
   if (view.subscribers && !view.cache_full) {

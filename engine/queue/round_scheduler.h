@@ -16,6 +16,8 @@
 // - Only an owner reads: without ownership of the table (several msgqd
 //   instances, see engine/lease/) no poll, fetch or purge is due; writes
 //   (postpones of earlier sends, acks, nacks) still are.
+// - Writes a row lock held back (WriteResult::locked) run at their retry
+//   time, View::locked_retry_at, owner or not, like the other writes.
 // - A backlog noted while a poll runs survives that poll's result.
 // - Purge every poll interval, and at once again after a full purge batch.
 // - After a MySQL failure nothing runs until retry_at; the delay doubles
@@ -68,6 +70,9 @@ class RoundScheduler {
     // Owed postpones whose grace runs out then (monotonic); InfiniteFuture:
     // none owed.
     absl::Time postpones_due_at = absl::InfiniteFuture();
+    // Writes a row lock held back are retried then (monotonic);
+    // InfiniteFuture: none.
+    absl::Time locked_retry_at = absl::InfiniteFuture();
     bool owner = true;  // this instance may read and send the table
   };
 

@@ -55,6 +55,20 @@ TEST_F(RoundSchedulerTest, IntervalRunsOnTheMonotonicClock) {
   EXPECT_TRUE(s_.Take(Subscribed(), mono_, wall_).poll);
 }
 
+TEST_F(RoundSchedulerTest, HeldBackWritesAreRetriedAtTheirTimeOwnerOrNot) {
+  Settle();
+  for (const bool owner : {true, false}) {
+    SCOPED_TRACE(owner);
+    RoundScheduler::View v = Subscribed();
+    v.owner = owner;
+    v.locked_retry_at = mono_ + absl::Milliseconds(250);
+    EXPECT_FALSE(s_.HaveWork(v, mono_, wall_));
+    EXPECT_EQ(s_.NextDeadline(v, mono_, wall_),
+              mono_ + absl::Milliseconds(250));
+    EXPECT_TRUE(s_.HaveWork(v, mono_ + absl::Milliseconds(250), wall_));
+  }
+}
+
 TEST_F(RoundSchedulerTest, RetryDelayRunsOnTheMonotonicClock) {
   Settle();
   EXPECT_TRUE(s_.MysqlFailed(mono_));

@@ -52,6 +52,14 @@ void RowReconciler::AcksWriting(const std::vector<std::string>& ids,
   }
 }
 
+void RowReconciler::AcksRetried(const std::vector<std::string>& ids,
+                                int64_t now) {
+  for (const std::string& id : ids) {
+    own_acks_.Erase(id);  // renewed, so that it does not age out
+    own_acks_.Put(id, now);
+  }
+}
+
 void RowReconciler::PostponesDone(const std::vector<Postpone>& taken,
                                   const std::vector<Postponement>& written,
                                   Outcome outcome, int64_t now) {

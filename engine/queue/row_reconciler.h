@@ -148,6 +148,10 @@ class RowReconciler {
   // A round (or the ack lane) takes the acks of `ids` for writing at `now`:
   // from now on the binlog's ack of them is msgq's own.
   void AcksWriting(const std::vector<std::string>& ids, int64_t now);
+  // Acks of `ids` taken for writing before (AcksWriting), held back by a
+  // row lock and not finished, are written again at `now`: the binlog's
+  // ack of them stays msgq's own however long the lock lasted.
+  void AcksRetried(const std::vector<std::string>& ids, int64_t now);
   // The postpones `taken` finished with `outcome`; `written` are the same
   // postpones with the time_next each wrote, in the round that started at
   // `now`. Committed ones are remembered until their echo (rules 5, 7).

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -21,6 +22,9 @@
 
 namespace msgq {
 namespace {
+
+// Where MysqlConnection keeps the MySQL error code in a status it returns.
+constexpr absl::string_view kErrorCodePayload = "msgq/mysql-errno";
 
 void LibraryInitOnce() {
   static std::once_flag once;
@@ -105,6 +109,19 @@ TcpKeepalive TcpKeepaliveFor(absl::Duration link_timeout) {
       std::max<int64_t>(1, (ms / 1000 - k.idle_seconds) / k.interval_seconds));
   k.user_timeout_ms = static_cast<int>(std::min<int64_t>(ms, INT32_MAX));
   return k;
+}
+
+std::optional<unsigned int> MysqlErrorCode(const absl::Status& status) {
+  const auto payload = status.GetPayload(kErrorCodePayload);
+  unsigned int code = 0;
+  if (!payload.has_value() || !absl::SimpleAtoi(std::string(*payload), &code)) {
+    return std::nullopt;
+  }
+  return code;
+}
+
+bool IsLockWaitTimeout(const absl::Status& status) {
+  return MysqlErrorCode(status) == ER_LOCK_WAIT_TIMEOUT;
 }
 
 std::string QuoteIdentifier(absl::string_view name) {
@@ -282,7 +299,19 @@ absl::Status MysqlConnection::ErrorStatus(absl::string_view what) {
       absl::StrCat(what, ": MySQL error ", code, ": ", mysql_error(mysql_));
   const MysqlErrorClass c = ClassifyMysqlError(code);
   if (c.drop_connection) broken_ = true;
-  return absl::Status(c.code, message);
+  absl::Status status(c.code, message);
+  status.SetPayload(kErrorCodePayload, absl::Cord(absl::StrCat(code)));
+  return status;
+}
+
+absl::Status MysqlConnection::SetLockWaitTimeout(int seconds) {
+  seconds = std::max(1, seconds);
+  if (lock_wait_timeout_ == seconds) return absl::OkStatus();
+  absl::StatusOr<uint64_t> set =
+      Execute(absl::StrCat("SET SESSION innodb_lock_wait_timeout = ", seconds));
+  if (!set.ok()) return set.status();
+  lock_wait_timeout_ = seconds;
+  return absl::OkStatus();
 }
 
 absl::Status MysqlConnection::StartQuery(absl::string_view sql) {

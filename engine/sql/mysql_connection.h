@@ -20,6 +20,9 @@
 // -> NOT_FOUND; denied -> PERMISSION_DENIED; anything else -> INTERNAL,
 // permanent, with MySQL's text.
 // After an error that leaves the connection unusable, broken() is true.
+// Every error from the server or the client library carries its MySQL error
+// code (MysqlErrorCode), so callers can tell, e.g., a lock wait timeout
+// from a deadlock, both ABORTED.
 //
 // Example:
 //   ASSIGN_OR_RETURN(auto conn, MysqlConnection::Connect(options));
@@ -138,6 +141,13 @@ class MysqlConnection {
   // The session's isolation level ("READ COMMITTED" or "REPEATABLE READ").
   const std::string& isolation_level() const { return isolation_level_; }
 
+  // Sets the session's innodb_lock_wait_timeout (whole seconds, at least
+  // 1: MySQL's minimum), the longest one of its statements waits for a row
+  // lock another transaction holds before failing with error 1205
+  // (ABORTED). One statement the first time, none while the value is the
+  // one set last; the session keeps the server's default until then.
+  absl::Status SetLockWaitTimeout(int seconds);
+
   // Whether an error returned by this connection left it unusable, or it is
   // stale.
   bool broken() const { return broken_ || stale(); }
@@ -186,6 +196,7 @@ class MysqlConnection {
   int endpoint_ = -1;
   int64_t max_allowed_packet_ = 0;
   std::string isolation_level_;
+  std::optional<int> lock_wait_timeout_;  // as SetLockWaitTimeout set it
 };
 
 template <typename F>
@@ -204,6 +215,14 @@ struct MysqlErrorClass {
   bool drop_connection;
 };
 MysqlErrorClass ClassifyMysqlError(unsigned int code);
+
+// The MySQL error code (mysql_errno) of an error a MysqlConnection
+// returned; nullopt for any other status.
+std::optional<unsigned int> MysqlErrorCode(const absl::Status& status);
+// Error 1205 (ER_LOCK_WAIT_TIMEOUT): a statement waited for a row another
+// transaction held locked longer than the session's lock wait timeout, and
+// was rolled back (the transaction around it stays open).
+bool IsLockWaitTimeout(const absl::Status& status);
 
 // True when `status` means the connection or server is gone (retry later).
 inline bool IsUnavailable(const absl::Status& status) {

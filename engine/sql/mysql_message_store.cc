@@ -64,6 +64,9 @@ MysqlMessageStore::MysqlMessageStore(MessageTable table, MysqlOptions options,
       log_name_(
           absl::StrCat("table `", table_.keyspace, "`.`", table_.name, "`")),
       settle_target_(SettleTarget(table_, quoted_table_)),
+      lock_target_(absl::StrCat(quoted_table_, table_.id_in_primary_key
+                                                   ? " FORCE INDEX (PRIMARY)"
+                                                   : "")),
       failure_sql_(table_, quoted_table_),
       partition_sql_(table_, quoted_table_),
       pool_(pool) {
@@ -124,16 +127,20 @@ absl::StatusOr<MysqlConnection*> MysqlMessageStore::Conn() {
       }
       lease_.emplace(*std::move(lease));
     }
-    return lease_->get();
-  }
-  if (conn_ == nullptr || conn_->broken()) {
+  } else if (conn_ == nullptr || conn_->broken()) {
     conn_.reset();
     absl::StatusOr<std::unique_ptr<MysqlConnection>> conn =
         MysqlConnection::Connect(options_);
     if (!conn.ok()) return conn.status();
     conn_ = *std::move(conn);
   }
-  return conn_.get();
+  MysqlConnection* conn = pool_ != nullptr ? lease_->get() : conn_.get();
+  // Pooled connections are shared with other tables' stores, which set the
+  // same value: a statement only the first time.
+  if (absl::Status s = conn->SetLockWaitTimeout(kLockWaitSeconds); !s.ok()) {
+    return Check(s);
+  }
+  return conn;
 }
 
 absl::Status MysqlMessageStore::Check(absl::Status status) {

@@ -19,13 +19,26 @@
 // does not matter. The first Write that stores a nack's reason reads the
 // last_error column's character set from information_schema (once per
 // store), so that reasons are cut to characters the column can hold.
+//
+// Rows locked by another transaction (docs/design/locked-rows.md): the
+// session waits at most kLockWaitSeconds for a row lock. When a write
+// times out on one, Write finds the locked rows of its batch (those a
+// consistent read sees that a locking read with SKIP LOCKED passes over)
+// and writes the rest without them, reporting them in WriteResult::locked;
+// while a batch expects locked rows, or the last one had some, it looks
+// first and does not wait for them. A server without SKIP LOCKED (MariaDB
+// before 10.6, MySQL before 8.0.1) refuses the locking read once: from
+// then on a locked row fails the whole Write with ABORTED after the wait,
+// as without this.
 #ifndef MSGQ_ENGINE_SQL_MYSQL_MESSAGE_STORE_H_
 #define MSGQ_ENGINE_SQL_MYSQL_MESSAGE_STORE_H_
 
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "engine/concurrency_column.h"
 #include "engine/directives.h"
 #include "engine/message_table.h"
@@ -52,6 +65,13 @@ class MysqlMessageStore final : public MessageStore {
                     MysqlPool* pool = nullptr);
 
   static constexpr absl::Duration kBorrowTimeout = absl::Seconds(5);
+  // The session's innodb_lock_wait_timeout: the longest one statement
+  // waits for a row another transaction holds locked (the server's default
+  // is 50 s). Long enough for a producer's INSERT to finish committing
+  // (postpones and acks of a row sent from its binlog image wait for it),
+  // short enough that a row an application keeps locked delays the
+  // table's other writes by at most this, once per lock met.
+  static constexpr int kLockWaitSeconds = 1;
 
   void EndRound() override { lease_.reset(); }
 
@@ -109,6 +129,7 @@ class MysqlMessageStore final : public MessageStore {
   int64_t skipped_ids() const { return skipped_ids_; }
 
  private:
+  using IdSet = absl::flat_hash_set<std::string>;
   absl::StatusOr<MysqlConnection*> Conn();
   // Runs a SELECT of select_prefix_ columns and decodes the rows.
   absl::StatusOr<std::vector<Message>> ReadMessages(const std::string& sql,
@@ -169,18 +190,50 @@ class MysqlMessageStore final : public MessageStore {
                             WriteUnit& unit);
   // The ack UPDATE of ids, acked at `now`.
   InList AckInList(int64_t now) const;
-  // The units of `batch`, in transaction order; a group that cannot be
-  // written (a malformed id) gets its error in *result and no unit, a group
-  // with nothing to write gets its zero count and no unit.
+  // The units of `batch`, in transaction order, without the ids in
+  // `locked`: postpones and acks of them are left out, a nack, extend or
+  // redrive group naming one gets ABORTED in *result and no unit, and with
+  // `all_locked_out` so does a redrive of all dead rows (it names none the
+  // caller could look for). A group that cannot be written (a malformed
+  // id) gets its error in *result and no unit, a group with nothing to
+  // write gets its zero count and no unit.
   std::vector<WriteUnit> BuildUnits(const WriteBatch& batch, size_t limit,
+                                    const IdSet& locked, bool all_locked_out,
                                     WriteResult* result);
   // With two or more kAck units from units[first] on: appends the kAcks
-  // unit that writes their ids (each once) in statements of at most
-  // kMergedAckIds ids, after a SAVEPOINT. The acks of many MessageAck
-  // RPCs then share statements (a client acking message by message would
-  // otherwise cost MySQL a statement per message).
-  void MergeAcks(const WriteBatch& batch, size_t first, size_t limit,
-                 std::vector<WriteUnit>& units);
+  // unit that writes their ids (`acks`, each group's ids to write, acked
+  // at `now`) each once, in statements of at most kMergedAckIds ids, after
+  // a SAVEPOINT. The acks of many MessageAck RPCs then share statements (a
+  // client acking message by message would otherwise cost MySQL a
+  // statement per message).
+  void MergeAcks(const std::vector<std::vector<std::string>>& acks, int64_t now,
+                 size_t first, size_t limit, std::vector<WriteUnit>& units);
+  // Write without the ids in `locked` (BuildUnits): every unit in one
+  // transaction, a unit that fails permanently left out and the others run
+  // again.
+  absl::StatusOr<WriteResult> WriteUnits(const WriteBatch& batch,
+                                         const IdSet& locked,
+                                         bool all_locked_out, size_t limit);
+  // Which rows `batch` names go into FindLocked's answer.
+  enum class LockedScope {
+    // Rows a consistent read sees that a locking read could not lock. A
+    // row whose INSERT is still committing is not visible yet: it is
+    // written as usual, and the write waits for the commit.
+    kVisible,
+    // Every row a locking read could not lock (or did not find).
+    kUnlocked,
+  };
+  // The ids of `batch` (each once) whose rows another transaction holds
+  // locked now: for kVisible a consistent read of the ids, then `SELECT id
+  // ... FOR UPDATE SKIP LOCKED` (its locks end with the statement:
+  // autocommit). Errors: UNAVAILABLE, ABORTED; another (the server has no
+  // SKIP LOCKED) is permanent.
+  absl::StatusOr<IdSet> FindLocked(MysqlConnection* conn,
+                                   const WriteBatch& batch, LockedScope scope,
+                                   size_t limit);
+  // The ids the rows of `statements` (SELECT `id` ...) return.
+  absl::StatusOr<IdSet> ReadIds(MysqlConnection* conn,
+                                const std::vector<std::string>& statements);
   // Runs unit.statements, counting their rows into unit.affected and
   // unit.dead (reset first).
   absl::Status RunUnit(MysqlConnection* conn, WriteUnit& unit);
@@ -214,6 +267,8 @@ class MysqlMessageStore final : public MessageStore {
   // `db`.`t` FORCE INDEX (PRIMARY) when the primary key is the id alone,
   // else `db`.`t` [FORCE INDEX (PRIMARY)] JOIN (SELECT 1) AS `msgq_settle`.
   const std::string settle_target_;
+  // What FindLocked reads: `db`.`t` [FORCE INDEX (PRIMARY)].
+  const std::string lock_target_;
   // SELECT priority, time_next, epoch[, time_created], <streamed> FROM t
   std::string select_prefix_;
   // With msgq_order_by: the condition that a row is its key's head (every
@@ -238,6 +293,11 @@ class MysqlMessageStore final : public MessageStore {
   FailureStatements failure_sql_;
   PartitionStatements partition_sql_;
   bool last_error_charset_known_ = false;
+  // The last Write found rows locked by another transaction: the next one
+  // looks for them first.
+  bool look_for_locks_ = false;
+  // The server refused SELECT ... FOR UPDATE SKIP LOCKED (logged once).
+  bool skip_locked_refused_ = false;
   MysqlPool* const pool_;                  // may be null
   std::optional<MysqlPool::Lease> lease_;  // with a pool
   std::unique_ptr<MysqlConnection> conn_;  // without one

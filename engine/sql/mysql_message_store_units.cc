@@ -6,6 +6,7 @@
 #include <iterator>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,25 @@ std::map<int64_t, std::vector<std::string>> ExtendedIdsByEpoch(
   return by_epoch;
 }
 
+// The ids a nack or extend group names.
+std::vector<std::string> IdsOf(const NackGroup& group) {
+  std::vector<std::string> ids;
+  for (const Nack& n : group.nacks) ids.push_back(n.id);
+  return ids;
+}
+std::vector<std::string> IdsOf(const ExtendGroup& group) {
+  std::vector<std::string> ids;
+  for (const auto& [id, epoch] : group.deliveries) ids.push_back(id);
+  return ids;
+}
+
+// The status of a group left out because a row it names is locked.
+absl::Status LockedOut() {
+  return absl::AbortedError(
+      "a row it names is locked by another transaction (e.g. SELECT ... FOR "
+      "UPDATE): retry");
+}
+
 }  // namespace
 
 absl::Status MysqlMessageStore::AppendInList(
@@ -69,8 +89,22 @@ InList MysqlMessageStore::AckInList(int64_t now) const {
 }
 
 std::vector<MysqlMessageStore::WriteUnit> MysqlMessageStore::BuildUnits(
-    const WriteBatch& batch, size_t limit, WriteResult* result) {
+    const WriteBatch& batch, size_t limit, const IdSet& locked,
+    bool all_locked_out, WriteResult* result) {
   std::vector<WriteUnit> units;
+  auto unlocked = [&](const std::vector<std::string>& ids) {
+    std::vector<std::string> out;
+    out.reserve(ids.size());
+    for (const std::string& id : ids) {
+      if (!locked.contains(id)) out.push_back(id);
+    }
+    return out;
+  };
+  auto names_locked = [&](const std::vector<std::string>& ids) {
+    return std::any_of(ids.begin(), ids.end(), [&](const std::string& id) {
+      return locked.contains(id);
+    });
+  };
   // A group's unit, or its error; a group with no statements counts 0.
   auto finish = [&](WriteUnit unit, absl::Status status, auto& slot) {
     if (!status.ok()) {
@@ -87,8 +121,8 @@ std::vector<MysqlMessageStore::WriteUnit> MysqlMessageStore::BuildUnits(
           absl::StrCat("UPDATE ", settle_target_,
                        " SET `time_next` = ", time_next,
                        ", `epoch` = IFNULL(`epoch`, 0) + 1 WHERE `id` IN ("),
-          ") AND `time_acked` IS NULL AND `time_next` IS NOT NULL", ids,
-          /*skip_bad_ids=*/true, limit);
+          ") AND `time_acked` IS NULL AND `time_next` IS NOT NULL",
+          unlocked(ids), /*skip_bad_ids=*/true, limit);
       if (!st.ok()) {
         result->postpones = st.status();
         unit.statements.clear();
@@ -100,14 +134,21 @@ std::vector<MysqlMessageStore::WriteUnit> MysqlMessageStore::BuildUnits(
   }
   const InList ack = AckInList(batch.now);
   const size_t first_ack = units.size();
+  std::vector<std::vector<std::string>> acks;
+  acks.reserve(batch.ack_groups.size());
   for (size_t i = 0; i < batch.ack_groups.size(); ++i) {
+    acks.push_back(unlocked(batch.ack_groups[i]));
     WriteUnit unit{UnitKind::kAck, i};
-    absl::Status s = AppendInList(ack, batch.ack_groups[i], limit, unit);
+    absl::Status s = AppendInList(ack, acks.back(), limit, unit);
     finish(std::move(unit), std::move(s), result->acks[i]);
   }
-  MergeAcks(batch, first_ack, limit, units);
+  MergeAcks(acks, batch.now, first_ack, limit, units);
   for (size_t i = 0; i < batch.nack_groups.size(); ++i) {
     const NackGroup& group = batch.nack_groups[i];
+    if (!locked.empty() && names_locked(IdsOf(group))) {
+      result->nacks[i] = LockedOut();
+      continue;
+    }
     WriteUnit unit{UnitKind::kNack, i};
     absl::Status s;
     for (const auto& [key, ids] : NackedIdsByKey(group)) {
@@ -120,6 +161,10 @@ std::vector<MysqlMessageStore::WriteUnit> MysqlMessageStore::BuildUnits(
   }
   for (size_t i = 0; i < batch.extend_groups.size(); ++i) {
     const ExtendGroup& group = batch.extend_groups[i];
+    if (!locked.empty() && names_locked(IdsOf(group))) {
+      result->extends[i] = LockedOut();
+      continue;
+    }
     WriteUnit unit{UnitKind::kExtend, i};
     absl::Status s;
     for (const auto& [epoch, ids] : ExtendedIdsByEpoch(group)) {
@@ -132,6 +177,10 @@ std::vector<MysqlMessageStore::WriteUnit> MysqlMessageStore::BuildUnits(
   }
   for (size_t i = 0; i < batch.redrive_groups.size(); ++i) {
     const RedriveGroup& group = batch.redrive_groups[i];
+    if ((group.all && all_locked_out) || names_locked(group.ids)) {
+      result->redrives[i] = LockedOut();
+      continue;
+    }
     WriteUnit unit{UnitKind::kRedrive, i};
     absl::Status s;
     if (group.all) {
@@ -144,22 +193,23 @@ std::vector<MysqlMessageStore::WriteUnit> MysqlMessageStore::BuildUnits(
   return units;
 }
 
-void MysqlMessageStore::MergeAcks(const WriteBatch& batch, size_t first,
-                                  size_t limit, std::vector<WriteUnit>& units) {
+void MysqlMessageStore::MergeAcks(
+    const std::vector<std::vector<std::string>>& acks, int64_t now,
+    size_t first, size_t limit, std::vector<WriteUnit>& units) {
   if (units.size() - first < 2) return;
   WriteUnit merged{UnitKind::kAcks};
   absl::flat_hash_set<absl::string_view> seen;
   std::vector<std::string> ids;
   for (size_t u = first; u < units.size(); ++u) {
     units[u].distinct = 0;
-    for (const std::string& id : batch.ack_groups[units[u].group]) {
+    for (const std::string& id : acks[units[u].group]) {
       if (!seen.insert(id).second) continue;
       ids.push_back(id);
       ++units[u].distinct;
     }
     merged.members.push_back(u);
   }
-  const InList ack = AckInList(batch.now);
+  const InList ack = AckInList(now);
   for (size_t at = 0; at < ids.size(); at += kMergedAckIds) {
     const auto from = ids.begin() + static_cast<ptrdiff_t>(at);
     const auto to = ids.begin() + static_cast<ptrdiff_t>(

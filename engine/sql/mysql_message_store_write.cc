@@ -202,17 +202,97 @@ absl::Status MysqlMessageStore::LearnLastErrorCharset(MysqlConnection* conn,
   return absl::OkStatus();
 }
 
-absl::StatusOr<WriteResult> MysqlMessageStore::Write(const WriteBatch& batch) {
+absl::StatusOr<MysqlMessageStore::IdSet> MysqlMessageStore::ReadIds(
+    MysqlConnection* conn, const std::vector<std::string>& statements) {
+  IdSet ids;
+  for (const std::string& sql : statements) {
+    absl::Status status = conn->ForEachRow(
+        sql, [&ids](char** values, unsigned long* lengths, unsigned int n) {
+          if (n >= 1 && values[0] != nullptr) {
+            ids.emplace(values[0], lengths[0]);
+          }
+        });
+    if (!status.ok()) return Check(status);
+  }
+  return ids;
+}
+
+absl::StatusOr<MysqlMessageStore::IdSet> MysqlMessageStore::FindLocked(
+    MysqlConnection* conn, const WriteBatch& batch, LockedScope scope,
+    size_t limit) {
+  const std::string lock_prefix =
+      absl::StrCat("SELECT `id` FROM ", lock_target_, " WHERE `id` IN (");
+  constexpr absl::string_view kLockSuffix = ") FOR UPDATE SKIP LOCKED";
+  // The ids the batch names, each once; one that cannot be written into
+  // SQL is not looked for (its unit fails or skips it anyway).
+  std::vector<std::string> ids;
+  IdSet named;
+  std::string literal;
+  auto add = [&](const std::string& id) {
+    if (!named.insert(id).second) return;
+    literal.clear();
+    if (!AppendIdLiteral(table_.id_kind, id, &literal).ok() ||
+        lock_prefix.size() + literal.size() + kLockSuffix.size() > limit) {
+      return;
+    }
+    ids.push_back(id);
+  };
+  for (const Postponement& p : batch.postpones) add(p.id);
+  for (const std::vector<std::string>& group : batch.ack_groups) {
+    for (const std::string& id : group) add(id);
+  }
+  for (const NackGroup& group : batch.nack_groups) {
+    for (const Nack& n : group.nacks) add(n.id);
+  }
+  for (const ExtendGroup& group : batch.extend_groups) {
+    for (const auto& [id, epoch] : group.deliveries) add(id);
+  }
+  for (const RedriveGroup& group : batch.redrive_groups) {
+    for (const std::string& id : group.ids) add(id);
+  }
+  IdSet locked;
+  if (ids.empty()) return locked;
+  // The consistent read first: a row whose INSERT finishes committing
+  // between the two reads is then not visible to it, and is not taken for
+  // locked.
+  IdSet visible;
+  if (scope == LockedScope::kVisible) {
+    absl::StatusOr<std::vector<std::string>> read_sql = InListStatements(
+        absl::StrCat("SELECT `id` FROM ", lock_target_, " WHERE `id` IN ("),
+        ")", ids, /*skip_bad_ids=*/false, limit);
+    if (!read_sql.ok()) return read_sql.status();
+    absl::StatusOr<IdSet> read = ReadIds(conn, *read_sql);
+    if (!read.ok()) return read.status();
+    visible = *std::move(read);
+  }
+  absl::StatusOr<std::vector<std::string>> lock_sql = InListStatements(
+      lock_prefix, kLockSuffix, ids, /*skip_bad_ids=*/false, limit);
+  if (!lock_sql.ok()) return lock_sql.status();
+  absl::StatusOr<IdSet> lockable = ReadIds(conn, *lock_sql);
+  if (!lockable.ok()) return lockable.status();
+  for (const std::string& id : ids) {
+    if (lockable->contains(id)) continue;
+    if (scope == LockedScope::kUnlocked || visible.contains(id)) {
+      locked.insert(id);
+    }
+  }
+  return locked;
+}
+
+absl::StatusOr<WriteResult> MysqlMessageStore::WriteUnits(
+    const WriteBatch& batch, const IdSet& locked, bool all_locked_out,
+    size_t limit) {
   absl::StatusOr<MysqlConnection*> conn = Conn();
   if (!conn.ok()) return conn.status();
-  if (absl::Status s = LearnLastErrorCharset(*conn, batch); !s.ok()) return s;
-  const size_t limit = StatementLimit((*conn)->max_allowed_packet());
   WriteResult result;
   result.acks.assign(batch.ack_groups.size(), int64_t{0});
   result.nacks.assign(batch.nack_groups.size(), NackCount{});
   result.extends.assign(batch.extend_groups.size(), int64_t{0});
   result.redrives.assign(batch.redrive_groups.size(), int64_t{0});
-  std::vector<WriteUnit> units = BuildUnits(batch, limit, &result);
+  result.locked.assign(locked.begin(), locked.end());
+  std::sort(result.locked.begin(), result.locked.end());
+  std::vector<WriteUnit> units =
+      BuildUnits(batch, limit, locked, all_locked_out, &result);
   LiveUnits live(units);
   // All units in one transaction. When one fails permanently it is left out
   // and the others run again: nothing has committed until a run succeeds.
@@ -252,6 +332,50 @@ absl::StatusOr<WriteResult> MysqlMessageStore::Write(const WriteBatch& batch) {
   for (size_t u : live.units())
     Report(units, units[u], absl::OkStatus(), result);
   return result;
+}
+
+absl::StatusOr<WriteResult> MysqlMessageStore::Write(const WriteBatch& batch) {
+  absl::StatusOr<MysqlConnection*> conn = Conn();
+  if (!conn.ok()) return conn.status();
+  if (absl::Status s = LearnLastErrorCharset(*conn, batch); !s.ok()) return s;
+  const size_t limit = StatementLimit((*conn)->max_allowed_packet());
+  if (skip_locked_refused_ || (!batch.expect_locked && !look_for_locks_)) {
+    absl::StatusOr<WriteResult> written = WriteUnits(batch, {}, false, limit);
+    if (skip_locked_refused_ || !IsLockWaitTimeout(written.status())) {
+      return written;
+    }
+  }
+  // Some row of the batch is locked by another transaction (it was, or a
+  // statement just waited kLockWaitSeconds for one): look for the locked
+  // rows and write the others. Should the write wait again (a row locked
+  // between the look and the write, or one whose INSERT still commits),
+  // the second pass leaves out every row the look could not lock.
+  absl::StatusOr<WriteResult> written;
+  for (const LockedScope scope :
+       {LockedScope::kVisible, LockedScope::kUnlocked}) {
+    conn = Conn();
+    if (!conn.ok()) return conn.status();
+    absl::StatusOr<IdSet> locked = FindLocked(*conn, batch, scope, limit);
+    if (!locked.ok()) {
+      if (msgq::IsUnavailable(locked.status()) ||
+          locked.status().code() == absl::StatusCode::kAborted) {
+        return Check(locked.status());
+      }
+      skip_locked_refused_ = true;
+      LogTableWarning(table_.keyspace, table_.name, log_name_,
+                      ": cannot look for locked rows (",
+                      locked.status().message(),
+                      "); a row another transaction keeps locked now holds "
+                      "back all of the table's writes until it is released");
+      return WriteUnits(batch, {}, false, limit);
+    }
+    written =
+        WriteUnits(batch, *locked, scope == LockedScope::kUnlocked, limit);
+    if (written.ok()) look_for_locks_ = !locked->empty();
+    if (!IsLockWaitTimeout(written.status())) return written;
+  }
+  look_for_locks_ = true;
+  return written;
 }
 
 }  // namespace msgq

@@ -44,6 +44,16 @@ const std::vector<TableMetric>& LoadedTableMetrics() {
        "did not ack: an application's UPDATE (or another msgqd's "
        "MessageAck). Binlog discovery only.",
        [](const S& s) { return s.acked_by_sql; }},
+      {"msgq_locked_rows_total", MetricType::kCounter,
+       "Rows whose postpone or ack found the row locked by another "
+       "transaction (e.g. an application's SELECT ... FOR UPDATE) and was "
+       "held back for a retry, each counted once while its writes wait; "
+       "nacks, extends and redrives of a locked row (ABORTED) count too.",
+       [](const S& s) { return s.locked_rows; }},
+      {"msgq_locked_rows_waiting", MetricType::kGauge,
+       "Rows whose postpone or ack waits now for another transaction's row "
+       "lock (retried every 250 ms; the rest of the table's writes go on).",
+       [](const S& s) { return s.locked_rows_waiting; }},
       {"msgq_nacked_total", MetricType::kCounter,
        "Rows handed back for a retry by MessageNack.",
        [](const S& s) { return s.nacked; }},

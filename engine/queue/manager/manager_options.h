@@ -80,6 +80,10 @@ struct ManagerOptions {
   // across 30 kills, against 1 without
   // (docs/reliability.md#the-postpone-graces-price).
   absl::Duration postpone_grace = absl::ZeroDuration();
+  // A postpone or ack that another transaction's row lock held back
+  // (WriteResult::locked) is written again this long after, and so on
+  // until it commits (docs/design/locked-rows.md).
+  absl::Duration locked_retry = absl::Milliseconds(250);
 };
 
 }  // namespace msgq

@@ -39,6 +39,8 @@ using ManagerNackCallback = std::function<void(absl::StatusOr<NackCount>)>;
 using ManagerDeadCallback =
     std::function<void(absl::StatusOr<std::vector<DeadRow>>)>;
 
+// An ack request, or (done is null) the part of one a row lock held back
+// after the request was answered (WriteResult::locked).
 struct PendingAck {
   SettlementLedger::AckTicket ticket;
   ManagerAckCallback done;
@@ -79,7 +81,10 @@ struct ManagerRound {
   int64_t now = 0;  // wall clock, Unix ns
   absl::Time mono;  // monotonic clock
   WriteBatch writes;
+  // writes.postpones, by index: the postpone taken for each. From
+  // `first_retried` on, those a row lock held back before.
   std::vector<SettlementLedger::Postpone> postponed;
+  size_t first_retried = 0;
   std::vector<PendingAck> acks;
   std::vector<PendingNack> nacks;
   std::vector<PendingExtend> extends;

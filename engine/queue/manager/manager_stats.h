@@ -31,6 +31,13 @@ struct ManagerStats {
   // Rows the binlog showed going from unacked to acked that this msgqd
   // did not ack: an application's UPDATE (or another msgqd's ack).
   int64_t acked_by_sql = 0;
+  // Rows whose postpone or ack another transaction held locked (e.g. an
+  // application's SELECT ... FOR UPDATE): each is counted when its first
+  // write is held back, once however long and however many writes of it
+  // wait; and the rows waiting so now. A nack, extend or redrive of a
+  // locked row fails with ABORTED and counts too.
+  int64_t locked_rows = 0;
+  int64_t locked_rows_waiting = 0;
   int64_t purged = 0;  // acked rows deleted past msgq_purge_after
   // Tables RANGE-partitioned on time_created (purge by partition):
   // partitions created ahead and dropped, and the partitions past

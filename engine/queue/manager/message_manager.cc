@@ -97,7 +97,8 @@ void MessageManager::Stop(absl::Status reason) {
   // Closing first lets streams hand back what they never wrote, so the
   // final flush does not postpone messages nobody received.
   for (auto& subscriber : subscribers) subscriber->Close(reason);
-  if (thread_.joinable()) thread_.join();
+  const bool ran_thread = thread_.joinable();
+  if (ran_thread) thread_.join();  // its last round flushed
   bool flush = false;
   {
     absl::MutexLock lock(&mu_);
@@ -110,9 +111,16 @@ void MessageManager::Stop(absl::Status reason) {
     executor_->Remove(this);
     Flush();
   }
+  if (ran_thread || flush) FlushHeldBack();
   Work left;
+  size_t held_back = 0;  // writes a row lock still holds back
   {
     absl::MutexLock lock(&mu_);
+    held_back = locked_postpones_.size();
+    for (const PendingAck& p : locked_acks_) held_back += p.ticket.ids.size();
+    locked_postpones_.clear();
+    locked_acks_.clear();
+    locked_ids_.clear();
     left.acks.swap(acks_);
     left.nacks.swap(nacks_);
     left.extends.swap(extends_);
@@ -129,6 +137,40 @@ void MessageManager::Stop(absl::Status reason) {
   for (PendingExtend& p : left.extends) p.done(stopped);
   for (PendingRedrive& p : left.redrives) p.done(stopped);
   for (PendingDeadList& p : left.dead_lists) p.done(stopped);
+  if (held_back > 0) {
+    LogTableLine("W", table_.keyspace, table_.name,
+                 absl::StrCat(log_name_, ": ", held_back,
+                              " postpones and acks of rows another "
+                              "transaction kept locked were not written "
+                              "before the ack wait of their sends ran out: "
+                              "those messages will be sent again"));
+  }
+}
+
+void MessageManager::FlushHeldBack() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      const absl::Time mono = clock_->MonotonicNow();
+      if (!HoldsBackLocked() || mono >= locked_fence_) return;
+      // The retry time of what is held back, after MySQL's retry backoff.
+      absl::Time retry_at = absl::InfiniteFuture();
+      if (!locked_postpones_.empty()) retry_at = locked_postpones_at_;
+      if (!locked_acks_.empty()) retry_at = std::min(retry_at, locked_acks_at_);
+      if (scheduler_.Waiting(mono)) {
+        retry_at = std::max(
+            retry_at,
+            scheduler_.NextDeadline(ViewLocked(), mono, clock_->NowNanos()));
+      }
+      retry_at = std::min(retry_at, locked_fence_);
+      // A timed wait: nothing signals the time it waits for.
+      if (mono < retry_at) {
+        wake_.WaitFor(&mu_, retry_at - mono);
+        continue;
+      }
+    }
+    Flush(/*unavailable_too=*/true);
+  }
 }
 
 absl::Status MessageManager::Subscribe(std::shared_ptr<Subscriber> subscriber,
@@ -239,7 +281,12 @@ void MessageManager::Disown() {
 
 bool MessageManager::Quiesced() const {
   absl::MutexLock lock(&mu_);
-  return !reconciler_.PostponesPending();
+  if (reconciler_.PostponesPending()) return false;
+  // A held-back ack that cancelled its row's postpone leaves the row due
+  // in MySQL until it commits.
+  return std::none_of(
+      locked_acks_.begin(), locked_acks_.end(),
+      [](const PendingAck& p) { return !p.ticket.cancelled.empty(); });
 }
 
 MessageManager::Stats MessageManager::stats() const {
@@ -248,6 +295,7 @@ MessageManager::Stats MessageManager::stats() const {
   s.subscribers = static_cast<int>(dispatcher_.size());
   s.queued = static_cast<int64_t>(cache_.queued());
   s.in_flight = static_cast<int64_t>(reconciler_.in_flight());
+  s.locked_rows_waiting = static_cast<int64_t>(locked_ids_.size());
   s.mysql_ok = scheduler_.mysql_ok();
   s.owner = OwnsLocked();
   s.paused = paused_;

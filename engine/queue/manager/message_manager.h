@@ -101,6 +101,17 @@ class MessageManager : private RoundExecutor::Task {
   // Stops the thread (after flushing pending postpones and acks if MySQL is
   // reachable), fails waiting acks with UNAVAILABLE and closes every
   // subscriber with `reason`. Idempotent.
+  //
+  // Postpones and acks that another transaction's row lock holds back
+  // (WriteResult::locked) are retried every Options::locked_retry, also
+  // while MySQL is unreachable, and Stop() blocks until they commit or
+  // until the ack wait of the last send they settle has run out,
+  // whichever comes first: until then a successor would read those rows
+  // due and send them inside that ack wait. After it they are given up
+  // and logged (the messages are sent again, as any whose ack wait ran
+  // out). So a caller that must not let two managers send a
+  // table (Engine's reload and shutdown) starts the successor only after
+  // Stop() returned.
   void Stop(absl::Status reason);
 
   // Adds a subscriber; the first one triggers an immediate poll.
@@ -202,8 +213,9 @@ class MessageManager : private RoundExecutor::Task {
   // Revokes ownership now: nothing more is sent and the queued messages are
   // dropped (they stay due in MySQL for the next owner).
   void Disown();
-  // No send waits for its postpone: after Disown() the lease may be handed
-  // over without the next owner reading a row that was just sent as due.
+  // No send waits for its postpone, and no ack a row lock held back waits
+  // to replace one: after Disown() the lease may be handed over without
+  // the next owner reading a row that was just sent as due.
   bool Quiesced() const;
 
   // One round of MySQL work at the clock's current time, synchronously:
@@ -250,8 +262,16 @@ class MessageManager : private RoundExecutor::Task {
   void Run();
   // RoundExecutor::Task: one round if there is work; the next deadline.
   absl::Time RunRound() override;
-  // Writes what is owed, without reading (stopping).
-  void Flush();
+  // Writes what is owed, without reading (stopping); not while MySQL is
+  // in its retry backoff, nor (unless `unavailable_too`) after a failure.
+  void Flush(bool unavailable_too = false);
+  // Stop()'s retries of what a row lock holds back, after the last Flush:
+  // until nothing is held back or locked_fence_ has passed.
+  void FlushHeldBack();
+  // Some postpone or ack waits for another transaction's row lock.
+  bool HoldsBackLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !locked_postpones_.empty() || !locked_acks_.empty();
+  }
   // There may be work: wake the thread or queue a round.
   void WakeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // An ack is waiting: wake the ack lane, or the rounds without one.
@@ -268,16 +288,29 @@ class MessageManager : private RoundExecutor::Task {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether postpones wait out the grace now (not stopping, owner).
   bool GraceAppliesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Moves the waiting acks into `work`'s writes.
+  // Moves the waiting acks into `work`'s writes, and those a row lock held
+  // back when their retry is due (or stopping).
   void TakeAcksLocked(Work& work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A write of `id` was held back by a row lock (counted when it is the
+  // row's first), or one held back finished.
+  void LockedRowHeldLocked(const std::string& id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void LockedRowFreedLocked(const std::string& id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Settles a round's postpones; a row lock's are held back for a retry.
+  void SettlePostponesLocked(const absl::StatusOr<WriteResult>& result,
+                             Work& work, std::vector<Log>& logs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DoWork(Work work);
   // Each returns false when MySQL turned out to be unreachable. DoWrites
   // writes through `store` (the table's, or the ack lane's).
   bool DoWrites(Work& work, MessageStore* store);
   // Settles a round's acks; appends their replies to run once the lock is
-  // released.
+  // released. A request is answered with the rows it acked; the ids a row
+  // lock held back are acked later without a reply (locked_acks_).
   void SettleAcksLocked(const absl::StatusOr<WriteResult>& result, Work& work,
-                        std::vector<std::function<void()>>& replies)
+                        std::vector<std::function<void()>>& replies,
+                        std::vector<Log>& logs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records a failed statement; returns the line to log.
   Log StatementFailedLocked(const char* what, const absl::Status& status)
@@ -388,6 +421,22 @@ class MessageManager : private RoundExecutor::Task {
   std::set<std::string> held_back_ ABSL_GUARDED_BY(mu_);
   std::string partition_create_error_ ABSL_GUARDED_BY(mu_);
   size_t pending_ack_ids_ ABSL_GUARDED_BY(mu_) = 0;
+  // Writes another transaction's row lock held back (WriteResult::locked),
+  // retried together from *_at_ on (Options::locked_retry after they were
+  // held back): postpones still being written (the ledger counts them as
+  // writing, so the rows stay in flight), and the ids of ack requests
+  // answered already. locked_ids_: per row, its writes held back, waiting
+  // or being retried.
+  std::vector<SettlementLedger::Postpone> locked_postpones_
+      ABSL_GUARDED_BY(mu_);
+  absl::Time locked_postpones_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  std::vector<PendingAck> locked_acks_ ABSL_GUARDED_BY(mu_);
+  absl::Time locked_acks_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  absl::flat_hash_map<std::string, int> locked_ids_ ABSL_GUARDED_BY(mu_);
+  // When the ack wait of the latest send whose write a row lock held back
+  // has run out, at the latest (monotonic): how long Stop() keeps
+  // retrying.
+  absl::Time locked_fence_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   // msgq_rate_limit's token bucket; nullopt without one.

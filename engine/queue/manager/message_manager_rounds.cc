@@ -21,6 +21,26 @@
 // - While MySQL is in its retry backoff the lane waits for its end, like
 //   the table's round. Stop() removes the lane from the executor before the
 //   final Flush, which writes the acks still waiting.
+//
+// Rows another transaction keeps locked (an application's SELECT ... FOR
+// UPDATE; docs/design/locked-rows.md): the store leaves out what names
+// them and reports them (WriteResult::locked), so the rest of the round's
+// writes commit. A postpone so held back stays being written: the row
+// stays in flight, and nothing sends it again, until a retry commits it.
+// An ack request is answered with the rows it acked; its locked ids are
+// acked later with no reply. Both are retried Options::locked_retry after
+// they were held back (the ack lane retries the acks), with
+// WriteBatch::expect_locked so that the store looks for the locks instead
+// of waiting for them, and until they commit or fail for good.
+//
+// Stopping (a reload, a shutdown) keeps retrying them the same way after
+// the last Flush, through MySQL outages too, and Stop() returns only when
+// they committed or when the ack wait of the sends they settle has run out
+// (locked_fence_): a successor (the reload's next manager, or whoever
+// takes the table after this msgqd) reads such a row due in MySQL and
+// would send it again at once, inside the ack wait of a send still being
+// processed. Past the fence a send again is the ordinary redelivery; the
+// writes are given up and logged.
 #include <algorithm>
 #include <functional>
 #include <utility>
@@ -72,6 +92,12 @@ RoundScheduler::View MessageManager::ViewLocked() const {
                                 ? reconciler_.OldestOwedAt() + postpone_grace_
                                 : absl::InfinitePast();
   }
+  if (!locked_postpones_.empty()) {
+    view.locked_retry_at = locked_postpones_at_;
+  }
+  if (!locked_acks_.empty() && !AckLaneLocked()) {
+    view.locked_retry_at = std::min(view.locked_retry_at, locked_acks_at_);
+  }
   view.owner = OwnsLocked();
   return view;
 }
@@ -83,6 +109,16 @@ MessageManager::Work MessageManager::TakeWorkLocked() {
   work.writes.now = work.now;
   if (scheduler_.Waiting(work.mono)) return work;
   work.postponed = reconciler_.TakePostpones(PostponeCutoffLocked(work.mono));
+  work.first_retried = work.postponed.size();
+  if (!locked_postpones_.empty() &&
+      (stopping_ || work.mono >= locked_postpones_at_)) {
+    // Still being written: the ledger took them before.
+    work.postponed.insert(work.postponed.end(), locked_postpones_.begin(),
+                          locked_postpones_.end());
+    locked_postpones_.clear();
+    locked_postpones_at_ = absl::InfiniteFuture();
+    work.writes.expect_locked = true;
+  }
   previous_take_ = work.mono;
   // One jitter per epoch per round, as one statement covers the round.
   absl::flat_hash_map<int64_t, int64_t> time_by_epoch;
@@ -189,14 +225,41 @@ void MessageManager::TakeAcksLocked(Work& work) {
     work.writes.ack_groups.push_back(ack.ticket.ids);
     reconciler_.AcksWriting(ack.ticket.ids, work.now);
   }
+  if (locked_acks_.empty() || (!stopping_ && work.mono < locked_acks_at_)) {
+    return;
+  }
+  for (PendingAck& ack : locked_acks_) {
+    work.writes.ack_groups.push_back(ack.ticket.ids);
+    reconciler_.AcksRetried(ack.ticket.ids, work.now);
+    work.acks.push_back(std::move(ack));
+  }
+  locked_acks_.clear();
+  locked_acks_at_ = absl::InfiniteFuture();
+  work.writes.expect_locked = true;
+}
+
+void MessageManager::LockedRowHeldLocked(const std::string& id) {
+  // The row was sent before this round: its ack wait ends by then.
+  locked_fence_ = std::max(locked_fence_,
+                           clock_->MonotonicNow() + table_.settings.ack_wait);
+  if (locked_ids_[id]++ == 0) ++counters_.locked_rows;
+}
+
+void MessageManager::LockedRowFreedLocked(const std::string& id) {
+  auto it = locked_ids_.find(id);
+  if (it != locked_ids_.end() && --it->second == 0) locked_ids_.erase(it);
 }
 
 absl::Time MessageManager::RunAckRound() {
   Work work;
   {
     absl::MutexLock lock(&mu_);
-    if (!AckLaneLocked() || acks_.empty()) return absl::InfiniteFuture();
+    if (!AckLaneLocked()) return absl::InfiniteFuture();
     work.mono = clock_->MonotonicNow();
+    if (acks_.empty() &&
+        (locked_acks_.empty() || work.mono < locked_acks_at_)) {
+      return locked_acks_.empty() ? absl::InfiniteFuture() : locked_acks_at_;
+    }
     if (scheduler_.Waiting(work.mono)) {
       return scheduler_.NextDeadline(ViewLocked(), work.mono,
                                      clock_->NowNanos());
@@ -212,16 +275,17 @@ absl::Time MessageManager::RunAckRound() {
   // msgq_concurrency_by: an acked row leaves the key's next rows to read.
   if (!table_.settings.order_by.empty()) WakeLocked();
   if (gate_.has_value()) GateFreedLocked(true);
-  return AckLaneLocked() && !acks_.empty() ? clock_->MonotonicNow()
-                                           : absl::InfiniteFuture();
+  if (!AckLaneLocked()) return absl::InfiniteFuture();
+  if (!acks_.empty()) return clock_->MonotonicNow();
+  return locked_acks_.empty() ? absl::InfiniteFuture() : locked_acks_at_;
 }
 
-void MessageManager::Flush() {
+void MessageManager::Flush(bool unavailable_too) {
   // What was sent or acked, so a successor does not resend it at once.
   Work last;
   {
     absl::MutexLock lock(&mu_);
-    if (!scheduler_.mysql_ok()) return;
+    if (!unavailable_too && !scheduler_.mysql_ok()) return;
     last = TakeWorkLocked();
     last.round = RoundScheduler::Round();
   }
@@ -307,25 +371,17 @@ bool MessageManager::DoWrites(Work& work, MessageStore* store) {
     logs.push_back(result.ok()
                        ? MysqlOkLocked()
                        : StatementFailedLocked("write", result.status()));
-    const absl::Status postpones =
-        result.ok() ? result->postpones : result.status();
-    if (result.ok() && !postpones.ok()) {
-      // Left due in MySQL: the next poll sends them again.
-      logs.push_back(StatementFailedLocked("postpone", postpones));
-    }
     counters_.write_latency.Observe(took);
-    reconciler_.PostponesDone(work.postponed, work.writes.postpones,
-                              OutcomeOf(postpones), work.now);
-    if (postpones.ok()) {
-      counters_.postponed += static_cast<int64_t>(work.writes.postpones.size());
-      std::optional<int64_t> earliest;
-      for (const Postponement& p : work.writes.postpones) {
-        earliest = std::min(earliest.value_or(p.time_next), p.time_next);
-      }
-      if (earliest.has_value()) scheduler_.NoteDueAt(*earliest);
-    }
-    SettleAcksLocked(result, work, replies);
+    SettlePostponesLocked(result, work, logs);
+    SettleAcksLocked(result, work, replies, logs);
     SettleGroupsLocked(result, work, group_replies, logs);
+    if (result.ok()) {
+      // Locked rows only a nack, extend or redrive named: those failed
+      // (ABORTED), nothing of them is held back.
+      for (const std::string& id : result->locked) {
+        counters_.locked_rows += locked_ids_.contains(id) ? 0 : 1;
+      }
+    }
     // msgq_order_by: a settled message lets the next of its key be read.
     if ((!table_.settings.order_by.empty() || gate_.has_value()) &&
         result.ok() &&
@@ -340,27 +396,109 @@ bool MessageManager::DoWrites(Work& work, MessageStore* store) {
   return !IsUnavailable(result.status());
 }
 
+void MessageManager::SettlePostponesLocked(
+    const absl::StatusOr<WriteResult>& result, Work& work,
+    std::vector<Log>& logs) {
+  const absl::Status postpones =
+      result.ok() ? result->postpones : result.status();
+  if (result.ok() && !postpones.ok()) {
+    // Left due in MySQL: the next poll sends them again.
+    logs.push_back(StatementFailedLocked("postpone", postpones));
+  }
+  const Outcome outcome = OutcomeOf(postpones);
+  absl::flat_hash_set<absl::string_view> locked;
+  if (result.ok()) locked.insert(result->locked.begin(), result->locked.end());
+  // Those a row lock held back stay being written (in flight) until a
+  // retry commits them; so do the retried ones when the write failed for
+  // now. The others are done.
+  std::vector<SettlementLedger::Postpone> taken;
+  std::vector<Postponement> written;
+  for (size_t i = 0; i < work.postponed.size(); ++i) {
+    const std::string& id = work.postponed[i].first;
+    const bool retried = i >= work.first_retried;
+    if (locked.contains(id) || (retried && outcome == Outcome::kTransient)) {
+      if (!retried) LockedRowHeldLocked(id);
+      locked_postpones_.push_back(std::move(work.postponed[i]));
+      continue;
+    }
+    if (retried) LockedRowFreedLocked(id);
+    taken.push_back(std::move(work.postponed[i]));
+    written.push_back(work.writes.postpones[i]);
+  }
+  if (!locked_postpones_.empty() &&
+      locked_postpones_at_ == absl::InfiniteFuture()) {
+    locked_postpones_at_ = clock_->MonotonicNow() + options_.locked_retry;
+  }
+  reconciler_.PostponesDone(taken, written, outcome, work.now);
+  if (postpones.ok()) {
+    counters_.postponed += static_cast<int64_t>(written.size());
+    std::optional<int64_t> earliest;
+    for (const Postponement& p : written) {
+      earliest = std::min(earliest.value_or(p.time_next), p.time_next);
+    }
+    if (earliest.has_value()) scheduler_.NoteDueAt(*earliest);
+  }
+}
+
 void MessageManager::SettleAcksLocked(
     const absl::StatusOr<WriteResult>& result, Work& work,
-    std::vector<std::function<void()>>& replies) {
+    std::vector<std::function<void()>>& replies, std::vector<Log>& logs) {
+  absl::flat_hash_set<absl::string_view> locked;
+  if (result.ok()) locked.insert(result->locked.begin(), result->locked.end());
   for (size_t i = 0; i < work.acks.size(); ++i) {
     PendingAck& ack = work.acks[i];
-    pending_ack_ids_ -= std::min(pending_ack_ids_, ack.ticket.ids.size());
+    // Held back by a row lock before, and answered then.
+    const bool held = ack.done == nullptr;
+    if (!held) {
+      pending_ack_ids_ -= std::min(pending_ack_ids_, ack.ticket.ids.size());
+    }
     absl::StatusOr<int64_t> n =
         !result.ok()              ? absl::StatusOr<int64_t>(result.status())
         : i < result->acks.size() ? result->acks[i]
                                   : absl::StatusOr<int64_t>(int64_t{0});
-    reconciler_.AckDone(ack.ticket, OutcomeOf(n.status()));
+    const Outcome outcome = OutcomeOf(n.status());
+    if (held && outcome == Outcome::kTransient) {
+      locked_acks_.push_back(std::move(ack));  // nobody else retries it
+      continue;
+    }
     if (n.ok()) {
       counters_.acked += *n;
+      // The ids a row lock held back are acked later; the request is
+      // answered with the rows it acked now.
+      SettlementLedger::AckTicket done;
+      SettlementLedger::AckTicket waiting;
+      for (std::string& id : ack.ticket.ids) {
+        const bool wait = locked.contains(id);
+        if (wait != held) {
+          wait ? LockedRowHeldLocked(id) : LockedRowFreedLocked(id);
+        }
+        (wait ? waiting : done).ids.push_back(std::move(id));
+      }
+      for (SettlementLedger::Postpone& p : ack.ticket.cancelled) {
+        (locked.contains(p.first) ? waiting : done)
+            .cancelled.push_back(std::move(p));
+      }
+      reconciler_.AckDone(done, outcome);
+      if (!waiting.ids.empty()) {
+        locked_acks_.push_back(PendingAck{std::move(waiting), nullptr});
+      }
     } else {
+      reconciler_.AckDone(ack.ticket, outcome);
+      if (held) {
+        for (const std::string& id : ack.ticket.ids) LockedRowFreedLocked(id);
+        logs.push_back(StatementFailedLocked("held-back ack", n.status()));
+      }
       n = absl::Status(n.status().code(),
                        absl::StrCat("ack on ", log_name_,
                                     " failed: ", n.status().message()));
     }
+    if (held) continue;
     replies.push_back([done = std::move(ack.done), n = std::move(n)]() mutable {
       done(std::move(n));
     });
+  }
+  if (!locked_acks_.empty() && locked_acks_at_ == absl::InfiniteFuture()) {
+    locked_acks_at_ = clock_->MonotonicNow() + options_.locked_retry;
   }
 }
 
