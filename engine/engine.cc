@@ -248,20 +248,58 @@ bool Engine::Stop(absl::Duration timeout) {
       joined->join();
     });
   }
+  std::vector<std::shared_ptr<MessageManager>> stopping;
   for (auto& [key, entry] : tables) {
     if (entry.manager == nullptr) continue;
+    stopping.push_back(entry.manager);
     run([manager = entry.manager] {
       manager->Stop(absl::UnavailableError("server shutting down"));
     });
   }
-  bool finished = false;
   {
-    absl::MutexLock lock(&pending->mu);
-    while (pending->left > 0 &&
-           !pending->done.WaitFor(&pending->mu,
-                                  deadline - clock_->MonotonicNow())) {
+    // Managers a reload retires now (stopped by the reload thread).
+    absl::MutexLock lock(&mu_);
+    stopping.insert(stopping.end(), retiring_.begin(), retiring_.end());
+  }
+  // Past the deadline, a manager still retrying writes that rows locked by
+  // another transaction hold back is waited for until the ack wait of
+  // those rows' sends has run out (MessageManager::StopFence): were the
+  // process to exit before, the next owner of the table (another msgqd
+  // once the lease lapses, or this one restarted) would read the rows due
+  // and send them inside that ack wait.
+  auto fence = [&stopping] {
+    absl::Time latest = absl::InfinitePast();
+    for (const auto& m : stopping) latest = std::max(latest, m->StopFence());
+    return latest;
+  };
+  bool finished = false;
+  bool extended = false;
+  absl::Time until = deadline;
+  while (true) {
+    {
+      absl::MutexLock lock(&pending->mu);
+      while (pending->left > 0 &&
+             !pending->done.WaitFor(&pending->mu,
+                                    until - clock_->MonotonicNow())) {
+      }
+      finished = pending->left == 0;
     }
-    finished = pending->left == 0;
+    if (finished) break;
+    // A manager returns soon after its fence; a write it has in progress
+    // then gets the usual `timeout`.
+    const absl::Time mono = clock_->MonotonicNow();
+    const absl::Time latest = fence();
+    if (latest == absl::InfinitePast() || mono >= latest + timeout) break;
+    if (!extended && latest > mono) {
+      extended = true;
+      LogWarning(
+          "shutdown: postpones or acks wait for rows another transaction "
+          "keeps locked; waiting up to ",
+          absl::FormatDuration(latest - mono),
+          " more for them, until the ack wait of their sends has run out");
+    }
+    // Looked at again each second: a manager may start waiting meanwhile.
+    until = std::min(latest + timeout, mono + absl::Seconds(1));
   }
   // Every postpone is written: hand the tables over at once.
   if (finished && keeper_ != nullptr) keeper_->Stop();

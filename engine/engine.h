@@ -133,7 +133,12 @@ class Engine : private BinlogWatcher::Listener {
   // pending postpones and acks. Returns false when that did not finish
   // within `timeout` (a MySQL that hangs): the caller should then exit the
   // process without destroying the engine, as stopping threads still use
-  // it. Idempotent.
+  // it. A manager whose postpones or acks wait for rows another
+  // transaction keeps locked is waited for past `timeout`: until the ack
+  // wait of those rows' sends has run out at the latest
+  // (MessageManager::StopFence), and then `timeout` more for a write then
+  // in progress (docs/design/locked-rows.md#stopping).
+  // Idempotent.
   bool Stop(absl::Duration timeout = absl::Seconds(10));
   // Reloads the schema now (also run by the reload thread).
   absl::Status Reload();
@@ -275,6 +280,8 @@ class Engine : private BinlogWatcher::Listener {
   // reload, which is requested at once.
   std::set<Key> reset_requested_ ABSL_GUARDED_BY(mu_);
   bool reload_requested_ ABSL_GUARDED_BY(mu_) = false;
+  // The managers a reload is stopping now (Stop waits for them too).
+  std::vector<std::shared_ptr<MessageManager>> retiring_ ABSL_GUARDED_BY(mu_);
   // The paused tables as last read or written; SetPaused writes counted so
   // a read that ran across one does not undo it; the last read's error.
   std::set<Key> paused_ ABSL_GUARDED_BY(mu_);

@@ -206,6 +206,7 @@ absl::Status Engine::SwapIn(std::vector<std::pair<Key, Entry>> fresh,
     if (!loaded_once_ || !last_error_.ok()) tables_now = tables_.size();
     loaded_once_ = true;
     last_error_ = absl::OkStatus();
+    retiring_ = retired;
   }
   // Logged once the lock is released.
   for (const Key& key : removed) {
@@ -215,9 +216,16 @@ absl::Status Engine::SwapIn(std::vector<std::pair<Key, Entry>> fresh,
   if (tables_now.has_value()) {
     LogInfo("schema loaded: ", *tables_now, " message table(s)");
   }
+  // A retired manager's Stop() may wait for writes that rows another
+  // transaction keeps locked hold back (message_manager.h): the successor
+  // waits with it, and a concurrent Engine::Stop() finds it in retiring_.
   for (auto& manager : retired) {
     manager->Stop(absl::UnavailableError(
         "message table was changed or dropped: reconnect"));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    retiring_.clear();
   }
   ApplyPaused();  // before a new manager's first send
   for (auto& manager : to_start) manager->Start();

@@ -252,6 +252,79 @@ TEST_F(EngineReloadTest, ALockedPostponeHoldsTheSuccessorForItsAckWaitOnly) {
   EXPECT_TRUE(engine.Stop(absl::Seconds(10)));
 }
 
+// Shutdown with rows locked: Stop() waits past its timeout while the
+// postpones wait for the lock, writes them once the lock is released and
+// returns then, long before their ack wait ran out.
+TEST_F(EngineReloadTest, ShutdownWritesLockedPostponesOnceReleased) {
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("q", "vt_ack_wait=30,vt_poller_interval=30"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 5));
+  Engine engine(EngineOptions(), RealClock::Get(), &jitter_);
+  ASSERT_TRUE(engine.Start().ok());
+  std::unique_ptr<MysqlConnection> locker = LockAllRows(5);
+  ASSERT_NE(locker, nullptr);
+  std::shared_ptr<MessageManager> manager = Manager(engine);
+  ASSERT_NE(manager, nullptr);
+  auto a = std::make_shared<RecordingSubscriber>(manager);
+  ASSERT_TRUE(manager->Subscribe(a).ok());
+  ASSERT_TRUE(
+      Eventually([&] { return manager->stats().locked_rows_waiting == 5; },
+                 absl::Seconds(10)));
+
+  absl::Mutex mu;
+  bool stopped = false;
+  bool finished = false;
+  std::thread stopper([&] {
+    const bool f = engine.Stop(absl::Seconds(1));
+    absl::MutexLock lock(&mu);
+    finished = f;
+    stopped = true;
+  });
+  auto is_stopped = [&] {
+    absl::MutexLock lock(&mu);
+    return stopped;
+  };
+  // Past the 1 s timeout, still waiting: this waits the full 2 s when the
+  // code is right.
+  EXPECT_FALSE(Eventually(is_stopped, absl::Seconds(2)));
+  EXPECT_EQ(db_->Scalar("SELECT COUNT(*) FROM msgq.q WHERE epoch = 0"), "5");
+  ASSERT_TRUE(locker->Execute("ROLLBACK").ok());
+  EXPECT_TRUE(Eventually(is_stopped, absl::Seconds(5)));
+  stopper.join();
+  EXPECT_TRUE(finished);
+  EXPECT_EQ(db_->Scalar("SELECT COUNT(*) FROM msgq.q WHERE epoch = 1"), "5");
+  EXPECT_EQ(manager->stats().postponed, 5);
+  EXPECT_EQ(manager->stats().sent, 5);
+}
+
+// Shutdown with rows locked for good: Stop() gives their postpones up once
+// the ack wait of their send has run out, and not before (the next owner
+// would send them inside it); it does not hang.
+TEST_F(EngineReloadTest, ShutdownGivesLockedPostponesUpAfterTheirAckWait) {
+  ASSERT_NO_FATAL_FAILURE(
+      CreateTable("q", "vt_ack_wait=4,vt_poller_interval=30"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 5));
+  Engine engine(EngineOptions(), RealClock::Get(), &jitter_);
+  ASSERT_TRUE(engine.Start().ok());
+  std::unique_ptr<MysqlConnection> locker = LockAllRows(5);
+  ASSERT_NE(locker, nullptr);
+  std::shared_ptr<MessageManager> manager = Manager(engine);
+  ASSERT_NE(manager, nullptr);
+  auto a = std::make_shared<RecordingSubscriber>(manager);
+  ASSERT_TRUE(manager->Subscribe(a).ok());
+  ASSERT_TRUE(
+      Eventually([&] { return manager->stats().locked_rows_waiting == 5; },
+                 absl::Seconds(10)));
+  EXPECT_TRUE(engine.Stop(absl::Seconds(1)));
+  const absl::Time stopped = absl::Now();
+  EXPECT_GE(stopped, a->first_send() + absl::Seconds(4));
+  EXPECT_LT(stopped, a->first_send() + absl::Seconds(8));
+  EXPECT_EQ(db_->Scalar("SELECT COUNT(*) FROM msgq.q WHERE epoch = 0"), "5");
+  EXPECT_EQ(manager->stats().postponed, 0);
+  EXPECT_EQ(manager->stats().locked_rows_waiting, 0);
+  ASSERT_TRUE(locker->Execute("ROLLBACK").ok());
+}
+
 // A reload keeps an unchanged table's manager, loads a new table, keeps a
 // table that fails to load with its error (only it fails), replaces it once
 // fixed, and stops a dropped table's manager, closing its subscribers.

@@ -153,6 +153,7 @@ void MessageManager::FlushHeldBack() {
       absl::MutexLock lock(&mu_);
       const absl::Time mono = clock_->MonotonicNow();
       if (!HoldsBackLocked() || mono >= locked_fence_) return;
+      stop_fence_ = locked_fence_;
       // The retry time of what is held back, after MySQL's retry backoff.
       absl::Time retry_at = absl::InfiniteFuture();
       if (!locked_postpones_.empty()) retry_at = locked_postpones_at_;
@@ -287,6 +288,11 @@ bool MessageManager::Quiesced() const {
   return std::none_of(
       locked_acks_.begin(), locked_acks_.end(),
       [](const PendingAck& p) { return !p.ticket.cancelled.empty(); });
+}
+
+absl::Time MessageManager::StopFence() const {
+  absl::MutexLock lock(&mu_);
+  return stop_fence_;
 }
 
 MessageManager::Stats MessageManager::stats() const {

@@ -113,6 +113,10 @@ class MessageManager : private RoundExecutor::Task {
   // table (Engine's reload and shutdown) starts the successor only after
   // Stop() returned.
   void Stop(absl::Status reason);
+  // Once Stop() waited for writes a row lock holds back: until when it
+  // could wait (monotonic; it returns soon after, or as soon as a write in
+  // progress then ends). InfinitePast if it never did.
+  absl::Time StopFence() const;
 
   // Adds a subscriber; the first one triggers an immediate poll.
   // With max_unacked > 0 (prefetch) it holds at most that many messages
@@ -435,8 +439,9 @@ class MessageManager : private RoundExecutor::Task {
   absl::flat_hash_map<std::string, int> locked_ids_ ABSL_GUARDED_BY(mu_);
   // When the ack wait of the latest send whose write a row lock held back
   // has run out, at the latest (monotonic): how long Stop() keeps
-  // retrying.
+  // retrying. stop_fence_: the same once Stop() did (StopFence()).
   absl::Time locked_fence_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time stop_fence_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   // msgq_rate_limit's token bucket; nullopt without one.
