@@ -5,7 +5,10 @@
 // subscriber reports back with MessageManager::OnSendDone() once per batch,
 // when it was written or failed. A subscriber has at most
 // MessageManager::Options:: max_batches_per_subscriber batches outstanding, so
-// a slow one is skipped, never waited for.
+// a slow one is skipped, never waited for. Report a batch done only once it
+// left for the client (the socket or gRPC took it): that is how a stream
+// that stopped draining is seen. One that lets a message run out its ack
+// wait yields its sends to the others (Dispatcher, "Stuck subscribers").
 #ifndef MSGQ_ENGINE_QUEUE_SUBSCRIBER_H_
 #define MSGQ_ENGINE_QUEUE_SUBSCRIBER_H_
 

@@ -29,6 +29,15 @@ RoundScheduler::Options SchedulerOptions(const MessageTable& table,
   return s;
 }
 
+// How long the dispatcher keeps a hold at least: until the message is due
+// again (ack wait and backoff, the backoff counted up to kMaxHeldBackoff)
+// and a poll or two have read it.
+constexpr absl::Duration kMaxHeldBackoff = absl::Minutes(5);
+absl::Duration HoldHorizon(const TableSettings& settings) {
+  return settings.ack_wait + std::min(settings.max_backoff, kMaxHeldBackoff) +
+         2 * settings.poller_interval;
+}
+
 }  // namespace
 
 MessageManager::MessageManager(MessageTable table,
@@ -53,7 +62,8 @@ MessageManager::MessageManager(MessageTable table,
              /*fair=*/!table_.settings.fair_by.empty()),
       reconciler_(options.binlog_row_images,
                   clock->MonotonicNow() + options.image_wait),
-      dispatcher_(options.max_batches_per_subscriber),
+      dispatcher_(options.max_batches_per_subscriber,
+                  HoldHorizon(table_.settings)),
       scheduler_(SchedulerOptions(table_, options), clock->MonotonicNow()),
       owned_until_(options.leased ? absl::InfinitePast()
                                   : absl::InfiniteFuture()) {
@@ -320,6 +330,8 @@ MessageManager::Sends MessageManager::PumpLocked() {
   if (paused_ || (gate_.has_value() && !gate_loaded_)) return sends;
   const int64_t now = cache_.empty() ? 0 : clock_->NowNanos();
   const absl::Time mono = clock_->MonotonicNow();
+  dispatcher_.Sweep(mono);
+  size_t returned = 0;  // picks given back with nothing to send
   // msgq_rate_limit: the messages that may go now.
   size_t tokens = Dispatcher::kUnlimited;
   if (limiter_.has_value() && !cache_.empty()) {
@@ -335,16 +347,19 @@ MessageManager::Sends MessageManager::PumpLocked() {
     if (!pick.has_value()) break;  // everyone is busy
     const size_t max = std::min(
         {static_cast<size_t>(table_.settings.batch_size), pick->room, tokens});
-    MessageBatch batch = gate_.has_value()
-                             ? PopGatedLocked(max, now)
-                             : cache_.PopBatch(max, options_.max_batch_bytes);
+    MessageBatch batch = PopForLocked(*pick, max, now);
+    if (batch.empty()) {
+      // What is queued waits for other subscribers (or the gate): give
+      // the turn on, at most once per subscriber.
+      dispatcher_.Return(*pick);
+      if (++returned >= dispatcher_.size()) break;
+      continue;
+    }
     if (limiter_.has_value()) {
       limiter_->Take(batch.size());
       tokens -= batch.size();
     }
-    if (pick->room != Dispatcher::kUnlimited) {
-      dispatcher_.Hold(pick->subscriber.get(), batch);
-    }
+    dispatcher_.Hold(pick->subscriber.get(), batch);
     for (Message& m : batch) {
       reconciler_.Sent(m.id, m.epoch, mono);
       m.sent_at = now;
@@ -365,6 +380,16 @@ MessageManager::Sends MessageManager::PumpLocked() {
   scheduler_.CacheLevel(cache_.queued(), cache_.capacity());
   if (!sends.empty() || scheduler_.backlog()) WakeLocked();
   return sends;
+}
+
+MessageBatch MessageManager::PopForLocked(const Dispatcher::Pick& pick,
+                                          size_t max, int64_t now) {
+  if (gate_.has_value()) return PopGatedLocked(max, now, &pick);
+  if (!pick.redirect) return cache_.PopBatch(max, options_.max_batch_bytes);
+  return cache_.PopAdmitted(max, options_.max_batch_bytes,
+                            [this, &pick](const Message& m) {
+                              return !dispatcher_.Redirects(pick, m.id);
+                            });
 }
 
 void MessageManager::Deliver(Sends sends) {

@@ -245,6 +245,11 @@ class MessageManager : private RoundExecutor::Task {
   // Hands queued messages to free subscribers; returns the sends to make
   // once the lock is released.
   Sends PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The batch of at most `max` queued messages for `pick`: the best ones,
+  // less those the dispatcher redirects to another subscriber (and, with
+  // msgq_concurrency_by, those the gate holds back). May be empty.
+  MessageBatch PopForLocked(const Dispatcher::Pick& pick, size_t max,
+                            int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void Deliver(Sends sends);
   // Whether ownership is held now (see Own).
   bool OwnsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -374,7 +379,9 @@ class MessageManager : private RoundExecutor::Task {
   bool LoadGate(const Work& work);
   void GateFreedLocked(bool freed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool GateOpenLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  MessageBatch PopGatedLocked(size_t max, int64_t now)
+  // `pick`, when given: leaves the messages it redirects queued.
+  MessageBatch PopGatedLocked(size_t max, int64_t now,
+                              const Dispatcher::Pick* pick = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // ---- Binlog intake (message_manager_binlog.cc) ----

@@ -53,14 +53,20 @@ bool MessageManager::GateOpenLocked(int64_t now) {
       [this, now](const Message& m) { return gate_->Admits(m.fair_key, now); });
 }
 
-MessageBatch MessageManager::PopGatedLocked(size_t max, int64_t now) {
+MessageBatch MessageManager::PopGatedLocked(size_t max, int64_t now,
+                                            const Dispatcher::Pick* pick) {
   // The earliest its row can be due again (ack wait + the least backoff):
   // unless acked or nacked before, the slot frees then, and a poll reads.
   const int64_t until =
       now + absl::ToInt64Nanoseconds(table_.settings.ack_wait +
                                      table_.settings.min_backoff);
   MessageBatch batch = cache_.PopAdmitted(
-      max, options_.max_batch_bytes, [this, now, until](const Message& m) {
+      max, options_.max_batch_bytes,
+      [this, now, until, pick](const Message& m) {
+        // Redirected messages wait for another subscriber, slot untaken.
+        if (pick != nullptr && dispatcher_.Redirects(*pick, m.id)) {
+          return false;
+        }
         return gate_->TryTake(m, now, until);
       });
   if (!batch.empty()) scheduler_.NoteDueAt(until);

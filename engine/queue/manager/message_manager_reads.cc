@@ -198,11 +198,12 @@ void MessageManager::AddToCacheLocked(std::vector<Message>& rows) {
   for (Message& m : rows) {
     // MySQL may still show the state from before an unsettled write.
     if (!reconciler_.MayQueue(m.id)) continue;
-    // Due again (its ack wait ran out): no longer held (prefetch), nor in
-    // flight (msgq_concurrency_by).
-    dispatcher_.Release(m.id);
+    // Due again (its ack wait ran out): no longer held (its subscriber
+    // lapses and the resend avoids it), nor in flight (msgq_concurrency_by).
+    dispatcher_.DueAgain(m.id);
     if (gate_.has_value()) gate_->Release(m.id);
     if (std::optional<std::string> reason = DeathReasonLocked(m, now)) {
+      dispatcher_.Release(m.id);  // never sent again
       auto it = std::find_if(
           deaths.begin(), deaths.end(),
           [&](const PendingNack& p) { return p.group.reason == *reason; });

@@ -209,6 +209,7 @@ void MessageManager::Extend(std::vector<Delivery> deliveries,
     refused = AdmitLocked(ids.size());
     if (refused.ok()) {
       for (const auto& [id, epoch] : group.deliveries) {
+        dispatcher_.Extended(id);  // its subscriber is alive
         if (gate_.has_value()) gate_->Extend(id, epoch, group.time_next);
       }
       extends_.push_back(PendingExtend{reconciler_.BeginHold(std::move(ids)),
