@@ -1,10 +1,15 @@
 // Delivery through msgqd's MySQL-protocol port shares the table with gRPC
-// streams: round-robin between both kinds of subscriber, and a client that
-// disconnects hands its messages back.
+// streams: round-robin between both kinds of subscriber, a client that
+// disconnects hands its messages back, and one that stops reading holds a
+// message only until its ack wait runs out.
+#include <signal.h>
+
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
@@ -33,7 +38,59 @@ class MysqlProtocolDeliveryTest : public MysqlProtocolTest {
         [&] { return FindTable(stub_.get(), table).subscribers() == n; },
         absl::Seconds(10));
   }
+  int64_t Sent(const std::string& table) {
+    int64_t n = -1;
+    EXPECT_TRUE(absl::SimpleAtoi(db_->Scalar("SELECT COUNT(*) FROM msgq.`" +
+                                             table + "` WHERE epoch > 0"),
+                                 &n));
+    return n;
+  }
 };
+
+// A raw client logged in that sent `stream * from demo` and reads nothing
+// until the test asks; null after a failed ASSERT.
+std::unique_ptr<RawClient> StartUnreadStream(int port) {
+  auto raw = RawClient::Connect(port);
+  EXPECT_TRUE(raw.ok()) << raw.status();
+  if (!raw.ok()) return nullptr;
+  auto login = (*raw)->Login(kUser, kPassword);
+  EXPECT_TRUE(login.ok()) << login.status();
+  if (!login.ok() || login->payload.empty() || login->payload[0] != '\0') {
+    return nullptr;
+  }
+  if (!(*raw)->Send(0, "\x03stream * from demo")) return nullptr;
+  return *std::move(raw);
+}
+
+// Reads what msgqd wrote to `raw`'s stream until nothing more comes for
+// `quiet`: the id (first column) of each row after the result set header.
+std::vector<std::string> DrainIds(RawClient& raw, absl::Duration quiet) {
+  std::vector<std::string> ids;
+  size_t header = 0;  // packets of the header still to skip
+  bool first = true;
+  while (true) {
+    absl::StatusOr<mysql_protocol::Packet> p = raw.Read(quiet);
+    if (!p.ok()) return ids;
+    const std::string& payload = p->payload;
+    if (first) {  // the column count, then the definitions and an EOF
+      first = false;
+      header = static_cast<uint8_t>(payload[0]) + 1;
+      continue;
+    }
+    if (header > 0) {
+      --header;
+      continue;
+    }
+    const size_t length = static_cast<uint8_t>(payload[0]);
+    ids.push_back(payload.substr(1, length));
+  }
+}
+
+constexpr char kStuckSettings[] =
+    "vt_batch_size=1,vt_ack_wait=3,vt_min_backoff=0.5,vt_max_backoff=0.5,"
+    "vt_poller_interval=0.2";
+// An unacked message is due again this long after its send.
+constexpr absl::Duration kResendAfter = absl::Milliseconds(3500);
 
 TEST_F(MysqlProtocolDeliveryTest, RoundRobinWithAGrpcSubscriber) {
   ASSERT_NO_FATAL_FAILURE(CreateTable("demo", "vt_batch_size=1"));
@@ -127,6 +184,99 @@ TEST_F(MysqlProtocolDeliveryTest, AClientThatDoesNotReadIsSkipped) {
   }
   EXPECT_GE(ids.size(), 120u);
   EXPECT_EQ(unique.size(), ids.size()) << "an id was sent twice";
+}
+
+// Vitess's two-stream case with the stock client: two `mariadb` streams, the
+// second stopped (SIGSTOP) so it reads nothing; two messages, one each,
+// nobody acks. The message the stopped one held is resent to the reading
+// one once its ack wait runs out, not to the stopped one again.
+TEST_F(MysqlProtocolDeliveryTest,
+       ResendOfAStoppedClientsMessageGoesToTheOther) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo", kStuckSettings));
+  ASSERT_NO_FATAL_FAILURE(StartWithMysqlProtocol());
+  auto reading = StartMariadb("stream * from demo");
+  ASSERT_NE(reading, nullptr);
+  ASSERT_TRUE(WaitForSubscribers("demo", 1)) << reading->Log();
+  auto stopped = StartMariadb("stream * from demo");
+  ASSERT_NE(stopped, nullptr);
+  ASSERT_TRUE(WaitForSubscribers("demo", 2)) << stopped->Log();
+  ASSERT_EQ(kill(stopped->pid(), SIGSTOP), 0);
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 1, 1));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 2, 2));
+  ASSERT_TRUE(Eventually([&] { return Sent("demo") == 2; }, absl::Seconds(10)));
+  const absl::Time sent = absl::Now();
+  // Round-robin: one message each.
+  ASSERT_TRUE(WaitForLines(*reading, 2)) << reading->Log();
+  ASSERT_EQ(ClientIds(*reading).size(), 1u) << reading->Log();
+  const std::string own = ClientIds(*reading)[0];
+  const std::string other = own == "1" ? "2" : "1";
+  // Within the ack wait, the backoff and one round of slack.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        const std::vector<std::string> ids = ClientIds(*reading);
+        return std::find(ids.begin(), ids.end(), other) != ids.end();
+      },
+      kResendAfter + absl::Seconds(3)))
+      << "reading client got " << absl::StrJoin(ClientIds(*reading), ",")
+      << " in " << absl::Now() - sent;
+  stopped->Stop(SIGKILL, absl::Seconds(5));
+}
+
+// A client that reads nothing (a raw socket) next to one that reads and
+// whose rows the test acks: once a message the stuck client held ran out
+// its ack wait, it gets no new sends while the live one has a free slot;
+// the live one takes everything, and the stuck one's socket holds that one
+// message only.
+TEST_F(MysqlProtocolDeliveryTest, AStuckClientGetsNoNewSendsWhileALiveOneDoes) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo", kStuckSettings));
+  ASSERT_NO_FATAL_FAILURE(StartWithMysqlProtocol());
+  auto live = StartMariadb("stream * from demo");
+  ASSERT_NE(live, nullptr);
+  ASSERT_TRUE(WaitForSubscribers("demo", 1)) << live->Log();
+  std::unique_ptr<RawClient> stuck = StartUnreadStream(port_);
+  ASSERT_NE(stuck, nullptr);
+  ASSERT_TRUE(WaitForSubscribers("demo", 2));
+  std::set<std::string> acked;
+  auto ack_new = [&] {
+    std::vector<std::string> ids;
+    for (const std::string& id : ClientIds(*live)) {
+      if (acked.insert(id).second) ids.push_back(id);
+    }
+    if (ids.empty()) return;
+    int64_t n = 0;
+    grpc::Status status = AckIds(stub_.get(), "demo", ids, &n);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+  };
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 1, 1));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 2, 2));
+  ASSERT_TRUE(Eventually([&] { return Sent("demo") == 2; }, absl::Seconds(10)));
+  ASSERT_TRUE(WaitForLines(*live, 2)) << live->Log();
+  ASSERT_EQ(ClientIds(*live).size(), 1u) << live->Log();
+  const std::string held = ClientIds(*live)[0] == "1" ? "2" : "1";
+  ack_new();
+  // The stuck client's message comes to the live one after its ack wait.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        ack_new();
+        return acked.count(held) == 1;
+      },
+      kResendAfter + absl::Seconds(5)))
+      << "live client got " << absl::StrJoin(ClientIds(*live), ",");
+  // New messages, each inserted once the one before arrived (so the live
+  // client always has a free slot): all go to the live client.
+  for (int i = 3; i <= 12; ++i) {
+    ASSERT_NO_FATAL_FAILURE(InsertRange("demo", i, i));
+    EXPECT_TRUE(Eventually(
+        [&] {
+          ack_new();
+          return acked.count(absl::StrCat(i)) == 1;
+        },
+        absl::Seconds(5)))
+        << i << ": live client got " << absl::StrJoin(ClientIds(*live), ",");
+  }
+  EXPECT_EQ(acked.size(), 12u);
+  // What the stuck client was sent: the one message, once.
+  EXPECT_THAT(DrainIds(*stuck, absl::Seconds(1)), ElementsAre(held));
 }
 
 // The engine ends a stream when its table goes: the result set ends with an
