@@ -295,6 +295,58 @@ TEST_F(MysqlProtocolDeliveryTest, DroppedTableEndsTheStreamWithAnError) {
                            "table was changed or dropped: reconnect"));
 }
 
+// Vitess streams a message table right after its CREATE, and so does
+// msgqd: the binlog carries the DDL, so nothing waits for the schema reload
+// (60 s here). A `stream * from` sent in the first second after the CREATE
+// (and after an ALTER that adds a column) streams, with the new column.
+TEST_F(MysqlProtocolDeliveryTest, ATableStreamsWithinASecondOfItsCreate) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo", "vt_poller_interval=30"));
+  ASSERT_NO_FATAL_FAILURE(
+      StartWithMysqlProtocol({"--schema_reload_interval=60s"}));
+  WaitForBinlog("demo");
+  // Starts `stream * from fresh` until one is accepted (a refused one
+  // exits at once, 1146); the time since `since` when one subscribed.
+  auto stream_after = [&](absl::Time since,
+                          std::unique_ptr<launch::ChildProcess>* client) {
+    while (absl::Now() - since < absl::Seconds(5)) {
+      *client = StartMariadb("stream * from fresh");
+      if (*client == nullptr) break;
+      Eventually(
+          [&] {
+            return !(*client)->running() ||
+                   FindTable(stub_.get(), "fresh").subscribers() == 1;
+          },
+          absl::Seconds(5));
+      if ((*client)->running()) return absl::Now() - since;
+      EXPECT_THAT((*client)->Log(), ::testing::HasSubstr("ERROR 1146"));
+    }
+    return absl::InfiniteDuration();
+  };
+  ASSERT_NO_FATAL_FAILURE(CreateTable("fresh", "vt_poller_interval=30"));
+  std::unique_ptr<launch::ChildProcess> client;
+  const absl::Duration created = stream_after(absl::Now(), &client);
+  std::printf("streamed %.0f ms after the CREATE\n",
+              absl::ToDoubleMilliseconds(created));
+  ASSERT_LT(created, absl::Seconds(1)) << server_->Log();
+  ASSERT_NO_FATAL_FAILURE(InsertRange("fresh", 1, 1));
+  ASSERT_TRUE(WaitForLines(*client, 2)) << client->Log();
+  EXPECT_EQ(ClientIds(*client), std::vector<std::string>{"1"});
+
+  // An ALTER that adds a column ends the stream; the next one has it.
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("ALTER TABLE msgq.fresh ADD COLUMN note VARCHAR(16) DEFAULT 'x'"));
+  EXPECT_EQ(client->Stop(0, absl::Seconds(20)), 1) << client->Log();
+  EXPECT_THAT(client->Log(),
+              ::testing::HasSubstr("message table was changed or dropped"));
+  const absl::Duration altered = stream_after(absl::Now(), &client);
+  std::printf("streamed %.0f ms after the ALTER\n",
+              absl::ToDoubleMilliseconds(altered));
+  ASSERT_LT(altered, absl::Seconds(1)) << server_->Log();
+  ASSERT_NO_FATAL_FAILURE(InsertRange("fresh", 2, 2));
+  ASSERT_TRUE(WaitForLines(*client, 2)) << client->Log();
+  EXPECT_THAT(ClientLines(*client)[0], ::testing::HasSubstr("note"));
+}
+
 // Acks stay on gRPC (or a plain UPDATE): a message received over the MySQL
 // protocol and acked with MessageAck is not redelivered.
 TEST_F(MysqlProtocolDeliveryTest, AckedOverGrpcIsNotRedelivered) {
