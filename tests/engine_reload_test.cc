@@ -104,6 +104,27 @@ class EngineReloadTest : public MsgqTest {
     return *std::move(locker);
   }
 
+  // Rows 1-5 of `q` sent to one subscriber of `engine`'s manager, their
+  // postpones held back by the row locks of `*locker`.
+  struct LockedSends {
+    std::unique_ptr<MysqlConnection> locker;
+    std::shared_ptr<MessageManager> manager;
+    std::shared_ptr<RecordingSubscriber> subscriber;
+  };
+  void SendLockedRows(Engine& engine, LockedSends* out) {
+    ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 5));
+    ASSERT_TRUE(engine.Start().ok());
+    out->locker = LockAllRows(5);
+    ASSERT_NE(out->locker, nullptr);
+    out->manager = Manager(engine);
+    ASSERT_NE(out->manager, nullptr);
+    out->subscriber = std::make_shared<RecordingSubscriber>(out->manager);
+    ASSERT_TRUE(out->manager->Subscribe(out->subscriber).ok());
+    ASSERT_TRUE(Eventually(
+        [&] { return out->manager->stats().locked_rows_waiting == 5; },
+        absl::Seconds(10)));
+  }
+
   SeededJitter jitter_{7};
 };
 
@@ -258,18 +279,12 @@ TEST_F(EngineReloadTest, ALockedPostponeHoldsTheSuccessorForItsAckWaitOnly) {
 TEST_F(EngineReloadTest, ShutdownWritesLockedPostponesOnceReleased) {
   ASSERT_NO_FATAL_FAILURE(
       CreateTable("q", "vt_ack_wait=30,vt_poller_interval=30"));
-  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 5));
   Engine engine(EngineOptions(), RealClock::Get(), &jitter_);
-  ASSERT_TRUE(engine.Start().ok());
-  std::unique_ptr<MysqlConnection> locker = LockAllRows(5);
-  ASSERT_NE(locker, nullptr);
-  std::shared_ptr<MessageManager> manager = Manager(engine);
-  ASSERT_NE(manager, nullptr);
-  auto a = std::make_shared<RecordingSubscriber>(manager);
-  ASSERT_TRUE(manager->Subscribe(a).ok());
-  ASSERT_TRUE(
-      Eventually([&] { return manager->stats().locked_rows_waiting == 5; },
-                 absl::Seconds(10)));
+  LockedSends sends;
+  ASSERT_NO_FATAL_FAILURE(SendLockedRows(engine, &sends));
+  MysqlConnection* locker = sends.locker.get();
+  MessageManager* manager = sends.manager.get();
+  RecordingSubscriber* a = sends.subscriber.get();
 
   absl::Mutex mu;
   bool stopped = false;
@@ -303,18 +318,12 @@ TEST_F(EngineReloadTest, ShutdownWritesLockedPostponesOnceReleased) {
 TEST_F(EngineReloadTest, ShutdownGivesLockedPostponesUpAfterTheirAckWait) {
   ASSERT_NO_FATAL_FAILURE(
       CreateTable("q", "vt_ack_wait=4,vt_poller_interval=30"));
-  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 5));
   Engine engine(EngineOptions(), RealClock::Get(), &jitter_);
-  ASSERT_TRUE(engine.Start().ok());
-  std::unique_ptr<MysqlConnection> locker = LockAllRows(5);
-  ASSERT_NE(locker, nullptr);
-  std::shared_ptr<MessageManager> manager = Manager(engine);
-  ASSERT_NE(manager, nullptr);
-  auto a = std::make_shared<RecordingSubscriber>(manager);
-  ASSERT_TRUE(manager->Subscribe(a).ok());
-  ASSERT_TRUE(
-      Eventually([&] { return manager->stats().locked_rows_waiting == 5; },
-                 absl::Seconds(10)));
+  LockedSends sends;
+  ASSERT_NO_FATAL_FAILURE(SendLockedRows(engine, &sends));
+  MysqlConnection* locker = sends.locker.get();
+  MessageManager* manager = sends.manager.get();
+  RecordingSubscriber* a = sends.subscriber.get();
   EXPECT_TRUE(engine.Stop(absl::Seconds(1)));
   const absl::Time stopped = absl::Now();
   EXPECT_GE(stopped, a->first_send() + absl::Seconds(4));
