@@ -15,6 +15,7 @@
 #include "engine/sql/due_depth_statement.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "nlohmann/json.hpp"
+#include "server/http/due_depth_sampler.h"
 #include "tests/http_fixture.h"
 
 namespace msgq::testing {
@@ -380,6 +381,41 @@ TEST_F(MetricsTest, PendingDueIsCountedFromTheIndex) {
       Sample(m, absl::StrCat("msgq_oldest_due_age_seconds", kJobs));
   EXPECT_GE(age, 30);
   EXPECT_LT(age, 60);
+}
+
+// The InnoDB history list length is the server's own figure. A snapshot
+// held open keeps purge from taking the undo of the 50 updates committed
+// after it, so the length stays put until /metrics shows exactly it.
+TEST_F(MetricsTest, InnodbHistoryListLengthIsTheServers) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("jobs"));
+  // No persistent statistics: their recalculation would commit more undo.
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("CREATE TABLE msgq.filler (id INT PRIMARY KEY, n INT) "
+           "STATS_PERSISTENT=0"));
+  ASSERT_NO_FATAL_FAILURE(Exec("INSERT INTO msgq.filler VALUES (1, 0)"));
+  // --leases=false: no lease renewals commit undo while the test reads.
+  ASSERT_NO_FATAL_FAILURE(StartHttpServer({"--leases=false"}));
+  absl::StatusOr<std::unique_ptr<MysqlConnection>> snapshot = db_->Connect();
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  ASSERT_TRUE(
+      (*snapshot)->Execute("START TRANSACTION WITH CONSISTENT SNAPSHOT").ok());
+  for (int i = 1; i <= 50; ++i) {
+    ASSERT_NO_FATAL_FAILURE(
+        Exec(absl::StrCat("UPDATE msgq.filler SET n = ", i, " WHERE id = 1")));
+  }
+  int64_t direct = 0;
+  double shown = -1;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        EXPECT_TRUE(absl::SimpleAtoi(db_->Scalar(kInnodbHistorySql), &direct));
+        shown = Sample(ScrapeMetrics(Url("/metrics")),
+                       "msgq_innodb_history_list_length{}");
+        return shown == direct;
+      },
+      absl::Seconds(25)))
+      << "shown " << shown << ", server " << direct;
+  EXPECT_GE(direct, 50);
+  ASSERT_TRUE((*snapshot)->Execute("COMMIT").ok());
 }
 
 // Ownership: with --leases=false the server sends every table itself (it

@@ -2,16 +2,29 @@
 
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "common/log.h"
 
 namespace msgq {
 
+absl::StatusOr<int64_t> ParseInnodbHistory(const QueryResult& result) {
+  int64_t length = 0;
+  if (result.rows.size() != 1 || result.rows[0].size() != 1 ||
+      !result.rows[0][0].has_value() ||
+      !absl::SimpleAtoi(*result.rows[0][0], &length)) {
+    return absl::InternalError(
+        "InnoDB history list length: expected one row with one integer");
+  }
+  return length;
+}
+
 DueDepthSampler::DueDepthSampler(Lister lister, Reader reader, Clock* clock,
-                                 Options options)
+                                 Options options, HistoryReader history)
     : lister_(std::move(lister)),
       reader_(std::move(reader)),
       clock_(clock),
-      options_(options) {}
+      options_(options),
+      history_(std::move(history)) {}
 
 std::unique_ptr<DueDepthSampler> DueDepthSampler::ForEngine(Engine* engine,
                                                             Clock* clock,
@@ -33,8 +46,23 @@ std::unique_ptr<DueDepthSampler> DueDepthSampler::ForEngine(Engine* engine,
     if (!result.ok()) return result.status();
     return ParseDueDepth(*result, cap);
   };
+  // The history list is the server's, so any loaded table's pool
+  // connection reads it.
+  HistoryReader history = [engine]() -> absl::StatusOr<int64_t> {
+    for (const Engine::TableInfo& t : engine->ListTables()) {
+      if (!t.loaded) continue;
+      absl::StatusOr<QueryResult> result = engine->ReadTable(
+          t.keyspace, t.name,
+          [](const MessageTable&) -> absl::StatusOr<std::string> {
+            return std::string(kInnodbHistorySql);
+          });
+      if (!result.ok()) return result.status();
+      return ParseInnodbHistory(*result);
+    }
+    return absl::FailedPreconditionError("no table is loaded");
+  };
   return std::make_unique<DueDepthSampler>(std::move(lister), std::move(reader),
-                                           clock, options);
+                                           clock, options, std::move(history));
 }
 
 DueDepthSampler::~DueDepthSampler() { Stop(); }
@@ -69,7 +97,43 @@ int DueDepthSampler::SampleDue() {
     entry.measured = mono;
     if (depth.ok()) entry.sample = Sample{*depth, now_ns};
   }
+  SampleHistory(mono);
   return static_cast<int>(due.size());
+}
+
+void DueDepthSampler::SampleHistory(absl::Time mono) {
+  if (history_ == nullptr) return;
+  {
+    absl::MutexLock lock(&mu_);
+    if (history_measured_.has_value() &&
+        mono - *history_measured_ < options_.interval) {
+      return;
+    }
+    history_measured_ = mono;
+  }
+  absl::StatusOr<int64_t> length = history_();
+  bool warn = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (length.ok()) {
+      history_length_ = *length;
+      history_warned_ = false;
+    } else if (!absl::IsFailedPrecondition(length.status())) {
+      // Once until a read succeeds: a server without the status variable
+      // would otherwise log this every interval.
+      warn = !history_warned_;
+      history_warned_ = true;
+    }
+  }
+  if (warn) {
+    LogWarning("cannot read the InnoDB history list length: ",
+               length.status().message());
+  }
+}
+
+std::optional<int64_t> DueDepthSampler::HistoryLength() const {
+  absl::MutexLock lock(&mu_);
+  return history_length_;
 }
 
 std::optional<DueDepthSampler::Sample> DueDepthSampler::Get(

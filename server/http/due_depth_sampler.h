@@ -1,5 +1,7 @@
 // DueDepthSampler: each table's pending-due-now count and oldest due time
-// for /metrics, measured off the scrape path.
+// for /metrics, and the database server's InnoDB history list length (the
+// purge debt that long-running transactions leave, which slows every
+// queue), measured off the scrape path.
 //
 // A scrape only reads the cache (Get). SampleDue() measures every table
 // whose last sample is at least Options::interval old (by the injected
@@ -9,7 +11,12 @@
 // runs SampleDue() every `tick` on a thread of its own, so however often
 // /metrics is scraped, each table costs at most one statement per interval.
 // A failed measurement keeps the table's previous sample and is retried at
-// the next interval; tables that are gone are forgotten.
+// the next interval; tables that are gone are forgotten. The history list
+// length is read by the same pass at most once per interval, one statement
+// (kInnodbHistorySql: MariaDB's information_schema.GLOBAL_STATUS, which
+// needs no privilege) through any loaded table's reader; a failed read
+// keeps the previous value (and logs a warning once until a read
+// succeeds), and there is none before the first success.
 //
 // Thread-safety: all methods are thread-safe; no lock is held while the
 // reader runs. The destructor stops the thread.
@@ -35,6 +42,14 @@
 
 namespace msgq {
 
+// The InnoDB history list length of MariaDB's status: one row, one integer.
+inline constexpr char kInnodbHistorySql[] =
+    "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+    "WHERE VARIABLE_NAME = 'INNODB_HISTORY_LIST_LENGTH'";
+// Its result; INTERNAL when it is not one row with one integer (a server
+// without that status variable answers no row).
+absl::StatusOr<int64_t> ParseInnodbHistory(const QueryResult& result);
+
 class DueDepthSampler {
  public:
   struct Options {
@@ -57,7 +72,11 @@ class DueDepthSampler {
     int64_t now_ns = 0;  // when measured (Unix ns, the clock's Now)
   };
 
-  DueDepthSampler(Lister lister, Reader reader, Clock* clock, Options options);
+  // Reads the server's InnoDB history list length; null: never measured.
+  using HistoryReader = std::function<absl::StatusOr<int64_t>()>;
+
+  DueDepthSampler(Lister lister, Reader reader, Clock* clock, Options options,
+                  HistoryReader history = nullptr);
   // msgqd's: the engine's loaded tables, read with Engine::ReadTable.
   static std::unique_ptr<DueDepthSampler> ForEngine(Engine* engine,
                                                     Clock* clock,
@@ -70,11 +89,18 @@ class DueDepthSampler {
   int SampleDue();
   // The latest sample of a table; nullopt before its first.
   std::optional<Sample> Get(const TableKey& table) const;
+  // The latest InnoDB history list length; nullopt before the first read
+  // succeeded.
+  std::optional<int64_t> HistoryLength() const;
 
   void Start();
   void Stop();
 
  private:
+  // Reads the history list length if an interval passed since the last
+  // attempt (`mono`: the pass's monotonic time).
+  void SampleHistory(absl::Time mono) ABSL_LOCKS_EXCLUDED(mu_);
+
   struct Entry {
     absl::Time measured;  // monotonic
     std::optional<Sample> sample;
@@ -83,10 +109,14 @@ class DueDepthSampler {
   const Reader reader_;
   Clock* const clock_;
   const Options options_;
+  const HistoryReader history_;
 
   mutable absl::Mutex mu_;
   MonotonicCondVar wake_;  // Stop()
   std::map<TableKey, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  std::optional<absl::Time> history_measured_ ABSL_GUARDED_BY(mu_);
+  std::optional<int64_t> history_length_ ABSL_GUARDED_BY(mu_);
+  bool history_warned_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

@@ -43,5 +43,59 @@ TEST(DueDepthSamplerTest, ReadsEachTableOncePerInterval) {
   EXPECT_EQ(sampler.Get({"ks", "b"}), std::nullopt);
 }
 
+// The history list length is read once per interval with the tables'
+// pass; a failed read keeps the last value; none before the first success.
+TEST(DueDepthSamplerTest, ReadsTheHistoryLengthOncePerInterval) {
+  FakeClock clock(absl::FromUnixSeconds(1000));
+  int reads = 0;
+  absl::Status fail = absl::OkStatus();
+  DueDepthSampler sampler(
+      [] { return std::vector<DueDepthSampler::TableKey>{}; },
+      [](const DueDepthSampler::TableKey&, int64_t,
+         int64_t) -> absl::StatusOr<DueDepth> { return DueDepth{}; },
+      &clock, {.interval = absl::Seconds(10)},
+      [&]() -> absl::StatusOr<int64_t> {
+        ++reads;
+        if (!fail.ok()) return fail;
+        return 100 * reads;
+      });
+  EXPECT_EQ(sampler.HistoryLength(), std::nullopt);
+  fail = absl::FailedPreconditionError("no table is loaded");
+  sampler.SampleDue();
+  EXPECT_EQ(reads, 1);
+  EXPECT_EQ(sampler.HistoryLength(), std::nullopt);
+  fail = absl::OkStatus();
+  clock.Advance(absl::Seconds(9));
+  sampler.SampleDue();
+  EXPECT_EQ(reads, 1);
+  clock.Advance(absl::Seconds(1));
+  sampler.SampleDue();
+  EXPECT_EQ(reads, 2);
+  EXPECT_EQ(sampler.HistoryLength(), 200);
+  fail = absl::UnavailableError("down");
+  clock.Advance(absl::Seconds(10));
+  sampler.SampleDue();
+  EXPECT_EQ(reads, 3);
+  EXPECT_EQ(sampler.HistoryLength(), 200);
+  fail = absl::OkStatus();
+  clock.Advance(absl::Seconds(10));
+  sampler.SampleDue();
+  EXPECT_EQ(sampler.HistoryLength(), 400);
+}
+
+TEST(DueDepthSamplerTest, ParsesTheHistoryLength) {
+  QueryResult one{{"VARIABLE_VALUE"}, {{std::string("1234")}}};
+  EXPECT_EQ(ParseInnodbHistory(one).value(), 1234);
+  QueryResult none{{"VARIABLE_VALUE"}, {}};
+  EXPECT_EQ(ParseInnodbHistory(none).status().code(),
+            absl::StatusCode::kInternal);
+  QueryResult text{{"VARIABLE_VALUE"}, {{std::string("many")}}};
+  EXPECT_EQ(ParseInnodbHistory(text).status().code(),
+            absl::StatusCode::kInternal);
+  QueryResult null{{"VARIABLE_VALUE"}, {{std::nullopt}}};
+  EXPECT_EQ(ParseInnodbHistory(null).status().code(),
+            absl::StatusCode::kInternal);
+}
+
 }  // namespace
 }  // namespace msgq

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -275,6 +276,14 @@ void DueFamilies(const std::vector<Table>& tables,
             ? std::max<double>(0, (s.now_ns - *s.depth.oldest_due_ns) / 1e9)
             : 0;
     text.Sample(TableLabels(*t), age);
+  }
+  text.Family("msgq_innodb_history_list_length", MetricType::kGauge,
+              "The database server's InnoDB history list length (undo log "
+              "entries not purged yet; long-running transactions make it "
+              "grow), read at most every 10 s through a loaded table's "
+              "pool connection; absent until first read.");
+  if (std::optional<int64_t> length = sampler.HistoryLength()) {
+    text.Sample({}, static_cast<double>(*length));
   }
 }
 
