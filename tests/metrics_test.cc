@@ -383,6 +383,34 @@ TEST_F(MetricsTest, PendingDueIsCountedFromTheIndex) {
   EXPECT_LT(age, 60);
 }
 
+// A paused table shows msgq_table_paused 1 until it is resumed.
+TEST_F(MetricsTest, PausedTableIsShown) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("jobs"));
+  ASSERT_NO_FATAL_FAILURE(CreateTable("other"));
+  ASSERT_NO_FATAL_FAILURE(StartHttpServer({"--leases=false"}));
+  const std::string paused = absl::StrCat("msgq_table_paused", kJobs);
+  const std::string other =
+      "msgq_table_paused{keyspace=\"msgq\",table=\"other\"}";
+  std::map<std::string, double> m = ScrapeMetrics(Url("/metrics"));
+  EXPECT_EQ(Sample(m, paused), 0);
+  for (const bool pause : {true, false}) {
+    v1::SetPausedRequest request;
+    request.set_name("jobs");
+    request.set_paused(pause);
+    v1::SetPausedResponse response;
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub_->SetPaused(&context, request, &response).ok());
+    EXPECT_TRUE(Eventually(
+        [&] {
+          m = ScrapeMetrics(Url("/metrics"));
+          return Sample(m, paused) == (pause ? 1 : 0);
+        },
+        absl::Seconds(10)))
+        << Sample(m, paused);
+    EXPECT_EQ(Sample(m, other), 0);
+  }
+}
+
 // The InnoDB history list length is the server's own figure. A snapshot
 // held open keeps purge from taking the undo of the 50 updates committed
 // after it, so the length stays put until /metrics shows exactly it.

@@ -97,6 +97,10 @@ const std::vector<TableMetric>& LoadedTableMetrics() {
        [](const S& s) { return s.in_flight; }},
       {"msgq_subscribers", MetricType::kGauge, "Open MessageStreams.",
        [](const S& s) { return s.subscribers; }},
+      {"msgq_table_paused", MetricType::kGauge,
+       "1 while the table is paused (SetPaused, msgq pause): it sends "
+       "nothing.",
+       [](const S& s) { return s.paused ? 1 : 0; }},
       {"msgq_mysql_up", MetricType::kGauge,
        "1 when the table's last MySQL statement reached the server.",
        [](const S& s) { return s.mysql_ok ? 1 : 0; }},
