@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <csignal>
 #include <fstream>
 #include <memory>
@@ -96,6 +97,7 @@ class PrometheusTest : public FailureTest {
     }
     // The port is free when picked; another process may take it before
     // Prometheus binds it, so a start that fails is retried on a new one.
+    std::string logs;
     for (int attempt = 0; attempt < 3 && prometheus_ == nullptr; ++attempt) {
       const int port = FreeLoopbackPort();
       ASSERT_NE(port, 0);
@@ -116,11 +118,11 @@ class PrometheusTest : public FailureTest {
         prometheus_ = *std::move(child);
         prometheus_url_ = base;
       } else {
-        ADD_FAILURE() << "prometheus did not start: " << (*child)->Log();
         (*child)->Stop(SIGKILL, absl::Seconds(5));
+        absl::StrAppend(&logs, "attempt ", attempt, ":\n", (*child)->Log());
       }
     }
-    ASSERT_NE(prometheus_, nullptr);
+    ASSERT_NE(prometheus_, nullptr) << "prometheus did not start:\n" << logs;
   }
 
   // GET of the Prometheus API; the parsed body, or null with a failure.
