@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	msgqv1 "msgq/v1"
+	"msgq.dev/client/go/internal/msgqv1"
 )
 
 // Security says how to reach a msgqd that requires TLS, client certificates

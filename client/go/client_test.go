@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	msgqv1 "msgq/v1"
+	"msgq.dev/client/go/internal/msgqv1"
 )
 
 // firstDelivery opens a raw MessageStream of table and returns the first

@@ -29,9 +29,5 @@
 // Options.TracerProvider. Producers write TraceParentFromContext(ctx) in
 // the INSERT that enqueues the message.
 //
-// The generated msgq.v1 code is package msgqv1 (import "msgq/v1"), made by
-// protoc from proto/msgq/v1/messaging.proto at build time (see
-// run_tests.sh); ListTables returns its TableStatus.
-//
 // Errors are gRPC status errors: use status.Code(err).
 package msgq

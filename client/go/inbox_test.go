@@ -506,11 +506,7 @@ func TestInboxKillCampaign(t *testing.T) {
 // InboxDDL is schema/msgq_inbox.sql's statement (comments and spacing
 // aside), so a table the helper creates is the documented one.
 func TestInboxDDLMatchesSchemaFile(t *testing.T) {
-	src := os.Getenv("MSGQ_SOURCE_DIR")
-	if src == "" {
-		t.Fatal("MSGQ_SOURCE_DIR must be set (run client/go/run_tests.sh)")
-	}
-	b, err := os.ReadFile(filepath.Join(src, "schema", "msgq_inbox.sql"))
+	b, err := os.ReadFile(filepath.Join(env.src, "schema", "msgq_inbox.sql"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	msgqv1 "msgq/v1"
+	"msgq.dev/client/go/internal/msgqv1"
 )
 
 // Table names one message table: a keyspace (MySQL database; "" = the first

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	msgqv1 "msgq/v1"
+	"msgq.dev/client/go/internal/msgqv1"
 )
 
 // isRetryableStreamError: a stream that ended so is reopened (as the C++

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	msgqv1 "msgq/v1"
+	"msgq.dev/client/go/internal/msgqv1"
 )
 
 func testSchema(t *testing.T, fields ...string) *Schema {

@@ -1,7 +1,7 @@
 package msgq
 
 import (
-	msgqv1 "msgq/v1"
+	"msgq.dev/client/go/internal/msgqv1"
 )
 
 // The one place that knows how names and ids travel in msgq.v1.
