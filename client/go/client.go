@@ -8,14 +8,13 @@ import (
 	"math"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
 	grpcbackoff "google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"msgq.dev/client/go/internal/msgqv1"
@@ -80,13 +79,13 @@ func (b bearer) RequireTransportSecurity() bool { return false }
 // 5-minute minimum gRPC servers accept by default).
 func DialOptions(sec Security) ([]grpc.DialOption, error) {
 	if (sec.CertFile == "") != (sec.KeyFile == "") {
-		return nil, status.Error(codes.InvalidArgument, "a client certificate needs its key: give CertFile and KeyFile together")
+		return nil, invalidArgument("a client certificate needs its key: give CertFile and KeyFile together")
 	}
 	if sec.CertFile != "" && !sec.tls() {
-		return nil, status.Error(codes.InvalidArgument, "a client certificate needs TLS: give CAFile too")
+		return nil, invalidArgument("a client certificate needs TLS: give CAFile too")
 	}
 	if strings.ContainsAny(sec.Token, "\r\n") {
-		return nil, status.Error(codes.InvalidArgument, "a token must be one line")
+		return nil, invalidArgument("a token must be one line")
 	}
 	opts := []grpc.DialOption{
 		grpc.WithConnectParams(grpc.ConnectParams{
@@ -113,18 +112,18 @@ func DialOptions(sec Security) ([]grpc.DialOption, error) {
 		if sec.CAFile != "" {
 			pem, err := os.ReadFile(sec.CAFile)
 			if err != nil {
-				return nil, status.Errorf(codes.InvalidArgument, "cannot read CA file: %v", err)
+				return nil, invalidArgument("cannot read CA file: %v", err)
 			}
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(pem) {
-				return nil, status.Errorf(codes.InvalidArgument, "no PEM certificate in CA file %s", sec.CAFile)
+				return nil, invalidArgument("no PEM certificate in CA file %s", sec.CAFile)
 			}
 			config.RootCAs = pool
 		}
 		if sec.CertFile != "" {
 			cert, err := tls.LoadX509KeyPair(sec.CertFile, sec.KeyFile)
 			if err != nil {
-				return nil, status.Errorf(codes.InvalidArgument, "cannot load client certificate: %v", err)
+				return nil, invalidArgument("cannot load client certificate: %v", err)
 			}
 			config.Certificates = append(config.Certificates, cert)
 		}
@@ -143,10 +142,10 @@ func DialOptions(sec Security) ([]grpc.DialOption, error) {
 
 // Dial opens a connection to target ("host:port" or any gRPC target) with
 // sec (see DialOptions); extra options go last. It connects lazily: an
-// unreachable server shows up as UNAVAILABLE on the first call.
+// unreachable server shows up as ErrUnavailable on the first call.
 func Dial(target string, sec Security, extra ...grpc.DialOption) (*grpc.ClientConn, error) {
 	if target == "" {
-		return nil, status.Error(codes.InvalidArgument, "empty server address")
+		return nil, invalidArgument("empty server address")
 	}
 	opts, err := DialOptions(sec)
 	if err != nil {
@@ -162,17 +161,19 @@ const DefaultTimeout = 10 * time.Second
 // Nack, Extend), handling dead ones (ListDead, Redrive), pausing tables and
 // listing them. For receiving messages, see Subscriber.
 //
-// Errors are gRPC status errors (use status.Code(err)): the server's code
-// and message unchanged, UNAVAILABLE when the server cannot be reached
-// (retry later), DEADLINE_EXCEEDED when it did not answer in time, and
-// INVALID_ARGUMENT for arguments refused here without a call. Calls fail
-// fast while the server is down.
+// Errors (see ErrUnknownTable and the other sentinels): the server's, with
+// its gRPC status code and message unchanged (status.Code(err) works);
+// ErrUnavailable when the server cannot be reached (retry later);
+// context.DeadlineExceeded when it did not answer in time; a plain error
+// wrapping ErrInvalidArgument for arguments refused here without a call;
+// ErrClosed after Close. Calls fail fast while the server is down.
 //
 // Safe for concurrent use.
 type Client struct {
 	stub    msgqv1.MessagingClient
 	owned   *grpc.ClientConn
 	timeout time.Duration
+	closed  *atomic.Bool // shared with the copies WithTimeout makes
 }
 
 // NewClient dials target with sec; Close closes the connection.
@@ -189,7 +190,7 @@ func NewClient(target string, sec Security, extra ...grpc.DialOption) (*Client, 
 // NewClientConn makes a Client over an existing connection (which it does
 // not close; it may be shared, e.g. with a Subscriber).
 func NewClientConn(conn grpc.ClientConnInterface) *Client {
-	return &Client{stub: msgqv1.NewMessagingClient(conn), timeout: DefaultTimeout}
+	return &Client{stub: msgqv1.NewMessagingClient(conn), timeout: DefaultTimeout, closed: new(atomic.Bool)}
 }
 
 // WithTimeout returns a copy of c whose calls without a context deadline
@@ -201,42 +202,49 @@ func (c *Client) WithTimeout(d time.Duration) *Client {
 	return &cp
 }
 
-// Stub is the generated msgq.v1 stub, for calls this type does not wrap.
-func (c *Client) Stub() msgqv1.MessagingClient { return c.stub }
-
-// Close closes the connection if NewClient opened it.
+// Close closes the connection if NewClient opened it; later calls of c and
+// of its WithTimeout copies return ErrClosed. Idempotent.
 func (c *Client) Close() error {
-	if c.owned == nil {
+	if c.closed.Swap(true) || c.owned == nil {
 		return nil
 	}
 	return c.owned.Close()
 }
 
-func (c *Client) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok || c.timeout <= 0 {
-		return context.WithCancel(ctx)
+// ctx bounds a call by the client's timeout; ErrClosed after Close.
+func (c *Client) ctx(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if c.closed.Load() {
+		return nil, nil, ErrClosed
 	}
-	return context.WithTimeout(ctx, c.timeout)
+	if _, ok := ctx.Deadline(); ok || c.timeout <= 0 {
+		ctx, cancel := context.WithCancel(ctx)
+		return ctx, cancel, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	return ctx, cancel, nil
 }
 
 // Ack acknowledges the messages of table with the given ids (as streamed in
 // column 0) and returns how many went from unacked to acked; unknown and
 // already-acked ids are not errors. No ids: 0 without a call.
-// Errors: NOT_FOUND (unknown table), INVALID_ARGUMENT (malformed id, empty
-// name), FAILED_PRECONDITION (the table failed to load), UNAVAILABLE (server
-// or its MySQL unreachable: retry), DEADLINE_EXCEEDED; the other calls have
-// the same table errors.
+// Errors: ErrUnknownTable (NOT_FOUND), ErrInvalidArgument (malformed id,
+// empty name), FAILED_PRECONDITION (the table failed to load; see
+// status.Code), ErrUnavailable (server or its MySQL unreachable: retry),
+// context.DeadlineExceeded; the other calls have the same table errors.
 func (c *Client) Ack(ctx context.Context, table Table, ids ...string) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel, err := c.ctx(ctx)
+	if err != nil {
+		return 0, err
+	}
 	defer cancel()
 	req := &msgqv1.MessageAckRequest{Ids: idsToWire(ids)}
 	req.Keyspace, req.Name = tableToWire(table)
 	resp, err := c.stub.MessageAck(ctx, req)
 	if err != nil {
-		return 0, err
+		return 0, fromRPC(err)
 	}
 	return resp.GetAcked(), nil
 }
@@ -252,15 +260,18 @@ type NackResult struct {
 // table's backoff, Dead(reason) marks them dead at once. The table's
 // msgq_max_attempts and msgq_max_age may turn a retry into a death. Only
 // deliveries this caller still holds count (see Delivery). No deliveries:
-// zero without a call; an Ack() result is INVALID_ARGUMENT.
+// zero without a call; an Ack() result is ErrInvalidArgument.
 func (c *Client) Nack(ctx context.Context, table Table, deliveries []Delivery, result Result) (NackResult, error) {
 	if result.kind == KindAck {
-		return NackResult{}, status.Error(codes.InvalidArgument, "nack with an ack result: use Ack")
+		return NackResult{}, invalidArgument("nack with an ack result: use Ack")
 	}
 	if len(deliveries) == 0 {
 		return NackResult{}, nil
 	}
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel, err := c.ctx(ctx)
+	if err != nil {
+		return NackResult{}, err
+	}
 	defer cancel()
 	req := &msgqv1.MessageNackRequest{
 		Deliveries: deliveriesToWire(deliveries),
@@ -273,7 +284,7 @@ func (c *Client) Nack(ctx context.Context, table Table, deliveries []Delivery, r
 	}
 	resp, err := c.stub.MessageNack(ctx, req)
 	if err != nil {
-		return NackResult{}, err
+		return NackResult{}, fromRPC(err)
 	}
 	return NackResult{Retried: resp.GetRetried(), Dead: resp.GetDead()}, nil
 }
@@ -281,22 +292,25 @@ func (c *Client) Nack(ctx context.Context, table Table, deliveries []Delivery, r
 // Extend keeps deliveries from being sent to anyone else for d from now
 // (their time_next becomes now + d, so it can also shorten a hold) and
 // returns how many moved: a delivery no longer held counts 0. No
-// deliveries: 0 without a call. INVALID_ARGUMENT for d <= 0 (here) or above
-// the server's --max_extend.
+// deliveries: 0 without a call. ErrInvalidArgument for d <= 0 (here) or
+// above the server's --max_extend.
 func (c *Client) Extend(ctx context.Context, table Table, deliveries []Delivery, d time.Duration) (int64, error) {
 	if d <= 0 {
-		return 0, status.Errorf(codes.InvalidArgument, "extend duration must be positive, got %v", d)
+		return 0, invalidArgument("extend duration must be positive, got %v", d)
 	}
 	if len(deliveries) == 0 {
 		return 0, nil
 	}
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel, err := c.ctx(ctx)
+	if err != nil {
+		return 0, err
+	}
 	defer cancel()
 	req := &msgqv1.MessageExtendRequest{Deliveries: deliveriesToWire(deliveries), Duration: d.Seconds()}
 	req.Keyspace, req.Name = tableToWire(table)
 	resp, err := c.stub.MessageExtend(ctx, req)
 	if err != nil {
-		return 0, err
+		return 0, fromRPC(err)
 	}
 	return resp.GetExtended(), nil
 }
@@ -321,11 +335,14 @@ func (c *Client) RedriveAll(ctx context.Context, table Table) (int64, error) {
 }
 
 func (c *Client) redrive(ctx context.Context, req *msgqv1.RedriveRequest) (int64, error) {
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel, err := c.ctx(ctx)
+	if err != nil {
+		return 0, err
+	}
 	defer cancel()
 	resp, err := c.stub.Redrive(ctx, req)
 	if err != nil {
-		return 0, err
+		return 0, fromRPC(err)
 	}
 	return resp.GetRedriven(), nil
 }
@@ -355,15 +372,18 @@ func unixNanos(ns int64) time.Time {
 // afterID ("" = from the first; pass the last id of the previous page).
 func (c *Client) ListDead(ctx context.Context, table Table, limit int, afterID string) ([]DeadMessage, error) {
 	if limit < 0 || limit > math.MaxInt32 {
-		return nil, status.Errorf(codes.InvalidArgument, "dead message limit out of range: %d", limit)
+		return nil, invalidArgument("dead message limit out of range: %d", limit)
 	}
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel, err := c.ctx(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer cancel()
 	req := &msgqv1.ListDeadRequest{Limit: int32(limit), AfterId: idToWire(afterID)}
 	req.Keyspace, req.Name = tableToWire(table)
 	resp, err := c.stub.ListDead(ctx, req)
 	if err != nil {
-		return nil, err
+		return nil, fromRPC(err)
 	}
 	out := make([]DeadMessage, len(resp.GetMessages()))
 	for i, m := range resp.GetMessages() {
@@ -379,45 +399,34 @@ func (c *Client) ListDead(ctx context.Context, table Table, limit int, afterID s
 }
 
 // ListTables returns every message table of the server's databases, loaded
-// or not, in the server's order, with its settings and counters (the
-// generated msgq.v1 type; see the proto's TableStatus).
-func (c *Client) ListTables(ctx context.Context) ([]*msgqv1.TableStatus, error) {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	resp, err := c.stub.ListTables(ctx, &msgqv1.ListTablesRequest{})
+// or not, in the server's order, with its settings and counters.
+func (c *Client) ListTables(ctx context.Context) ([]TableStatus, error) {
+	ctx, cancel, err := c.ctx(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return resp.GetTables(), nil
+	defer cancel()
+	resp, err := c.stub.ListTables(ctx, &msgqv1.ListTablesRequest{})
+	if err != nil {
+		return nil, fromRPC(err)
+	}
+	out := make([]TableStatus, len(resp.GetTables()))
+	for i, t := range resp.GetTables() {
+		out[i] = tableStatusFromWire(t)
+	}
+	return out, nil
 }
 
 // SetPaused pauses (paused) or resumes sending table on every msgqd serving
 // it (MySQL keeps the state). Pausing a paused table is not an error.
 func (c *Client) SetPaused(ctx context.Context, table Table, paused bool) error {
-	ctx, cancel := c.ctx(ctx)
+	ctx, cancel, err := c.ctx(ctx)
+	if err != nil {
+		return err
+	}
 	defer cancel()
 	req := &msgqv1.SetPausedRequest{Paused: paused}
 	req.Keyspace, req.Name = tableToWire(table)
-	_, err := c.stub.SetPaused(ctx, req)
-	return err
-}
-
-// AckWaitOf returns the ack wait of table among tables (a ListTables
-// answer): the first loaded table of that name, in table.Keyspace unless it
-// is empty; false when there is none or its ack wait is not positive.
-func AckWaitOf(tables []*msgqv1.TableStatus, table Table) (time.Duration, bool) {
-	for _, t := range tables {
-		if !t.GetLoaded() || t.GetName() != table.Name {
-			continue
-		}
-		if table.Keyspace != "" && t.GetKeyspace() != table.Keyspace {
-			continue
-		}
-		w := t.GetSettings().GetAckWait()
-		if w <= 0 {
-			return 0, false
-		}
-		return time.Duration(w * float64(time.Second)), true
-	}
-	return 0, false
+	_, err = c.stub.SetPaused(ctx, req)
+	return fromRPC(err)
 }

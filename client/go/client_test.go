@@ -6,9 +6,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,7 +29,7 @@ func firstDelivery(t *testing.T, c *Client, table Table) Delivery {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ks, name := tableToWire(table)
-	stream, err := c.Stub().MessageStream(ctx, &msgqv1.MessageStreamRequest{Keyspace: ks, Name: name, MaxUnacked: 1})
+	stream, err := c.stub.MessageStream(ctx, &msgqv1.MessageStreamRequest{Keyspace: ks, Name: name, MaxUnacked: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +74,25 @@ func TestClientCalls(t *testing.T) {
 	}
 	if w, ok := AckWaitOf(tables, table); !ok || w != 30*time.Second {
 		t.Errorf("AckWaitOf = %v %v in %v", w, ok, tables)
+	}
+	var calls *TableStatus
+	for i := range tables {
+		if tables[i].Table == table {
+			calls = &tables[i]
+		}
+	}
+	if calls == nil {
+		t.Fatalf("ListTables has no %v: %+v", table, tables)
+	}
+	if !calls.Loaded || calls.LoadError != "" || calls.Paused {
+		t.Errorf("ListTables: %+v", *calls)
+	}
+	wantSettings := TableSettings{AckWait: 30 * time.Second, PurgeAfter: 86400 * time.Second, BatchSize: 10,
+		CacheSize: 10000, PollerInterval: 500 * time.Millisecond}
+	gotSettings := calls.Settings
+	gotSettings.MinBackoff, gotSettings.MaxBackoff, gotSettings.MessageColumns = 0, 0, nil
+	if !reflect.DeepEqual(gotSettings, wantSettings) {
+		t.Errorf("settings %+v, want %+v", gotSettings, wantSettings)
 	}
 
 	d := firstDelivery(t, c, table)
@@ -121,13 +142,13 @@ func TestClientCalls(t *testing.T) {
 	}
 	tables, _ = c.ListTables(ctx)
 	for _, ts := range tables {
-		if ts.GetName() == "calls" && !ts.GetPaused() {
+		if ts.Table == table && !ts.Paused {
 			t.Error("not paused in ListTables")
 		}
 	}
 	insertRange(t, db, "calls", 2, 2)
 	got := make(chan *Message, 1)
-	sub, err := Subscribe([]string{srv.addr}, table, func(ctx context.Context, m *Message) Result {
+	sub, err := subscribe([]string{srv.addr}, table, func(ctx context.Context, m *Message) Result {
 		got <- m
 		return Ack()
 	}, Options{})
@@ -152,33 +173,52 @@ func TestClientCalls(t *testing.T) {
 		t.Fatal("resumed table sent nothing")
 	}
 
-	// Errors: the server's, as gRPC status codes; and arguments refused here.
-	if _, err := c.Ack(ctx, Table{Keyspace: db, Name: "nope"}, "1"); status.Code(err) != codes.NotFound {
-		t.Errorf("Ack on an unknown table: %v", err)
+	// Errors: the server's keep their gRPC status code and match the
+	// sentinels; arguments refused here are plain errors.
+	serverErr := func(name string, err error, sentinel error, code codes.Code) {
+		t.Helper()
+		if !errors.Is(err, sentinel) || status.Code(err) != code {
+			t.Errorf("%s: %v (code %v), want %v and %v", name, err, status.Code(err), sentinel, code)
+		}
 	}
-	if _, err := c.Ack(ctx, table, "abc"); status.Code(err) != codes.InvalidArgument {
-		t.Errorf("Ack of a malformed id: %v", err)
+	_, err = c.Ack(ctx, Table{Keyspace: db, Name: "nope"}, "1")
+	serverErr("Ack on an unknown table", err, ErrUnknownTable, codes.NotFound)
+	_, err = c.Ack(ctx, table, "abc")
+	serverErr("Ack of a malformed id", err, ErrInvalidArgument, codes.InvalidArgument)
+	serverErr("SetPaused without a name", c.SetPaused(ctx, Table{Keyspace: db}, true), ErrInvalidArgument,
+		codes.InvalidArgument)
+	localErr := func(name string, err error, want string) {
+		t.Helper()
+		if _, isStatus := status.FromError(err); !errors.Is(err, ErrInvalidArgument) || isStatus || err.Error() != want {
+			t.Errorf("%s: %q (a gRPC status: %v), want the plain error %q", name, err, isStatus, want)
+		}
 	}
-	if err := c.SetPaused(ctx, Table{Keyspace: db}, true); status.Code(err) != codes.InvalidArgument {
-		t.Errorf("SetPaused without a name: %v", err)
-	}
-	if _, err := c.Extend(ctx, table, []Delivery{d}, 0); status.Code(err) != codes.InvalidArgument {
-		t.Errorf("Extend 0: %v", err)
-	}
-	if _, err := c.Nack(ctx, table, []Delivery{d}, Ack()); status.Code(err) != codes.InvalidArgument {
-		t.Errorf("Nack with Ack: %v", err)
-	}
-	if _, err := c.ListDead(ctx, table, -1, ""); status.Code(err) != codes.InvalidArgument {
-		t.Errorf("ListDead -1: %v", err)
-	}
+	_, err = c.Extend(ctx, table, []Delivery{d}, 0)
+	localErr("Extend 0", err, "msgq: invalid argument: extend duration must be positive, got 0s")
+	_, err = c.Nack(ctx, table, []Delivery{d}, Ack())
+	localErr("Nack with Ack", err, "msgq: invalid argument: nack with an ack result: use Ack")
+	_, err = c.ListDead(ctx, table, -1, "")
+	localErr("ListDead -1", err, "msgq: invalid argument: dead message limit out of range: -1")
 	if n, err := c.Ack(ctx, table); n != 0 || err != nil {
 		t.Errorf("Ack of nothing: %d %v", n, err)
 	}
+	closed, err := NewClient(srv.addr, Security{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := closed.Ack(ctx, table, "1"); err != ErrClosed {
+		t.Errorf("Ack after Close: %v, want ErrClosed", err)
+	}
+	if _, err := closed.WithTimeout(time.Second).ListTables(ctx); err != ErrClosed {
+		t.Errorf("ListTables of a copy after Close: %v, want ErrClosed", err)
+	}
 	down, _ := NewClient("127.0.0.1:1", Security{})
 	defer down.Close()
-	if _, err := down.ListTables(ctx); status.Code(err) != codes.Unavailable {
-		t.Errorf("unreachable server: %v", err)
-	}
+	_, err = down.ListTables(ctx)
+	serverErr("unreachable server", err, ErrUnavailable, codes.Unavailable)
 }
 
 // makeCertificates writes, in dir, ca.pem signing server.pem (for IP
@@ -262,21 +302,20 @@ func TestTLSAndBearerToken(t *testing.T) {
 
 	// A subscriber with a wrong token ends with UNAUTHENTICATED; with the
 	// right one it receives and acks over TLS.
-	bad, err := Subscribe([]string{tokenSrv.addr}, table, func(context.Context, *Message) Result { return Ack() },
+	bad, err := subscribe([]string{tokenSrv.addr}, table, func(context.Context, *Message) Result { return Ack() },
 		Options{Security: Security{CAFile: pem("ca.pem"), Token: "guess"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-bad.Done():
-		if status.Code(bad.Err()) != codes.Unauthenticated {
-			t.Errorf("wrong token: Err = %v", bad.Err())
+		if !errors.Is(bad.Err(), ErrUnauthenticated) || status.Code(bad.Err()) != codes.Unauthenticated {
+			t.Errorf("wrong token: Run = %v", bad.Err())
 		}
 	case <-time.After(20 * time.Second):
 		t.Error("a wrong token did not end the subscription")
 	}
-	closeSub(t, bad)
-	sub, err := Subscribe([]string{tokenSrv.addr}, table, func(context.Context, *Message) Result { return Ack() },
+	sub, err := subscribe([]string{tokenSrv.addr}, table, func(context.Context, *Message) Result { return Ack() },
 		Options{Security: Security{CAFile: pem("ca.pem"), Token: token}})
 	if err != nil {
 		t.Fatal(err)
@@ -318,8 +357,8 @@ func TestTLSAndBearerToken(t *testing.T) {
 		"missing CA":       {CAFile: pem("nope.pem")},
 		"two-line token":   {Token: "a\nb"},
 	} {
-		if _, err := NewClient("127.0.0.1:1", sec); status.Code(err) != codes.InvalidArgument {
-			t.Errorf("%s: %v, want INVALID_ARGUMENT", name, err)
+		if _, err := NewClient("127.0.0.1:1", sec); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", name, err)
 		}
 	}
 }

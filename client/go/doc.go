@@ -1,6 +1,7 @@
 // Package msgq is the Go client of msgqd (gRPC API msgq.v1.Messaging): a
 // Subscriber that hands each message of a message table to a Handler and
-// settles it by the handler's Result, and a Client for the unary calls.
+// settles it by the handler's Result, a Client for the unary calls, and an
+// Inbox for effectively-once work in the consumer's own database.
 //
 //	handler := func(ctx context.Context, m *msgq.Message) msgq.Result {
 //		body, ok := m.Text("message")
@@ -12,15 +13,21 @@
 //		}
 //		return msgq.Ack()
 //	}
-//	sub, err := msgq.Subscribe([]string{"127.0.0.1:15999"},
+//	sub, err := msgq.NewSubscriber([]string{"127.0.0.1:15999"},
 //		msgq.Table{Name: "orders"}, handler, msgq.Options{Concurrency: 4})
 //	if err != nil { ... }
-//	<-ctx.Done()                       // or sub.Done(): a fatal error (sub.Err())
-//	sub.Close(context.Background())    // waits for handlers, flushes acks
+//	// Until ctx ends (then it drains: running handlers finish, acks are
+//	// flushed) or a fatal error such as msgq.ErrUnknownTable.
+//	err = sub.Run(ctx)
 //
 // Results: Ack(); Retry(delay, reason) (0 = as soon as possible);
 // RetryBackoff(reason) and Fail(err) (after the table's backoff, as a
 // panicking handler); Dead(reason) (dead now; see Client.ListDead).
+//
+// Errors: test with errors.Is for ErrClosed, ErrInvalidArgument,
+// ErrUnknownTable, ErrUnavailable, ErrUnauthenticated and
+// ErrPermissionDenied. Arguments refused locally are plain errors; the
+// server's keep their gRPC status (status.Code(err)).
 //
 // Tracing: a table's `traceparent`/`tracestate` columns (W3C Trace Context)
 // are parsed by Message.TraceContext; each handled message runs in an
@@ -28,6 +35,4 @@
 // TracerProvider (no-op until the application sets one) or
 // Options.TracerProvider. Producers write TraceParentFromContext(ctx) in
 // the INSERT that enqueues the message.
-//
-// Errors are gRPC status errors: use status.Code(err).
 package msgq

@@ -424,13 +424,65 @@ func eventually(timeout time.Duration, cond func() bool) bool {
 	}
 }
 
-// closeSub closes s with a deadline, failing the test if it does not drain.
-func closeSub(t testing.TB, s *Subscriber) {
+// runningSub is a Subscriber whose Run runs on its own goroutine.
+type runningSub struct {
+	*Subscriber
+	cancel context.CancelFunc
+	done   chan struct{} // closed when Run returned
+	err    error         // Run's result, once done is closed
+}
+
+// subscribe makes a Subscriber (NewSubscriber) and starts its Run; the
+// test ends it with closeSub.
+func subscribe(servers []string, table Table, handler Handler, opts Options) (*runningSub, error) {
+	s, err := NewSubscriber(servers, table, handler, opts)
+	if err != nil {
+		return nil, err
+	}
+	return run(s), nil
+}
+
+func run(s *Subscriber) *runningSub {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &runningSub{Subscriber: s, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.err = r.Run(ctx)
+	}()
+	return r
+}
+
+// Done is closed when Run returned (Err says with what).
+func (r *runningSub) Done() <-chan struct{} { return r.done }
+
+// Err is Run's result, once Done is closed.
+func (r *runningSub) Err() error {
+	select {
+	case <-r.done:
+		return r.err
+	default:
+		return nil
+	}
+}
+
+// stop cancels Run's context and waits (60s at most) for Run's result.
+func (r *runningSub) stop(t testing.TB) error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := s.Close(ctx); err != nil {
-		t.Errorf("Close: %v", err)
+	r.cancel()
+	select {
+	case <-r.done:
+		return r.err
+	case <-time.After(60 * time.Second):
+		t.Fatal("Run did not return within 60s of its context's end")
+		return nil
+	}
+}
+
+// closeSub stops r, failing the test if Run fails to drain.
+func closeSub(t testing.TB, r *runningSub) {
+	t.Helper()
+	if err := r.stop(t); err != nil {
+		t.Errorf("Run: %v", err)
 	}
 }
 

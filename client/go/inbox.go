@@ -113,7 +113,8 @@ type InboxStats struct {
 //			...
 //			return msgq.Fail(err) // nil: Ack, committed; an error: rolled back, retried
 //		})
-//	sub, err := msgq.Subscribe(servers, msgq.Table{Name: "transfers"}, handler, msgq.Options{})
+//	sub, err := msgq.NewSubscriber(servers, msgq.Table{Name: "transfers"}, handler, msgq.Options{})
+//	err = sub.Run(ctx)
 //
 // The inbox table (schema/msgq_inbox.sql) is created on first use when it
 // is missing and the user may (CREATE TABLE IF NOT EXISTS); otherwise the

@@ -361,14 +361,14 @@ func runInboxConsumer() error {
 	if err != nil {
 		return err
 	}
-	var sub *Subscriber
-	handled := make(chan struct{}, 1)
+	ctx, leaveMsgqd := context.WithCancel(context.Background())
+	defer leaveMsgqd()
 	handler := inbox.Handler(table, func(ctx context.Context, m *Message, tx *sql.Tx) Result {
 		logEvent("run", m)
 		if leave {
 			// Leaves msgqd, so that the message's next send goes to another
-			// consumer; the work then holds and commits.
-			sub.Stop()
+			// consumer; the work then holds and commits, and Run drains.
+			leaveMsgqd()
 		}
 		r := transfer(ctx, m, tx)
 		if workDelay > 0 {
@@ -394,25 +394,13 @@ func runInboxConsumer() error {
 	}
 	if leave {
 		opts.Concurrency = 1
-		opts.Heartbeat.MaxExtension = -1 // let the message go to the other consumer
-		h := handler
-		handler = func(ctx context.Context, m *Message) Result {
-			r := h(ctx, m)
-			handled <- struct{}{}
-			return r
-		}
+		opts.Heartbeat.MaxExtension = -1     // let the message go to the other consumer
+		opts.DrainTimeout = 60 * time.Second // the work holds until the test says
 	}
-	sub, err = Subscribe([]string{get("MSGQ_INBOX_MSGQD")}, table, handler, opts)
+	sub, err := NewSubscriber([]string{get("MSGQ_INBOX_MSGQD")}, table, handler, opts)
 	if err != nil {
 		return err
 	}
-	if leave {
-		<-handled
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		sub.Close(ctx)
-		return nil
-	}
-	<-sub.Done() // until killed, or a fatal error
-	return sub.Err()
+	// Until killed, a fatal error, or (leave) the first message handled.
+	return sub.Run(ctx)
 }

@@ -7,9 +7,9 @@ import (
 )
 
 // Handler decides the fate of one message by its Result. It runs on one of
-// the subscriber's worker goroutines (Options.Concurrency of them). ctx ends
-// when the subscriber is closed and Close's own context runs out (a handler
-// is otherwise left to finish). A handler that panics retries the message
+// the subscriber's worker goroutines (Options.Concurrency of them). ctx
+// ends only when Run's drain outlasts Options.DrainTimeout (a handler is
+// otherwise left to finish). A handler that panics retries the message
 // with the table's backoff, as Fail does. Delivery is at least once: a
 // handler must tolerate seeing a message again.
 type Handler func(ctx context.Context, m *Message) Result

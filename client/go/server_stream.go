@@ -3,6 +3,7 @@ package msgq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync/atomic"
 	"time"
@@ -91,7 +92,7 @@ func (ss *serverStream) stopped() bool {
 }
 
 // run is the stream loop: nil when stopped by request, else the error that
-// ends the subscription.
+// ends the subscription (Run wraps it with fromRPC).
 func (ss *serverStream) run() error {
 	b := newBackoff(ss.s.o.Backoff, ss.seed)
 	everStarted := false
@@ -121,7 +122,7 @@ func (ss *serverStream) run() error {
 			if err == nil {
 				err = status.Error(codes.Unavailable, "stream ended by server")
 			}
-			ss.s.o.OnStreamError(ss.name, err, delay)
+			ss.s.o.OnStreamError(ss.name, fromRPC(err), delay)
 		}
 		t := time.NewTimer(delay)
 		select {
@@ -195,7 +196,8 @@ func (ss *serverStream) learnAckWait(ctx context.Context) {
 			ss.heartbeat.setAckWait(w)
 			return
 		}
-		err = status.Errorf(codes.NotFound, "ListTables has no loaded table %s with an ack wait; not extending deliveries", ss.s.table)
+		err = fmt.Errorf("%w: ListTables has no loaded table %s with an ack wait; not extending deliveries",
+			ErrUnknownTable, ss.s.table)
 	}
 	ss.heartbeatError(err)
 }

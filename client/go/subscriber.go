@@ -10,8 +10,6 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Options configure a Subscriber. The zero value is usable: every zero field
@@ -42,13 +40,14 @@ type Options struct {
 	Heartbeat HeartbeatOptions
 	// Delays between reconnects (each server has its own backoff).
 	Backoff BackoffOptions
-	// Seed of the backoff jitter; 0 picks a random one. Server i uses
-	// JitterSeed + i.
-	JitterSeed int64
 	// When true, failing to start the very first stream to a server (e.g.
 	// UNAVAILABLE: it is down) ends the subscription with that error
 	// instead of waiting for the server; later reconnects always retry.
 	FailFastInitialConnect bool
+	// How long Run waits, once it stops, for running handlers (and their
+	// nacks) and the last acks; then it cancels the handlers' context and
+	// returns. Default 30s.
+	DrainTimeout time.Duration
 
 	// Tracing: each handled message runs in an OpenTelemetry CONSUMER span
 	// "process TABLE", a child of (and linked to) the producer's context
@@ -65,7 +64,8 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 	NoTracing      bool
 
-	// How Subscribe dials its servers (not used by SubscribeConns).
+	// How NewSubscriber dials its servers (not used by
+	// NewSubscriberConns).
 	Security    Security
 	DialOptions []grpc.DialOption
 
@@ -83,6 +83,10 @@ type Options struct {
 	// Heartbeats cannot work: ListTables failed or does not list the table
 	// (reported once per stream start), or a MessageExtend failed.
 	OnHeartbeatError func(server string, err error)
+
+	// Seed of the backoff jitter; 0 picks a random one. Server i uses
+	// jitterSeed + i. Tests set it.
+	jitterSeed int64
 }
 
 func (o Options) withDefaults() Options {
@@ -95,14 +99,17 @@ func (o Options) withDefaults() Options {
 	if o.CallTimeout == 0 {
 		o.CallTimeout = DefaultTimeout
 	}
+	if o.DrainTimeout == 0 {
+		o.DrainTimeout = 30 * time.Second
+	}
 	o.AckBatch = o.AckBatch.withDefaults()
 	o.Heartbeat = o.Heartbeat.withDefaults()
 	o.Backoff = o.Backoff.withDefaults()
 	return o
 }
 
-// Server is one server of SubscribeConns: a name (Message.Server, callbacks
-// and errors; by convention its address) and a connection to it.
+// Server is one server of NewSubscriberConns: a name (Message.Server,
+// callbacks and errors; by convention its address) and a connection to it.
 type Server struct {
 	Name string
 	Conn grpc.ClientConnInterface
@@ -158,119 +165,116 @@ type received struct {
 // CANCELLED) is reopened after a capped, jittered exponential backoff, reset
 // whenever a stream starts; a reopened stream waits for the connection to
 // come back (gRPC wait-for-ready) instead of failing over and over. Other
-// errors (NOT_FOUND, FAILED_PRECONDITION, INVALID_ARGUMENT,
-// UNAUTHENTICATED, PERMISSION_DENIED, ...) and protocol violations from any
-// server end the whole subscription: Done is closed and Err returns the
-// error (prefixed "server NAME: " when there are several servers).
+// errors (ErrUnknownTable, ErrInvalidArgument, ErrUnauthenticated,
+// ErrPermissionDenied, FAILED_PRECONDITION, ...) and protocol violations
+// from any server end Run with that error (prefixed "server NAME: " when
+// there are several servers).
 //
 // Delivery is at least once: a handler must tolerate seeing a message again.
-// All methods are safe for concurrent use; Close must not be called from a
-// handler or callback (use Stop there).
+// Run runs once; Stats is safe for concurrent use.
 type Subscriber struct {
 	table   Table
 	handler Handler
 	o       Options
 	tracer  trace.Tracer // nil: NoTracing
-	streams []*serverStream
-	owned   []*grpc.ClientConn
+	seed    int64
+
+	targets []string // NewSubscriber: dialled by Run
+	servers []Server // NewSubscriberConns: the caller's
 
 	queue    chan received
-	stopping chan struct{} // closed by Stop
+	stopping chan struct{} // closed by stop
 	stopOnce sync.Once
 
-	streamCtx     context.Context // canceled by Stop: streams and their calls
+	streamCtx     context.Context // canceled by stop: streams and their calls
 	cancelStreams context.CancelFunc
-	handlerCtx    context.Context // canceled when Close gives up waiting
+	handlerCtx    context.Context // canceled when the drain times out
 	cancelHandler context.CancelFunc
 
 	streamsWG sync.WaitGroup
 	workersWG sync.WaitGroup
 	done      chan struct{} // closed when every stream loop ended
 
-	mu       sync.Mutex
-	err      error // the first fatal error
-	closing  bool
-	closed   chan struct{} // closed when Close finished
-	closeErr error
+	mu      sync.Mutex
+	ran     bool
+	streams []*serverStream // set by Run
+	err     error           // the first fatal error
 
 	handled, failed int64
 }
 
-// Subscribe dials every server of servers (with opts.Security and
-// opts.DialOptions; see Dial) and starts receiving table into handler. The
-// streams open asynchronously: an unknown table shows up as Err once Done is
-// closed, not here. Errors here: INVALID_ARGUMENT for no servers, a server
-// given twice, an empty table name, a nil handler, negative Concurrency or
-// MaxUnacked, or bad Security.
-func Subscribe(servers []string, table Table, handler Handler, opts Options) (*Subscriber, error) {
+// NewSubscriber returns a Subscriber of table on servers (addresses, each
+// dialled by Run with opts.Security and opts.DialOptions; see Dial) that
+// hands each message to handler. Nothing is dialled or received until Run.
+// Errors (wrapping ErrInvalidArgument): no servers, a server given twice, an
+// empty table name, a nil handler, negative Concurrency, MaxUnacked,
+// CallTimeout or DrainTimeout, or bad Security.
+func NewSubscriber(servers []string, table Table, handler Handler, opts Options) (*Subscriber, error) {
 	if len(servers) == 0 {
-		return nil, status.Error(codes.InvalidArgument, "no servers")
+		return nil, invalidArgument("no servers")
 	}
-	var conns []Server
-	var owned []*grpc.ClientConn
-	closeAll := func() {
-		for _, c := range owned {
-			c.Close()
-		}
+	if _, err := DialOptions(opts.Security); err != nil {
+		return nil, err
 	}
-	for _, target := range servers {
-		conn, err := Dial(target, opts.Security, opts.DialOptions...)
-		if err != nil {
-			closeAll()
-			return nil, err
+	conns := make([]Server, len(servers))
+	for i, target := range servers {
+		if target == "" {
+			return nil, invalidArgument("empty server address")
 		}
-		owned = append(owned, conn)
-		conns = append(conns, Server{Name: target, Conn: conn})
+		conns[i] = Server{Name: target}
 	}
 	s, err := newSubscriber(conns, table, handler, opts)
 	if err != nil {
-		closeAll()
 		return nil, err
 	}
-	s.owned = owned
-	s.start()
+	s.targets = servers
 	return s, nil
 }
 
-// SubscribeConns is Subscribe over connections of the caller's (which Close
-// does not close).
-func SubscribeConns(servers []Server, table Table, handler Handler, opts Options) (*Subscriber, error) {
+// NewSubscriberConns is NewSubscriber over connections of the caller's
+// (which Run does not close).
+func NewSubscriberConns(servers []Server, table Table, handler Handler, opts Options) (*Subscriber, error) {
+	if len(servers) == 0 {
+		return nil, invalidArgument("no servers")
+	}
+	for _, sv := range servers {
+		if sv.Conn == nil {
+			return nil, invalidArgument("nil connection for server %q", sv.Name)
+		}
+	}
 	s, err := newSubscriber(servers, table, handler, opts)
 	if err != nil {
 		return nil, err
 	}
-	s.start()
+	s.servers = servers
 	return s, nil
 }
 
 func newSubscriber(servers []Server, table Table, handler Handler, opts Options) (*Subscriber, error) {
-	if len(servers) == 0 {
-		return nil, status.Error(codes.InvalidArgument, "no servers")
-	}
 	names := map[string]bool{}
 	for _, sv := range servers {
-		if sv.Conn == nil {
-			return nil, status.Errorf(codes.InvalidArgument, "nil connection for server %q", sv.Name)
-		}
 		if names[sv.Name] {
-			return nil, status.Errorf(codes.InvalidArgument, "server %q given twice", sv.Name)
+			return nil, invalidArgument("server %q given twice", sv.Name)
 		}
 		names[sv.Name] = true
 	}
 	if handler == nil {
-		return nil, status.Error(codes.InvalidArgument, "nil handler")
+		return nil, invalidArgument("nil handler")
 	}
 	if table.Name == "" {
-		return nil, status.Error(codes.InvalidArgument, "empty table name")
+		return nil, invalidArgument("empty table name")
 	}
 	if opts.Concurrency < 0 {
-		return nil, status.Errorf(codes.InvalidArgument, "concurrency must be at least 1, got %d", opts.Concurrency)
+		return nil, invalidArgument("concurrency must be at least 1, got %d", opts.Concurrency)
 	}
 	if opts.MaxUnacked < 0 || opts.MaxUnacked > 1<<31-1 {
-		return nil, status.Errorf(codes.InvalidArgument, "max unacked must be in [0, 2^31), got %d", opts.MaxUnacked)
+		return nil, invalidArgument("max unacked must be in [0, 2^31), got %d", opts.MaxUnacked)
 	}
 	if opts.CallTimeout < 0 {
-		return nil, status.Error(codes.InvalidArgument, "call timeout must be positive")
+		return nil, invalidArgument("call timeout must be positive")
+	}
+	if opts.DrainTimeout < 0 {
+		return nil, invalidArgument("drain timeout must be positive")
 	}
 	o := opts.withDefaults()
 	s := &Subscriber{
@@ -278,27 +282,85 @@ func newSubscriber(servers []Server, table Table, handler Handler, opts Options)
 		queue:    make(chan received, o.QueueCapacity),
 		stopping: make(chan struct{}),
 		done:     make(chan struct{}),
-		closed:   make(chan struct{}),
 	}
 	s.streamCtx, s.cancelStreams = context.WithCancel(context.Background())
 	s.handlerCtx, s.cancelHandler = context.WithCancel(context.Background())
-	seed := o.JitterSeed
-	if seed == 0 {
-		seed = rand.Int63()
-	}
-	label := len(servers) > 1
-	for i, sv := range servers {
-		s.streams = append(s.streams, newServerStream(s, sv, seed+int64(i), label))
+	s.seed = o.jitterSeed
+	if s.seed == 0 {
+		s.seed = rand.Int63()
 	}
 	return s, nil
 }
 
-func (s *Subscriber) start() {
+// Run receives and handles messages until ctx ends or a server answers with
+// an error that is not retryable (see Subscriber), then drains: it stops
+// reading, drops the messages not yet given to a handler (they are sent
+// again after the table's ack wait), waits for the running handlers and
+// their nacks, flushes their acks and closes the connections it dialled.
+// When the drain takes longer than Options.DrainTimeout, Run cancels the
+// handlers' context, stops flushing and returns an error wrapping
+// context.DeadlineExceeded; what was not acked comes back after the ack
+// wait.
+//
+// Run returns nil when ctx ended and the drain finished, the fatal error
+// otherwise (with errors.Is: ErrUnknownTable, ErrUnauthenticated, ...), and
+// ErrClosed when called again. The handlers' ctx is not ctx: it ends only
+// when the drain times out, so that a handler cut short by shutdown does not
+// fail its message.
+func (s *Subscriber) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.ran {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.ran = true
+	s.mu.Unlock()
+
+	servers := s.servers
+	var owned []*grpc.ClientConn
+	defer func() {
+		for _, c := range owned {
+			c.Close()
+		}
+	}()
+	for _, target := range s.targets {
+		conn, err := Dial(target, s.o.Security, s.o.DialOptions...)
+		if err != nil {
+			return err
+		}
+		owned = append(owned, conn)
+		servers = append(servers, Server{Name: target, Conn: conn})
+	}
+	label := len(servers) > 1
+	streams := make([]*serverStream, len(servers))
+	for i, sv := range servers {
+		streams[i] = newServerStream(s, sv, s.seed+int64(i), label)
+	}
+	s.mu.Lock()
+	s.streams = streams
+	s.mu.Unlock()
+
+	s.start(streams)
+	select {
+	case <-ctx.Done():
+	case <-s.done: // a fatal error
+	}
+	drainErr := s.drain(streams)
+	s.mu.Lock()
+	err := s.err
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return drainErr
+}
+
+func (s *Subscriber) start(streams []*serverStream) {
 	for i := 0; i < s.o.Concurrency; i++ {
 		s.workersWG.Add(1)
 		go s.work()
 	}
-	for _, st := range s.streams {
+	for _, st := range streams {
 		s.streamsWG.Add(1)
 		st.heartbeat.run()
 		go func(st *serverStream) {
@@ -317,67 +379,29 @@ func (s *Subscriber) streamEnded(err error) {
 		return
 	}
 	s.mu.Lock()
-	first := s.err == nil
-	if first {
-		s.err = err
+	if s.err == nil {
+		s.err = fromRPC(err)
 	}
 	s.mu.Unlock()
 	// One server's fatal error ends the subscription on every server.
-	s.Stop()
+	s.stop()
 }
 
-// Stop asks the subscriber to stop and returns at once: the streams are
-// canceled and messages not yet handed to a handler are dropped (they are
-// sent again after the table's ack wait). Running handlers finish. Safe
-// from a handler. Close does this and then waits.
-func (s *Subscriber) Stop() {
+// stop cancels the streams and drops the messages not yet handed to a
+// handler. Running handlers finish. Idempotent.
+func (s *Subscriber) stop() {
 	s.stopOnce.Do(func() {
 		close(s.stopping)
 		s.cancelStreams()
 	})
 }
 
-// Done is closed once every stream has ended: after Stop or Close, or
-// because of a fatal error (see Err). Handlers may still be running: Close
-// waits for them.
-func (s *Subscriber) Done() <-chan struct{} { return s.done }
-
-// Err returns the error that ended the subscription, or nil (running, or
-// stopped by Stop/Close).
-func (s *Subscriber) Err() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
-}
-
-// Wait blocks until Done and returns Err.
-func (s *Subscriber) Wait() error {
-	<-s.done
-	return s.Err()
-}
-
-// Close stops taking messages (Stop), waits for the running handlers (and
-// their nacks), flushes the acks they produced, and closes the connections
-// Subscribe dialled. If ctx ends first, Close cancels the handlers' context,
-// stops waiting and flushing, and returns ctx.Err(): what was not acked
-// comes back after the table's ack wait. Returns nil otherwise (the fatal
-// error, if any, is Err's). Idempotent: later calls wait for the first.
-// Not from a handler or callback.
-func (s *Subscriber) Close(ctx context.Context) error {
-	s.mu.Lock()
-	if s.closing {
-		s.mu.Unlock()
-		select {
-		case <-s.closed:
-			return s.closeErr
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	s.closing = true
-	s.mu.Unlock()
-
-	s.Stop()
+// drain stops, waits up to DrainTimeout for the streams and running
+// handlers, and flushes the acks they produced.
+func (s *Subscriber) drain(streams []*serverStream) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.o.DrainTimeout)
+	defer cancel()
+	s.stop()
 	idle := make(chan struct{})
 	go func() {
 		s.streamsWG.Wait()
@@ -389,11 +413,11 @@ func (s *Subscriber) Close(ctx context.Context) error {
 	case <-idle:
 	case <-ctx.Done():
 		s.cancelHandler()
-		err = ctx.Err()
+		err = fmt.Errorf("msgq: handlers still running after the drain timeout of %v: %w", s.o.DrainTimeout, ctx.Err())
 	}
 	// The workers may have queued acks until they ended: only now flush.
 	var wg sync.WaitGroup
-	for _, st := range s.streams {
+	for _, st := range streams {
 		wg.Add(1)
 		go func(st *serverStream) {
 			defer wg.Done()
@@ -403,20 +427,16 @@ func (s *Subscriber) Close(ctx context.Context) error {
 	}
 	wg.Wait()
 	s.cancelHandler()
-	for _, c := range s.owned {
-		c.Close()
-	}
-	s.mu.Lock()
-	s.closeErr = err
-	s.mu.Unlock()
-	close(s.closed)
 	return err
 }
 
 // Stats returns the counters since the subscriber started.
 func (s *Subscriber) Stats() Stats {
 	st := Stats{Handled: atomic.LoadInt64(&s.handled), Failed: atomic.LoadInt64(&s.failed)}
-	for _, ss := range s.streams {
+	s.mu.Lock()
+	streams := s.streams
+	s.mu.Unlock()
+	for _, ss := range streams {
 		ss.addStats(&st)
 	}
 	return st

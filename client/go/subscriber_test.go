@@ -109,7 +109,7 @@ func TestHandlerOutcomes(t *testing.T) {
 		}
 		return Dead("unexpected id " + m.ID())
 	}
-	sub, err := Subscribe([]string{srv.addr}, table, handler, Options{Concurrency: 2})
+	sub, err := subscribe([]string{srv.addr}, table, handler, Options{Concurrency: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestHeartbeatKeepsSlowHandlersMessagesPastTheAckWait(t *testing.T) {
 	// Each handler holds its first delivery for 3.5 s, 3.5 ack waits.
 	type run struct {
 		rec *recorder
-		sub *Subscriber
+		sub *runningSub
 	}
 	runs := map[string]*run{}
 	for name, hb := range map[string]HeartbeatOptions{
@@ -210,7 +210,7 @@ func TestHeartbeatKeepsSlowHandlersMessagesPastTheAckWait(t *testing.T) {
 			return Ack()
 		}
 		var err error
-		r.sub, err = Subscribe([]string{srv.addr}, Table{Keyspace: db, Name: name}, handler,
+		r.sub, err = subscribe([]string{srv.addr}, Table{Keyspace: db, Name: name}, handler,
 			Options{Concurrency: 2, Heartbeat: hb})
 		if err != nil {
 			t.Fatal(err)
@@ -253,7 +253,7 @@ func TestFanInSettlesEachMessageOnItsServer(t *testing.T) {
 	s1, s2 := startMsgqd(t, db1, "127.0.0.1:0"), startMsgqd(t, db2, "127.0.0.1:0")
 	rec := &recorder{}
 	// The default keyspace: each server's first (only) database.
-	sub, err := Subscribe([]string{s1.addr, s2.addr}, Table{Name: "orders"},
+	sub, err := subscribe([]string{s1.addr, s2.addr}, Table{Name: "orders"},
 		func(ctx context.Context, m *Message) Result {
 			rec.add(m)
 			if m.ID() == "7" && m.Server() == s2.addr {
@@ -298,7 +298,7 @@ func TestRestartMidStreamLosesNothingAndNeverRedeliversInsideTheAckWait(t *testi
 
 	rec := &recorder{}
 	var reconnects sync.Map
-	sub, err := Subscribe([]string{srv.addr}, table, func(ctx context.Context, m *Message) Result {
+	sub, err := subscribe([]string{srv.addr}, table, func(ctx context.Context, m *Message) Result {
 		rec.add(m)
 		time.Sleep(10 * time.Millisecond)
 		return Ack()
@@ -348,7 +348,7 @@ func TestKilledServerLosesNothing(t *testing.T) {
 	insertRange(t, db, "events", 1, 100)
 	srv := serve(t, db)
 	rec := &recorder{}
-	sub, err := Subscribe([]string{srv.addr}, Table{Keyspace: db, Name: "events"},
+	sub, err := subscribe([]string{srv.addr}, Table{Keyspace: db, Name: "events"},
 		func(ctx context.Context, m *Message) Result {
 			rec.add(m)
 			time.Sleep(10 * time.Millisecond)
@@ -374,7 +374,7 @@ func TestKilledServerLosesNothing(t *testing.T) {
 	}
 }
 
-func TestCloseWaitsForRunningHandlersAndFlushesTheirAcks(t *testing.T) {
+func TestRunDrainsRunningHandlersAndFlushesTheirAcks(t *testing.T) {
 	db := newDatabase(t)
 	createTable(t, db, "work", "", "")
 	insertRange(t, db, "work", 1, 10)
@@ -382,15 +382,15 @@ func TestCloseWaitsForRunningHandlersAndFlushesTheirAcks(t *testing.T) {
 
 	started := make(chan string, 10)
 	var finished sync.Map
-	sub, err := Subscribe([]string{srv.addr}, Table{Keyspace: db, Name: "work"},
+	sub, err := subscribe([]string{srv.addr}, Table{Keyspace: db, Name: "work"},
 		func(ctx context.Context, m *Message) Result {
 			started <- m.ID()
 			time.Sleep(time.Second)
 			finished.Store(m.ID(), true)
 			return Ack()
 		}, Options{Concurrency: 3, MaxUnacked: 3,
-			// Acks wait for companions far longer than the test: only Close
-			// sends them.
+			// Acks wait for companions far longer than the test: only the
+			// drain sends them.
 			AckBatch: AckBatchOptions{MaxDelay: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
@@ -405,19 +405,19 @@ func TestCloseWaitsForRunningHandlersAndFlushesTheirAcks(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	if err := sub.Close(context.Background()); err != nil {
-		t.Fatalf("Close: %v", err)
+	if err := sub.stop(t); err != nil {
+		t.Fatalf("Run after its context ended: %v, want nil", err)
 	}
 	took := time.Since(start)
 	for _, id := range ids {
 		if _, ok := finished.Load(id); !ok {
-			t.Errorf("Close returned before the handler of %s finished", id)
+			t.Errorf("Run returned before the handler of %s finished", id)
 		}
 	}
 	if took > 5*time.Second {
-		t.Errorf("Close took %v", took)
+		t.Errorf("the drain took %v", took)
 	}
-	// The acks of the three went out in Close; nothing else was taken.
+	// The acks of the three went out in the drain; nothing else was taken.
 	got := sqlExec(t, "SELECT GROUP_CONCAT(id ORDER BY id) FROM "+db+".work WHERE time_acked IS NOT NULL")
 	want := ""
 	for i, id := range sortNumeric(ids) {
@@ -427,21 +427,13 @@ func TestCloseWaitsForRunningHandlersAndFlushesTheirAcks(t *testing.T) {
 		want += id
 	}
 	if got != want {
-		t.Errorf("acked after Close: %q, want %q", got, want)
+		t.Errorf("acked after the drain: %q, want %q", got, want)
 	}
 	if n := len(started); n != 0 {
-		t.Errorf("%d handlers started after Close", n)
+		t.Errorf("%d handlers started after the context ended", n)
 	}
-	select {
-	case <-sub.Done():
-	default:
-		t.Error("Done not closed after Close")
-	}
-	if sub.Err() != nil {
-		t.Errorf("Err after Close = %v", sub.Err())
-	}
-	if err := sub.Close(context.Background()); err != nil {
-		t.Errorf("second Close: %v", err)
+	if err := sub.Run(context.Background()); err != ErrClosed {
+		t.Errorf("second Run: %v, want ErrClosed", err)
 	}
 }
 
@@ -455,20 +447,20 @@ func sortNumeric(ids []string) []string {
 	return out
 }
 
-func TestCloseGivesUpWithItsContextAndCancelsHandlers(t *testing.T) {
+func TestRunGivesUpAfterTheDrainTimeoutAndCancelsHandlers(t *testing.T) {
 	db := newDatabase(t)
 	createTable(t, db, "stuck", "", "")
 	insertRange(t, db, "stuck", 1, 1)
 	srv := serve(t, db)
 	started := make(chan struct{}, 1)
 	canceled := make(chan struct{})
-	sub, err := Subscribe([]string{srv.addr}, Table{Keyspace: db, Name: "stuck"},
+	sub, err := subscribe([]string{srv.addr}, Table{Keyspace: db, Name: "stuck"},
 		func(ctx context.Context, m *Message) Result {
 			started <- struct{}{}
 			<-ctx.Done()
 			close(canceled)
 			return Fail(ctx.Err())
-		}, Options{})
+		}, Options{DrainTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,10 +469,14 @@ func TestCloseGivesUpWithItsContextAndCancelsHandlers(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("handler did not start")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	if err := sub.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Close = %v, want DeadlineExceeded", err)
+	start := time.Now()
+	err = sub.stop(t)
+	const want = "msgq: handlers still running after the drain timeout of 300ms: context deadline exceeded"
+	if !errors.Is(err, context.DeadlineExceeded) || err.Error() != want {
+		t.Errorf("Run = %v, want %q", err, want)
+	}
+	if took := time.Since(start); took < 300*time.Millisecond || took > 5*time.Second {
+		t.Errorf("Run returned %v after its context ended, want 300ms and a little", took)
 	}
 	select {
 	case <-canceled:
@@ -489,52 +485,63 @@ func TestCloseGivesUpWithItsContextAndCancelsHandlers(t *testing.T) {
 	}
 }
 
-func TestFatalErrorsEndTheSubscription(t *testing.T) {
+func TestFatalErrorsEndRun(t *testing.T) {
 	db := newDatabase(t)
 	srv := serve(t, db)
-	sub, err := Subscribe([]string{srv.addr}, Table{Keyspace: db, Name: "no_such_table"},
+	sub, err := subscribe([]string{srv.addr}, Table{Keyspace: db, Name: "no_such_table"},
 		func(context.Context, *Message) Result { return Ack() }, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeSub(t, sub)
+	defer sub.cancel()
 	select {
 	case <-sub.Done():
 	case <-time.After(20 * time.Second):
-		t.Fatal("an unknown table did not end the subscription")
+		t.Fatal("an unknown table did not end Run")
 	}
-	if status.Code(sub.Err()) != codes.NotFound {
-		t.Errorf("Err = %v, want NOT_FOUND", sub.Err())
+	if !errors.Is(sub.Err(), ErrUnknownTable) || status.Code(sub.Err()) != codes.NotFound {
+		t.Errorf("Run = %v, want ErrUnknownTable (NOT_FOUND)", sub.Err())
 	}
 
 	// Fail fast on a first connection to nobody.
-	sub2, err := Subscribe([]string{"127.0.0.1:1"}, Table{Name: "t"},
+	sub2, err := subscribe([]string{"127.0.0.1:1"}, Table{Name: "t"},
 		func(context.Context, *Message) Result { return Ack() }, Options{FailFastInitialConnect: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeSub(t, sub2)
-	if err := sub2.Wait(); status.Code(err) != codes.Unavailable {
-		t.Errorf("fail fast: Err = %v, want UNAVAILABLE", err)
+	defer sub2.cancel()
+	select {
+	case <-sub2.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("fail fast: Run did not return")
+	}
+	if !errors.Is(sub2.Err(), ErrUnavailable) || status.Code(sub2.Err()) != codes.Unavailable {
+		t.Errorf("fail fast: Run = %v, want ErrUnavailable (UNAVAILABLE)", sub2.Err())
 	}
 
 	for name, f := range map[string]func() error{
 		"no servers": func() error {
-			_, err := Subscribe(nil, Table{Name: "t"}, func(context.Context, *Message) Result { return Ack() }, Options{})
+			_, err := subscribe(nil, Table{Name: "t"}, func(context.Context, *Message) Result { return Ack() }, Options{})
 			return err
 		},
 		"empty table": func() error {
-			_, err := Subscribe([]string{"a:1"}, Table{}, func(context.Context, *Message) Result { return Ack() }, Options{})
+			_, err := subscribe([]string{"a:1"}, Table{}, func(context.Context, *Message) Result { return Ack() }, Options{})
 			return err
 		},
-		"nil handler": func() error { _, err := Subscribe([]string{"a:1"}, Table{Name: "t"}, nil, Options{}); return err },
+		"nil handler": func() error { _, err := subscribe([]string{"a:1"}, Table{Name: "t"}, nil, Options{}); return err },
 		"twice": func() error {
-			_, err := Subscribe([]string{"a:1", "a:1"}, Table{Name: "t"}, func(context.Context, *Message) Result { return Ack() }, Options{})
+			_, err := subscribe([]string{"a:1", "a:1"}, Table{Name: "t"}, func(context.Context, *Message) Result { return Ack() }, Options{})
+			return err
+		},
+		"negative drain timeout": func() error {
+			_, err := subscribe([]string{"a:1"}, Table{Name: "t"}, func(context.Context, *Message) Result { return Ack() },
+				Options{DrainTimeout: -time.Second})
 			return err
 		},
 	} {
-		if err := f(); status.Code(err) != codes.InvalidArgument {
-			t.Errorf("%s: %v, want INVALID_ARGUMENT", name, err)
+		err := f()
+		if _, isStatus := status.FromError(err); !errors.Is(err, ErrInvalidArgument) || isStatus {
+			t.Errorf("%s: %v, want a plain error wrapping ErrInvalidArgument", name, err)
 		}
 	}
 }
@@ -550,7 +557,7 @@ func TestTypedColumnsAndTraceContextEndToEnd(t *testing.T) {
 		"(2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '', NULL, NULL)")
 	srv := serve(t, db)
 	got := make(chan *Message, 2)
-	sub, err := Subscribe([]string{srv.addr}, Table{Keyspace: db, Name: "traced"},
+	sub, err := subscribe([]string{srv.addr}, Table{Keyspace: db, Name: "traced"},
 		func(ctx context.Context, m *Message) Result { got <- m; return Ack() }, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -594,7 +601,7 @@ func TestPrefetchLimitsUnackedMessages(t *testing.T) {
 	insertRange(t, db, "pf", 1, 20)
 	srv := serve(t, db)
 	release := make(chan struct{})
-	sub, err := Subscribe([]string{srv.addr}, Table{Keyspace: db, Name: "pf"},
+	sub, err := subscribe([]string{srv.addr}, Table{Keyspace: db, Name: "pf"},
 		func(ctx context.Context, m *Message) Result {
 			select {
 			case <-release:

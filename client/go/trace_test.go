@@ -136,7 +136,7 @@ func TestConsumerSpansFollowTheProducersTraceContext(t *testing.T) {
 
 	srv := serve(t, db)
 	rec2 := &recorder{}
-	sub, err := Subscribe([]string{srv.addr}, table, func(ctx context.Context, m *Message) Result {
+	sub, err := subscribe([]string{srv.addr}, table, func(ctx context.Context, m *Message) Result {
 		n := rec2.add(m)
 		switch m.ID() {
 		case "1":
@@ -259,7 +259,7 @@ func TestConsumerSpansFollowTheProducersTraceContext(t *testing.T) {
 	before := len(rec.Ended())
 	sqlExec(t, "INSERT INTO "+db+".traced (id, message, traceparent) VALUES (5, '{}', '"+tp+"')")
 	got := make(chan string, 1)
-	quiet, err := Subscribe([]string{srv.addr}, table, func(ctx context.Context, m *Message) Result {
+	quiet, err := subscribe([]string{srv.addr}, table, func(ctx context.Context, m *Message) Result {
 		if trace.SpanFromContext(ctx).IsRecording() {
 			t.Error("NoTracing handler runs in a recording span")
 		}
