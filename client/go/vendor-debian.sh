@@ -58,7 +58,7 @@ ln -s "$here" "$work/src/$module"
 packages=$(cd "$work/src/$module" &&
   GO111MODULE=off GOFLAGS= GOPATH="$work:/usr/share/gocode" GOCACHE="$work/cache" \
   go list -deps -test -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./... |
-  awk -v m="$module" '{ p = $1 } p != m && p != m ".test" && index(p, m "/") != 1 { print p }' |
+  awk -v m="$module" '{ p = $1 } p != m && p != m ".test" && p != m "_test" && index(p, m "/") != 1 { print p }' |
   sort -u)
 
 # Each package goes to the longest module path of go.mod that prefixes it.
