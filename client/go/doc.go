@@ -1,7 +1,8 @@
 // Package msgq is the Go client of msgqd (gRPC API msgq.v1.Messaging): a
 // Subscriber that hands each message of a message table to a Handler and
-// settles it by the handler's Result, a Client for the unary calls, and an
-// Inbox for effectively-once work in the consumer's own database.
+// settles it by the handler's Result, a Client for the unary calls, an
+// Inbox for effectively-once work in the consumer's own database, and
+// Enqueue for producers (an INSERT in the application's own transaction).
 //
 //	handler := func(ctx context.Context, m *msgq.Message) msgq.Result {
 //		body, ok := m.Text("message")

@@ -236,3 +236,33 @@ func ExampleInbox_Handler() {
 	}
 	log.Fatal(sub.Run(context.Background()))
 }
+
+// The order and its message commit together, or neither does.
+func ExampleEnqueue() {
+	db, err := sql.Open("mysql", "shop@tcp(shop-db:3306)/shop")
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background() // with OpenTelemetry: the span's context
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tx.Rollback() // no-op after Commit
+	if _, err := tx.ExecContext(ctx, "INSERT INTO orders (id, total) VALUES (?, ?)", 42, 1999); err != nil {
+		log.Fatal(err)
+	}
+	id, err := msgq.Enqueue(ctx, tx, msgq.Table{Name: "order_events"}, msgq.Outgoing{
+		Body:    map[string]interface{}{"order": 42, "total": 1999}, // JSON-encoded
+		Key:     "customer-7",
+		Type:    "order.placed",
+		Headers: map[string]string{"source": "web"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("enqueued %s", id) // a UUIDv7
+}
