@@ -15,7 +15,9 @@
 # OUT_DIR/gocache.
 #
 # Before testing, it checks that the committed internal/msgqv1 is what
-# `go generate` makes from proto/msgq/v1/messaging.proto, and runs go vet.
+# `go generate` makes from proto/msgq/v1/messaging.proto, runs go vet, and
+# builds and vets testdata/app, an application module that requires this
+# one (vendored by vendor-debian.sh too).
 #
 # Environment: MSGQD = the msgqd binary (ctest passes the built one; default
 # BUILD/server/msgqd next to OUT_DIR's build tree, else build/server/msgqd of
@@ -57,6 +59,15 @@ if ! diff -r "$regen/client/go/internal/msgqv1" "$here/internal/msgqv1"; then
     "from proto/msgq/v1/messaging.proto: run go generate in client/go and commit" >&2
   exit 1
 fi
+
+# An application module that requires this one through a replace, as a
+# user's would, vendored and built offline the same way.
+app="$out/app"
+rm -rf "$app"
+cp -r "$here/testdata/app" "$app"
+sed -i "s|^replace msgq.dev/client/go => .*|replace msgq.dev/client/go => $here|" "$app/go.mod"
+"$here/vendor-debian.sh" "$app"
+(cd "$app" && go build ./... && go vet ./...)
 
 if [ -z "${MSGQD:-}" ]; then
   for candidate in "$out/../../server/msgqd" "$src/build/server/msgqd"; do
