@@ -18,14 +18,18 @@ int Engine::PoolSize(const Options& options) {
 
 std::shared_ptr<MessageManager> Engine::NewManager(MessageTable table,
                                                    bool successor) {
-  auto store =
-      std::make_unique<MysqlMessageStore>(table, options_.mysql, pool_.get());
+  // Reads bring at most what the cache may hold, and never a row too large
+  // to send (it dies unread).
+  const ReadLimits limits{.max_row_bytes = options_.manager.max_message_bytes,
+                          .max_read_bytes = options_.manager.cache_max_bytes};
+  auto store = std::make_unique<MysqlMessageStore>(table, options_.mysql,
+                                                   pool_.get(), limits);
   // The ack lane's store borrows a second pooled connection per round,
   // when the pool has one to spare.
   std::unique_ptr<MessageStore> ack_store;
   if (options_.manager.ack_lane && PoolSize(options_) >= 2) {
-    ack_store =
-        std::make_unique<MysqlMessageStore>(table, options_.mysql, pool_.get());
+    ack_store = std::make_unique<MysqlMessageStore>(table, options_.mysql,
+                                                    pool_.get(), limits);
   }
   MessageManager::Options options = options_.manager;
   // The first manager of a table in this process: no row it sent can come

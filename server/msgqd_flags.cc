@@ -66,8 +66,12 @@ ABSL_FLAG(int64_t, max_batch_bytes, int64_t{1} << 20,
           "least one message)");
 ABSL_FLAG(int64_t, max_message_bytes, 4000000,
           "A row larger than this is never sent: it dies with a reason "
-          "giving its size. Keep it under the clients' gRPC max receive "
-          "message size (4 MiB by default)");
+          "giving its size, and its BLOB, TEXT and JSON columns are never "
+          "read into msgqd's memory. Keep it under the clients' gRPC max "
+          "receive message size (4 MiB by default)");
+ABSL_FLAG(int64_t, cache_max_bytes, int64_t{32} << 20,
+          "Bytes of rows one table's cache holds at most, and one poll or "
+          "fetch reads at most (with vt_cache_size, which bounds the rows)");
 ABSL_FLAG(bool, leases, true,
           "Any number of msgqd may serve the same tables: each table is sent "
           "by the one instance holding its lease in MySQL (tables "
@@ -115,6 +119,11 @@ absl::Status ReadManagerFlags(MessageManager::Options& manager) {
   }
   manager.max_message_bytes =
       static_cast<size_t>(absl::GetFlag(FLAGS_max_message_bytes));
+  if (absl::GetFlag(FLAGS_cache_max_bytes) < 1) {
+    return absl::InvalidArgumentError("--cache_max_bytes must be positive");
+  }
+  manager.cache_max_bytes =
+      static_cast<size_t>(absl::GetFlag(FLAGS_cache_max_bytes));
   manager.max_extend = absl::GetFlag(FLAGS_max_extend);
   if (manager.max_extend <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--max_extend must be positive");

@@ -20,7 +20,8 @@ class StoreSqlTest : public MsgqTest {
   PrivateMariaDb::Options DbOptions() override { return {.binlog = false}; }
 
   // The store of msgq.`name` (a test failure and null when it has none).
-  std::unique_ptr<MysqlMessageStore> Store(const std::string& name) {
+  std::unique_ptr<MysqlMessageStore> Store(const std::string& name,
+                                           ReadLimits limits = {}) {
     auto conn = db_->Connect();
     if (!conn.ok()) {
       ADD_FAILURE() << conn.status();
@@ -39,8 +40,8 @@ class StoreSqlTest : public MsgqTest {
         ADD_FAILURE() << table.status();
         return nullptr;
       }
-      return std::make_unique<MysqlMessageStore>(*std::move(table),
-                                                 db_->mysql_options());
+      return std::make_unique<MysqlMessageStore>(
+          *std::move(table), db_->mysql_options(), nullptr, limits);
     }
     ADD_FAILURE() << "no message table " << name;
     return nullptr;

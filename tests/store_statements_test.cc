@@ -74,6 +74,40 @@ TEST_F(StoreStatementsTest, IntegerIds) {
 // A refill poll lists the due ids from poller_idx alone (no row read),
 // in the poll's order; tables whose poll is not that plain SELECT
 // (msgq_order_by, msgq_fair_by) keep the one-statement poll.
+// A row whose large columns hold more than max_row_bytes comes without
+// them (NULL, and its size in unread_bytes); a read keeps rows until their
+// bytes reach max_read_bytes and reads no further, on a connection it then
+// replaces.
+TEST_F(StoreStatementsTest, ReadsLeaveOutTooLargeRowsAndStopAtTheirBytes) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q"));
+  for (int id : {1, 2, 3, 4, 5}) {
+    ASSERT_NO_FATAL_FAILURE(Exec(absl::StrCat(
+        "INSERT INTO msgq.q (id, message) VALUES (", id,
+        ", CONCAT('\"', REPEAT('a', ", id == 3 ? 5000 : 1000, "), '\"'))")));
+  }
+  auto store = Store("q", {.max_row_bytes = 2000, .max_read_bytes = 2500});
+  ASSERT_NE(store, nullptr);
+  auto polled = store->PollDue(kNow, 10);
+  ASSERT_TRUE(polled.ok()) << polled.status();
+  std::vector<std::string> ids;
+  for (const Message& m : *polled) ids.push_back(m.id);
+  // 1, 2 and 4 take 1,000-odd bytes each (the third reaches 2,500), 3 only
+  // its small columns: 5 is not read.
+  EXPECT_THAT(ids, ElementsAre("1", "2", "3", "4"));
+  ASSERT_EQ(polled->size(), 4u);
+  const Message& large = (*polled)[2];
+  EXPECT_EQ(large.unread_bytes, 5002u);
+  ASSERT_NE(large.row, nullptr);
+  EXPECT_EQ(large.row->lengths.at(1), -1);  // message, left out
+  EXPECT_EQ((*polled)[0].unread_bytes, 0u);
+  EXPECT_EQ((*polled)[0].row->lengths.at(1), 1002);
+  // The next statement runs on a new connection and reads 5 whole.
+  auto fetched = store->FetchDue({"5"}, kNow);
+  ASSERT_TRUE(fetched.ok()) << fetched.status();
+  ASSERT_EQ(fetched->size(), 1u);
+  EXPECT_EQ((*fetched)[0].row->lengths.at(1), 1002);
+}
+
 TEST_F(StoreStatementsTest, PollOfIdsReadsTheIndexOnly) {
   ASSERT_NO_FATAL_FAILURE(CreateTable("q"));
   ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 5));

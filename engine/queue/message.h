@@ -38,6 +38,10 @@ struct Message {
   // unused (nullopt) on other tables.
   std::optional<std::string> fair_key;
   std::shared_ptr<const PackedRow> row;
+  // The bytes of the streamed columns a read left out because the row was
+  // larger than the store reads (its large columns are NULL in `row`); 0
+  // when the row was read whole. Such a row is never sent.
+  size_t unread_bytes = 0;
 
   // Bytes the row takes on the wire (values plus a length per column).
   size_t WireBytes() const {

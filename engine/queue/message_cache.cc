@@ -63,7 +63,10 @@ size_t MessageCache::fair_keys() const {
 
 MessageCache::AddResult MessageCache::Add(Message message) {
   if (queued_.contains(message.id)) return AddResult::kAlreadyPresent;
-  if (full()) return AddResult::kFull;
+  const size_t size = message.WireBytes();
+  if (full() || (!order_.empty() && bytes_ + size > max_bytes_)) {
+    return AddResult::kFull;
+  }
   Key key = KeyOf(message, fair_ ? TagForAdd(message) : 0);
   std::string id = message.id;
   auto [it, inserted] = order_.emplace(std::move(key), std::move(message));
@@ -75,7 +78,17 @@ MessageCache::AddResult MessageCache::Add(Message message) {
     std::abort();
   }
   queued_.emplace(std::move(id), it);
+  bytes_ += size;
   return AddResult::kAdded;
+}
+
+MessageCache::Order::iterator MessageCache::Erase(Order::iterator it,
+                                                  bool popped, Message* out) {
+  if (fair_) Leave(it->first, it->second, popped);
+  bytes_ -= it->second.WireBytes();
+  queued_.erase(it->second.id);
+  if (out != nullptr) *out = std::move(it->second);
+  return order_.erase(it);
 }
 
 MessageBatch MessageCache::PopBatch(size_t max, size_t max_bytes) {
@@ -89,10 +102,7 @@ MessageBatch MessageCache::PopBatch(size_t max, size_t max_bytes) {
       break;
     }
     bytes += size;
-    if (fair_) Leave(it->first, it->second, /*popped=*/true);
-    queued_.erase(it->second.id);
-    batch.push_back(std::move(it->second));
-    order_.erase(it);
+    Erase(it, /*popped=*/true, &batch.emplace_back());
   }
   return batch;
 }
@@ -112,10 +122,7 @@ MessageBatch MessageCache::PopAdmitted(
       continue;
     }
     bytes += size;
-    if (fair_) Leave(it->first, it->second, /*popped=*/true);
-    queued_.erase(it->second.id);
-    batch.push_back(std::move(it->second));
-    it = order_.erase(it);
+    it = Erase(it, /*popped=*/true, &batch.emplace_back());
   }
   return batch;
 }
@@ -131,9 +138,7 @@ bool MessageCache::Any(
 bool MessageCache::RemoveQueued(absl::string_view id) {
   auto it = queued_.find(id);
   if (it == queued_.end()) return false;
-  if (fair_) Leave(it->second->first, it->second->second, /*popped=*/false);
-  order_.erase(it->second);
-  queued_.erase(it);
+  Erase(it->second, /*popped=*/false, nullptr);
   return true;
 }
 

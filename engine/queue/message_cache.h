@@ -1,8 +1,10 @@
 // MessageCache: the in-memory queue of one message table.
 //
-// Holds up to `capacity` queued messages ordered by priority ascending, then
-// time_next ascending, then id (oldest first, so nothing starves). An id is
-// queued at most once. Which ids are in flight (sent or being acked, not
+// Holds up to `capacity` queued messages, and up to `max_bytes` of their
+// rows (Message::WireBytes; a message larger than that is still taken when
+// the cache is empty), ordered by priority ascending, then time_next
+// ascending, then id (oldest first, so nothing starves). An id is queued at
+// most once. Which ids are in flight (sent or being acked, not
 // settled in MySQL) is the SettlementLedger's business: the manager never
 // queues those.
 //
@@ -49,7 +51,7 @@ class MessageCache {
   enum class AddResult {
     kAdded,
     kAlreadyPresent,  // already queued: a no-op
-    kFull,            // capacity reached: not added
+    kFull,            // capacity or max_bytes reached: not added
   };
 
   // `id_kind` is the table's (MessageTable::id_kind). The default keeps the
@@ -59,8 +61,11 @@ class MessageCache {
   // (see above).
   explicit MessageCache(size_t capacity,
                         IdKind id_kind = IdKind::kSignedInteger,
-                        bool fair = false)
-      : capacity_(capacity), id_kind_(id_kind), fair_(fair) {}
+                        bool fair = false, size_t max_bytes = SIZE_MAX)
+      : capacity_(capacity),
+        max_bytes_(max_bytes),
+        id_kind_(id_kind),
+        fair_(fair) {}
   MessageCache(const MessageCache&) = delete;
   MessageCache& operator=(const MessageCache&) = delete;
 
@@ -86,12 +91,18 @@ class MessageCache {
     queued_.clear();
     order_.clear();
     rounds_.clear();
+    bytes_ = 0;
   }
 
   bool IsQueued(absl::string_view id) const { return queued_.contains(id); }
   size_t queued() const { return queued_.size(); }
   size_t capacity() const { return capacity_; }
-  bool full() const { return queued_.size() >= capacity_; }
+  // Bytes of the queued rows (Message::WireBytes), and their bound.
+  size_t bytes() const { return bytes_; }
+  size_t max_bytes() const { return max_bytes_; }
+  bool full() const {
+    return queued_.size() >= capacity_ || bytes_ >= max_bytes_;
+  }
   bool empty() const { return queued_.empty(); }
   // Fair keys with queued messages (0 unless fair).
   size_t fair_keys() const;
@@ -121,11 +132,17 @@ class MessageCache {
   int64_t TagForAdd(const Message& m);
   void Leave(const Key& key, const Message& m, bool popped);
 
+  // Removes `it` from order_ and queued_ (fair bookkeeping included);
+  // returns the message and the next position.
+  Order::iterator Erase(Order::iterator it, bool popped, Message* out);
+
   const size_t capacity_;
+  const size_t max_bytes_;
   const IdKind id_kind_;
   const bool fair_;
   Order order_;
   absl::flat_hash_map<std::string, Order::iterator> queued_;
+  size_t bytes_ = 0;  // WireBytes of order_'s messages
   absl::flat_hash_map<int64_t, Rounds> rounds_;  // by priority; fair only
 };
 

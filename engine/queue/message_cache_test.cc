@@ -50,6 +50,32 @@ TEST(MessageCacheTest, PopBatchStopsBeforeTheByteCapButNeverReturnsNothing) {
   EXPECT_THAT(Ids(cache.PopBatch(10, 200)), ElementsAre("4"));
 }
 
+TEST(MessageCacheTest, HoldsAtMostMaxBytesButAlwaysOneMessage) {
+  MessageCache cache(100, IdKind::kSignedInteger, /*fair=*/false,
+                     /*max_bytes=*/1000);
+  // Larger than max_bytes on its own: taken into an empty cache.
+  ASSERT_EQ(cache.Add(Sized("1", 1, 1500)), MessageCache::AddResult::kAdded);
+  EXPECT_EQ(cache.bytes(), 1510u);
+  EXPECT_TRUE(cache.full());
+  EXPECT_EQ(cache.Add(Sized("2", 2, 10)), MessageCache::AddResult::kFull);
+  EXPECT_THAT(Ids(cache.PopBatch(10)), ElementsAre("1"));
+  EXPECT_EQ(cache.bytes(), 0u);
+  // 490 + 490 fit; a third of 30 would pass 1000.
+  ASSERT_EQ(cache.Add(Sized("3", 3, 480)), MessageCache::AddResult::kAdded);
+  ASSERT_EQ(cache.Add(Sized("4", 4, 480)), MessageCache::AddResult::kAdded);
+  EXPECT_FALSE(cache.full());
+  EXPECT_EQ(cache.Add(Sized("5", 5, 20)), MessageCache::AddResult::kFull);
+  EXPECT_EQ(cache.bytes(), 980u);
+  // Whatever leaves gives its bytes back: removed, popped or cleared.
+  ASSERT_TRUE(cache.RemoveQueued("3"));
+  EXPECT_EQ(cache.bytes(), 490u);
+  ASSERT_EQ(cache.Add(Sized("5", 5, 20)), MessageCache::AddResult::kAdded);
+  EXPECT_EQ(cache.bytes(), 520u);
+  cache.Clear();
+  EXPECT_EQ(cache.bytes(), 0u);
+  EXPECT_EQ(cache.queued(), 0u);
+}
+
 TEST(MessageCacheTest, StartsEmpty) {
   MessageCache cache(3);
   EXPECT_TRUE(cache.empty());

@@ -344,6 +344,7 @@ absl::StatusOr<QueryResult> MysqlConnection::Query(absl::string_view sql) {
   auto trampoline = [](void* ctx, char** values, unsigned long* lengths,
                        unsigned int n) {
     (*static_cast<decltype(on_row)*>(ctx))(values, lengths, n);
+    return true;
   };
   absl::Status status =
       ForEachRowImpl(sql, trampoline, &on_row, &result.columns);
@@ -353,7 +354,7 @@ absl::StatusOr<QueryResult> MysqlConnection::Query(absl::string_view sql) {
 
 absl::Status MysqlConnection::ForEachRowImpl(
     absl::string_view sql,
-    void (*cb)(void*, char**, unsigned long*, unsigned int), void* ctx,
+    bool (*cb)(void*, char**, unsigned long*, unsigned int), void* ctx,
     std::vector<std::string>* columns) {
   if (absl::Status s = StartQuery(sql); !s.ok()) return s;
   MYSQL_RES* res = mysql_use_result(mysql_);
@@ -368,7 +369,14 @@ absl::Status MysqlConnection::ForEachRowImpl(
   }
   MYSQL_ROW row;
   while ((row = mysql_fetch_row(res)) != nullptr) {
-    cb(ctx, row, mysql_fetch_lengths(res), n);
+    if (!cb(ctx, row, mysql_fetch_lengths(res), n)) {
+      // Freeing the result would read the rest of it: end the connection
+      // under it instead, so that nothing more is read.
+      broken_ = true;
+      (void)shutdown(mysql_get_socket(mysql_), SHUT_RDWR);
+      mysql_free_result(res);
+      return absl::OkStatus();
+    }
   }
   absl::Status status = absl::OkStatus();
   if (mysql_errno(mysql_) != 0) status = ErrorStatus("reading rows failed");

@@ -34,6 +34,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -126,9 +127,12 @@ class MysqlConnection {
   absl::StatusOr<QueryResult> Query(absl::string_view sql);
   // Runs a statement without a result set; returns the affected row count.
   absl::StatusOr<uint64_t> Execute(absl::string_view sql);
-  // Runs a statement and calls `on_row(values, lengths)` for each row as it
-  // streams in (mysql_use_result), without buffering the whole set. `values`
-  // has one entry per column (nullptr for NULL).
+  // Runs a statement and calls `on_row(values, lengths, n)` for each row as
+  // it streams in (mysql_use_result), without buffering the whole set.
+  // `values` has one entry per column (nullptr for NULL). An `on_row` that
+  // returns bool ends the read when it returns false: the rest of the
+  // result is not read, and as the connection is then in the middle of a
+  // result it is closed (broken() is true; a pool replaces it).
   template <typename F>
   absl::Status ForEachRow(absl::string_view sql, F&& on_row);
 
@@ -182,7 +186,7 @@ class MysqlConnection {
   absl::Status ErrorStatus(absl::string_view what);
   absl::Status StartQuery(absl::string_view sql);
   absl::Status ForEachRowImpl(absl::string_view sql,
-                              void (*cb)(void*, char**, unsigned long*,
+                              bool (*cb)(void*, char**, unsigned long*,
                                          unsigned int),
                               void* ctx,
                               std::vector<std::string>* columns = nullptr);
@@ -202,8 +206,14 @@ class MysqlConnection {
 template <typename F>
 absl::Status MysqlConnection::ForEachRow(absl::string_view sql, F&& on_row) {
   auto trampoline = [](void* ctx, char** values, unsigned long* lengths,
-                       unsigned int n) {
-    (*static_cast<F*>(ctx))(values, lengths, n);
+                       unsigned int n) -> bool {
+    auto& f = *static_cast<std::remove_reference_t<F>*>(ctx);
+    if constexpr (std::is_same_v<decltype(f(values, lengths, n)), bool>) {
+      return f(values, lengths, n);
+    } else {
+      f(values, lengths, n);
+      return true;
+    }
   };
   return ForEachRowImpl(sql, trampoline, &on_row);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -53,12 +54,24 @@ std::string SettleTarget(const MessageTable& table,
                       " JOIN (SELECT 1) AS `msgq_settle`");
 }
 
+// Whether a column of this type may hold more than 64 KiB: the columns a
+// row too large to read is read without.
+bool IsLargeType(const std::string& data_type) {
+  static constexpr const char* kLarge[] = {"blob", "mediumblob", "longblob",
+                                           "text", "mediumtext", "longtext",
+                                           "json"};
+  const std::string type = absl::AsciiStrToLower(data_type);
+  return std::find(std::begin(kLarge), std::end(kLarge), type) !=
+         std::end(kLarge);
+}
+
 }  // namespace
 
 MysqlMessageStore::MysqlMessageStore(MessageTable table, MysqlOptions options,
-                                     MysqlPool* pool)
+                                     MysqlPool* pool, ReadLimits limits)
     : table_(std::move(table)),
       options_(std::move(options)),
+      limits_(limits),
       quoted_table_(absl::StrCat(QuoteIdentifier(table_.keyspace), ".",
                                  QuoteIdentifier(table_.name))),
       log_name_(
@@ -89,9 +102,29 @@ MysqlMessageStore::MysqlMessageStore(MessageTable table, MysqlOptions options,
     fair_column_ = cols.size();
     cols.push_back(QuoteIdentifier(key_column_));
   }
+  // A row whose large columns exceed max_row_bytes comes without them.
+  std::vector<std::string> large;
+  for (const Column& c : table_.streamed) {
+    if (IsLargeType(c.data_type)) {
+      large.push_back(
+          absl::StrCat("IFNULL(LENGTH(", QuoteIdentifier(c.name), "), 0)"));
+    }
+  }
+  std::string too_large;
+  if (!large.empty() && limits_.max_row_bytes != SIZE_MAX) {
+    const std::string bytes =
+        absl::StrCat("(", absl::StrJoin(large, " + "), ")");
+    too_large = absl::StrCat(bytes, " > ", limits_.max_row_bytes);
+    size_column_ = cols.size();
+    cols.push_back(bytes);
+  }
   first_streamed_ = cols.size();
-  for (const Column& c : table_.streamed)
-    cols.push_back(QuoteIdentifier(c.name));
+  for (const Column& c : table_.streamed) {
+    const std::string name = QuoteIdentifier(c.name);
+    cols.push_back(!too_large.empty() && IsLargeType(c.data_type)
+                       ? absl::StrCat("IF(", too_large, ", NULL, ", name, ")")
+                       : name);
+  }
   select_prefix_ = absl::StrCat("SELECT ", absl::StrJoin(cols, ", "), " FROM ",
                                 quoted_table_);
   if (!key_column_.empty()) {
@@ -228,14 +261,24 @@ std::string MysqlMessageStore::PollIdsSql(int64_t now, int64_t limit) const {
 }
 
 absl::StatusOr<std::vector<Message>> MysqlMessageStore::ReadMessages(
-    const std::string& sql, int64_t expected) {
+    const std::string& sql, int64_t expected, size_t* bytes_left) {
   absl::StatusOr<MysqlConnection*> conn = Conn();
   if (!conn.ok()) return conn.status();
   std::vector<Message> out;
   out.reserve(static_cast<size_t>(std::clamp<int64_t>(expected, 0, 4096)));
   absl::Status status = (*conn)->ForEachRow(
-      sql, [&out, this](char** values, unsigned long* lengths, unsigned int n) {
+      sql, [&out, bytes_left, this](char** values, unsigned long* lengths,
+                                    unsigned int n) {
+        // Past the read's bytes the rest of the result is not read.
+        if (*bytes_left == 0) return false;
         Message& m = out.emplace_back();
+        if (size_column_ != 0) {
+          const int64_t bytes =
+              ParseInt(values[size_column_], lengths[size_column_]);
+          if (bytes > 0 && static_cast<size_t>(bytes) > limits_.max_row_bytes) {
+            m.unread_bytes = static_cast<size_t>(bytes);
+          }
+        }
         m.priority = ParseInt(values[0], lengths[0]);
         m.time_next = ParseInt(values[1], lengths[1]);
         m.epoch = ParseInt(values[2], lengths[2]);
@@ -261,6 +304,9 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::ReadMessages(
           }
         }
         m.row = std::move(row);
+        *bytes_left -=
+            std::min(*bytes_left, std::max<size_t>(1, m.WireBytes()));
+        return true;
       });
   if (!status.ok()) return Check(status);
   return out;
@@ -273,7 +319,8 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::PollDue(int64_t now,
         absl::StrCat(log_name_, ": msgq_concurrency_by polls by key"));
   }
   if (fair_sql_.has_value()) return FairPollDue(now, limit, nullptr);
-  return ReadMessages(PollSql(now, limit), limit);
+  size_t bytes_left = limits_.max_read_bytes;
+  return ReadMessages(PollSql(now, limit), limit, &bytes_left);
 }
 
 absl::StatusOr<std::vector<std::string>> MysqlMessageStore::PollDueIds(
@@ -307,9 +354,11 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FetchDue(
       /*skip_bad_ids=*/true, StatementLimit((*conn)->max_allowed_packet()));
   if (!statements.ok()) return statements.status();
   std::vector<Message> out;
+  size_t bytes_left = limits_.max_read_bytes;
   for (const std::string& sql : *statements) {
+    if (bytes_left == 0) break;
     absl::StatusOr<std::vector<Message>> part =
-        ReadMessages(sql, static_cast<int64_t>(ids.size()));
+        ReadMessages(sql, static_cast<int64_t>(ids.size()), &bytes_left);
     if (!part.ok()) return part.status();
     if (out.empty()) {
       out = *std::move(part);

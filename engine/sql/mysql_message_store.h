@@ -55,6 +55,20 @@ namespace msgq {
 // the packet less a margin, capped at 4 MiB.
 size_t StatementLimit(int64_t max_allowed_packet);
 
+// How much of the table one read (a poll or a fetch) brings into memory.
+struct ReadLimits {
+  // A row whose large columns (BLOB, TEXT and JSON types) hold more than
+  // this many bytes in all is read without them: MySQL sends NULL for
+  // each, and Message::unread_bytes says how large the row is. Its payload
+  // never reaches msgqd (MessageManager lets such a row die).
+  size_t max_row_bytes = SIZE_MAX;
+  // A read keeps rows, in order, until their Message::WireBytes reach this
+  // (the row that reaches it is kept) and reads no further; its connection
+  // is then replaced (MysqlConnection::ForEachRow). A caller knows a read
+  // was cut when its rows' bytes reach the bound.
+  size_t max_read_bytes = SIZE_MAX;
+};
+
 class MysqlMessageStore final : public MessageStore {
  public:
   // With a `pool` (not owned; it must outlive the store), statements borrow
@@ -62,7 +76,7 @@ class MysqlMessageStore final : public MessageStore {
   // back); a connection not free within kBorrowTimeout is UNAVAILABLE
   // (retry later). Without one, the store keeps a connection of its own.
   MysqlMessageStore(MessageTable table, MysqlOptions options,
-                    MysqlPool* pool = nullptr);
+                    MysqlPool* pool = nullptr, ReadLimits limits = {});
 
   static constexpr absl::Duration kBorrowTimeout = absl::Seconds(5);
   // The session's innodb_lock_wait_timeout: the longest one statement
@@ -131,9 +145,12 @@ class MysqlMessageStore final : public MessageStore {
  private:
   using IdSet = absl::flat_hash_set<std::string>;
   absl::StatusOr<MysqlConnection*> Conn();
-  // Runs a SELECT of select_prefix_ columns and decodes the rows.
+  // Runs a SELECT of select_prefix_ columns and decodes the rows, keeping
+  // them while *bytes_left (their WireBytes, taken from it) lasts: the row
+  // that uses it up is kept, and the read ends there (ForEachRow).
   absl::StatusOr<std::vector<Message>> ReadMessages(const std::string& sql,
-                                                    int64_t expected);
+                                                    int64_t expected,
+                                                    size_t* bytes_left);
   // PollDue of a msgq_fair_by table (mysql_message_store_fair.cc): keys a
   // page at a time, then each key's share of `limit`, interleaved by rank
   // within the key (1st of every key, then 2nd, ...). With a `room`
@@ -261,6 +278,7 @@ class MysqlMessageStore final : public MessageStore {
 
   const MessageTable table_;
   const MysqlOptions options_;
+  const ReadLimits limits_;
   const std::string quoted_table_;  // `db`.`t`
   const std::string log_name_;      // table `db`.`t`
   // What the postpones and acks UPDATE (mysql_message_store_units.cc):
@@ -275,6 +293,9 @@ class MysqlMessageStore final : public MessageStore {
   // read of due rows ANDs it in); empty otherwise.
   std::string head_condition_;
   size_t first_streamed_ = 3;  // index of the id in select_prefix_'s rows
+  // With large streamed columns and a ReadLimits::max_row_bytes: the index
+  // of the column holding their bytes in all (0 otherwise).
+  size_t size_column_ = 0;
   // With msgq_fair_by: the fair column's index in select_prefix_'s rows
   // (0 otherwise), the fair poll's SQL, and where the next poll's key page
   // starts (nullopt: at the first key).

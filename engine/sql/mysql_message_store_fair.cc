@@ -95,6 +95,7 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FairPollDue(
   const int64_t page_size = std::clamp<int64_t>(limit, 2, kFairKeysPerPage);
   absl::flat_hash_set<std::string> seen;
   std::vector<int64_t> rank;  // rank of out[i] within its key
+  size_t bytes_left = limits_.max_read_bytes;
   absl::flat_hash_map<std::string, int64_t> per_key;  // rows read per key
   for (int page = 0; page < kFairPagesPerPoll; ++page) {
     absl::StatusOr<std::string> keys_sql =
@@ -108,8 +109,9 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FairPollDue(
         ReadKeyPage(*conn, *keys_sql, page_size, fair_after_, &more_keys);
     if (!keys.ok()) return Check(keys.status());
     std::vector<FairPollSql::Slice> open = *std::move(keys);
-    for (int pass = 0; pass < kFairPassesPerPage && !open.empty() &&
-                       static_cast<int64_t>(out.size()) < limit;
+    for (int pass = 0;
+         pass < kFairPassesPerPage && !open.empty() &&
+         static_cast<int64_t>(out.size()) < limit && bytes_left > 0;
          ++pass) {
       const int64_t left = limit - static_cast<int64_t>(out.size());
       const int64_t n = static_cast<int64_t>(open.size());
@@ -126,7 +128,9 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FairPollDue(
       absl::flat_hash_map<std::string, int64_t> got;
       for (const std::string& sql :
            fair_sql_->RowsSql(open, now, max_bytes, fair_index_)) {
-        absl::StatusOr<std::vector<Message>> rows = ReadMessages(sql, left);
+        if (bytes_left == 0) break;
+        absl::StatusOr<std::vector<Message>> rows =
+            ReadMessages(sql, left, &bytes_left);
         if (!rows.ok()) {
           fair_index_known_ = false;  // e.g. the index was dropped
           return rows.status();
@@ -150,7 +154,10 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FairPollDue(
       }
       open = std::move(next);
     }
-    if (!more_keys || static_cast<int64_t>(out.size()) >= limit) break;
+    if (!more_keys || static_cast<int64_t>(out.size()) >= limit ||
+        bytes_left == 0) {
+      break;
+    }
   }
   return InterleaveKeys(std::move(out), rank, limit);
 }

@@ -52,6 +52,12 @@ struct ManagerOptions {
   // its size (--max_message_bytes; keep it under the clients' gRPC
   // receive limit, 4 MiB by default).
   size_t max_message_bytes = 4000000;
+  // Bytes of rows (Message::WireBytes) one table's cache holds at most,
+  // and one read brings at most (--cache_max_bytes): with vt_cache_size,
+  // the bound on a table's queued messages whatever their size. A read is
+  // sized from the largest row the table's last read brought, and is cut
+  // at this many bytes when rows grew (the rest waits for the next read).
+  size_t cache_max_bytes = size_t{32} << 20;
   // The longest MessageExtend (--max_extend).
   absl::Duration max_extend = absl::Hours(12);
   // Lines logged for messages that die, per table per minute; the rest

@@ -337,6 +337,15 @@ class MessageManager : private RoundExecutor::Task {
   absl::StatusOr<PollRead> ReadDue(const Work& work, int64_t limit, bool by_ids,
                                    const KeyRoom* room);
   bool DoFetch(const Work& work);
+  // Rows that fit in `bytes`, judged by the largest row the table's last
+  // read brought (unbounded before any read brought one); at least 1.
+  int64_t RowsForBytesLocked(size_t bytes) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Notes the rows a read brought (for the next read's size); true when
+  // they reached cache_max_bytes: the store cut the read there
+  // (engine_manager.cc gives it that bound).
+  bool NoteReadBytesLocked(const std::vector<Message>& rows)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues rows read from MySQL (or a row image), skipping ids in flight;
   // rows that must die (too many sends, too old, too large) go to a death
   // write instead.
@@ -407,6 +416,9 @@ class MessageManager : private RoundExecutor::Task {
   mutable absl::Mutex mu_;
   MonotonicCondVar wake_;
   MessageCache cache_ ABSL_GUARDED_BY(mu_);
+  // The largest row (Message::WireBytes) the last read that found rows
+  // brought; 0 before any.
+  size_t largest_row_ ABSL_GUARDED_BY(mu_) = 0;
   // The ids in flight and whether a read, a binlog change or a hand-back
   // may be queued: every race rule is its (row_reconciler.h).
   RowReconciler reconciler_ ABSL_GUARDED_BY(mu_);

@@ -131,9 +131,10 @@ void MessageManager::ListDead(std::string after_id, int limit,
 std::optional<std::string> MessageManager::DeathReasonLocked(
     const Message& m, int64_t now) const {
   const TableSettings& s = table_.settings;
-  if (m.WireBytes() > options_.max_message_bytes) {
+  if (m.unread_bytes > 0 || m.WireBytes() > options_.max_message_bytes) {
     return absl::StrCat(
-        "row of ", m.WireBytes(), " bytes is larger than the stream limit of ",
+        "row of ", std::max(m.WireBytes(), m.unread_bytes),
+        " bytes is larger than the stream limit of ",
         options_.max_message_bytes,
         " bytes (msgqd --max_message_bytes; raise it together with the "
         "clients' gRPC max receive message size)");

@@ -141,5 +141,35 @@ TEST_F(PollByIdsTest, AFailedIdPollIsAFailedPoll) {
   EXPECT_THAT(store_->fetches(), ElementsAre(ElementsAre("105", "106")));
 }
 
+// The cache holds at most cache_max_bytes of rows, and a read is sized
+// from the largest row the last read brought, so that rows far larger than
+// the usual never fill memory by their number.
+TEST_F(MessageManagerTest, ReadsAreSizedByTheCachesBytesAndTheLargestRow) {
+  ASSERT_NO_FATAL_FAILURE(
+      Init({.batch_size = 2, .cache_size = 100},
+           {.max_batches_per_subscriber = 1, .cache_max_bytes = 1000}));
+  // WireBytes of each: 3 (id) + 190 (payload) + 10 per column = 213.
+  for (const std::string& id : Range(101, 110)) {
+    store_->Put({.id = id,
+                 .time_next = Now() - kSecond,
+                 .payload = std::string(190, 'p')});
+  }
+  RunOnce();  // the start-up purge
+  std::shared_ptr<FakeSubscriber> sub = Subscribe();
+  RunOnce();
+  // Nothing read yet: the first read is not sized by bytes (the store cuts
+  // it at cache_max_bytes). Four rows fit in 1000 bytes; two went out.
+  ASSERT_EQ(store_->poll_calls(), 1);
+  EXPECT_EQ(store_->polls()[0].limit, 100);
+  EXPECT_THAT(sub->ids(), ElementsAre("101", "102"));
+  EXPECT_EQ(stats().queued, 2);
+  RunOnce();  // postpones 101-102, then refills
+  // The poll reads the queued rows again: 1000 bytes hold four of 213.
+  ASSERT_EQ(store_->poll_calls(), 2);
+  EXPECT_EQ(store_->polls()[1].limit, 4);
+  EXPECT_THAT(store_->polls()[1].ids, ElementsAreArray(Range(103, 106)));
+  EXPECT_EQ(stats().queued, 4);
+}
+
 }  // namespace
 }  // namespace msgq::manager_test

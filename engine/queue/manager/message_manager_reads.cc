@@ -64,8 +64,11 @@ absl::StatusOr<MessageManager::PollRead> MessageManager::ReadDue(
   std::vector<std::string> wanted;
   {
     absl::MutexLock lock(&mu_);
-    const size_t room =
-        cache_.capacity() - std::min(cache_.capacity(), cache_.queued());
+    const size_t max_bytes = options_.cache_max_bytes;
+    const size_t room = std::min(
+        cache_.capacity() - std::min(cache_.capacity(), cache_.queued()),
+        static_cast<size_t>(RowsForBytesLocked(
+            max_bytes - std::min(max_bytes, cache_.bytes()))));
     for (std::string& id : *ids) {
       if (cache_.IsQueued(id) || reconciler_.InFlight(id)) {
         read.held.push_back(std::move(id));
@@ -94,10 +97,13 @@ bool MessageManager::DoPoll(const Work& work) {
     // Due rows in flight or already queued come back too and are skipped.
     // Writes of this round have settled most in-flight ids by now, and
     // waiting acks are bounded; at most two cache sizes of rows are read
-    // (memory stays bounded by configuration).
+    // (memory stays bounded by configuration), and as many as the cache's
+    // bytes hold of the largest row the last read brought.
     const int64_t capacity = static_cast<int64_t>(cache_.capacity());
-    limit = std::min(capacity + static_cast<int64_t>(reconciler_.in_flight()),
-                     2 * capacity);
+    const int64_t in_flight = static_cast<int64_t>(reconciler_.in_flight());
+    limit =
+        std::min({capacity + in_flight, 2 * capacity,
+                  RowsForBytesLocked(options_.cache_max_bytes) + in_flight});
     const int64_t held =
         static_cast<int64_t>(cache_.queued() + reconciler_.in_flight());
     by_ids = store_->polls_ids() && held > 0 &&
@@ -114,8 +120,11 @@ bool MessageManager::DoPoll(const Work& work) {
   {
     absl::MutexLock lock(&mu_);
     counters_.poll_latency.Observe(took);
-    // Whether the poll hit its limit (a backlog), before stale rows go.
-    const bool full = read.ok() && static_cast<int64_t>(read->listed) >= limit;
+    // Whether the poll hit its limit in rows or bytes (a backlog), before
+    // stale rows go.
+    const bool full =
+        read.ok() && (static_cast<int64_t>(read->listed) >= limit ||
+                      NoteReadBytesLocked(read->rows));
     reconciler_.ReadEnds(read.ok() ? &read->rows : nullptr, clock_->NowNanos());
     if (!read.ok()) {
       log = StatementFailedLocked("poll", read.status());
@@ -168,6 +177,8 @@ bool MessageManager::DoFetch(const Work& work) {
   {
     absl::MutexLock lock(&mu_);
     counters_.fetch_latency.Observe(took);
+    // Cut at its bytes: the rows left out wait for a poll.
+    if (rows.ok() && NoteReadBytesLocked(*rows)) scheduler_.NoteBacklog();
     reconciler_.ReadEnds(rows.ok() ? &*rows : nullptr, clock_->NowNanos());
     if (!rows.ok()) {
       log = StatementFailedLocked("fetch", rows.status());
@@ -189,6 +200,25 @@ bool MessageManager::DoFetch(const Work& work) {
   Emit(std::move(log));
   Deliver(std::move(sends));
   return rows.ok() || !IsUnavailable(rows.status());
+}
+
+int64_t MessageManager::RowsForBytesLocked(size_t bytes) const {
+  // Before any row was read its size is unknown: the store's cut at
+  // cache_max_bytes bounds that read.
+  if (largest_row_ == 0) return INT32_MAX;
+  return static_cast<int64_t>(
+      std::clamp<size_t>(bytes / largest_row_, 1, INT32_MAX));
+}
+
+bool MessageManager::NoteReadBytesLocked(const std::vector<Message>& rows) {
+  size_t bytes = 0;
+  size_t largest = 0;
+  for (const Message& m : rows) {
+    bytes += m.WireBytes();
+    largest = std::max(largest, m.WireBytes());
+  }
+  if (!rows.empty()) largest_row_ = largest;
+  return bytes >= options_.cache_max_bytes;
 }
 
 void MessageManager::AddToCacheLocked(std::vector<Message>& rows) {
