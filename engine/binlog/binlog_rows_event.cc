@@ -13,6 +13,9 @@
 namespace msgq::binlog {
 namespace {
 
+// The largest row image rendered (the bytes of its streamed values).
+constexpr size_t kMaxImageBytes = size_t{4} << 20;
+
 struct Value {
   bool present = false;  // in the image (binlog_row_image)
   bool is_null = true;
@@ -55,6 +58,13 @@ void RenderImage(const std::string& types, const std::vector<uint16_t>& meta,
       (epoch_before.has_value() && *epoch > *epoch_before)) {
     return;
   }
+  // A row too large to hold is read by id instead (where the read leaves
+  // out what is too large to send): rendering it would copy it whole.
+  size_t bytes = 0;
+  for (const BookkeepingColumns::Rendered& c : cols.streamed) {
+    if (c.ordinal < values.size()) bytes += values[c.ordinal].bytes.size();
+  }
+  if (bytes > kMaxImageBytes) return;
   auto render = [&](const BookkeepingColumns::Rendered& c, std::string* out) {
     const Value& v = values[c.ordinal];
     return binlog::AppendText(c.form, static_cast<uint8_t>(types[c.ordinal]),

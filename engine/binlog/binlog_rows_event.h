@@ -2,7 +2,8 @@
 // UPDATE_ROWS and DELETE_ROWS, v1 and v2, of a message table, decoded into
 // RowChanges: the bookkeeping columns of each row image and, for a due row,
 // its streamed columns rendered as a SELECT would show them
-// (row_image_text.h). The decoder keeps the table map and the event
+// (row_image_text.h) unless their values hold more than 4 MiB (such a row
+// is read by id). The decoder keeps the table map and the event
 // stream's state; this is the per-event part, pure and stateless.
 //
 // Input is untrusted, as for BinlogDecoder: malformed bytes are DATA_LOSS,

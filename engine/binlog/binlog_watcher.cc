@@ -130,6 +130,10 @@ BinlogWatcher::Retry BinlogWatcher::PlanRetry(const absl::Status& status,
       resume_.clear();
       *just_reset = true;
       return Retry{.wait = absl::ZeroDuration(), .position_reset = true};
+    case absl::StatusCode::kResourceExhausted:
+      // The dump ended itself to give back a huge event's buffer.
+      LogInfo("binlog: reconnecting to free memory: ", status.message());
+      return Retry{.wait = absl::ZeroDuration()};
     case absl::StatusCode::kAlreadyExists:
       if (evictions_logged_++ == 0) {
         LogWarning(

@@ -2,9 +2,11 @@
 // committed changes to message tables, so new messages are sent at once
 // instead of at the next poll.
 //
-// It connects as a replica (COM_BINLOG_DUMP through Connector/C's
-// replication API), starting at the server's current GTID position, and
-// hands each event's bytes to a BinlogDecoder (binlog_decoder.h), which
+// It connects as a replica (COM_BINLOG_DUMP opened through Connector/C's
+// replication API), starting at the server's current GTID position, reads
+// each event's packet itself (one copy of an event in memory, however large
+// its row), and hands the event's bytes to a BinlogDecoder
+// (binlog_decoder.h), which
 // decodes only the bookkeeping columns (id, priority, time_next,
 // time_acked) of the row images of tables its Listener recognises. Rolled
 // back transactions never reach the binlog, so everything reported is
@@ -32,6 +34,9 @@
 // An event the decoder cannot decode (see binlog_decoder.h) is logged once
 // per distinct reason and answered with OnStreaming(true, "") again, so the
 // engine polls for the rows it may have carried.
+//
+// After an event over 16 MiB (a huge row) the dump ends at the next commit
+// and resumes at once on a new connection, whose buffer is small again.
 //
 // A network path that dies silently (packets lost, no FIN or RST) is
 // noticed within Options::dead_after: the server sends a heartbeat every

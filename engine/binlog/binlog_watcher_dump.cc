@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -31,27 +32,52 @@
 namespace msgq {
 namespace {
 
-// The event's bytes (header, body, checksum) without the packet's OK byte.
-absl::string_view RawEvent(const MARIADB_RPL_EVENT& event) {
-  if (event.raw_data == nullptr || event.raw_data_size < event.event_length) {
-    return absl::string_view();
-  }
-  return absl::string_view(reinterpret_cast<const char*>(event.raw_data) +
-                               event.raw_data_size - event.event_length,
-                           event.event_length);
+// One event of the dump as its packet carries it, read straight from the
+// connection's buffer (mariadb_rpl_fetch would copy an event several times
+// over, which costs several times the largest row in memory).
+struct DumpEvent {
+  uint8_t type = 0;
+  uint32_t timestamp = 0;  // the server's clock, whole seconds; 0: none
+  // Header, body and checksum, without the packet's OK byte; valid until
+  // the next read on the connection.
+  absl::string_view bytes;
+};
+
+// The v4 event header: timestamp (4), type (1), server id (4), size (4),
+// next position (4), flags (2).
+constexpr size_t kEventHeaderBytes = 19;
+
+// The largest event after which the dump's connection is kept.
+constexpr size_t kKeptBufferBytes = size_t{16} << 20;
+
+uint32_t Le32(const unsigned char* p) {
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 |
+         uint32_t{p[3]} << 24;
 }
 
-// Whether the next event's bytes are already on the socket (so a
-// mariadb_rpl_fetch would not wait for the server).
+// Reads the dump's next event; nullopt when the stream ended or broke
+// (mysql_errno says why; 0 for the server's end of the stream).
+std::optional<DumpEvent> ReadEvent(MYSQL* mysql) {
+  const unsigned long length = mysql_net_read_packet(mysql);
+  if (length == packet_error || length < 1) return std::nullopt;
+  const unsigned char* packet = mysql->net.read_pos;
+  if (packet[0] != 0) return std::nullopt;  // EOF: the server ended it
+  DumpEvent event;
+  event.bytes =
+      absl::string_view(reinterpret_cast<const char*>(packet) + 1, length - 1);
+  if (event.bytes.size() >= kEventHeaderBytes) {
+    event.timestamp = Le32(packet + 1);
+    event.type = packet[5];
+  }
+  return event;
+}
+
+// Whether the next event's bytes are already on the socket (so a read
+// would not wait for the server).
 bool EventWaiting(MYSQL* mysql) {
   pollfd p{static_cast<int>(mysql_get_socket(mysql)), POLLIN, 0};
   return poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
 }
-
-struct EventDeleter {
-  void operator()(MARIADB_RPL_EVENT* e) const { mariadb_free_rpl_event(e); }
-};
-using EventPtr = std::unique_ptr<MARIADB_RPL_EVENT, EventDeleter>;
 
 struct RplCloser {
   void operator()(MARIADB_RPL* r) const { mariadb_rpl_close(r); }
@@ -80,11 +106,13 @@ class BinlogWatcher::Dump {
   // The server refuses a dump (privileges) only at the first read, so the
   // stream counts as started once the first event arrived.
   void Started();
-  void NoteTime(const MARIADB_RPL_EVENT& event);
+  void NoteTime(const DumpEvent& event);
   // An idle stream: a RESET MASTER leaves the dump waiting on a file that
   // no longer exists, so compare positions now and then.
   absl::Status OnHeartbeat();
-  void Decode(const MARIADB_RPL_EVENT& event);
+  // Decodes `event` and hands out what is ready; true when it ended a
+  // transaction (or the binlog file).
+  bool Decode(const DumpEvent& event);
   absl::Status FetchError() const;
   void Hand(std::vector<TransactionChanges::TableChanges> tables);
   // Asks the listener for a poll once a snapshot includes the transaction
@@ -108,6 +136,9 @@ class BinlogWatcher::Dump {
   // could not be decoded, an XA COMMIT of rows not held): it runs when the
   // transaction's commit is visible.
   bool poll_at_commit_ = false;
+  // An event over kKeptBufferBytes was read: end the dump at the next
+  // commit, so that its connection's buffer goes.
+  bool release_buffer_ = false;
   std::string last_snapshot_error_;
   std::unique_ptr<MysqlConnection> control_;  // for position checks
   absl::Time last_position_check_ = absl::Now();
@@ -116,8 +147,8 @@ class BinlogWatcher::Dump {
 absl::Status BinlogWatcher::Dump::Follow() {
   absl::Cleanup hand_ready = [this] { Hand(transaction_.TakeReady()); };
   while (true) {
-    EventPtr event(mariadb_rpl_fetch(rpl_, nullptr));
-    if (event == nullptr) return FetchError();
+    std::optional<DumpEvent> event = ReadEvent(conn_->raw());
+    if (!event.has_value()) return FetchError();
     if (conn_->stale()) {
       // The primary moved (mysql_primary.h): resume there by GTID.
       return absl::UnavailableError(
@@ -125,11 +156,19 @@ absl::Status BinlogWatcher::Dump::Follow() {
     }
     if (!started_) Started();
     NoteTime(*event);
-    if (event->event_type == HEARTBEAT_LOG_EVENT) {
+    if (event->type == HEARTBEAT_LOG_EVENT) {
       if (absl::Status s = OnHeartbeat(); !s.ok()) return s;
     }
-    Decode(*event);
+    // The connection keeps a buffer as large as the largest packet it
+    // read: after a huge event, the next commit ends the dump, and the
+    // watcher resumes at once on a new connection.
+    if (event->bytes.size() > kKeptBufferBytes) release_buffer_ = true;
+    const bool ended = Decode(*event);
     if (w_->Stopping()) return absl::OkStatus();
+    if (ended && release_buffer_) {
+      return absl::ResourceExhaustedError(
+          "the dump connection read an event larger than 16 MiB");
+    }
   }
 }
 
@@ -142,9 +181,9 @@ void BinlogWatcher::Dump::Started() {
   w_->listener_->OnStreaming(true, "");
 }
 
-void BinlogWatcher::Dump::NoteTime(const MARIADB_RPL_EVENT& event) {
+void BinlogWatcher::Dump::NoteTime(const DumpEvent& event) {
   absl::MutexLock lock(&w_->mu_);
-  if (event.event_type == HEARTBEAT_LOG_EVENT) {
+  if (event.type == HEARTBEAT_LOG_EVENT) {
     w_->caught_up_ = true;
   } else if (event.timestamp != 0) {
     w_->caught_up_ = false;
@@ -181,19 +220,19 @@ absl::Status BinlogWatcher::Dump::OnHeartbeat() {
   return w_->CheckPosition(control_options_, &control_);
 }
 
-void BinlogWatcher::Dump::Decode(const MARIADB_RPL_EVENT& event) {
-  absl::StatusOr<DecodedEvent> decoded = decoder_.Decode(RawEvent(event));
+bool BinlogWatcher::Dump::Decode(const DumpEvent& event) {
+  absl::StatusOr<DecodedEvent> decoded = decoder_.Decode(event.bytes);
   if (!decoded.ok()) {
     if (last_decode_error_ != decoded.status().message()) {
       last_decode_error_ = std::string(decoded.status().message());
-      LogWarning("binlog: cannot decode a ", int{event.event_type},
+      LogWarning("binlog: cannot decode a ", int{event.type},
                  " event, polling instead: ", decoded.status().message());
     }
     // Its rows, if any, are found by a poll: one now, for an event outside
     // a transaction, and one once its transaction's commit is visible.
     w_->listener_->OnStreaming(true, "");
     poll_at_commit_ = true;
-    return;
+    return false;
   }
   if (decoded->committed_gtid.has_value()) {
     w_->resume_[decoded->committed_domain] = *decoded->committed_gtid;
@@ -243,6 +282,7 @@ void BinlogWatcher::Dump::Decode(const MARIADB_RPL_EVENT& event) {
       Hand(transaction_.TakeReady());
     }
   }
+  return ended;
 }
 
 absl::Status BinlogWatcher::Dump::FetchError() const {
