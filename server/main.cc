@@ -19,6 +19,7 @@
 // server/msgqd_server.h. Exit codes: 0 after a signal, 1 when the gRPC port
 // cannot be bound or the tables did not flush at stop, 2 for a bad flag or
 // missing lease grants (--leases, the default).
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -64,6 +65,10 @@ int Fail(const absl::Status& status, int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Row buffers of a megabyte and more (large payloads, batches, binlog
+  // events) are mapped on their own and go back to the system when freed,
+  // instead of staying in the heap of whichever thread freed them.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   ParseFlags(argc, argv);
   absl::StatusOr<msgq::LogOptions> log_options = msgq::LogOptionsFromFlags();
   if (!log_options.ok()) return Fail(log_options.status(), 2);
