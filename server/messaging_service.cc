@@ -217,7 +217,16 @@ grpc::ServerUnaryReactor* MessagingService::ListTables(
     reactor->Finish(ToGrpcStatus(principal.status()));
     return reactor;
   }
-  for (const Engine::TableInfo& info : engine_->ListTables()) {
+  const std::vector<Engine::TableInfo> tables = engine_->ListTables();
+  if (tables.empty()) {
+    // Nothing known yet: say why rather than answer an empty list.
+    if (absl::Status health = engine_->Health(); !health.ok()) {
+      grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+      reactor->Finish(ToGrpcStatus(health));
+      return reactor;
+    }
+  }
+  for (const Engine::TableInfo& info : tables) {
     if (!authorizer_->MayList(*principal, info.keyspace, info.name)) continue;
     v1::TableStatus* t = response->add_tables();
     t->set_keyspace(info.keyspace);

@@ -11,7 +11,10 @@
 // Redrive and ListDead `admin`. ListTables lists only the tables the
 // caller has some action on (binlog and instance for every authenticated
 // caller). The table is looked up before the check, so a caller may learn
-// whether a table exists (NOT_FOUND) without rights on it.
+// whether a table exists (NOT_FOUND) without rights on it. ListTables
+// answers UNAVAILABLE with Engine::Health()'s reason (e.g. MySQL refused
+// the login) while the engine knows no table and is not healthy, rather
+// than an empty list.
 #ifndef MSGQ_SERVER_MESSAGING_SERVICE_H_
 #define MSGQ_SERVER_MESSAGING_SERVICE_H_
 

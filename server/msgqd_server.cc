@@ -7,7 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -37,6 +39,35 @@ GrpcMetrics& ProcessGrpcMetrics() {
 }
 
 }  // namespace
+
+std::string MysqlStartError(const Engine::Options& engine,
+                            const absl::Status& status) {
+  const MysqlOptions& mysql = engine.mysql;
+  const std::string where = !mysql.socket.empty() ? mysql.socket
+                            : mysql.primary != nullptr
+                                ? "the --mysql_host servers"
+                                : absl::StrCat(mysql.host, ":", mysql.port);
+  // The engine's text is "cannot connect to MySQL at WHERE: MYSQL'S ERROR";
+  // keep MySQL's part, which names the user and host MySQL saw.
+  absl::string_view reason = status.message();
+  const std::string prefix =
+      absl::StrCat("cannot connect to MySQL at ", where, ": ");
+  const bool connect = absl::ConsumePrefix(&reason, prefix);
+  const std::string after = absl::StrCat(
+      "; msgqd serves no table and /readyz answers 503 until it can (it "
+      "tries again every ",
+      absl::FormatDuration(engine.reload_interval), ")");
+  if (connect && absl::StrContains(reason, "Access denied")) {
+    return absl::StrCat("cannot log in to MySQL as ", mysql.user, "@", where,
+                        " (--mysql_user, --mysql_password): ", reason, after);
+  }
+  if (connect) {
+    return absl::StrCat("cannot reach MySQL at ", where, " as ", mysql.user,
+                        ": ", reason, after);
+  }
+  return absl::StrCat("cannot read the schema as ", mysql.user, "@", where,
+                      ": ", reason, after);
+}
 
 std::string DefaultInstanceId(const std::string& listen, int port) {
   char name[256] = {0};
@@ -128,10 +159,7 @@ absl::Status MsgqdServer::StartEngine() {
   }
   absl::Status s = engine_->Start();
   if (s.code() == absl::StatusCode::kFailedPrecondition) return s;
-  if (!s.ok()) {
-    LogWarning("starting without the schema; will keep retrying: ",
-               s.message());
-  }
+  if (!s.ok()) LogError(MysqlStartError(options_.engine, s));
   return absl::OkStatus();
 }
 

@@ -7,7 +7,9 @@
 //      UNAVAILABLE "schema not loaded yet" and health says NOT_SERVING;
 //   2. names the engine (--instance_id, else DefaultInstanceId of the port
 //      just bound) and starts it: with leases it checks their grants
-//      (refusing to start without them) and only then takes any lease;
+//      (refusing to start without them) and only then takes any lease. A
+//      MySQL that cannot be reached or logged into is not fatal: logged as
+//      an error (MysqlStartError), and the engine keeps trying;
 //   3. the MySQL-protocol port (server/mysql_protocol/);
 //   4. health reporting (server/http/health_reporter.h);
 //   5. the HTTP port, whose failure costs the console and metrics, not the
@@ -51,6 +53,14 @@
 namespace msgq {
 
 class GrpcMetrics;
+
+// The log line for the engine's failed first schema read `status` (MySQL
+// unreachable, a wrong password, missing grants): it names the user and the
+// server msgqd tried, MySQL's own error, and that msgqd keeps trying while
+// /readyz answers 503. "cannot log in to MySQL as USER@WHERE ..." when MySQL
+// denied the login.
+std::string MysqlStartError(const Engine::Options& engine,
+                            const absl::Status& status);
 
 // "HOST:PORT" of this machine's host name and `port`, or
 // "HOST:LISTEN_HOST:PORT" when `listen`'s host is not a wildcard.

@@ -8,7 +8,8 @@
 # An "existing" server is a MariaDB started here with tools/mariadb-private
 # (in a temporary directory, as a stranger to tools/run), holding database
 # `app` with a message table and a user `msgq` with a password (and the
-# grants on the lease tables msgqd needs by default). tools/run is
+# grants on the lease tables msgqd needs by default). First a password
+# without an address is refused (exit 2). Then tools/run is
 # pointed at it twice: with --mysql_* flags over TCP, then with MSGQ_MYSQL_*
 # variables over the socket. Each time: no private MariaDB is started (no
 # notice, no var/ directory), msgqd serves `app`, a row inserted into the
@@ -28,6 +29,19 @@ cleanup() {
 trap cleanup EXIT
 log=$tmp/run.log
 fail() { echo "FAIL: $*" >&2; echo "--- tools/run output:" >&2; cat "$log" >&2 2>/dev/null; exit 1; }
+
+# A password (or user) without an address names no server: refused, before
+# anything is built or started, rather than trying 127.0.0.1:3306.
+for args in "--mysql_password=s3cret" "--mysql_user=msgq --mysql_password=s3cret"; do
+  # shellcheck disable=SC2086  # two flags in one word
+  rc=0; MSGQ_VAR_DIR="$tmp/var" "$src/tools/run" $args >"$log" 2>&1 || rc=$?
+  [ "$rc" = 2 ] || fail "tools/run $args exited $rc, not 2"
+  [ "$(cat "$log")" = "tools/run: --mysql_user/--mysql_password (or MSGQ_MYSQL_USER/PASSWORD) name no server: add --mysql_host=H [--mysql_port=P] or --mysql_socket=S (127.0.0.1:3306 is not assumed), or drop them to use the private MariaDB under var/" ] ||
+    fail "tools/run $args printed: $(cat "$log")"
+done
+rc=0; MSGQ_VAR_DIR="$tmp/var" MSGQ_MYSQL_PASSWORD=s3cret "$src/tools/run" >"$log" 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "MSGQ_MYSQL_PASSWORD alone: tools/run exited $rc, not 2"
+[ -e "$tmp/var" ] && fail "tools/run created $tmp/var"
 
 eval "$("$src/tools/mariadb-private" start "$tmp/existing" --owner-pid=$$)"
 sock=$MSGQ_MYSQL_SOCKET

@@ -57,6 +57,9 @@ type MessagingClient interface {
 	// Errors: as MessageAck.
 	ListDead(ctx context.Context, in *ListDeadRequest, opts ...grpc.CallOption) (*ListDeadResponse, error)
 	// Lists every message table found in the configured databases, loaded or not.
+	// Errors: UNAVAILABLE, saying why, while msgqd knows no table because it
+	// cannot read the schema (MySQL unreachable, the login refused) or is
+	// stopping.
 	ListTables(ctx context.Context, in *ListTablesRequest, opts ...grpc.CallOption) (*ListTablesResponse, error)
 	// Pauses or resumes sending a table. A paused table sends nothing:
 	// enqueueing goes on, acks, nacks and extends still work, and messages in
@@ -219,6 +222,9 @@ type MessagingServer interface {
 	// Errors: as MessageAck.
 	ListDead(context.Context, *ListDeadRequest) (*ListDeadResponse, error)
 	// Lists every message table found in the configured databases, loaded or not.
+	// Errors: UNAVAILABLE, saying why, while msgqd knows no table because it
+	// cannot read the schema (MySQL unreachable, the login refused) or is
+	// stopping.
 	ListTables(context.Context, *ListTablesRequest) (*ListTablesResponse, error)
 	// Pauses or resumes sending a table. A paused table sends nothing:
 	// enqueueing goes on, acks, nacks and extends still work, and messages in
