@@ -16,9 +16,10 @@
 // tokens and the authorization policy (--auth_*) and the limits against
 // hostile clients (--grpc_*) by server/security_flags.h; the MySQL flags by
 // server/mysql_flags.h. The parts start and stop in the order of
-// server/msgqd_server.h. Exit codes: 0 after a signal, 1 when the gRPC port
-// cannot be bound or the tables did not flush at stop, 2 for a bad flag or
-// missing lease grants (--leases, the default).
+// server/msgqd_server.h. Exit codes: 0 after a signal, 1 when one of its
+// ports is in use or cannot be bound ("port N (flag --X) is in use") or the
+// tables did not flush at stop, 2 for a bad flag or missing lease grants
+// (--leases, the default).
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>

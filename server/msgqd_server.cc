@@ -19,9 +19,18 @@
 #include "server/http/grpc_metrics.h"
 #include "server/http/routes.h"
 #include "server/mysql_protocol/mysql_protocol_flags.h"
+#include "server/port_check.h"
 
 namespace msgq {
 namespace {
+
+// --mysql_protocol_listen, or "" when disabled or its flags are wrong
+// (StartFromFlags reports those).
+std::string MysqlProtocolListen() {
+  absl::StatusOr<mysql_protocol::MysqlProtocolServer::Options> options =
+      mysql_protocol::OptionsFromFlags();
+  return options.ok() ? options->listen : "";
+}
 
 // "HOST" of "HOST:PORT" (brackets of an IPv6 address kept).
 std::string HostOf(const std::string& listen) {
@@ -95,7 +104,18 @@ absl::StatusOr<std::unique_ptr<MsgqdServer>> MsgqdServer::Start(
       new MsgqdServer(std::move(options), std::move(security)));
   server->engine_ = std::make_unique<Engine>(
       server->options_.engine, RealClock::Get(), &server->jitter_);
-  absl::Status s = server->StartGrpc();
+  // Every port is checked before anything starts: one in use fails the
+  // start, naming its flag.
+  const std::string mysql_protocol_listen = MysqlProtocolListen();
+  absl::Status s = CheckPortFree(server->options_.listen, "--listen");
+  if (s.ok() && !server->options_.http_listen.empty()) {
+    s = CheckPortFree(server->options_.http_listen, "--http_listen");
+  }
+  if (s.ok() && !mysql_protocol_listen.empty()) {
+    s = CheckPortFree(mysql_protocol_listen, "--mysql_protocol_listen");
+  }
+  if (!s.ok()) return s;
+  s = server->StartGrpc();
   if (s.ok()) s = server->StartEngine();
   if (s.ok()) {
     // `stream * from T` over the MySQL protocol (server/mysql_protocol/).
@@ -105,18 +125,25 @@ absl::StatusOr<std::unique_ptr<MsgqdServer>> MsgqdServer::Start(
                                        server->security_.own_tls);
     if (mp.ok()) {
       server->mysql_protocol_ = *std::move(mp);
+    } else if (mp.status().code() == absl::StatusCode::kUnavailable) {
+      s = ExplainListenFailure(mysql_protocol_listen, "--mysql_protocol_listen",
+                               mp.status());
     } else {
       s = mp.status();
     }
   }
+  if (s.ok()) {
+    server->health_ = std::make_unique<HealthReporter>(
+        server->engine_.get(), server->grpc_->GetHealthCheckService());
+    s = server->StartHttp(std::move(http_options));
+  }
   if (!s.ok()) {
-    server->StopGrpc();
+    if (server->health_ != nullptr) server->health_->Stop();
+    if (server->mysql_protocol_ != nullptr) server->mysql_protocol_->Stop();
     server->engine_->Stop();
+    server->StopGrpc();
     return s;
   }
-  server->health_ = std::make_unique<HealthReporter>(
-      server->engine_.get(), server->grpc_->GetHealthCheckService());
-  server->StartHttp(std::move(http_options));
   // Exactly this line, unprefixed: scripts and tests wait for it.
   std::fprintf(stderr, "msgqd listening on %s:%d\n",
                HostOf(server->options_.listen).c_str(), server->port_);
@@ -144,8 +171,9 @@ absl::Status MsgqdServer::StartGrpc() {
   grpc_ = builder.BuildAndStart();
   if (grpc_ == nullptr || port_ == 0) {
     grpc_.reset();
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", options_.listen));
+    return ExplainListenFailure(options_.listen, "--listen",
+                                absl::UnavailableError(absl::StrCat(
+                                    "cannot listen on ", options_.listen)));
   }
   // Not serving until the engine started and HealthReporter says so.
   grpc_->GetHealthCheckService()->SetServingStatus(false);
@@ -163,11 +191,11 @@ absl::Status MsgqdServer::StartEngine() {
   return absl::OkStatus();
 }
 
-void MsgqdServer::StartHttp(HttpServer::Options http_options) {
+absl::Status MsgqdServer::StartHttp(HttpServer::Options http_options) {
   // With --tls_cert the HTTP port speaks HTTPS only, with the gRPC port's
   // files (and client CA), re-read every --tls_reload_interval.
   const std::string& listen = options_.http_listen;
-  if (listen.empty()) return;
+  if (listen.empty()) return absl::OkStatus();
   if (security_.own_tls != nullptr)
     http_options.tls = security_.own_tls->files();
   absl::StatusOr<std::unique_ptr<HttpServer>> started = HttpServer::Start(
@@ -176,9 +204,10 @@ void MsgqdServer::StartHttp(HttpServer::Options http_options) {
                   security_.authorizer.get()),
       http_options);
   if (!started.ok()) {
-    LogError(started.status().message(),
-             "; serving gRPC without metrics, health pages or console");
-    return;
+    if (started.status().code() != absl::StatusCode::kUnavailable) {
+      return started.status();
+    }
+    return ExplainListenFailure(listen, "--http_listen", started.status());
   }
   http_ = *std::move(started);
   std::fprintf(stderr, "msgqd http on %s:%d\n", HostOf(listen).c_str(),
@@ -189,6 +218,7 @@ void MsgqdServer::StartHttp(HttpServer::Options http_options) {
                 ? ", with client certificates of --tls_client_ca"
                 : "");
   }
+  return absl::OkStatus();
 }
 
 bool MsgqdServer::Stop() {

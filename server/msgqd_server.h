@@ -1,6 +1,9 @@
 // MsgqdServer: msgqd's parts, started and stopped in their order.
 //
 // Start():
+//   0. checks that no port it is to listen on (--listen, --http_listen,
+//      --mysql_protocol_listen) is in use (server/port_check.h): one that
+//      is fails the start, naming its port and flag;
 //   1. binds and starts the gRPC server (msgq.v1.Messaging, health,
 //      reflection) with SO_REUSEPORT off, so that one HOST:PORT is one
 //      process's (gRPC turns it on by default). Until 2 is done, calls get
@@ -12,8 +15,9 @@
 //      an error (MysqlStartError), and the engine keeps trying;
 //   3. the MySQL-protocol port (server/mysql_protocol/);
 //   4. health reporting (server/http/health_reporter.h);
-//   5. the HTTP port, whose failure costs the console and metrics, not the
-//      queues: logged, and msgqd goes on.
+//   5. the HTTP port.
+// A port that cannot be bound at 1, 3 or 5 fails the start too (what was
+// started is stopped again).
 // Then prints "msgqd listening on HOST:PORT" (exactly; scripts wait for it).
 //
 // Why the port comes first: the default instance id is host:port, and a
@@ -69,10 +73,12 @@ std::string DefaultInstanceId(const std::string& listen, int port);
 class MsgqdServer {
  public:
   // Starts everything, in order. On error, what was started is stopped
-  // again. UNAVAILABLE "cannot listen on ...": the gRPC port could not be
-  // bound (msgqd exits 1); FAILED_PRECONDITION: leases without their
-  // grants (Engine::Start; the message is for the operator);
-  // INVALID_ARGUMENT: a flag of the MySQL-protocol port (msgqd exits 2).
+  // again. UNAVAILABLE "port N (flag --X) is in use ...": one of its ports
+  // is taken; UNAVAILABLE "cannot listen on ..." or "cannot serve HTTP on
+  // ...": a port could not be bound for another reason (msgqd exits 1 on
+  // these); FAILED_PRECONDITION: leases without their grants
+  // (Engine::Start; the message is for the operator); INVALID_ARGUMENT: a
+  // flag of the MySQL-protocol or HTTP port (msgqd exits 2).
   static absl::StatusOr<std::unique_ptr<MsgqdServer>> Start(
       MsgqdOptions options, SecurityConfig security,
       HttpServer::Options http_options);
@@ -90,7 +96,7 @@ class MsgqdServer {
 
   absl::Status StartGrpc();
   absl::Status StartEngine();
-  void StartHttp(HttpServer::Options http_options);
+  absl::Status StartHttp(HttpServer::Options http_options);
   void StopGrpc();
 
   const MsgqdOptions options_;

@@ -360,9 +360,12 @@ TEST_F(LeaseDefaultTest, ASecondInstanceOnTheSamePortExits) {
           absl::Seconds(20), &log),
       1)
       << log;
-  EXPECT_EQ(LogLines(log, "cannot listen"),
-            std::vector<std::string>{
-                absl::StrCat("cannot listen on 127.0.0.1:", a->port())});
+  EXPECT_EQ(LogLines(log, "is in use"),
+            std::vector<std::string>{absl::StrCat(
+                "port ", a->port(),
+                " (flag --listen) is in use (127.0.0.1:", a->port(),
+                "): stop what listens there or give --listen "
+                "another port")});
   EXPECT_EQ(db_->Scalar("SELECT COUNT(*) FROM msgq.msgq_instances"), "1");
 }
 

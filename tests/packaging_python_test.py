@@ -89,6 +89,7 @@ class Env:
             [os.path.join(BUILD, "server", "msgqd"),
              "--mysql_socket=" + self.socket, "--databases=" + database,
              "--listen=127.0.0.1:0", "--http_listen=",
+             "--mysql_protocol_listen=",
              "--binlog_server_id=%d" % server_id],
             stdout=log, stderr=subprocess.STDOUT)
         self.msgqd.append(proc)

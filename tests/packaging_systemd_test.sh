@@ -28,7 +28,7 @@ fail() { echo "FAIL: $*" >&2; [ -f "$tmp/msgqd.log" ] && cat "$tmp/msgqd.log" >&
   fail "the example flagfile has a flag msgqd does not know"
 
 cp "$src/packaging/msgqd.flags" "$tmp/msgqd.flags"
-printf '%s\n' --listen=127.0.0.1:0 --http_listen= \
+printf '%s\n' --listen=127.0.0.1:0 --http_listen= --mysql_protocol_listen= \
   "--mysql_socket=$tmp/no-mysql.sock" >>"$tmp/msgqd.flags"
 mkdir "$tmp/credentials"
 echo 'not-in-ps' >"$tmp/credentials/mysql_password"

@@ -4,6 +4,8 @@
 // `msgq tables` (exit 3 with MySQL's reason) and by /readyz (503) until the
 // login works; a port in use fails the start, naming the port and its flag, for
 // each of the three ports.
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,7 +78,60 @@ std::vector<std::string> LogLines(const std::string& log, char level,
   return out;
 }
 
-class StartupTest : public HttpTest {};
+// A TCP socket listening on 127.0.0.1 at a port the kernel picked; closed
+// with this object.
+class TakenPort {
+ public:
+  TakenPort() {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+        listen(fd_, 1) != 0 ||
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+  }
+  ~TakenPort() {
+    if (fd_ >= 0) close(fd_);
+  }
+  TakenPort(const TakenPort&) = delete;
+  TakenPort& operator=(const TakenPort&) = delete;
+
+  int port() const { return port_; }  // 0 when the socket failed
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+class StartupTest : public HttpTest {
+ protected:
+  // Runs msgqd with `args` (after the test defaults: no HTTP or
+  // MySQL-protocol port) until it exits; its exit code (-1: still running
+  // after 30 s, killed), its log in `log`.
+  int RunUntilExit(const std::vector<std::string>& args, std::string* log) {
+    return Msgqd::RunUntilExit(*db_, args, absl::Seconds(30), log);
+  }
+
+  // msgqd with one port taken: exit 1, the one error line naming the port
+  // and `flag`, and it never said it was listening.
+  void ExpectPortInUse(const std::string& flag, int port,
+                       const std::vector<std::string>& args) {
+    std::string log;
+    EXPECT_EQ(RunUntilExit(args, &log), 1) << log;
+    EXPECT_EQ(
+        LogLines(log, 'E', "is in use"),
+        std::vector<std::string>{absl::StrCat(
+            "port ", port, " (flag ", flag, ") is in use (127.0.0.1:", port,
+            "): stop what listens there or give ", flag, " another port")})
+        << log;
+    EXPECT_FALSE(absl::StrContains(log, "msgqd listening on")) << log;
+  }
+};
 
 TEST_F(StartupTest, WrongMysqlPasswordIsSaidAtStartByTablesAndReadyz) {
   ASSERT_NO_FATAL_FAILURE(CreateTable("jobs"));
@@ -130,6 +185,43 @@ TEST_F(StartupTest, WrongMysqlPasswordIsSaidAtStartByTablesAndReadyz) {
   EXPECT_EQ(after.exit_code, 0) << after;
   EXPECT_TRUE(absl::StrContains(after.out, "\nmsgq      jobs  loaded"))
       << after;
+}
+
+TEST_F(StartupTest, GrpcPortInUseFailsTheStart) {
+  TakenPort taken;
+  ASSERT_NE(taken.port(), 0);
+  ExpectPortInUse("--listen", taken.port(),
+                  {absl::StrCat("--listen=127.0.0.1:", taken.port())});
+}
+
+TEST_F(StartupTest, HttpPortInUseFailsTheStart) {
+  TakenPort taken;
+  ASSERT_NE(taken.port(), 0);
+  ExpectPortInUse("--http_listen", taken.port(),
+                  {absl::StrCat("--http_listen=127.0.0.1:", taken.port())});
+}
+
+TEST_F(StartupTest, MysqlProtocolPortInUseFailsTheStart) {
+  TakenPort taken;
+  ASSERT_NE(taken.port(), 0);
+  ExpectPortInUse(
+      "--mysql_protocol_listen", taken.port(),
+      {absl::StrCat("--mysql_protocol_listen=127.0.0.1:", taken.port())});
+}
+
+// Two of msgqd's own ports on one free port: the one bound second fails
+// the start, named by its flag (the MySQL-protocol port binds before the
+// HTTP port).
+TEST_F(StartupTest, TwoOfItsOwnPortsOnOnePortFailTheStart) {
+  int port = 0;
+  {
+    TakenPort probe;  // a port free once `probe` closes it
+    port = probe.port();
+  }
+  ASSERT_NE(port, 0);
+  ExpectPortInUse("--http_listen", port,
+                  {absl::StrCat("--mysql_protocol_listen=127.0.0.1:", port),
+                   absl::StrCat("--http_listen=127.0.0.1:", port)});
 }
 
 }  // namespace

@@ -75,7 +75,8 @@ run_once() {
   # setsid: tools/run and msgqd in their own process group, like a terminal
   # job; MSGQ_VAR_DIR would hold a private MariaDB, were one started.
   env MSGQ_VAR_DIR="$tmp/var" "${env[@]}" setsid "$src/tools/run" \
-    --listen=127.0.0.1:0 --databases=app "$@" >"$log" 2>&1 &
+    --listen=127.0.0.1:0 --http_listen=127.0.0.1:0 \
+    --mysql_protocol_listen=127.0.0.1:0 --databases=app "$@" >"$log" 2>&1 &
   pid=$!
   for _ in $(seq 1 1200); do
     grep -q "msgqd listening on" "$log" && break

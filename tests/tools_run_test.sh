@@ -20,7 +20,10 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; echo "--- tools/run output:" >&2; cat "$log" >&2; exit 1; }
 
 # setsid: tools/run and msgqd in their own process group, like a terminal job.
-MSGQ_VAR_DIR=$tmp/var setsid "$src/tools/run" --listen=127.0.0.1:0 >"$log" 2>&1 &
+# Free ports, not the defaults: another msgqd may hold those (msgqd would
+# refuse to start).
+MSGQ_VAR_DIR=$tmp/var setsid "$src/tools/run" --listen=127.0.0.1:0 \
+  --http_listen=127.0.0.1:0 --mysql_protocol_listen=127.0.0.1:0 >"$log" 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do
   grep -q "msgqd listening on" "$log" && break

@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
-#include "common/log.h"
 #include "server/mysql_protocol/packet.h"
 
 ABSL_FLAG(std::string, mysql_protocol_listen, "127.0.0.1:15306",
@@ -146,15 +145,7 @@ absl::StatusOr<std::unique_ptr<MysqlProtocolServer>> StartFromFlags(
   const std::string listen = options->listen;
   absl::StatusOr<std::unique_ptr<MysqlProtocolServer>> server =
       MysqlProtocolServer::Start(*std::move(options), engine);
-  if (!server.ok()) {
-    if (server.status().code() != absl::StatusCode::kUnavailable) {
-      return server.status();
-    }
-    // Like the HTTP port: a port in use costs this way in, not the queues.
-    LogError(server.status().message(),
-             "; serving gRPC without the MySQL protocol");
-    return nullptr;
-  }
+  if (!server.ok()) return server.status();
   std::fprintf(stderr, "msgqd mysql protocol on %s:%d\n",
                listen.substr(0, listen.rfind(':')).c_str(), (*server)->port());
   std::fflush(stderr);

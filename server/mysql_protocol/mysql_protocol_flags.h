@@ -54,10 +54,9 @@ absl::StatusOr<MysqlProtocolServer::Options> OptionsFromFlags();
 
 // Starts the port the flags describe and prints "msgqd mysql protocol on
 // HOST:PORT" to stderr; null (and OK) when --mysql_protocol_listen is
-// empty, or (logged) when the address cannot be bound: like the HTTP
-// port, a port in use costs this way in, not the gRPC service. The
-// errors of OptionsFromFlags and MysqlProtocolServer::Start's
-// INVALID_ARGUMENT (msgqd exits 2 on those).
+// empty. Errors: those of OptionsFromFlags and MysqlProtocolServer::Start
+// (INVALID_ARGUMENT: msgqd exits 2; UNAVAILABLE when the address cannot be
+// bound: msgqd exits 1).
 // `authorizer` (not owned, may be null) must outlive the server; `tls`
 // (null: no TLS) is msgqd's context of its own TLS sockets
 // (SecurityConfig::own_tls).
