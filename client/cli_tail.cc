@@ -31,8 +31,11 @@ a first delivery: epoch 0); ID:EPOCH names the delivery for 'msgq nack' and
 'msgq extend'. Or, with --json, one JSON object per line of the row's columns
 only ({"id":1,"message":"hello"}; numeric columns as numbers, NULL as null).
 Messages are acknowledged only with --ack; otherwise the server redelivers
-them after the table's ack_wait. With --ack, messages received after --count
-was reached are handed back at once (nack, no delay).
+them after the table's ack_wait. With --count N each server sends at most N
+messages unacked at a time (unless --max_unacked is given), and with --ack
+messages received but not printed when tail stops (--count reached,
+Ctrl-C) are handed back at once (nack, no delay), not left for their
+ack_wait.
 With several servers (--server=A,B,...), subscribes to all of them, adds
 " server=A" to each text line (the server to ack, nack or extend it on: ids
 are unique only within a shard) and acks each message on its own server.
@@ -165,7 +168,7 @@ int RunTail(absl::Span<const std::string> args, std::ostream& out,
   cmd.flags().AddBool("json", &json, "print one JSON object per message");
   cmd.flags().AddCount("max_unacked", &max_unacked, "N",
                        "each server sends at most N messages unacked at a "
-                       "time; 0 = unlimited");
+                       "time; 0 = unlimited (with --count: N of --count)");
   if (std::optional<int> done = cmd.Parse(args)) return *done;
   if (cmd.positional().empty()) return cmd.UsageError("missing TABLE");
   if (cmd.positional().size() > 1) {
@@ -182,8 +185,11 @@ int RunTail(absl::Span<const std::string> args, std::ostream& out,
   SubscriberOptions options;
   options.concurrency = 1;  // print in arrival order
   options.auto_ack = ack;
+  // --count N needs at most N at a time: no more are held from others.
+  if (max_unacked == 0 && count > 0) max_unacked = count;
   options.max_unacked = static_cast<int>(
       std::min<int64_t>(max_unacked, std::numeric_limits<int>::max()));
+  options.release_unhandled = ack;
   options.ack_timeout = common.timeout;
   options.retry_initial_connect = false;
   // Streams started per server; each server's stream thread touches only

@@ -99,7 +99,17 @@ void Subscriber::RequestStop() {
   for (const std::unique_ptr<ServerStream>& stream : streams_) {
     stream->RequestStop();
   }
-  queue_->Close();
+  if (!ReleasesUnhandled()) {
+    queue_->Close();
+    return;
+  }
+  std::deque<ReceivedMessage> taken = queue_->CloseAndTake();
+  absl::MutexLock lock(&mu_);
+  for (ReceivedMessage& m : taken) unhandled_.push_back(std::move(m));
+}
+
+bool Subscriber::ReleasesUnhandled() const {
+  return options_.auto_ack && options_.release_unhandled;
 }
 
 void Subscriber::OnStreamDone(const absl::Status& status) {
@@ -135,6 +145,18 @@ void Subscriber::Stop() {
     for (std::thread& worker : workers_) {
       if (worker.joinable()) worker.join();
     }
+  }
+  std::deque<ReceivedMessage> unhandled;
+  {
+    absl::MutexLock lock(&mu_);
+    unhandled.swap(unhandled_);
+  }
+  std::vector<std::vector<Delivery>> by_stream(streams_.size());
+  for (const ReceivedMessage& m : unhandled) {
+    by_stream[m.origin].push_back(m.message.delivery());
+  }
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    if (!by_stream[i].empty()) streams_[i]->Release(std::move(by_stream[i]));
   }
   // Only now: the workers may have queued acks until they were joined.
   for (const std::unique_ptr<ServerStream>& stream : streams_) stream->Close();

@@ -131,8 +131,10 @@ class Subscriber {
   Subscriber& operator=(const Subscriber&) = delete;
 
   // Asks the subscriber to stop and returns at once: cancels the stream and
-  // discards messages not yet handed to a handler (they will be redelivered).
-  // Handlers already running finish. Idempotent; safe from a handler.
+  // discards messages not yet handed to a handler (they will be redelivered
+  // after their ack wait; with options.release_unhandled, Stop() hands them
+  // back at once instead). Handlers already running finish. Idempotent;
+  // safe from a handler.
   void RequestStop();
 
   // Blocks until every stream loop has ended: OK when stopped by request,
@@ -144,7 +146,9 @@ class Subscriber {
   bool done() const;
 
   // RequestStop()s, waits for running handlers (and their nacks), then sends
-  // the acks they produced. Idempotent. Not from a handler or callback.
+  // the acks they produced (and, with options.release_unhandled, the nacks
+  // of the messages no handler got). Idempotent. Not from a handler or
+  // callback.
   void Stop();
 
   Stats stats() const;
@@ -153,6 +157,7 @@ class Subscriber {
   Subscriber(TableRef table, Handler handler, SubscriberOptions options);
 
   void OnStreamDone(const absl::Status& status);
+  bool ReleasesUnhandled() const;
   void RunWorker();
   void Settle(ServerStream& origin, const Message& message,
               const HandlerResult& result);
@@ -168,6 +173,8 @@ class Subscriber {
   mutable absl::Mutex mu_;
   bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
   size_t streams_done_ ABSL_GUARDED_BY(mu_) = 0;
+  // Received, never handled: handed back by Stop() (release_unhandled).
+  std::deque<ReceivedMessage> unhandled_ ABSL_GUARDED_BY(mu_);
   absl::Status final_status_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex join_mu_;

@@ -72,6 +72,12 @@ struct SubscriberOptions {
   // or extend is sent, the handler's result only feeds stats() and messages
   // are redelivered after the table's ack_wait.
   bool auto_ack = true;
+  // With auto_ack: when stopping, hand back the messages received but not
+  // yet given to a handler (nack, no delay, last_error kept), so they are
+  // sent again at once rather than after their ack wait. The nacks are sent
+  // by Stop(); a failed one goes to on_nack_error. When false they are
+  // dropped and come back after their ack wait.
+  bool release_unhandled = false;
   // How acknowledgements are batched (one batcher per server).
   AckBatcherOptions ack;
   // Deadline of each MessageAck, MessageNack, MessageExtend and ListTables.

@@ -70,6 +70,16 @@ class BoundedQueue {
     return dropped;
   }
 
+  // Closes the queue like Close() and returns its items, oldest first, for
+  // the caller to settle. Empty when already closed.
+  std::deque<T> CloseAndTake() {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+    std::deque<T> taken;
+    taken.swap(items_);
+    return taken;
+  }
+
   size_t size() const {
     absl::MutexLock lock(&mu_);
     return items_.size();

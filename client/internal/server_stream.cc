@@ -167,6 +167,10 @@ ServerStream::StreamEnd ServerStream::RunStream(grpc::ClientContext& context) {
   std::shared_ptr<const Schema> schema;
   v1::MessageStreamResponse response;
   bool abandoned = false;  // stopped reading before the server ended it
+  // Rows read after the queue closed (stopping), which no handler will get:
+  // handed back with options_.release_unhandled.
+  const bool release = options_.auto_ack && options_.release_unhandled;
+  std::vector<Delivery> unpushed;
   while (!abandoned && reader->Read(&response)) {
     if (schema == nullptr) {
       absl::StatusOr<std::shared_ptr<const Schema>> parsed =
@@ -196,9 +200,15 @@ ServerStream::StreamEnd ServerStream::RunStream(grpc::ClientContext& context) {
         break;
       }
       ++received_;
+      const Delivery delivery = message->delivery();
+      if (abandoned) {  // stopping, releasing the rest of the response
+        unpushed.push_back(delivery);
+        continue;
+      }
       if (!queue_.Push({*std::move(message), absl::Now(), index_})) {
         abandoned = true;  // stopping
-        break;
+        if (!release) break;
+        unpushed.push_back(delivery);
       }
     }
     response.Clear();
@@ -206,6 +216,7 @@ ServerStream::StreamEnd ServerStream::RunStream(grpc::ClientContext& context) {
   // Finish() waits for the server to end the stream; do not wait for that
   // after walking away from it.
   if (abandoned) context.TryCancel();
+  if (!unpushed.empty()) Release(std::move(unpushed));
   grpc::Status status = reader->Finish();
   if (!end.protocol_error) end.status = FromGrpcStatus(status);
   return end;
@@ -241,6 +252,18 @@ void ServerStream::LearnAckWait() {
 void ServerStream::Nack(const Message& message, const NackParams& params) {
   absl::StatusOr<NackResult> nacked =
       client_.Nack(table_, {message.delivery()}, params);
+  if (!nacked.ok()) {
+    if (options_.on_nack_error) options_.on_nack_error(Label(nacked.status()));
+    return;
+  }
+  ++nack_calls_;
+  retried_ += nacked->retried;
+  dead_ += nacked->dead;
+}
+
+void ServerStream::Release(std::vector<Delivery> deliveries) {
+  absl::StatusOr<NackResult> nacked = client_.Nack(
+      table_, deliveries, NackParams{.delay = absl::ZeroDuration()});
   if (!nacked.ok()) {
     if (options_.on_nack_error) options_.on_nack_error(Label(nacked.status()));
     return;

@@ -93,6 +93,11 @@ class ServerStream {
   void Ack(const std::string& id) { batcher_.Add(id); }
   // Nacks one delivery at once; a failure goes to options.on_nack_error.
   void Nack(const Message& message, const NackParams& params);
+  // Hands deliveries no handler got back at once (one nack, no delay,
+  // last_error kept); a failure goes to options.on_nack_error. With
+  // options.release_unhandled, RunStream calls it for rows read while
+  // stopping, and the Subscriber for its queue's leftovers.
+  void Release(std::vector<Delivery> deliveries);
 
   // Adds this server's counters to `stats`.
   void AddStats(SubscriberStats& stats) const;
