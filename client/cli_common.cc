@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "client/cli_tls_diagnosis.h"
 
 namespace msgq {
 
@@ -19,6 +20,9 @@ void AddCommonFlags(FlagParser& flags, CommonFlags* common) {
   flags.AddString("tls_cert", &common->tls_cert, "PEM",
                   "client certificate (mTLS; with --tls_key and --tls_ca)");
   flags.AddString("tls_key", &common->tls_key, "PEM", "key of --tls_cert");
+  flags.AddString("tls_server_name", &common->tls_server_name, "NAME",
+                  "name to check in the server's certificate instead of "
+                  "--server's host (with --tls_ca)");
   flags.AddString("token_file", &common->token_file, "FILE",
                   "file holding the bearer token sent to the server "
                   "($MSGQ_TOKEN when not given)");
@@ -27,7 +31,8 @@ void AddCommonFlags(FlagParser& flags, CommonFlags* common) {
 absl::StatusOr<ChannelSecurity> SecurityOf(const CommonFlags& common) {
   ChannelSecurity security{.tls_ca_file = common.tls_ca,
                            .tls_cert_file = common.tls_cert,
-                           .tls_key_file = common.tls_key};
+                           .tls_key_file = common.tls_key,
+                           .tls_server_name = common.tls_server_name};
   if (!common.token_file.empty()) {
     absl::StatusOr<std::string> token = ReadTokenFile(common.token_file);
     if (!token.ok()) return token.status();
@@ -91,10 +96,19 @@ int ReportError(std::ostream& err, absl::string_view command,
                 const CommonFlags& common, const absl::Status& status) {
   std::string text;
   switch (status.code()) {
-    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kUnavailable: {
       text = absl::StrCat("server ", common.server,
                           " is unavailable: ", status.message());
+      // gRPC's text for a refused handshake is often "Socket closed": say
+      // what is wrong when a handshake of our own shows it.
+      const ChannelSecurity security{.tls_ca_file = common.tls_ca,
+                                     .tls_cert_file = common.tls_cert,
+                                     .tls_key_file = common.tls_key};
+      const std::string why =
+          DiagnoseTlsFailure(common.server, security, status.message());
+      if (!why.empty()) absl::StrAppend(&text, "; ", why);
       break;
+    }
     case absl::StatusCode::kDeadlineExceeded:
       text = absl::StrCat("server ", common.server, " did not answer within ",
                           absl::FormatDuration(common.timeout), ": ",

@@ -41,11 +41,12 @@ struct CommonFlags {
   std::string tls_ca;
   std::string tls_cert;
   std::string tls_key;
+  std::string tls_server_name;
   std::string token_file;
 };
 
-// Declares --server, --timeout, --tls_ca, --tls_cert, --tls_key and
-// --token_file.
+// Declares --server, --timeout, --tls_ca, --tls_cert, --tls_key,
+// --tls_server_name and --token_file.
 void AddCommonFlags(FlagParser& flags, CommonFlags* common);
 
 // The ChannelSecurity of the flags: the token from --token_file, else from

@@ -85,6 +85,10 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> NewSecureChannel(
     return absl::InvalidArgumentError(
         "a client certificate needs TLS: give --tls_ca too");
   }
+  if (!security.tls_server_name.empty() && security.tls_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "a TLS server name needs TLS: give --tls_ca too");
+  }
   std::shared_ptr<grpc::ChannelCredentials> credentials =
       grpc::InsecureChannelCredentials();
   if (!security.tls_ca_file.empty()) {
@@ -110,9 +114,12 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> NewSecureChannel(
     interceptors.push_back(
         std::make_unique<BearerInterceptorFactory>(security.token));
   }
+  grpc::ChannelArguments arguments = MsgqChannelArguments();
+  if (!security.tls_server_name.empty()) {
+    arguments.SetSslTargetNameOverride(security.tls_server_name);
+  }
   return grpc::experimental::CreateCustomChannelWithInterceptors(
-      std::string(target), credentials, MsgqChannelArguments(),
-      std::move(interceptors));
+      std::string(target), credentials, arguments, std::move(interceptors));
 }
 
 absl::StatusOr<std::vector<ServerChannel>> SecureChannelsTo(

@@ -37,12 +37,16 @@ struct ChannelSecurity {
   // PEM client certificate and key for mTLS (both or neither; needs TLS).
   std::string tls_cert_file;
   std::string tls_key_file;
+  // The name checked in the server's certificate (and sent as SNI) instead
+  // of the target's host, e.g. to dial 127.0.0.1 with a certificate for
+  // msgq.internal; empty: the target's host. Needs TLS.
+  std::string tls_server_name;
   // Bearer token; empty sends none.
   std::string token;
 
   bool empty() const {
     return tls_ca_file.empty() && tls_cert_file.empty() &&
-           tls_key_file.empty() && token.empty();
+           tls_key_file.empty() && tls_server_name.empty() && token.empty();
   }
 };
 
@@ -52,7 +56,8 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
 
 // A channel to `target` as NewChannel (client.h) makes, with `security`.
 // INVALID_ARGUMENT when a file cannot be read, a client certificate comes
-// without its key (or the other way round) or without TLS. Connects
+// without its key (or the other way round) or without TLS, or a server
+// name without TLS. Connects
 // lazily: a refused handshake shows as UNAVAILABLE on the first call.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> NewSecureChannel(
     absl::string_view target, const ChannelSecurity& security);

@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "client/client.h"
 #include "client/credentials.h"
 #include "client/subscriber.h"
@@ -25,8 +28,10 @@
 namespace msgq::testing {
 namespace {
 
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::testing::StartsWith;
 
 struct ToolResult {
   int code = -1;
@@ -104,6 +109,124 @@ TEST_F(SecurityClientTest, CliWithTlsAndToken) {
   EXPECT_THAT(pause.output,
               HasSubstr("PERMISSION_DENIED: permission denied: 'worker' may "
                         "not admin msgq.a"));
+}
+
+// The line of `msgq tables` in `output` (its stderr holds gRPC's own log
+// lines too), without its newline; "" when absent.
+std::string TablesLine(const std::string& output) {
+  for (absl::string_view line : absl::StrSplit(output, '\n')) {
+    if (absl::StartsWith(line, "msgq tables: ")) return std::string(line);
+  }
+  return "";
+}
+
+// docs/security.md#5-clients, errors: gRPC says "Socket closed" for a
+// refused handshake; msgq says why after it. Against msgqd with mTLS
+// (server1 names IP:127.0.0.1 and DNS:localhost) and a plaintext msgqd.
+TEST_F(SecurityClientTest, CliSaysWhyTheHandshakeFailed) {
+  ASSERT_NO_FATAL_FAILURE(Start(/*mtls=*/true));
+  const std::string server = "--server=" + server_->address();
+  const std::string ca = "--tls_ca=" + Path("ca.pem");
+  const std::string cert = "--tls_cert=" + Path("reader.pem");
+  const std::string key = "--tls_key=" + Path("reader.key");
+  const std::string unavailable = absl::StrCat(
+      "msgq tables: server ", server_->address(), " is unavailable: ");
+
+  ToolResult plain = RunCli("MSGQ_TOKEN=tok-worker ", {"tables", server});
+  EXPECT_EQ(plain.code, 3) << plain.output;
+  EXPECT_THAT(TablesLine(plain.output), StartsWith(unavailable));
+  EXPECT_THAT(TablesLine(plain.output),
+              EndsWith("; the server speaks TLS and asks for a client "
+                       "certificate: give --tls_ca, --tls_cert and "
+                       "--tls_key"));
+
+  ToolResult no_cert = RunCli("MSGQ_TOKEN=tok-worker ", {"tables", server, ca});
+  EXPECT_EQ(no_cert.code, 3) << no_cert.output;
+  EXPECT_THAT(TablesLine(no_cert.output),
+              EndsWith("; the server asks for a client certificate (mTLS) and "
+                       "none was sent: give --tls_cert and --tls_key"));
+
+  ToolResult other_name = RunCli(
+      "", {"tables", server, ca, cert, key, "--tls_server_name=msgq.internal"});
+  EXPECT_EQ(other_name.code, 3) << other_name.output;
+  EXPECT_THAT(TablesLine(other_name.output),
+              EndsWith("Peer name msgq.internal is not in peer certificate; "
+                       "the server's certificate names IP:127.0.0.1, "
+                       "DNS:localhost, not msgq.internal: dial one of those "
+                       "or give --tls_server_name=NAME with one of them"));
+
+  // A name the certificate has, while dialing 127.0.0.1: served.
+  ToolResult named = RunCli(
+      "", {"tables", server, ca, cert, key, "--tls_server_name=localhost"});
+  EXPECT_EQ(named.code, 0) << named.output;
+  EXPECT_THAT(named.output, HasSubstr("\nmsgq      a "));
+
+  // A name without TLS is a usage error.
+  ToolResult name_only =
+      RunCli("", {"tables", server, "--tls_server_name=localhost"});
+  EXPECT_EQ(name_only.code, 2) << name_only.output;
+  EXPECT_THAT(name_only.output,
+              HasSubstr("a TLS server name needs TLS: give --tls_ca too"));
+
+  // TLS against a plaintext port.
+  absl::StatusOr<std::unique_ptr<Msgqd>> plaintext =
+      Msgqd::Start(*db_, {"--databases=msgq"});
+  ASSERT_TRUE(plaintext.ok()) << plaintext.status();
+  ToolResult tls_to_plain = RunCli(
+      "", {"tables", "--server=" + (*plaintext)->address(), ca, cert, key});
+  EXPECT_EQ(tls_to_plain.code, 3) << tls_to_plain.output;
+  EXPECT_THAT(TablesLine(tls_to_plain.output),
+              EndsWith("; the server does not speak TLS: leave out --tls_ca, "
+                       "--tls_cert and --tls_key (or it is not msgqd)"));
+}
+
+// The first sh block of `page` after the heading `heading`.
+std::string ShBlockAfter(const std::string& page, const std::string& heading) {
+  const size_t at = page.find("\n" + heading + "\n");
+  if (at == std::string::npos) return "";
+  const size_t open = page.find("```sh\n", at);
+  if (open == std::string::npos) return "";
+  const size_t body = open + 6;
+  const size_t close = page.find("\n```", body);
+  return close == std::string::npos ? "" : page.substr(body, close - body);
+}
+
+// docs/security.md's walkthrough on one machine, its commands as written
+// but for /etc/msgq (a directory of the test's) and the port: the
+// certificates of "1. Certificates", msgqd with them and --tls_client_ca,
+// and the client of "5. Clients" that dials 127.0.0.1 with mTLS.
+TEST_F(SecurityClientTest, DocWalkthroughWorksOnLocalhost) {
+  const std::string page =
+      ReadText(absl::StrCat(MSGQ_SOURCE_DIR, "/docs/security.md"));
+  const std::string etc = files_->path() + "/etc-msgq";
+  const std::string certificates = absl::StrReplaceAll(
+      ShBlockAfter(page, "## 1. Certificates"), {{"/etc/msgq", etc}});
+  ASSERT_THAT(certificates, HasSubstr("DNS:localhost,IP:127.0.0.1"));
+  ReplaceFile(Path("certificates.sh"), "set -e\n" + certificates + "\n");
+  ToolResult made = RunCommand("bash " + Path("certificates.sh"));
+  ASSERT_EQ(made.code, 0) << made.output;
+
+  ASSERT_NO_FATAL_FAILURE(StartServer(
+      {"--tls_cert=" + etc + "/server.pem", "--tls_key=" + etc + "/server.key",
+       "--tls_client_ca=" + etc + "/ca.pem", "--http_listen="}));
+
+  // "# on the server's machine ...": the command after that comment.
+  const std::string clients = ShBlockAfter(page, "## 5. Clients");
+  const size_t at = clients.find("# on the server's machine");
+  ASSERT_NE(at, std::string::npos) << clients;
+  const size_t start = clients.find('\n', at) + 1;
+  const size_t end = clients.find('\n', clients.find("\\\n", start) + 2);
+  std::string command = clients.substr(start, end - start);
+  ASSERT_THAT(command, StartsWith("msgq tables --server=127.0.0.1:15999 "));
+  command = absl::StrReplaceAll(
+      command, {{"msgq tables", absl::StrCat(MSGQ_CLI_PATH, " tables")},
+                {"127.0.0.1:15999", server_->address()},
+                {"/etc/msgq", etc}});
+  ToolResult listed = RunCommand(absl::StrCat("cd ", etc, " && ", command));
+  EXPECT_EQ(listed.code, 0) << command << "\n" << listed.output;
+  EXPECT_THAT(listed.output, StartsWith("KEYSPACE  NAME  STATUS"));
+  EXPECT_THAT(listed.output, HasSubstr("\nmsgq      a     loaded"));
+  EXPECT_THAT(listed.output, HasSubstr("\nmsgq      b     loaded"));
 }
 
 // msgq tail and msgq stats take the same TLS and token flags as the other
