@@ -440,6 +440,51 @@ TEST_F(SubscriberTest, RequestStopFromAHandler) {
   (*subscriber)->Stop();
   EXPECT_EQ((*subscriber)->stats().handled, 1);
   EXPECT_THAT(fake_.acked_ids(), ElementsAre("1"));
+  EXPECT_TRUE(fake_.nack_requests().empty());
+}
+
+// release_unhandled: what was received but reached no handler when the
+// subscriber stopped is nacked at once (delay 0, no reason), not dropped;
+// without it (RequestStopFromAHandler) nothing is nacked.
+TEST_F(SubscriberTest, ReleaseUnhandledNacksWhatNoHandlerGot) {
+  fake_.AddStream({.responses = {Fields({"id", "message"}),
+                                 Rows({{"1", "a"}, {"2", "b"}, {"3", "c"}})},
+                   .hold_open = true});
+  SubscriberOptions options = Options();
+  options.release_unhandled = true;
+  absl::Mutex mu;
+  Subscriber* self = nullptr;
+  absl::StatusOr<std::unique_ptr<Subscriber>> subscriber = Subscriber::Start(
+      NewChannel(fake_.address()), "orders",
+      [&](const Message&) {
+        absl::MutexLock lock(&mu);
+        mu.Await(absl::Condition(
+            +[](Subscriber** s) { return *s != nullptr; }, &self));
+        self->RequestStop();
+        return absl::OkStatus();
+      },
+      options);
+  ASSERT_TRUE(subscriber.ok());
+  {
+    absl::MutexLock lock(&mu);
+    self = subscriber->get();
+  }
+  EXPECT_TRUE((*subscriber)->Wait().ok());
+  (*subscriber)->Stop();
+  EXPECT_EQ((*subscriber)->stats().handled, 1);
+  EXPECT_THAT(fake_.acked_ids(), ElementsAre("1"));
+  std::vector<std::string> released;
+  for (const v1::MessageNackRequest& nack : fake_.nack_requests()) {
+    EXPECT_TRUE(nack.has_delay());
+    EXPECT_EQ(nack.delay().value(), 0);
+    EXPECT_EQ(nack.reason(), "");
+    EXPECT_FALSE(nack.dead());
+    for (const v1::Delivery& d : nack.deliveries()) {
+      released.push_back(absl::StrCat(d.id(), ":", d.epoch()));
+    }
+  }
+  EXPECT_THAT(released, UnorderedElementsAre("2:0", "3:0"));
+  EXPECT_EQ((*subscriber)->stats().retried, 2);
 }
 
 TEST_F(SubscriberTest, AutoAckOffSettlesNothing) {
