@@ -114,8 +114,7 @@ absl::StatusOr<std::unique_ptr<MsgqdServer>> MsgqdServer::Start(
   if (s.ok() && !mysql_protocol_listen.empty()) {
     s = CheckPortFree(mysql_protocol_listen, "--mysql_protocol_listen");
   }
-  if (!s.ok()) return s;
-  s = server->StartGrpc();
+  if (s.ok()) s = server->StartGrpc();
   if (s.ok()) s = server->StartEngine();
   if (s.ok()) {
     // `stream * from T` over the MySQL protocol (server/mysql_protocol/).
