@@ -244,33 +244,6 @@ export declare class Subscriber {
 /** new Subscriber(options).start() */
 export declare function subscribe(options: SubscriberOptions): Subscriber;
 
-export declare class Backoff {
-  constructor(options?: { initial?: number; multiplier?: number; max?: number; jitter?: number },
-              random?: () => number);
-  next(): number;
-  reset(): void;
-}
-
-export declare class AckBatcher {
-  constructor(options: { maxBatch?: number; maxDelay?: number; maxAttempts?: number },
-              send: (ids: Id[]) => Promise<unknown>, onError?: (error: MsgqError) => void);
-  add(id: Id): boolean;
-  close(): Promise<void>;
-}
-
-export declare class Heartbeat {
-  constructor(options: { fraction?: number; maxExtension?: number; ackWait?: number },
-              extend: (delivery: Delivery, seconds: number) => Promise<number>,
-              onError?: (error: MsgqError) => void);
-  readonly stats: { extended: number; lost: number; errors: number };
-  setAckWait(seconds: number): void;
-  /** receivedMs: performance.now() when the message arrived. */
-  begin(delivery: Delivery, receivedMs: number): number;
-  end(ticket: number): void;
-  tick(nowMs?: number): Promise<void>;
-  close(): Promise<void>;
-}
-
 /** Parses a traceparent value (and tracestate); null when invalid. */
 export declare function parseTraceparent(traceparent: string | null | undefined,
                                          tracestate?: string | null): TraceContext | null;
@@ -281,7 +254,6 @@ export declare function tracestate(context?: unknown): string | null;
 export declare function traceColumns(context?: unknown): { traceparent: string | null; tracestate: string | null };
 
 export declare function readTokenFile(path: string): string;
-export declare function findProtoDir(): string;
 
 // The idempotent-consumer helper (lib/inbox.js, docs/effectively-once.md):
 // `work` runs inside a transaction on a connection of `pool` (a

@@ -8,7 +8,7 @@
 // due at R + fraction*W, then fraction*W after each extend (or failed try);
 // each asks for min(W, R + W + maxExtension - now), so a delivery is never
 // held past R + W + maxExtension; after that it times out as usual. Times
-// are performance.now() milliseconds (monotonic). An
+// are seconds on the monotonic clock (performance.now() / 1000). An
 // extend that counts 0 means the delivery was lost (sent again since, or
 // settled): counted in stats.lost and not extended again. A failed extend
 // goes to onError and is tried again at the next interval. Until the ack
@@ -16,16 +16,21 @@
 
 const { performance } = require('node:perf_hooks');
 
+// Seconds on the monotonic clock: what begin() and tick() take.
+function monotonicSeconds() {
+  return performance.now() / 1000;
+}
+
 class Heartbeat {
   // extend(delivery, seconds) -> Promise<number moved>; onError(err).
   constructor({ fraction = 0.5, maxExtension = 600, ackWait = 0 } = {},
               extend, onError) {
     this.fraction = Math.min(1, Math.max(0.05, fraction));
-    this.maxExtensionMs = Math.max(0, maxExtension * 1000);
-    this.enabled = this.maxExtensionMs > 0;
+    this.maxExtension = Math.max(0, maxExtension);
+    this.enabled = this.maxExtension > 0;
     this.extend = extend;
     this.onError = onError;
-    this.ackWaitMs = 0;
+    this.ackWait = 0;
     this.entries = new Map(); // ticket -> entry
     this.nextTicket = 1;
     this.timer = null;
@@ -38,17 +43,17 @@ class Heartbeat {
 
   // The table's ack wait in seconds; 0/undefined = unknown (no extends).
   setAckWait(seconds) {
-    this.ackWaitMs = seconds > 0 ? seconds * 1000 : 0;
+    this.ackWait = seconds > 0 ? seconds : 0;
     this._reschedule(true);
   }
 
-  // Extends `delivery`, received at `receivedMs` (performance.now()), until
-  // end(ticket). Returns 0 (tracking nothing) when disabled or closed.
-  begin(delivery, receivedMs) {
+  // Extends `delivery`, received at `receivedAt` (monotonicSeconds()),
+  // until end(ticket). Returns 0 (tracking nothing) when disabled or closed.
+  begin(delivery, receivedAt) {
     if (!this.enabled || this.closed) return 0;
     const ticket = this.nextTicket++;
     this.entries.set(ticket, {
-      delivery, received: receivedMs, lastTry: receivedMs, inFlight: false,
+      delivery, received: receivedAt, lastTry: receivedAt, inFlight: false,
       exhausted: false,
     });
     this._reschedule();
@@ -60,16 +65,16 @@ class Heartbeat {
   }
 
   _interval() {
-    return this.ackWaitMs * this.fraction;
+    return this.ackWait * this.fraction;
   }
 
   _nextDue() {
-    if (this.ackWaitMs <= 0) return Infinity;
+    if (this.ackWait <= 0) return Infinity;
     let next = Infinity;
     for (const e of this.entries.values()) {
       if (e.inFlight || e.exhausted) continue;
       const due = e.lastTry + this._interval();
-      if (due >= e.received + this.ackWaitMs + this.maxExtensionMs) continue;
+      if (due >= e.received + this.ackWait + this.maxExtension) continue;
       next = Math.min(next, due);
     }
     return next;
@@ -87,22 +92,22 @@ class Heartbeat {
       this.timer = null;
       this.timerDue = Infinity;
       this.tick();
-    }, Math.max(0, due - performance.now()));
+    }, Math.max(0, (due - monotonicSeconds()) * 1000));
   }
 
-  // Sends every extend due at `now` (ms); resolves when they answered.
-  async tick(now = performance.now()) {
-    if (this.ackWaitMs <= 0 || this.closed) return;
+  // Sends every extend due at `now` (seconds); resolves when they answered.
+  async tick(now = monotonicSeconds()) {
+    if (this.ackWait <= 0 || this.closed) return;
     const due = [];
     for (const [ticket, e] of this.entries) {
       if (e.inFlight || e.exhausted || now < e.lastTry + this._interval()) continue;
-      const left = e.received + this.ackWaitMs + this.maxExtensionMs - now;
+      const left = e.received + this.ackWait + this.maxExtension - now;
       if (left <= 0) {
         e.exhausted = true;
         continue;
       }
       e.inFlight = true;
-      due.push({ ticket, e, seconds: Math.min(this.ackWaitMs, left) / 1000 });
+      due.push({ ticket, e, seconds: Math.min(this.ackWait, left) });
     }
     const work = due.map(async ({ ticket, e, seconds }) => {
       let moved = null;
@@ -144,4 +149,4 @@ class Heartbeat {
   }
 }
 
-module.exports = { Heartbeat };
+module.exports = { Heartbeat, monotonicSeconds };

@@ -24,20 +24,16 @@ const { Client } = require('./client');
 const { ack, retry, dead, outcome } = require('./results');
 const { Message, Schema } = require('./message');
 const { MsgqError, status, codeName } = require('./errors');
-const { Backoff } = require('./backoff');
-const { AckBatcher } = require('./ack_batcher');
-const { Heartbeat } = require('./heartbeat');
 const {
   parseTraceparent, formatTraceparent, traceparent, tracestate, traceColumns,
 } = require('./trace');
 const { readTokenFile } = require('./channel');
-const { findProtoDir } = require('./proto');
 const { inboxHandler, purgeInbox, InboxError } = require('./inbox');
 
 module.exports = {
   Subscriber, subscribe, Client, ack, retry, dead, outcome, Message, Schema,
-  MsgqError, status, codeName, Backoff, AckBatcher, Heartbeat,
+  MsgqError, status, codeName,
   parseTraceparent, formatTraceparent, traceparent, tracestate, traceColumns,
-  readTokenFile, findProtoDir, inboxHandler, purgeInbox, InboxError,
+  readTokenFile, inboxHandler, purgeInbox, InboxError,
   version: require('../package.json').version,
 };

@@ -7,10 +7,9 @@
 // Heartbeat, so a message's ack, nack and extends go to the server that sent
 // it and to no other (ids are unique only within one shard).
 
-const { performance } = require('node:perf_hooks');
 const { Client } = require('./client');
 const { AckBatcher } = require('./ack_batcher');
-const { Heartbeat } = require('./heartbeat');
+const { Heartbeat, monotonicSeconds } = require('./heartbeat');
 const { Backoff } = require('./backoff');
 const { Message, Schema } = require('./message');
 const {
@@ -135,7 +134,7 @@ class ServerStream {
             this._learnAckWait();
             call(o.onConnected, this.name, schema.fields);
           }
-          const at = performance.now();
+          const at = monotonicSeconds();
           for (const row of response.rows) {
             const message = new Message(schema, row, this.name);
             this.stats.received++;

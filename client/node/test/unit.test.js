@@ -8,6 +8,8 @@ const msgq = require('..');
 const { Message, Schema } = require('../lib/message');
 const { AckBatcher } = require('../lib/ack_batcher');
 const { Heartbeat } = require('../lib/heartbeat');
+const { Backoff } = require('../lib/backoff');
+const { findProtoDir } = require('../lib/proto');
 const { bytes, tableRef } = require('../lib/wire');
 const { MsgqError, status } = msgq;
 
@@ -111,12 +113,12 @@ test('handler results', () => {
 });
 
 test('backoff grows, caps and resets', () => {
-  const b = new msgq.Backoff({ initial: 0.1, multiplier: 2, max: 1, jitter: 0 });
+  const b = new Backoff({ initial: 0.1, multiplier: 2, max: 1, jitter: 0 });
   assert.deepEqual([b.next(), b.next(), b.next(), b.next(), b.next(), b.next()],
                    [0.1, 0.2, 0.4, 0.8, 1, 1]);
   b.reset();
   assert.equal(b.next(), 0.1);
-  const j = new msgq.Backoff({ initial: 1, max: 10, jitter: 0.2 });
+  const j = new Backoff({ initial: 1, max: 10, jitter: 0.2 });
   for (let i = 0; i < 50; i++) {
     j.reset();
     const d = j.next();
@@ -167,24 +169,24 @@ test('heartbeat extends until the cap and stops on a lost delivery', async () =>
   let answer = 1;
   const h = new Heartbeat({ fraction: 0.5, maxExtension: 3, ackWait: 2 },
                           async (d, seconds) => { calls.push([d.id, seconds]); return answer; });
-  const t0 = 1000000;
+  const t0 = 1000;  // seconds on the monotonic clock
   const ticket = h.begin({ id: 'a', epoch: 0 }, t0);
   clearTimeout(h.timer); // driven by hand below
-  await h.tick(t0 + 500);
+  await h.tick(t0 + 0.5);
   assert.deepEqual(calls, []);                     // not due before 1 s
-  await h.tick(t0 + 1000);
+  await h.tick(t0 + 1);
   assert.deepEqual(calls, [['a', 2]]);
-  await h.tick(t0 + 2000);
-  await h.tick(t0 + 3000);
-  await h.tick(t0 + 4000);                          // cap: R + 2 + 3 = 5 s
+  await h.tick(t0 + 2);
+  await h.tick(t0 + 3);
+  await h.tick(t0 + 4);                          // cap: R + 2 + 3 = 5 s
   assert.deepEqual(calls.map((c) => c[1]), [2, 2, 2, 1]);
-  await h.tick(t0 + 5000);
+  await h.tick(t0 + 5);
   assert.equal(calls.length, 4);                    // exhausted
   h.end(ticket);
   answer = 0;
   h.begin({ id: 'b', epoch: 1 }, t0);
-  await h.tick(t0 + 1000);
-  await h.tick(t0 + 2000);
+  await h.tick(t0 + 1);
+  await h.tick(t0 + 2);
   assert.deepEqual(calls.slice(4), [['b', 2]]);     // lost: never again
   assert.deepEqual(h.stats, { extended: 4, lost: 1, errors: 0 });
   await h.close();
@@ -201,7 +203,10 @@ test('bytes fields take strings as UTF-8, never base64', () => {
 });
 
 test('the proto is found and options are checked', async () => {
-  assert.ok(require('node:fs').existsSync(`${msgq.findProtoDir()}/msgq/v1/messaging.proto`));
+  for (const internal of ['Backoff', 'AckBatcher', 'Heartbeat', 'findProtoDir']) {
+    assert.equal(internal in msgq, false, `${internal} is not exported`);
+  }
+  assert.ok(require('node:fs').existsSync(`${findProtoDir()}/msgq/v1/messaging.proto`));
   assert.throws(() => new msgq.Subscriber({ servers: [], table: 't', handler: () => {} }),
                 (e) => e.code === status.INVALID_ARGUMENT);
   assert.throws(() => new msgq.Subscriber({ servers: 'a:1,a:1', table: 't', handler: () => {} }),
