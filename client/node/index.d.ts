@@ -199,7 +199,10 @@ export interface SubscriberOptions extends ConnectionOptions {
   server?: string;
   table: TableRef;
   keyspace?: string;
-  handler: Handler;
+  /** Absent: iterate the subscriber with `for await`. */
+  handler?: Handler;
+  /** Aborting it closes the subscriber (wait() then resolves). */
+  signal?: AbortSignal;
   /** Handlers running at once (default 1). */
   concurrency?: number;
   /** max_unacked of each stream (default 0 = unlimited). */
@@ -230,7 +233,14 @@ export interface SubscriberOptions extends ConnectionOptions {
   onHandlerError?: (error: unknown, message: Message) => void;
 }
 
-export declare class Subscriber {
+/**
+ * Receives the messages of one table. With a handler: start(), then close()
+ * or an aborted signal. Without: `for await (const msg of subscriber)`,
+ * which starts it; moving to the next message acks the previous one unless
+ * settle() answered it; leaving the loop retries an unsettled message and
+ * closes the subscriber; a fatal error is thrown by the loop.
+ */
+export declare class Subscriber implements AsyncIterable<Message> {
   constructor(options: SubscriberOptions);
   /** Opens the streams and starts the handlers. */
   start(): this;
@@ -239,6 +249,13 @@ export declare class Subscriber {
   /** Resolves once closed; rejects with the MsgqError of a fatal failure. */
   wait(): Promise<void>;
   stats(): SubscriberStats;
+  /**
+   * Answers the message the loop holds (default ack()). Throws a MsgqError
+   * (FAILED_PRECONDITION) for a message the loop does not hold.
+   */
+  settle(message: Message, result?: HandlerResult | void | boolean): void;
+  /** Throws a MsgqError (FAILED_PRECONDITION) with a handler or a second loop. */
+  [Symbol.asyncIterator](): AsyncIterator<Message, undefined>;
 }
 
 /** new Subscriber(options).start() */

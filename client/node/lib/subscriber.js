@@ -15,6 +15,15 @@
 //   ...
 //   await sub.close();
 //
+// Or without a handler, as an async iterable (it starts itself):
+//
+//   const sub = new Subscriber({ servers: 'db1:15999', table: 'orders',
+//                                signal: controller.signal });
+//   for await (const msg of sub) {
+//     if (msg.get('message') === null) { sub.settle(msg, dead('NULL')); continue; }
+//     await process(msg.json('message'));  // acked when the loop moves on
+//   }
+//
 // Semantics (as the C++ Subscriber, client/subscriber.h):
 //   - Fan-in: one MessageStream per server, each reconnecting on its own;
 //     every message is acked, nacked and extended on the server it came from
@@ -47,6 +56,17 @@
 //     0 per server; releaseOnClose: false leaves them to time out instead,
 //     as the C++ client does), waits for running handlers (and their
 //     nacks), then sends the acks they produced and closes the channels.
+//   - signal: an AbortSignal; its abort calls close() (an already aborted
+//     signal: start() opens nothing). wait() then resolves, not rejects.
+//   - Iteration (no handler): the loop takes one message at a time; up to
+//     `concurrency` more wait for it, extended by the heartbeat. The loop's
+//     message is settled by settle(msg, result) with a handler's result, or
+//     acked when the loop asks for the next one. Leaving the loop (break,
+//     return, a throw) retries an unsettled message with the table's
+//     backoff and closes the subscriber. After close() (or an abort) the
+//     loop ends once the subscriber has closed; after a fatal error it
+//     throws that MsgqError. The tracing span of a message covers its time
+//     in the loop but is not the active context of the loop's body.
 //   - Tracing: see trace.js. With @opentelemetry/api loadable (and tracing
 //     not false) each handled message gets a CONSUMER span "process TABLE"
 //     from options.tracerProvider or the global provider: a child of the
@@ -63,7 +83,7 @@
 // Durations are in seconds.
 
 const { ServerStream } = require('./server_stream');
-const { outcome, thrown } = require('./results');
+const { ack, retry, outcome, thrown } = require('./results');
 const { MsgqError, invalidArgument, status } = require('./errors');
 const { tableRef, tableString } = require('./wire');
 const { tokenOf } = require('./channel');
@@ -71,6 +91,10 @@ const { loadOtel } = require('./trace');
 const { checkSeconds } = require('./client');
 
 const VERSION = require('../package.json').version;
+
+// What an iterated subscriber's handler answers for a message the loop never
+// took: hand it back (as close() does with unstarted messages).
+const RELEASE = Symbol('release');
 
 function parseServers(servers) {
   let list = servers;
@@ -110,8 +134,12 @@ function normalize(options) {
   if (!options || typeof options !== 'object') {
     throw invalidArgument('new Subscriber({ servers, table, handler, ... })');
   }
-  if (typeof options.handler !== 'function') {
-    throw invalidArgument('handler must be a function');
+  if (options.handler !== undefined && typeof options.handler !== 'function') {
+    throw invalidArgument('handler must be a function (or absent, to iterate)');
+  }
+  const { signal } = options;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw invalidArgument('signal must be an AbortSignal');
   }
   const heartbeat = { fraction: 0.5, maxExtension: 600, ackWait: 0,
                       ...(options.heartbeat || {}) };
@@ -120,7 +148,8 @@ function normalize(options) {
   return Object.freeze({
     servers: parseServers(options.servers ?? options.server),
     table: tableRef(options.table, options.keyspace),
-    handler: options.handler,
+    handler: options.handler ?? null,
+    signal,
     concurrency: positiveInt(options.concurrency ?? 1, 'concurrency', 1),
     prefetch: positiveInt(options.prefetch ?? 0, 'prefetch', 0),
     queueCapacity: positiveInt(options.queueCapacity ?? 16, 'queueCapacity', 1),
@@ -149,7 +178,7 @@ function normalize(options) {
 
 class Subscriber {
   // See the file comment; options: { servers (or server), table, keyspace,
-  // handler, concurrency, prefetch, queueCapacity, autoAck, releaseOnClose,
+  // handler (absent: iterate the subscriber), signal, concurrency, prefetch, queueCapacity, autoAck, releaseOnClose,
   // ack: { maxBatch, maxDelay, maxAttempts }, ackTimeout, heartbeat:
   // { fraction, maxExtension, ackWait }, backoff: { initial, multiplier,
   // max, jitter }, retryInitialConnect, tls, token, tokenFile,
@@ -159,7 +188,12 @@ class Subscriber {
   constructor(options) {
     this.options = normalize(options);
     this.table = this.options.table;
-    this.handler = this.options.handler;
+    this.handler = this.options.handler || ((message) => this._offer(message));
+    this.offered = [];         // iteration: { message, resolve } for the loop
+    this.takers = [];          // iteration: the loop waiting for a message
+    this.current = null;       // iteration: the loop's unsettled message
+    this.iterating = false;
+    this.onAbort = null;
     this.queue = [];
     this.waiters = [];         // idle workers waiting for a message
     this.workers = [];
@@ -191,6 +225,15 @@ class Subscriber {
   // Opens the streams and starts the handler slots. Returns this.
   start() {
     if (this.started || this.stopRequested) return this;
+    const { signal } = this.options;
+    if (signal) {
+      if (signal.aborted) {
+        this.close();
+        return this;
+      }
+      this.onAbort = () => this.close();
+      signal.addEventListener('abort', this.onAbort, { once: true });
+    }
     this.started = true;
     const label = this.options.servers.length > 1;
     this.streams = this.options.servers.map(
@@ -316,6 +359,14 @@ class Subscriber {
       const value = traced
         ? await this.otel.context.with(traced.context, () => this.handler(message))
         : await this.handler(message);
+      if (value === RELEASE) {
+        origin.heartbeat.end(ticket);
+        if (traced) traced.span.end();
+        if (this.options.autoAck && this.options.releaseOnClose) {
+          await origin.nack([message.delivery], { delay: 0 });
+        }
+        return;
+      }
       result = outcome(value);
     } catch (e) {
       error = e;
@@ -342,15 +393,86 @@ class Subscriber {
     }
   }
 
+  // The handler of an iterated subscriber: hands `message` to the loop and
+  // resolves with its settlement (RELEASE when closed before the loop took
+  // it).
+  _offer(message) {
+    if (this.stopRequested) return Promise.resolve(RELEASE);
+    return new Promise((resolve) => {
+      const item = { message, resolve };
+      const taker = this.takers.shift();
+      if (taker) taker(item);
+      else this.offered.push(item);
+    });
+  }
+
+  _take() {
+    if (this.offered.length > 0) return Promise.resolve(this.offered.shift());
+    if (this.stopRequested) return Promise.resolve(null);
+    return new Promise((resolve) => this.takers.push(resolve));
+  }
+
+  // Settles the message the loop holds with a handler's result (ack(),
+  // retry({ delay, reason }), dead(reason); a handler's return values are
+  // taken too). Throws a MsgqError (FAILED_PRECONDITION) for a message the
+  // loop does not hold: settled already, or not from this loop.
+  settle(message, result = ack()) {
+    if (!this.current || this.current.message !== message) {
+      throw new MsgqError(status.FAILED_PRECONDITION,
+        'settle(): not the message this subscriber\'s loop holds (settled already?)');
+    }
+    const { resolve } = this.current;
+    this.current = null;
+    resolve(outcome(result));
+  }
+
+  // Iteration: see the file comment. One loop at a time; starts the
+  // subscriber. Throws a MsgqError (FAILED_PRECONDITION) for a subscriber
+  // with a handler or one being iterated already.
+  [Symbol.asyncIterator]() {
+    if (this.options.handler) {
+      throw new MsgqError(status.FAILED_PRECONDITION,
+        'a Subscriber with a handler is not iterable: leave the handler out');
+    }
+    if (this.iterating) {
+      throw new MsgqError(status.FAILED_PRECONDITION, 'this Subscriber is iterated already');
+    }
+    this.iterating = true;
+    this.start();
+    const next = async () => {
+      if (this.current) this.settle(this.current.message, ack());
+      const item = await this._take();
+      if (item === null) {
+        await this.close();
+        if (this.fatal) throw this.fatal;
+        return { done: true, value: undefined };
+      }
+      this.current = item;
+      return { done: false, value: item.message };
+    };
+    const leave = async () => {
+      if (this.current) {
+        this.settle(this.current.message,
+                    retry({ reason: 'the loop ended before settling it' }));
+      }
+      await this.close();
+      return { done: true, value: undefined };
+    };
+    return { next, return: leave, [Symbol.asyncIterator]() { return this; } };
+  }
+
   // Stops taking messages, hands unstarted ones back, waits for running
   // handlers, flushes the acks and closes the channels. Idempotent; resolves
   // once done (also after a fatal error: see wait()).
   close() {
     if (this.closing) return this.closing;
     this.stopRequested = true;
+    if (this.onAbort) this.options.signal.removeEventListener('abort', this.onAbort);
     this.closing = (async () => {
       for (const s of this.streams) s.requestStop();
       for (const w of this.waiters.splice(0)) w(null);
+      for (const t of this.takers.splice(0)) t(null);
+      for (const { resolve } of this.offered.splice(0)) resolve(RELEASE);
       await Promise.all(this.workers);
       await Promise.all(this.streams.map((s) => s.loop));
       // Received, never started: hand them back now, per server.

@@ -213,6 +213,11 @@ test('the proto is found and options are checked', async () => {
                 /given twice/);
   assert.throws(() => new msgq.Subscriber({ servers: 'a:1', table: 't', handler: () => {}, concurrency: 0 }),
                 /concurrency/);
+  assert.throws(() => new msgq.Subscriber({ servers: 'a:1', table: 't', signal: {} }),
+                (e) => e.code === status.INVALID_ARGUMENT && /AbortSignal/.test(e.message));
+  const handled = new msgq.Subscriber({ servers: 'a:1', table: 't', handler: () => {} });
+  assert.throws(() => handled[Symbol.asyncIterator](),
+                (e) => e.code === status.FAILED_PRECONDITION && /not iterable/.test(e.message));
   const client = new msgq.Client('127.0.0.1:1', { timeout: 2 });
   await assert.rejects(client.nack('t', [{ id: '1', epoch: 0 }], { delay: -1 }),
                        (e) => e.code === status.INVALID_ARGUMENT);
