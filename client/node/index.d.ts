@@ -272,11 +272,28 @@ export declare function traceColumns(context?: unknown): { traceparent: string |
 
 export declare function readTokenFile(path: string): string;
 
+/**
+ * What the helpers need of a mysql2/promise connection or pool: a mysql2
+ * Connection, PoolConnection or Pool fits.
+ */
+export interface SqlConnection {
+  query(sql: string, values?: unknown): Promise<unknown>;
+}
+
+/** A connection the inbox runs a transaction on (a mysql2 PoolConnection). */
+export interface InboxConnection extends SqlConnection {
+  beginTransaction(): Promise<void>;
+  commit(): Promise<void>;
+  rollback(): Promise<void>;
+  release(): void;
+  destroy(): void;
+}
+
 // The idempotent-consumer helper (lib/inbox.js, docs/effectively-once.md):
 // `work` runs inside a transaction on a connection of `pool` (a
 // mysql2/promise Pool), after the inbox row's INSERT; ack after the commit.
-export interface InboxOptions {
-  pool: any;
+export interface InboxOptions<C extends InboxConnection = InboxConnection> {
+  pool: { getConnection(): Promise<C> };
   source: string;
   table: string;
   keyspace?: string;
@@ -286,13 +303,14 @@ export interface InboxOptions {
   onDuplicate?: (message: Message) => void;
   log?: (...args: unknown[]) => void;
 }
-export declare function inboxHandler(
-  options: InboxOptions,
-  work: (message: Message, conn: any) =>
+export declare function inboxHandler<C extends InboxConnection>(
+  options: InboxOptions<C>,
+  work: (message: Message, conn: C) =>
     HandlerResult | boolean | void | Promise<HandlerResult | boolean | void>,
 ): Handler;
+/** Deletes inbox rows older than the retention; resolves to the count. */
 export declare function purgeInbox(
-  pool: any,
+  pool: SqlConnection,
   options: { retentionSeconds: number; batch?: number; inboxTable?: string },
 ): Promise<number>;
 export declare class InboxError extends Error {}

@@ -17,7 +17,7 @@
 // (results.js), Message (message.js), trace context helpers (trace.js),
 // MsgqError and the gRPC status codes (errors.js), the idempotent-consumer
 // helper inboxHandler/purgeInbox (inbox.js, docs/effectively-once.md).
-// Types: index.d.ts.
+// Types: index.d.ts. The ES module entry point (index.mjs) re-exports these.
 
 const { Subscriber, subscribe } = require('./subscriber');
 const { Client } = require('./client');

@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# The Node client's tests, as ctest runs them (msgq_node_client_test):
-# installs the npm packages of the committed package-lock.json with `npm ci`
-# when node_modules is missing or was installed from another lockfile (the
-# only step that needs the npm registry), then runs every test/*.test.js
-# with Node's test runner against a private MariaDB and $MSGQD.
+# The Node client's tests, as ctest runs them: installs the npm packages of
+# the committed package-lock.json with `npm ci` when node_modules is missing
+# or was installed from another lockfile (the only step that needs the npm
+# registry), then
+#   ctest.sh [node --test args]  every test/*.test.js with Node's test runner
+#                                against a private MariaDB and $MSGQD
+#                                (msgq_node_client_test);
+#   ctest.sh types               tsc: index.d.ts with test/types/, and the
+#                                tests' JavaScript against index.d.ts
+#                                (msgq_node_client_types);
+#   ctest.sh package             npm pack, an offline install of the tarball,
+#                                require(), import and types of the installed
+#                                package (msgq_node_client_package).
 #
 #   MSGQD=build/server/msgqd client/node/scripts/ctest.sh [node --test args]
 set -euo pipefail
@@ -21,6 +29,14 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   npm ci --no-audit --no-fund
   echo "$want" >"$stamp"
 fi
+
+case "${1:-}" in
+  types)
+    node node_modules/typescript/bin/tsc -p tsconfig.json
+    exec node node_modules/typescript/bin/tsc -p test/tsconfig.json ;;
+  package)
+    exec node --test --test-force-exit test/package/*.test.js ;;
+esac
 
 # One test file at a time: each starts its own MariaDB and msgqd, and the
 # timing checks (retry delays, heartbeats) want the CPU. --test-force-exit:

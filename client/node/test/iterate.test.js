@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // The Subscriber as an async iterable and with an AbortSignal, against a
 // real MariaDB and msgqd: the loop acks what it moves past, settle() retries

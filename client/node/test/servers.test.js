@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // The Subscriber across servers: fan-in from two msgqd (two databases, the
 // same ids in both, each message settled where it came from), a msgqd

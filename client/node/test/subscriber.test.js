@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // Subscriber and Client against a real MariaDB and msgqd: every handler
 // outcome (ack, retry with a delay, dead, a thrown error), typed columns,
@@ -287,9 +288,9 @@ test('errors are MsgqErrors with gRPC codes; a fatal stream error ends the subsc
   await assert.rejects(client.ack('no_such_table', ['1']),
                        (e) => e instanceof MsgqError && e.code === status.NOT_FOUND &&
                          e.codeName === 'NOT_FOUND');
-  await assert.rejects(client.ack('acked', ['abc']), (e) => e.code === status.INVALID_ARGUMENT);
+  await assert.rejects(client.ack('acked', ['abc']), (e) => e instanceof MsgqError && e.code === status.INVALID_ARGUMENT);
   await assert.rejects(client.extend('acked', [{ id: '1', epoch: 0 }], 1e9),
-                       (e) => e.code === status.INVALID_ARGUMENT);
+                       (e) => e instanceof MsgqError && e.code === status.INVALID_ARGUMENT);
   const sub = subscriber('no_such_table', () => ack());
   await assert.rejects(sub.wait(), (e) => e instanceof MsgqError && e.code === status.NOT_FOUND);
   await sub.close(); // idempotent, resolves
