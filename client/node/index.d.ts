@@ -314,3 +314,41 @@ export declare function purgeInbox(
   options: { retentionSeconds: number; batch?: number; inboxTable?: string },
 ): Promise<number>;
 export declare class InboxError extends Error {}
+
+/**
+ * One message for enqueue(): a row of a message table. Columns not written
+ * take their defaults; key, type and headers need their columns.
+ */
+export interface Outgoing {
+  /** The id column; default a new UUIDv7 (36 characters of text). */
+  id?: string | Buffer | number | bigint;
+  /** The message column: Buffer and string as they are, null as NULL, else JSON. */
+  body?: unknown;
+  /** message_key. */
+  key?: string;
+  /** message_type. */
+  type?: string;
+  /** headers, stored as a JSON object sorted by name. */
+  headers?: Record<string, string>;
+  /** Seconds from now by MySQL's clock (time_next); default 0, send now. */
+  delay?: number;
+  /** More columns by name, e.g. { priority: 10 }; traceparent/tracestate override the context's. */
+  columns?: Record<string, unknown>;
+}
+
+export interface EnqueueOptions {
+  /** The OpenTelemetry Context whose span fills traceparent/tracestate (default: the active one). */
+  context?: unknown;
+}
+
+/**
+ * Inserts a message on `conn` (a mysql2/promise connection inside the
+ * application's transaction); resolves to its id as text. Rejects with a
+ * MsgqError (INVALID_ARGUMENT) for a bad argument, else with mysql2's
+ * error (errno 1062: duplicate id).
+ */
+export declare function enqueue(conn: SqlConnection, table: TableRef, message: Outgoing,
+                                options?: EnqueueOptions): Promise<string>;
+/** Inserts several messages with one multi-row INSERT; resolves to their ids. */
+export declare function enqueueBatch(conn: SqlConnection, table: TableRef, messages: Outgoing[],
+                                     options?: EnqueueOptions): Promise<string[]>;

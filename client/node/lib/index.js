@@ -16,7 +16,9 @@
 // Subscriber (subscriber.js), Client (client.js), the handler results
 // (results.js), Message (message.js), trace context helpers (trace.js),
 // MsgqError and the gRPC status codes (errors.js), the idempotent-consumer
-// helper inboxHandler/purgeInbox (inbox.js, docs/effectively-once.md).
+// helper inboxHandler/purgeInbox (inbox.js, docs/effectively-once.md), the
+// producer's enqueue/enqueueBatch in the application's transaction
+// (producer.js).
 // Types: index.d.ts. The ES module entry point (index.mjs) re-exports these.
 
 const { Subscriber, subscribe } = require('./subscriber');
@@ -29,11 +31,12 @@ const {
 } = require('./trace');
 const { readTokenFile } = require('./channel');
 const { inboxHandler, purgeInbox, InboxError } = require('./inbox');
+const { enqueue, enqueueBatch } = require('./producer');
 
 module.exports = {
   Subscriber, subscribe, Client, ack, retry, dead, outcome, Message, Schema,
   MsgqError, status, codeName,
   parseTraceparent, formatTraceparent, traceparent, tracestate, traceColumns,
-  readTokenFile, inboxHandler, purgeInbox, InboxError,
+  readTokenFile, inboxHandler, purgeInbox, InboxError, enqueue, enqueueBatch,
   version: require('../package.json').version,
 };

@@ -12,7 +12,7 @@ export const {
   Subscriber, subscribe, Client, ack, retry, dead, outcome, Message, Schema,
   MsgqError, status, codeName, parseTraceparent, formatTraceparent,
   traceparent, tracestate, traceColumns, readTokenFile, inboxHandler,
-  purgeInbox, InboxError, version,
+  purgeInbox, InboxError, enqueue, enqueueBatch, version,
 } = msgq;
 
 export default msgq;

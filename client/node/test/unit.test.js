@@ -10,6 +10,7 @@ const { AckBatcher } = require('../lib/ack_batcher');
 const { Heartbeat } = require('../lib/heartbeat');
 const { Backoff } = require('../lib/backoff');
 const { findProtoDir } = require('../lib/proto');
+const { uuidv7 } = require('../lib/producer');
 const { bytes, tableRef } = require('../lib/wire');
 const { MsgqError, status } = msgq;
 
@@ -190,6 +191,12 @@ test('heartbeat extends until the cap and stops on a lost delivery', async () =>
   assert.deepEqual(calls.slice(4), [['b', 2]]);     // lost: never again
   assert.deepEqual(h.stats, { extended: 4, lost: 1, errors: 0 });
   await h.close();
+});
+
+test('UUIDv7 layout: milliseconds, version 7, variant 10, random bits', () => {
+  assert.equal(uuidv7(0x0123456789ab, Buffer.alloc(10, 0x00)), '01234567-89ab-7000-8000-000000000000');
+  assert.equal(uuidv7(0x0123456789ab, Buffer.alloc(10, 0xff)), '01234567-89ab-7fff-bfff-ffffffffffff');
+  assert.match(uuidv7(), /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
 });
 
 test('bytes fields take strings as UTF-8, never base64', () => {

@@ -18,7 +18,7 @@ const TSC = path.join(PACKAGE_DIR, 'node_modules', 'typescript', 'bin', 'tsc');
 
 const EXPORTS = [
   'Client', 'InboxError', 'Message', 'MsgqError', 'Schema', 'Subscriber', 'ack',
-  'codeName', 'dead', 'formatTraceparent', 'inboxHandler', 'outcome',
+  'codeName', 'dead', 'enqueue', 'enqueueBatch', 'formatTraceparent', 'inboxHandler', 'outcome',
   'parseTraceparent', 'purgeInbox', 'readTokenFile', 'retry', 'status',
   'subscribe', 'traceColumns', 'traceparent', 'tracestate', 'version',
 ];

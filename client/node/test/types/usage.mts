@@ -3,7 +3,7 @@
 // Each @ts-expect-error line must fail to type-check.
 import msgq, {
   Client, InboxError, Message, MsgqError, Subscriber, ack, dead, inboxHandler,
-  purgeInbox, retry, status, traceColumns,
+  purgeInbox, retry, status, traceColumns, enqueue, enqueueBatch,
 } from 'msgq';
 import type { Delivery, HandlerResult, SubscriberStats, TableStatus } from 'msgq';
 // @ts-expect-error internals are not exported
@@ -80,3 +80,17 @@ const handler = inboxHandler({ pool, source: 'prod', table: 'transfers' }, async
 new Subscriber({ servers: 'msgq:15999', table: 'transfers', handler });
 expectType<number>(await purgeInbox(pool, { retentionSeconds: 86400 }));
 expectType<Error>(new InboxError('x'));
+
+const conn = await pool.getConnection();
+await conn.beginTransaction();
+const id: string = await enqueue(conn, 'order_events', {
+  body: { order: 17 }, key: 'customer-3', type: 'order.placed', headers: { source: 'web' }, delay: 10,
+});
+const ids: string[] = await enqueueBatch(conn, { keyspace: 'shop', name: 'order_events' }, [
+  { id: 18, body: Buffer.from('{}') }, { columns: { priority: 10 } },
+], { context: undefined });
+// @ts-expect-error headers are strings
+await enqueue(conn, 'order_events', { headers: { retries: 3 } });
+await conn.commit();
+conn.release();
+void id; void ids;
