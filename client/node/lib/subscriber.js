@@ -178,13 +178,14 @@ function normalize(options) {
 
 class Subscriber {
   // See the file comment; options: { servers (or server), table, keyspace,
-  // handler (absent: iterate the subscriber), signal, concurrency, prefetch, queueCapacity, autoAck, releaseOnClose,
-  // ack: { maxBatch, maxDelay, maxAttempts }, ackTimeout, heartbeat:
-  // { fraction, maxExtension, ackWait }, backoff: { initial, multiplier,
-  // max, jitter }, retryInitialConnect, tls, token, tokenFile,
-  // channelOptions, tracing, tracerProvider, and the callbacks onConnected,
-  // onStreamError, onAckError, onNackError, onHeartbeatError,
-  // onHandlerError }. Throws a MsgqError (INVALID_ARGUMENT) for bad options.
+  // handler (absent: iterate the subscriber), signal, concurrency, prefetch,
+  // queueCapacity, autoAck, releaseOnClose, ack: { maxBatch, maxDelay,
+  // maxAttempts }, ackTimeout, heartbeat: { fraction, maxExtension,
+  // ackWait }, backoff: { initial, multiplier, max, jitter },
+  // retryInitialConnect, tls, token, tokenFile, channelOptions, tracing,
+  // tracerProvider, and the callbacks onConnected, onStreamError,
+  // onAckError, onNackError, onHeartbeatError, onHandlerError }. Throws a
+  // MsgqError (INVALID_ARGUMENT) for bad options.
   constructor(options) {
     this.options = normalize(options);
     this.table = this.options.table;
