@@ -54,7 +54,7 @@ std::string FormatMessageText(const Message& message);
 // message before this delivery, is not 0: what `msgq tail` prints. With the
 // id it names the delivery for `msgq nack`/`msgq extend` (ID:EPOCH, EPOCH 0
 // when none is printed). A first delivery thus prints as it did before
-// epochs were shown (scripts and README.md#quickstart-5-minutes rely on
+// epochs were shown (scripts and README.md#quickstart rely on
 // that).
 // No newline.
 std::string FormatMessageTextWithEpoch(const Message& message);

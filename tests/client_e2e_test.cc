@@ -509,7 +509,7 @@ TEST_F(ClientE2eTest, CliAndPythonAgreeOnJson) {
               }));
 }
 
-// 5. README.md#quickstart-5-minutes: the table of schema/message_table.sql,
+// 5. README.md#quickstart: the table of schema/message_table.sql,
 // an INSERT with the mariadb command-line client, `msgq tail demo --ack
 // --count 1`.
 TEST_F(ClientE2eTest, ReadmeQuickstart) {

@@ -172,7 +172,7 @@ bool SigintPending(pid_t pid) {
   return false;
 }
 
-// README.md#quickstart-5-minutes: "watch the queue (acking what arrives):
+// README.md#quickstart: "watch the queue (acking what arrives):
 // `msgq tail demo --ack`" ... "Ctrl-C stops"; `msgq tail --help`: "Stops on
 // Ctrl-C".
 // A message the CLI has printed is acked, even when Ctrl-C comes while its

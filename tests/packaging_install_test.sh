@@ -14,8 +14,14 @@ tmp=$(mktemp -d /tmp/msgq-install-test-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" ||
+cmake --install "$build" --prefix "$tmp/prefix" --strip >"$tmp/install.log" ||
   { cat "$tmp/install.log" >&2; fail "cmake --install failed"; }
+# --strip, as docs/install.md says: no debug sections left in the programs.
+for p in msgqd msgq; do
+  if readelf -S "$tmp/prefix/bin/$p" | grep -q '\.debug_info'; then
+    fail "bin/$p keeps its debug symbols after --strip"
+  fi
+done
 for f in bin/msgqd bin/msgq lib/libmsgq_client.a lib/libmsgq_proto.a \
     lib/libmsgq_common.a lib/libmsgq_common_grpc.a \
     include/msgq/client/client.h include/msgq/client/subscriber.h \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# README.md#quickstart-5-minutes, command by command, in the order of the page,
+# README.md#quickstart, command by command, in the order of the page,
 # as a newcomer types them: the sh blocks of that section are read from the
 # page itself, so the page and this test cannot drift apart.
 #
@@ -40,7 +40,7 @@ fail() {
   exit 1
 }
 
-# Its section README.md#quickstart-5-minutes: the sh blocks, each a list of commands
+# Its section README.md#quickstart: the sh blocks, each a list of commands
 # (continuation lines joined, comments and blank lines dropped), one per
 # line of $tmp/block.N.
 awk -v dir="$tmp" '
@@ -58,7 +58,7 @@ awk -v dir="$tmp" '
   }
 ' "$src/README.md"
 block() { sed -n "${2}p" "$tmp/block.$1"; }
-[ "$(ls "$tmp"/block.* | wc -l)" = 5 ] || fail "README.md#quickstart-5-minutes: not 5 sh blocks"
+[ "$(ls "$tmp"/block.* | wc -l)" = 5 ] || fail "README.md#quickstart: not 5 sh blocks"
 
 # A checkout without var/, whose build lacks the Python stubs.
 work=$tmp/checkout
@@ -150,4 +150,4 @@ kill -0 "$run_pid" 2>/dev/null && fail "tools/run did not stop on SIGINT"
 run_pid=
 grep -q "msgqd stopped" "$tmp/run.log" || fail "msgqd did not stop cleanly"
 "$src/tools/mariadb-private" status var/mariadb && fail "private MariaDB still running"
-echo "ok: README.md#quickstart-5-minutes, in order"
+echo "ok: README.md#quickstart, in order"

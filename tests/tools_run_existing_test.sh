@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# README.md#quickstart-5-minutes: "To serve an existing server instead of the
+# README.md#quickstart: "To serve an existing server instead of the
 # private one, give its
 # address: `tools/run --mysql_host=... --mysql_port=... --mysql_user=msgq
 # --mysql_password=... --databases=app` (or `MSGQ_MYSQL_HOST`, `_PORT`,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# README.md#quickstart-5-minutes through the real tools/run: private MariaDB
+# README.md#quickstart through the real tools/run: private MariaDB
 # under a
 # temporary MSGQ_VAR_DIR, msgqd on a free port, an INSERT with the mariadb
 # client, `msgq tail demo --ack --count 1`, then SIGINT stops msgqd and the
