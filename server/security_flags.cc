@@ -37,9 +37,10 @@ ABSL_FLAG(std::string, auth_policy_file, "",
 ABSL_FLAG(absl::Duration, auth_reload_interval, absl::Seconds(1),
           "How often --auth_tokens_file and --auth_policy_file are checked "
           "for changes");
-ABSL_FLAG(int, max_streams_per_principal, 0,
+ABSL_FLAG(int, max_streams_per_principal, 256,
           "Open MessageStreams one principal may hold (RESOURCE_EXHAUSTED "
-          "beyond); 0 = no limit");
+          "beyond; without authentication every caller is the one "
+          "anonymous principal); 0 = no limit");
 ABSL_FLAG(int, grpc_max_receive_message_bytes, 4 << 20,
           "Largest request msgqd accepts (RESOURCE_EXHAUSTED beyond)");
 ABSL_FLAG(int, grpc_max_concurrent_streams, 100,

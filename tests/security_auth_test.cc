@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/log_wait.h"
@@ -326,6 +327,45 @@ TEST_F(SecurityAuthTest, StreamsPerPrincipalAreLimited) {
   EXPECT_TRUE(Eventually(
       [&] { return OpenStream(stub_.get(), "a", "tok-worker").ok(); },
       absl::Seconds(10)));
+}
+
+// By default a principal holds at most 256 streams: a client that opens
+// stream after stream (each holds batches in msgqd's memory) is refused
+// before it takes the server's memory.
+TEST_F(SecurityAuthTest, ByDefaultAPrincipalHoldsAtMost256Streams) {
+  ASSERT_NO_FATAL_FAILURE(StartWithPolicy());
+  struct Open {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReader<v1::MessageStreamResponse>> reader;
+  };
+  // Three connections: each carries at most --grpc_max_concurrent_streams.
+  std::vector<std::unique_ptr<v1::Messaging::Stub>> stubs;
+  for (int i = 0; i < 3; ++i) {
+    stubs.push_back(v1::Messaging::NewStub(PlainChannel(server_->address())));
+  }
+  v1::MessageStreamRequest request;
+  request.set_keyspace("msgq");
+  request.set_name("a");
+  std::vector<std::unique_ptr<Open>> open;
+  absl::Cleanup close_all = [&] {
+    for (auto& o : open) o->ctx.TryCancel();
+    for (auto& o : open) (void)o->reader->Finish();
+  };
+  for (int i = 0; i < 256; ++i) {
+    auto o = std::make_unique<Open>();
+    o->ctx.set_deadline(std::chrono::system_clock::now() +
+                        std::chrono::seconds(120));
+    o->ctx.AddMetadata("authorization", "Bearer tok-worker");
+    o->reader = stubs[i / 90]->MessageStream(&o->ctx, request);
+    v1::MessageStreamResponse fields;
+    ASSERT_TRUE(o->reader->Read(&fields)) << "stream " << i;
+    open.push_back(std::move(o));
+  }
+  grpc::Status refused = OpenStream(stub_.get(), "a", "tok-worker");
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(refused.error_message(),
+            "'worker' already has 256 open streams "
+            "(--max_streams_per_principal)");
 }
 
 TEST_F(SecurityAuthTest, ConsoleApiNeedsATokenAndAdmin) {

@@ -3,9 +3,13 @@
 // msgqd and MariaDB.
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/security_fixture.h"
@@ -109,6 +113,73 @@ TEST_F(SecurityTlsTest, RotatedCertificateServesNewConnections) {
 
 // A TLS key that group or others may read: msgqd exits 2 naming the key
 // and its mode, and starts once it is 0600.
+// The suite `openssl s_client` agrees with 127.0.0.1:`port` (over the
+// MySQL protocol's STARTTLS with `mysql`) offering `version` ("-tls1_2")
+// and `ciphers`; "" when the handshake fails.
+std::string AgreedCipher(int port, bool mysql, const std::string& version,
+                         const std::string& ciphers) {
+  const std::string cmd = absl::StrCat(
+      "timeout 20 openssl s_client -connect 127.0.0.1:", port,
+      mysql ? " -starttls mysql " : " ", version,
+      ciphers.empty() ? "" : absl::StrCat(" -cipher '", ciphers, "'"),
+      " </dev/null 2>&1");
+  FILE* f = popen(cmd.c_str(), "r");
+  if (f == nullptr) return "";
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof(buf), f)) > 0;) out.append(buf, n);
+  pclose(f);
+  // "New, TLSv1.2, Cipher is X", or "New, (NONE), Cipher is (NONE)".
+  const std::string kLine = ", Cipher is ";
+  const size_t at = out.find(kLine);
+  if (at == std::string::npos) return "";
+  std::string cipher = out.substr(at + kLine.size());
+  cipher = cipher.substr(0, cipher.find('\n'));
+  return cipher == "(NONE)" ? "" : cipher;
+}
+
+// Every TLS port (gRPC, HTTPS, the MySQL protocol's STARTTLS) agrees on
+// TLS 1.2 with an ECDHE key exchange and AES-GCM, or TLS 1.3, and on
+// nothing older or weaker: not TLS 1.1, not a CBC suite, not a key
+// exchange without forward secrecy.
+TEST_F(SecurityTlsTest, EveryPortSpeaksOnlyTls12PlusWithAeadSuites) {
+  std::vector<std::string> args = TlsArgs();
+  args.back() = "--http_listen=127.0.0.1:0";
+  args.push_back("--mysql_protocol_listen=127.0.0.1:0");
+  ASSERT_NO_FATAL_FAILURE(StartServer(args));
+  const std::string log = server_->Log();
+  int http = 0, mysql = 0;
+  for (auto [line, port] :
+       {std::pair<std::string, int*>{"msgqd http on 127.0.0.1:", &http},
+        {"msgqd mysql protocol on 127.0.0.1:", &mysql}}) {
+    const size_t at = log.find(line);
+    ASSERT_NE(at, std::string::npos) << log;
+    const std::string rest = log.substr(at + line.size());
+    ASSERT_TRUE(absl::SimpleAtoi(rest.substr(0, rest.find('\n')), port)) << log;
+  }
+  const struct {
+    const char* name;
+    int port;
+    bool mysql;
+  } ports[] = {{"gRPC", server_->port(), false},
+               {"HTTPS", http, false},
+               {"MySQL protocol", mysql, true}};
+  for (const auto& p : ports) {
+    SCOPED_TRACE(p.name);
+    // SECLEVEL=0: the client would refuse these itself otherwise.
+    EXPECT_EQ(AgreedCipher(p.port, p.mysql, "-tls1_1", "ALL:@SECLEVEL=0"), "");
+    EXPECT_EQ(AgreedCipher(p.port, p.mysql, "-tls1_2",
+                           "ECDHE-RSA-AES128-SHA:ECDHE-RSA-AES256-SHA384:"
+                           "AES128-GCM-SHA256:AES128-SHA:@SECLEVEL=0"),
+              "");
+    EXPECT_EQ(
+        AgreedCipher(p.port, p.mysql, "-tls1_2", "ECDHE-RSA-AES128-GCM-SHA256"),
+        "ECDHE-RSA-AES128-GCM-SHA256");
+    EXPECT_EQ(AgreedCipher(p.port, p.mysql, "-tls1_3", ""),
+              "TLS_AES_256_GCM_SHA384");
+  }
+}
+
 TEST_F(SecurityTlsTest, AKeyOthersMayReadRefusesToStart) {
   std::vector<std::string> args = TlsArgs();
   args.push_back("--databases=msgq");

@@ -90,6 +90,11 @@ absl::StatusOr<SslCtxPtr> BuildContext(const TlsServerFiles& files) {
   SslCtxPtr ctx(SSL_CTX_new(TLS_server_method()));
   if (ctx == nullptr) return absl::InternalError("SSL_CTX_new failed");
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
+  // TLS 1.2: forward secrecy and AEAD only, as gRPC's port and the HTTP
+  // port (GnuTLS) agree; TLS 1.3's suites are all AEAD.
+  if (SSL_CTX_set_cipher_list(ctx.get(), kTls12Ciphers) != 1) {
+    return absl::InternalError("SSL_CTX_set_cipher_list failed");
+  }
   SSL_CTX_set_options(
       ctx.get(), SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
   SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE |

@@ -15,7 +15,9 @@
 // between a new certificate and its key the pair does not match and the
 // old pair is kept until it does.
 //
-// The contexts speak TLS 1.2 and 1.3 only. With a client CA they require
+// The contexts speak TLS 1.2 and 1.3 only, and in TLS 1.2 only the suites
+// of kTls12Ciphers (ECDHE with AES-GCM: gRPC's default list, which the
+// gRPC port uses). With a client CA they require
 // and verify a client certificate signed by it (mTLS); TlsConnection then
 // reports the peer's identity.
 //
@@ -60,6 +62,11 @@ struct TlsServerFiles {
   std::string client_ca;  // PEM CA bundle; non-empty: require client certs
   absl::Duration reload_interval = absl::Seconds(60);
 };
+
+// The TLS 1.2 cipher suites of every TLS port of msgqd (OpenSSL names).
+inline constexpr char kTls12Ciphers[] =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+    "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-AES256-GCM-SHA384";
 
 class TlsServerContext {
  public:
