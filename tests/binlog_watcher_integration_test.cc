@@ -35,7 +35,15 @@ class RecordingListener : public BinlogWatcher::Listener {
   void OnRowChanges(const std::string&, const std::string&,
                     std::vector<RowChange> changes) override {
     absl::MutexLock lock(&mu_);
-    for (const RowChange& c : changes) ids_.push_back(c.id);
+    for (const RowChange& c : changes) {
+      ids_.push_back(c.id);
+      gtids_.push_back(c.id + "@" + c.gtid);
+    }
+  }
+  // "id@gtid" of each change, in order.
+  std::vector<std::string> gtids() const {
+    absl::MutexLock lock(&mu_);
+    return gtids_;
   }
   void OnStreaming(bool streaming, const std::string&) override {
     absl::MutexLock lock(&mu_);
@@ -61,6 +69,7 @@ class RecordingListener : public BinlogWatcher::Listener {
  private:
   mutable absl::Mutex mu_;
   std::vector<std::string> ids_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> gtids_ ABSL_GUARDED_BY(mu_);
   std::string transitions_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> resets_ ABSL_GUARDED_BY(mu_);
 };
@@ -92,6 +101,43 @@ TEST_F(BinlogWatcherTest, WatcherReportsDdlOfMessageTables) {
 
 // A consistent snapshot includes the transactions committed before it and
 // none after: what the poll after an XA COMMIT of unknown rows waits for.
+// A write knows its GTID from its commit's OK packet (session tracking,
+// no round trip), and the binlog's change carries the same GTID: msgq's
+// own writes are known in the binlog exactly.
+TEST_F(BinlogWatcherTest, AWritesTrackedGtidIsItsChangesGtid) {
+  CreateTable("q", "vt_poller_interval=30");
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 2));
+  BinlogWatcher::Options options;
+  options.mysql = db_->mysql_options();
+  options.server_id = 5153;
+  RecordingListener listener;
+  BinlogWatcher watcher(options, &listener);
+  watcher.Start();
+  ASSERT_TRUE(Eventually([&] { return watcher.status().streaming; },
+                         absl::Seconds(10)));
+  absl::StatusOr<std::unique_ptr<MysqlConnection>> conn =
+      MysqlConnection::Connect(db_->mysql_options());
+  ASSERT_TRUE(conn.ok()) << conn.status();
+  // A statement that changes nothing commits no GTID.
+  ASSERT_TRUE(
+      (*conn)->Execute("UPDATE msgq.q SET epoch = 1 WHERE id = 9").ok());
+  EXPECT_EQ((*conn)->TrackedLastGtid(), "");
+  ASSERT_TRUE(
+      (*conn)->Execute("UPDATE msgq.q SET epoch = 1 WHERE id = 1").ok());
+  const std::string single = (*conn)->TrackedLastGtid();
+  ASSERT_TRUE((*conn)->Execute("BEGIN").ok());
+  ASSERT_TRUE(
+      (*conn)->Execute("UPDATE msgq.q SET epoch = 2 WHERE id = 2").ok());
+  ASSERT_TRUE((*conn)->Execute("COMMIT").ok());
+  const std::string txn = (*conn)->TrackedLastGtid();
+  EXPECT_EQ(txn, db_->Scalar("SELECT @@gtid_binlog_pos"));
+  EXPECT_NE(single, txn);
+  ASSERT_TRUE(Eventually([&] { return listener.gtids().size() >= 2; },
+                         absl::Seconds(10)));
+  EXPECT_THAT(listener.gtids(), ElementsAre("1@" + single, "2@" + txn));
+  watcher.Stop();
+}
+
 TEST_F(BinlogWatcherTest, SnapshotIncludesExactlyTheCommittedTransactions) {
   ASSERT_NO_FATAL_FAILURE(Exec("CREATE TABLE msgq.t (id INT PRIMARY KEY)"));
   const std::string now = db_->Scalar("SELECT @@gtid_binlog_pos");

@@ -210,6 +210,23 @@ TEST_F(BinlogDecoderTest, GtidIsCommittedByXidOrByTheStandaloneStatement) {
   EXPECT_EQ(q.committed_domain, 2u);
 }
 
+// Each change carries the GTID of the group that made it, so that a write
+// of msgq's is known by the GTID its commit reported.
+TEST_F(BinlogDecoderTest, ChangesCarryTheirGroupsGtid) {
+  Ok(TableMap(7, "app", "q", kDemo));
+  DecodedEvent before =
+      Ok(Rows(kWriteRowsV1, 7, 6, {DemoRow(1, 50, 0, std::nullopt)}));
+  ASSERT_EQ(before.changes.size(), 1u);
+  EXPECT_EQ(before.changes[0].gtid, "");  // no group named yet
+  Ok(Gtid(41, 1, false, false, 3));
+  DecodedEvent d = Ok(
+      Rows(kUpdateRowsV1, 7, 6,
+           {DemoRow(1, 50, 0, std::nullopt), DemoRow(1, 50, 7, std::nullopt)}));
+  ASSERT_EQ(d.changes.size(), 1u);
+  EXPECT_EQ(d.changes[0].gtid, "1-3-41");
+  EXPECT_THAT(Ok(Xid()).committed_gtid, Optional(std::string("1-3-41")));
+}
+
 // As MariaDB 10.11 writes them: the prepared group (GTID with the XA id,
 // rows, XA END, XA_PREPARE), later a group with XA COMMIT or ROLLBACK.
 TEST_F(BinlogDecoderTest, XaGroupsCommitNothingUntilTheirOutcome) {

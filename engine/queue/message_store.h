@@ -87,6 +87,10 @@ struct WriteResult {
   std::vector<absl::StatusOr<int64_t>> redrives;  // rows dead -> due
   absl::Status postpones;
   std::vector<std::string> locked;
+  // The GTID ("domain-server-sequence") the write's transaction committed
+  // as, by which its own events are known in the binlog; "" when nothing
+  // was written or the server does not say (MySQL, no binary log).
+  std::string gtid;
 };
 
 // A dead row, as ListDead reads it.

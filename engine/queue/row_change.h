@@ -37,6 +37,10 @@ struct RowChange {
   // The rows event's timestamp (Unix seconds, the server's clock: when the
   // statement started), to judge how far behind the binlog is read.
   int64_t event_time = 0;
+  // The GTID ("domain-server-sequence") of the event group that made the
+  // change ("" when the stream did not name one): a write of msgq's is
+  // known by the GTID its commit reported (WriteResult::gtid).
+  std::string gtid;
 };
 
 }  // namespace msgq

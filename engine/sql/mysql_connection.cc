@@ -229,6 +229,25 @@ absl::StatusOr<std::unique_ptr<MysqlConnection>> MysqlConnection::ConnectOne(
   return conn;
 }
 
+std::string MysqlConnection::TrackedLastGtid() const {
+  const char* data = nullptr;
+  size_t length = 0;
+  // Names and values alternate: last_gtid, then its value.
+  int more = mysql_session_track_get_first(
+      mysql_, SESSION_TRACK_SYSTEM_VARIABLES, &data, &length);
+  while (more == 0) {
+    const bool gtid = absl::string_view(data, length) == "last_gtid";
+    if (mysql_session_track_get_next(mysql_, SESSION_TRACK_SYSTEM_VARIABLES,
+                                     &data, &length) != 0) {
+      break;
+    }
+    if (gtid) return std::string(data, length);
+    more = mysql_session_track_get_next(mysql_, SESSION_TRACK_SYSTEM_VARIABLES,
+                                        &data, &length);
+  }
+  return "";
+}
+
 absl::Status MysqlConnection::SetUpSession() {
   absl::StatusOr<QueryResult> vars = Query(
       "SELECT @@max_allowed_packet, @@log_bin, @@binlog_format, "
@@ -259,7 +278,16 @@ absl::Status MysqlConnection::SetUpSession() {
   // The server's global autocommit (or an init_connect) may have turned it
   // off; every msgq statement outside BEGIN..COMMIT must commit at once.
   set = Execute("SET SESSION autocommit = 1");
-  return set.status();
+  if (!set.ok()) return set.status();
+  // Each commit's OK packet names its GTID (TrackedLastGtid), at no round
+  // trip of its own. A server without last_gtid (MySQL) refuses it: then
+  // no GTID is known, and nothing else changes.
+  if (row[1].value_or("0") == "1") {
+    (void)Execute(
+        "SET SESSION session_track_system_variables = CONCAT_WS(',', "
+        "@@session.session_track_system_variables, 'last_gtid')");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status MysqlConnection::SetLinkTimeout(absl::Duration link_timeout) {

@@ -139,6 +139,12 @@ class MysqlConnection {
   // Quotes `value` as an SQL string literal ('...' with escapes).
   std::string QuoteString(absl::string_view value);
 
+  // The GTID ("d-s-n") the session's last statement committed, as
+  // MariaDB's session state tracking of last_gtid reports it in that
+  // statement's OK packet (set up at connect); "" when it committed nothing
+  // or the server does not track it (MySQL, no binary log).
+  std::string TrackedLastGtid() const;
+
   // The session's max_allowed_packet, read once at connect: no statement
   // may be longer.
   int64_t max_allowed_packet() const { return max_allowed_packet_; }

@@ -299,7 +299,10 @@ absl::StatusOr<WriteResult> MysqlMessageStore::WriteUnits(
   while (!live.empty()) {
     size_t failed = kNoUnit;
     absl::Status status = RunTransaction(*conn, units, live.units(), &failed);
-    if (status.ok()) break;
+    if (status.ok()) {
+      result.gtid = (*conn)->TrackedLastGtid();
+      break;
+    }
     if (msgq::IsUnavailable(status) ||
         status.code() == absl::StatusCode::kAborted) {
       return Check(status);
