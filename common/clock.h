@@ -22,6 +22,10 @@
 
 namespace msgq {
 
+// One second in Unix epoch nanoseconds, the unit of time_next and
+// time_acked (the engine's one time type for due times).
+inline constexpr int64_t kSecond = 1'000'000'000;
+
 class Clock {
  public:
   virtual ~Clock() = default;

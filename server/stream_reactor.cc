@@ -58,6 +58,7 @@ void StreamSink::Close(absl::Status status) {
 }
 
 void StreamSink::BeginFinishLocked(grpc::Status status) {
+  mu_.AssertHeld();
   finish_requested_ = true;
   finish_status_ = std::move(status);
 }

@@ -19,6 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/clock.h"
 #include "engine/queue/partition_plan.h"
 #include "engine/sql/mysql_message_store.h"
 #include "engine/sql/schema_loader.h"
@@ -28,7 +29,6 @@
 namespace msgq::testing {
 namespace {
 
-constexpr int64_t kSecond = 1'000'000'000;
 // Cumulative bucket counts of `live`'s commit-to-send histogram by upper
 // bound (+Inf as infinity).
 using Histogram = std::map<double, double>;

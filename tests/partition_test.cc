@@ -12,6 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 #include "engine/queue/partition_plan.h"
 #include "engine/sql/mysql_message_store.h"
 #include "engine/sql/next_due_statements.h"
@@ -27,7 +28,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr int64_t kSecond = 1'000'000'000;
 constexpr char kDemo[] = "{keyspace=\"msgq\",table=\"demo\"}";
 // Purge steps of msgq.demo so far: each runs one purge statement (a
 // partitioned table's maintenance), timed in this histogram.

@@ -21,6 +21,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/clock.h"
 #include "gmock/gmock.h"
 #include "tests/fixture.h"
 #include "tests/log_wait.h"
@@ -36,8 +37,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAreArray;
-
-constexpr int64_t kSecond = 1'000'000'000LL;
 
 class PromisesTest : public MsgqTest {
  protected:

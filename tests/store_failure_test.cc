@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "common/clock.h"
 #include "gmock/gmock.h"
 #include "tests/store_fixture.h"
 
@@ -21,7 +22,6 @@ namespace {
 using ::testing::ElementsAre;
 
 constexpr int64_t kNow = 1'800'000'000'000'000'000;
-constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kLater = kNow + 30 * kSecond;
 constexpr char kOptional[] =
     "time_created bigint, time_dead bigint, last_error varchar(8)";

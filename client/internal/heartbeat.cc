@@ -67,6 +67,7 @@ void Heartbeat::End(Ticket ticket) {
 absl::Duration Heartbeat::Interval() const { return ack_wait_ * fraction_; }
 
 absl::Time Heartbeat::NextDueLocked() const {
+  mu_.AssertHeld();
   absl::Time next = absl::InfiniteFuture();
   if (ack_wait_ <= absl::ZeroDuration()) return next;
   for (const auto& [ticket, entry] : entries_) {

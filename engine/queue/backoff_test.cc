@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -18,7 +19,6 @@ using ::testing::ElementsAre;
 // The largest delay PostponeDelayNanos gives any part of the sum: 100 years.
 constexpr int64_t kHundredYearsNanos =
     int64_t{100} * 365 * 24 * 3600 * 1'000'000'000;
-constexpr int64_t kSecond = 1'000'000'000;
 
 TableSettings Settings(absl::Duration ack_wait, absl::Duration min_backoff,
                        absl::Duration max_backoff = absl::InfiniteDuration()) {

@@ -1,6 +1,7 @@
 #include "engine/queue/message_cache.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdlib>
 #include <optional>
 
@@ -79,12 +80,14 @@ MessageCache::AddResult MessageCache::Add(Message message) {
   }
   queued_.emplace(std::move(id), it);
   bytes_ += size;
+  assert(queued_.size() == order_.size());
   return AddResult::kAdded;
 }
 
 MessageCache::Order::iterator MessageCache::Erase(Order::iterator it,
                                                   bool popped, Message* out) {
   if (fair_) Leave(it->first, it->second, popped);
+  assert(bytes_ >= it->second.WireBytes());
   bytes_ -= it->second.WireBytes();
   queued_.erase(it->second.id);
   if (out != nullptr) *out = std::move(it->second);

@@ -20,12 +20,14 @@ RoundExecutor::~RoundExecutor() {
 }
 
 void RoundExecutor::ClearTimerLocked(Entry& entry) {
+  mu_.AssertHeld();
   if (!entry.timer.has_value()) return;
   timers_.erase(*entry.timer);
   entry.timer.reset();
 }
 
 void RoundExecutor::QueueLocked(Task* task, Entry& entry) {
+  mu_.AssertHeld();
   ClearTimerLocked(entry);
   if (entry.removing) return;
   if (entry.running) {
@@ -66,6 +68,7 @@ void RoundExecutor::Remove(Task* task) {
 }
 
 void RoundExecutor::QueueDueLocked(absl::Time now) {
+  mu_.AssertHeld();
   while (!timers_.empty() && timers_.begin()->first <= now) {
     Task* task = timers_.begin()->second;
     QueueLocked(task, entries_.at(task));  // clears the timer

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "engine/queue/row_reconciler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -21,7 +22,6 @@ using ::testing::IsEmpty;
 using Action = RowReconciler::BinlogAction;
 using Outcome = RowReconciler::Outcome;
 
-constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kNow = 1'700'000'000 * kSecond;
 constexpr int64_t kAckWait = 30 * kSecond;
 const absl::Time kMono = absl::FromUnixSeconds(5000);

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "engine/queue/row_reconciler.h"
 
 namespace msgq::reconciler_test {
@@ -50,7 +51,6 @@ namespace msgq::reconciler_test {
 using Action = RowReconciler::BinlogAction;
 using Outcome = RowReconciler::Outcome;
 
-constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kMilli = 1'000'000;
 constexpr int64_t kT0 = 1'700'000'000 * kSecond;
 constexpr int64_t kAckWait = 2 * kSecond;

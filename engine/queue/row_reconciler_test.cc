@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -17,7 +18,6 @@ using ::testing::IsEmpty;
 using Action = RowReconciler::BinlogAction;
 using Outcome = RowReconciler::Outcome;
 
-constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kNow = 1'700'000'000 * kSecond;
 const absl::Time kMono = absl::FromUnixSeconds(5000);
 

@@ -323,6 +323,7 @@ MessageManager::Stats MessageManager::stats() const {
 }
 
 MessageManager::Sends MessageManager::PumpLocked() {
+  mu_.AssertHeld();
   Sends sends;
   if (!OwnsLocked()) {
     cache_.Clear();  // another instance sends these now
@@ -385,6 +386,7 @@ MessageManager::Sends MessageManager::PumpLocked() {
 
 MessageBatch MessageManager::PopForLocked(const Dispatcher::Pick& pick,
                                           size_t max, int64_t now) {
+  mu_.AssertHeld();
   if (gate_.has_value()) return PopGatedLocked(max, now, &pick);
   if (!pick.redirect) return cache_.PopBatch(max, options_.max_batch_bytes);
   return cache_.PopAdmitted(max, options_.max_batch_bytes,

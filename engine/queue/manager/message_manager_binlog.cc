@@ -37,6 +37,7 @@ Message MessageOf(const RowChange& c) {
 }  // namespace
 
 bool MessageManager::ImagePumpNowLocked(absl::Time mono) {
+  mu_.AssertHeld();
   // Many messages unsettled: subscribers are busy; gather a larger batch.
   if (reconciler_.in_flight() >= kImageBusyInFlight) {
     image_pump_at_ = std::max(image_pump_at_, mono + kImageBusyEvery);

@@ -43,18 +43,21 @@ bool MessageManager::LoadGate(const Work& work) {
 }
 
 void MessageManager::GateFreedLocked(bool freed) {
+  mu_.AssertHeld();
   if (!freed || !OwnsLocked() || paused_) return;
   scheduler_.RequestPoll();
   WakeLocked();
 }
 
 bool MessageManager::GateOpenLocked(int64_t now) {
+  mu_.AssertHeld();
   return cache_.Any(
       [this, now](const Message& m) { return gate_->Admits(m.fair_key, now); });
 }
 
 MessageBatch MessageManager::PopGatedLocked(size_t max, int64_t now,
                                             const Dispatcher::Pick* pick) {
+  mu_.AssertHeld();
   // The earliest its row can be due again (ack wait + the least backoff):
   // unless acked or nacked before, the slot frees then, and a poll reads.
   const int64_t until =

@@ -130,6 +130,7 @@ void MessageManager::ListDead(std::string after_id, int limit,
 
 std::optional<std::string> MessageManager::DeathReasonLocked(
     const Message& m, int64_t now) const {
+  mu_.AssertHeld();
   const TableSettings& s = table_.settings;
   if (m.unread_bytes > 0 || m.WireBytes() > options_.max_message_bytes) {
     return absl::StrCat(
@@ -155,6 +156,7 @@ std::optional<std::string> MessageManager::DeathReasonLocked(
 
 MessageManager::Log MessageManager::DeathLogLocked(int64_t count,
                                                    const std::string& what) {
+  mu_.AssertHeld();
   const absl::Time mono = clock_->MonotonicNow();
   if (mono - death_log_minute_ >= absl::Minutes(1)) {
     death_log_minute_ = mono;
@@ -178,6 +180,7 @@ MessageManager::Log MessageManager::DeathLogLocked(int64_t count,
 void MessageManager::SettleNacksLocked(
     const absl::StatusOr<WriteResult>& result, Work& work,
     std::vector<std::function<void()>>& replies, std::vector<Log>& logs) {
+  mu_.AssertHeld();
   for (size_t i = 0; i < work.nacks.size(); ++i) {
     PendingNack& p = work.nacks[i];
     absl::StatusOr<NackCount> n =
@@ -226,6 +229,7 @@ void MessageManager::SettleNacksLocked(
 void MessageManager::SettleGroupsLocked(
     const absl::StatusOr<WriteResult>& result, Work& work,
     std::vector<std::function<void()>>& replies, std::vector<Log>& logs) {
+  mu_.AssertHeld();
   SettleNacksLocked(result, work, replies, logs);
   auto count_reply = [this](const char* what, AckCallback done,
                             absl::StatusOr<int64_t> n) {

@@ -32,7 +32,6 @@ namespace msgq::manager_test {
 
 using Op = FakeMessageStore::Op;
 
-constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kMilli = 1'000'000;
 
 inline absl::Time Start() { return absl::FromUnixSeconds(1'700'000'000); }

@@ -203,6 +203,7 @@ bool MessageManager::DoFetch(const Work& work) {
 }
 
 int64_t MessageManager::RowsForBytesLocked(size_t bytes) const {
+  mu_.AssertHeld();
   // Before any row was read its size is unknown: the store's cut at
   // cache_max_bytes bounds that read.
   if (largest_row_ == 0) return INT32_MAX;
@@ -211,6 +212,7 @@ int64_t MessageManager::RowsForBytesLocked(size_t bytes) const {
 }
 
 bool MessageManager::NoteReadBytesLocked(const std::vector<Message>& rows) {
+  mu_.AssertHeld();
   size_t bytes = 0;
   size_t largest = 0;
   for (const Message& m : rows) {
@@ -222,6 +224,7 @@ bool MessageManager::NoteReadBytesLocked(const std::vector<Message>& rows) {
 }
 
 void MessageManager::AddToCacheLocked(std::vector<Message>& rows) {
+  mu_.AssertHeld();
   const int64_t now = clock_->NowNanos();
   // msgq's own deaths, one write group per reason.
   std::vector<PendingNack> deaths;

@@ -71,6 +71,7 @@ void MessageManager::Ack(std::vector<std::string> ids, AckCallback done) {
 }
 
 absl::Status MessageManager::AdmitLocked(size_t ids) {
+  mu_.AssertHeld();
   if (stopping_) {
     return absl::UnavailableError(
         absl::StrCat(log_name_, " is being reloaded or shut down: retry"));
@@ -92,10 +93,12 @@ absl::Status MessageManager::AdmitLocked(size_t ids) {
 }
 
 bool MessageManager::HasRequestsLocked() const {
+  mu_.AssertHeld();
   return !acks_.empty() || RoundHasRequestsLocked();
 }
 
 bool MessageManager::RoundHasRequestsLocked() const {
+  mu_.AssertHeld();
   return (!acks_.empty() && !AckLaneLocked()) || !nacks_.empty() ||
          !extends_.empty() || !redrives_.empty() || !dead_lists_.empty();
 }

@@ -66,6 +66,7 @@ SettlementLedger::Outcome MessageManager::OutcomeOf(
 }
 
 void MessageManager::WakeLocked() {
+  mu_.AssertHeld();
   if (executor_ == nullptr) {
     wake_.Signal();
   } else if (started_) {
@@ -74,6 +75,7 @@ void MessageManager::WakeLocked() {
 }
 
 void MessageManager::WakeAcksLocked() {
+  mu_.AssertHeld();
   if (!AckLaneLocked()) {
     WakeLocked();
   } else if (executor_ != nullptr && started_) {
@@ -82,6 +84,7 @@ void MessageManager::WakeAcksLocked() {
 }
 
 RoundScheduler::View MessageManager::ViewLocked() const {
+  mu_.AssertHeld();
   RoundScheduler::View view;
   // A paused table reads nothing due, as if nobody subscribed.
   view.subscribers = !dispatcher_.empty() && !paused_;
@@ -103,6 +106,7 @@ RoundScheduler::View MessageManager::ViewLocked() const {
 }
 
 MessageManager::Work MessageManager::TakeWorkLocked() {
+  mu_.AssertHeld();
   Work work;
   work.now = clock_->NowNanos();
   work.mono = clock_->MonotonicNow();
@@ -149,12 +153,14 @@ MessageManager::Work MessageManager::TakeWorkLocked() {
 }
 
 bool MessageManager::GraceAppliesLocked() const {
+  mu_.AssertHeld();
   // Stopping or not owning: every postpone now (Flush; a handover waits
   // for Quiesced()).
   return postpone_grace_ > absl::ZeroDuration() && !stopping_ && OwnsLocked();
 }
 
 absl::Time MessageManager::PostponeCutoffLocked(absl::Time mono) const {
+  mu_.AssertHeld();
   if (GraceAppliesLocked()) return mono - postpone_grace_;
   // With row images most sends happen between rounds; like a send during a
   // round's read, each waits for the round after the next one to start,
@@ -220,6 +226,7 @@ absl::Time MessageManager::RunRound() {
 }
 
 void MessageManager::TakeAcksLocked(Work& work) {
+  mu_.AssertHeld();
   work.acks.swap(acks_);
   for (const PendingAck& ack : work.acks) {
     work.writes.ack_groups.push_back(ack.ticket.ids);
@@ -239,6 +246,7 @@ void MessageManager::TakeAcksLocked(Work& work) {
 }
 
 void MessageManager::LockedRowHeldLocked(const std::string& id) {
+  mu_.AssertHeld();
   // The row was sent before this round: its ack wait ends by then.
   locked_fence_ = std::max(locked_fence_,
                            clock_->MonotonicNow() + table_.settings.ack_wait);
@@ -246,6 +254,7 @@ void MessageManager::LockedRowHeldLocked(const std::string& id) {
 }
 
 void MessageManager::LockedRowFreedLocked(const std::string& id) {
+  mu_.AssertHeld();
   auto it = locked_ids_.find(id);
   if (it != locked_ids_.end() && --it->second == 0) locked_ids_.erase(it);
 }
@@ -327,6 +336,7 @@ void MessageManager::DoWork(Work work) {
 
 MessageManager::Log MessageManager::StatementFailedLocked(
     const char* what, const absl::Status& status) {
+  mu_.AssertHeld();
   if (IsUnavailable(status)) {
     const bool was_ok = scheduler_.MysqlFailed(clock_->MonotonicNow());
     if (!was_ok) return std::nullopt;
@@ -341,6 +351,7 @@ MessageManager::Log MessageManager::StatementFailedLocked(
 }
 
 MessageManager::Log MessageManager::MysqlOkLocked() {
+  mu_.AssertHeld();
   if (!scheduler_.MysqlOk()) return std::nullopt;
   return std::make_pair("I",
                         absl::StrCat(log_name_, ": MySQL is reachable again"));
@@ -399,6 +410,7 @@ bool MessageManager::DoWrites(Work& work, MessageStore* store) {
 void MessageManager::SettlePostponesLocked(
     const absl::StatusOr<WriteResult>& result, Work& work,
     std::vector<Log>& logs) {
+  mu_.AssertHeld();
   const absl::Status postpones =
       result.ok() ? result->postpones : result.status();
   if (result.ok() && !postpones.ok()) {
@@ -443,6 +455,7 @@ void MessageManager::SettlePostponesLocked(
 void MessageManager::SettleAcksLocked(
     const absl::StatusOr<WriteResult>& result, Work& work,
     std::vector<std::function<void()>>& replies, std::vector<Log>& logs) {
+  mu_.AssertHeld();
   absl::flat_hash_set<absl::string_view> locked;
   if (result.ok()) locked.insert(result->locked.begin(), result->locked.end());
   for (size_t i = 0; i < work.acks.size(); ++i) {
