@@ -166,8 +166,8 @@ class InstalledPackageTest(unittest.TestCase):
         n = self.msgq.Subscriber(self.a, "t_ack", lambda m: seen.append(
             (m.id, m.get("message"), m.server)), token="ignored").run(count=2)
         self.assertEqual(n, 2)
-        self.assertEqual(sorted(seen), [(b"1", b'{"n": 1}', self.a),
-                                        (b"2", b'{"n": 2}', self.a)])
+        self.assertEqual(sorted(seen), [("1", '{"n": 1}', self.a),
+                                        ("2", '{"n": 2}', self.a)])
         self.assertEqual(self.rows("msgq_a", "t_ack"),
                          [("1", "1", "0", "-"), ("2", "1", "0", "-")])
 
@@ -179,7 +179,7 @@ class InstalledPackageTest(unittest.TestCase):
             epochs.append(m.epoch)
             if len(epochs) == 1:
                 return self.msgq.retry(delay=0, reason="not yet")
-            return self.msgq.ack
+            return self.msgq.ack()
 
         n = self.msgq.Subscriber(self.a, "t_retry", handler).run(count=2)
         self.assertEqual(n, 2)
@@ -203,15 +203,15 @@ class InstalledPackageTest(unittest.TestCase):
 
         def handler(m):
             seen.append((m.server, m.id))
-            if m.server == self.b and m.id == b"2":
+            if m.server == self.b and m.id == "2":
                 return self.msgq.dead("b2")
-            return self.msgq.ack
+            return self.msgq.ack()
 
         n = self.msgq.Subscriber([self.a, self.b], "t_fanin", handler).run(
             count=4)
         self.assertEqual(n, 4)
         self.assertEqual(sorted(seen), sorted(
-            [(self.a, b"1"), (self.a, b"2"), (self.b, b"1"), (self.b, b"2")]))
+            [(self.a, "1"), (self.a, "2"), (self.b, "1"), (self.b, "2")]))
         self.assertEqual(self.rows("msgq_a", "t_fanin"),
                          [("1", "1", "0", "-"), ("2", "1", "0", "-")])
         self.assertEqual(self.rows("msgq_b", "t_fanin"),

@@ -15,6 +15,7 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import grpc
 
+import msgq
 import msgq_consume
 from msgq.v1 import messaging_pb2
 from msgq.v1 import messaging_pb2_grpc
@@ -116,19 +117,24 @@ class DecodeTest(unittest.TestCase):
             msg.to_json(),
             '{"id":7,"price":1.50,"message":"h\u00e9 \\"x\\"\\n",'
             '"note":null,"raw":"\u00ff"}')
-        self.assertEqual(msg.id, b"7")
+        self.assertEqual(msg.id, "7")
+        self.assertEqual(msg.raw_id, b"7")
+        self.assertEqual(msg.get("price"), "1.50")
+        self.assertEqual(msg.get("raw"), "\u00ff")
+        self.assertEqual(msg.raw("raw"), b"\xff")
         self.assertIsNone(msg.get("note"))
+        self.assertIsNone(msg.raw("note"))
         self.assertTrue(msg.has("note"))
         self.assertFalse(msg.has("nope"))
         self.assertEqual(msg.epoch, 0)
-        self.assertEqual(msg.delivery, messaging_pb2.Delivery(id=b"7"))
+        self.assertEqual(msg.delivery, msgq.Delivery("7", 0))
 
 
 class ResultTest(unittest.TestCase):
     def test_outcomes(self):
         o = msgq_consume.outcome
-        self.assertEqual(o(None), msgq_consume.ack)
-        self.assertEqual(o(True), msgq_consume.ack)
+        self.assertEqual(o(None), msgq_consume.ack())
+        self.assertEqual(o(True), msgq_consume.ack())
         self.assertEqual(o(False), msgq_consume.retry())
         self.assertEqual(o(msgq_consume.retry(1.5, "x")).key(),
                          (1.5, "x", False))
@@ -187,7 +193,7 @@ class ConsumeTest(unittest.TestCase):
                 (code, details)),
             sleep=lambda s: None)
         self.assertEqual(handled, 3)
-        self.assertEqual(seen, [b"a", b"b", b"c"])
+        self.assertEqual(seen, ["a", "b", "c"])
         self.assertEqual([list(a.ids) for a in self.fake.acks],
                          [[b"1", b"2"], [b"3"]])
         self.assertEqual(self.fake.acks[0].keyspace, "ks")
@@ -199,7 +205,7 @@ class ConsumeTest(unittest.TestCase):
         self.fake.scripts.put(([fields("id", "message"),
                                 rows([b"1", b"a"], [b"2", b"b"])], None))
         msgq_consume.consume(self.channel, "orders",
-                             lambda m: m.id != b"1", count=2)
+                             lambda m: m.id != "1", count=2)
         self.assertEqual([list(a.ids) for a in self.fake.acks], [[b"2"]])
         # False is a retry with the table's backoff.
         self.assertEqual(len(self.fake.nacks), 1)
@@ -216,17 +222,17 @@ class ConsumeTest(unittest.TestCase):
 
         def handler(m):
             body = m.get("message")
-            if body == b"later":
+            if body == "later":
                 return msgq_consume.retry(delay=2.5, reason="busy")
-            if body == b"soon":
+            if body == "soon":
                 return msgq_consume.retry(0)
-            if body == b"poison":
+            if body == "poison":
                 return msgq_consume.dead("bad json")
-            if body == b"boom":
+            if body == "boom":
                 raise RuntimeError("db down")
-            if body == b"false":
+            if body == "false":
                 return False
-            return msgq_consume.ack
+            return msgq_consume.ack()
 
         err = io.StringIO()
         with redirect_stderr(err):
@@ -274,7 +280,7 @@ class ConsumeTest(unittest.TestCase):
         with redirect_stderr(err):
             handled = msgq_consume.consume(
                 self.channel, "orders",
-                lambda m: m.id != b"1" or msgq_consume.dead("x"), count=3)
+                lambda m: m.id != "1" or msgq_consume.dead("x"), count=3)
         self.assertEqual(handled, 3)
         self.assertEqual(len(self.fake.nacks), 1)
         self.assertEqual([list(a.ids) for a in self.fake.acks],
@@ -311,9 +317,12 @@ class ConsumeTest(unittest.TestCase):
 
     def test_not_found_is_raised(self):
         self.fake.scripts.put(([], (grpc.StatusCode.NOT_FOUND, "no table")))
-        with self.assertRaises(grpc.RpcError) as ctx:
+        with self.assertRaises(msgq.errors.UnknownTable) as ctx:
             msgq_consume.consume(self.channel, "nope", lambda m: True)
         self.assertEqual(ctx.exception.code(), grpc.StatusCode.NOT_FOUND)
+        self.assertEqual(ctx.exception.details(), "no table")
+        self.assertIsInstance(ctx.exception, msgq.MsgqError)
+        self.assertIsInstance(ctx.exception, grpc.RpcError)
 
     def test_main_prints_json_lines(self):
         self.fake.scripts.put(([fields("id", "message"),

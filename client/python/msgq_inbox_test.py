@@ -65,13 +65,13 @@ class InboxTest(unittest.TestCase):
     def work(self, m, cursor):
         self.runs += 1
         testing.transfer(m, cursor)
-        return msgq.ack
+        return msgq.ack()
 
     def test_runs_once_then_acks_duplicates_without_running(self):
         handler = self.inbox.handler("transfers", self.work, keyspace="msgq")
-        self.assertEqual(handler(message(7, 30)), msgq.ack)
-        self.assertEqual(handler(message(7, 30)), msgq.ack)
-        self.assertEqual(handler(message(7, 30)), msgq.ack)
+        self.assertEqual(handler(message(7, 30)), msgq.ack())
+        self.assertEqual(handler(message(7, 30)), msgq.ack())
+        self.assertEqual(handler(message(7, 30)), msgq.ack())
         self.assertEqual(self.runs, 1)
         self.assertEqual((self.inbox.processed, self.inbox.duplicates), (1, 2))
         self.assertEqual(self.balances(), {1: 970, 2: 30})
@@ -83,9 +83,9 @@ class InboxTest(unittest.TestCase):
                            source="other")
         self.addCleanup(other.close)
         self.assertEqual(other.handler("transfers", self.work, "msgq")(
-            message(7, 30)), msgq.ack)
+            message(7, 30)), msgq.ack())
         self.assertEqual(self.inbox.handler("refunds", self.work, "msgq")(
-            message(7, 30)), msgq.ack)
+            message(7, 30)), msgq.ack())
         self.assertEqual(self.runs, 3)
 
     def test_failed_work_rolls_back_with_its_inbox_row(self):
@@ -111,7 +111,7 @@ class InboxTest(unittest.TestCase):
         self.assertEqual(self.runs, 3)
         # Then it succeeds, once.
         self.assertEqual(self.inbox.handler("t", self.work)(message(1, 5)),
-                         msgq.ack)
+                         msgq.ack())
         self.assertEqual(self.balances(), {1: 995, 2: 5})
         self.assertEqual(self.inbox_ids(), [1])
 
@@ -121,7 +121,7 @@ class InboxTest(unittest.TestCase):
             cursor.execute("SELECT CONNECTION_ID()")
             (conn_id,), = cursor.fetchall()
             self.db.sql("KILL %d" % conn_id)  # the commit will fail
-            return msgq.ack
+            return msgq.ack()
         result = self.inbox.handler("t", lose_connection)(message(2, 9))
         self.assertIsInstance(result, msgq.Retry)
         self.assertIn("inbox:", result.reason)
@@ -130,7 +130,7 @@ class InboxTest(unittest.TestCase):
         self.assertEqual(self.inbox.processed, 0)
         # The next message reconnects.
         self.assertEqual(self.inbox.handler("t", self.work)(message(2, 9)),
-                         msgq.ack)
+                         msgq.ack())
         self.assertEqual(self.balances(), {1: 991, 2: 9})
 
     def test_missing_create_grant_is_named(self):
@@ -152,7 +152,7 @@ class InboxTest(unittest.TestCase):
         self.assertEqual(self.runs, 0)
         # Created by someone who may, it works for the user without CREATE.
         self.inbox.ensure_table()
-        self.assertEqual(inbox.handler("t", self.work)(message(3)), msgq.ack)
+        self.assertEqual(inbox.handler("t", self.work)(message(3)), msgq.ack())
         self.assertEqual(self.runs, 1)
 
     def test_create_false_does_not_create(self):
@@ -170,7 +170,7 @@ class InboxTest(unittest.TestCase):
     def test_purge_after_retention_and_not_before(self):
         handler = self.inbox.handler("t", self.work)
         for i in range(1, 26):
-            self.assertEqual(handler(message(i)), msgq.ack)
+            self.assertEqual(handler(message(i)), msgq.ack())
         # Ages by the database's clock: 1..10 processed 100 s ago, 11..15
         # 50 s ago, 16..25 now.
         self.db.sql("UPDATE msgq_inbox SET processed_at = NOW(6) - INTERVAL "
@@ -191,7 +191,7 @@ class InboxTest(unittest.TestCase):
             self.inbox.purge(retention=0)
         # A purged id is processed again if it ever came back: why the
         # retention must exceed the longest redelivery.
-        self.assertEqual(handler(message(1)), msgq.ack)
+        self.assertEqual(handler(message(1)), msgq.ack())
         self.assertEqual(self.runs, 26)
 
 

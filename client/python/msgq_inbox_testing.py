@@ -227,7 +227,7 @@ def main(argv: List[str]) -> int:
     events = open(args.events, "a", buffering=1)
 
     def log(what: str, message) -> None:
-        events.write("%s %s\n" % (what, message.id.decode()))
+        events.write("%s %s\n" % (what, message.id))
         events.flush()
 
     def work(message, cursor):
@@ -237,7 +237,7 @@ def main(argv: List[str]) -> int:
             time.sleep(rng.uniform(0, args.work_delay))
         while args.hold_file and not os.path.exists(args.hold_file):
             time.sleep(0.01)
-        return msgq.ack
+        return msgq.ack()
 
     def committed(message) -> None:
         log("commit", message)

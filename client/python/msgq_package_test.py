@@ -1,12 +1,14 @@
 """Tests of the msgq package's Subscriber against in-process fake Messaging
 servers: the bearer token as per-call metadata, TLS (certificates made with
-openssl), fan-in settling each message on its own server, stop().
+openssl), fan-in settling each message on its own server, stop(), the
+`with` block; the handler results and the error types.
 
 Run by ctest (msgq_python_package_test), or by hand:
   PYTHONPATH=build/client/python:client/python /usr/bin/python3 \
       -m unittest -v msgq_package_test
 """
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -60,7 +62,7 @@ def start_fake(credentials=None):
 
 
 def ack_first_retry_second(message):
-    return msgq.ack if message.id == b"1" else msgq.retry(2.5, "busy")
+    return msgq.ack() if message.id == "1" else msgq.retry(2.5, "busy")
 
 
 class TokenTest(unittest.TestCase):
@@ -125,9 +127,83 @@ class TokenTest(unittest.TestCase):
 
     def test_first_connection_failure_is_raised(self):
         self.server.stop(0)
-        with self.assertRaises(grpc.RpcError) as e:
+        with self.assertRaises(msgq.errors.Unavailable) as e:
             msgq.Subscriber(self.address, "orders", lambda m: None).run()
         self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        self.assertIsInstance(e.exception, msgq.MsgqError)
+
+    def test_with_block_stops_and_waits_for_run(self):
+        self.fake.scripts.put(([fields("id"), rows([b"1"])], None))
+        result = {}
+        with msgq.Subscriber(self.address, "orders", lambda m: None) as sub:
+            t = threading.Thread(target=lambda: result.update(n=sub.run()))
+            t.start()
+            self.assertTrue(self.fake.streaming.wait(10))
+            for _ in range(500):  # the ack of the first batch, 5 s at most
+                if self.fake.acks:
+                    break
+                threading.Event().wait(0.01)
+        # Leaving the block stopped sub and waited for run() to return.
+        self.assertEqual(result, {"n": 1})
+        t.join(10)
+        self.assertFalse(t.is_alive())
+        self.assertEqual([list(a.ids) for a in self.fake.acks], [[b"1"]])
+
+
+class ResultsTest(unittest.TestCase):
+    def test_none_true_and_ack_call_ack_false_retries(self):
+        self.assertEqual(msgq.outcome(None), msgq.ack())
+        self.assertEqual(msgq.outcome(True), msgq.ack())
+        self.assertEqual(msgq.outcome(msgq.ack()), msgq.Ack())
+        self.assertEqual(msgq.outcome(False), msgq.Retry(None, ""))
+        with self.assertRaises(TypeError):
+            msgq.outcome("yes")
+
+    def test_bare_ack_still_acks_with_a_deprecation_warning(self):
+        with self.assertWarns(DeprecationWarning) as w:
+            self.assertEqual(msgq.outcome(msgq.ack), msgq.ack())
+        self.assertIn("msgq.ack()", str(w.warning))
+
+    def test_results_are_frozen_dataclasses(self):
+        r = msgq.retry(-3, "later")
+        self.assertEqual(r, msgq.Retry(delay=0.0, reason="later"))
+        self.assertEqual(repr(r), "Retry(delay=0.0, reason='later')")
+        self.assertEqual(repr(msgq.dead("x")), "Dead(reason='x')")
+        self.assertEqual(hash(msgq.dead("x")), hash(msgq.Dead("x")))
+        with self.assertRaises(dataclasses.FrozenInstanceError):
+            r.delay = 1  # type: ignore[misc]
+        with self.assertRaises(ValueError):
+            msgq.retry(float("nan"))
+        with self.assertRaises(TypeError):
+            msgq.retry("soon")  # type: ignore[arg-type]
+
+    def test_server_errors_map_to_the_package_types(self):
+        cases = [(grpc.StatusCode.NOT_FOUND, msgq.errors.UnknownTable),
+                 (grpc.StatusCode.UNAVAILABLE, msgq.errors.Unavailable),
+                 (grpc.StatusCode.DEADLINE_EXCEEDED, msgq.errors.Unavailable),
+                 (grpc.StatusCode.PERMISSION_DENIED,
+                  msgq.errors.PermissionDenied),
+                 (grpc.StatusCode.UNAUTHENTICATED,
+                  msgq.errors.Unauthenticated),
+                 (grpc.StatusCode.INVALID_ARGUMENT,
+                  msgq.errors.InvalidArgument),
+                 (grpc.StatusCode.INTERNAL, msgq.errors.ServerError)]
+        for code, kind in cases:
+            e = msgq.errors.from_rpc(msgq.errors.ServerError(code, "d"))
+            self.assertIs(type(msgq.errors.from_rpc(_FakeRpcError(code))),
+                          kind, code)
+            self.assertEqual(e.code(), code)
+
+
+class _FakeRpcError(grpc.RpcError):
+    def __init__(self, code):
+        self._code = code
+
+    def code(self):
+        return self._code
+
+    def details(self):
+        return "details"
 
 
 class FanInTest(unittest.TestCase):
@@ -143,13 +219,13 @@ class FanInTest(unittest.TestCase):
 
             def handler(m):
                 seen.append((m.server, m.id))
-                return msgq.dead("no") if m.id == b"2" else msgq.ack
+                return msgq.dead("no") if m.id == "2" else msgq.ack()
 
             n = msgq.Subscriber([addr_a, addr_b], "orders", handler,
                                 token="t").run(count=3)
             self.assertEqual(n, 3)
             self.assertEqual(sorted(seen), sorted(
-                [(addr_a, b"1"), (addr_b, b"1"), (addr_b, b"2")]))
+                [(addr_a, "1"), (addr_b, "1"), (addr_b, "2")]))
             self.assertEqual([list(x.ids) for x in a.acks], [[b"1"]])
             self.assertEqual([list(x.ids) for x in b.acks], [[b"1"]])
             self.assertEqual(a.nacks, [])

@@ -8,9 +8,13 @@
         if not backend_up():
             return msgq.retry(delay=30, reason="backend down")
         process(message)          # raising retries it with the table's backoff
-        return msgq.ack
+        return msgq.ack()         # returning None acks too
 
-    msgq.Subscriber("127.0.0.1:15999", "orders", handler).run()
+    with msgq.Subscriber("127.0.0.1:15999", "orders", handler) as sub:
+        sub.run()                 # sub.stop() from another thread ends it
+
+Errors are msgq.MsgqError subclasses (msgq.errors): UnknownTable,
+Unavailable, PermissionDenied, ... for the server's answers.
 
 A producer writes msgq.traceparent() (and msgq.tracestate()) into the
 table's `traceparent`/`tracestate` columns in the INSERT that enqueues a
@@ -39,21 +43,27 @@ from msgq.backoff import Backoff  # noqa: E402
 from msgq.consume import CHANNEL_OPTIONS, RETRYABLE, consume  # noqa: E402
 from msgq.fanin import consume_all  # noqa: E402
 from msgq.inbox import Inbox, InboxError  # noqa: E402
-from msgq.message import Message, ProtocolError, decode_row  # noqa: E402
+from msgq import errors  # noqa: E402
+from msgq.errors import MsgqError, ProtocolError  # noqa: E402
+from msgq.message import Message, decode_row  # noqa: E402
 from msgq.results import (Ack, Dead, HandlerResult, Retry, ack,  # noqa: E402
                           dead, outcome, retry)
 from msgq.subscriber import (TLS, Subscriber, bearer_metadata,  # noqa: E402
                              make_channel)
+from msgq.types import (DeadMessage, Delivery, Nacked, Ownership,  # noqa: E402
+                        Table, TableSettings, TableStatus)
 from msgq.trace import (TraceContext, parse_traceparent,  # noqa: E402
                         trace_columns, traceparent, tracestate)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Ack", "Backoff", "CHANNEL_OPTIONS", "Dead", "HandlerResult", "Inbox",
-    "InboxError", "Message", "ProtocolError", "RETRYABLE", "Retry",
+    "Ack", "Backoff", "CHANNEL_OPTIONS", "Dead", "DeadMessage",
+    "Delivery", "Nacked", "Ownership", "Table", "TableSettings",
+    "TableStatus", "HandlerResult", "Inbox",
+    "InboxError", "Message", "MsgqError", "ProtocolError", "RETRYABLE", "Retry",
     "Subscriber", "TLS",
     "TraceContext", "ack", "bearer_metadata", "consume", "consume_all",
-    "dead", "decode_row", "make_channel", "outcome", "parse_traceparent",
+    "dead", "decode_row", "errors", "make_channel", "outcome", "parse_traceparent",
     "retry", "trace_columns", "traceparent", "tracestate",
 ]

@@ -17,7 +17,8 @@ Subscriber passes ("authorization", "Bearer <token>") there, so tokens work
 on plaintext channels as well as TLS ones.
 
 Handler outcomes (msgq.results, the same as the C++, Node and Go clients):
-ack, retry(delay, reason), dead(reason); an exception, or a return value
+ack() (or None, True), retry(delay, reason) (False: retry()), dead(reason);
+an exception, or a return value
 that is not a result, is a retry with the table's backoff and the error's
 text as the reason. With `tracing` (the default) and opentelemetry
 importable, each handler call runs in a CONSUMER span (msgq.trace).
@@ -33,7 +34,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import grpc
 
 from msgq.backoff import Backoff
-from msgq.message import Message, ProtocolError, decode_row
+from msgq.errors import ProtocolError, from_rpc
+from msgq.message import Message, decode_row
 from msgq.results import Ack, HandlerResult, NackKey, Outcome, outcome, thrown
 from msgq.trace import ConsumerSpans
 from msgq.v1 import messaging_pb2
@@ -78,9 +80,10 @@ def consume(channel: grpc.Channel, table: str, handler: Handler,
     limit). The handler's results are sent once per streamed batch when
     `ack`: one MessageAck, then one MessageNack per distinct (delay, reason,
     dead); without `ack` nothing is sent. Returns the number of messages
-    handled. Raises grpc.RpcError for errors that are not worth a retry, or
-    when the first connection fails, and ProtocolError for a malformed
-    stream. A handler that raises, or returns something else than a result,
+    handled. Raises msgq.errors.ServerError (UnknownTable, Unavailable,
+    PermissionDenied, ...; also a grpc.RpcError) for errors that are not
+    worth a retry, or when the first connection fails, and ProtocolError
+    for a malformed stream. A handler that raises, or returns something else than a result,
     retries its message with the table's backoff (see handle()). `server`
     becomes each Message.server; once the threading.Event `stop` is set,
     returns after the current batch (and, instead of retrying, when the
@@ -118,18 +121,21 @@ def consume(channel: grpc.Channel, table: str, handler: Handler,
                                       row.epoch, server)
                     settled = handle(call, message)
                     if isinstance(settled, Ack):
-                        ids.append(message.id)
+                        ids.append(message.raw_id)
                     else:
                         nacks.setdefault(settled.key(), []).append(
-                            message.delivery)
+                            messaging_pb2.Delivery(id=message.raw_id,
+                                                   epoch=message.epoch))
                     handled += 1
                     if count and handled >= count:
                         break
                 if ack and ids:
-                    stub.MessageAck(messaging_pb2.MessageAckRequest(
-                        keyspace=keyspace, name=table,
-                        ids=ids),
-                        timeout=ack_timeout, metadata=md)
+                    try:
+                        stub.MessageAck(messaging_pb2.MessageAckRequest(
+                            keyspace=keyspace, name=table, ids=ids),
+                            timeout=ack_timeout, metadata=md)
+                    except grpc.RpcError as e:
+                        raise from_rpc(e) from e
                 if ack:
                     _send_nacks(stub, keyspace, table, nacks, ack_timeout, md)
                 if count and handled >= count:
@@ -144,7 +150,7 @@ def consume(channel: grpc.Channel, table: str, handler: Handler,
             if stop is not None and stop.is_set():
                 return handled
             if e.code() not in RETRYABLE or not started_once:
-                raise
+                raise from_rpc(e) from e
             code, details = e.code(), e.details()
         finally:
             stream.cancel()

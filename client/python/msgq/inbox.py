@@ -21,7 +21,7 @@ commits, and only then lets the message be acked.
                        "WHERE id = %s", (t["amount"], t["from"]))
         cursor.execute("UPDATE accounts SET balance = balance + %s "
                        "WHERE id = %s", (t["amount"], t["to"]))
-        return msgq.ack       # or retry(...) / dead(...): rolled back
+        return msgq.ack()     # or retry(...) / dead(...): rolled back
 
     msgq.Subscriber("msgq:15999", "transfers",
                     inbox.handler("transfers", transfer)).run()
@@ -64,6 +64,7 @@ import sys
 import time
 from typing import Any, Callable, Optional
 
+from msgq.errors import MsgqError
 from msgq.message import Message
 from msgq.results import (Ack, HandlerResult, Outcome, ack, outcome, retry,
                           thrown)
@@ -92,7 +93,7 @@ DDL = """CREATE TABLE IF NOT EXISTS `%s` (
 Work = Callable[[Message, Any], HandlerResult]
 
 
-class InboxError(Exception):
+class InboxError(MsgqError):
     """The inbox table cannot be used (missing and not creatable, or a
     privilege is missing); the message says which grant or statement."""
 
@@ -226,14 +227,14 @@ class Inbox:
                     "INSERT INTO `%s` (source, keyspace, table_name, "
                     "message_id) VALUES (%%s, %%s, %%s, %%s)"
                     % self.inbox_table,
-                    (self.source, keyspace, table, message.id))
+                    (self.source, keyspace, table, message.raw_id))
             except Exception as e:
                 self._rollback(conn)
                 if error_number(e) == ER_DUP_ENTRY:
                     self.duplicates += 1
                     if self.on_duplicate:
                         self.on_duplicate(message)
-                    return ack
+                    return ack()
                 raise
             try:
                 result = outcome(work(message, cursor))
@@ -258,7 +259,7 @@ class Inbox:
         self.processed += 1
         if self.on_committed:
             self.on_committed(message)
-        return ack
+        return ack()
 
     def _rollback(self, conn: Any) -> None:
         try:

@@ -1,7 +1,8 @@
 """Message: one streamed row, decoded from msgq.v1's packed Row.
 
-Values are bytes in MySQL's text-protocol form, or None for NULL;
-`trace_context` is the producer's parsed `traceparent`/`tracestate` columns
+`message.id` and `message.get(name)` are str (MySQL's text form, UTF-8;
+bytes that are not UTF-8 are read as Latin-1), `message.raw(name)` and
+`message.raw_id` the bytes as streamed; NULL is None. `trace_context` is the producer's parsed `traceparent`/`tracestate` columns
 (msgq.trace). A Message is not modified after it is built; reading it from
 several threads is safe.
 """
@@ -11,9 +12,11 @@ from __future__ import annotations
 import codecs
 import json
 import re
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
+from msgq.errors import ProtocolError
 from msgq.trace import TraceContext, parse_traceparent
+from msgq.types import Delivery, user_id
 from msgq.v1 import messaging_pb2
 
 NUMERIC_TYPES = {"tinyint", "smallint", "mediumint", "int", "integer",
@@ -21,7 +24,8 @@ NUMERIC_TYPES = {"tinyint", "smallint", "mediumint", "int", "integer",
 _JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 
 
-def _latin1_fallback(error: UnicodeDecodeError):
+def _latin1_fallback(error: UnicodeError) -> Tuple[str, int]:
+    assert isinstance(error, UnicodeDecodeError)
     bad = error.object[error.start:error.end]
     return "".join(chr(b) for b in bad), error.end
 
@@ -29,12 +33,9 @@ def _latin1_fallback(error: UnicodeDecodeError):
 codecs.register_error("msgq-latin1", _latin1_fallback)
 
 
-class ProtocolError(Exception):
-    """The server sent something that breaks the MessageStream contract."""
-
-
 class Message:
-    """One decoded row. Values are bytes (text-protocol form) or None (NULL)."""
+    """One decoded row: `values` are bytes (text-protocol form) or None
+    (NULL); get() and id read them as str."""
 
     def __init__(self, fields: Sequence[messaging_pb2.Field],
                  values: List[Optional[bytes]], epoch: int = 0,
@@ -58,21 +59,40 @@ class Message:
                 else None)
 
     @property
-    def id(self) -> bytes:
-        """The id as streamed in column 0, as MessageAck takes it."""
-        return self.values[0]  # type: ignore[return-value]  # never NULL
+    def id(self) -> str:
+        """The id (column 0) as text: "42" for an integer id, the UUID for a
+        char(36) one. Client calls take it as it is."""
+        return text(self.raw_id)
 
     @property
-    def delivery(self) -> messaging_pb2.Delivery:
-        """This delivery as MessageNack and MessageExtend take it."""
-        return messaging_pb2.Delivery(id=self.id, epoch=self.epoch)
+    def raw_id(self) -> bytes:
+        """The id as streamed in column 0, as MessageAck takes it."""
+        value = self.values[0]
+        assert value is not None  # decode_row refuses a NULL id
+        return value
+
+    @property
+    def delivery(self) -> Delivery:
+        """This delivery as Client.nack and Client.extend take it."""
+        return Delivery(user_id(self.raw_id), self.epoch)
 
     def has(self, name: str) -> bool:
         return name in self._index
 
-    def get(self, name: str) -> Optional[bytes]:
-        """The column's bytes; None when NULL. KeyError if no such column."""
+    def get(self, name: str) -> Optional[str]:
+        """The column's text form; None when NULL. KeyError if no such
+        column."""
+        value = self.values[self._index[name]]
+        return None if value is None else text(value)
+
+    def raw(self, name: str) -> Optional[bytes]:
+        """The column's bytes as streamed; None when NULL. KeyError if no
+        such column."""
         return self.values[self._index[name]]
+
+    def __repr__(self) -> str:
+        return "Message(id=%r, epoch=%d, server=%r)" % (
+            self.id, self.epoch, self.server)
 
     def to_json(self) -> str:
         """One JSON object, as `msgq tail --json` prints it: numeric columns
@@ -82,14 +102,20 @@ class Message:
             if value is None:
                 rendered = "null"
             else:
-                text = value.decode("utf-8", errors="msgq-latin1")
-                if field.type in NUMERIC_TYPES and _JSON_NUMBER.fullmatch(text):
-                    rendered = text
+                value_text = text(value)
+                if (field.type in NUMERIC_TYPES
+                        and _JSON_NUMBER.fullmatch(value_text)):
+                    rendered = value_text
                 else:
-                    rendered = json.dumps(text, ensure_ascii=False)
+                    rendered = json.dumps(value_text, ensure_ascii=False)
             parts.append(json.dumps(field.name, ensure_ascii=False) + ":" +
                          rendered)
         return "{" + ",".join(parts) + "}"
+
+
+def text(value: bytes) -> str:
+    """`value` as UTF-8, with bytes that are not UTF-8 read as Latin-1."""
+    return value.decode("utf-8", errors="msgq-latin1")
 
 
 def decode_row(fields: Sequence[messaging_pb2.Field],

@@ -6,14 +6,18 @@ TLS and a bearer token.
                           token_file="/etc/msgq/token")
     sub.run()            # blocks; sub.stop() from another thread ends it
 
-The handler returns msgq.ack, msgq.retry(delay, reason) or
-msgq.dead(reason) (see msgq.results); raising an exception retries the
+    with msgq.Subscriber("db1:15999", "orders", handler) as sub:
+        sub.run()        # leaving the block stops sub and waits for run()
+
+The handler returns msgq.ack() (None and True ack too), msgq.retry(delay,
+reason) (False: retry()) or msgq.dead(reason) (see msgq.results); raising an exception retries the
 message with the table's backoff. Each message is settled on the server
 it came from. With opentelemetry importable, each handler call runs in a
 CONSUMER span parented on the producer's `traceparent` column (msgq.trace). Streams that end or drop reconnect with capped exponential
 backoff and jitter; errors that are not worth a retry (NOT_FOUND,
 UNAUTHENTICATED, PERMISSION_DENIED, ...) and a first connection that fails
-are raised from run().
+are raised from run() as msgq.errors.ServerError subclasses (UnknownTable,
+Unauthenticated, PermissionDenied, Unavailable, ...).
 
 The token goes as gRPC metadata `authorization: Bearer <token>` with every
 call (per-call metadata, so it is sent on plaintext channels too; use TLS
@@ -27,7 +31,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import grpc
 
@@ -108,7 +112,11 @@ class Subscriber:
     `on_reconnect(server, code, details, delay)`: called before each
     reconnect wait. `tracing`: when opentelemetry is importable, a CONSUMER
     span per handled message (msgq.trace) from `tracer_provider` (default:
-    OpenTelemetry's global one); False turns spans off."""
+    OpenTelemetry's global one); False turns spans off. `drain_timeout`:
+    how long leaving a `with` block waits for a run() in another thread.
+
+    As a context manager, leaving the block calls stop() and waits for a
+    run() under way in another thread to settle its batch and return."""
 
     def __init__(self, servers: Union[str, Sequence[str]], table: str,
                  handler: Handler, *, keyspace: str = "", ack: bool = True,
@@ -117,7 +125,8 @@ class Subscriber:
                  on_reconnect: Optional[OnServerReconnect] = None,
                  channel_options: Sequence[Tuple[str, object]] =
                  CHANNEL_OPTIONS, tracing: bool = True,
-                 tracer_provider: Any = None) -> None:
+                 tracer_provider: Any = None,
+                 drain_timeout: float = 30.0) -> None:
         if isinstance(servers, str):
             servers = servers.split(",")
         self.servers: List[str] = [s.strip() for s in servers if s.strip()]
@@ -131,10 +140,13 @@ class Subscriber:
         self.ack, self.tls, self.ack_timeout = ack, tls, ack_timeout
         self.on_reconnect = on_reconnect
         self.tracing, self.tracer_provider = tracing, tracer_provider
+        self.drain_timeout = drain_timeout
         self.channel_options = list(channel_options)
         self._metadata: Metadata = bearer_metadata(token)
         self._stop = threading.Event()  # stop() was called
         self._wake = threading.Event()  # stop() or the single consume ended
+        self._running = threading.Event()  # run() is under way
+        self._done = threading.Event()  # run() returned
 
     @property
     def metadata(self) -> Metadata:
@@ -143,9 +155,18 @@ class Subscriber:
 
     def run(self, count: int = 0) -> int:
         """Consumes until `count` messages were handled (0 = no limit) or
-        stop() is called; returns the number handled. Raises grpc.RpcError
-        (not worth a retry, or the first connection failed) and
-        msgq.ProtocolError; the channels are closed on return."""
+        stop() is called; returns the number handled. Raises
+        msgq.errors.ServerError subclasses (not worth a retry, or the first
+        connection failed) and msgq.errors.ProtocolError; the channels are
+        closed on return."""
+        self._running.set()
+        try:
+            return self._run(count)
+        finally:
+            self._running.clear()
+            self._done.set()
+
+    def _run(self, count: int) -> int:
         if self._stop.is_set():  # stop() came first
             return 0
         channels = [(s, make_channel(s, self.tls, self.channel_options))
@@ -166,7 +187,7 @@ class Subscriber:
 
             def on_reconnect(c: grpc.StatusCode, d: str, t: float) -> None:
                 callback(name, c, d, t)
-        outcome: dict = {}
+        outcome: Dict[str, Any] = {}
 
         def work() -> None:
             try:
@@ -199,3 +220,13 @@ class Subscriber:
         run() (which then returns at once)."""
         self._stop.set()
         self._wake.set()
+
+    def __enter__(self) -> "Subscriber":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """stop(), then waits up to `drain_timeout` seconds for a run() in
+        another thread to settle its batch and return."""
+        self.stop()
+        if self._running.is_set():
+            self._done.wait(self.drain_timeout)

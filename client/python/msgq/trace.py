@@ -229,7 +229,7 @@ class ConsumerSpans:
             "messaging.operation.type": "process",
             "messaging.operation.name": "process",
             "messaging.destination.name": self.table,
-            "messaging.message.id": message.id.decode("utf-8", "replace"),
+            "messaging.message.id": message.id,
             "messaging.msgq.epoch": int(message.epoch),
         }
         if self.keyspace:
