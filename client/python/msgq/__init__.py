@@ -40,6 +40,7 @@ import pkgutil as _pkgutil
 __path__ = _pkgutil.extend_path(__path__, __name__)  # type: ignore[name-defined]
 
 from msgq.backoff import Backoff  # noqa: E402
+from msgq.client import Client  # noqa: E402
 from msgq.consume import CHANNEL_OPTIONS, RETRYABLE, consume  # noqa: E402
 from msgq.fanin import consume_all  # noqa: E402
 from msgq.inbox import Inbox, InboxError  # noqa: E402
@@ -58,7 +59,7 @@ from msgq.trace import (TraceContext, parse_traceparent,  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "Ack", "Backoff", "CHANNEL_OPTIONS", "Dead", "DeadMessage",
+    "Ack", "Backoff", "CHANNEL_OPTIONS", "Client", "Dead", "DeadMessage",
     "Delivery", "Nacked", "Ownership", "Table", "TableSettings",
     "TableStatus", "HandlerResult", "Inbox",
     "InboxError", "Message", "MsgqError", "ProtocolError", "RETRYABLE", "Retry",
