@@ -1,5 +1,7 @@
-"""Tests of msgq.Client (the unary calls) against a private MariaDB and a
-real msgqd ($MSGQD, else build/server/msgqd).
+"""Tests of msgq.Client (the unary calls) and msgq.aio (AsyncClient,
+AsyncSubscriber: handler concurrency, heartbeats, iteration, the drain)
+against one private MariaDB and a real msgqd ($MSGQD, else
+build/server/msgqd), shared by all tests (each uses its own tables).
 
 Run by ctest (msgq_python_client_test), or by hand:
   MSGQD=build/server/msgqd PYTHONPATH=build/client/python:client/python \
@@ -8,11 +10,13 @@ Run by ctest (msgq_python_client_test), or by hand:
 
 from __future__ import annotations
 
+import asyncio
 import time
 import unittest
 from typing import Any, List, Tuple
 
 import msgq
+import msgq.aio
 import msgq_inbox_testing as testing
 
 
@@ -87,18 +91,22 @@ def peek(address: str, table: str, count: int) -> List[msgq.Message]:
     return sorted(seen, key=lambda m: m.id)
 
 
+SERVER: Server
+
+
+def setUpModule() -> None:
+    global SERVER
+    SERVER = Server()
+
+
+def tearDownModule() -> None:
+    SERVER.stop()
+
+
 class ClientTest(unittest.TestCase):
-    server: Server
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        cls.server = Server()
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.server.stop()
 
     def setUp(self) -> None:
+        self.server = SERVER
         self.client = msgq.Client(self.server.address, keyspace="msgq")
         self.addCleanup(self.client.close)
 
@@ -191,6 +199,158 @@ class ClientTest(unittest.TestCase):
         closed.close()
         with self.assertRaises(msgq.errors.ClosedError):
             closed.list_tables()
+
+
+class AsyncTest(unittest.TestCase):
+    """msgq.aio; each test runs its coroutine with asyncio.run, bounded by
+    asyncio.wait_for."""
+
+    def setUp(self) -> None:
+        self.server = SERVER
+
+    def run_async(self, coroutine: Any, timeout: float = 60) -> Any:
+        return asyncio.run(asyncio.wait_for(coroutine, timeout))
+
+    def test_handlers_run_concurrently_and_settle(self):
+        self.server.create("a_conc", ["1", "2", "3", "4", "5"])
+        running: List[str] = []
+        most = []
+        four_at_once = asyncio.Event()
+
+        async def handler(m: msgq.Message) -> msgq.HandlerResult:
+            running.append(m.id)
+            most.append(len(running))
+            if len(running) == 4:
+                four_at_once.set()
+            if m.id != "5":
+                # 1..4 wait for each other: only 4 concurrent handlers get
+                # past this.
+                await asyncio.wait_for(four_at_once.wait(), 20)
+            running.remove(m.id)
+            if m.id == "2":
+                return msgq.retry(3600, "later")
+            if m.id == "3":
+                return msgq.dead("poison")
+            if m.id == "4":
+                raise RuntimeError("boom")
+            return None  # an ack
+
+        async def main() -> int:
+            async with msgq.aio.AsyncSubscriber(
+                    self.server.address, "a_conc", handler, keyspace="msgq",
+                    concurrency=4, tracing=False) as sub:
+                for _ in range(2000):  # 20 s at most
+                    if sub.handled == 5:
+                        break
+                    await asyncio.sleep(0.01)
+            return sub.handled
+
+        self.assertEqual(self.run_async(main()), 5)
+        self.assertEqual(max(most), 4)
+        # Leaving the block flushed the acks.
+        self.assertEqual(self.server.rows("a_conc"),
+                         [("1", "1", "1", "0", "-"),
+                          ("2", "0", "1", "1", "later"),
+                          ("3", "0", "1", "0", "poison"),
+                          ("4", "0", "1", "1", "boom"),
+                          ("5", "1", "1", "0", "-")])
+
+    def heartbeat_run(self, table: str, max_extension: float) -> List[int]:
+        """One message whose handler takes 5 s on a table with a 2 s ack
+        wait and concurrency 2: the epochs the handler saw."""
+        self.server.create(table, ["1"], ack_wait=2)
+        epochs: List[int] = []
+
+        async def handler(m: msgq.Message) -> None:
+            epochs.append(m.epoch)
+            if m.epoch == 0:
+                await asyncio.sleep(5)
+
+        async def main() -> None:
+            async with msgq.aio.AsyncSubscriber(
+                    self.server.address, table, handler, keyspace="msgq",
+                    concurrency=2, max_extension=max_extension,
+                    tracing=False) as sub:
+                for _ in range(1500):  # 15 s at most
+                    if sub.handled == len(epochs) and epochs and \
+                            self.server.rows(table)[0][1] == "1":
+                        break
+                    await asyncio.sleep(0.01)
+                self.extended = sub.extended
+
+        self.run_async(main())
+        return epochs
+
+    def test_heartbeats_keep_a_running_message(self):
+        self.assertEqual(self.heartbeat_run("a_hb", 600), [0])
+        self.assertGreaterEqual(self.extended, 4)  # every 1 s for 5 s
+        self.assertEqual(self.server.rows("a_hb"), [("1", "1", "1", "0", "-")])
+
+    def test_without_heartbeats_the_message_is_sent_again(self):
+        # The same run with heartbeats off: the ack wait passes while the
+        # handler runs, and the message is sent again (epoch 1).
+        self.assertEqual(self.heartbeat_run("a_nohb", -1), [0, 1])
+        self.assertEqual(self.extended, 0)
+
+    def test_iterate_and_settle(self):
+        self.server.create("a_iter", ["1", "2", "3"])
+
+        async def main() -> List[str]:
+            seen: List[str] = []
+            async with msgq.aio.AsyncSubscriber(
+                    self.server.address, "a_iter", keyspace="msgq",
+                    tracing=False) as sub:
+                async for m in sub:
+                    seen.append(m.id)
+                    await sub.settle(m, msgq.dead("no") if m.id == "2"
+                                     else msgq.ack())
+                    if len(seen) == 3:
+                        break
+            return seen
+
+        self.assertEqual(sorted(self.run_async(main())), ["1", "2", "3"])
+        self.assertEqual(self.server.rows("a_iter"),
+                         [("1", "1", "1", "0", "-"),
+                          ("2", "0", "1", "0", "no"),
+                          ("3", "1", "1", "0", "-")])
+
+    def test_unknown_table_ends_run_with_the_package_error(self):
+        async def main() -> None:
+            sub = msgq.aio.AsyncSubscriber(self.server.address, "no_such",
+                                           lambda m: None, keyspace="msgq")
+            await sub.run()
+
+        with self.assertRaises(msgq.errors.UnknownTable) as e:
+            self.run_async(main())
+        self.assertEqual(e.exception.code().name, "NOT_FOUND")
+
+    def test_async_client(self):
+        self.server.create("a_client", ["1", "2"])
+        m1, m2 = peek(self.server.address, "a_client", 2)
+
+        async def main() -> Tuple[Any, ...]:
+            async with msgq.aio.AsyncClient(self.server.address,
+                                            keyspace="msgq") as client:
+                acked = await client.ack("a_client", [m1.id])
+                nacked = await client.nack("a_client", [m2], dead=True,
+                                           reason="x")
+                dead = await client.list_dead("a_client")
+                redriven = await client.redrive_all("a_client")
+                await client.pause("a_client")
+                paused = [t.paused for t in await client.list_tables()
+                          if t.table.name == "a_client"]
+                await client.resume("a_client")
+                try:
+                    await client.ack("no_such", ["1"])
+                    missing = None
+                except msgq.errors.UnknownTable as e:
+                    missing = e.code().name
+                return acked, nacked, [d.id for d in dead], redriven, \
+                    paused, missing
+
+        self.assertEqual(self.run_async(main()),
+                         (1, msgq.Nacked(0, 1), ["2"], 1, [True],
+                          "NOT_FOUND"))
 
 
 if __name__ == "__main__":
