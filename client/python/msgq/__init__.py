@@ -37,7 +37,7 @@ messages as JSON lines (msgq.cli).
 # found there too. An installed package has msgq/v1 inside.
 import pkgutil as _pkgutil
 
-__path__ = _pkgutil.extend_path(__path__, __name__)  # type: ignore[name-defined]
+__path__ = _pkgutil.extend_path(__path__, __name__)
 
 from msgq.backoff import Backoff  # noqa: E402
 from msgq.client import Client  # noqa: E402

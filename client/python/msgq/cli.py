@@ -26,7 +26,8 @@ from typing import Callable, List, Optional
 import grpc
 
 from msgq.consume import LOG_PREFIX
-from msgq.message import Message, ProtocolError
+from msgq.errors import ProtocolError
+from msgq.message import Message
 from msgq.subscriber import TLS, Subscriber
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_NOT_FOUND = range(5)

@@ -24,8 +24,7 @@ used from several threads at once (a gRPC channel is).
 from __future__ import annotations
 
 import math
-from typing import (Iterable, List, Optional, Sequence, Tuple, TypeVar,
-                    Union)
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 import grpc
 
@@ -154,9 +153,6 @@ def deliveries_of(deliveries: Iterable[DeliveryArg]
     return out
 
 
-_Response = TypeVar("_Response")
-
-
 class Client:
     """The unary calls on one msgqd (see the module docstring). `keyspace`:
     the database of tables given by name ("" = the server's default).
@@ -181,22 +177,21 @@ class Client:
         self._stub = messaging_pb2_grpc.MessagingStub(self._channel)
         self._closed = False
 
-    def _call(self, method: str, request: object) -> _Response:
+    def _call(self, method: str, request: object) -> Any:
         if self._closed:
             raise ClosedError("the Client is closed")
         try:
-            response: _Response = getattr(self._stub, method)(
+            return getattr(self._stub, method)(
                 request, timeout=self.timeout, metadata=self._metadata)
-            return response
         except grpc.RpcError as e:
             raise from_rpc(e) from e
 
     def ack(self, table: TableArg, ids: Iterable[Id]) -> int:
         """Acknowledges `ids`; returns how many went from unacked to acked
         (unknown, dead and already acked ids count 0)."""
-        response: messaging_pb2.MessageAckResponse = self._call(
+        response = self._call(
             "MessageAck", self._requests.ack(table, ids))
-        return response.acked
+        return int(response.acked)
 
     def nack(self, table: TableArg, deliveries: Iterable[DeliveryArg], *,
              delay: Optional[float] = None, reason: str = "",
@@ -204,7 +199,7 @@ class Client:
         """Hands deliveries back: due again after `delay` seconds (None =
         the table's backoff), or dead now with `dead`; `reason` goes to
         last_error. A delivery whose epoch is stale counts 0."""
-        response: messaging_pb2.MessageNackResponse = self._call(
+        response = self._call(
             "MessageNack",
             self._requests.nack(table, deliveries, delay, reason, dead))
         return Nacked(response.retried, response.dead)
@@ -213,31 +208,31 @@ class Client:
                duration: float) -> int:
         """Keeps deliveries for `duration` more seconds (up to msgqd's
         --max_extend); returns how many were extended."""
-        response: messaging_pb2.MessageExtendResponse = self._call(
+        response = self._call(
             "MessageExtend", self._requests.extend(table, deliveries,
                                                    duration))
-        return response.extended
+        return int(response.extended)
 
     def list_dead(self, table: TableArg, *, limit: int = 100,
                   after_id: Optional[Id] = None) -> List[DeadMessage]:
         """Up to `limit` dead messages in id order, after `after_id` (the
         last id of the previous page) when given."""
-        response: messaging_pb2.ListDeadResponse = self._call(
+        response = self._call(
             "ListDead", self._requests.list_dead(table, limit, after_id))
         return [DeadMessage.from_wire(m) for m in response.messages]
 
     def redrive(self, table: TableArg, ids: Iterable[Id]) -> int:
         """Makes the dead messages `ids` due again (epoch back to 0);
         returns how many were dead."""
-        response: messaging_pb2.RedriveResponse = self._call(
+        response = self._call(
             "Redrive", self._requests.redrive(table, ids))
-        return response.redriven
+        return int(response.redriven)
 
     def redrive_all(self, table: TableArg) -> int:
         """Makes every dead message of `table` due again."""
-        response: messaging_pb2.RedriveResponse = self._call(
+        response = self._call(
             "Redrive", self._requests.redrive(table, None))
-        return response.redriven
+        return int(response.redriven)
 
     def pause(self, table: TableArg) -> None:
         """Stops sending `table`'s messages until resume()."""
@@ -249,7 +244,7 @@ class Client:
 
     def list_tables(self) -> List[TableStatus]:
         """Every message table the server serves, with its status."""
-        response: messaging_pb2.ListTablesResponse = self._call(
+        response = self._call(
             "ListTables", messaging_pb2.ListTablesRequest())
         return [TableStatus.from_wire(t) for t in response.tables]
 

@@ -32,7 +32,8 @@ class ClosedError(MsgqError):
     """A call on a Client or subscriber that was closed."""
 
 
-class ServerError(MsgqError, grpc.RpcError):
+# grpc ships no type information: RpcError is Any to mypy.
+class ServerError(MsgqError, grpc.RpcError):  # type: ignore[misc]
     """A call failed with gRPC status `code()` and message `details()`."""
 
     def __init__(self, code: grpc.StatusCode, details: str) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import grpc
 
-from msgq.consume import Handler, consume
+from msgq.consume import Handler, OnReconnect, consume
 from msgq.message import Message
 from msgq.results import HandlerResult, Retry
 from msgq.trace import ConsumerSpans
@@ -44,7 +44,7 @@ def consume_all(servers: Sequence[Tuple[str, grpc.Channel]], table: str,
                                  tracer_provider)
     call = spans.wrap(handler) if spans is not None else handler
     lock = threading.Lock()
-    stop = stop or threading.Event()
+    stopped: threading.Event = stop or threading.Event()
     state: Dict[str, Any] = {"handled": 0, "error": None}
 
     def counted(message: Message) -> HandlerResult:
@@ -56,26 +56,31 @@ def consume_all(servers: Sequence[Tuple[str, grpc.Channel]], table: str,
             finally:
                 state["handled"] += 1
                 if count and state["handled"] >= count:
-                    stop.set()
+                    stopped.set()
 
     def run(name: str, channel: grpc.Channel) -> None:
+        told: Optional[OnReconnect] = None
+        if on_reconnect is not None:
+            callback = on_reconnect
+
+            def told(c: grpc.StatusCode, d: str, t: float) -> None:
+                callback(name, c, d, t)
         try:
-            consume(channel, table, counted, server=name, stop=stop,
+            consume(channel, table, counted, server=name, stop=stopped,
                     tracing=False,  # the spans are made around `handler`
-                    on_reconnect=(lambda c, d, t: on_reconnect(name, c, d, t))
-                    if on_reconnect else None, **kwargs)
+                    on_reconnect=told, **kwargs)
         except Exception as e:  # first error ends all
             with lock:
                 if state["error"] is None:
                     state["error"] = e
-            stop.set()
+            stopped.set()
 
     threads: List[threading.Thread] = [
         threading.Thread(target=run, args=(name, channel), daemon=True)
         for name, channel in servers]
     for t in threads:
         t.start()
-    stop.wait()
+    stopped.wait()
     # Threads mid-batch finish settling it; the others sit in their stream
     # until their channel is closed.
     for t in threads:
@@ -86,4 +91,4 @@ def consume_all(servers: Sequence[Tuple[str, grpc.Channel]], table: str,
         t.join()
     if state["error"] is not None:
         raise state["error"]
-    return state["handled"]
+    return int(state["handled"])

@@ -212,7 +212,7 @@ class Subscriber:
         worker.join()
         if "error" in outcome:
             raise outcome["error"]
-        return outcome["handled"]
+        return int(outcome["handled"])
 
     def stop(self) -> None:
         """Ends run(): the current batch is settled, then idle streams are
