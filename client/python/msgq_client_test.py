@@ -1,7 +1,8 @@
-"""Tests of msgq.Client (the unary calls) and msgq.aio (AsyncClient,
-AsyncSubscriber: handler concurrency, heartbeats, iteration, the drain)
-against one private MariaDB and a real msgqd ($MSGQD, else
-build/server/msgqd), shared by all tests (each uses its own tables).
+"""Tests of msgq.Client (the unary calls), msgq.aio (AsyncClient,
+AsyncSubscriber: handler concurrency, heartbeats, iteration, the drain) and
+the producer (msgq.enqueue, enqueue_batch) against one private MariaDB and
+a real msgqd ($MSGQD, else build/server/msgqd), shared by all tests (each
+uses its own tables).
 
 Run by ctest (msgq_python_client_test), or by hand:
   MSGQD=build/server/msgqd PYTHONPATH=build/client/python:client/python \
@@ -351,6 +352,135 @@ class AsyncTest(unittest.TestCase):
         self.assertEqual(self.run_async(main()),
                          (1, msgq.Nacked(0, 1), ["2"], 1, [True],
                           "NOT_FOUND"))
+
+
+def producer_ddl(name: str, id_type: str = "varchar(36)",
+                 extra: str = "") -> str:
+    """A message table with the producer's optional columns (`extra`:
+    more columns)."""
+    return ("CREATE TABLE msgq.`%s` (id %s NOT NULL, "
+            "priority tinyint NOT NULL DEFAULT 50, "
+            "epoch bigint NOT NULL DEFAULT 0, time_next bigint DEFAULT 0, "
+            "time_acked bigint DEFAULT NULL, message longtext, %s"
+            "PRIMARY KEY (id), INDEX poller_idx (time_acked, priority, "
+            "time_next)) COMMENT 'vitess_message,vt_ack_wait=30,"
+            "vt_purge_after=86400,vt_batch_size=10,vt_cache_size=10000,"
+            "vt_poller_interval=1'" % (name, id_type, extra))
+
+
+PRODUCER_COLUMNS = ("message_key varchar(64) DEFAULT NULL, "
+                    "message_type varchar(64) DEFAULT NULL, "
+                    "headers json DEFAULT NULL, "
+                    "traceparent varchar(55) DEFAULT NULL, "
+                    "tracestate varchar(512) DEFAULT NULL, ")
+
+
+class ProducerTest(unittest.TestCase):
+    """msgq.enqueue / enqueue_batch on a MySQLdb connection of the test's
+    own, inside its transaction."""
+
+    def setUp(self) -> None:
+        self.server = SERVER
+        self.conn = self.server.db.connect("msgq")
+        self.addCleanup(self.conn.close)
+
+    def test_enqueue_commits_with_the_transaction(self):
+        self.server.db.sql(producer_ddl("p_tx", extra=PRODUCER_COLUMNS))
+        self.server.wait_loaded("p_tx")
+        rolled_back = msgq.enqueue(self.conn, "p_tx", {"n": 0})
+        self.conn.rollback()
+        msg_id = msgq.enqueue(self.conn, "p_tx", {"order": 7, "total": 2.5},
+                              key="customer-1", type="order.placed",
+                              headers={"source": "web", "a": "1"})
+        self.conn.commit()
+        self.assertRegex(msg_id, r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-"
+                                 r"[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+        self.assertNotEqual(rolled_back, msg_id)
+        self.assertEqual(self.server.db.sql(
+            "SELECT id, message, message_key, message_type, headers, "
+            "time_next, traceparent FROM msgq.p_tx"),
+            ((msg_id, '{"order":7,"total":2.5}', "customer-1",
+              "order.placed", '{"a":"1","source":"web"}', 0, None),))
+        seen: List[Tuple[str, Any, Any]] = []
+        msgq.Subscriber(self.server.address, "p_tx",
+                        lambda m: seen.append((m.id, m.get("message"),
+                                               m.get("message_key"))),
+                        keyspace="msgq", tracing=False).run(count=1)
+        self.assertEqual(seen, [(msg_id, '{"order":7,"total":2.5}',
+                                 "customer-1")])
+
+    def test_delay_is_mysqls_now_plus_the_delay(self):
+        self.server.db.sql(producer_ddl("p_delay"))
+        msgq.enqueue(self.conn, "p_delay", "later", id="d1", delay=30)
+        self.conn.commit()
+        ((ahead,),) = self.server.db.sql(
+            "SELECT time_next - UNIX_TIMESTAMP(NOW(6)) * 1000000000 "
+            "FROM msgq.p_delay")
+        self.assertGreater(ahead, 25e9)
+        self.assertLessEqual(ahead, 30e9)
+
+    def test_batch_with_integer_ids_and_defaults(self):
+        self.server.db.sql(producer_ddl("p_batch", id_type="bigint"))
+        ids = msgq.enqueue_batch(self.conn, msgq.Table("p_batch", "msgq"), [
+            msgq.Outgoing({"n": 1}, id=1),
+            msgq.Outgoing(b"raw", id=2, columns={"priority": 10}),
+            msgq.Outgoing(None, id="3")])
+        self.conn.commit()
+        self.assertEqual(ids, ["1", "2", "3"])
+        self.assertEqual(self.server.db.sql(
+            "SELECT id, priority, message, time_next FROM msgq.p_batch "
+            "ORDER BY id"),
+            ((1, 50, '{"n":1}', 0), (2, 10, "raw", 0), (3, 50, None, 0)))
+        self.assertEqual(msgq.enqueue_batch(self.conn, "p_batch", []), [])
+
+    def test_duplicate_id_and_bad_arguments(self):
+        import MySQLdb
+        self.server.db.sql(producer_ddl("p_dup"))
+        msgq.enqueue(self.conn, "p_dup", "x", id="same")
+        with self.assertRaises(MySQLdb.IntegrityError) as e:
+            msgq.enqueue(self.conn, "p_dup", "y", id="same")
+        self.assertEqual(e.exception.args[0], 1062)
+        with self.assertRaises(MySQLdb.OperationalError) as e:
+            msgq.enqueue(self.conn, "p_dup", "z", key="k")  # no message_key
+        self.assertEqual(e.exception.args[0], 1054)
+        self.conn.commit()  # the failed statements left the first in place
+        self.assertEqual(self.server.db.sql("SELECT id FROM msgq.p_dup"),
+                         (("same",),))
+        with self.assertRaises(ValueError):
+            msgq.enqueue(self.conn, "p_dup`; DROP TABLE x", "x")
+        with self.assertRaises(ValueError):
+            msgq.enqueue(self.conn, "p_dup", "x", delay=-1)
+        with self.assertRaises(ValueError):
+            msgq.enqueue(self.conn, "p_dup", "x", columns={"id": "1"})
+        with self.assertRaises(TypeError):
+            msgq.enqueue(self.conn, "p_dup", "x", id=1.5)  # type: ignore
+
+    def test_trace_context_goes_to_the_trace_columns(self):
+        from unittest import mock
+        import sys
+        from msgq_trace_test import make_fake_opentelemetry
+        modules, _ = make_fake_opentelemetry()
+        with mock.patch.dict(sys.modules, modules):
+            msgq.trace._reset_otel()
+            self.addCleanup(msgq.trace._reset_otel)
+            otel = modules["opentelemetry.trace"]
+            span = otel.NonRecordingSpan(otel.SpanContext(
+                0x4bf92f3577b34da6a3ce929d0e0e4736, 0x00f067aa0ba902b7, True,
+                otel.TraceFlags(1), otel.TraceState.from_header(["k=v"])))
+            context = otel.set_span_in_context(span)
+            self.server.db.sql(producer_ddl("p_trace",
+                                            extra=PRODUCER_COLUMNS))
+            self.server.db.sql(producer_ddl("p_notrace"))
+            msgq.enqueue(self.conn, "p_trace", "t", id="t1", context=context)
+            msgq.enqueue(self.conn, "p_notrace", "t", id="t2",
+                         context=context)
+            self.conn.commit()
+        self.assertEqual(self.server.db.sql(
+            "SELECT traceparent, tracestate FROM msgq.p_trace"),
+            (("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+              "k=v"),))
+        self.assertEqual(self.server.db.sql(
+            "SELECT id FROM msgq.p_notrace"), (("t2",),))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,247 @@
+"""The producer side: enqueue messages with an INSERT on the application's
+own MySQLdb connection, inside its transaction, so that a message exists if
+and only if the transaction that made it commits (no dual write).
+
+    cur = conn.cursor()
+    cur.execute("INSERT INTO orders (id, total) VALUES (%s, %s)",
+                (order_id, total))
+    msg_id = msgq.enqueue(conn, "order_events",
+                          {"order": order_id, "total": total},  # JSON
+                          key=customer_id,          # message_key
+                          type="order.placed",      # message_type
+                          headers={"source": "web"},  # headers, JSON
+                          delay=10)                 # time_next = NOW(6) + 10 s
+    conn.commit()                                   # both or neither
+
+The row, as the Go and Node clients write it (plain SQL fills the same
+columns the same way):
+- `id`: `id`, or a new UUIDv7 in its 36-character text form (for a
+  char(36)/varchar(36) id; a table with an integer id must give one);
+- `message`: `body` (bytes or str as they are, None as NULL, anything else
+  json.dumps'd);
+- `time_next`: 0 (send now), or CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000000 AS
+  SIGNED) + the delay in nanoseconds (MySQL's clock);
+- `traceparent`, `tracestate`: the OpenTelemetry context's (`context`,
+  default the current one; see msgq.trace) when there is a valid span, each
+  only when the table has the column;
+- `message_key`, `message_type`, `headers`: only when key, type or headers
+  are given (the table needs the column then; headers sorted by name);
+- `columns`: as given, e.g. {"priority": 10}.
+Columns not written take their defaults. Without trace columns in the table,
+a traced context costs a second INSERT: MySQL refuses the first with
+ER_BAD_FIELD_ERROR (1054), which leaves the transaction as it was.
+
+Errors: ValueError or TypeError for a bad argument, before any statement;
+MySQLdb's errors otherwise (IntegrityError 1062 for a duplicate id,
+OperationalError 1054 for `key` on a table without message_key). The
+connection is the caller's: enqueue neither commits nor rolls back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from msgq.trace import traceparent, tracestate
+from msgq.types import Table
+
+KEY_COLUMN = "message_key"
+TYPE_COLUMN = "message_type"
+HEADERS_COLUMN = "headers"
+ER_BAD_FIELD_ERROR = 1054
+_NAME = re.compile(r"[A-Za-z0-9_$]{1,64}")
+_OWN_COLUMNS = {"id", "message", "time_next", KEY_COLUMN, TYPE_COLUMN,
+                HEADERS_COLUMN}
+_NOW_NS = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000000 AS SIGNED)"
+
+
+def uuidv7(now_ms: Optional[int] = None,
+           random: Optional[bytes] = None) -> str:
+    """A new UUID version 7 (RFC 9562) in its 36-character text form: 48
+    bits of Unix milliseconds, then random bits, so later ids sort later (to
+    the millisecond) and new rows go to the end of the primary key."""
+    ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+    rand = os.urandom(10) if random is None else random
+    u = bytearray(ms.to_bytes(6, "big") + rand[:10])
+    u[6] = 0x70 | (u[6] & 0x0F)  # version 7
+    u[8] = 0x80 | (u[8] & 0x3F)  # variant 10
+    h = u.hex()
+    return "%s-%s-%s-%s-%s" % (h[:8], h[8:12], h[12:16], h[16:20], h[20:])
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """One message to enqueue (see the module docstring for each field's
+    column). `delay` in seconds."""
+
+    body: Any = None
+    id: Union[str, int, None] = None
+    key: Optional[str] = None
+    type: Optional[str] = None
+    headers: Optional[Mapping[str, str]] = None
+    delay: float = 0.0
+    columns: Mapping[str, Any] = field(default_factory=dict)
+
+
+# A value for the INSERT: ("value", v) for a placeholder, ("sql", text) for
+# an expression of ours.
+_Value = Tuple[str, Any]
+
+
+def _body(body: Any) -> Union[str, bytes, None]:
+    if body is None or isinstance(body, (str, bytes)):
+        return body
+    try:
+        return json.dumps(body, separators=(",", ":"))
+    except (TypeError, ValueError) as e:
+        raise TypeError("body: %s" % e) from None
+
+
+def _row(message: Outgoing) -> Tuple[Dict[str, _Value], str]:
+    out: Dict[str, _Value] = {}
+    for name, value in message.columns.items():
+        if not _NAME.fullmatch(name):
+            raise ValueError("column %r is not a plain name" % (name,))
+        if name in _OWN_COLUMNS:
+            raise ValueError("column %s is a message field, not one of "
+                             "columns" % name)
+        out[name] = ("value", value)
+    if message.id is None:
+        id_text = uuidv7()
+    elif isinstance(message.id, bool) or not isinstance(message.id,
+                                                        (str, int)):
+        raise TypeError("id %r: give a str or an int" % (message.id,))
+    else:
+        id_text = str(message.id)
+    out["id"] = ("value", id_text)
+    out["message"] = ("value", _body(message.body))
+    try:
+        delay = float(message.delay)
+    except (TypeError, ValueError):
+        raise TypeError("delay must be a number of seconds, got %r"
+                        % (message.delay,)) from None
+    if not (delay >= 0 and delay != float("inf")):
+        raise ValueError("delay must be a finite number of seconds >= 0, "
+                         "got %r" % (message.delay,))
+    ns = round(delay * 1e9)
+    out["time_next"] = ("value", 0) if ns == 0 else (
+        "sql", "%s + %d" % (_NOW_NS, ns))
+    if message.key is not None:
+        out[KEY_COLUMN] = ("value", str(message.key))
+    if message.type is not None:
+        out[TYPE_COLUMN] = ("value", str(message.type))
+    if message.headers is not None:
+        if not all(isinstance(k, str) and isinstance(v, str)
+                   for k, v in message.headers.items()):
+            raise TypeError("headers must map str to str")
+        out[HEADERS_COLUMN] = ("value", json.dumps(
+            dict(sorted(message.headers.items())), separators=(",", ":")))
+    return out, id_text
+
+
+def _table_sql(table: Union[str, Table]) -> str:
+    ref = table if isinstance(table, Table) else Table(table)
+    if not _NAME.fullmatch(ref.name) or (
+            ref.keyspace and not _NAME.fullmatch(ref.keyspace)):
+        raise ValueError("table %r is not a plain name" % (table,))
+    return ("`%s`." % ref.keyspace if ref.keyspace else "") + \
+        "`%s`" % ref.name
+
+
+def _insert(conn: Any, table_sql: str, rows: Sequence[Dict[str, _Value]]
+            ) -> None:
+    columns = sorted({c for r in rows for c in r})
+    args: List[Any] = []
+    tuples = []
+    for r in rows:
+        cells = []
+        for c in columns:
+            v = r.get(c)
+            if v is None:
+                cells.append("DEFAULT")
+            elif v[0] == "sql":
+                cells.append(v[1])
+            else:
+                cells.append("%s")
+                args.append(v[1])
+        tuples.append("(" + ", ".join(cells) + ")")
+    sql = "INSERT INTO %s (%s) VALUES %s" % (
+        table_sql, ", ".join("`%s`" % c for c in columns), ", ".join(tuples))
+    cursor = conn.cursor()
+    try:
+        cursor.execute(sql, args)
+    finally:
+        cursor.close()
+
+
+def _unknown_column(error: Exception, column: str) -> bool:
+    args: Tuple[Any, ...] = getattr(error, "args", ())
+    return (len(args) >= 2 and args[0] == ER_BAD_FIELD_ERROR
+            and ("'%s'" % column) in str(args[1]))
+
+
+def _with_trace(rows: Sequence[Dict[str, _Value]], parent: str,
+                state: Optional[str]) -> List[Dict[str, _Value]]:
+    traced = []
+    for r in rows:
+        t = dict(r)
+        if "traceparent" not in t:
+            t["traceparent"] = ("value", parent)
+            if "tracestate" not in t and state:
+                t["tracestate"] = ("value", state)
+        traced.append(t)
+    return traced
+
+
+def enqueue_batch(conn: Any, table: Union[str, Table],
+                  messages: Sequence[Outgoing], *, context: Any = None
+                  ) -> List[str]:
+    """Inserts `messages` into `table` on `conn` (a MySQLdb connection,
+    inside the caller's transaction) with one multi-row INSERT (a column
+    some message does not set is DEFAULT in its row); returns their ids in
+    text form (what a subscriber's message.id shows). No messages: nothing
+    is inserted."""
+    if not hasattr(conn, "cursor"):
+        raise TypeError("enqueue needs a MySQLdb connection")
+    table_sql = _table_sql(table)
+    if isinstance(messages, Outgoing):
+        raise TypeError("enqueue_batch takes a list of messages")
+    if not messages:
+        return []
+    built = [_row(m) for m in messages]
+    rows = [b[0] for b in built]
+    ids = [b[1] for b in built]
+    parent, state = traceparent(context), tracestate(context)
+    if parent:
+        try:
+            _insert(conn, table_sql, _with_trace(rows, parent, state))
+            return ids
+        except Exception as e:
+            if state and _unknown_column(e, "tracestate"):
+                try:
+                    _insert(conn, table_sql, _with_trace(rows, parent, None))
+                    return ids
+                except Exception as again:
+                    if not _unknown_column(again, "traceparent"):
+                        raise
+            elif not _unknown_column(e, "traceparent"):
+                raise
+            # The table has no trace context columns: enqueue without.
+    _insert(conn, table_sql, rows)
+    return ids
+
+
+def enqueue(conn: Any, table: Union[str, Table], body: Any = None, *,
+            id: Union[str, int, None] = None, key: Optional[str] = None,
+            type: Optional[str] = None,
+            headers: Optional[Mapping[str, str]] = None, delay: float = 0.0,
+            columns: Optional[Mapping[str, Any]] = None,
+            context: Any = None) -> str:
+    """enqueue_batch() of one message; returns its id."""
+    return enqueue_batch(conn, table, [Outgoing(
+        body, id, key, type, headers, delay, columns or {})],
+        context=context)[0]
