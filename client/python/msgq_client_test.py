@@ -12,8 +12,10 @@ Run by ctest (msgq_python_client_test), or by hand:
 from __future__ import annotations
 
 import asyncio
+import io
 import time
 import unittest
+from contextlib import redirect_stderr
 from typing import Any, List, Tuple
 
 import msgq
@@ -246,7 +248,11 @@ class AsyncTest(unittest.TestCase):
                     await asyncio.sleep(0.01)
             return sub.handled
 
-        self.assertEqual(self.run_async(main()), 5)
+        err = io.StringIO()
+        with redirect_stderr(err):
+            self.assertEqual(self.run_async(main()), 5)
+        self.assertEqual(err.getvalue(),
+                         "msgq_consume: handler failed: RuntimeError('boom')\n")
         self.assertEqual(max(most), 4)
         # Leaving the block flushed the acks.
         self.assertEqual(self.server.rows("a_conc"),
@@ -314,6 +320,38 @@ class AsyncTest(unittest.TestCase):
                          [("1", "1", "1", "0", "-"),
                           ("2", "0", "1", "0", "no"),
                           ("3", "1", "1", "0", "-")])
+
+    def test_fan_in_settles_each_message_on_its_server(self):
+        # Ids 1 and 2 on both servers: four different messages.
+        other = Server()
+        self.addCleanup(other.stop)
+        for server in (self.server, other):
+            server.create("a_fanin", ["1", "2"])
+        seen: List[Tuple[str, str]] = []
+
+        async def handler(m: msgq.Message) -> msgq.HandlerResult:
+            seen.append((m.server, m.id))
+            if m.server == other.address and m.id == "2":
+                return msgq.dead("b2")
+            return msgq.ack()
+
+        async def main() -> None:
+            async with msgq.aio.AsyncSubscriber(
+                    [self.server.address, other.address], "a_fanin",
+                    handler, keyspace="msgq", tracing=False) as sub:
+                for _ in range(2000):  # 20 s at most
+                    if sub.handled == 4:
+                        break
+                    await asyncio.sleep(0.01)
+
+        self.run_async(main())
+        self.assertEqual(sorted(seen), sorted(
+            [(self.server.address, "1"), (self.server.address, "2"),
+             (other.address, "1"), (other.address, "2")]))
+        self.assertEqual(self.server.rows("a_fanin"),
+                         [("1", "1", "1", "0", "-"), ("2", "1", "1", "0", "-")])
+        self.assertEqual(other.rows("a_fanin"),
+                         [("1", "1", "1", "0", "-"), ("2", "0", "1", "0", "b2")])
 
     def test_unknown_table_ends_run_with_the_package_error(self):
         async def main() -> None:
