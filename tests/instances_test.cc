@@ -11,6 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/instances_fixture.h"
+#include "tests/log_wait.h"
 
 namespace msgq::testing {
 namespace {
@@ -60,6 +61,15 @@ TEST_F(InstancesTest, OneOwnerSendsAndTheStandbyTakesOverAKilledOwner) {
              : std::vector<StreamCollector*>{&a1, &a2};
   EXPECT_EQ(FindTable(standby.Stub().get(), "q").ownership().owner(),
             FindTable(owner.Stub().get(), "q").ownership().owner());
+  // The standby says which instance serves the table; the owner does not.
+  const std::string owner_id =
+      FindTable(owner.Stub().get(), "q").ownership().owner();
+  EXPECT_TRUE(LogShows(standby,
+                       "leases: `msgq.q` is served by " + owner_id +
+                           "; this msgqd stands by for it",
+                       absl::Seconds(5)))
+      << standby.Log();
+  EXPECT_EQ(owner.Log().find("stands by"), std::string::npos) << owner.Log();
 
   ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 200));
   ASSERT_TRUE(Eventually([&] { return Ids(owner_streams).size() >= 200; },

@@ -190,6 +190,21 @@ void LeaseKeeper::Rebalance(const std::set<std::string>& held, Managers& tables,
                                absl::FormatDuration(RowReconciler::kImageQuiet))
                 : "");
   }
+  // A standby says once which instance serves each table it does not: its
+  // own subscribers of that table receive nothing meanwhile.
+  for (const std::string& name : names) {
+    const std::string owner = watch_.Table(name).owner;
+    if (owned.contains(name) || owner.empty() || owner == options_.self) {
+      standby_for_.erase(name);
+      continue;
+    }
+    auto [it, inserted] = standby_for_.try_emplace(name, owner);
+    if (!inserted && it->second == owner) continue;
+    it->second = owner;
+    LogInfo("leases: `", name, "` is served by ", owner,
+            "; this msgqd stands by for it (its subscribers here receive its "
+            "messages only after it takes the table over)");
+  }
   absl::MutexLock lock(&mu_);
   releasing_ = std::move(releasing);
   owned_ = std::move(owned);

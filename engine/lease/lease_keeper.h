@@ -24,6 +24,9 @@
 // write racing another node's, error 1213 or 1205, retried at once by the
 // store) is a lost race: logged once as info, the round changes nothing
 // likewise, and the ownership shown is not "unknown" (lease_retry.h).
+// A table another instance serves is logged once per owner ("`t` is served
+// by OWNER; this msgqd stands by for it"): this msgqd's subscribers of it
+// receive nothing until it takes the table over.
 // Stop() ends the thread and releases every lease and the heartbeat row
 // (call it after the managers stopped and flushed).
 //
@@ -132,6 +135,9 @@ class LeaseKeeper final : public OwnershipKeeper {
   Clock* const clock_;
   const Tables tables_;
   LeaseWatch watch_;  // the thread's only
+  // The other instance each table was last logged as served by (the
+  // thread's only): a standby names the owner once per owner.
+  std::map<std::string, std::string> standby_for_;
 
   mutable absl::Mutex mu_;
   bool prepared_ ABSL_GUARDED_BY(mu_) = false;
