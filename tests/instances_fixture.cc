@@ -265,23 +265,6 @@ int Producer::failures() const {
 
 namespace {
 
-// A port nobody listens on now (the relay binds it right after).
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 bool Accepts(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return false;
@@ -304,7 +287,7 @@ absl::StatusOr<std::unique_ptr<Relay>> Relay::Start(int target) {
   if (!dir.ok()) return dir.status();
   relay->dir_ = *std::move(dir);
   for (int attempt = 0; attempt < 5; ++attempt) {
-    relay->port_ = FreePort();
+    relay->port_ = FreeLoopbackPort();
     if (relay->port_ == 0) continue;
     // ChildProcess puts socat in a process group of its own (pgid = pid);
     // the children it forks per connection stay in it.

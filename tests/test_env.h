@@ -49,6 +49,10 @@ std::string MessageTableDdl(const std::string& name, const std::string& comment,
                             const std::string& extra_columns = "");
 
 int64_t NowNanos();
+// A TCP port on 127.0.0.1 that nobody listens on now, for a program that
+// cannot report the port it got from port 0 (0 when none was found). Another
+// process may take it before the caller binds it.
+int FreeLoopbackPort();
 
 class PrivateMariaDb {
  public:
