@@ -55,10 +55,11 @@ absl::StatusOr<absl::Duration> RequestSeconds(const char* what, double s) {
 template <typename Request>
 std::shared_ptr<MessageManager> ManagerOrFinish(
     const Engine& engine, const auth::Authorizer& authorizer,
+    const auth::PeerDirectory* peers,
     const grpc::CallbackServerContext& context, const Request& request,
     auth::Action action, grpc::ServerUnaryReactor* reactor) {
   absl::StatusOr<std::string> principal =
-      auth::AuthenticateCall(authorizer, context);
+      auth::AuthenticateCall(authorizer, peers, context);
   if (!principal.ok()) {
     reactor->Finish(ToGrpcStatus(principal.status()));
     return nullptr;
@@ -78,15 +79,16 @@ std::shared_ptr<MessageManager> ManagerOrFinish(
 grpc::ServerWriteReactor<v1::MessageStreamResponse>*
 MessagingService::MessageStream(grpc::CallbackServerContext* context,
                                 const v1::MessageStreamRequest* request) {
-  return new StreamReactor(engine_, authorizer_, *context, *request);
+  return new StreamReactor(engine_, authorizer_, peers_, *context, *request);
 }
 
 grpc::ServerUnaryReactor* MessagingService::MessageAck(
     grpc::CallbackServerContext* context, const v1::MessageAckRequest* request,
     v1::MessageAckResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::shared_ptr<MessageManager> manager = ManagerOrFinish(
-      *engine_, *authorizer_, *context, *request, auth::Action::kAck, reactor);
+  std::shared_ptr<MessageManager> manager =
+      ManagerOrFinish(*engine_, *authorizer_, peers_, *context, *request,
+                      auth::Action::kAck, reactor);
   if (manager == nullptr) return reactor;
   std::vector<std::string> ids(request->ids().begin(), request->ids().end());
   manager->Ack(std::move(ids),
@@ -105,8 +107,9 @@ grpc::ServerUnaryReactor* MessagingService::MessageNack(
     grpc::CallbackServerContext* context, const v1::MessageNackRequest* request,
     v1::MessageNackResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::shared_ptr<MessageManager> manager = ManagerOrFinish(
-      *engine_, *authorizer_, *context, *request, auth::Action::kNack, reactor);
+  std::shared_ptr<MessageManager> manager =
+      ManagerOrFinish(*engine_, *authorizer_, peers_, *context, *request,
+                      auth::Action::kNack, reactor);
   if (manager == nullptr) return reactor;
   MessageManager::NackRequest nack;
   nack.deliveries = Deliveries(*request);
@@ -134,8 +137,9 @@ grpc::ServerUnaryReactor* MessagingService::MessageExtend(
     const v1::MessageExtendRequest* request,
     v1::MessageExtendResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::shared_ptr<MessageManager> manager = ManagerOrFinish(
-      *engine_, *authorizer_, *context, *request, auth::Action::kNack, reactor);
+  std::shared_ptr<MessageManager> manager =
+      ManagerOrFinish(*engine_, *authorizer_, peers_, *context, *request,
+                      auth::Action::kNack, reactor);
   if (manager == nullptr) return reactor;
   absl::StatusOr<absl::Duration> duration =
       RequestSeconds("duration", request->duration());
@@ -155,7 +159,7 @@ grpc::ServerUnaryReactor* MessagingService::Redrive(
     v1::RedriveResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   std::shared_ptr<MessageManager> manager =
-      ManagerOrFinish(*engine_, *authorizer_, *context, *request,
+      ManagerOrFinish(*engine_, *authorizer_, peers_, *context, *request,
                       auth::Action::kAdmin, reactor);
   if (manager == nullptr) return reactor;
   std::vector<std::string> ids(request->ids().begin(), request->ids().end());
@@ -171,7 +175,7 @@ grpc::ServerUnaryReactor* MessagingService::ListDead(
     v1::ListDeadResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   std::shared_ptr<MessageManager> manager =
-      ManagerOrFinish(*engine_, *authorizer_, *context, *request,
+      ManagerOrFinish(*engine_, *authorizer_, peers_, *context, *request,
                       auth::Action::kAdmin, reactor);
   if (manager == nullptr) return reactor;
   const int limit = request->limit() == 0 ? kDefaultDeadPage : request->limit();
@@ -196,7 +200,7 @@ grpc::ServerUnaryReactor* MessagingService::SetPaused(
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // Resolves an empty keyspace to the table's before the check.
   std::shared_ptr<MessageManager> manager =
-      ManagerOrFinish(*engine_, *authorizer_, *context, *request,
+      ManagerOrFinish(*engine_, *authorizer_, peers_, *context, *request,
                       auth::Action::kAdmin, reactor);
   if (manager == nullptr) return reactor;
   engine_->SetPaused(manager->table().keyspace, request->name(),
@@ -211,7 +215,7 @@ grpc::ServerUnaryReactor* MessagingService::ListTables(
     const v1::ListTablesRequest* /*request*/,
     v1::ListTablesResponse* response) {
   absl::StatusOr<std::string> principal =
-      auth::AuthenticateCall(*authorizer_, *context);
+      auth::AuthenticateCall(*authorizer_, peers_, *context);
   if (!principal.ok()) {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     reactor->Finish(ToGrpcStatus(principal.status()));

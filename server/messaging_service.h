@@ -21,14 +21,17 @@
 #include "engine/engine.h"
 #include "msgq/v1/messaging.grpc.pb.h"
 #include "server/auth/authorizer.h"
+#include "server/auth/peer_directory.h"
 
 namespace msgq {
 
 class MessagingService final : public v1::Messaging::CallbackService {
  public:
-  // `engine` and `authorizer` must outlive the service.
-  MessagingService(Engine* engine, auth::Authorizer* authorizer)
-      : engine_(engine), authorizer_(authorizer) {}
+  // `engine`, `authorizer` and `peers` (the gRPC front's connections,
+  // server/auth/peer_directory.h; may be null) must outlive the service.
+  MessagingService(Engine* engine, auth::Authorizer* authorizer,
+                   const auth::PeerDirectory* peers)
+      : engine_(engine), authorizer_(authorizer), peers_(peers) {}
 
   grpc::ServerWriteReactor<v1::MessageStreamResponse>* MessageStream(
       grpc::CallbackServerContext* context,
@@ -62,6 +65,7 @@ class MessagingService final : public v1::Messaging::CallbackService {
  private:
   Engine* const engine_;
   auth::Authorizer* const authorizer_;
+  const auth::PeerDirectory* const peers_;
 };
 
 }  // namespace msgq

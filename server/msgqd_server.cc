@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/server_posix.h"
 #include "server/http/build_info.h"
 #include "server/http/grpc_metrics.h"
 #include "server/http/routes.h"
@@ -151,8 +152,8 @@ absl::StatusOr<std::unique_ptr<MsgqdServer>> MsgqdServer::Start(
 }
 
 absl::Status MsgqdServer::StartGrpc() {
-  service_ = std::make_unique<MessagingService>(engine_.get(),
-                                                security_.authorizer.get());
+  service_ = std::make_unique<MessagingService>(
+      engine_.get(), security_.authorizer.get(), &peers_);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -162,18 +163,54 @@ absl::Status MsgqdServer::StartGrpc() {
   interceptors.push_back(grpc_metrics_.InterceptorFactory());
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   // One process per HOST:PORT: the instance id relies on it (see header).
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(options_.listen, GrpcServerCredentials(security_),
-                           &port_);
+  // gRPC listens on no port: the front (server/grpc_front/grpc_front.h)
+  // accepts, does TLS, bounds stream resets and hands each connection over.
   ApplyServerLimits(&builder);
   builder.RegisterService(service_.get());
   grpc_ = builder.BuildAndStart();
-  if (grpc_ == nullptr || port_ == 0) {
-    grpc_.reset();
-    return ExplainListenFailure(options_.listen, "--listen",
-                                absl::UnavailableError(absl::StrCat(
-                                    "cannot listen on ", options_.listen)));
+  if (grpc_ == nullptr) {
+    return absl::InternalError("gRPC: the server did not start");
   }
+  tls::TlsServerContext* tls = nullptr;
+  if (security_.own_tls != nullptr) {
+    tls::TlsServerFiles files = security_.own_tls->files();
+    absl::StatusOr<std::unique_ptr<tls::TlsServerContext>> context =
+        tls::TlsServerContext::Create(std::move(files), {.alpn_h2 = true});
+    if (!context.ok()) {
+      StopGrpc();
+      return context.status();
+    }
+    grpc_tls_ = *std::move(context);
+    tls = grpc_tls_.get();
+  }
+  absl::StatusOr<std::unique_ptr<grpc_front::GrpcFront>> front =
+      grpc_front::GrpcFront::Start(
+          GrpcFrontOptions(options_.listen, tls),
+          [server = grpc_.get()](int fd) {
+            grpc::AddInsecureChannelFromFd(server, fd);
+          },
+          &peers_);
+  if (!front.ok()) {
+    StopGrpc();
+    if (front.status().code() != absl::StatusCode::kUnavailable) {
+      return front.status();
+    }
+    return ExplainListenFailure(options_.listen, "--listen", front.status());
+  }
+  front_ = *std::move(front);
+  port_ = front_->port();
+  grpc_metrics_.SetPortCounters([f = front_.get()] {
+    const grpc_front::GrpcFront::Counters c = f->counters();
+    return GrpcMetrics::PortCounters{
+        .open = c.open,
+        .accepted = static_cast<int64_t>(c.accepted),
+        .refused_max_connections = static_cast<int64_t>(c.refused_full),
+        .refused_stream_resets = static_cast<int64_t>(c.refused_resets),
+        .closed_stream_resets = static_cast<int64_t>(c.closed_resets),
+        .closed_handshake = static_cast<int64_t>(c.failed_handshakes),
+        .closed_not_http2 = static_cast<int64_t>(c.not_http2),
+        .stream_resets = static_cast<int64_t>(c.resets)};
+  });
   // Not serving until the engine started and HealthReporter says so.
   grpc_->GetHealthCheckService()->SetServingStatus(false);
   return absl::OkStatus();
@@ -239,9 +276,16 @@ bool MsgqdServer::Stop() {
 }
 
 void MsgqdServer::StopGrpc() {
-  if (grpc_ == nullptr) return;
-  grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  grpc_->Wait();
+  grpc_metrics_.SetPortCounters(nullptr);
+  // No new connections; gRPC's GOAWAY still reaches the open ones through
+  // the front, which closes what is left once gRPC is done.
+  if (front_ != nullptr) front_->StopAccepting();
+  if (grpc_ != nullptr) {
+    grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    grpc_->Wait();
+  }
+  if (front_ != nullptr) front_->Stop();
+  front_.reset();
   grpc_.reset();
 }
 

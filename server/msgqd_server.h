@@ -47,6 +47,8 @@
 #include "engine/engine.h"
 #include "engine/queue/backoff.h"
 #include "grpcpp/grpcpp.h"
+#include "server/auth/peer_directory.h"
+#include "server/grpc_front/grpc_front.h"
 #include "server/http/health_reporter.h"
 #include "server/http/http_server.h"
 #include "server/messaging_service.h"
@@ -104,8 +106,14 @@ class MsgqdServer {
   GrpcMetrics& grpc_metrics_;
   SeededJitter jitter_;
   std::unique_ptr<Engine> engine_;
+  // The gRPC front's connections: who is on each (outlives both).
+  auth::PeerDirectory peers_;
   std::unique_ptr<MessagingService> service_;
+  // The gRPC port's TLS (ALPN h2), from security_'s files; null without.
+  std::unique_ptr<tls::TlsServerContext> grpc_tls_;
   std::unique_ptr<grpc::Server> grpc_;
+  // Destroyed before grpc_: it hands connections to it.
+  std::unique_ptr<grpc_front::GrpcFront> front_;
   int port_ = 0;  // the gRPC port bound
   std::unique_ptr<mysql_protocol::MysqlProtocolServer> mysql_protocol_;
   std::unique_ptr<HealthReporter> health_;

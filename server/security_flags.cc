@@ -72,6 +72,20 @@ ABSL_FLAG(int64_t, grpc_memory_quota_bytes, int64_t{1} << 30,
           "Memory gRPC may use for all connections and calls (a "
           "grpc::ResourceQuota); new calls are refused beyond");
 
+ABSL_FLAG(int, grpc_max_connections, 4096,
+          "Connections the gRPC port holds at once; one beyond is closed "
+          "at accept");
+ABSL_FLAG(int, grpc_max_stream_resets, 2000,
+          "Streams the clients of one address (IPv4, or IPv6 /64) may reset "
+          "(HTTP/2 RST_STREAM) before msgqd answered them, at once, refilled "
+          "at "
+          "--grpc_stream_resets_per_second: a connection over it is sent "
+          "GOAWAY (ENHANCE_YOUR_CALM) and closed, and its address may not "
+          "connect until half of it has refilled (the HTTP/2 rapid reset "
+          "attack, CVE-2023-44487)");
+ABSL_FLAG(double, grpc_stream_resets_per_second, 200,
+          "How fast an address's --grpc_max_stream_resets refills");
+
 namespace msgq {
 namespace {
 
@@ -135,22 +149,21 @@ absl::StatusOr<SecurityConfig> SecurityFromFlags() {
       absl::GetFlag(FLAGS_grpc_handshake_timeout) < absl::Milliseconds(100) ||
       absl::GetFlag(FLAGS_grpc_max_connection_idle) < absl::Seconds(1) ||
       absl::GetFlag(FLAGS_grpc_keepalive_time) < absl::Seconds(1) ||
-      absl::GetFlag(FLAGS_grpc_keepalive_timeout) < absl::Seconds(1)) {
+      absl::GetFlag(FLAGS_grpc_keepalive_timeout) < absl::Seconds(1) ||
+      absl::GetFlag(FLAGS_grpc_max_connections) < 1 ||
+      absl::GetFlag(FLAGS_grpc_max_stream_resets) < 1 ||
+      !(absl::GetFlag(FLAGS_grpc_stream_resets_per_second) > 0)) {
     return absl::InvalidArgumentError(
         "--grpc_max_receive_message_bytes must be >= 1024, "
         "--grpc_max_concurrent_streams >= 1, --grpc_max_sync_threads >= 2, "
         "--grpc_memory_quota_bytes >= "
         "1 MiB, --grpc_min_ping_interval >= 0, --grpc_handshake_timeout >= "
         "100ms, --grpc_max_connection_idle >= 1s, --grpc_keepalive_time >= "
-        "1s and --grpc_keepalive_timeout >= 1s");
+        "1s, --grpc_keepalive_timeout >= 1s, --grpc_max_connections >= 1, "
+        "--grpc_max_stream_resets >= 1 and --grpc_stream_resets_per_second "
+        "> 0");
   }
   return config;
-}
-
-std::shared_ptr<grpc::ServerCredentials> GrpcServerCredentials(
-    const SecurityConfig& config) {
-  if (!config.tls.enabled()) return grpc::InsecureServerCredentials();
-  return auth::WatchedServerCredentials(config.tls, config.tls_reload_interval);
 }
 
 void ApplyServerLimits(grpc::ServerBuilder* builder) {
@@ -196,6 +209,20 @@ void ApplyServerLimits(grpc::ServerBuilder* builder) {
   // Callback services run on gRPC's own event threads and are unaffected.
   quota.SetMaxThreads(absl::GetFlag(FLAGS_grpc_max_sync_threads));
   builder->SetResourceQuota(quota);
+}
+
+grpc_front::GrpcFront::Options GrpcFrontOptions(const std::string& listen,
+                                                tls::TlsServerContext* tls) {
+  grpc_front::GrpcFront::Options options;
+  options.listen = listen;
+  options.tls = tls;
+  // Checked by SecurityFromFlags.
+  options.max_connections = absl::GetFlag(FLAGS_grpc_max_connections);
+  options.handshake_timeout = absl::GetFlag(FLAGS_grpc_handshake_timeout);
+  options.resets.burst = absl::GetFlag(FLAGS_grpc_max_stream_resets);
+  options.resets.per_second =
+      absl::GetFlag(FLAGS_grpc_stream_resets_per_second);
+  return options;
 }
 
 void LogSecurity(const SecurityConfig& config, const std::string& listen,

@@ -15,6 +15,7 @@
 #include "grpcpp/grpcpp.h"
 #include "server/auth/authorizer.h"
 #include "server/auth/server_tls.h"
+#include "server/grpc_front/grpc_front.h"
 #include "server/tls/tls_server_context.h"
 
 namespace msgq {
@@ -36,19 +37,21 @@ struct SecurityConfig {
 // may write the token or policy file or read the TLS key.
 absl::StatusOr<SecurityConfig> SecurityFromFlags();
 
-// The credentials of the gRPC port: TLS watching the files, or insecure.
-std::shared_ptr<grpc::ServerCredentials> GrpcServerCredentials(
-    const SecurityConfig& config);
-
 // Sets the server's limits from the --grpc_* flags: max receive message
 // size, max concurrent streams per connection, keepalive ping enforcement,
 // the server's own keepalive (--grpc_keepalive_time/_timeout: a client
 // whose network died silently has its streams cancelled within about their
 // sum), the handshake deadline, the idle deadline of a connection without
-// calls, a memory quota (which also bounds the connections: gRPC 1.51
-// has no connection count limit) and the thread cap of the synchronous
+// calls, a memory quota and the thread cap of the synchronous
 // server (--grpc_max_sync_threads; reflection's streams hold one each).
 void ApplyServerLimits(grpc::ServerBuilder* builder);
+
+// The gRPC front's options (server/grpc_front/grpc_front.h) from the
+// --grpc_max_connections, --grpc_max_stream_resets,
+// --grpc_stream_resets_per_second and --grpc_handshake_timeout flags
+// (after SecurityFromFlags checked them).
+grpc_front::GrpcFront::Options GrpcFrontOptions(const std::string& listen,
+                                                tls::TlsServerContext* tls);
 
 // Logs what is configured and warns once when a listening address is not
 // loopback and access is open (no authentication or no policy).

@@ -139,9 +139,10 @@ void StreamSink::Advance(absl::ReleasableMutexLock& lock) {
 }
 
 StreamReactor::StreamReactor(Engine* engine, auth::Authorizer* authorizer,
+                             const auth::PeerDirectory* peers,
                              const grpc::CallbackServerContext& context,
                              const v1::MessageStreamRequest& request)
-    : authorizer_(authorizer) {
+    : authorizer_(authorizer), peers_(peers) {
   Begin(engine, context, request);
   // gRPC runs OnDone only after the method handler that made this reactor
   // returned (see OnCancel).
@@ -177,7 +178,7 @@ bool StreamReactor::Admit(Engine* engine,
                           const grpc::CallbackServerContext& context,
                           const v1::MessageStreamRequest& request) {
   absl::StatusOr<auth::Authorizer::Credential> credential =
-      auth::AuthenticateCallCredential(*authorizer_, context);
+      auth::AuthenticateCallCredential(*authorizer_, peers_, context);
   if (!credential.ok()) {
     Finish(ToGrpcStatus(credential.status()));
     return false;

@@ -29,6 +29,7 @@
 #include "grpcpp/grpcpp.h"
 #include "msgq/v1/messaging.grpc.pb.h"
 #include "server/auth/authorizer.h"
+#include "server/auth/peer_directory.h"
 #include "server/auth/stream_revocation.h"
 #include "server/ordered_batches.h"
 
@@ -86,9 +87,10 @@ class StreamReactor final
   // Authenticates the caller, looks up the table, authorizes `stream` on
   // it, takes one of the principal's stream slots and subscribes; or
   // finishes with the first error (UNAUTHENTICATED, the lookup's,
-  // PERMISSION_DENIED, RESOURCE_EXHAUSTED). `engine` and `authorizer`
-  // must outlive the reactor.
+  // PERMISSION_DENIED, RESOURCE_EXHAUSTED). `engine`, `authorizer` and
+  // `peers` (may be null) must outlive the reactor.
   StreamReactor(Engine* engine, auth::Authorizer* authorizer,
+                const auth::PeerDirectory* peers,
                 const grpc::CallbackServerContext& context,
                 const v1::MessageStreamRequest& request);
 
@@ -105,6 +107,7 @@ class StreamReactor final
              const v1::MessageStreamRequest& request);
 
   auth::Authorizer* const authorizer_;
+  const auth::PeerDirectory* const peers_;
   // Set once the principal holds a stream slot (released in OnDone).
   std::optional<std::string> slot_;
   std::shared_ptr<MessageManager> manager_;

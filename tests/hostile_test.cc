@@ -16,6 +16,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "tests/fixture.h"
+#include "tests/proc_stats.h"
 
 namespace msgq::testing {
 namespace {
@@ -31,20 +32,6 @@ constexpr int64_t kRssSlackKb = (200 + 256) * 1024;
 #else
 constexpr int64_t kRssSlackKb = 200 * 1024;
 #endif
-
-int64_t RssKb(pid_t pid) {
-  std::ifstream f(absl::StrCat("/proc/", pid, "/status"));
-  for (std::string line; std::getline(f, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      int64_t kb = 0;
-      (void)absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::StripSuffix(
-                                 absl::StripPrefix(line, "VmRSS:"), "kB")),
-                             &kb);
-      return kb;
-    }
-  }
-  return -1;
-}
 
 class HostileTest : public MsgqTest {
  protected:

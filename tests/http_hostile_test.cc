@@ -31,6 +31,7 @@
 #include "server/tls/tls_test_util.h"
 #include "tests/http_fixture.h"
 #include "tests/log_wait.h"
+#include "tests/proc_stats.h"
 #include "tests/security_fixture.h"
 
 namespace msgq::testing {
@@ -95,37 +96,6 @@ bool StillOpen(int fd) {
   pollfd p{fd, POLLRDHUP, 0};
   return poll(&p, 1, 0) == 0 ||
          (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0;
-}
-
-// utime + stime of `pid`, in seconds.
-double CpuSeconds(pid_t pid) {
-  std::ifstream f(absl::StrCat("/proc/", pid, "/stat"));
-  std::string stat((std::istreambuf_iterator<char>(f)), {});
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return -1;
-  std::vector<std::string> fields =
-      absl::StrSplit(stat.substr(paren + 2), ' ', absl::SkipEmpty());
-  // Fields from the state (3rd of the file): utime is the 14th, stime 15th.
-  int64_t utime = 0, stime = 0;
-  if (fields.size() < 13 || !absl::SimpleAtoi(fields[11], &utime) ||
-      !absl::SimpleAtoi(fields[12], &stime)) {
-    return -1;
-  }
-  return static_cast<double>(utime + stime) / sysconf(_SC_CLK_TCK);
-}
-
-int64_t RssKb(pid_t pid) {
-  std::ifstream f(absl::StrCat("/proc/", pid, "/status"));
-  for (std::string line; std::getline(f, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      int64_t kb = 0;
-      (void)absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::StripSuffix(
-                                 absl::StripPrefix(line, "VmRSS:"), "kB")),
-                             &kb);
-      return kb;
-    }
-  }
-  return -1;
 }
 
 class HttpHostileTest : public SecurityTest {

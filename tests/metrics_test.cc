@@ -73,6 +73,18 @@ TEST_F(MetricsTest, KnownWorkloadGivesExactCounters) {
                    "table=\"jobs\"}"),
             1);
   EXPECT_EQ(Sample(m, "msgq_tables{}"), 1);
+  // The gRPC port: the test's connections are open, and the stream's
+  // cancel came after msgqd answered it, so no reset counts.
+  EXPECT_GE(Sample(m, "msgq_grpc_connections{}"), 1);
+  EXPECT_GE(Sample(m, "msgq_grpc_connections_accepted_total{}"), 1);
+  EXPECT_EQ(Sample(m, "msgq_grpc_stream_resets_total{}"), 0);
+  EXPECT_EQ(
+      Sample(m, "msgq_grpc_connections_closed_total{reason=\"stream_resets\"}"),
+      0);
+  EXPECT_EQ(
+      Sample(m,
+             "msgq_grpc_connections_refused_total{reason=\"max_connections\"}"),
+      0);
   EXPECT_EQ(Sample(m, "msgq_ready{}"), 1);
   EXPECT_EQ(Sample(m, "msgq_binlog_streaming{}"), 1);
   // Every send is postponed unless its ack arrives while the postpone is

@@ -349,6 +349,9 @@ TEST_F(SecurityLimitsTest, BadLimitFlagsRefuseToStart) {
   s = Msgqd::Start(*db_, {"--databases=msgq", "--grpc_max_sync_threads=1"});
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(s.status().message(), HasSubstr("--grpc_max_sync_threads >= 2"));
+  s = Msgqd::Start(*db_, {"--databases=msgq", "--grpc_max_stream_resets=0"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("--grpc_max_stream_resets >= 1"));
 }
 
 }  // namespace

@@ -8,15 +8,17 @@
 namespace msgq::auth {
 
 absl::StatusOr<std::string> AuthenticateCall(
-    const Authorizer& authorizer, const grpc::ServerContextBase& context) {
+    const Authorizer& authorizer, const PeerDirectory* peers,
+    const grpc::ServerContextBase& context) {
   absl::StatusOr<Authorizer::Credential> credential =
-      AuthenticateCallCredential(authorizer, context);
+      AuthenticateCallCredential(authorizer, peers, context);
   if (!credential.ok()) return credential.status();
   return std::move(credential->principal);
 }
 
 absl::StatusOr<Authorizer::Credential> AuthenticateCallCredential(
-    const Authorizer& authorizer, const grpc::ServerContextBase& context) {
+    const Authorizer& authorizer, const PeerDirectory* peers,
+    const grpc::ServerContextBase& context) {
   if (!authorizer.required()) return Authorizer::Credential{};
   std::optional<absl::string_view> header;
   const auto& metadata = context.client_metadata();
@@ -31,6 +33,12 @@ absl::StatusOr<Authorizer::Credential> AuthenticateCallCredential(
       // identity "" in gRPC: no principal (grpc_auth.h).
       if (id.empty()) continue;
       identities.emplace_back(id.data(), id.size());
+    }
+  } else if (peers != nullptr) {
+    if (std::optional<Peer> peer = peers->Find(context.peer())) {
+      for (std::string& id : peer->identities) {
+        if (!id.empty()) identities.push_back(std::move(id));
+      }
     }
   }
   return authorizer.AuthenticateCredential(header, identities);

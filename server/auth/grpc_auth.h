@@ -11,7 +11,13 @@
 // (tls::TlsConnection::PeerIdentities); both leave empty names out, so a
 // certificate without a name is no principal (not the principal "").
 //
-// Thread-safety: as the Authorizer; reads only the call's context.
+// A call on a connection of msgqd's gRPC front (server/grpc_front/) has no
+// certificate in gRPC's auth context: the front verified it, and `peers`
+// has its identities under the call's peer() (peer_directory.h). `peers`
+// may be null (no front).
+//
+// Thread-safety: as the Authorizer; reads only the call's context and
+// `peers`.
 #ifndef MSGQ_SERVER_AUTH_GRPC_AUTH_H_
 #define MSGQ_SERVER_AUTH_GRPC_AUTH_H_
 
@@ -20,15 +26,18 @@
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
 #include "server/auth/authorizer.h"
+#include "server/auth/peer_directory.h"
 
 namespace msgq::auth {
 
 // The calling principal, or UNAUTHENTICATED (see Authorizer::Authenticate).
 absl::StatusOr<std::string> AuthenticateCall(
-    const Authorizer& authorizer, const grpc::ServerContextBase& context);
+    const Authorizer& authorizer, const PeerDirectory* peers,
+    const grpc::ServerContextBase& context);
 // The same, with the token's digest (for StillAuthenticates).
 absl::StatusOr<Authorizer::Credential> AuthenticateCallCredential(
-    const Authorizer& authorizer, const grpc::ServerContextBase& context);
+    const Authorizer& authorizer, const PeerDirectory* peers,
+    const grpc::ServerContextBase& context);
 
 }  // namespace msgq::auth
 

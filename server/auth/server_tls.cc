@@ -9,8 +9,6 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "grpcpp/security/tls_certificate_provider.h"
-#include "grpcpp/security/tls_credentials_options.h"
 
 namespace msgq::auth {
 namespace {
@@ -76,25 +74,6 @@ absl::Status CheckTlsFiles(const TlsFiles& files) {
     }
   }
   return absl::OkStatus();
-}
-
-std::shared_ptr<grpc::ServerCredentials> WatchedServerCredentials(
-    const TlsFiles& files, absl::Duration refresh) {
-  const unsigned seconds = static_cast<unsigned>(
-      std::max<int64_t>(1, absl::ToInt64Seconds(refresh)));
-  auto provider =
-      std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
-          files.key, files.cert, files.client_ca, seconds);
-  grpc::experimental::TlsServerCredentialsOptions options(provider);
-  options.watch_identity_key_cert_pairs();
-  if (files.client_ca.empty()) {
-    options.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-  } else {
-    options.watch_root_certs();
-    options.set_cert_request_type(
-        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-  }
-  return grpc::experimental::TlsServerCredentials(options);
 }
 
 }  // namespace msgq::auth

@@ -136,11 +136,49 @@ void GrpcMetrics::CallEnded(const std::string& full_method, const char* code) {
   requests_.Add({std::move(service), std::move(method), code});
 }
 
+void GrpcMetrics::SetPortCounters(std::function<PortCounters()> source) {
+  absl::MutexLock lock(&port_mu_);
+  port_ = std::move(source);
+}
+
 void GrpcMetrics::Collect(MetricsText& text) const {
   requests_.Collect(text);
   text.Family("msgq_grpc_streams_open", MetricType::kGauge,
               "MessageStream calls (and other server streams) open now.");
   text.Sample({}, static_cast<double>(streams_open_.load()));
+  PortCounters port;
+  {
+    absl::MutexLock lock(&port_mu_);
+    if (port_ == nullptr) return;
+    port = port_();
+  }
+  text.Family("msgq_grpc_connections", MetricType::kGauge,
+              "Connections open on the gRPC port now.");
+  text.Sample({}, static_cast<double>(port.open));
+  text.Family("msgq_grpc_connections_accepted_total", MetricType::kCounter,
+              "Connections the gRPC port accepted.");
+  text.Sample({}, static_cast<double>(port.accepted));
+  text.Family("msgq_grpc_connections_refused_total", MetricType::kCounter,
+              "Connections the gRPC port closed at accept, by reason: "
+              "max_connections, or stream_resets (the address's reset "
+              "budget is spent).");
+  text.Sample({{"reason", "max_connections"}},
+              static_cast<double>(port.refused_max_connections));
+  text.Sample({{"reason", "stream_resets"}},
+              static_cast<double>(port.refused_stream_resets));
+  text.Family("msgq_grpc_connections_closed_total", MetricType::kCounter,
+              "Connections the gRPC port closed, by reason: stream_resets "
+              "(sent GOAWAY ENHANCE_YOUR_CALM), handshake (TLS failed or "
+              "timed out), not_http2.");
+  text.Sample({{"reason", "stream_resets"}},
+              static_cast<double>(port.closed_stream_resets));
+  text.Sample({{"reason", "handshake"}},
+              static_cast<double>(port.closed_handshake));
+  text.Sample({{"reason", "not_http2"}},
+              static_cast<double>(port.closed_not_http2));
+  text.Family("msgq_grpc_stream_resets_total", MetricType::kCounter,
+              "HTTP/2 streams clients reset before msgqd answered them.");
+  text.Sample({}, static_cast<double>(port.stream_resets));
 }
 
 }  // namespace msgq

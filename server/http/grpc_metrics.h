@@ -20,9 +20,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/metrics.h"
 #include "grpcpp/support/server_interceptor.h"
 
@@ -48,7 +51,23 @@ class GrpcMetrics {
   }
   int64_t streams_open() const { return streams_open_.load(); }
 
-  // msgq_grpc_requests_total and msgq_grpc_streams_open.
+  // What the gRPC port's front (server/grpc_front/grpc_front.h) counted.
+  struct PortCounters {
+    int64_t open = 0;
+    int64_t accepted = 0;
+    int64_t refused_max_connections = 0;
+    int64_t refused_stream_resets = 0;
+    int64_t closed_stream_resets = 0;
+    int64_t closed_handshake = 0;
+    int64_t closed_not_http2 = 0;
+    int64_t stream_resets = 0;
+  };
+  // Where Collect reads the port's counters from; null: none (before the
+  // port starts and after it stopped).
+  void SetPortCounters(std::function<PortCounters()> source);
+
+  // msgq_grpc_requests_total, msgq_grpc_streams_open and the port's
+  // msgq_grpc_connections* and msgq_grpc_stream_resets_total.
   void Collect(MetricsText& text) const;
 
   // Used by the interceptor. `full_method` is "/service/method" of a
@@ -60,6 +79,8 @@ class GrpcMetrics {
  private:
   CounterVec requests_;
   std::atomic<int64_t> streams_open_{0};
+  mutable absl::Mutex port_mu_;
+  std::function<PortCounters()> port_ ABSL_GUARDED_BY(port_mu_);
 };
 
 // "UNAVAILABLE" for grpc::StatusCode::UNAVAILABLE.

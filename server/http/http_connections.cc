@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/listen_socket.h"
 #include "server/http/http_server_internal.h"
 
 namespace msgq {
@@ -98,7 +99,7 @@ void HttpServer::Admit(MHD_Connection* mhd, void** socket_context) {
   }
   const MHD_ConnectionInfo* addr =
       MHD_get_connection_info(mhd, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-  http_internal::DescribePeer(addr != nullptr ? addr->client_addr : nullptr,
+  DescribePeer(addr != nullptr ? addr->client_addr : nullptr,
                               &conn->peer, &conn->address);
   conn->deadline = options_.clock->MonotonicNow() + options_.request_timeout;
   if (tls() && credentials_->requires_client_certificate()) {

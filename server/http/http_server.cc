@@ -1,6 +1,7 @@
 // HttpServer: starting libmicrohttpd, and the request dispatch (the Host
 // check, routes, the body limit, parameters, the answer). The limits on
-// connections are in http_connections.cc, the sockets in http_socket.cc.
+// connections are in http_connections.cc, the sockets in
+// common/listen_socket.h.
 #include "server/http/http_server.h"
 
 #include <microhttpd.h>
@@ -16,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/listen_socket.h"
 #include "server/http/http_server_internal.h"
 
 namespace msgq {
@@ -254,9 +256,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
     if (!credentials.ok()) return credentials.status();
     server->credentials_ = *std::move(credentials);
   }
-  absl::StatusOr<int> fd = http_internal::Listen(listen);
+  absl::StatusOr<int> fd = ListenTcp(listen, "HTTP");
   if (!fd.ok()) return fd.status();
-  server->port_ = http_internal::LocalPort(*fd);
+  server->port_ = LocalPort(*fd);
 
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD |
                    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |

@@ -1,10 +1,10 @@
-// HttpServer's inside, shared by its three source files and by nothing else:
+// HttpServer's inside, shared by its two source files and by nothing else:
 //   - http_server.cc: starting libmicrohttpd and the request dispatch (the
 //     Host check, routes, body limit, parameters, the answer);
 //   - http_connections.cc: the limits on connections (admission by count
 //     and address, the request deadline's watchdog), the TLS handshake's
-//     callbacks and the rate-limited refusal log;
-//   - http_socket.cc: the listening socket and client addresses.
+//     callbacks and the rate-limited refusal log.
+// The sockets are common/listen_socket.h's.
 // Thread-safety and ownership are HttpServer's (http_server.h); the
 // comments on the fields below say which thread touches each.
 #ifndef MSGQ_SERVER_HTTP_HTTP_SERVER_INTERNAL_H_
@@ -111,23 +111,6 @@ struct MhdCallbacks {
   static HttpServer::Connection* ConnectionOf(gnutls_session_t session);
 };
 
-namespace http_internal {
-
-// A socket listening on `listen` ("HOST:PORT"), or why not:
-// INVALID_ARGUMENT when it does not parse or resolve, UNAVAILABLE "cannot
-// serve HTTP on LISTEN: why" when no address can be bound.
-absl::StatusOr<int> Listen(const std::string& listen);
-
-// The port `fd` is bound to; 0 when unknown.
-int LocalPort(int fd);
-
-// The client's "IP:PORT" (`peer`) and its per-address key (`address`): the
-// IPv4 address (also of an IPv4-mapped IPv6 one), or the /64 of an IPv6
-// address (one host commonly has a whole /64); "?" for both when unknown.
-void DescribePeer(const sockaddr* addr, std::string* peer,
-                  std::string* address);
-
-}  // namespace http_internal
 }  // namespace msgq
 
 #endif  // MSGQ_SERVER_HTTP_HTTP_SERVER_INTERNAL_H_

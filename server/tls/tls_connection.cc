@@ -160,7 +160,11 @@ bool TlsConnection::HasBufferedData() const {
 }
 
 std::vector<std::string> TlsConnection::PeerIdentities() const {
-  X509* cert = SSL_get0_peer_certificate(ssl_);
+  return tls::PeerIdentities(ssl_);
+}
+
+std::vector<std::string> PeerIdentities(const SSL* ssl) {
+  X509* cert = SSL_get0_peer_certificate(ssl);
   if (cert == nullptr) return {};
   std::vector<std::string> names;
   GENERAL_NAMES* sans = static_cast<GENERAL_NAMES*>(

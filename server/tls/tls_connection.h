@@ -66,19 +66,7 @@ class TlsConnection {
   // True when a Read would return data without waiting on fd().
   bool HasBufferedData() const;
 
-  // The identities of the client certificate (verified against the client
-  // CA when one is configured), by the rule gRPC 1.51 applies to its peers
-  // (its auth context's peer identity), so that one certificate is one
-  // principal on every port (server/auth/grpc_auth.h):
-  //   - with a subjectAltName extension, each of its names in certificate
-  //     order: DNS, email and URI names as UTF-8, IP addresses as
-  //     inet_ntop text ("127.0.0.1", "::1"), any other kind as the literal
-  //     "other types of SAN" (gRPC's placeholder);
-  //   - else the first common name of the subject.
-  // The Authorizer takes the first (authorizer.h). Empty names are left
-  // out (no principal ""); an IP address of another length than 4 or 16
-  // bytes (gRPC fails the handshake) or a name that is not valid ASN.1
-  // text makes the whole list empty. Empty without a certificate.
+  // The identities of the client certificate: PeerIdentities(ssl) below.
   std::vector<std::string> PeerIdentities() const;
   // "TLSv1.3", "TLSv1.2".
   std::string Version() const;
@@ -99,6 +87,21 @@ class TlsConnection {
   SSL* const ssl_;
   bool closed_ = false;  // the peer closed or the connection broke
 };
+
+// The identities of the client certificate of `ssl` (verified against the
+// client CA when one is configured), by the rule gRPC 1.51 applies to its
+// peers (its auth context's peer identity), so that one certificate is one
+// principal on every port (server/auth/grpc_auth.h):
+//   - with a subjectAltName extension, each of its names in certificate
+//     order: DNS, email and URI names as UTF-8, IP addresses as
+//     inet_ntop text ("127.0.0.1", "::1"), any other kind as the literal
+//     "other types of SAN" (gRPC's placeholder);
+//   - else the first common name of the subject.
+// The Authorizer takes the first (authorizer.h). Empty names are left
+// out (no principal ""); an IP address of another length than 4 or 16
+// bytes (gRPC fails the handshake) or a name that is not valid ASN.1
+// text makes the whole list empty. Empty without a certificate.
+std::vector<std::string> PeerIdentities(const SSL* ssl);
 
 }  // namespace msgq::tls
 

@@ -144,12 +144,27 @@ absl::StatusOr<TlsServerContext::Stamps> TlsServerContext::StatAll(
   return Stamps{stamp(files.cert), stamp(files.key), stamp(files.client_ca)};
 }
 
+// Selects "h2" when the client offers it; no ALPN otherwise.
+static int SelectH2(SSL*, const unsigned char** out, unsigned char* outlen,
+                    const unsigned char* in, unsigned int inlen, void*) {
+  static constexpr unsigned char kH2[] = {2, 'h', '2'};
+  unsigned char* selected = nullptr;
+  if (SSL_select_next_proto(&selected, outlen, kH2, sizeof(kH2), in, inlen) !=
+      OPENSSL_NPN_NEGOTIATED) {
+    return SSL_TLSEXT_ERR_NOACK;
+  }
+  *out = selected;
+  return SSL_TLSEXT_ERR_OK;
+}
+
 absl::StatusOr<TlsServerContext::Loaded> TlsServerContext::Load(
-    const TlsServerFiles& files) {
+    const TlsServerFiles& files, const Options& options) {
   absl::StatusOr<Stamps> stamps = StatAll(files);
   if (!stamps.ok()) return stamps.status();
   absl::StatusOr<SslCtxPtr> ctx = BuildContext(files);
   if (!ctx.ok()) return ctx.status();
+  if (options.alpn_h2)
+    SSL_CTX_set_alpn_select_cb(ctx->get(), SelectH2, nullptr);
   return Loaded{*std::move(ctx), *stamps};
 }
 
@@ -162,7 +177,7 @@ absl::StatusOr<std::unique_ptr<TlsServerContext>> TlsServerContext::Create(
   if (files.reload_interval < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("TLS reload interval is negative");
   }
-  absl::StatusOr<Loaded> loaded = Load(files);
+  absl::StatusOr<Loaded> loaded = Load(files, options);
   if (!loaded.ok()) return loaded.status();
   return std::unique_ptr<TlsServerContext>(
       new TlsServerContext(std::move(files), options, *std::move(loaded)));
@@ -202,7 +217,7 @@ absl::Status TlsServerContext::ReloadNow() {
   absl::StatusOr<Stamps> now = StatAll(files_);
   std::optional<Loaded> loaded;
   if (now.ok() && !(*now == seen)) {
-    absl::StatusOr<Loaded> attempt = Load(files_);
+    absl::StatusOr<Loaded> attempt = Load(files_, options_);
     if (attempt.ok()) {
       loaded = *std::move(attempt);
     } else {

@@ -73,6 +73,9 @@ class TlsServerContext {
   struct Options {
     // Reads MonotonicNow() for the reload interval; must outlive the object.
     Clock* clock = RealClock::Get();
+    // Select ALPN "h2" when the client offers it (the gRPC port; gRPC
+    // clients require it). Without it no protocol is selected.
+    bool alpn_h2 = false;
   };
 
   // Loads the files now. INVALID_ARGUMENT naming the file and the problem:
@@ -122,7 +125,8 @@ class TlsServerContext {
 
   TlsServerContext(TlsServerFiles files, Options options, Loaded loaded);
   // Stats and reads the files and builds a context (no lock held).
-  static absl::StatusOr<Loaded> Load(const TlsServerFiles& files);
+  static absl::StatusOr<Loaded> Load(const TlsServerFiles& files,
+                                     const Options& options);
   static absl::StatusOr<Stamps> StatAll(const TlsServerFiles& files);
 
   // Constant after construction.

@@ -1,5 +1,5 @@
-// The HTTP port's sockets: the listening one and the client's address
-// (http_server_internal.h).
+#include "common/listen_socket.h"
+
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -14,15 +14,15 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/host_port.h"
-#include "server/http/http_server_internal.h"
 
-namespace msgq::http_internal {
+namespace msgq {
 
-absl::StatusOr<int> Listen(const std::string& listen) {
+absl::StatusOr<int> ListenTcp(const std::string& listen,
+                              absl::string_view protocol) {
   absl::StatusOr<HostPort> hp = ParseHostPort(listen);
   if (!hp.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "HTTP listen address '", listen, "': ", hp.status().message()));
+        protocol, " listen address '", listen, "': ", hp.status().message()));
   }
   const std::string port = absl::StrCat(*hp->port);
   addrinfo hints{};
@@ -33,8 +33,8 @@ absl::StatusOr<int> Listen(const std::string& listen) {
   const int rc = getaddrinfo(hp->host.empty() ? nullptr : hp->host.c_str(),
                              port.c_str(), &hints, &found);
   if (rc != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot serve HTTP on ", listen, ": ", gai_strerror(rc)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot serve ", protocol, " on ", listen, ": ", gai_strerror(rc)));
   }
   std::string error = "no address";
   int fd = -1;
@@ -56,7 +56,7 @@ absl::StatusOr<int> Listen(const std::string& listen) {
   freeaddrinfo(found);
   if (fd < 0) {
     return absl::UnavailableError(
-        absl::StrCat("cannot serve HTTP on ", listen, ": ", error));
+        absl::StrCat("cannot serve ", protocol, " on ", listen, ": ", error));
   }
   return fd;
 }
@@ -95,4 +95,4 @@ void DescribePeer(const sockaddr* addr, std::string* peer,
   }
 }
 
-}  // namespace msgq::http_internal
+}  // namespace msgq
