@@ -205,7 +205,6 @@ absl::Status MsgqdServer::StartGrpc() {
         .open = c.open,
         .accepted = static_cast<int64_t>(c.accepted),
         .refused_max_connections = static_cast<int64_t>(c.refused_full),
-        .refused_stream_resets = static_cast<int64_t>(c.refused_resets),
         .closed_stream_resets = static_cast<int64_t>(c.closed_resets),
         .closed_handshake = static_cast<int64_t>(c.failed_handshakes),
         .closed_not_http2 = static_cast<int64_t>(c.not_http2),

@@ -80,8 +80,7 @@ ABSL_FLAG(int, grpc_max_stream_resets, 2000,
           "(HTTP/2 RST_STREAM) before msgqd answered them, at once, refilled "
           "at "
           "--grpc_stream_resets_per_second: a connection over it is sent "
-          "GOAWAY (ENHANCE_YOUR_CALM) and closed, and its address may not "
-          "connect until half of it has refilled (the HTTP/2 rapid reset "
+          "GOAWAY (ENHANCE_YOUR_CALM) and closed (the HTTP/2 rapid reset "
           "attack, CVE-2023-44487)");
 ABSL_FLAG(double, grpc_stream_resets_per_second, 200,
           "How fast an address's --grpc_max_stream_resets refills");

@@ -40,7 +40,7 @@ constexpr int64_t kMaxGrowthKb = 256 * 1024;
 
 struct FloodResult {
   int connections = 0;  // that took the connection preface
-  int64_t streams = 0;  // reset on those
+  int64_t streams = 0;  // written on those (HEADERS, DATA, RST_STREAM)
   int goaways = 0;      // GOAWAY with ENHANCE_YOUR_CALM
 };
 
@@ -127,7 +127,7 @@ class RapidResetTest : public SecurityTest {
     absl::SleepFor(absl::Seconds(3));
     const int64_t after_kb = RssKb(pid);
     fprintf(stderr,
-            "flood (%s, %s): %d connections, %lld streams reset, %d told "
+            "flood (%s, %s): %d connections, %lld streams written, %d told "
             "GOAWAY; msgqd CPU %.2f s in %.0f s; VmRSS %lld kB before, "
             "peak %lld kB, %lld kB 3 s after; the other client's slowest "
             "ListTables %s of %d (%d failed)\n",

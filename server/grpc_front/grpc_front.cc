@@ -170,7 +170,6 @@ class GrpcFront::Loop {
     Counters c;
     c.accepted = accepted_.load();
     c.refused_full = refused_full_.load();
-    c.refused_resets = refused_resets_.load();
     c.closed_resets = closed_resets_.load();
     c.failed_handshakes = failed_handshakes_.load();
     c.not_http2 = not_http2_.load();
@@ -214,7 +213,6 @@ class GrpcFront::Loop {
 
   std::atomic<uint64_t> accepted_{0};
   std::atomic<uint64_t> refused_full_{0};
-  std::atomic<uint64_t> refused_resets_{0};
   std::atomic<uint64_t> closed_resets_{0};
   std::atomic<uint64_t> failed_handshakes_{0};
   std::atomic<uint64_t> not_http2_{0};
@@ -278,11 +276,6 @@ void GrpcFront::Loop::Admit(int fd, const sockaddr* addr) {
   DescribePeer(addr, &peer, &address);
   if (open_.load() >= options_.max_connections) {
     ++refused_full_;
-    close(fd);
-    return;
-  }
-  if (!budget_.Admits(address)) {
-    ++refused_resets_;
     close(fd);
     return;
   }
@@ -421,7 +414,7 @@ void GrpcFront::Loop::BeginGoAway(Connection& c) {
           absl::StrCat("gRPC port: closed the connection of ", c.peer,
                        ": its address reset more streams than "
                        "--grpc_max_stream_resets allows (HTTP/2 rapid "
-                       "reset); it may reconnect once its budget refills"))) {
+                       "reset)"))) {
     LogWarning(*line);
   }
   // Nothing more of the client's reaches gRPC; closing gRPC's side makes

@@ -13,16 +13,16 @@
 // stream gRPC answered cost what any call costs, within gRPC's concurrency
 // limit, and its reset is not counted. A connection whose
 // address is over budget is sent GOAWAY (ENHANCE_YOUR_CALM) and closed,
-// which makes gRPC cancel all its calls, and the address may not connect
-// again until its budget has refilled to half. docs/security.md has the
-// limits and docs/design/grpc-front.md the design.
+// which makes gRPC cancel all its calls. The address may connect again,
+// but each of its resets still waits for the budget to refill.
+// docs/security.md has the limits and docs/design/grpc-front.md the
+// design.
 //
 // Per connection the front holds two buffers of `buffer_bytes` (one each
 // way) and, with TLS, one OpenSSL session; a full buffer stops reading
 // from its side (backpressure), so memory is bounded by
 // max_connections x (2 x buffer_bytes + a TLS session). Connections over
-// max_connections, and connections from an address whose budget is spent,
-// are closed at once. A TLS handshake not finished within
+// max_connections are closed at once. A TLS handshake not finished within
 // handshake_timeout is closed. With client certificates (mTLS) the
 // handshake verifies them; the identities of each connection's certificate
 // and its address go to the PeerDirectory (server/auth/peer_directory.h), where
@@ -80,10 +80,8 @@ class GrpcFront {
   // Counters since Start.
   struct Counters {
     uint64_t accepted = 0;
-    // Closed at accept: over max_connections, or the address's reset
-    // budget spent.
+    // Closed at accept: over max_connections.
     uint64_t refused_full = 0;
-    uint64_t refused_resets = 0;
     // Closed for going over the reset budget (sent GOAWAY).
     uint64_t closed_resets = 0;
     // TLS handshakes that failed or timed out; clients that did not speak

@@ -27,7 +27,6 @@ ResetBudget::Bucket& ResetBudget::Refilled(const std::string& address) {
                                 b.tokens + seconds * options_.per_second);
     b.updated = now;
   }
-  if (b.emptied && b.tokens >= options_.burst / 2.0) b.emptied = false;
   return b;
 }
 
@@ -56,18 +55,9 @@ void ResetBudget::MakeRoom() {
 
 bool ResetBudget::Take(const std::string& address) {
   Bucket& b = Refilled(address);
-  if (b.tokens < 1) {
-    b.emptied = true;
-    return false;
-  }
+  if (b.tokens < 1) return false;
   b.tokens -= 1;
-  if (b.tokens < 1) b.emptied = true;
   return true;
-}
-
-bool ResetBudget::Admits(const std::string& address) {
-  if (!buckets_.contains(address)) return true;
-  return !Refilled(address).emptied;
 }
 
 double ResetBudget::Tokens(const std::string& address) {

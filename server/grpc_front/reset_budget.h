@@ -3,9 +3,8 @@
 // resets at once, refilled at `per_second`. The gRPC front (grpc_front.h)
 // takes a token for each RST_STREAM a client sends for a stream gRPC has
 // not answered; when its address has
-// none left, the connection is told GOAWAY (ENHANCE_YOUR_CALM) and closed,
-// and the address may not connect again until its bucket has refilled to
-// half the burst. This bounds what an HTTP/2 "rapid reset" flood
+// none left, the connection is told GOAWAY (ENHANCE_YOUR_CALM) and closed.
+// This bounds what an HTTP/2 "rapid reset" flood
 // (CVE-2023-44487: open a stream, reset it at once, repeat) can make gRPC
 // do: each reset stream still costs gRPC a call it starts and tears down,
 // and reset streams do not count against SETTINGS_MAX_CONCURRENT_STREAMS.
@@ -44,10 +43,6 @@ class ResetBudget {
   // reset is over budget; nothing is taken).
   bool Take(const std::string& address);
 
-  // Whether `address` may open a new connection: true unless it ran its
-  // bucket empty and it has not refilled to half the burst since.
-  bool Admits(const std::string& address);
-
   // Tokens `address` has now (burst for an address never seen).
   double Tokens(const std::string& address);
   size_t addresses() const { return buckets_.size(); }
@@ -56,7 +51,6 @@ class ResetBudget {
   struct Bucket {
     double tokens = 0;
     absl::Time updated;
-    bool emptied = false;  // ran empty, not yet back to half
   };
   // The bucket of `address`, refilled up to now; created full.
   Bucket& Refilled(const std::string& address);

@@ -18,17 +18,16 @@ TEST(ResetBudgetTest, AnAddressGetsItsBurstThenItsRate) {
   EXPECT_FALSE(budget.Take("10.0.0.1"));
 }
 
-TEST(ResetBudgetTest, AnEmptiedAddressMayReconnectOnlyAtHalfItsBurst) {
+TEST(ResetBudgetTest, TokensRefillAtTheRateUpToTheBurst) {
   FakeClock clock(absl::UnixEpoch() + absl::Hours(1));
   ResetBudget budget({.burst = 10, .per_second = 2, .clock = &clock});
-  EXPECT_TRUE(budget.Admits("10.0.0.1"));
+  EXPECT_DOUBLE_EQ(budget.Tokens("10.0.0.1"), 10);  // a stranger
   for (int i = 0; i < 10; ++i) budget.Take("10.0.0.1");
-  EXPECT_FALSE(budget.Admits("10.0.0.1"));
-  clock.Advance(absl::Milliseconds(2400));  // 4.8 tokens
-  EXPECT_FALSE(budget.Admits("10.0.0.1"));
-  clock.Advance(absl::Milliseconds(100));  // 5
-  EXPECT_TRUE(budget.Admits("10.0.0.1"));
-  EXPECT_DOUBLE_EQ(budget.Tokens("10.0.0.1"), 5);
+  EXPECT_DOUBLE_EQ(budget.Tokens("10.0.0.1"), 0);
+  clock.Advance(absl::Milliseconds(2400));
+  EXPECT_DOUBLE_EQ(budget.Tokens("10.0.0.1"), 4.8);
+  clock.Advance(absl::Seconds(60));
+  EXPECT_DOUBLE_EQ(budget.Tokens("10.0.0.1"), 10);
 }
 
 TEST(ResetBudgetTest, RemembersAtMostMaxAddressesForgettingFullOnesFirst) {
@@ -43,13 +42,13 @@ TEST(ResetBudgetTest, RemembersAtMostMaxAddressesForgettingFullOnesFirst) {
   clock.Advance(absl::Milliseconds(100));
   budget.Take("d");  // "a" is full again: forgotten, not "b"
   EXPECT_EQ(budget.addresses(), 3u);
-  EXPECT_FALSE(budget.Admits("b"));  // also refreshes "b"
+  EXPECT_DOUBLE_EQ(budget.Tokens("b"), 0.2);  // also refreshes "b"
   clock.Advance(absl::Milliseconds(100));
   // None is full: the least recently refreshed ("c") goes.
   budget.Take("e");
   EXPECT_EQ(budget.addresses(), 3u);
   EXPECT_DOUBLE_EQ(budget.Tokens("c"), 4);  // a stranger again
-  EXPECT_FALSE(budget.Admits("b"));
+  EXPECT_DOUBLE_EQ(budget.Tokens("b"), 0.3);
   EXPECT_DOUBLE_EQ(budget.Tokens("d"), 3.1);
 }
 

@@ -160,12 +160,9 @@ void GrpcMetrics::Collect(MetricsText& text) const {
   text.Sample({}, static_cast<double>(port.accepted));
   text.Family("msgq_grpc_connections_refused_total", MetricType::kCounter,
               "Connections the gRPC port closed at accept, by reason: "
-              "max_connections, or stream_resets (the address's reset "
-              "budget is spent).");
+              "max_connections.");
   text.Sample({{"reason", "max_connections"}},
               static_cast<double>(port.refused_max_connections));
-  text.Sample({{"reason", "stream_resets"}},
-              static_cast<double>(port.refused_stream_resets));
   text.Family("msgq_grpc_connections_closed_total", MetricType::kCounter,
               "Connections the gRPC port closed, by reason: stream_resets "
               "(sent GOAWAY ENHANCE_YOUR_CALM), handshake (TLS failed or "

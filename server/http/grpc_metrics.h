@@ -56,7 +56,6 @@ class GrpcMetrics {
     int64_t open = 0;
     int64_t accepted = 0;
     int64_t refused_max_connections = 0;
-    int64_t refused_stream_resets = 0;
     int64_t closed_stream_resets = 0;
     int64_t closed_handshake = 0;
     int64_t closed_not_http2 = 0;
