@@ -1,4 +1,5 @@
-// A raw HTTP/2 client for tests of the gRPC front and msgqd's gRPC port:
+// A raw HTTP/2 client for tests of the gRPC front and msgqd's gRPC port
+// (and msgq-chaos's hostile soak):
 // it writes frames by hand (an HTTP/2 "rapid reset" flood) over TCP, in
 // plaintext or TLS (OpenSSL, ALPN "h2", no certificate check), from a
 // chosen loopback source address, and reads what the server sends back.
@@ -13,6 +14,7 @@
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -78,6 +80,7 @@ class H2TestClient {
  public:
   // Connects from `source` (a loopback address) to 127.0.0.1:`port` and,
   // with `tls`, does a TLS handshake offering ALPN h2. nullptr on failure.
+  // Every read and write waits at most 5 s (then fails).
   static std::unique_ptr<H2TestClient> Connect(int port, bool tls,
                                                const char* source) {
     const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -90,6 +93,9 @@ class H2TestClient {
     to.sin_family = AF_INET;
     to.sin_port = htons(static_cast<uint16_t>(port));
     inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+    const timeval limit{.tv_sec = 5, .tv_usec = 0};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
     if (bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0 ||
         connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
       return nullptr;

@@ -8,6 +8,8 @@
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "msgq/v1/messaging.grpc.pb.h"
+#include "server/grpc_front/h2_frame_reader.h"
+#include "server/grpc_front/h2_test_client.h"
 #include "tools/chaos/mysql_client.h"
 #include "tools/chaos/subscribers.h"
 
@@ -328,6 +330,33 @@ absl::Status Hostile::Start() {
       SetDeadline(&c, d, o.worker_token);
       v1::MessageAckResponse r;
       return GrpcOutcome(s->MessageAck(&c, req, &r));
+    });
+  });
+  Kind* reset =
+      AddKind("grpc: HTTP/2 rapid reset, 3000 streams (TLS, 127.0.0.3)", false);
+  Spawn([=, this] {
+    const std::string block = grpc_front::testing::GrpcRequestHeaderBlock(
+        "/msgq.v1.Messaging/ListTables");
+    RequestLoop(reset, o.interval, o.timeout, [&](absl::Time d) {
+      auto client = grpc_front::testing::H2TestClient::Connect(
+          o.grpc_port, /*tls=*/true, "127.0.0.3");
+      if (client == nullptr) {
+        return std::string("refused at connect or handshake");
+      }
+      std::string bytes =
+          std::string(grpc_front::kH2ClientPreface) +
+          grpc_front::testing::H2Frame(grpc_front::kH2Settings, 0, 0, "");
+      for (uint32_t id = 1; id < 2 * o.rapid_reset_streams; id += 2) {
+        bytes += grpc_front::testing::RapidResetRound(id, block);
+      }
+      const bool sent = client->Send(bytes);
+      const bool closed =
+          client->ReadUntilClosed(std::min(absl::Seconds(2), d - absl::Now()));
+      if (client->goaway_error() == grpc_front::kH2EnhanceYourCalm) {
+        return std::string("GOAWAY ENHANCE_YOUR_CALM");
+      }
+      if (!sent || closed) return std::string("closed by server");
+      return std::string("open after its resets");
     });
   });
   Kind* drop =

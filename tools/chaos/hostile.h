@@ -33,6 +33,12 @@
 //   grpc: 5 MiB MessageAck                 worker's token, on the decoy
 //   grpc: streams opened and dropped       worker's MessageStream of the
 //                                          decoy, cancelled at its header
+//   grpc: HTTP/2 rapid reset               a new TLS connection from
+//                                          127.0.0.3 (an address of its
+//                                          own: the reset budget is per
+//                                          address) sending HEADERS, an
+//                                          empty DATA and RST_STREAM for
+//                                          `rapid_reset_streams` streams
 // Nothing is sent to the soak's message table but mallory's refused stream,
 // so the Ledger stays exact; the decoy table gets no messages.
 //
@@ -85,6 +91,7 @@ class Hostile {
     size_t big_query_bytes = (1 << 20) - 1;  // + the command byte: 1 MiB
     size_t form_bytes = 1 << 20;
     size_t huge_ack_bytes = 5 << 20;
+    uint32_t rapid_reset_streams = 3000;
     // Pause after each request of a kind (the KILLs, the evil Host, the
     // forms, the 1 MiB statements...); the gRPC unknown tokens and open-
     // and-dropped streams go at a quarter of it.
