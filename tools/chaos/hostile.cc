@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "msgq/v1/messaging.grpc.pb.h"
 #include "server/grpc_front/h2_frame_reader.h"
@@ -330,6 +331,34 @@ absl::Status Hostile::Start() {
       SetDeadline(&c, d, o.worker_token);
       v1::MessageAckResponse r;
       return GrpcOutcome(s->MessageAck(&c, req, &r));
+    });
+  });
+  Kind* made_up = AddKind("grpc: calls to made-up method names", false);
+  Spawn([=, this] {
+    grpc::SslCredentialsOptions creds;
+    creds.pem_root_certs = ReadFile(options_.ca_file);
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    grpc::GenericStub generic(grpc::CreateCustomChannel(
+        absl::StrCat("127.0.0.1:", options_.grpc_port),
+        grpc::SslCredentials(creds), args));
+    uint64_t n = 0;
+    RequestLoop(made_up, o.interval / 4, o.timeout, [&](absl::Time d) {
+      grpc::ClientContext c;
+      SetDeadline(&c, d, o.worker_token);
+      grpc::Slice empty("");
+      grpc::ByteBuffer request(&empty, 1);
+      grpc::ByteBuffer response;
+      grpc::Status status;
+      absl::Notification done;
+      generic.UnaryCall(&c, absl::StrCat("/evil.Service", n++, "/Method"),
+                        grpc::StubOptions(), &request, &response,
+                        [&](grpc::Status s) {
+                          status = std::move(s);
+                          done.Notify();
+                        });
+      done.WaitForNotification();
+      return GrpcOutcome(status);
     });
   });
   Kind* reset =

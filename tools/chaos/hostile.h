@@ -33,6 +33,9 @@
 //   grpc: 5 MiB MessageAck                 worker's token, on the decoy
 //   grpc: streams opened and dropped       worker's MessageStream of the
 //                                          decoy, cancelled at its header
+//   grpc: calls to made-up method names    worker's token, a new name each
+//                                          time (the metrics' labels stay
+//                                          bounded)
 //   grpc: HTTP/2 rapid reset               a new TLS connection from
 //                                          127.0.0.3 (an address of its
 //                                          own: the reset budget is per
@@ -93,8 +96,8 @@ class Hostile {
     size_t huge_ack_bytes = 5 << 20;
     uint32_t rapid_reset_streams = 3000;
     // Pause after each request of a kind (the KILLs, the evil Host, the
-    // forms, the 1 MiB statements...); the gRPC unknown tokens and open-
-    // and-dropped streams go at a quarter of it.
+    // forms, the 1 MiB statements...); the gRPC unknown tokens, made-up
+    // method names and open-and-dropped streams go at a quarter of it.
     absl::Duration interval = absl::Milliseconds(400);
     absl::Duration timeout = absl::Seconds(15);
     absl::Duration form_timeout = absl::Seconds(75);
