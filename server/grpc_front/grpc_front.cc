@@ -299,13 +299,13 @@ void GrpcFront::Loop::Admit(int fd, const sockaddr* addr) {
     }
     SSL_set_accept_state(c.ssl);
     c.handshaking = true;
-    handshake_deadlines_.emplace_back(
-        options_.resets.clock->MonotonicNow() + options_.handshake_timeout,
-        serial);
   } else if (!Open(c)) {
     Close(serial);
     return;
   }
+  handshake_deadlines_.emplace_back(
+      options_.resets.clock->MonotonicNow() + options_.handshake_timeout,
+      serial);
   if (!Pump(c)) Close(serial);
 }
 
@@ -589,7 +589,9 @@ void GrpcFront::Loop::Sweep() {
     const uint64_t serial = handshake_deadlines_.front().second;
     handshake_deadlines_.pop_front();
     auto it = connections_.find(serial);
-    if (it != connections_.end() && it->second->handshaking) {
+    if (it != connections_.end() &&
+        (it->second->handshaking ||
+         it->second->in.fed() < kH2ClientPreface.size())) {
       ++failed_handshakes_;
       Close(serial);
     }

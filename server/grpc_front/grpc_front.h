@@ -22,9 +22,10 @@
 // way) and, with TLS, one OpenSSL session; a full buffer stops reading
 // from its side (backpressure), so memory is bounded by
 // max_connections x (2 x buffer_bytes + a TLS session). Connections over
-// max_connections are closed at once. A TLS handshake not finished within
-// handshake_timeout is closed. With client certificates (mTLS) the
-// handshake verifies them; the identities of each connection's certificate
+// max_connections are closed at once. A connection that has not finished
+// its TLS handshake and sent the HTTP/2 connection preface within
+// handshake_timeout of its accept is closed. With client certificates (mTLS)
+// the handshake verifies them; the identities of each connection's certificate
 // and its address go to the PeerDirectory (server/auth/peer_directory.h), where
 // gRPC side (server/auth/grpc_auth.h) finds them by the call's peer().
 //
@@ -84,8 +85,9 @@ class GrpcFront {
     uint64_t refused_full = 0;
     // Closed for going over the reset budget (sent GOAWAY).
     uint64_t closed_resets = 0;
-    // TLS handshakes that failed or timed out; clients that did not speak
-    // HTTP/2.
+    // TLS handshakes that failed, and connections closed at
+    // handshake_timeout without their TLS handshake or HTTP/2 preface;
+    // clients that sent something else than the HTTP/2 preface.
     uint64_t failed_handshakes = 0;
     uint64_t not_http2 = 0;
     // RST_STREAM frames clients sent for streams gRPC had not answered.

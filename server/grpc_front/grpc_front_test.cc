@@ -167,6 +167,24 @@ TEST_F(GrpcFrontTest, ConnectionsOverTheMaximumAreClosedAtAccept) {
   EXPECT_EQ(front_->counters().open, 2);
 }
 
+TEST_F(GrpcFrontTest, AClientSilentPastTheHandshakeTimeoutIsClosed) {
+  GrpcFront::Options options;
+  options.handshake_timeout = absl::Milliseconds(500);
+  StartFront(options);
+  auto silent = H2TestClient::Connect(front_->port(), false, "127.0.0.1");
+  auto half = H2TestClient::Connect(front_->port(), false, "127.0.0.1");
+  auto whole = H2TestClient::Connect(front_->port(), false, "127.0.0.1");
+  ASSERT_NE(silent, nullptr);
+  ASSERT_NE(half, nullptr);
+  ASSERT_NE(whole, nullptr);
+  ASSERT_TRUE(half->Send(kH2ClientPreface.substr(0, 10)));
+  ASSERT_TRUE(whole->Send(kH2ClientPreface));
+  EXPECT_TRUE(silent->ReadUntilClosed(absl::Seconds(5)));
+  EXPECT_TRUE(half->ReadUntilClosed(absl::Seconds(5)));
+  EXPECT_FALSE(whole->ReadUntilClosed(absl::Seconds(1)));
+  EXPECT_EQ(front_->counters().failed_handshakes, 2u);
+}
+
 TEST_F(GrpcFrontTest, AClientNotSpeakingHttp2IsClosed) {
   StartFront({});
   auto client = H2TestClient::Connect(front_->port(), false, "127.0.0.1");

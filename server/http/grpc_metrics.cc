@@ -165,8 +165,9 @@ void GrpcMetrics::Collect(MetricsText& text) const {
               static_cast<double>(port.refused_max_connections));
   text.Family("msgq_grpc_connections_closed_total", MetricType::kCounter,
               "Connections the gRPC port closed, by reason: stream_resets "
-              "(sent GOAWAY ENHANCE_YOUR_CALM), handshake (TLS failed or "
-              "timed out), not_http2.");
+              "(sent GOAWAY ENHANCE_YOUR_CALM), handshake (TLS failed, or "
+              "no TLS handshake or HTTP/2 preface within "
+              "--grpc_handshake_timeout), not_http2.");
   text.Sample({{"reason", "stream_resets"}},
               static_cast<double>(port.closed_stream_resets));
   text.Sample({{"reason", "handshake"}},
