@@ -45,10 +45,10 @@ BinlogDecoder::BinlogDecoder(ColumnsLookup lookup, size_t max_tables)
 
 absl::StatusOr<DecodedEvent> BinlogDecoder::Decode(absl::string_view event) {
   Reader header(event);
-  uint64_t timestamp = 0, type = 0, server_id = 0, size = 0;
+  uint64_t timestamp = 0, type = 0, server_id = 0, size = 0, next = 0;
   if (!header.Uint(4, &timestamp) || !header.Uint(1, &type) ||
       !header.Uint(4, &server_id) || !header.Uint(4, &size) ||
-      !header.Skip(6)) {
+      !header.Uint(4, &next) || !header.Skip(2)) {
     return Malformed("short header");
   }
   if (size != event.size()) return Malformed("size field");
@@ -59,11 +59,18 @@ absl::StatusOr<DecodedEvent> BinlogDecoder::Decode(absl::string_view event) {
     out.rotated = true;
     tables_.clear();
     if (absl::Status s = DecodeFormatDescription(body); !s.ok()) return s;
+    ResolveFile();
     return out;
   }
   if (type == kRotateEvent) {
     out.rotated = true;
     tables_.clear();
+    // position (8), then the next file's name. Whether a checksum follows
+    // is said by the format description that comes next (the dump's first
+    // rotate comes before any).
+    if (body.size() > 8) {
+      rotated_to_ = std::string(body.substr(8));
+    }
     return out;
   }
   if (checksum_) {
@@ -140,9 +147,11 @@ absl::StatusOr<DecodedEvent> BinlogDecoder::Decode(absl::string_view event) {
       if (absl::Status s = DecodeRows(out.type, body, &out); !s.ok()) {
         return s;
       }
+      ResolveFile();
       for (RowChange& c : out.changes) {
         c.event_time = static_cast<int64_t>(timestamp);
         c.gtid = pending_gtid_;
+        c.position = BinlogPosition{file_, next};
       }
       return out;
     default:
@@ -151,6 +160,14 @@ absl::StatusOr<DecodedEvent> BinlogDecoder::Decode(absl::string_view event) {
       }
       return out;
   }
+}
+
+void BinlogDecoder::ResolveFile() {
+  if (rotated_to_.empty()) return;
+  if (checksum_ && rotated_to_.size() > 4)
+    rotated_to_.resize(rotated_to_.size() - 4);
+  file_ = std::move(rotated_to_);
+  rotated_to_.clear();
 }
 
 void BinlogDecoder::Commit(DecodedEvent* out) {

@@ -147,6 +147,9 @@ class BinlogDecoder {
   // A compressed rows event: UNIMPLEMENTED when of a message table.
   absl::Status CheckCompressedRows(absl::string_view body) const;
   void Commit(DecodedEvent* out);
+  // The name the last ROTATE named becomes file_, without its checksum
+  // when the format description says there is one.
+  void ResolveFile();
 
   // Constant after construction.
   const ColumnsLookup lookup_;
@@ -155,6 +158,10 @@ class BinlogDecoder {
   bool checksum_ = false;
   uint8_t table_map_post_header_ = 8;
   std::unordered_map<uint64_t, binlog::MappedTable> tables_;
+  // The binlog file the events are from ("" before the first ROTATE), and
+  // the name a ROTATE named, checksum and all, until resolved.
+  std::string file_;
+  std::string rotated_to_;
   std::string pending_gtid_;
   uint32_t pending_domain_ = 0;
   // The open group's GTID flags said XA: its prepared group (rows until

@@ -227,6 +227,30 @@ TEST_F(BinlogDecoderTest, ChangesCarryTheirGroupsGtid) {
   EXPECT_THAT(Ok(Xid()).committed_gtid, Optional(std::string("1-3-41")));
 }
 
+// Each change knows where its rows event ends: the file the last ROTATE
+// named (without the checksum the next format description announces) and
+// the header's next position.
+TEST_F(BinlogDecoderTest, ChangesCarryTheirBinlogPosition) {
+  auto at = [](std::string event, uint32_t next) {
+    event.replace(13, 4, Le(next, 4));
+    return event;
+  };
+  Ok(TableMap(7, "app", "q", kDemo));
+  DecodedEvent first =
+      Ok(at(Rows(kWriteRowsV1, 7, 6, {DemoRow(1, 0, 0, std::nullopt)}), 500));
+  ASSERT_EQ(first.changes.size(), 1u);
+  EXPECT_FALSE(first.changes[0].position.known());  // no file named yet
+  Ok(Event(kRotateEvent, Le(4, 8) + "binlog.000007", /*checksum=*/true));
+  Ok(FormatDescription(/*crc32=*/false));
+  Ok(Event(kRotateEvent, Le(4, 8) + "binlog.000008", /*checksum=*/true));
+  Ok(FormatDescription(/*crc32=*/true));
+  Ok(TableMap(7, "app", "q", kDemo, "", /*checksum=*/true));
+  DecodedEvent d = Ok(at(
+      Rows(kWriteRowsV1, 7, 6, {DemoRow(2, 0, 0, std::nullopt)}, true), 1234));
+  ASSERT_EQ(d.changes.size(), 1u);
+  EXPECT_EQ(d.changes[0].position, (BinlogPosition{"binlog.000008", 1234}));
+}
+
 // As MariaDB 10.11 writes them: the prepared group (GTID with the XA id,
 // rows, XA END, XA_PREPARE), later a group with XA COMMIT or ROLLBACK.
 TEST_F(BinlogDecoderTest, XaGroupsCommitNothingUntilTheirOutcome) {

@@ -18,6 +18,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "engine/queue/binlog_position.h"
 #include "engine/queue/fair_key.h"
 #include "engine/queue/message.h"
 
@@ -203,6 +204,13 @@ class MessageStore {
   // new ids of PollDueIds).
   virtual absl::StatusOr<std::vector<Message>> FetchDue(
       const std::vector<std::string>& ids, int64_t now) = 0;
+
+  // Where in the binlog the rows of the last PollDue, PollDueByKey or
+  // FetchDue that returned OK are from: the position of the consistent
+  // snapshot they were read in (binlog_position.h). Unknown after any
+  // other call, when the server has no binary log or does not say where a
+  // snapshot is (MySQL), and for stores that do not read in snapshots.
+  virtual BinlogPosition read_position() const { return {}; }
 
   // The earliest time_next > now among unacked rows; nullopt when none.
   virtual absl::StatusOr<std::optional<int64_t>> NextDueAfter(int64_t now) = 0;

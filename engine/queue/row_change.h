@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/queue/binlog_position.h"
 #include "engine/queue/message.h"
 
 namespace msgq {
@@ -41,6 +42,9 @@ struct RowChange {
   // change ("" when the stream did not name one): a write of msgq's is
   // known by the GTID its commit reported (WriteResult::gtid).
   std::string gtid;
+  // Where its rows event ends in the binlog (unknown when the stream did
+  // not name the file): compared with a read's snapshot position.
+  BinlogPosition position;
 };
 
 }  // namespace msgq

@@ -264,6 +264,7 @@ absl::Status MysqlConnection::SetUpSession() {
   }
   max_allowed_packet_ = packet;
   read_only_ = row[3].value_or("0") != "0";
+  log_bin_ = row[1].value_or("0") == "1";
   // READ COMMITTED takes no gap locks, so an ack of a missing id or a purge
   // never blocks a producer's INSERT. InnoDB refuses writes at READ
   // COMMITTED under binlog_format=STATEMENT (error 1665); there REPEATABLE

@@ -150,6 +150,8 @@ class MysqlConnection {
   int64_t max_allowed_packet() const { return max_allowed_packet_; }
   // The session's isolation level ("READ COMMITTED" or "REPEATABLE READ").
   const std::string& isolation_level() const { return isolation_level_; }
+  // Whether the server writes a binary log (@@log_bin at connect).
+  bool log_bin() const { return log_bin_; }
 
   // Sets the session's innodb_lock_wait_timeout (whole seconds, at least
   // 1: MySQL's minimum), the longest one of its statements waits for a row
@@ -200,6 +202,7 @@ class MysqlConnection {
   st_mysql* mysql_;
   bool broken_ = false;
   bool read_only_ = false;  // @@read_only at connect
+  bool log_bin_ = false;    // @@log_bin at connect
   std::string server_;
   std::shared_ptr<MysqlPrimary> primary_;  // with MysqlOptions::primary
   uint64_t generation_ = 0;                // primary_'s, at connect

@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -159,6 +160,7 @@ absl::StatusOr<MysqlConnection*> MysqlMessageStore::Conn() {
             lease.status().message(), " (--mysql_max_connections): retry"));
       }
       lease_.emplace(*std::move(lease));
+      ++conn_generation_;
     }
   } else if (conn_ == nullptr || conn_->broken()) {
     conn_.reset();
@@ -166,6 +168,7 @@ absl::StatusOr<MysqlConnection*> MysqlMessageStore::Conn() {
         MysqlConnection::Connect(options_);
     if (!conn.ok()) return conn.status();
     conn_ = *std::move(conn);
+    ++conn_generation_;
   }
   MysqlConnection* conn = pool_ != nullptr ? lease_->get() : conn_.get();
   // Pooled connections are shared with other tables' stores, which set the
@@ -174,6 +177,57 @@ absl::StatusOr<MysqlConnection*> MysqlMessageStore::Conn() {
     return Check(s);
   }
   return conn;
+}
+
+MysqlConnection* MysqlMessageStore::CurrentConn() {
+  if (pool_ != nullptr) return lease_.has_value() ? lease_->get() : nullptr;
+  return conn_.get();
+}
+
+absl::Status MysqlMessageStore::BeginSnapshotRead() {
+  read_position_ = {};
+  snapshot_conn_ = nullptr;
+  if (!snapshot_reads_) return absl::OkStatus();
+  absl::StatusOr<MysqlConnection*> conn = Conn();
+  if (!conn.ok()) return conn.status();
+  if (!(*conn)->log_bin()) return absl::OkStatus();
+  // WITH CONSISTENT SNAPSHOT takes its snapshot only at REPEATABLE READ
+  // (at READ COMMITTED each statement would read a newer one); the level
+  // is for this transaction only.
+  if ((*conn)->isolation_level() != "REPEATABLE READ") {
+    absl::StatusOr<uint64_t> set =
+        (*conn)->Execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+    if (!set.ok()) return Check(set.status());
+  }
+  absl::StatusOr<uint64_t> begun =
+      (*conn)->Execute("START TRANSACTION WITH CONSISTENT SNAPSHOT");
+  if (!begun.ok()) return Check(begun.status());
+  snapshot_conn_ = *conn;
+  snapshot_generation_ = conn_generation_;
+  absl::StatusOr<QueryResult> status =
+      (*conn)->Query("SHOW SESSION STATUS LIKE 'Binlog_snapshot_%'");
+  if (!status.ok()) {
+    snapshot_conn_ = nullptr;
+    (void)(*conn)->Execute("ROLLBACK");
+    return Check(status.status());
+  }
+  BinlogPosition at;
+  for (const auto& row : status->rows) {
+    if (row.size() != 2 || !row[1].has_value()) continue;
+    if (absl::EqualsIgnoreCase(*row[0], "Binlog_snapshot_file")) {
+      at.file = *row[1];
+    } else if (absl::EqualsIgnoreCase(*row[0], "Binlog_snapshot_position")) {
+      (void)absl::SimpleAtoi(*row[1], &at.offset);
+    }
+  }
+  if (!at.known()) {
+    // The server does not say where a snapshot is: read as without a
+    // binary log from now on.
+    snapshot_reads_ = false;
+    return EndSnapshotRead(absl::StatusOr<bool>(true)).status();
+  }
+  read_position_ = std::move(at);
+  return absl::OkStatus();
 }
 
 absl::Status MysqlMessageStore::Check(absl::Status status) {
@@ -318,14 +372,18 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::PollDue(int64_t now,
     return absl::FailedPreconditionError(
         absl::StrCat(log_name_, ": msgq_concurrency_by polls by key"));
   }
-  if (fair_sql_.has_value()) return FairPollDue(now, limit, nullptr);
+  if (absl::Status s = BeginSnapshotRead(); !s.ok()) return s;
+  if (fair_sql_.has_value()) {
+    return EndSnapshotRead(FairPollDue(now, limit, nullptr));
+  }
   size_t bytes_left = limits_.max_read_bytes;
-  return ReadMessages(PollSql(now, limit), limit, &bytes_left);
+  return EndSnapshotRead(ReadMessages(PollSql(now, limit), limit, &bytes_left));
 }
 
 absl::StatusOr<std::vector<std::string>> MysqlMessageStore::PollDueIds(
     int64_t now, int64_t limit) {
   if (!polls_ids()) return absl::UnimplementedError("polling ids");
+  read_position_ = {};  // ids only: the rows are fetched
   absl::StatusOr<MysqlConnection*> conn = Conn();
   if (!conn.ok()) return conn.status();
   std::vector<std::string> ids;
@@ -343,6 +401,7 @@ absl::StatusOr<std::vector<std::string>> MysqlMessageStore::PollDueIds(
 
 absl::StatusOr<std::vector<Message>> MysqlMessageStore::FetchDue(
     const std::vector<std::string>& ids, int64_t now) {
+  read_position_ = {};
   if (ids.empty()) return std::vector<Message>();
   absl::StatusOr<MysqlConnection*> conn = Conn();
   if (!conn.ok()) return conn.status();
@@ -353,20 +412,21 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FetchDue(
       ids,
       /*skip_bad_ids=*/true, StatementLimit((*conn)->max_allowed_packet()));
   if (!statements.ok()) return statements.status();
+  if (absl::Status s = BeginSnapshotRead(); !s.ok()) return s;
   std::vector<Message> out;
   size_t bytes_left = limits_.max_read_bytes;
   for (const std::string& sql : *statements) {
     if (bytes_left == 0) break;
     absl::StatusOr<std::vector<Message>> part =
         ReadMessages(sql, static_cast<int64_t>(ids.size()), &bytes_left);
-    if (!part.ok()) return part.status();
+    if (!part.ok()) return EndSnapshotRead(std::move(part));
     if (out.empty()) {
       out = *std::move(part);
     } else {
       for (Message& m : *part) out.push_back(std::move(m));
     }
   }
-  return out;
+  return EndSnapshotRead(absl::StatusOr<std::vector<Message>>(std::move(out)));
 }
 
 absl::StatusOr<int64_t> MysqlMessageStore::Purge(int64_t cutoff, int limit) {

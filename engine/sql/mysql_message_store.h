@@ -4,10 +4,17 @@
 // survives MySQL restarts: calls return UNAVAILABLE while MySQL is away and
 // work again once it is back. Not thread-safe (one manager thread uses it).
 //
-// Isolation: the connection runs READ COMMITTED (mysql_connection.h), and
-// nothing here needs more. A poll or fetch is one consistent-read SELECT; it
-// needs no snapshot shared with another statement, and a row it misses
-// (committed just after) is named by the binlog or read by the next poll.
+// Isolation: the connection runs READ COMMITTED (mysql_connection.h). A
+// row a read misses (committed just after) is named by the binlog or read
+// by the next poll. When the server writes a binary log, a poll or fetch
+// runs in a REPEATABLE READ transaction started WITH CONSISTENT SNAPSHOT
+// and reads where in the binlog that snapshot is (Binlog_snapshot_file and
+// _position), so its rows come with their position (read_position(); the
+// race rules compare it with the binlog's changes: docs/design/
+// position-fence.md). That costs the read four statements more (SET
+// TRANSACTION, START TRANSACTION, SHOW STATUS, COMMIT). A server that
+// does not say where a snapshot is (MySQL) is read without, from the first
+// such answer on.
 // Postpones and acks are `UPDATE ... WHERE id IN (...) AND time_acked IS
 // NULL AND time_next IS NOT NULL` (nacks and extends also name the epoch,
 // redrives match time_next IS NULL instead; failure_statements.h): InnoDB
@@ -106,6 +113,7 @@ class MysqlMessageStore final : public MessageStore {
   absl::StatusOr<std::vector<Message>> FetchDue(
       const std::vector<std::string>& ids, int64_t now) override;
   absl::StatusOr<std::optional<int64_t>> NextDueAfter(int64_t now) override;
+  BinlogPosition read_position() const override { return read_position_; }
   // msgq_concurrency_by (mysql_message_store_due.cc). Both return
   // FAILED_PRECONDITION when ResolveConcurrencyKey refused the column, and
   // PollDueByKey when the table has no index starting (time_acked, key)
@@ -162,6 +170,18 @@ class MysqlMessageStore final : public MessageStore {
   absl::StatusOr<std::vector<int64_t>> UnackedPriorities(MysqlConnection* conn);
   // Sets fair_index_ (mysql_message_store_fair.cc).
   absl::Status LearnFairIndex(MysqlConnection* conn);
+  // Starts a read: with a binary log, opens its consistent snapshot and
+  // sets read_position_ to where it is; otherwise (or when the server does
+  // not say) nothing but clearing read_position_. UNAVAILABLE or another
+  // error of the statements; then no transaction is open.
+  absl::Status BeginSnapshotRead();
+  // Ends the read BeginSnapshotRead started: commits its snapshot. The
+  // position is kept only when `read` is OK and ran on the snapshot's
+  // connection throughout. Returns `read`, or the COMMIT's error.
+  template <typename T>
+  absl::StatusOr<T> EndSnapshotRead(absl::StatusOr<T> read);
+  // The connection statements run on now, null when none is open.
+  MysqlConnection* CurrentConn();
   // Drops the connection when `status` says it broke; returns `status`.
   absl::Status Check(absl::Status status);
   // Statements `prefix <literals of ids, comma-separated> suffix`, each at
@@ -323,7 +343,35 @@ class MysqlMessageStore final : public MessageStore {
   std::optional<MysqlPool::Lease> lease_;  // with a pool
   std::unique_ptr<MysqlConnection> conn_;  // without one
   int64_t skipped_ids_ = 0;
+  // Reads run in consistent snapshots while the server says where they
+  // are; false from the first answer without a position on.
+  bool snapshot_reads_ = true;
+  // The snapshot of the read running, on this connection (null: none).
+  MysqlConnection* snapshot_conn_ = nullptr;
+  // Counts the connections opened or borrowed, so that a read knows that
+  // its connection was replaced meanwhile.
+  uint64_t conn_generation_ = 0;
+  uint64_t snapshot_generation_ = 0;
+  BinlogPosition read_position_;
 };
+
+template <typename T>
+absl::StatusOr<T> MysqlMessageStore::EndSnapshotRead(absl::StatusOr<T> read) {
+  MysqlConnection* const conn = snapshot_conn_;
+  snapshot_conn_ = nullptr;
+  if (conn == nullptr) return read;
+  const bool same = snapshot_generation_ == conn_generation_ &&
+                    CurrentConn() == conn && !conn->broken();
+  if (!read.ok() || !same) read_position_ = {};
+  if (!same) return read;  // the transaction went with its connection
+  absl::StatusOr<uint64_t> ended = conn->Execute("COMMIT");
+  if (!ended.ok()) {
+    read_position_ = {};
+    absl::Status s = Check(ended.status());
+    return read.ok() ? absl::StatusOr<T>(s) : read;
+  }
+  return read;
+}
 
 }  // namespace msgq
 

@@ -129,7 +129,8 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::PollDueByKey(
         key_column_, "), e.g. INDEX concurrency_idx (time_acked, ", key_column_,
         ", priority, time_next)"));
   }
-  return FairPollDue(now, limit, &room);
+  if (absl::Status s = BeginSnapshotRead(); !s.ok()) return s;
+  return EndSnapshotRead(FairPollDue(now, limit, &room));
 }
 
 }  // namespace msgq
