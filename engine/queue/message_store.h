@@ -92,6 +92,9 @@ struct WriteResult {
   // as, by which its own events are known in the binlog; "" when nothing
   // was written or the server does not say (MySQL, no binary log).
   std::string gtid;
+  // Whether the server names each commit's GTID on this connection: then
+  // a gtid of "" means that nothing was written.
+  bool gtid_known = false;
 };
 
 // A dead row, as ListDead reads it.

@@ -23,7 +23,7 @@ bool RowReconciler::HandBack(const Message& m, int64_t now, int64_t ack_wait) {
   ForgetShownInFlight(left);
   // Nor once msgq's own ack of it committed, until the binlog shows it:
   // MySQL has it acked, and nothing else the manager knows says so yet.
-  if (own_acks_.Contains(m.id)) return false;
+  if (OwnAckPending(m.id)) return false;
   // Queued again from memory, not read again: a row the binlog showed
   // deleted or acked since (or rescheduled once it left flight) is left to
   // MySQL, where a poll finds it if it is due.
@@ -43,59 +43,44 @@ std::vector<RowReconciler::Postpone> RowReconciler::TakePostpones(
   return ledger_.TakePostpones(sent_by);
 }
 
-void RowReconciler::AcksWriting(const std::vector<std::string>& ids,
-                                int64_t now) {
+void RowReconciler::AcksWriting(const std::vector<std::string>& ids) {
   // Before the write: the binlog may show it before the result is back.
-  for (const std::string& id : ids) {
-    own_acks_.Put(id, now);
-    ++acks_writing_[id];
-  }
-}
-
-void RowReconciler::AcksRetried(const std::vector<std::string>& ids,
-                                int64_t now) {
-  for (const std::string& id : ids) {
-    own_acks_.Erase(id);  // renewed, so that it does not age out
-    own_acks_.Put(id, now);
-  }
+  for (const std::string& id : ids) ++acks_writing_[id];
 }
 
 void RowReconciler::PostponesDone(const std::vector<Postpone>& taken,
                                   const std::vector<Postponement>& written,
-                                  Outcome outcome, int64_t now) {
+                                  Outcome outcome, int64_t now,
+                                  const std::optional<std::string>& gtid) {
   const std::vector<std::string> left = ledger_.PostponesDone(taken, outcome);
   LeftFlight(left);
   if (outcome == Outcome::kCommitted) {
-    for (const Postponement& p : written) {
-      own_postpones_.Put(p.id, p.time_next);
-      OwnWriteCommitted(p, now);
-    }
+    own_echoes_.Committed(gtid, {}, written);
+    for (const Postponement& p : written) OwnWriteCommitted(p, now);
   }
   ForgetShownInFlight(left);
 }
 
-void RowReconciler::AckDone(const Ticket& ticket, Outcome outcome) {
+void RowReconciler::AckDone(const Ticket& ticket, Outcome outcome,
+                            const std::optional<std::string>& gtid) {
   const std::vector<std::string> left = ledger_.AckDone(ticket, outcome);
   LeftFlight(left);
   ForgetShownInFlight(left);
+  // Committed acks are known until their echo passes, so that a failed
+  // retry does not forget them (rules 4, 5, 7); not those whose echo the
+  // binlog showed while they were written.
+  std::vector<std::string> committed;
   for (const std::string& id : ticket.ids) {
-    bool still_writing = false;
+    bool echoed = acks_echoed_.contains(id);
     if (auto it = acks_writing_.find(id); it != acks_writing_.end()) {
-      still_writing = --it->second > 0;
-      if (!still_writing) acks_writing_.erase(it);
-    }
-    if (outcome == Outcome::kCommitted) {
-      // Known as committed until its echo, so that a failed retry does not
-      // forget it (rules 4, 5, 7). Take and put back: RecentIds has no
-      // lookup.
-      if (std::optional<int64_t> at = own_acks_.Take(id); at.has_value()) {
-        own_acks_.Put(id, *at);
-        acked_.Put(id, *at);
+      if (--it->second == 0) {
+        acks_writing_.erase(it);
+        acks_echoed_.erase(id);
       }
-    } else if (!still_writing && !acked_.Contains(id)) {
-      own_acks_.Erase(id);  // not msgq's ack after all
     }
+    if (outcome == Outcome::kCommitted && !echoed) committed.push_back(id);
   }
+  if (!committed.empty()) own_echoes_.Committed(gtid, committed, {});
 }
 
 void RowReconciler::HoldDone(const Ticket& ticket, Outcome outcome,
@@ -138,7 +123,7 @@ void RowReconciler::ForgetShownInFlight(const std::vector<std::string>& ids) {
 }
 
 bool RowReconciler::OlderThanOwnWrite(const RowChange& c) {
-  if (own_acks_.Contains(c.id)) return true;
+  if (OwnAckPending(c.id)) return true;
   if (!own_writes_.Contains(c.id)) return false;
   auto it = own_write_next_.find(c.id);
   if (it == own_write_next_.end()) return false;  // not reached
@@ -181,11 +166,15 @@ RowReconciler::BinlogVerdict RowReconciler::OnBinlogChange(const RowChange& c,
                                                            bool reading,
                                                            bool subscribed) {
   BinlogVerdict v;
+  // The binlog is past every transaction before c's: their echoes passed.
+  own_echoes_.Shown(c.gtid);
   if (c.deleted || c.time_acked.has_value() || !c.time_next.has_value()) {
     v.action = BinlogAction::kGone;
     if (c.newly_acked) {
-      v.acked_by_sql = !own_acks_.Take(c.id).has_value();
-      acked_.Erase(c.id);
+      const bool committed = own_echoes_.TakeAck(c);
+      const bool writing = acks_writing_.contains(c.id);
+      if (writing && !committed) acks_echoed_.insert(c.id);
+      v.acked_by_sql = !committed && !writing;
     }
     // A purged row was acked long before: no read can show it due.
     if (!(c.deleted && c.time_acked.has_value())) {
@@ -206,8 +195,7 @@ RowReconciler::BinlogVerdict RowReconciler::OnBinlogChange(const RowChange& c,
   }
   // The echo of msgq's own postpone, read after the id left flight: if the
   // batch was handed back, the message is queued again and stays.
-  if (std::optional<int64_t> own = own_postpones_.Take(c.id);
-      own.has_value() && *own == *c.time_next) {
+  if (own_echoes_.TakePostpone(c)) {
     expected_.Forget(c.id);
     return v;  // kOwn
   }

@@ -19,11 +19,12 @@
 //   left reading    ids that left flight while a read ran;
 //   expectations    BinlogExpectations: what the binlog last said of rows
 //                   msgq did not write (10 s);
-//   own acks        ids msgq is acking, from the write's start until the
-//                   binlog shows the ack (60 s); those committed stay
-//                   known when a later ack of the same id fails;
-//   own postpones   postpones msgq committed (id -> the time_next written)
-//                   until the binlog echoes them (60 s);
+//   acks writing    ids msgq is acking, from the write's start until its
+//                   result (bounded by the acks running);
+//   own echoes      OwnEchoes: the acks and postpones msgq committed, by
+//                   the GTID of their transaction, until the binlog has
+//                   passed it (bounded by the writes whose echo is due;
+//                   matched by id where the server names no GTIDs);
 //   own writes      the time_next of msgq's latest committed postpone,
 //                   nack or extend of an id, until the binlog echoes it
 //                   (60 s from the round that wrote it);
@@ -57,11 +58,15 @@
 //     the poll owns it), when no ack or hold of it runs, when no ack of it
 //     msgq committed awaits its echo, and when the binlog has not shown it
 //     gone or changed since (rule 3).
-//  5. Own echoes. A binlog ack of an id msgq took an ack of for writing is
-//     msgq's, not an application's UPDATE (acked_by_sql). A change of an
-//     id not in flight whose time_next is the one msgq's last committed
-//     postpone of it wrote is that postpone's echo: a message handed back
-//     and queued again stays queued.
+//  5. Own echoes, by position. A change whose GTID is that of a committed
+//     ack or postpone of msgq's (kept from the commit until the binlog
+//     passes that transaction) is its echo: a binlog ack of it is not an
+//     application's UPDATE (acked_by_sql), and a message handed back and
+//     queued again stays queued. An ack shown while msgq's ack of the id
+//     is still being written is msgq's too (its echo may come before its
+//     result; D4). Where the server names no GTIDs, an id's next ack (or
+//     change with the time_next written) after a committed write is its
+//     echo.
 //  6. A row image is the row as its transaction committed: it is queued
 //     only when no read since that commit could have returned the row (and
 //     sent it, and seen it settled): the binlog is read at most
@@ -86,6 +91,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,6 +102,7 @@
 #include "engine/queue/binlog_expectations.h"
 #include "engine/queue/message.h"
 #include "engine/queue/message_store.h"
+#include "engine/queue/own_echoes.h"
 #include "engine/queue/recent_ids.h"
 #include "engine/queue/row_change.h"
 #include "engine/queue/settlement_ledger.h"
@@ -145,22 +152,22 @@ class RowReconciler {
   // A round takes the owed postpones of sends made by `sent_by` (and those
   // a hold waits for), to write them.
   std::vector<Postpone> TakePostpones(absl::Time sent_by);
-  // A round (or the ack lane) takes the acks of `ids` for writing at `now`:
-  // from now on the binlog's ack of them is msgq's own.
-  void AcksWriting(const std::vector<std::string>& ids, int64_t now);
-  // Acks of `ids` taken for writing before (AcksWriting), held back by a
-  // row lock and not finished, are written again at `now`: the binlog's
-  // ack of them stays msgq's own however long the lock lasted.
-  void AcksRetried(const std::vector<std::string>& ids, int64_t now);
+  // A round (or the ack lane) takes the acks of `ids` for writing: until
+  // AckDone (of every ack of the id taken, retries of held-back ones
+  // included) the binlog's ack of them is msgq's own.
+  void AcksWriting(const std::vector<std::string>& ids);
   // The postpones `taken` finished with `outcome`; `written` are the same
   // postpones with the time_next each wrote, in the round that started at
-  // `now`. Committed ones are remembered until their echo (rules 5, 7).
+  // `now`, committed as `gtid` (WriteGtid). Committed ones are remembered
+  // until their echo (rules 5, 7).
   void PostponesDone(const std::vector<Postpone>& taken,
                      const std::vector<Postponement>& written, Outcome outcome,
-                     int64_t now);
-  // An ack finished; a failed one was not msgq's ack after all (unless
-  // another ack of the id is being written or committed before it).
-  void AckDone(const Ticket& ticket, Outcome outcome);
+                     int64_t now, const std::optional<std::string>& gtid = {});
+  // An ack finished, committed as `gtid` (WriteGtid); a failed one was not
+  // msgq's ack after all (unless another ack of the id is being written
+  // or committed before it).
+  void AckDone(const Ticket& ticket, Outcome outcome,
+               const std::optional<std::string>& gtid = {});
   // A nack, extend or death finished, written in the round that started
   // at `now`. `written`: the time_next each row the hold may have
   // rescheduled got (nack retries, extends; not deaths); committed ones
@@ -229,6 +236,11 @@ class RowReconciler {
   // Rule 7: whether a write of msgq's of `c.id` committed after `c` (its
   // echo is still to come); uses the write's fact up when `c` is its echo.
   bool OlderThanOwnWrite(const RowChange& c);
+  // Rule 5: an ack of `id` is being written, or one committed awaits its
+  // echo.
+  bool OwnAckPending(absl::string_view id) const {
+    return acks_writing_.contains(id) || own_echoes_.AckAwaits(id);
+  }
 
   const bool row_images_;
   absl::Time images_from_;
@@ -236,12 +248,11 @@ class RowReconciler {
   int reads_running_ = 0;
   absl::flat_hash_set<std::string> left_while_reading_;
   BinlogExpectations expected_{1 << 16, 10'000'000'000};
-  RecentIds own_acks_{1 << 16, 60'000'000'000};
-  // Of own_acks_, those whose ack committed (by the AcksWriting time).
-  RecentIds acked_{1 << 16, 60'000'000'000};
-  // Acks taken for writing and not finished, per id (bounded by them).
+  // Rule 5: acks taken for writing and not finished, per id, and those of
+  // them whose echo the binlog showed meanwhile (both bounded by them).
   absl::flat_hash_map<std::string, int> acks_writing_;
-  RecentIds own_postpones_{1 << 16, 60'000'000'000};
+  absl::flat_hash_set<std::string> acks_echoed_;
+  OwnEchoes own_echoes_;
   // Rule 7: id -> when its latest own write was written; and the
   // time_next it wrote, valid while own_writes_ has the id.
   RecentIds own_writes_{1 << 16, 60'000'000'000};

@@ -2,6 +2,7 @@
 // asks the RowReconciler, and the check of each answer against the truth
 // (row_reconciler_interleaving_test.cc lists the checks and the known
 // deviations D2, D4 and D5).
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -111,8 +112,7 @@ void Explorer::ManagerEvents(const World& w, int depth, const std::string& id) {
     Step(w, depth, "ack(" + id + ")", [id](World& n) {
       Row& row = n.rows[id];
       n.acks.push_back(OpenAck{id, n.rec.BeginAck({id})});
-      n.rec.AcksWriting({id}, n.Now());
-      row.own_ack_fact = true;
+      n.rec.AcksWriting({id});
       row.queued.reset();  // never sent again while acked
       ++row.acks;
     });
@@ -160,11 +160,10 @@ void Explorer::BinlogEvent(World& n) {
       /*reading=*/true, /*subscribed=*/true);
   row.delivered = j;
   if (v.newly_acked) {
-    const bool fact = row.own_ack_fact;
-    row.own_ack_fact = false;  // the echo uses it up
-    row.ack_committed = false;
     if (verdict.acked_by_sql != !v.own) {
-      if (!v.own && fact) {
+      // D4: only while msgq's own ack of the id is being written (a
+      // committed one is known by its GTID).
+      if (!v.own && row.acks > 0) {
         ++counts_.deviations[4];
       } else {
         Fail(absl::StrCat("binlog ack of ", id, ": acked_by_sql ",
@@ -323,7 +322,10 @@ void Explorer::RoundEvents(const World& w, int depth) {
 void Explorer::EndRound(World& n, Outcome o) {
   Round round = *std::move(n.round);
   n.round.reset();
-  n.rec.PostponesDone(round.taken, round.written, o, n.Now());
+  n.rec.PostponesDone(round.taken, round.written, o, n.Now(),
+                      o == Outcome::kCommitted
+                          ? std::optional<std::string>(GtidText(round.gtid))
+                          : std::nullopt);
   for (const auto& [id, j] : round.made) Report(n, id, j);
   for (const auto& [id, send] : round.sends) {
     Row& row = n.rows[id];
@@ -356,6 +358,7 @@ void Explorer::AckEvents(const World& w, int depth) {
         v.acked = true;
         v.newly_acked = true;
         ack.made = Commit(n, ack.id, v);
+        ack.gtid = n.rows[ack.id].history[ack.made].gtid;
         Row& row = n.rows[ack.id];
         if (row.delivery.has_value()) row.delivery->settled = true;
       });
@@ -364,14 +367,12 @@ void Explorer::AckEvents(const World& w, int depth) {
     Step(w, depth, "ackdone(" + a.id + ")", [this, i, o](World& n) {
       const OpenAck ack = n.acks[i];
       n.acks.erase(n.acks.begin() + static_cast<long>(i));
-      n.rec.AckDone(ack.ticket, o);
+      n.rec.AckDone(ack.ticket, o,
+                    o == Outcome::kCommitted
+                        ? std::optional<std::string>(GtidText(ack.gtid))
+                        : std::nullopt);
       Row& row = n.rows[ack.id];
       --row.acks;
-      if (o == Outcome::kCommitted) {
-        row.ack_committed |= row.own_ack_fact;  // not if already echoed
-      } else {
-        row.own_ack_fact = row.ack_committed;
-      }
       Report(n, ack.id, ack.made);
     });
   }

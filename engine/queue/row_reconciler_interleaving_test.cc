@@ -33,8 +33,10 @@
 //       keeps the row as it was sent, and a read from before the change
 //       was visible is queued once the row left flight without a write of
 //       msgq's (a failed ack or postpone, a hand-back);
-//   D4  an application's ack is not counted as acked_by_sql when msgq
-//       took an ack of the same id for writing before the binlog showed it;
+//   D4  an application's ack is not counted as acked_by_sql when the
+//       binlog shows it while msgq's ack of the same id is being written
+//       (a committed ack of msgq's is known by its GTID: once its result
+//       is in, the application's ack is counted);
 //   D5  a hand-back fulfils what the binlog expected of reads, so a later
 //       read from before the change was visible is accepted (queued only
 //       if the cache was emptied meanwhile: pause, ownership).

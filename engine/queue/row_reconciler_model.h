@@ -14,8 +14,11 @@
 // delivery's + 1), and acks (unacked rows only); an own write waits for a
 // commit on its row to become visible (row locks). The binlog shows every
 // version in commit order, later: a "binlog" event hands the oldest one to
-// the reconciler. A read takes its snapshot of the visible rows when it
-// starts and ends later. One "later" event moves the clock past the ack
+// the reconciler. Each transaction has a GTID (one per application change,
+// per ack, per round's write; none for a write that changed nothing),
+// which the binlog's changes carry and msgq's writes report with their
+// result, as MariaDB does. A read takes its snapshot of the visible rows
+// when it starts and ends later. One "later" event moves the clock past the ack
 // wait and every postpone: postponed rows are due again.
 //
 // The manager is played by the test: a cache (one copy per id, added only
@@ -68,6 +71,7 @@ struct Version {
   bool image = false;        // the binlog carries its row image
   int content = 0;           // the application's version of the message
   int64_t commit_s = 0;      // the rows event's timestamp
+  int64_t gtid = 0;          // its transaction's sequence number
   bool reported = false;     // own: its write's result reached the manager
   bool ignored = false;      // app: the binlog showed it as msgq's own
   bool Gone() const { return !exists || acked; }
@@ -97,11 +101,6 @@ struct Row {
   int acks = 0;                      // running
   int holds = 0;                     // running
   bool left_during_read = false;     // a write of it ended during the read
-  // An ack of it was taken for writing and neither failed nor shown by the
-  // binlog since (what the reconciler's own-ack fact should be); a failed
-  // ack forgets it only when no ack committed since the binlog's last ack.
-  bool own_ack_fact = false;
-  bool ack_committed = false;  // an ack of it committed since then
   // A hand-back was queued again since the binlog's last change of it.
   bool handed_back = false;
   int read_queued = -1;  // the newest version a read queued
@@ -114,7 +113,8 @@ struct OpenAck {
   std::string id;
   RowReconciler::Ticket ticket;
   bool committed = false;
-  int made = -1;  // the version its commit made
+  int made = -1;     // the version its commit made
+  int64_t gtid = 0;  // its transaction's (0: it changed nothing)
 };
 
 struct OpenHold {
@@ -132,6 +132,7 @@ struct Round {
   std::vector<size_t> holds;         // indexes into World::holds
   bool committed = false;
   std::vector<std::pair<std::string, int>> made;  // versions it committed
+  int64_t gtid = 0;  // its transaction's (0: it changed nothing)
 };
 
 struct Counts {
@@ -154,6 +155,7 @@ struct World {
   std::optional<std::map<std::string, int>> read;  // snapshot: id -> version
   bool later = false;
   int64_t writes = 0;  // distinct time_next for msgq's writes
+  int64_t gtids = 0;   // the last transaction's sequence number
   int64_t Now() const { return later ? kLater : kT0; }
   absl::Time Mono() const { return absl::FromUnixNanos(Now()); }
 };
@@ -172,10 +174,17 @@ inline Message MessageOf(const std::string& id, const Version& v) {
   return m;
 }
 
+// The GTID text of transaction `seq` ("" for none, as a write that
+// changed nothing reports).
+inline std::string GtidText(int64_t seq) {
+  return seq == 0 ? "" : "0-1-" + std::to_string(seq);
+}
+
 inline RowChange ChangeOf(const std::string& id, const Version& v,
                           const Version& before) {
   RowChange c;
   c.id = id;
+  c.gtid = GtidText(v.gtid);
   c.event_time = v.commit_s;
   c.epoch = v.epoch;
   if (!v.exists) {  // a DELETE: its before image
@@ -236,10 +245,13 @@ inline int Stale(const Row& r, const Copy& copy) {
   return why;
 }
 
-// Commits `v` as `id`'s next version; returns its index.
-inline int Commit(World& w, const std::string& id, Version v) {
+// Commits `v` as `id`'s next version, in transaction `gtid` (0: a
+// transaction of its own); returns its index.
+inline int Commit(World& w, const std::string& id, Version v,
+                  int64_t gtid = 0) {
   Row& r = w.rows[id];
   v.commit_s = w.Now() / kSecond;
+  v.gtid = gtid != 0 ? gtid : ++w.gtids;
   r.history.push_back(v);
   const int j = static_cast<int>(r.history.size()) - 1;
   w.binlog.emplace_back(id, j);
@@ -272,14 +284,16 @@ inline void CommitRound(World& n) {
     if (!v.exists || v.acked) continue;
     v.epoch += 1;
     v.time_next = p.time_next;
-    round.made.emplace_back(p.id, Commit(n, p.id, v));
+    if (round.gtid == 0) round.gtid = ++n.gtids;
+    round.made.emplace_back(p.id, Commit(n, p.id, v, round.gtid));
   }
   for (size_t i : round.holds) {
     const OpenHold& h = n.holds[i];
     Version v = Own(n, h.id);
     if (!v.exists || v.acked || v.epoch != h.epoch + 1) continue;
     v.time_next = h.time_next;
-    round.made.emplace_back(h.id, Commit(n, h.id, v));
+    if (round.gtid == 0) round.gtid = ++n.gtids;
+    round.made.emplace_back(h.id, Commit(n, h.id, v, round.gtid));
   }
 }
 

@@ -90,7 +90,7 @@ TEST(RowReconcilerTest, AnIdInFlightIsNotQueuedUntilItsPostponeCommits) {
 TEST(RowReconcilerTest, AnIdThatLeftFlightDuringAReadIsDroppedFromIt) {
   RowReconciler r(false, absl::InfinitePast());
   RowReconciler::Ticket ack = r.BeginAck({"a"});
-  r.AcksWriting({"a"}, kNow);
+  r.AcksWriting({"a"});
   r.ReadStarts();  // reads "a" due, from before the ack commits
   r.AckDone(ack, Outcome::kCommitted);
   std::vector<Message> rows = {Row("a"), Row("b")};
@@ -173,7 +173,7 @@ TEST(RowReconcilerTest, AHandBackIsQueuedAgainOnlyWhileItIsTheSends) {
   auto hand_back_after_ack = [&](const std::string& id, Outcome outcome) {
     r.Sent(id, 0, kMono);
     const RowReconciler::Ticket ticket = r.BeginAck({id});
-    r.AcksWriting({id}, kNow);
+    r.AcksWriting({id});
     r.AckDone(ticket, outcome);
     Message sent = Row(id);
     sent.sent_at = kNow;
@@ -197,7 +197,7 @@ TEST(RowReconcilerTest, AHandBackIsQueuedAgainOnlyWhileItIsTheSends) {
 TEST(RowReconcilerTest, OnlyAnAckMsgqDidNotWriteIsAckedBySql) {
   RowReconciler r(false, absl::InfinitePast());
   RowReconciler::Ticket mine = r.BeginAck({"a"});
-  r.AcksWriting({"a"}, kNow);
+  r.AcksWriting({"a"});
   const RowReconciler::BinlogVerdict echo = r.OnBinlogChange(
       Acked("a"), kNow, kMono, /*reading=*/true, /*subscribed=*/true);
   EXPECT_EQ(echo.action, Action::kGone);
@@ -207,7 +207,7 @@ TEST(RowReconcilerTest, OnlyAnAckMsgqDidNotWriteIsAckedBySql) {
       r.OnBinlogChange(Acked("b"), kNow, kMono, true, true).acked_by_sql);
   // A failed ack was not msgq's after all.
   RowReconciler::Ticket failed = r.BeginAck({"c"});
-  r.AcksWriting({"c"}, kNow);
+  r.AcksWriting({"c"});
   r.AckDone(failed, Outcome::kTransient);
   EXPECT_TRUE(
       r.OnBinlogChange(Acked("c"), kNow, kMono, true, true).acked_by_sql);
@@ -324,6 +324,43 @@ TEST(RowReconcilerTest, AnEchoShownBeforeItsWritesResultEndsTheWait) {
   r.PostponesDone(taken_b, {Postponement{"b", postponed}}, Outcome::kCommitted,
                   kNow);
   EXPECT_EQ(Verdict(r, Change("b", /*priority=*/2)), Action::kDueRead);
+}
+
+// Rule 5 by position: msgq's ack committed as 0-1-5 acked b; a was acked
+// by an application at 0-1-4 (msgq's changed nothing of it). The binlog
+// shows both later: a's ack is the application's, b's is msgq's echo.
+TEST(RowReconcilerTest, AnAckIsMsgqsOnlyWhenItsGtidIsTheWrites) {
+  RowReconciler r(false, absl::InfinitePast());
+  const RowReconciler::Ticket ack = r.BeginAck({"a", "b"});
+  r.AcksWriting({"a", "b"});
+  r.AckDone(ack, Outcome::kCommitted, std::string("0-1-5"));
+  RowChange app = Acked("a");
+  app.gtid = "0-1-4";
+  EXPECT_TRUE(r.OnBinlogChange(app, kNow, kMono, true, true).acked_by_sql);
+  RowChange echo = Acked("b");
+  echo.gtid = "0-1-5";
+  EXPECT_FALSE(r.OnBinlogChange(echo, kNow, kMono, true, true).acked_by_sql);
+}
+
+// An application's UPDATE that happens to write the time_next of msgq's
+// committed postpone is not its echo: only the postpone's GTID is.
+TEST(RowReconcilerTest, APostponesEchoIsKnownByItsGtid) {
+  RowReconciler r(false, absl::InfinitePast());
+  r.Sent("a", 0, kMono);
+  const int64_t later = kNow + 30 * kSecond;
+  r.PostponesDone(r.TakePostpones(absl::InfiniteFuture()),
+                  {Postponement{"a", later}}, Outcome::kCommitted, kNow,
+                  std::string("0-1-8"));
+  RowChange app = Change("a", 0, later);
+  app.gtid = "0-1-7";
+  EXPECT_EQ(Verdict(r, app), Action::kScheduled);
+  RowChange echo = Change("a", 0, later);
+  echo.gtid = "0-1-8";
+  EXPECT_EQ(Verdict(r, echo), Action::kOwn);
+  // Past it, a change with that time_next is an application's again.
+  RowChange after = Change("a", 0, later);
+  after.gtid = "0-1-9";
+  EXPECT_EQ(Verdict(r, after), Action::kScheduled);
 }
 
 TEST(RowReconcilerTest, ANewOwnerWaitsBeforeUsingImages) {

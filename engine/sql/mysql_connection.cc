@@ -284,9 +284,11 @@ absl::Status MysqlConnection::SetUpSession() {
   // trip of its own. A server without last_gtid (MySQL) refuses it: then
   // no GTID is known, and nothing else changes.
   if (row[1].value_or("0") == "1") {
-    (void)Execute(
-        "SET SESSION session_track_system_variables = CONCAT_WS(',', "
-        "@@session.session_track_system_variables, 'last_gtid')");
+    tracks_gtid_ =
+        Execute(
+            "SET SESSION session_track_system_variables = CONCAT_WS(',', "
+            "@@session.session_track_system_variables, 'last_gtid')")
+            .ok();
   }
   return absl::OkStatus();
 }

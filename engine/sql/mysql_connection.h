@@ -144,6 +144,9 @@ class MysqlConnection {
   // statement's OK packet (set up at connect); "" when it committed nothing
   // or the server does not track it (MySQL, no binary log).
   std::string TrackedLastGtid() const;
+  // Whether the session tracks last_gtid (MariaDB with a binary log), so
+  // that TrackedLastGtid() is "" exactly when nothing was committed.
+  bool tracks_gtid() const { return tracks_gtid_; }
 
   // The session's max_allowed_packet, read once at connect: no statement
   // may be longer.
@@ -203,6 +206,7 @@ class MysqlConnection {
   bool broken_ = false;
   bool read_only_ = false;  // @@read_only at connect
   bool log_bin_ = false;    // @@log_bin at connect
+  bool tracks_gtid_ = false;
   std::string server_;
   std::shared_ptr<MysqlPrimary> primary_;  // with MysqlOptions::primary
   uint64_t generation_ = 0;                // primary_'s, at connect

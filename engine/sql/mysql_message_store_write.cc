@@ -301,6 +301,7 @@ absl::StatusOr<WriteResult> MysqlMessageStore::WriteUnits(
     absl::Status status = RunTransaction(*conn, units, live.units(), &failed);
     if (status.ok()) {
       result.gtid = (*conn)->TrackedLastGtid();
+      result.gtid_known = (*conn)->tracks_gtid();
       break;
     }
     if (msgq::IsUnavailable(status) ||

@@ -54,6 +54,14 @@ namespace {
 
 using Outcome = SettlementLedger::Outcome;
 
+// The GTID a write committed as, for the reconciler: "" when it wrote
+// nothing, nullopt when the server does not name GTIDs (or it failed).
+std::optional<std::string> WriteGtid(
+    const absl::StatusOr<WriteResult>& result) {
+  if (!result.ok() || !result->gtid_known) return std::nullopt;
+  return result->gtid;
+}
+
 }  // namespace
 
 SettlementLedger::Outcome MessageManager::OutcomeOf(
@@ -230,14 +238,13 @@ void MessageManager::TakeAcksLocked(Work& work) {
   work.acks.swap(acks_);
   for (const PendingAck& ack : work.acks) {
     work.writes.ack_groups.push_back(ack.ticket.ids);
-    reconciler_.AcksWriting(ack.ticket.ids, work.now);
+    reconciler_.AcksWriting(ack.ticket.ids);
   }
   if (locked_acks_.empty() || (!stopping_ && work.mono < locked_acks_at_)) {
     return;
   }
   for (PendingAck& ack : locked_acks_) {
     work.writes.ack_groups.push_back(ack.ticket.ids);
-    reconciler_.AcksRetried(ack.ticket.ids, work.now);
     work.acks.push_back(std::move(ack));
   }
   locked_acks_.clear();
@@ -441,7 +448,8 @@ void MessageManager::SettlePostponesLocked(
       locked_postpones_at_ == absl::InfiniteFuture()) {
     locked_postpones_at_ = clock_->MonotonicNow() + options_.locked_retry;
   }
-  reconciler_.PostponesDone(taken, written, outcome, work.now);
+  reconciler_.PostponesDone(taken, written, outcome, work.now,
+                            WriteGtid(result));
   if (postpones.ok()) {
     counters_.postponed += static_cast<int64_t>(written.size());
     std::optional<int64_t> earliest;
@@ -491,7 +499,7 @@ void MessageManager::SettleAcksLocked(
         (locked.contains(p.first) ? waiting : done)
             .cancelled.push_back(std::move(p));
       }
-      reconciler_.AckDone(done, outcome);
+      reconciler_.AckDone(done, outcome, WriteGtid(result));
       if (!waiting.ids.empty()) {
         locked_acks_.push_back(PendingAck{std::move(waiting), nullptr});
       }
