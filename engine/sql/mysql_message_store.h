@@ -9,12 +9,11 @@
 // by the next poll. When the server writes a binary log, a poll or fetch
 // runs in a REPEATABLE READ transaction started WITH CONSISTENT SNAPSHOT
 // and reads where in the binlog that snapshot is (Binlog_snapshot_file and
-// _position), so its rows come with their position (read_position(); the
-// race rules compare it with the binlog's changes: docs/design/
-// position-fence.md). That costs the read four statements more (SET
-// TRANSACTION, START TRANSACTION, SHOW STATUS, COMMIT). A server that
-// does not say where a snapshot is (MySQL) is read without, from the first
-// such answer on.
+// _position), so its rows come with their position (read_position(),
+// comparable with the binlog's changes: docs/design/position-fence.md).
+// That costs the read four statements more (SET TRANSACTION, START
+// TRANSACTION, SHOW STATUS, COMMIT). A server that does not say where a
+// snapshot is (MySQL) is read without, from the first such answer on.
 // Postpones and acks are `UPDATE ... WHERE id IN (...) AND time_acked IS
 // NULL AND time_next IS NOT NULL` (nacks and extends also name the epoch,
 // redrives match time_next IS NULL instead; failure_statements.h): InnoDB
