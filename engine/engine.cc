@@ -27,15 +27,21 @@ std::string Echo(absl::string_view name) {
                       name.size(), " bytes)");
 }
 
-Engine::Options WithLeases(Engine::Options options) {
+// The options as the engine runs them: managers leased unless alone, and
+// every MySQL connection reporting to one MysqlActivity.
+Engine::Options Completed(Engine::Options options, const Clock* clock) {
   options.manager.leased = options.sharing != Engine::Options::Sharing::kAlone;
+  if (options.mysql.activity == nullptr) {
+    options.mysql.activity =
+        std::make_shared<MysqlActivity>(clock, options.mysql_stall_timeout);
+  }
   return options;
 }
 
 }  // namespace
 
 Engine::Engine(Options options, Clock* clock, JitterSource* jitter)
-    : options_(WithLeases(std::move(options))),
+    : options_(Completed(std::move(options), clock)),
       db_clock_(clock),
       clock_(&db_clock_),
       jitter_(jitter),
@@ -189,7 +195,7 @@ absl::Status Engine::Health() const {
         absl::StrCat("cannot read the schema: ", last_error_.message()));
   }
   if (!loaded_once_) return absl::UnavailableError("schema not loaded yet");
-  return absl::OkStatus();
+  return options_.mysql.activity->Health();
 }
 
 BinlogWatcher::Status Engine::binlog_status() const {

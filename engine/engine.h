@@ -90,6 +90,10 @@ class Engine : private BinlogWatcher::Listener {
     // How long a lease lasts; the keeper's rounds run every fifth of it.
     absl::Duration lease_duration = absl::Seconds(5);
     std::string address;  // --listen, written in the heartbeat row
+    // Health() is UNAVAILABLE while MySQL has left a statement of msgqd's
+    // unanswered for longer than this (mysql_activity.h); mysql.activity is
+    // made with it unless set.
+    absl::Duration mysql_stall_timeout = absl::Seconds(10);
   };
 
   struct TableInfo {
@@ -161,8 +165,11 @@ class Engine : private BinlogWatcher::Listener {
   std::vector<TableInfo> ListTables() const;
   // Readiness: OK once the schema has been loaded and the latest schema
   // read succeeded; UNAVAILABLE, saying why, before the first load, while
-  // MySQL does not answer the schema reads (noticed within reload_interval)
-  // and once Stop() began.
+  // MySQL does not answer the schema reads (noticed within reload_interval),
+  // while it leaves msgqd's statements unanswered past mysql_stall_timeout
+  // or refuses its writes as read-only (MysqlActivity::Health, the server's
+  // read-only state read once a second with its clock) and once Stop()
+  // began.
   absl::Status Health() const;
   // This msgqd's instance id, as written in lease rows (Options, or
   // Identify()).

@@ -1,5 +1,6 @@
 // Engine::ClockLoop and Engine::MeasureDbClock (engine.h): MySQL's clock,
-// measured once a second for the DbClock every table's manager reads.
+// measured once a second for the DbClock every table's manager reads, and
+// with it whether the server is read-only (for readiness).
 #include <optional>
 
 #include "absl/strings/numbers.h"
@@ -36,15 +37,19 @@ void Engine::MeasureDbClock() {
       pool_->Borrow(MysqlMessageStore::kBorrowTimeout);
   if (!conn.ok()) return;  // the estimate carries on
   const absl::Time sent = clock_->MonotonicNow();
-  absl::StatusOr<QueryResult> r =
-      (*conn)->Query("SELECT CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)");
+  // The read-only state rides along: readiness needs it (MysqlActivity).
+  absl::StatusOr<QueryResult> r = (*conn)->Query(
+      "SELECT CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED), "
+      "@@global.read_only, @@global.innodb_read_only");
   const absl::Time received = clock_->MonotonicNow();
   int64_t micros = 0;
-  if (!r.ok() || r->rows.size() != 1 || r->rows[0].empty() ||
+  if (!r.ok() || r->rows.size() != 1 || r->rows[0].size() != 3 ||
       !r->rows[0][0].has_value() ||
       !absl::SimpleAtoi(*r->rows[0][0], &micros)) {
     return;
   }
+  options_.mysql.activity->ObserveReadOnly(r->rows[0][1].value_or("0") != "0",
+                                           r->rows[0][2].value_or("0") != "0");
   const std::optional<absl::Duration> before = db_clock_.offset();
   db_clock_.Observe(absl::FromUnixMicros(micros), sent, received);
   const std::optional<absl::Duration> after = db_clock_.offset();

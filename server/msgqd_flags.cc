@@ -88,6 +88,10 @@ ABSL_FLAG(std::string, instance_id, "",
           "time: a restarted msgqd with the same id resumes its leases at "
           "once (default: host:port of --listen, with the listen host "
           "unless it is a wildcard)");
+ABSL_FLAG(absl::Duration, mysql_stall_timeout, absl::Seconds(10),
+          "/readyz and the gRPC health check answer not ready while MySQL "
+          "has left a statement of msgqd's unanswered longer than this (a "
+          "full disk, a global read lock, a stopped server)");
 ABSL_FLAG(absl::Duration, max_extend, absl::Hours(12),
           "The longest MessageExtend a subscriber may ask for");
 
@@ -148,6 +152,10 @@ absl::Status ReadMysqlFlags(Engine::Options& options) {
   if (options.reload_interval <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         "--schema_reload_interval must be positive");
+  }
+  options.mysql_stall_timeout = absl::GetFlag(FLAGS_mysql_stall_timeout);
+  if (options.mysql_stall_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--mysql_stall_timeout must be positive");
   }
   options.binlog = absl::GetFlag(FLAGS_binlog);
   options.max_connections = absl::GetFlag(FLAGS_mysql_max_connections);

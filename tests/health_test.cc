@@ -1,7 +1,9 @@
 // Health and reflection end to end (real MariaDB, msgqd): grpc.health.v1
 // and /readyz say SERVING once the schema is loaded, NOT_SERVING while
-// MySQL is stopped and SERVING again once it is back; /healthz stays up;
-// reflection lists msgq.v1.Messaging.
+// MySQL is stopped, while it leaves msgqd's writes unanswered (a global read
+// lock) or refuses them as read-only, and SERVING again once it is back;
+// /healthz stays up; reflection lists msgq.v1.Messaging.
+#include <regex>
 #include <set>
 #include <string>
 
@@ -66,6 +68,90 @@ TEST_F(HealthTest, NotServingWhileMysqlIsDownServingWhenBack) {
                          absl::Seconds(20)));
   EXPECT_EQ(Check(""), kServing);
   EXPECT_EQ(HttpGet(Url("/readyz")).first, 200);
+}
+
+// A user without SUPER or READ_ONLY ADMIN, whose writes @@read_only
+// refuses: the lease heartbeat (each second) is refused, and /readyz says
+// so until the server is writable again.
+TEST_F(HealthTest, NotReadyWhileMysqlRefusesWritesAsReadOnly) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("jobs"));
+  ASSERT_NO_FATAL_FAILURE(Exec("CREATE USER 'msgq'@'localhost'"));
+  ASSERT_NO_FATAL_FAILURE(Exec("GRANT ALL ON msgq.* TO 'msgq'@'localhost'"));
+  ASSERT_NO_FATAL_FAILURE(
+      StartHttpServer({"--mysql_user=msgq", "--binlog=false"}));
+  ASSERT_TRUE(Eventually([&] { return HttpGet(Url("/readyz")).first == 200; },
+                         absl::Seconds(10)))
+      << server_->Log();
+
+  ASSERT_NO_FATAL_FAILURE(Exec("SET GLOBAL read_only = 1"));
+  ASSERT_TRUE(Eventually([&] { return HttpGet(Url("/readyz")).first == 503; },
+                         absl::Seconds(10)))
+      << server_->Log();
+  EXPECT_EQ(
+      HttpGet(Url("/readyz")),
+      std::make_pair(
+          503, std::string("not ready: MySQL refuses msgqd's writes: it is "
+                           "read-only (@@read_only=1, @@innodb_read_only=0): "
+                           "query failed: MySQL error 1290: The MariaDB server "
+                           "is running with the --read-only option so it "
+                           "cannot execute this statement\n")));
+  // The health service follows within its 250 ms check.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Check("msgq.v1.Messaging") == HealthCheckResponse::NOT_SERVING;
+      },
+      absl::Seconds(5)));
+  EXPECT_EQ(HttpGet(Url("/healthz")), std::make_pair(200, std::string("ok\n")));
+
+  ASSERT_NO_FATAL_FAILURE(Exec("SET GLOBAL read_only = 0"));
+  EXPECT_TRUE(Eventually([&] { return HttpGet(Url("/readyz")).first == 200; },
+                         absl::Seconds(10)))
+      << server_->Log();
+  EXPECT_EQ(HttpGet(Url("/readyz")),
+            std::make_pair(200, std::string("ready\n")));
+}
+
+// Writes that wait (here behind FLUSH TABLES WITH READ LOCK, as behind a
+// full disk) make msgqd unready once they have waited
+// --mysql_stall_timeout, while its reads still work; ready again once they
+// are answered.
+TEST_F(HealthTest, NotReadyWhileMysqlLeavesWritesUnanswered) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("jobs"));
+  ASSERT_NO_FATAL_FAILURE(StartHttpServer({"--mysql_stall_timeout=2s"}));
+  ASSERT_TRUE(Eventually([&] { return HttpGet(Url("/readyz")).first == 200; },
+                         absl::Seconds(10)))
+      << server_->Log();
+
+  absl::StatusOr<std::unique_ptr<MysqlConnection>> locker = db_->Connect();
+  ASSERT_TRUE(locker.ok()) << locker.status();
+  ASSERT_TRUE((*locker)->Execute("FLUSH TABLES WITH READ LOCK").ok());
+  const absl::Time locked = absl::Now();
+  ASSERT_TRUE(Eventually([&] { return HttpGet(Url("/readyz")).first == 503; },
+                         absl::Seconds(15)))
+      << server_->Log();
+  // The stall bound (2 s) and the heartbeat's period (1 s) at least.
+  EXPECT_GE(absl::Now() - locked, absl::Seconds(2));
+  const std::pair<int, std::string> ready = HttpGet(Url("/readyz"));
+  EXPECT_EQ(ready.first, 503);
+  EXPECT_TRUE(std::regex_match(
+      ready.second,
+      std::regex("not ready: MySQL has not answered msgqd's writes for "
+                 "[0-9.]+s \\(over --mysql_stall_timeout=2s\\): is its disk "
+                 "full, a global read lock held, or the server stopped\\?\n")))
+      << ready.second;
+  // The health service follows within its 250 ms check.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Check("msgq.v1.Messaging") == HealthCheckResponse::NOT_SERVING;
+      },
+      absl::Seconds(5)));
+
+  ASSERT_TRUE((*locker)->Execute("UNLOCK TABLES").ok());
+  EXPECT_TRUE(Eventually([&] { return HttpGet(Url("/readyz")).first == 200; },
+                         absl::Seconds(10)))
+      << server_->Log();
+  EXPECT_EQ(HttpGet(Url("/readyz")),
+            std::make_pair(200, std::string("ready\n")));
 }
 
 TEST_F(HealthTest, UnknownServiceIsNotFound) {

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
@@ -19,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
 
 namespace msgq {
 namespace {
@@ -226,6 +228,7 @@ absl::StatusOr<std::unique_ptr<MysqlConnection>> MysqlConnection::ConnectOne(
     return absl::Status(
         s.code(), absl::StrCat("setting up the MySQL session: ", s.message()));
   }
+  conn->activity_ = options.activity;
   return conn;
 }
 
@@ -335,6 +338,58 @@ absl::Status MysqlConnection::ErrorStatus(absl::string_view what) {
   return status;
 }
 
+namespace {
+
+// Session set-up and transaction control answer at once even while data
+// statements wait (a global read lock, a full disk): they say nothing about
+// whether MySQL takes msgqd's writes.
+bool IsControlStatement(absl::string_view sql) {
+  sql = absl::StripLeadingAsciiWhitespace(sql);
+  for (absl::string_view word :
+       {"SET ", "BEGIN", "START ", "SAVEPOINT ", "RELEASE ", "ROLLBACK"}) {
+    if (absl::StartsWithIgnoreCase(sql, word)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+class MysqlConnection::Tracked {
+ public:
+  Tracked(MysqlActivity* activity, absl::string_view sql,
+          MysqlActivity::Kind kind)
+      : activity_(activity == nullptr || IsControlStatement(sql) ? nullptr
+                                                                 : activity),
+        token_(activity_ == nullptr ? 0 : activity_->Begin(kind)) {}
+  ~Tracked() { Done(absl::OkStatus()); }
+  Tracked(const Tracked&) = delete;
+  Tracked& operator=(const Tracked&) = delete;
+
+  // The statement ended with `status`; returns it. A status without a MySQL
+  // error code never reached the server; a client error (2000-2999: lost,
+  // timed out) was not answered.
+  const absl::Status& Done(const absl::Status& status) {
+    if (activity_ == nullptr) return status;
+    MysqlActivity* activity = std::exchange(activity_, nullptr);
+    if (status.ok()) {
+      activity->End(token_, /*answered=*/true, 0, "");
+      return status;
+    }
+    const std::optional<unsigned int> code = MysqlErrorCode(status);
+    if (!code.has_value()) {
+      activity->Cancel(token_);
+    } else {
+      activity->End(token_, *code < 2000 || *code >= 3000, *code,
+                    status.message());
+    }
+    return status;
+  }
+
+ private:
+  MysqlActivity* activity_;
+  const uint64_t token_;
+};
+
 absl::Status MysqlConnection::SetLockWaitTimeout(int seconds) {
   seconds = std::max(1, seconds);
   if (lock_wait_timeout_ == seconds) return absl::OkStatus();
@@ -387,11 +442,12 @@ absl::Status MysqlConnection::ForEachRowImpl(
     absl::string_view sql,
     bool (*cb)(void*, char**, unsigned long*, unsigned int), void* ctx,
     std::vector<std::string>* columns) {
-  if (absl::Status s = StartQuery(sql); !s.ok()) return s;
+  Tracked tracked(activity_.get(), sql, MysqlActivity::Kind::kRead);
+  if (absl::Status s = StartQuery(sql); !s.ok()) return tracked.Done(s);
   MYSQL_RES* res = mysql_use_result(mysql_);
   if (res == nullptr) {
     if (mysql_field_count(mysql_) == 0) return absl::OkStatus();
-    return ErrorStatus("reading result failed");
+    return tracked.Done(ErrorStatus("reading result failed"));
   }
   const unsigned int n = mysql_num_fields(res);
   if (columns != nullptr) {
@@ -412,11 +468,12 @@ absl::Status MysqlConnection::ForEachRowImpl(
   absl::Status status = absl::OkStatus();
   if (mysql_errno(mysql_) != 0) status = ErrorStatus("reading rows failed");
   mysql_free_result(res);
-  return status;
+  return tracked.Done(status);
 }
 
 absl::StatusOr<uint64_t> MysqlConnection::Execute(absl::string_view sql) {
-  if (absl::Status s = StartQuery(sql); !s.ok()) return s;
+  Tracked tracked(activity_.get(), sql, MysqlActivity::Kind::kWrite);
+  if (absl::Status s = StartQuery(sql); !s.ok()) return tracked.Done(s);
   MYSQL_RES* res = mysql_store_result(mysql_);
   if (res != nullptr) mysql_free_result(res);
   const my_ulonglong affected = mysql_affected_rows(mysql_);

@@ -41,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "engine/sql/mysql_activity.h"
 #include "engine/sql/mysql_primary.h"
 
 struct st_mysql;
@@ -87,6 +88,11 @@ struct MysqlOptions {
   // connects to the writable one and the connection goes stale when the
   // primary moves (mysql_primary.h). Shared by every copy of these options.
   std::shared_ptr<MysqlPrimary> primary;
+  // When set, every statement of every connection made from these options
+  // (but the session set-up and transaction control: SET, BEGIN, START,
+  // SAVEPOINT, RELEASE, ROLLBACK) is reported to it, for readiness
+  // (mysql_activity.h). Shared by every copy of these options.
+  std::shared_ptr<MysqlActivity> activity;
 };
 
 // The TCP settings a connection gets for MysqlOptions::link_timeout `t`
@@ -196,6 +202,9 @@ class MysqlConnection {
   absl::Status SetLinkTimeout(absl::Duration link_timeout);
   absl::Status ErrorStatus(absl::string_view what);
   absl::Status StartQuery(absl::string_view sql);
+  // Reports the statement `sql` of `kind` to activity_ (when set) until
+  // its End().
+  class Tracked;
   absl::Status ForEachRowImpl(absl::string_view sql,
                               bool (*cb)(void*, char**, unsigned long*,
                                          unsigned int),
@@ -214,6 +223,8 @@ class MysqlConnection {
   int64_t max_allowed_packet_ = 0;
   std::string isolation_level_;
   std::optional<int> lock_wait_timeout_;  // as SetLockWaitTimeout set it
+  // MysqlOptions::activity, once the session is set up.
+  std::shared_ptr<MysqlActivity> activity_;
 };
 
 template <typename F>

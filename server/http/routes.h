@@ -6,7 +6,7 @@
 //   GET /healthz   liveness: 200 "ok" while the process serves;
 //   GET /readyz    readiness, as the gRPC health service: 200 "ready", or
 //                  503 with the reason (schema not loaded, MySQL down,
-//                  stopping);
+//                  stalled or read-only, stopping: Engine::Health);
 //   GET /          the web console (index.html) and its files;
 //   /api/...       the console's JSON API (console_api.h).
 #ifndef MSGQ_SERVER_HTTP_ROUTES_H_
