@@ -204,6 +204,10 @@ int RunTail(absl::Span<const std::string> args, std::ostream& out,
                          : "reconnected");
     }
   };
+  options.on_standby = [&state, several](absl::string_view server,
+                                         absl::string_view note) {
+    state.Note(several ? absl::StrCat(server, ": ", note) : std::string(note));
+  };
   options.on_stream_error = [&state](const absl::Status& status,
                                      absl::Duration retry_in) {
     state.Note(absl::StrCat("stream ended (",

@@ -103,6 +103,12 @@ struct SubscriberOptions {
   // The same, naming the server (ServerChannel::name).
   std::function<void(absl::string_view server, const Schema& schema)>
       on_server_connected;
+  // A stream started on a server that does not send the table (it stands
+  // by for it: another instance holds its lease); `note` names the one
+  // that does (server/standby_note.h). The stream stays open and delivers
+  // once that server takes the table over.
+  std::function<void(absl::string_view server, absl::string_view note)>
+      on_standby;
   // A stream ended with retryable `status`; the next try is in `retry_in`.
   std::function<void(const absl::Status& status, absl::Duration retry_in)>
       on_stream_error;

@@ -356,6 +356,12 @@ absl::StatusOr<std::shared_ptr<MessageManager>> Engine::Find(
   return it->second.manager;
 }
 
+TableOwnership Engine::Ownership(const MessageManager& manager) const {
+  if (keeper_ == nullptr) return TableOwnership();
+  const MessageTable& t = manager.table();
+  return keeper_->Ownership(absl::StrCat(t.keyspace, ".", t.name));
+}
+
 std::vector<Engine::TableInfo> Engine::ListTables() const {
   std::vector<std::pair<TableInfo, std::shared_ptr<MessageManager>>> rows;
   {

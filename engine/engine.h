@@ -171,6 +171,10 @@ class Engine : private BinlogWatcher::Listener {
   // read-only state read once a second with its clock) and once Stop()
   // began.
   absl::Status Health() const;
+  // This instance's view of who sends `manager`'s table (the ownership
+  // keeper's, in memory: no MySQL); state "off" when the engine is alone
+  // on its tables.
+  TableOwnership Ownership(const MessageManager& manager) const;
   // This msgqd's instance id, as written in lease rows (Options, or
   // Identify()).
   std::string instance_id() const;

@@ -1,6 +1,8 @@
 #include "server/stream_reactor.h"
 
 #include <deque>
+#include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
@@ -8,6 +10,7 @@
 #include "server/auth/grpc_auth.h"
 #include "server/auth/stream_revocation.h"
 #include "server/auth/table_access.h"
+#include "server/standby_note.h"
 
 namespace msgq {
 
@@ -140,7 +143,7 @@ void StreamSink::Advance(absl::ReleasableMutexLock& lock) {
 
 StreamReactor::StreamReactor(Engine* engine, auth::Authorizer* authorizer,
                              const auth::PeerDirectory* peers,
-                             const grpc::CallbackServerContext& context,
+                             grpc::CallbackServerContext& context,
                              const v1::MessageStreamRequest& request)
     : authorizer_(authorizer), peers_(peers) {
   Begin(engine, context, request);
@@ -154,10 +157,16 @@ StreamReactor::StreamReactor(Engine* engine, auth::Authorizer* authorizer,
   MSGQ_TSAN_RELEASE(&sink_);
 }
 
-void StreamReactor::Begin(Engine* engine,
-                          const grpc::CallbackServerContext& context,
+void StreamReactor::Begin(Engine* engine, grpc::CallbackServerContext& context,
                           const v1::MessageStreamRequest& request) {
   if (!Admit(engine, context, request)) return;
+  // Before the first write, which sends the initial metadata.
+  if (std::optional<std::string> note =
+          StandbyNote(manager_->table(), engine->Ownership(*manager_),
+                      engine->instance_id());
+      note.has_value()) {
+    context.AddInitialMetadata(kStandbyMetadata, *note);
+  }
   v1::MessageStreamResponse fields;
   for (const Column& c : manager_->table().streamed) {
     v1::Field* f = fields.add_fields();

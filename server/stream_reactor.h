@@ -88,11 +88,18 @@ class StreamReactor final
   // it, takes one of the principal's stream slots and subscribes; or
   // finishes with the first error (UNAUTHENTICATED, the lookup's,
   // PERMISSION_DENIED, RESOURCE_EXHAUSTED). `engine`, `authorizer` and
-  // `peers` (may be null) must outlive the reactor.
+  // `peers` (may be null) must outlive the reactor. On a msgqd that stands
+  // by for the table (leases: another instance sends it) the stream is
+  // served all the same, idle until this msgqd takes the table over, and
+  // its initial metadata says so: kStandbyMetadata names the instance that
+  // sends the table.
   StreamReactor(Engine* engine, auth::Authorizer* authorizer,
                 const auth::PeerDirectory* peers,
-                const grpc::CallbackServerContext& context,
+                grpc::CallbackServerContext& context,
                 const v1::MessageStreamRequest& request);
+
+  // The initial-metadata key of the standby notice (printable ASCII).
+  static constexpr char kStandbyMetadata[] = "msgq-standby";
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -100,7 +107,7 @@ class StreamReactor final
 
  private:
   // The constructor's work: admits, sends the fields header, subscribes.
-  void Begin(Engine* engine, const grpc::CallbackServerContext& context,
+  void Begin(Engine* engine, grpc::CallbackServerContext& context,
              const v1::MessageStreamRequest& request);
   // Subscribes to the table if the caller may; false after Finish.
   bool Admit(Engine* engine, const grpc::CallbackServerContext& context,

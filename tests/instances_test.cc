@@ -2,13 +2,20 @@
 // table is sent by one instance only; a standby takes over when the owner dies
 // or freezes; tables spread over the instances.
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/instances_fixture.h"
 #include "tests/log_wait.h"
@@ -101,6 +108,100 @@ TEST_F(InstancesTest, OneOwnerSendsAndTheStandbyTakesOverAKilledOwner) {
   // Information only (timings are measured in tools/, not asserted).
   std::printf("takeover after kill -9: %s\n",
               absl::FormatDuration(takeover).c_str());
+}
+
+// A stream opened on the standby is served (idle until the takeover) and
+// told, in its initial metadata, which instance sends the table; `msgq
+// tail` prints that, then the message the standby sends once it took over.
+TEST_F(InstancesTest, AStreamOnTheStandbyIsToldWhichInstanceSendsTheTable) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q"));
+  std::unique_ptr<Msgqd> a = StartInstance();
+  std::unique_ptr<Msgqd> b = StartInstance();
+  ASSERT_TRUE(a != nullptr && b != nullptr);
+  auto a_stub = a->Stub();
+  auto b_stub = b->Stub();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const std::string sa = State(*a, "q"), sb = State(*b, "q");
+        const std::string oa = FindTable(a_stub.get(), "q").ownership().owner();
+        const std::string ob = FindTable(b_stub.get(), "q").ownership().owner();
+        return ((sa == "owner" && sb == "standby") ||
+                (sa == "standby" && sb == "owner")) &&
+               !oa.empty() && oa == ob;
+      },
+      absl::Seconds(10)));
+  const bool a_owns = State(*a, "q") == "owner";
+  Msgqd& owner = a_owns ? *a : *b;
+  Msgqd& standby = a_owns ? *b : *a;
+  const std::string owner_id =
+      FindTable(owner.Stub().get(), "q").ownership().owner();
+  // An instance's id is HOST:ADDRESS, the address it listens on
+  // (--instance_id unset).
+  ASSERT_TRUE(absl::EndsWith(owner_id, owner.address())) << owner_id;
+  const std::string standby_id =
+      absl::StrCat(owner_id.substr(0, owner_id.size() - owner.address().size()),
+                   standby.address());
+  const std::string note = absl::StrCat(
+      "this msgqd (", standby_id, ") stands by for `msgq`.`q`: instance ",
+      owner_id,
+      " sends it; this stream receives its messages only once this msgqd "
+      "takes the table over (subscribe to every instance: msgq "
+      "--server=A,B)");
+
+  // The initial metadata: the note on the standby, nothing on the owner.
+  auto metadata = [](Msgqd& server) {
+    auto stub = server.Stub();
+    grpc::ClientContext context;
+    v1::MessageStreamRequest request;
+    request.set_name("q");
+    auto reader = stub->MessageStream(&context, request);
+    v1::MessageStreamResponse fields;
+    std::string value = "(no first response)";
+    if (reader->Read(&fields)) {
+      const auto& md = context.GetServerInitialMetadata();
+      auto it = md.find("msgq-standby");
+      value = it == md.end()
+                  ? ""
+                  : std::string(it->second.data(), it->second.size());
+    }
+    context.TryCancel();
+    (void)reader->Finish();
+    return value;
+  };
+  EXPECT_EQ(metadata(standby), note);
+  EXPECT_EQ(metadata(owner), "");
+
+  // `msgq tail --count 1` on the standby alone: the note on stderr, then
+  // the message once the owner is gone and the standby took the table.
+  char err_path[] = "/tmp/msgq-standby-stderr-XXXXXX";
+  const int fd = mkstemp(err_path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  const std::string command =
+      absl::StrCat("env -u MSGQ_SERVER timeout 60 ", MSGQ_CLI_PATH,
+                   " --server=", standby.address(),
+                   " tail --count 1 --ack q </dev/null 2>", err_path);
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  auto err = [&] {
+    std::ifstream in(err_path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  EXPECT_TRUE(Eventually([&] { return !err().empty(); }, absl::Seconds(10)));
+  EXPECT_EQ(err(), absl::StrCat("msgq tail: ", note, "\n"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 1));
+  owner.Kill();
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  const int status = pclose(pipe);
+  unlink(err_path);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(out, "id=1 message=\"{\\\"n\\\": 1}\"\n");
+  EXPECT_EQ(State(standby, "q"), "owner");
 }
 
 TEST_F(InstancesTest, AFrozenOwnerSendsNothingOnceItsLeaseIsGone) {

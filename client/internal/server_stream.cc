@@ -190,6 +190,13 @@ ServerStream::StreamEnd ServerStream::RunStream(grpc::ClientContext& context) {
       if (options_.on_server_connected) {
         options_.on_server_connected(name_, *schema);
       }
+      // Sent by msgqd with the first response (server/stream_reactor.h).
+      const auto& metadata = context.GetServerInitialMetadata();
+      if (auto it = metadata.find("msgq-standby");
+          it != metadata.end() && options_.on_standby) {
+        options_.on_standby(
+            name_, absl::string_view(it->second.data(), it->second.size()));
+      }
     }
     for (const v1::Row& row : response.rows()) {
       absl::StatusOr<Message> message = DecodeRow(schema, row, name_);
