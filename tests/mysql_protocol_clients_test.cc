@@ -1,12 +1,15 @@
 // Client libraries receive messages from msgqd's MySQL-protocol port as
 // rows: Python's MySQLdb with an unbuffered cursor (SSCursor, a child
-// process) and Connector/C's mysql_use_result (in this process).
+// process), Connector/C's mysql_use_result (in this process), and the
+// mariadb client on a terminal in batch mode (-B).
 #include <mysql.h>
 #include <sys/socket.h>
 
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "tests/mysql_protocol_fixture.h"
@@ -33,6 +36,41 @@ TEST_F(MysqlProtocolClientsTest, PythonMysqldbSsCursorReceivesRows) {
   EXPECT_EQ((*child)->Stop(0, absl::Seconds(20)), 0) << (*child)->Log();
   EXPECT_THAT(ClientLines(**child),
               ElementsAre("columns: id,message", Row(1), Row(2), Row(3)));
+}
+
+// On a terminal the mariadb client draws a box table as wide as the
+// columns' declared lengths (thousands of dashes for a TEXT or JSON
+// column); with -B, as the docs show it, it prints one tab-separated line
+// per row there too, each as it arrives (-q). `script` gives it a terminal.
+TEST_F(MysqlProtocolClientsTest, MariadbBatchModeOnATerminalPrintsALinePerRow) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("demo"));
+  ASSERT_NO_FATAL_FAILURE(StartWithMysqlProtocol());
+  auto child = launch::ChildProcess::Start(
+      {"script", "-qfec",
+       absl::StrCat("mariadb --no-defaults -B -q -h 127.0.0.1 -P ", port_,
+                    " -u ", kUser, " -p", kPassword,
+                    " -e 'stream * from demo'"),
+       "/dev/null"},
+      db_->dir() + "/terminal.log");
+  ASSERT_TRUE(child.ok()) << child.status();
+  ASSERT_TRUE(Eventually(
+      [&] { return FindTable(stub_.get(), "demo").subscribers() == 1; },
+      absl::Seconds(10)))
+      << (*child)->Log();
+  ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 1, 2));
+  // The terminal ends lines with \r\n.
+  auto lines = [&] {
+    std::vector<std::string> out;
+    for (absl::string_view line :
+         absl::StrSplit((*child)->Log(), '\n', absl::SkipEmpty())) {
+      out.emplace_back(absl::StripSuffix(line, "\r"));
+    }
+    return out;
+  };
+  ASSERT_TRUE(
+      Eventually([&] { return lines().size() >= 3; }, absl::Seconds(10)))
+      << (*child)->Log();
+  EXPECT_THAT(lines(), ElementsAre("id\tmessage", Row(1), Row(2)));
 }
 
 // Reads `n` rows of `stream * from demo` with mysql_use_result on a thread.
