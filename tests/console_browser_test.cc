@@ -2,7 +2,8 @@
 // Chromium driven by tests/console_driver.py through chromedriver): the
 // numbers shown match the workload, the dead list shows the dead messages,
 // the recent-messages view lists the ids enqueued, "Redrive all dead"
-// redrives them (they are streamed again), all of it under msgqd's Content
+// redrives them (they are streamed again), the Pause button pauses the table
+// and Resume resumes it, all of it under msgqd's Content
 // Security Policy (the browser logs no violation, runs no inline script
 // added to the page and refuses to frame the console), and screenshots are
 // saved under <build>/console-screenshots/. Skipped, saying so, only when
@@ -24,6 +25,16 @@ void ExpectTheCspHeld(const nlohmann::json& report) {
   EXPECT_EQ(report["security_log"], nlohmann::json::array());
   EXPECT_EQ(report["inline_script_ran"], false);
   EXPECT_EQ(report["framed"], false);
+}
+
+// The detail's Pause button paused the table (its state, read back from
+// msgqd, said "paused" and the button offered Resume), and Resume resumed
+// it.
+void ExpectThePauseButtonWorked(const nlohmann::json& report) {
+  EXPECT_EQ(report["pause_button"], "Pause");
+  EXPECT_EQ(report["paused_state"], "paused");
+  EXPECT_EQ(report["resume_button"], "Resume");
+  EXPECT_EQ(report["resumed_state"], "loaded");
 }
 
 class ConsoleBrowserTest : public HttpTest {
@@ -131,6 +142,7 @@ TEST_F(ConsoleBrowserTest, ShowsTheWorkloadAndRedrivesDeadMessages) {
   EXPECT_EQ(report["redrive"], "redriven: 2");
   EXPECT_EQ(report["after"]["msgq.jobs"]["dead"], "0");
   EXPECT_EQ(report["dead_ids_after"], nlohmann::json::array());
+  ExpectThePauseButtonWorked(report);
   ExpectTheCspHeld(report);
   // The redriven messages are streamed again.
   ASSERT_TRUE(stream.WaitForRows(10, absl::Seconds(10)));
@@ -140,7 +152,7 @@ TEST_F(ConsoleBrowserTest, ShowsTheWorkloadAndRedrivesDeadMessages) {
             (std::vector<std::string>{"4", "5"}));
   std::printf(
       "screenshots: %s/console.png, console-dead.png, "
-      "console-after-redrive.png\n",
+      "console-after-redrive.png, console-paused.png\n",
       out_dir.c_str());
 }
 
@@ -201,6 +213,7 @@ TEST_F(ConsoleBrowserTest, AsksForATokenAndWorksWithIt) {
             nlohmann::json({"8", "7", "6", "5", "4", "3", "2", "1"}));
   EXPECT_EQ(report["redrive"], "redriven: 2");
   EXPECT_EQ(report["after"]["msgq.jobs"]["dead"], "0");
+  ExpectThePauseButtonWorked(report);
   ExpectTheCspHeld(report);
 }
 

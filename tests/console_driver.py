@@ -200,6 +200,24 @@ def main():
             "return [...document.querySelectorAll('#dead tr[data-dead-id]')]"
             ".map(tr => tr.dataset.deadId);")
         wd.screenshot(os.path.join(out_dir, "console-after-redrive.png"))
+        # Pause, then resume, with the detail's button; the state comes back
+        # from msgqd's /api/tables.
+        state = ("const r = document.querySelector("
+                 "'#tables tr[data-table=\"' + arguments[0] + '\"] td[data-field=state]');"
+                 "return r && r.textContent.trim() === arguments[1] ? "
+                 "r.textContent.trim() : null;")
+        button = ("const b = document.getElementById('pause-toggle');"
+                  "return !b.hidden && b.textContent === arguments[0] ? "
+                  "b.textContent : null;")
+        report["pause_button"] = wd.wait("the Pause button", button, "Pause")
+        wd.click("#pause-toggle")
+        report["paused_state"] = wd.wait("the table to show paused", state,
+                                         table, "paused")
+        report["resume_button"] = wd.wait("the Resume button", button, "Resume")
+        wd.screenshot(os.path.join(out_dir, "console-paused.png"))
+        wd.click("#pause-toggle")
+        report["resumed_state"] = wd.wait("the table to show loaded", state,
+                                          table, "loaded")
         # CSP violations are logged with source "security"; the console's
         # own run must have none (collected before the probes below, which
         # cause two).

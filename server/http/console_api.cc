@@ -147,6 +147,7 @@ HttpResponse Tables(Engine* engine, const DueDepthSampler* depth,
                       {"postponed", s.postponed},
                       {"fetches", s.fetches},
                       {"mysql_up", s.mysql_ok},
+                      {"paused", s.paused},
                       {"ack_wait", absl::ToDoubleSeconds(t.settings.ack_wait)},
                       {"batch_size", t.settings.batch_size}});
       if (t.settings.concurrency > 0) {  // msgq_concurrency_by
@@ -263,6 +264,38 @@ HttpResponse Redrive(Engine* engine, const auth::Authorizer* authorizer,
   return Json(200, json{{"redriven", *n}});
 }
 
+// Pauses (paused=1) or resumes (paused=0) a table for every msgqd serving
+// it, as the Pause/Resume RPCs do (Engine::SetPaused).
+HttpResponse Pause(Engine* engine, const auth::Authorizer* authorizer,
+                   const HttpRequest& request) {
+  if (request.method != "POST") {
+    return Json(405, json{{"error", "use POST"}});
+  }
+  auto header = request.headers.find("x-msgq-console");
+  if (header == request.headers.end() || header->second != "1") {
+    return Json(403, json{{"error", "missing header X-Msgq-Console: 1"}});
+  }
+  const std::string paused = request.Param("paused").value_or("");
+  if (paused != "1" && paused != "0") {
+    return Error(absl::InvalidArgumentError("paused must be 1 or 0"));
+  }
+  auto manager = FindTable(engine, authorizer, request);
+  if (!manager.ok()) return Error(manager.status());
+  Answer<bool> answer;
+  engine->SetPaused((*manager)->table().keyspace, (*manager)->table().name,
+                    paused == "1",
+                    [done = answer.Callback()](absl::Status status) {
+                      if (status.ok()) {
+                        done(true);
+                      } else {
+                        done(status);
+                      }
+                    });
+  absl::StatusOr<bool> written = answer.Wait();
+  if (!written.ok()) return Error(written.status());
+  return Json(200, json{{"paused", paused == "1"}});
+}
+
 }  // namespace
 
 std::map<std::string, HttpHandler> ConsoleApiRoutes(
@@ -284,6 +317,10 @@ std::map<std::string, HttpHandler> ConsoleApiRoutes(
       {"/api/redrive",
        [engine, authorizer](const HttpRequest& r) {
          return Redrive(engine, authorizer, r);
+       }},
+      {"/api/pause",
+       [engine, authorizer](const HttpRequest& r) {
+         return Pause(engine, authorizer, r);
        }},
   };
 }

@@ -119,6 +119,10 @@ function stateCell(t) {
   if (!t.mysql_up) {
     return el("td", {class: "state bad", "data-field": "state"}, "MySQL down");
   }
+  if (t.paused) {
+    return el("td", {class: "state warn", "data-field": "state",
+                     title: "sends nothing until resumed"}, "paused");
+  }
   return el("td", {class: "state ok", "data-field": "state"}, "loaded");
 }
 
@@ -309,7 +313,30 @@ function select(keyspace, name) {
   loadRecent();
 }
 
+async function togglePause() {
+  const t = lastTables.find((x) => x.keyspace === selected.keyspace &&
+                                   x.name === selected.name);
+  if (!t || !t.loaded) return;
+  const button = $("pause-toggle");
+  button.disabled = true;
+  const r = await api("/api/pause", {
+    method: "POST",
+    headers: {"Content-Type": "application/x-www-form-urlencoded",
+              "X-Msgq-Console": "1"},
+    body: query({keyspace: selected.keyspace, table: selected.name,
+                 paused: t.paused ? "0" : "1"}),
+  });
+  const data = await r.json();
+  $("action-result").textContent = r.ok
+      ? (data.paused ? "paused" : "resumed") : `pause failed: ${data.error}`;
+  button.disabled = false;
+  await refresh();
+}
+
 function showOwnership(t) {
+  const button = $("pause-toggle");
+  button.hidden = !(t && t.loaded);
+  if (t && t.loaded) button.textContent = t.paused ? "Resume" : "Pause";
   const o = t && t.ownership;
   $("detail-ownership").textContent = o
       ? `ownership: ${o.state}${o.owner ? " (owner " + o.owner + ")" : ""}` +
@@ -334,6 +361,7 @@ $("token-form").addEventListener("submit", (event) => {
 $("recent-order").addEventListener("change", loadRecent);
 $("recent-payload").addEventListener("change", loadRecent);
 $("redrive-all").addEventListener("click", () => redrive({all: "1"}, $("redrive-all")));
+$("pause-toggle").addEventListener("click", togglePause);
 $("detail-close").addEventListener("click", () => {
   selected = null;
   $("detail").hidden = true;
