@@ -1,13 +1,13 @@
 // The web console in a real browser (real MariaDB, msgqd, headless
 // Chromium driven by tests/console_driver.py through chromedriver): the
-// numbers shown match the workload, the dead list shows the dead messages,
-// the recent-messages view lists the ids enqueued, "Redrive all dead"
-// redrives them (they are streamed again), the Pause button pauses the table
-// and Resume resumes it, all of it under msgqd's Content
-// Security Policy (the browser logs no violation, runs no inline script
-// added to the page and refuses to frame the console), and screenshots are
-// saved under <build>/console-screenshots/. Skipped, saying so, only when
-// Chromium or chromedriver is not installed.
+// numbers shown match the workload (due now among them), the dead list shows
+// the dead messages, the recent-messages view lists the ids enqueued, "Redrive
+// all dead" redrives them (they are streamed again), the Pause button pauses
+// the table and Resume resumes it, all of it under msgqd's Content Security
+// Policy (the browser logs no violation, runs no inline script added to the
+// page and refuses to frame the console), and screenshots are saved under
+// <build>/console-screenshots/. Skipped, saying so, only when Chromium or
+// chromedriver is not installed.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -68,6 +68,9 @@ TEST_F(ConsoleBrowserTest, ShowsTheWorkloadAndRedrivesDeadMessages) {
       "time_created bigint DEFAULT NULL, time_dead bigint DEFAULT NULL, "
       "last_error varchar(64) DEFAULT NULL"));
   ASSERT_NO_FATAL_FAILURE(CreateTable("audit"));
+  // Due now and never sent (audit has no subscriber), before msgqd starts,
+  // so that its first due count (every 10 s at most) sees them.
+  ASSERT_NO_FATAL_FAILURE(InsertRange("audit", 1, 2));
   ASSERT_NO_FATAL_FAILURE(
       Exec("CREATE TABLE msgq.broken (id BIGINT PRIMARY KEY) "
            "COMMENT 'vitess_message'"));
@@ -118,7 +121,9 @@ TEST_F(ConsoleBrowserTest, ShowsTheWorkloadAndRedrivesDeadMessages) {
   EXPECT_EQ(jobs["queued"], "0");
   EXPECT_EQ(jobs["in_flight"], "0");
   EXPECT_EQ(jobs["redelivered"], "0");
+  EXPECT_EQ(jobs["due_now"], "0");  // sent and waiting for acks, or dead
   EXPECT_EQ(report["before"]["msgq.audit"]["sent"], "0");
+  EXPECT_EQ(report["before"]["msgq.audit"]["due_now"], "2");
   EXPECT_EQ(report["before"]["msgq.broken"]["state"], "error");
   EXPECT_EQ(report["before"]["msgq.broken"]["error"],
             "table `msgq`.`broken`: missing required directive vt_ack_wait");

@@ -164,6 +164,11 @@ def main():
                 "'#tables tr[data-table=\"' + arguments[0] + '\"] td[data-field=sent]');"
                 "return r && r.textContent.trim() === arguments[1];",
                 table, expect_sent)
+        # The due-now count, once the sampler measured the table.
+        wd.wait("%s to show its due-now count" % table,
+                "const r = document.querySelector("
+                "'#tables tr[data-table=\"' + arguments[0] + '\"] td[data-field=due_now]');"
+                "return r && r.textContent.trim() !== '\u2013';", table)
         # Let a second refresh fill in the rates.
         time.sleep(2.5)
         report["before"] = wd.js(ROWS)

@@ -161,7 +161,13 @@ function render(data) {
       row.append(
           el("td", {"data-field": "discovery"}, t.discovery),
           el("td", {class: "num", "data-field": "subscribers"}, fmt(t.subscribers)),
-          el("td", {class: "num", "data-field": "queued"}, fmt(t.queued)),
+          el("td", {class: "num", "data-field": "due_now",
+                    title: "unacked rows due now, counted in the index " +
+                           "every 10 s at most (msgq_pending_due_messages)"},
+             t.pending_due === null || t.pending_due === undefined
+                 ? "–" : fmt(t.pending_due) + (t.pending_capped ? "+" : "")),
+          el("td", {class: "num", "data-field": "queued",
+                    title: "due rows read into msgqd's cache"}, fmt(t.queued)),
           inFlightCell(t),
           el("td", {class: "num" + (t.dead ? " dead-nonzero" : ""),
                     "data-field": "dead"}, fmt(t.dead)),
@@ -170,7 +176,7 @@ function render(data) {
           el("td", {class: "num", "data-field": "redelivered"}, fmt(t.redelivered)),
           rateCell(samples, "sent"), rateCell(samples, "acked"));
     } else {
-      row.append(el("td", {colSpan: 10, class: "error", "data-field": "error",
+      row.append(el("td", {colSpan: 11, class: "error", "data-field": "error",
                            title: t.error}, t.error));
     }
     if (selected && selected.keyspace === t.keyspace && selected.name === t.name) {
@@ -180,7 +186,7 @@ function render(data) {
     body.append(row);
   }
   if (!data.tables.length) {
-    body.append(el("tr", {}, el("td", {colSpan: 12, class: "muted"},
+    body.append(el("tr", {}, el("td", {colSpan: 13, class: "muted"},
         "no message tables yet: create one (see docs/tables.md#schema-and-directives)")));
   }
   $("tables").tBodies[0].replaceWith(body);
