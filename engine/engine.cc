@@ -105,6 +105,9 @@ absl::Status Engine::Start() {
   if (options_.mysql.primary != nullptr) {
     MysqlOptions mysql = options_.mysql;
     mysql.io_timeout = absl::Seconds(5);  // a check never hangs long
+    // It asks every server, not only the one msgqd uses: a replica that
+    // does not answer says nothing about msgqd's readiness.
+    mysql.activity = nullptr;
     primary_monitor_ =
         std::make_unique<MysqlPrimaryMonitor>(mysql, absl::Seconds(1));
     primary_monitor_->Start();
