@@ -117,6 +117,9 @@ absl::Status Engine::Start() {
   if (keeper_ != nullptr) keeper_->Start();
   thread_ = std::thread([this] { ReloadLoop(); });
   clock_thread_ = std::thread([this] { ClockLoop(); });
+  if (options_.exact_counts) {
+    counts_thread_ = std::thread([this] { CountsLoop(); });
+  }
   if (options_.binlog) {
     BinlogWatcher::Options binlog;
     binlog.mysql = options_.mysql;
@@ -160,7 +163,16 @@ std::optional<BookkeepingColumns> Engine::Columns(const std::string& db,
 
 void Engine::OnRowChanges(const std::string& db, const std::string& table,
                           std::vector<RowChange> changes) {
-  std::shared_ptr<MessageManager> manager = FindLoaded(db, table);
+  std::shared_ptr<MessageCounts> counts;
+  std::shared_ptr<MessageManager> manager;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = tables_.find(Key{db, table});
+    if (it != tables_.end()) manager = it->second.manager;
+    auto c = counts_.find(Key{db, table});
+    if (c != counts_.end()) counts = c->second.counts;
+  }
+  if (counts != nullptr) counts->Apply(changes);
   if (manager != nullptr) manager->OnRowChanges(changes);
 }
 
@@ -171,6 +183,9 @@ void Engine::OnTableReset(const std::string& db, const std::string& table) {
   // The reload thread replaces the manager (and its cache) even if the
   // definition is unchanged (TRUNCATE, DROP + CREATE alike).
   reset_requested_.insert(key);
+  if (auto c = counts_.find(key); c != counts_.end()) {
+    c->second.counts->MarkStale();
+  }
   reload_requested_ = true;
   wake_.SignalAll();  // the reload thread, not only the clock one
 }
@@ -212,6 +227,8 @@ void Engine::OnStreaming(bool streaming, const std::string& /*reason*/) {
     absl::MutexLock lock(&mu_);
     binlog_streaming_ = streaming;
     if (!streaming) return;
+    // Changes while the stream was not followed were missed.
+    for (auto& [key, c] : counts_) c.counts->MarkStale();
     for (const auto& [key, entry] : tables_) {
       if (entry.manager != nullptr) managers.push_back(entry.manager);
     }
@@ -251,7 +268,7 @@ bool Engine::Stop(absl::Duration timeout) {
       pending->done.SignalAll();
     }).detach();
   };
-  for (std::thread* t : {&thread_, &clock_thread_}) {
+  for (std::thread* t : {&thread_, &clock_thread_, &counts_thread_}) {
     if (!t->joinable()) continue;
     run([joined = std::make_shared<std::thread>(std::move(*t))] {
       joined->join();
@@ -379,12 +396,16 @@ std::vector<Engine::TableInfo> Engine::ListTables() const {
       if (entry.manager != nullptr) {
         info.settings = entry.manager->table().settings;
       }
+      if (auto c = counts_.find(key); c != counts_.end()) {
+        info.counts = c->second.counts->Get(clock_->NowNanos());
+      }
       rows.emplace_back(std::move(info), entry.manager);
     }
   }
   std::vector<TableInfo> out;
   for (auto& [info, manager] : rows) {
     if (manager != nullptr) info.stats = manager->stats();
+    if (info.counts.has_value()) info.stats.dead = info.counts->dead;
     if (manager != nullptr && keeper_ != nullptr) {
       info.ownership =
           keeper_->Ownership(absl::StrCat(info.keyspace, ".", info.name));

@@ -39,6 +39,7 @@
 #include "engine/lease/table_ownership.h"
 #include "engine/queue/backoff.h"
 #include "engine/queue/manager/message_manager.h"
+#include "engine/queue/message_counts.h"
 #include "engine/queue/round_executor.h"
 #include "engine/serial_worker.h"
 #include "engine/sql/mysql_connection.h"
@@ -94,6 +95,13 @@ class Engine : private BinlogWatcher::Listener {
     // unanswered for longer than this (mysql_activity.h); mysql.activity is
     // made with it unless set.
     absl::Duration mysql_stall_timeout = absl::Seconds(10);
+    // Exact counts by state per table (engine_counts.cc): loaded by one
+    // counting read, kept from the binlog, read again every
+    // counts_reconcile (and at once when changes may have been missed).
+    // When on, managers do not count their dead rows themselves.
+    bool exact_counts = true;
+    absl::Duration counts_reconcile = absl::Minutes(10);
+    MessageCounts::Options counts;
   };
 
   struct TableInfo {
@@ -105,6 +113,10 @@ class Engine : private BinlogWatcher::Listener {
     MessageManager::Stats stats;
     std::string discovery = "poll";
     TableOwnership ownership;
+    // Exact counts by state (Options::exact_counts), at the time of the
+    // call; nullopt until the first counting read. stats.dead is their
+    // dead count when set.
+    std::optional<MessageCounts::Counts> counts;
   };
 
   // The connections of the pool for `options` (max_connections less the
@@ -234,6 +246,15 @@ class Engine : private BinlogWatcher::Listener {
   };
 
   void ReloadLoop();
+  // Loads and reconciles every loaded table's counts until stopping
+  // (engine_counts.cc); CountTable is one counting read.
+  void CountsLoop();
+  void CountTable(const Key& key, absl::Time mono);
+  // The counting read of `key` in one consistent snapshot, and the binlog
+  // position that snapshot holds (nullopt when MySQL cannot tell).
+  absl::StatusOr<MessageCounts::Snapshot> ReadCounts(
+      const Key& key, int64_t max_groups,
+      std::optional<MessageCounts::GtidPosition>* position);
   // Measures MySQL's clock for db_clock_ once a second until stopping
   // (engine_clock.cc); MeasureDbClock is one measurement.
   void ClockLoop();
@@ -300,6 +321,15 @@ class Engine : private BinlogWatcher::Listener {
   std::string pause_error_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
   std::thread clock_thread_;
+  std::thread counts_thread_;
+  // Per loaded table (Options::exact_counts): its counts, when to read
+  // them again (monotonic), and the reads in a row that changes raced.
+  struct CountsEntry {
+    std::shared_ptr<MessageCounts> counts;
+    absl::Time next_read = absl::InfinitePast();
+    int raced = 0;
+  };
+  std::map<Key, CountsEntry> counts_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<BinlogWatcher> binlog_;
   // Unless Options::sharing is kAlone: grants the tables.
   std::unique_ptr<OwnershipKeeper> keeper_;

@@ -35,6 +35,8 @@ std::shared_ptr<MessageManager> Engine::NewManager(MessageTable table,
   // The first manager of a table in this process: no row it sent can come
   // back on the binlog, which is followed from the process's start.
   if (!successor) options.image_wait = absl::ZeroDuration();
+  // The engine's counts report the dead rows (engine_counts.cc).
+  if (options_.exact_counts) options.count_dead = false;
   return std::make_shared<MessageManager>(std::move(table), std::move(store),
                                           clock_, jitter_, options, executor_,
                                           std::move(ack_store));

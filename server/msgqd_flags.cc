@@ -27,6 +27,13 @@ ABSL_FLAG(std::string, log_level, "info",
           "Lowest level logged: info, warning or error");
 ABSL_FLAG(absl::Duration, schema_reload_interval, absl::Seconds(10),
           "How often message tables are re-read from information_schema");
+ABSL_FLAG(bool, exact_counts, true,
+          "Keep each table's rows by state (msgq_messages) exact from the "
+          "binlog after one counting read at load, instead of counting dead "
+          "rows once a minute");
+ABSL_FLAG(absl::Duration, counts_reconcile, absl::Minutes(10),
+          "How often the exact counts are read again from MySQL to correct "
+          "changes the binlog did not show (at most 1m without the binlog)");
 ABSL_FLAG(bool, binlog, true,
           "Follow the binlog for instant delivery (needs binlog_format=ROW and "
           "REPLICATION SLAVE); without it, messages are found by polling");
@@ -156,6 +163,11 @@ absl::Status ReadMysqlFlags(Engine::Options& options) {
   options.mysql_stall_timeout = absl::GetFlag(FLAGS_mysql_stall_timeout);
   if (options.mysql_stall_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--mysql_stall_timeout must be positive");
+  }
+  options.exact_counts = absl::GetFlag(FLAGS_exact_counts);
+  options.counts_reconcile = absl::GetFlag(FLAGS_counts_reconcile);
+  if (options.counts_reconcile < absl::Seconds(1)) {
+    return absl::InvalidArgumentError("--counts_reconcile must be at least 1s");
   }
   options.binlog = absl::GetFlag(FLAGS_binlog);
   options.max_connections = absl::GetFlag(FLAGS_mysql_max_connections);

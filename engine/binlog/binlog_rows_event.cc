@@ -168,10 +168,10 @@ absl::StatusOr<std::string> IdOf(const MappedTable& t,
 // What the after image (a delete's before image) `values`, whose id is not
 // NULL, says of its row. `acked_before` and `epoch_before`: an update's
 // before image.
-absl::StatusOr<RowChange> ChangeOf(RowsEventKind kind, const MappedTable& t,
-                                   const std::vector<Value>& values,
-                                   bool acked_before,
-                                   std::optional<int64_t> epoch_before) {
+absl::StatusOr<RowChange> ChangeOf(
+    RowsEventKind kind, const MappedTable& t, const std::vector<Value>& values,
+    bool acked_before, std::optional<int64_t> epoch_before,
+    const std::optional<std::optional<int64_t>>& time_next_before) {
   const BookkeepingColumns& cols = *t.columns;
   RowChange change;
   change.deleted = kind.deleted;
@@ -191,6 +191,18 @@ absl::StatusOr<RowChange> ChangeOf(RowsEventKind kind, const MappedTable& t,
                             static_cast<uint8_t>(t.types[cols.time_acked]));
   change.newly_acked =
       kind.update && !acked_before && change.time_acked.has_value();
+  change.inserted = !kind.update && !kind.deleted;
+  if (cols.epoch < values.size()) {
+    change.sent =
+        IntOf(values[cols.epoch], static_cast<uint8_t>(t.types[cols.epoch]))
+            .value_or(0) > 0;
+  }
+  if (kind.update && time_next_before.has_value() && epoch_before.has_value()) {
+    change.has_before = true;
+    change.time_next_before = *time_next_before;
+    change.acked_before = acked_before;
+    change.sent_before = *epoch_before > 0;
+  }
   if (!kind.deleted && !change.time_acked.has_value() &&
       change.time_next.has_value() && !cols.streamed.empty()) {
     RenderImage(t.types, t.meta, cols, values,
@@ -225,6 +237,8 @@ absl::Status DecodeRowsEvent(RowsEventKind kind, absl::string_view body,
   }
   bool acked_before = false;  // of the update's row, from its before image
   std::optional<int64_t> epoch_before;
+  // The before image's time_next, when it has time_next and time_acked.
+  std::optional<std::optional<int64_t>> time_next_before;
   std::vector<Value> values;
   for (int image = 0; r.left() > 0; ++image) {
     const absl::string_view used = present[kind.update ? image % 2 : 0];
@@ -235,11 +249,16 @@ absl::Status DecodeRowsEvent(RowsEventKind kind, absl::string_view body,
                          ? IntOf(values[cols.epoch],
                                  static_cast<uint8_t>(t.types[cols.epoch]))
                          : std::nullopt;
+      time_next_before.reset();
+      if (values[cols.time_next].present && values[cols.time_acked].present) {
+        time_next_before = IntOf(values[cols.time_next],
+                                 static_cast<uint8_t>(t.types[cols.time_next]));
+      }
       continue;
     }
     if (values[cols.id].is_null) continue;
     absl::StatusOr<RowChange> change =
-        ChangeOf(kind, t, values, acked_before, epoch_before);
+        ChangeOf(kind, t, values, acked_before, epoch_before, time_next_before);
     if (!change.ok()) return change.status();
     changes->push_back(*std::move(change));
   }

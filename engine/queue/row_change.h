@@ -26,6 +26,17 @@ struct RowChange {
   // An UPDATE that acked the row: time_acked NULL in the before image and
   // set in the after image (false for inserts, deletes and other updates).
   bool newly_acked = false;
+  // What the change did to the row's state, for exact counts by state
+  // (message_counts.h): `inserted` for a new row; `sent`: the image's
+  // epoch > 0; for an update whose before image carries time_next,
+  // time_acked and epoch, `has_before` with that image's values (false
+  // when binlog_row_image leaves them out).
+  bool inserted = false;
+  bool sent = false;
+  bool has_before = false;
+  std::optional<int64_t> time_next_before;
+  bool acked_before = false;
+  bool sent_before = false;
   // The streamed columns packed as a read packs them, when the table renders
   // row images and every streamed column of this after image could be
   // rendered (BookkeepingColumns::streamed); null otherwise. Set only for

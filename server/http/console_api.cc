@@ -157,8 +157,7 @@ HttpResponse Tables(Engine* engine, const DueDepthSampler* depth,
       }
     }
     if (t.loaded && depth != nullptr) {
-      std::optional<DueDepthSampler::Sample> d =
-          depth->Get({t.keyspace, t.name});
+      std::optional<DueDepthSampler::Sample> d = depth->For(t);
       row["pending_due"] = d ? json(d->depth.count) : json(nullptr);
       row["pending_capped"] = d ? json(d->depth.capped) : json(nullptr);
       row["oldest_due_age"] =

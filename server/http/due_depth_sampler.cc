@@ -32,7 +32,10 @@ std::unique_ptr<DueDepthSampler> DueDepthSampler::ForEngine(Engine* engine,
   Lister lister = [engine] {
     std::vector<TableKey> tables;
     for (const Engine::TableInfo& t : engine->ListTables()) {
-      if (t.loaded) tables.emplace_back(t.keyspace, t.name);
+      // Tables with exact counts need no sample (For).
+      if (t.loaded && !t.counts.has_value()) {
+        tables.emplace_back(t.keyspace, t.name);
+      }
     }
     return tables;
   };
@@ -66,6 +69,16 @@ std::unique_ptr<DueDepthSampler> DueDepthSampler::ForEngine(Engine* engine,
 }
 
 DueDepthSampler::~DueDepthSampler() { Stop(); }
+
+std::optional<DueDepthSampler::Sample> DueDepthSampler::For(
+    const Engine::TableInfo& table) const {
+  if (!table.counts.has_value()) return Get({table.keyspace, table.name});
+  Sample sample;
+  sample.depth.count = table.counts->ready;
+  sample.depth.oldest_due_ns = table.counts->oldest_due_ns;
+  sample.now_ns = table.counts->now_ns;
+  return sample;
+}
 
 int DueDepthSampler::SampleDue() {
   const std::vector<TableKey> tables = lister_();

@@ -72,6 +72,10 @@ class DueDepthSampler {
     int64_t now_ns = 0;  // when measured (Unix ns, the clock's Now)
   };
 
+  // A table's due depth: from its exact counts when the engine keeps them
+  // (never capped; those tables are not measured), else the last sample.
+  std::optional<Sample> For(const Engine::TableInfo& table) const;
+
   // Reads the server's InnoDB history list length; null: never measured.
   using HistoryReader = std::function<absl::StatusOr<int64_t>()>;
 

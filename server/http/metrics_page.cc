@@ -17,6 +17,8 @@ MetricLabels TableLabels(const Table& t) {
   return {{"keyspace", t.keyspace}, {"table", t.name}};
 }
 
+void CountFamilies(const std::vector<Table>& tables, MetricsText& text);
+
 struct TableMetric {
   const char* name;
   MetricType type;
@@ -183,19 +185,67 @@ void TableFamilies(const std::vector<Table>& tables, MetricsText& text) {
     }
   }
   text.Family("msgq_dead_messages", MetricType::kGauge,
-              "Dead rows in the table (counted at each purge step; absent "
+              "Dead rows in the table (msgq_messages{state=\"dead\"} where "
+              "exact counts are kept, else counted at a purge step; absent "
               "until first counted).");
   for (const Table& t : tables) {
     if (t.loaded && t.stats.dead >= 0) {
       text.Sample(TableLabels(t), static_cast<double>(t.stats.dead));
     }
   }
+  CountFamilies(tables, text);
   text.Family("msgq_concurrency_keys_at_limit", MetricType::kGauge,
               "Keys with msgq_concurrency messages in flight now (tables "
               "with msgq_concurrency_by only).");
   for (const Table& t : tables) {
     if (t.loaded && t.settings.concurrency > 0) {
       text.Sample(TableLabels(t), static_cast<double>(t.stats.keys_at_limit));
+    }
+  }
+}
+
+// The exact counts by state (engine/queue/message_counts.h) of the tables
+// that keep them.
+void CountFamilies(const std::vector<Table>& tables, MetricsText& text) {
+  text.Family("msgq_messages", MetricType::kGauge,
+              "Rows by state, exact (kept from the binlog after one counting "
+              "read): ready (unacked, time_next <= now; a message just sent "
+              "counts here until its postpone is written), scheduled (never "
+              "sent, time_next > now), in_flight (sent, epoch > 0, "
+              "time_next > now: waiting for its ack or its retry), dead. "
+              "Absent until the first counting read.");
+  for (const Table& t : tables) {
+    if (!t.loaded || !t.counts.has_value()) continue;
+    const MessageCounts::Counts& c = *t.counts;
+    const std::pair<const char*, int64_t> states[] = {
+        {"ready", c.ready},
+        {"scheduled", c.scheduled},
+        {"in_flight", c.in_flight},
+        {"dead", c.dead}};
+    for (const auto& [state, value] : states) {
+      MetricLabels labels = TableLabels(t);
+      labels.emplace_back("state", state);
+      text.Sample(labels, static_cast<double>(value));
+    }
+  }
+  text.Family("msgq_oldest_ready_age_seconds", MetricType::kGauge,
+              "Now minus the smallest time_next > 0 of the ready rows (rows "
+              "enqueued with time_next 0 carry no due time); 0 when none. "
+              "Tables with exact counts only.");
+  for (const Table& t : tables) {
+    if (!t.loaded || !t.counts.has_value()) continue;
+    const MessageCounts::Counts& c = *t.counts;
+    text.Sample(TableLabels(t),
+                c.oldest_due_ns.has_value()
+                    ? std::max<double>(0, (c.now_ns - *c.oldest_due_ns) / 1e9)
+                    : 0);
+  }
+  text.Family("msgq_counts_corrections_total", MetricType::kCounter,
+              "Counting reads (load aside) that found the kept counts wrong "
+              "and replaced them: changes the binlog did not show.");
+  for (const Table& t : tables) {
+    if (t.loaded && t.counts.has_value()) {
+      text.Sample(TableLabels(t), static_cast<double>(t.counts->corrections));
     }
   }
 }
@@ -254,13 +304,14 @@ void DueFamilies(const std::vector<Table>& tables,
   std::vector<std::pair<const Table*, DueDepthSampler::Sample>> samples;
   for (const Table& t : tables) {
     if (!t.loaded) continue;
-    if (auto s = sampler.Get({t.keyspace, t.name}))
-      samples.emplace_back(&t, *s);
+    if (auto s = sampler.For(t)) samples.emplace_back(&t, *s);
   }
-  text.Family("msgq_pending_due_messages", MetricType::kGauge,
-              "Unacked rows with time_next <= now, counted from poller_idx "
-              "alone (never the table) at most every 10 s, up to 100000 (see "
-              "msgq_pending_due_capped); absent until first measured.");
+  text.Family(
+      "msgq_pending_due_messages", MetricType::kGauge,
+      "Unacked rows with time_next <= now: msgq_messages{state=\"ready\"} "
+      "where exact counts are kept, else counted from poller_idx "
+      "alone (never the table) at most every 10 s, up to 100000 (see "
+      "msgq_pending_due_capped); absent until first measured.");
   for (const auto& [t, s] : samples) {
     text.Sample(TableLabels(*t), static_cast<double>(s.depth.count));
   }

@@ -90,6 +90,11 @@ struct ManagerOptions {
   // (WriteResult::locked) is written again this long after, and so on
   // until it commits (docs/design/locked-rows.md).
   absl::Duration locked_retry = absl::Milliseconds(250);
+  // Whether the manager counts the dead rows itself (a read of poller_idx's
+  // unacked entries at most once a minute while watched). False when the
+  // engine keeps exact counts (engine/queue/message_counts.h) and reports
+  // the dead rows from them.
+  bool count_dead = true;
 };
 
 }  // namespace msgq

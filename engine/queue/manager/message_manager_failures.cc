@@ -304,6 +304,7 @@ void MessageManager::DoDeadPurge() {
 }
 
 void MessageManager::MaybeCountDead() {
+  if (!options_.count_dead) return;
   {
     // The count reads poller_idx's unacked entries: only for tables someone
     // is watching (subscribers, or a dead list asked for), at most once a

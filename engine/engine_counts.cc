@@ -1,0 +1,180 @@
+// Engine::CountsLoop and Engine::CountTable (engine.h): each loaded
+// table's exact counts by state (engine/queue/message_counts.h), loaded by
+// one counting read (engine/sql/state_count_statement.h) and kept from the
+// binlog (Engine::OnRowChanges); read again every counts_reconcile, at
+// once when changes may have been missed (stale), and every
+// kUnfollowedReconcile while the binlog is not followed. Design:
+// docs/design/exact-counts.md.
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "engine/engine.h"
+#include "engine/sql/mysql_message_store.h"
+#include "engine/sql/state_count_statement.h"
+
+namespace msgq {
+namespace {
+
+constexpr absl::Duration kCountsTick = absl::Seconds(1);
+// Without the binlog the counts see no change between reads.
+constexpr absl::Duration kUnfollowedReconcile = absl::Minutes(1);
+// A read that changes raced is retried at the next tick; after this many
+// in a row (a table never quiet for one read) it is installed anyway and
+// the next reconcile corrects what the race miscounted.
+constexpr int kMaxRaced = 5;
+
+// The binlog position a consistent snapshot's reads see, as a GTID
+// position: MariaDB's Binlog_snapshot_file and _position, converted by
+// BINLOG_GTID_POS. nullopt when the server cannot say (no binlog).
+std::optional<MessageCounts::GtidPosition> SnapshotPosition(
+    MysqlConnection& conn) {
+  absl::StatusOr<QueryResult> status =
+      conn.Query("SHOW STATUS LIKE 'binlog_snapshot_%'");
+  if (!status.ok()) return std::nullopt;
+  std::string file, offset;
+  for (const auto& row : status->rows) {
+    if (row.size() != 2 || !row[0].has_value() || !row[1].has_value()) {
+      continue;
+    }
+    if (absl::EqualsIgnoreCase(*row[0], "Binlog_snapshot_file")) file = *row[1];
+    if (absl::EqualsIgnoreCase(*row[0], "Binlog_snapshot_position")) {
+      offset = *row[1];
+    }
+  }
+  int64_t pos = 0;
+  if (file.empty() || !absl::SimpleAtoi(offset, &pos)) return std::nullopt;
+  absl::StatusOr<QueryResult> gtid = conn.Query(absl::StrCat(
+      "SELECT BINLOG_GTID_POS(", conn.QuoteString(file), ", ", pos, ")"));
+  if (!gtid.ok() || gtid->rows.size() != 1 || gtid->rows[0].size() != 1 ||
+      !gtid->rows[0][0].has_value()) {
+    return std::nullopt;
+  }
+  absl::StatusOr<MessageCounts::GtidPosition> position =
+      MessageCounts::ParseGtidPosition(*gtid->rows[0][0]);
+  if (!position.ok()) return std::nullopt;
+  return *position;
+}
+
+}  // namespace
+
+absl::StatusOr<MessageCounts::Snapshot> Engine::ReadCounts(
+    const Key& key, int64_t max_groups,
+    std::optional<MessageCounts::GtidPosition>* position) {
+  absl::StatusOr<std::shared_ptr<MessageManager>> manager =
+      Find(key.first, key.second);
+  if (!manager.ok()) return manager.status();
+  absl::StatusOr<MysqlPool::Lease> conn =
+      pool_->Borrow(MysqlMessageStore::kBorrowTimeout);
+  if (!conn.ok()) return conn.status();
+  // One snapshot for the position and the count: the changes after that
+  // position are the ones the count does not hold.
+  if (absl::StatusOr<uint64_t> begun =
+          (*conn)->Execute("START TRANSACTION WITH CONSISTENT SNAPSHOT");
+      !begun.ok()) {
+    return begun.status();
+  }
+  *position = SnapshotPosition(**conn);
+  absl::StatusOr<QueryResult> result =
+      (*conn)->Query(StateCountSql((*manager)->table(), max_groups));
+  absl::StatusOr<uint64_t> ended = (*conn)->Execute("COMMIT");
+  if (!result.ok()) return result.status();
+  if (!ended.ok()) return ended.status();
+  return ParseStateCount(*result, max_groups);
+}
+
+void Engine::CountsLoop() {
+  absl::MutexLock lock(&mu_);
+  // The first pass runs at once: the tables loaded at start are counted
+  // before their first subscribers come.
+  absl::Time next = clock_->MonotonicNow();
+  while (!stopping_) {
+    while (!stopping_ && clock_->MonotonicNow() < next) {
+      wake_.WaitFor(&mu_, next - clock_->MonotonicNow());
+    }
+    if (stopping_) break;
+    next = clock_->MonotonicNow() + kCountsTick;
+    // Follow the loaded tables: new ones get counts, gone ones lose them.
+    for (auto it = counts_.begin(); it != counts_.end();) {
+      auto t = tables_.find(it->first);
+      if (t == tables_.end() || t->second.manager == nullptr) {
+        it = counts_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    std::vector<Key> due;
+    const absl::Time mono = clock_->MonotonicNow();
+    for (const auto& [key, entry] : tables_) {
+      if (entry.manager == nullptr) continue;
+      auto [it, fresh] = counts_.try_emplace(key);
+      if (fresh) {
+        it->second.counts = std::make_shared<MessageCounts>(options_.counts);
+      }
+      if (mono >= it->second.next_read || it->second.counts->stale()) {
+        due.push_back(key);
+      }
+    }
+    for (const Key& key : due) {
+      if (stopping_) break;
+      mu_.Unlock();
+      CountTable(key, mono);
+      mu_.Lock();
+    }
+  }
+}
+
+void Engine::CountTable(const Key& key, absl::Time mono) {
+  std::shared_ptr<MessageCounts> counts;
+  absl::Duration every = options_.counts_reconcile;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = counts_.find(key);
+    if (it == counts_.end()) return;
+    counts = it->second.counts;
+    if (!binlog_streaming_) every = std::min(every, kUnfollowedReconcile);
+  }
+  const int64_t max_groups = static_cast<int64_t>(options_.counts.max_times);
+  const uint64_t token = counts->BeginRead();
+  std::optional<MessageCounts::GtidPosition> position;
+  absl::StatusOr<MessageCounts::Snapshot> snapshot =
+      ReadCounts(key, max_groups, &position);
+  absl::Status installed = snapshot.status();
+  bool forced = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = counts_.find(key);
+    if (it == counts_.end() || it->second.counts != counts) return;
+    CountsEntry& entry = it->second;
+    if (!snapshot.ok()) counts->AbandonRead();
+    if (snapshot.ok()) {
+      installed = counts->Install(token, *snapshot, position);
+      if (installed.code() == absl::StatusCode::kAborted &&
+          ++entry.raced >= kMaxRaced) {
+        installed = counts->Install(counts->BeginRead(), *std::move(snapshot));
+        forced = true;
+      }
+    }
+    if (installed.ok()) {
+      entry.raced = 0;
+      entry.next_read = mono + every;
+    } else if (installed.code() != absl::StatusCode::kAborted) {
+      entry.next_read = mono + every;  // a failed read waits its turn
+    }
+  }
+  if (forced) {
+    LogInfo("counts of `", key.first, "`.`", key.second,
+            "`: rows changed during ", kMaxRaced,
+            " counting reads in a row; took the last one");
+  } else if (!installed.ok() &&
+             installed.code() != absl::StatusCode::kAborted) {
+    LogWarning("counts of `", key.first, "`.`", key.second,
+               "`: the counting read failed: ", installed.message());
+  }
+}
+
+}  // namespace msgq
