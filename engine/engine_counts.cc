@@ -79,12 +79,24 @@ absl::StatusOr<MessageCounts::Snapshot> Engine::ReadCounts(
     return begun.status();
   }
   *position = SnapshotPosition(**conn);
-  absl::StatusOr<QueryResult> result =
-      (*conn)->Query(StateCountSql((*manager)->table(), max_groups));
+  const MessageTable& table = (*manager)->table();
+  const int64_t now_ns = clock_->NowNanos();
+  absl::StatusOr<QueryResult> all =
+      (*conn)->Query(StateCountSql(table, max_groups));
+  absl::StatusOr<std::vector<int64_t>> priorities =
+      all.ok() ? PrioritiesOf(*all)
+               : absl::StatusOr<std::vector<int64_t>>(all.status());
+  absl::StatusOr<QueryResult> future = absl::CancelledError("none");
+  if (priorities.ok() && !priorities->empty()) {
+    future =
+        (*conn)->Query(FutureCountSql(table, *priorities, now_ns, max_groups));
+  }
   absl::StatusOr<uint64_t> ended = (*conn)->Execute("COMMIT");
-  if (!result.ok()) return result.status();
+  if (!priorities.ok()) return priorities.status();
+  if (!priorities->empty() && !future.ok()) return future.status();
   if (!ended.ok()) return ended.status();
-  return ParseStateCount(*result, max_groups);
+  return ParseStateCount(*all, priorities->empty() ? nullptr : &*future, now_ns,
+                         max_groups);
 }
 
 void Engine::CountsLoop() {

@@ -185,9 +185,11 @@ TEST_F(CountsTest, WithoutBinlogTheReconcileCorrectsTheCounts) {
   ASSERT_NO_FATAL_FAILURE(ExpectQuiet("jobs", States{0, 0, 0, 0}));
   // One statement, so that a counting read sees all of it or nothing.
   ASSERT_NO_FATAL_FAILURE(
-      Exec("INSERT INTO msgq.jobs (id, message, time_next) VALUES "
-           "(1, '{}', 0), (2, '{}', 0), (3, '{}', 0), (4, '{}', NULL)"));
-  ASSERT_NO_FATAL_FAILURE(ExpectQuiet("jobs", States{3, 0, 0, 1}));
+      Exec("INSERT INTO msgq.jobs (id, message, time_next, epoch) VALUES "
+           "(1, '{}', 0, 0), (2, '{}', 0, 0), (3, '{}', 0, 3), "
+           "(4, '{}', NULL, 2), (5, '{}', 4000000000000000000, 0), "
+           "(6, '{}', 4000000000000000000, 1)"));
+  ASSERT_NO_FATAL_FAILURE(ExpectQuiet("jobs", States{3, 1, 1, 1}));
   std::map<std::string, double> page;
   Shown("jobs", &page);
   EXPECT_EQ(Sample(page,

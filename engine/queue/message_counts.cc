@@ -238,7 +238,13 @@ void MessageCounts::MoveLocked(std::optional<int64_t> time_next, bool sent,
     return;
   }
   Times& times = sent ? sent_ : unsent_;
-  if (!times.Add(*time_next, delta, options_.max_times)) stale_ = true;
+  Times& other = sent ? unsent_ : sent_;
+  // A counting read does not tell sent from never sent among due rows (see
+  // Snapshot): a row leaving may sit in the other multiset.
+  if (!times.Add(*time_next, delta, options_.max_times) &&
+      (delta > 0 || !other.Add(*time_next, delta, options_.max_times))) {
+    stale_ = true;
+  }
 }
 
 }  // namespace msgq

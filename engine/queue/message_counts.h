@@ -80,7 +80,9 @@ class MessageCounts {
   // domain-server-sequence.
   static absl::StatusOr<GtidPosition> ParseGtidPosition(absl::string_view text);
   // What a counting read found: the unacked rows by time_next (dead rows
-  // excluded), never sent and sent, and the dead rows.
+  // excluded), never sent and sent, and the dead rows. Rows due at the
+  // read may all be given as never sent (both count as ready): a change
+  // that takes one out finds it in either multiset.
   struct Snapshot {
     std::map<int64_t, int64_t> unsent_by_time_next;
     std::map<int64_t, int64_t> sent_by_time_next;
