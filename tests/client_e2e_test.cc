@@ -170,9 +170,13 @@ TEST_F(ClientE2eTest, TablesListsLoadedAndFailedTables) {
   ASSERT_FALSE(broken.loaded());
   EXPECT_THAT(broken.error(),
               AllOf(HasSubstr("`msgq`.`broken`"), HasSubstr("vt_batch_size")));
-  // Discovery reads "poll" until the binlog stream is up.
+  // Discovery reads "poll" until the binlog stream is up; the dead count
+  // is known once the table's exact counts are loaded.
   ASSERT_TRUE(Eventually(
-      [&] { return FindTable(stub_.get(), "demo").discovery() == "binlog"; },
+      [&] {
+        const v1::TableStatus demo = FindTable(stub_.get(), "demo");
+        return demo.discovery() == "binlog" && demo.dead() == 0;
+      },
       absl::Seconds(10)))
       << server_->Log();
 
@@ -186,9 +190,8 @@ TEST_F(ClientE2eTest, TablesListsLoadedAndFailedTables) {
       "msgq      broken  error   -          0            -       -          "
       "-     ",
       broken.error(), "\n",
-      // DEAD "-": not counted before a first subscriber.
       "msgq      demo    loaded  binlog     0            0       0          "
-      "-     ack_wait=30s purge_after=86400s batch_size=10 cache_size=10000 "
+      "0     ack_wait=30s purge_after=86400s batch_size=10 cache_size=10000 "
       "poller_interval=30s min_backoff=30s\n");
   EXPECT_EQ(text.out, expected);
 

@@ -1383,8 +1383,9 @@ type TableStatus struct {
 	// Messages currently queued in the cache / sent and not yet settled.
 	Cached   int64 `protobuf:"varint,8,opt,name=cached,proto3" json:"cached,omitempty"`
 	InFlight int64 `protobuf:"varint,9,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
-	// Dead messages (counted from MySQL every poller interval, and kept up to
-	// date with msgq's own deaths and redrives in between); -1 until known.
+	// Dead messages: the table's exact count (read once at load, then kept
+	// from the binlog), or with --exact_counts=false counted from MySQL every
+	// poller interval while watched; -1 until known.
 	Dead int64 `protobuf:"varint,10,opt,name=dead,proto3" json:"dead,omitempty"`
 	// Counters since this msgqd started serving the table (rates come from
 	// two samples): rows streamed (redelivered: streamed with epoch > 0, part
