@@ -218,6 +218,9 @@ grpc_front::GrpcFront::Options GrpcFrontOptions(const std::string& listen,
   // Checked by SecurityFromFlags.
   options.max_connections = absl::GetFlag(FLAGS_grpc_max_connections);
   options.handshake_timeout = absl::GetFlag(FLAGS_grpc_handshake_timeout);
+  // A client whose link died leaves msgqd's sends unacknowledged: aborted
+  // after the keepalive timeout, as gRPC's own sockets were.
+  options.tcp_user_timeout = absl::GetFlag(FLAGS_grpc_keepalive_timeout);
   options.resets.burst = absl::GetFlag(FLAGS_grpc_max_stream_resets);
   options.resets.per_second =
       absl::GetFlag(FLAGS_grpc_stream_resets_per_second);

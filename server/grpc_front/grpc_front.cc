@@ -282,6 +282,11 @@ void GrpcFront::Loop::Admit(int fd, const sockaddr* addr) {
   ++accepted_;
   const int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  if (options_.tcp_user_timeout > absl::ZeroDuration()) {
+    const unsigned int ms = static_cast<unsigned int>(
+        absl::ToInt64Milliseconds(options_.tcp_user_timeout));
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
+  }
   const uint64_t serial = next_serial_++;
   auto owned = std::make_unique<Connection>(serial, fd, options_.buffer_bytes);
   Connection& c = *owned;

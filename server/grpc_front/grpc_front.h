@@ -75,6 +75,10 @@ class GrpcFront {
     absl::Duration handshake_timeout = absl::Seconds(10);
     // Per direction and connection.
     size_t buffer_bytes = 64 << 10;
+    // TCP_USER_TIMEOUT of client sockets: a connection whose sent data
+    // stays unacknowledged this long is aborted by the kernel (as gRPC
+    // sets its own sockets' to its keepalive timeout); zero: the kernel's.
+    absl::Duration tcp_user_timeout = absl::ZeroDuration();
     ResetBudget::Options resets;
   };
 
