@@ -40,9 +40,8 @@ class MessagingServiceTest : public MsgqTest {
     auto authorizer = auth::Authorizer::Create({});
     ASSERT_TRUE(authorizer.ok()) << authorizer.status();
     authorizer_ = *std::move(authorizer);
-    service_ =
-        std::make_unique<MessagingService>(engine_.get(), authorizer_.get(),
-                                           nullptr);
+    service_ = std::make_unique<MessagingService>(engine_.get(),
+                                                  authorizer_.get(), nullptr);
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),

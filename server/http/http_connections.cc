@@ -99,8 +99,8 @@ void HttpServer::Admit(MHD_Connection* mhd, void** socket_context) {
   }
   const MHD_ConnectionInfo* addr =
       MHD_get_connection_info(mhd, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-  DescribePeer(addr != nullptr ? addr->client_addr : nullptr,
-                              &conn->peer, &conn->address);
+  DescribePeer(addr != nullptr ? addr->client_addr : nullptr, &conn->peer,
+               &conn->address);
   conn->deadline = options_.clock->MonotonicNow() + options_.request_timeout;
   if (tls() && credentials_->requires_client_certificate()) {
     // Asked for here, checked by OnVerify during the handshake (which has
