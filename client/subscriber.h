@@ -39,10 +39,10 @@
 // When a stream ends with a retryable error (UNAVAILABLE: server shutting
 // down, table reloaded, connection dropped; see IsRetryableStreamError) the
 // subscriber reopens it after a capped exponential backoff with jitter, reset
-// whenever a stream starts. While the server is unreachable, a reopened
-// stream waits for the channel to reconnect (gRPC wait-for-ready; the channel
-// has its own capped, jittered backoff, see NewChannel) instead of failing
-// over and over, so a restarted server is picked up as soon as it listens.
+// whenever a stream starts. While the server is unreachable each try fails at
+// once (no gRPC wait-for-ready; the channel retries the connection with its
+// own capped, jittered backoff, see NewChannel) and is reported to
+// SubscriberOptions::on_stream_error, so the application can say so.
 // Other errors (NOT_FOUND, FAILED_PRECONDITION, INVALID_ARGUMENT, ...) and
 // protocol violations (INTERNAL, from a malformed response) from any server
 // end the whole subscription (a shard silently left unread would be worse):
@@ -131,10 +131,10 @@ class Subscriber {
   Subscriber& operator=(const Subscriber&) = delete;
 
   // Asks the subscriber to stop and returns at once: cancels the stream and
-  // discards messages not yet handed to a handler (they will be redelivered
-  // after their ack wait; with options.release_unhandled, Stop() hands them
-  // back at once instead). Handlers already running finish. Idempotent;
-  // safe from a handler.
+  // keeps the messages not yet handed to a handler for Stop() to hand back
+  // (options.release_unhandled, the default; without it they are dropped
+  // and redelivered after their ack wait). Handlers already running finish.
+  // Idempotent; safe from a handler.
   void RequestStop();
 
   // Blocks until every stream loop has ended: OK when stopped by request,
@@ -146,8 +146,8 @@ class Subscriber {
   bool done() const;
 
   // RequestStop()s, waits for running handlers (and their nacks), then sends
-  // the acks they produced (and, with options.release_unhandled, the nacks
-  // of the messages no handler got). Idempotent. Not from a handler or
+  // the acks they produced and (options.release_unhandled, the default) the
+  // nacks of the messages no handler got. Idempotent. Not from a handler or
   // callback.
   void Stop();
 

@@ -74,10 +74,11 @@ struct SubscriberOptions {
   bool auto_ack = true;
   // With auto_ack: when stopping, hand back the messages received but not
   // yet given to a handler (nack, no delay, last_error kept), so they are
-  // sent again at once rather than after their ack wait. The nacks are sent
-  // by Stop(); a failed one goes to on_nack_error. When false they are
-  // dropped and come back after their ack wait.
-  bool release_unhandled = false;
+  // sent again at once rather than after their ack wait (client/SPEC.md,
+  // "Close and drain"). The nacks are sent by Stop(); a failed one goes to
+  // on_nack_error. When false they are dropped and come back after their
+  // ack wait.
+  bool release_unhandled = true;
   // How acknowledgements are batched (one batcher per server).
   AckBatcherOptions ack;
   // Deadline of each MessageAck, MessageNack, MessageExtend and ListTables.

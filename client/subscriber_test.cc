@@ -419,6 +419,8 @@ TEST_F(SubscriberTest, RequestStopFromAHandler) {
   fake_.AddStream(
       {.responses = {Fields({"id", "message"}), Rows({{"1", "a"}, {"2", "b"}})},
        .hold_open = true});
+  SubscriberOptions options = Options();
+  options.release_unhandled = false;
   absl::Mutex mu;
   Subscriber* self = nullptr;
   absl::StatusOr<std::unique_ptr<Subscriber>> subscriber = Subscriber::Start(
@@ -430,7 +432,7 @@ TEST_F(SubscriberTest, RequestStopFromAHandler) {
         self->RequestStop();
         return absl::OkStatus();
       },
-      Options());
+      options);
   ASSERT_TRUE(subscriber.ok());
   {
     absl::MutexLock lock(&mu);
@@ -443,15 +445,15 @@ TEST_F(SubscriberTest, RequestStopFromAHandler) {
   EXPECT_TRUE(fake_.nack_requests().empty());
 }
 
-// release_unhandled: what was received but reached no handler when the
-// subscriber stopped is nacked at once (delay 0, no reason), not dropped;
-// without it (RequestStopFromAHandler) nothing is nacked.
+// release_unhandled (the default): what was received but reached no
+// handler when the subscriber stopped is nacked at once (delay 0, no
+// reason), not dropped; without it (RequestStopFromAHandler) nothing is
+// nacked.
 TEST_F(SubscriberTest, ReleaseUnhandledNacksWhatNoHandlerGot) {
   fake_.AddStream({.responses = {Fields({"id", "message"}),
                                  Rows({{"1", "a"}, {"2", "b"}, {"3", "c"}})},
                    .hold_open = true});
   SubscriberOptions options = Options();
-  options.release_unhandled = true;
   absl::Mutex mu;
   Subscriber* self = nullptr;
   absl::StatusOr<std::unique_ptr<Subscriber>> subscriber = Subscriber::Start(

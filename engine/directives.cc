@@ -39,6 +39,7 @@ constexpr absl::string_view kMessageCols = "vt_message_cols";
 constexpr absl::string_view kMaxAttempts = "msgq_max_attempts";
 constexpr absl::string_view kMaxAge = "msgq_max_age";
 constexpr absl::string_view kDeadRetention = "msgq_dead_retention";
+constexpr absl::string_view kDedupWindow = "msgq_dedup_window";
 constexpr absl::string_view kRateLimit = "msgq_rate_limit";
 constexpr absl::string_view kRateBurst = "msgq_rate_burst";
 constexpr absl::string_view kOrderBy = "msgq_order_by";
@@ -55,7 +56,7 @@ constexpr absl::string_view kKnownDirectives[] = {
     kPollerInterval,  kMinBackoff,    kMaxBackoff,    kMessageCols,
     kMaxAttempts,     kMaxAge,        kDeadRetention, kRateLimit,
     kRateBurst,       kOrderBy,       kFairBy,        kPartitionInterval,
-    kPartitionsAhead, kConcurrencyBy, kConcurrency,
+    kPartitionsAhead, kConcurrencyBy, kConcurrency,   kDedupWindow,
 };
 
 // Directive name -> trimmed raw value. Views point into the comment.
@@ -200,6 +201,10 @@ absl::Status ParseColumnsAndFailures(const RawDirectives& raw,
   if (const auto it = raw.find(kDeadRetention); it != raw.end()) {
     ASSIGN_OR_RETURN(settings.dead_retention,
                      ParseSeconds(kDeadRetention, it->second));
+  }
+  if (const auto it = raw.find(kDedupWindow); it != raw.end()) {
+    ASSIGN_OR_RETURN(settings.dedup_window,
+                     ParseSeconds(kDedupWindow, it->second));
   }
   return absl::OkStatus();
 }

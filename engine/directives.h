@@ -48,10 +48,10 @@ bool IsMessageTableComment(absl::string_view comment);
 // present; msgq_concurrency_by without msgq_concurrency or the reverse;
 // msgq_concurrency_by with msgq_order_by, or with a msgq_fair_by of another
 // column. msgq's own directives (msgq_max_attempts, msgq_max_age,
-// msgq_dead_retention) are optional; Vitess ignores them. Pieces that start
-// with neither "vt_" nor "msgq_" (other than "vitess_message") are ignored,
-// so applications may keep their own notes in the comment.
-// Column existence is not checked here (see message_table.h).
+// msgq_dead_retention, msgq_dedup_window) are optional; Vitess ignores them.
+// Pieces that start with neither "vt_" nor "msgq_" (other than
+// "vitess_message") are ignored, so applications may keep their own notes in
+// the comment. Column existence is not checked here (see message_table.h).
 absl::StatusOr<TableSettings> ParseDirectives(absl::string_view comment);
 
 }  // namespace msgq

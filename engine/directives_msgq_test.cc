@@ -33,6 +33,15 @@ TEST(ParseDirectivesTest, FailureDirectivesAreOptional) {
   EXPECT_EQ(settings->max_attempts, 0);
   EXPECT_EQ(settings->max_age, absl::ZeroDuration());
   EXPECT_EQ(settings->dead_retention, absl::ZeroDuration());
+  EXPECT_EQ(settings->dedup_window, absl::ZeroDuration());
+}
+
+TEST(ParseDirectivesTest, ParsesDedupWindow) {
+  const absl::StatusOr<TableSettings> settings =
+      ParseDirectives(WithRequired("msgq_dedup_window = 600.5"));
+  ASSERT_TRUE(settings.ok()) << settings.status();
+  EXPECT_EQ(settings->dedup_window,
+            absl::Seconds(600) + absl::Milliseconds(500));
 }
 
 TEST(ParseDirectivesTest, ParsesFailureDirectives) {
@@ -135,7 +144,8 @@ TEST(ParseDirectivesTest, MaxAttemptsMustBeAPositiveIntegerWithinTheLimit) {
 }
 
 TEST(ParseDirectivesTest, FailureDurationsMustBePositiveSecondsWithinTheLimit) {
-  for (const char* d : {"msgq_max_age", "msgq_dead_retention"}) {
+  for (const char* d :
+       {"msgq_max_age", "msgq_dead_retention", "msgq_dedup_window"}) {
     for (const char* bad : {"0", "-1", "0.0", "1e-12"}) {
       EXPECT_EQ(ErrorOf(WithRequired(absl::StrCat(d, "=", bad))),
                 absl::StrCat(d, ": \"", bad,

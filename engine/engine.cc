@@ -174,6 +174,7 @@ void Engine::OnRowChanges(const std::string& db, const std::string& table,
   }
   if (counts != nullptr) counts->Apply(changes);
   if (manager != nullptr) manager->OnRowChanges(changes);
+  if (counts != nullptr) NotifyCounts(db, table);
 }
 
 void Engine::OnTableReset(const std::string& db, const std::string& table) {

@@ -197,6 +197,25 @@ class Engine : private BinlogWatcher::Listener {
   // What the binlog watcher is doing (default when --binlog=false).
   BinlogWatcher::Status binlog_status() const;
 
+  // The exact counts (Options::exact_counts) of a loaded table now, from
+  // memory (engine_counts.cc). Errors as Find(); UNAVAILABLE "counts of
+  // `K`.`T` are not loaded yet" before its first counting read;
+  // FAILED_PRECONDITION when exact counts are off.
+  absl::StatusOr<MessageCounts::Counts> TableCounts(
+      absl::string_view keyspace, absl::string_view name) const;
+  // Runs `changed(keyspace, table)` whenever that table's exact counts may
+  // have changed: after the binlog's row changes to it were applied,
+  // after a counting read installed new counts, and after the counts were
+  // dropped (the table is gone or failed to load). It runs on the binlog
+  // watcher's or the counts thread, outside the engine's lock, and must
+  // not block or call Add/RemoveCountsListener. Returns an id for
+  // RemoveCountsListener, after which `changed` no longer runs (a call in
+  // progress is waited for).
+  using CountsListener = std::function<void(const std::string& keyspace,
+                                            const std::string& table)>;
+  uint64_t AddCountsListener(CountsListener changed);
+  void RemoveCountsListener(uint64_t id);
+
   // Pauses or resumes a table for every msgqd serving it (engine_pause.cc):
   // writes the state to MySQL (msgq_paused in the first of `databases`,
   // engine/sql/mysql_pause_store.h), then applies it here at once; other
@@ -218,6 +237,15 @@ class Engine : private BinlogWatcher::Listener {
   // (mysql_connection.h). Blocks for the round trip: call it from an HTTP
   // worker or a sampler thread, never a gRPC reaction or a round.
   absl::StatusOr<QueryResult> ReadTable(
+      absl::string_view keyspace, absl::string_view name,
+      const std::function<absl::StatusOr<std::string>(const MessageTable&)>&
+          build,
+      absl::Duration wait = absl::Seconds(1)) const;
+  // The console's one-statement change of a table's dead rows (deleting
+  // them: engine/sql/peek_statement.h), as ReadTable runs a read; returns
+  // the rows it changed. The binlog then tells the managers and the counts,
+  // as for any other writer's change. Errors as ReadTable.
+  absl::StatusOr<uint64_t> WriteTable(
       absl::string_view keyspace, absl::string_view name,
       const std::function<absl::StatusOr<std::string>(const MessageTable&)>&
           build,
@@ -331,6 +359,15 @@ class Engine : private BinlogWatcher::Listener {
   };
   std::map<Key, CountsEntry> counts_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<BinlogWatcher> binlog_;
+  // AddCountsListener's listeners; held while they run (they may take
+  // mu_).
+  absl::Mutex listeners_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::map<uint64_t, CountsListener> counts_listeners_
+      ABSL_GUARDED_BY(listeners_mu_);
+  uint64_t next_listener_ ABSL_GUARDED_BY(listeners_mu_) = 1;
+  // Runs every counts listener for the table.
+  void NotifyCounts(const std::string& db, const std::string& table)
+      ABSL_LOCKS_EXCLUDED(mu_, listeners_mu_);
   // Unless Options::sharing is kAlone: grants the tables.
   std::unique_ptr<OwnershipKeeper> keeper_;
   // Options::instance_id and address, or as Identify() set them.

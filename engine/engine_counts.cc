@@ -9,11 +9,9 @@
 #include <memory>
 #include <vector>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "engine/engine.h"
+#include "engine/sql/consistent_snapshot.h"
 #include "engine/sql/mysql_message_store.h"
 #include "engine/sql/state_count_statement.h"
 
@@ -28,34 +26,14 @@ constexpr absl::Duration kUnfollowedReconcile = absl::Minutes(1);
 // the next reconcile corrects what the race miscounted.
 constexpr int kMaxRaced = 5;
 
-// The binlog position a consistent snapshot's reads see, as a GTID
-// position: MariaDB's Binlog_snapshot_file and _position, converted by
-// BINLOG_GTID_POS. nullopt when the server cannot say (no binlog).
-std::optional<MessageCounts::GtidPosition> SnapshotPosition(
-    MysqlConnection& conn) {
-  absl::StatusOr<QueryResult> status =
-      conn.Query("SHOW STATUS LIKE 'binlog_snapshot_%'");
-  if (!status.ok()) return std::nullopt;
-  std::string file, offset;
-  for (const auto& row : status->rows) {
-    if (row.size() != 2 || !row[0].has_value() || !row[1].has_value()) {
-      continue;
-    }
-    if (absl::EqualsIgnoreCase(*row[0], "Binlog_snapshot_file")) file = *row[1];
-    if (absl::EqualsIgnoreCase(*row[0], "Binlog_snapshot_position")) {
-      offset = *row[1];
-    }
-  }
-  int64_t pos = 0;
-  if (file.empty() || !absl::SimpleAtoi(offset, &pos)) return std::nullopt;
-  absl::StatusOr<QueryResult> gtid = conn.Query(absl::StrCat(
-      "SELECT BINLOG_GTID_POS(", conn.QuoteString(file), ", ", pos, ")"));
-  if (!gtid.ok() || gtid->rows.size() != 1 || gtid->rows[0].size() != 1 ||
-      !gtid->rows[0][0].has_value()) {
-    return std::nullopt;
-  }
+// The GTID position of a snapshot at `at`: nullopt when the server cannot
+// say (no binlog).
+std::optional<MessageCounts::GtidPosition> GtidPositionOf(
+    MysqlConnection& conn, const BinlogPosition& at) {
+  absl::StatusOr<std::string> gtid = GtidPositionAt(conn, at);
+  if (!gtid.ok() || gtid->empty()) return std::nullopt;
   absl::StatusOr<MessageCounts::GtidPosition> position =
-      MessageCounts::ParseGtidPosition(*gtid->rows[0][0]);
+      MessageCounts::ParseGtidPosition(*gtid);
   if (!position.ok()) return std::nullopt;
   return *position;
 }
@@ -73,12 +51,9 @@ absl::StatusOr<MessageCounts::Snapshot> Engine::ReadCounts(
   if (!conn.ok()) return conn.status();
   // One snapshot for the position and the count: the changes after that
   // position are the ones the count does not hold.
-  if (absl::StatusOr<uint64_t> begun =
-          (*conn)->Execute("START TRANSACTION WITH CONSISTENT SNAPSHOT");
-      !begun.ok()) {
-    return begun.status();
-  }
-  *position = SnapshotPosition(**conn);
+  absl::StatusOr<BinlogPosition> at = BeginConsistentSnapshot(**conn);
+  if (!at.ok()) return at.status();
+  *position = GtidPositionOf(**conn, *at);
   const MessageTable& table = (*manager)->table();
   const int64_t now_ns = clock_->NowNanos();
   absl::StatusOr<QueryResult> all =
@@ -111,13 +86,21 @@ void Engine::CountsLoop() {
     if (stopping_) break;
     next = clock_->MonotonicNow() + kCountsTick;
     // Follow the loaded tables: new ones get counts, gone ones lose them.
+    std::vector<Key> gone;
     for (auto it = counts_.begin(); it != counts_.end();) {
       auto t = tables_.find(it->first);
       if (t == tables_.end() || t->second.manager == nullptr) {
+        gone.push_back(it->first);
         it = counts_.erase(it);
       } else {
         ++it;
       }
+    }
+    if (!gone.empty()) {
+      mu_.Unlock();
+      for (const Key& key : gone) NotifyCounts(key.first, key.second);
+      mu_.Lock();
+      if (stopping_) break;
     }
     std::vector<Key> due;
     const absl::Time mono = clock_->MonotonicNow();
@@ -178,6 +161,7 @@ void Engine::CountTable(const Key& key, absl::Time mono) {
       entry.next_read = mono + every;  // a failed read waits its turn
     }
   }
+  if (installed.ok()) NotifyCounts(key.first, key.second);
   if (forced) {
     LogInfo("counts of `", key.first, "`.`", key.second,
             "`: rows changed during ", kMaxRaced,
@@ -187,6 +171,48 @@ void Engine::CountTable(const Key& key, absl::Time mono) {
     LogWarning("counts of `", key.first, "`.`", key.second,
                "`: the counting read failed: ", installed.message());
   }
+}
+
+absl::StatusOr<MessageCounts::Counts> Engine::TableCounts(
+    absl::string_view keyspace, absl::string_view name) const {
+  absl::StatusOr<std::shared_ptr<MessageManager>> manager =
+      Find(keyspace, name);
+  if (!manager.ok()) return manager.status();
+  if (!options_.exact_counts) {
+    return absl::FailedPreconditionError(
+        "exact counts are off (--exact_counts=false)");
+  }
+  const MessageTable& table = (*manager)->table();
+  std::optional<MessageCounts::Counts> counts;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = counts_.find(Key{table.keyspace, table.name});
+    if (it != counts_.end())
+      counts = it->second.counts->Get(clock_->NowNanos());
+  }
+  if (!counts.has_value()) {
+    return absl::UnavailableError(absl::StrCat("counts of `", table.keyspace,
+                                               "`.`", table.name,
+                                               "` are not loaded yet"));
+  }
+  return *counts;
+}
+
+uint64_t Engine::AddCountsListener(CountsListener changed) {
+  absl::MutexLock lock(&listeners_mu_);
+  const uint64_t id = next_listener_++;
+  counts_listeners_.emplace(id, std::move(changed));
+  return id;
+}
+
+void Engine::RemoveCountsListener(uint64_t id) {
+  absl::MutexLock lock(&listeners_mu_);
+  counts_listeners_.erase(id);
+}
+
+void Engine::NotifyCounts(const std::string& db, const std::string& table) {
+  absl::MutexLock lock(&listeners_mu_);
+  for (const auto& [id, changed] : counts_listeners_) changed(db, table);
 }
 
 }  // namespace msgq

@@ -115,6 +115,55 @@ absl::Status CheckOptionalColumns(const std::string& where,
   return absl::OkStatus();
 }
 
+// msgq_dedup_window: a text or binary dedup_key column whose own unique
+// index makes MySQL refuse a second row with the same key, and
+// time_created, from which the window counts.
+absl::Status CheckDedupKey(const std::string& where,
+                           const MessageTable& table) {
+  if (table.settings.dedup_window == absl::ZeroDuration()) {
+    return absl::OkStatus();
+  }
+  constexpr absl::string_view kFix =
+      "; add UNIQUE KEY dedup_key (dedup_key) so that MySQL refuses a second "
+      "row with the same key";
+  const Column* c = FindColumn(table.columns, "dedup_key");
+  if (c == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        where,
+        ": msgq_dedup_window needs a dedup_key column (varchar or "
+        "varbinary, NULL = not deduplicated) with a unique index of its own"));
+  }
+  const std::string type = absl::AsciiStrToLower(c->data_type);
+  if (type != "char" && type != "varchar" && type != "binary" &&
+      type != "varbinary") {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where, ": column dedup_key is ", c->column_type,
+                     "; msgq needs char, varchar, binary or varbinary"));
+  }
+  if (c->key == "pri") {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where, ": column dedup_key is in the primary key", kFix));
+  }
+  if (c->key == "mul") {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where,
+                     ": column dedup_key has no unique index of its own (its "
+                     "index is not unique or spans more columns)",
+                     kFix));
+  }
+  if (c->key != "uni") {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where, ": column dedup_key has no unique index", kFix));
+  }
+  if (!table.has_time_created) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        where,
+        ": msgq_dedup_window needs a time_created column (bigint, Unix ns "
+        "of the enqueue; the window counts from it)"));
+  }
+  return absl::OkStatus();
+}
+
 // The column a key directive (msgq_order_by, msgq_fair_by) names: one of
 // the table's, not one of msgq's own. `what` is what the key stands for.
 absl::StatusOr<const Column*> KeyColumn(const std::string& where,
@@ -224,6 +273,7 @@ absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
       absl::c_count_if(table.columns,
                        [](const Column& c) { return c.key == "pri"; }) == 1;
   RETURN_IF_ERROR(CheckOptionalColumns(where, table));
+  RETURN_IF_ERROR(CheckDedupKey(where, table));
   RETURN_IF_ERROR(ResolveKeys(where, table));
   RETURN_IF_ERROR(ChooseStreamed(where, table));
   return table;

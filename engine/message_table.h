@@ -86,9 +86,12 @@ struct MessageTable {
 // or msgq_order_by / msgq_fair_by / msgq_concurrency_by name a missing
 // column or one of msgq's own (msgq_fair_by and msgq_concurrency_by also one
 // not integer, char, varchar, binary or varbinary: ResolveConcurrencyKey,
-// concurrency_column.h). The key columns are stored as the table spells
-// them. Indexes are not seen here (information_schema.STATISTICS is not
-// read at load).
+// concurrency_column.h), or msgq_dedup_window is set and the table has no
+// time_created, no dedup_key column, one that is not char, varchar, binary
+// or varbinary, or one whose Column::key is not "uni" (no unique index of
+// that column alone; docs/design/dedup.md). The key columns are stored as
+// the table spells them. Indexes are not seen here beyond Column::key
+// (information_schema.STATISTICS is not read at load).
 absl::StatusOr<MessageTable> BuildMessageTable(absl::string_view keyspace,
                                                absl::string_view name,
                                                absl::string_view comment,

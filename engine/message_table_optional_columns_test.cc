@@ -101,6 +101,60 @@ TEST(OptionalColumnsTest, TimeColumnsMustBeIntegers) {
   }
 }
 
+// msgq_dedup_window needs dedup_key with a unique index of its own
+// (Column::key "uni") and time_created; without the directive the column
+// is the application's.
+TEST(OptionalColumnsTest, DedupWindowNeedsAUniqueDedupKeyAndTimeCreated) {
+  const std::string comment = absl::StrCat(kComment, ",msgq_dedup_window=60");
+  auto key = [](std::string data_type, std::string column_type,
+                std::string index) {
+    Column c = Col("dedup_key", std::move(data_type), std::move(column_type));
+    c.key = std::move(index);
+    return c;
+  };
+  const Column created = Col("time_created", "bigint", "bigint(20)");
+  absl::StatusOr<MessageTable> table = BuildMessageTable(
+      "db", "t", comment,
+      WithColumns({key("varchar", "varchar(64)", "uni"), created}));
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ(table->settings.dedup_window, absl::Seconds(60));
+  table = BuildMessageTable("db", "t", kComment,
+                            WithColumns({key("json", "longtext", "mul")}));
+  EXPECT_TRUE(table.ok()) << table.status();
+
+  const std::string fix =
+      "; add UNIQUE KEY dedup_key (dedup_key) so that MySQL refuses a second "
+      "row with the same key";
+  struct Case {
+    std::vector<Column> extra;
+    std::string error;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{created},
+            "msgq_dedup_window needs a dedup_key column (varchar or "
+            "varbinary, NULL = not deduplicated) with a unique index of its "
+            "own"},
+           {{key("bigint", "bigint(20)", "uni"), created},
+            "column dedup_key is bigint(20); msgq needs char, varchar, "
+            "binary or varbinary"},
+           {{key("varchar", "varchar(64)", ""), created},
+            "column dedup_key has no unique index" + fix},
+           {{key("varchar", "varchar(64)", "mul"), created},
+            "column dedup_key has no unique index of its own (its index is "
+            "not unique or spans more columns)" +
+                fix},
+           {{key("varbinary", "varbinary(64)", "pri"), created},
+            "column dedup_key is in the primary key" + fix},
+           {{key("varbinary", "varbinary(64)", "uni")},
+            "msgq_dedup_window needs a time_created column (bigint, Unix ns "
+            "of the enqueue; the window counts from it)"},
+       }) {
+    table = BuildMessageTable("db", "t", comment, WithColumns(c.extra));
+    EXPECT_EQ(table.status(),
+              absl::FailedPreconditionError("table `db`.`t`: " + c.error));
+  }
+}
+
 TEST(OptionalColumnsTest, LastErrorMustBeText) {
   for (const auto& [data_type, column_type] :
        std::vector<std::pair<std::string, std::string>>{

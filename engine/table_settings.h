@@ -36,6 +36,11 @@ struct TableSettings {
   // Dead rows are deleted after this long (msgq_dead_retention, needs a
   // time_dead column); zero = kept until redriven or deleted.
   absl::Duration dead_retention;
+  // The dedup_key column's unique index holds a key at least this long
+  // after its row's time_created: the purge keeps acked and dead rows with a
+  // key until then (msgq_dedup_window; needs dedup_key with a unique index
+  // of its own and time_created); zero = no dedup window.
+  absl::Duration dedup_window;
   // Sends per second for the whole table, redeliveries included
   // (msgq_rate_limit, fractions allowed); 0 = unlimited. At most rate_burst
   // at once (msgq_rate_burst; default max(1, ceil(rate_limit))).

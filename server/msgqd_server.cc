@@ -154,6 +154,8 @@ absl::StatusOr<std::unique_ptr<MsgqdServer>> MsgqdServer::Start(
 absl::Status MsgqdServer::StartGrpc() {
   service_ = std::make_unique<MessagingService>(
       engine_.get(), security_.authorizer.get(), &peers_);
+  keda_ = std::make_unique<KedaScalerService>(
+      engine_.get(), security_.authorizer.get(), &peers_);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -167,6 +169,7 @@ absl::Status MsgqdServer::StartGrpc() {
   // accepts, does TLS, bounds stream resets and hands each connection over.
   ApplyServerLimits(&builder);
   builder.RegisterService(service_.get());
+  builder.RegisterService(keda_.get());
   grpc_ = builder.BuildAndStart();
   if (grpc_ == nullptr) {
     return absl::InternalError("gRPC: the server did not start");

@@ -4,10 +4,11 @@
 //   0. checks that no port it is to listen on (--listen, --http_listen,
 //      --mysql_protocol_listen) is in use (server/port_check.h): one that
 //      is fails the start, naming its port and flag;
-//   1. binds and starts the gRPC server (msgq.v1.Messaging, health,
-//      reflection) with SO_REUSEPORT off, so that one HOST:PORT is one
-//      process's (gRPC turns it on by default). Until 2 is done, calls get
-//      UNAVAILABLE "schema not loaded yet" and health says NOT_SERVING;
+//   1. binds and starts the gRPC server (msgq.v1.Messaging, KEDA's
+//      externalscaler.ExternalScaler, health, reflection) with SO_REUSEPORT
+//      off, so that one HOST:PORT is one process's (gRPC turns it on by
+//      default). Until 2 is done, calls get UNAVAILABLE "schema not loaded yet"
+//      and health says NOT_SERVING;
 //   2. names the engine (--instance_id, else DefaultInstanceId of the port
 //      just bound) and starts it: with leases it checks their grants
 //      (refusing to start without them) and only then takes any lease. A
@@ -51,6 +52,7 @@
 #include "server/grpc_front/grpc_front.h"
 #include "server/http/health_reporter.h"
 #include "server/http/http_server.h"
+#include "server/keda_scaler_service.h"
 #include "server/messaging_service.h"
 #include "server/msgqd_flags.h"
 #include "server/mysql_protocol/server.h"
@@ -109,6 +111,7 @@ class MsgqdServer {
   // The gRPC front's connections: who is on each (outlives both).
   auth::PeerDirectory peers_;
   std::unique_ptr<MessagingService> service_;
+  std::unique_ptr<KedaScalerService> keda_;
   // The gRPC port's TLS (ALPN h2), from security_'s files; null without.
   std::unique_ptr<tls::TlsServerContext> grpc_tls_;
   std::unique_ptr<grpc::Server> grpc_;

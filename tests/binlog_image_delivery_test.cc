@@ -81,11 +81,10 @@ TEST_F(BinlogImageDeliveryTest, RowsArriveOnceAsTheirTransactionLeftThem) {
       static_cast<int64_t>(Metric("msgq_binlog_image_rows_total", "jobs"));
   const auto fetches =
       static_cast<int64_t>(Metric("msgq_binlog_fetches_total", "jobs"));
-  // An image is refused when msgqd reads its event more than 3 s
-  // (RowReconciler::kImageMaxLag) after the statement's whole second, and
-  // its row is fetched instead. Rows here within 2 s of BEGIN were read
-  // within that bound, so every image was used; a slower run (a stalled
-  // machine) can only check the accounting.
+  // An image whose event comes while a read runs waits for the read's
+  // position and may be fetched instead (RowReconciler rule 6). Rows here
+  // within 2 s of BEGIN met no read, so every image was used; a slower run
+  // (a stalled machine) can only check the accounting.
   if (took < absl::Seconds(2)) {
     EXPECT_EQ(images, 21);
     EXPECT_EQ(fetches, 0);

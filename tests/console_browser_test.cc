@@ -1,11 +1,15 @@
 // The web console in a real browser (real MariaDB, msgqd, headless
 // Chromium driven by tests/console_driver.py through chromedriver): the
-// numbers shown match the workload (due now among them), the dead list shows
-// the dead messages, the recent-messages view lists the ids enqueued, "Redrive
-// all dead" redrives them (they are streamed again), the Pause button pauses
-// the table and Resume resumes it, all of it under msgqd's Content Security
-// Policy (the browser logs no violation, runs no inline script added to the
-// page and refuses to frame the console), and screenshots are saved under
+// numbers shown match the workload (the rows by state, exact, among them),
+// the charts start from msgqd's served history, the
+// dead list shows the dead messages, the recent-messages view lists the ids
+// enqueued (and filtered by state), the message view found by searching an id
+// shows its state, attempts, last error and columns as text, "Redrive
+// selected" redrives a ticked dead message (it is streamed again) and "Delete
+// selected" deletes one, the Pause button pauses the table
+// and Resume resumes it, all of it under msgqd's Content Security Policy (the
+// browser logs no violation, runs no inline script added to the page and
+// refuses to frame the console), and screenshots are saved under
 // <build>/console-screenshots/. Skipped, saying so, only when Chromium or
 // chromedriver is not installed.
 #include <cstdio>
@@ -13,6 +17,7 @@
 #include <vector>
 
 #include "client/credentials.h"
+#include "common/clock.h"
 #include "nlohmann/json.hpp"
 #include "tests/http_fixture.h"
 
@@ -39,15 +44,16 @@ void ExpectThePauseButtonWorked(const nlohmann::json& report) {
 
 class ConsoleBrowserTest : public HttpTest {
  protected:
-  // Runs tests/console_driver.py on msgq.jobs (expecting `sent` sent) with
-  // screenshots in `out_dir`; `token` non-empty signs in with it.
+  // Runs tests/console_driver.py on msgq.jobs (expecting `sent` sent, the
+  // message view of id 4) with screenshots in `out_dir`; `token` non-empty
+  // signs in with it.
   void Drive(const std::string& out_dir, const std::string& sent,
              const std::string& token, nlohmann::json* report, bool* skipped) {
     ASSERT_EQ(std::system(("mkdir -p '" + out_dir + "'").c_str()), 0);
     const std::string cmd = absl::StrCat(
         token.empty() ? "" : "MSGQ_CONSOLE_TOKEN=" + token + " ",
         "/usr/bin/python3 ", MSGQ_TESTS_DIR, "/console_driver.py '", Url("/"),
-        "' msgq.jobs ", sent, " '", out_dir, "'");
+        "' msgq.jobs ", sent, " '", out_dir, "' 4");
     FILE* pipe = popen(cmd.c_str(), "r");
     ASSERT_NE(pipe, nullptr);
     std::string out;
@@ -66,16 +72,28 @@ TEST_F(ConsoleBrowserTest, ShowsTheWorkloadAndRedrivesDeadMessages) {
   ASSERT_NO_FATAL_FAILURE(CreateTable(
       "jobs", "vt_poller_interval=1",
       "time_created bigint DEFAULT NULL, time_dead bigint DEFAULT NULL, "
-      "last_error varchar(64) DEFAULT NULL"));
+      "last_error varchar(64) DEFAULT NULL, traceparent varchar(55) DEFAULT "
+      "NULL"));
   ASSERT_NO_FATAL_FAILURE(CreateTable("audit"));
   // Due now and never sent (audit has no subscriber), before msgqd starts,
   // so that its first due count (every 10 s at most) sees them.
   ASSERT_NO_FATAL_FAILURE(InsertRange("audit", 1, 2));
+  // Scheduled: due in an hour.
+  ASSERT_NO_FATAL_FAILURE(
+      Exec(absl::StrCat("INSERT INTO msgq.audit (id, message, time_next) "
+                        "VALUES (3, '{}', ",
+                        NowNanos() + 3600 * kSecond, ")")));
   ASSERT_NO_FATAL_FAILURE(
       Exec("CREATE TABLE msgq.broken (id BIGINT PRIMARY KEY) "
            "COMMENT 'vitess_message'"));
   // One msgqd without leases: ownership "off" (it holds the instance lock).
   ASSERT_NO_FATAL_FAILURE(StartHttpServer({"--leases=false"}));
+  // Enqueue once the exact counts are loaded (ListTables gives the dead
+  // count then): a row committed while the counting read runs may be
+  // counted twice until the next read (engine/queue/message_counts.h).
+  ASSERT_TRUE(
+      Eventually([&] { return FindTable(stub_.get(), "jobs").dead() == 0; },
+                 absl::Seconds(10)));
   ASSERT_NO_FATAL_FAILURE(InsertRange("jobs", 1, 8));
   StreamCollector stream(stub_.get(), "jobs");
   ASSERT_TRUE(stream.WaitForRows(8, absl::Seconds(10)));
@@ -102,6 +120,21 @@ TEST_F(ConsoleBrowserTest, ShowsTheWorkloadAndRedrivesDeadMessages) {
       Eventually([&] { return FindTable(stub_.get(), "jobs").dead() == 2; },
                  absl::Seconds(10)));
 
+  // Markup in a payload, and a trace context, for the message view.
+  ASSERT_NO_FATAL_FAILURE(Exec(
+      "UPDATE msgq.jobs SET message = '{\"note\": \"<b>bold</b>\"}', "
+      "traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' "
+      "WHERE id = 4"));
+
+  // msgqd has a chart sample of jobs (one every 10 s) before the page opens.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto [code, body] =
+            HttpGet(Url("/api/history?keyspace=msgq&table=jobs"));
+        return code == 200 && !nlohmann::json::parse(body)["samples"].empty();
+      },
+      absl::Seconds(15)));
+
   const std::string out_dir = MSGQ_SCREENSHOT_DIR;
   bool skipped = false;
   nlohmann::json report;
@@ -117,23 +150,59 @@ TEST_F(ConsoleBrowserTest, ShowsTheWorkloadAndRedrivesDeadMessages) {
   EXPECT_EQ(jobs["subscribers"], "1");
   EXPECT_EQ(jobs["sent"], "8");
   EXPECT_EQ(jobs["acked"], "3");
+  // The rows by state, exact: 6, 7 and 8 sent and waiting for their acks,
+  // 4 and 5 dead.
+  EXPECT_EQ(jobs["ready"], "0");
+  EXPECT_EQ(jobs["scheduled"], "0");
+  EXPECT_EQ(jobs["in_flight"], "3");
   EXPECT_EQ(jobs["dead"], "2");
-  EXPECT_EQ(jobs["queued"], "0");
-  EXPECT_EQ(jobs["in_flight"], "0");
   EXPECT_EQ(jobs["redelivered"], "0");
-  EXPECT_EQ(jobs["due_now"], "0");  // sent and waiting for acks, or dead
-  EXPECT_EQ(report["before"]["msgq.audit"]["sent"], "0");
-  EXPECT_EQ(report["before"]["msgq.audit"]["due_now"], "2");
+  const nlohmann::json& audit = report["before"]["msgq.audit"];
+  EXPECT_EQ(audit["sent"], "0");
+  EXPECT_EQ(audit["ready"], "2");
+  EXPECT_EQ(audit["scheduled"], "1");
+  EXPECT_EQ(audit["in_flight"], "0");
+  EXPECT_EQ(audit["dead"], "0");
+  EXPECT_EQ(report["cards"], nlohmann::json({{"ready", "2"},
+                                             {"scheduled", "1"},
+                                             {"in_flight", "3"},
+                                             {"dead", "2"}}));
   EXPECT_EQ(report["before"]["msgq.broken"]["state"], "error");
   EXPECT_EQ(report["before"]["msgq.broken"]["error"],
             "table `msgq`.`broken`: missing required directive vt_ack_wait");
   EXPECT_EQ(report["ready"], "ready");
+  // The chart starts from msgqd's samples (at least one, taken before the
+  // page opened) and adds the page's first poll.
+  EXPECT_GE(report["chart_samples"], 2) << report["chart_samples"];
   EXPECT_EQ(report["dead_ids"], nlohmann::json({"4", "5"}));
   EXPECT_EQ(report["dead_errors"],
             nlohmann::json({"payment declined", "payment declined"}));
   // The recent-messages view: every id enqueued, highest first.
   EXPECT_EQ(report["recent_ids"],
             nlohmann::json({"8", "7", "6", "5", "4", "3", "2", "1"}));
+  // Filtered by state.
+  EXPECT_EQ(report["recent_dead"], nlohmann::json({"5", "4"}));
+  // The message view of id 4, found by the search; the payload's markup is
+  // shown as text.
+  nlohmann::json message = report["message"];
+  EXPECT_NE(message["time_dead"], "\u2013");  // a local time
+  message.erase("time_dead");
+  EXPECT_EQ(message,
+            nlohmann::json(
+                {{"id", "4"},
+                 {"state", "dead"},
+                 {"epoch", "1"},
+                 {"priority", "50"},
+                 {"time_next", "\u2013"},
+                 {"time_acked", "\u2013"},
+                 {"time_created", "\u2013"},
+                 {"last_error", "payment declined"},
+                 {"column:message", "message = {\"note\": \"<b>bold</b>\"}"},
+                 {"column:traceparent",
+                  "traceparent (context) = "
+                  "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}));
+  EXPECT_EQ(report["message_elements"], 0);
+  EXPECT_EQ(report["find_error"], "no message with id '999' in msgq.jobs");
   // Ownership is "off" with --leases=false; the counters shown with it (a
   // dead nack counts as died, not nacked; the due count, sampled every 10 s,
   // is not checked here: metrics_test does).
@@ -144,17 +213,18 @@ TEST_F(ConsoleBrowserTest, ShowsTheWorkloadAndRedrivesDeadMessages) {
                      "\u00b7  polls "),
       std::string::npos)
       << ownership;
-  EXPECT_EQ(report["redrive"], "redriven: 2");
+  // 4 redriven and 5 deleted, each by a selection.
+  EXPECT_EQ(report["redrive"], "redriven: 1");
+  EXPECT_EQ(report["dead_ids_after_redrive"], nlohmann::json({"5"}));
+  EXPECT_EQ(report["delete"], "deleted: 1");
   EXPECT_EQ(report["after"]["msgq.jobs"]["dead"], "0");
   EXPECT_EQ(report["dead_ids_after"], nlohmann::json::array());
   ExpectThePauseButtonWorked(report);
   ExpectTheCspHeld(report);
-  // The redriven messages are streamed again.
-  ASSERT_TRUE(stream.WaitForRows(10, absl::Seconds(10)));
-  std::vector<std::string> ids = stream.ids();
-  std::sort(ids.begin() + 8, ids.end());
-  EXPECT_EQ(std::vector<std::string>(ids.begin() + 8, ids.end()),
-            (std::vector<std::string>{"4", "5"}));
+  // The redriven message is streamed again; the deleted one is gone.
+  ASSERT_TRUE(stream.WaitForRows(9, absl::Seconds(10)));
+  EXPECT_EQ(stream.ids()[8], "4");
+  EXPECT_EQ(db_->Scalar("SELECT COUNT(*) FROM msgq.jobs WHERE id = 5"), "0");
   std::printf(
       "screenshots: %s/console.png, console-dead.png, "
       "console-after-redrive.png, console-paused.png\n",
@@ -212,11 +282,21 @@ TEST_F(ConsoleBrowserTest, AsksForATokenAndWorksWithIt) {
   const nlohmann::json& jobs = report["before"]["msgq.jobs"];
   EXPECT_EQ(jobs["state"], "loaded");
   EXPECT_EQ(jobs["sent"], "3");
+  EXPECT_EQ(jobs["ready"], "0");
+  EXPECT_EQ(jobs["scheduled"], "0");
+  EXPECT_EQ(jobs["in_flight"], "3");
   EXPECT_EQ(jobs["dead"], "2");
   EXPECT_EQ(report["dead_ids"], nlohmann::json({"4", "5"}));
   EXPECT_EQ(report["recent_ids"],
             nlohmann::json({"8", "7", "6", "5", "4", "3", "2", "1"}));
-  EXPECT_EQ(report["redrive"], "redriven: 2");
+  EXPECT_EQ(report["recent_dead"], nlohmann::json({"5", "4"}));
+  EXPECT_EQ(report["message"]["state"], "dead");
+  EXPECT_EQ(report["message"]["epoch"], "0");
+  EXPECT_EQ(report["message"]["last_error"], "payment declined");
+  EXPECT_EQ(report["message"]["column:message"], "message = {\"n\": 4}");
+  EXPECT_EQ(report["find_error"], "no message with id '999' in msgq.jobs");
+  EXPECT_EQ(report["redrive"], "redriven: 1");
+  EXPECT_EQ(report["delete"], "deleted: 1");
   EXPECT_EQ(report["after"]["msgq.jobs"]["dead"], "0");
   ExpectThePauseButtonWorked(report);
   ExpectTheCspHeld(report);

@@ -2,12 +2,17 @@
 """Drives msgqd's web console in headless Chromium through chromedriver
 (the W3C WebDriver protocol over HTTP, Debian's python3 only).
 
-  console_driver.py URL TABLE EXPECT_SENT OUT_DIR
+  console_driver.py URL TABLE EXPECT_SENT OUT_DIR MESSAGE_ID
 
 Opens URL, waits until TABLE's row ("keyspace.name") shows EXPECT_SENT sent
 messages, reads every row as shown, saves OUT_DIR/console.png, clicks the
-row, reads the dead list, the recent messages and the ownership line, saves OUT_DIR/console-dead.png, clicks "Redrive
-all dead", waits for the result and for the row's dead count to show 0,
+row, reads the summary cards and the chart's sample count, the dead list, the recent messages (all,
+then the dead ones), the
+message view of MESSAGE_ID found by the search (saving
+OUT_DIR/console-message.png) and the error for an id no row has, and the
+ownership line, saves OUT_DIR/console-dead.png, ticks the first dead message and
+clicks "Redrive selected", ticks the last and clicks "Delete selected",
+waits for the results and for the row's dead count to show 0,
 collects what the browser logged as a security violation (a Content
 Security Policy that blocked some of the console), then checks that the
 policy is in force: an inline script added to the page does not run and the
@@ -102,7 +107,7 @@ return out;
 
 
 def main():
-    url, table, expect_sent, out_dir = sys.argv[1:5]
+    url, table, expect_sent, out_dir, message_id = sys.argv[1:6]
     chromium = shutil.which("chromium")
     driver_bin = shutil.which("chromedriver")
     if not chromium or not driver_bin:
@@ -164,15 +169,30 @@ def main():
                 "'#tables tr[data-table=\"' + arguments[0] + '\"] td[data-field=sent]');"
                 "return r && r.textContent.trim() === arguments[1];",
                 table, expect_sent)
-        # The due-now count, once the sampler measured the table.
-        wd.wait("%s to show its due-now count" % table,
-                "const r = document.querySelector("
-                "'#tables tr[data-table=\"' + arguments[0] + '\"] td[data-field=due_now]');"
-                "return r && r.textContent.trim() !== '\u2013';", table)
+        # The rows by state, once every loaded table's exact counts are
+        # read (scheduled shows "\u2013" until then).
+        wd.wait("every table to show its counts by state",
+                "const rows = [...document.querySelectorAll("
+                "'#tables tr[data-table]')].filter("
+                "tr => tr.querySelector('td[data-field=discovery]'));"
+                "return rows.length > 0 && rows.every(tr => tr.querySelector("
+                "'td[data-field=scheduled]').textContent.trim() !== '\u2013');")
         # Let a second refresh fill in the rates.
         time.sleep(2.5)
         report["before"] = wd.js(ROWS)
         report["ready"] = wd.js("return document.getElementById('ready').textContent;")
+        # The samples behind the table's sparklines: msgqd's served history
+        # (GET /api/history) and the page's own.
+        report["chart_samples"] = wd.js(
+            "const r = document.querySelector("
+            "'#tables tr[data-table=\"' + arguments[0] + '\"] "
+            "td[data-field=sent_rate]');"
+            "return r ? Number(r.dataset.samples) : null;", table)
+        report["cards"] = wd.js(
+            "const out = {};"
+            "for (const f of ['ready', 'scheduled', 'in_flight', 'dead'])"
+            "  out[f] = document.getElementById('sum-' + f).textContent;"
+            "return out;")
         wd.screenshot(os.path.join(out_dir, "console.png"))
         wd.click('#tables tr[data-table="%s"] td[data-field=name]' % table)
         wd.wait("the dead list", "return document.querySelectorAll("
@@ -188,14 +208,74 @@ def main():
         report["recent_ids"] = wd.js(
             "return [...document.querySelectorAll('#recent tr[data-recent-id]')]"
             ".map(tr => tr.dataset.recentId);")
+        # The recent list filtered by state: the dead ones.
+        wd.js("const s = document.getElementById('recent-state');"
+              "s.value = 'dead'; s.dispatchEvent(new Event('change'));")
+        report["recent_dead"] = wd.wait(
+            "the recent list of dead messages",
+            "const rows = [...document.querySelectorAll("
+            "'#recent tr[data-recent-id]')];"
+            "return rows.length && rows.every(tr => tr.querySelector("
+            "'td[data-field=state]').textContent === 'dead') ? "
+            "rows.map(tr => tr.dataset.recentId) : null;")
+        # The message view: search an id, read what is shown; then an id
+        # that no row has.
+        find = ("document.getElementById('find-id').value = arguments[0];"
+                "document.getElementById('find-form').requestSubmit();")
+        wd.js(find, message_id)
+        wd.wait("the message view",
+                "const m = document.getElementById('message');"
+                "const td = document.querySelector("
+                "'#message-fields tr[data-field=id] td');"
+                "return !m.hidden && td && td.textContent === arguments[0];",
+                message_id)
+        report["message"] = wd.js(
+            "const out = {};"
+            "for (const tr of document.querySelectorAll("
+            "'#message-fields tr[data-field]'))"
+            "  out[tr.dataset.field] = tr.querySelector('td').textContent;"
+            "for (const tr of document.querySelectorAll("
+            "'#message-fields tr[data-column]'))"
+            "  out['column:' + tr.dataset.column] = "
+            "    tr.querySelector('th').textContent + ' = ' + "
+            "    tr.querySelector('td').textContent;"
+            "return out;")
+        # Values are text: markup in a payload makes no element.
+        report["message_elements"] = wd.js(
+            "return document.querySelectorAll('#message-fields td *:not(pre)')"
+            ".length;")
+        wd.screenshot(os.path.join(out_dir, "console-message.png"))
+        wd.js(find, "999")
+        report["find_error"] = wd.wait(
+            "the unknown id's error",
+            "const e = document.getElementById('find-error').textContent;"
+            "return e && document.getElementById('message').hidden ? e : null;")
         report["ownership"] = wd.js(
             "return document.getElementById('detail-ownership').textContent;")
         wd.screenshot(os.path.join(out_dir, "console-dead.png"))
-        wd.click("#redrive-all")
+        # Redrive a selection (the first dead message), then delete one
+        # (the other).
+        dead_ids = report["dead_ids"]
+        tick = ("document.querySelector('#dead tr[data-dead-id=\"' + "
+                "arguments[0] + '\"] input').click();")
+        wd.js(tick, dead_ids[0])
+        wd.click("#redrive-selected")
         report["redrive"] = wd.wait(
             "the redrive result",
             "const t = document.getElementById('action-result').textContent;"
             "return t.startsWith('redrive') ? t : null;")
+        report["dead_ids_after_redrive"] = wd.wait(
+            "the dead list after the redrive",
+            "const ids = [...document.querySelectorAll("
+            "'#dead tr[data-dead-id]')].map(tr => tr.dataset.deadId);"
+            "return ids.length === arguments[0] ? ids : null;",
+            len(dead_ids) - 1)
+        wd.js(tick, dead_ids[-1])
+        wd.click("#delete-selected")
+        report["delete"] = wd.wait(
+            "the delete result",
+            "const t = document.getElementById('action-result').textContent;"
+            "return t.startsWith('delete') ? t : null;")
         wd.wait("the dead count to drop",
                 "const r = document.querySelector("
                 "'#tables tr[data-table=\"' + arguments[0] + '\"] td[data-field=dead]');"

@@ -309,7 +309,11 @@ TEST_F(DeliveryTest, NoPollQueriesWithoutSubscribers) {
   // Rows read from the message table itself (user statistics), not
   // Com_select: msgqd's other threads may query other things meanwhile.
   ASSERT_NO_FATAL_FAILURE(Exec("SET GLOBAL userstat = 1"));
-  ASSERT_NO_FATAL_FAILURE(StartServer({"--schema_reload_interval=1h"}));
+  // Without the exact counts' counting reads, which read the table (by
+  // index) at load and again once the binlog streams, whether anyone
+  // subscribes or not.
+  ASSERT_NO_FATAL_FAILURE(
+      StartServer({"--schema_reload_interval=1h", "--exact_counts=false"}));
   StreamCollector clock(stub_.get(), "clock");
   ASSERT_TRUE(clock.WaitForFields(absl::Seconds(10)));
   auto rows_read = [&] {

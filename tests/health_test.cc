@@ -179,12 +179,18 @@ TEST_F(HealthTest, ReflectionListsTheServices) {
   for (const auto& s : response.list_services_response().service()) {
     names.insert(s.name());
   }
-  EXPECT_EQ(names,
-            (std::set<std::string>{"grpc.health.v1.Health",
-                                   "grpc.reflection.v1alpha.ServerReflection",
-                                   "msgq.v1.Messaging"}));
+  EXPECT_EQ(names, (std::set<std::string>{
+                       "externalscaler.ExternalScaler", "grpc.health.v1.Health",
+                       "grpc.reflection.v1alpha.ServerReflection",
+                       "msgq.v1.Messaging"}));
   // And the API's descriptors can be fetched without the .proto file.
   request.set_file_containing_symbol("msgq.v1.Messaging");
+  ASSERT_TRUE(stream->Write(request));
+  ASSERT_TRUE(stream->Read(&response));
+  EXPECT_GE(response.file_descriptor_response().file_descriptor_proto_size(),
+            1);
+  // KEDA's scaler too (docs/operations.md#autoscaling-with-keda).
+  request.set_file_containing_symbol("externalscaler.ExternalScaler");
   ASSERT_TRUE(stream->Write(request));
   ASSERT_TRUE(stream->Read(&response));
   EXPECT_GE(response.file_descriptor_response().file_descriptor_proto_size(),

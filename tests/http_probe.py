@@ -2,6 +2,9 @@
 """HTTP probe for msgqd's integration tests (Debian's python3 only).
 
   http_probe.py get URL      prints the status code, a newline, the body
+  http_probe.py post URL FORM [HEADER:VALUE]
+                             POSTs FORM (application/x-www-form-urlencoded)
+                             with the header if given; prints as get
   http_probe.py metrics URL  fetches URL, parses it with prometheus_client's
                              text parser (a real Prometheus parser) and prints
                              one line per sample, labels sorted:
@@ -18,9 +21,10 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 
-def fetch(url):
+def fetch(url, data=None, headers=None):
+    req = urllib.request.Request(url, data=data, headers=headers or {})
     try:
-        with urllib.request.urlopen(url, timeout=10) as r:
+        with urllib.request.urlopen(req, timeout=10) as r:
             return r.status, r.read().decode("utf-8")
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode("utf-8")
@@ -28,6 +32,14 @@ def fetch(url):
 
 def main():
     mode, url = sys.argv[1], sys.argv[2]
+    if mode == "post":
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        if len(sys.argv) > 4:
+            name, value = sys.argv[4].split(":", 1)
+            headers[name] = value
+        status, body = fetch(url, sys.argv[3].encode(), headers)
+        sys.stdout.write("%d\n%s" % (status, body))
+        return 0
     status, body = fetch(url)
     if mode == "time":
         times = []

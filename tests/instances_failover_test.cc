@@ -232,6 +232,45 @@ TEST_F(FailoverTest, AFrozenOwnerUnderASteadyProducerSendsNothingAfterWaking) {
   std::printf("SIGSTOP of the owner: %zu duplicates\n", duplicates);
 }
 
+// The owner frozen by SIGSTOP for longer than its lease while it holds a
+// backlog it may send only at 100 rows/s (msgq_rate_limit): woken, it must
+// send none of the backlog, which b now owns. What may still arrive from a
+// after the wake is what it had decided to send before the freeze: per
+// subscriber at most --max_batches_per_subscriber (2) unwritten batches and
+// one being handed over, each of one row (msgq_rate_burst=1).
+TEST_F(FailoverTest, AFrozenOwnerWithABacklogSendsNoneOfItAfterWaking) {
+  ASSERT_NO_FATAL_FAILURE(
+      StartPair({}, /*a_acks_fall_back=*/true, absl::Milliseconds(100),
+                "vt_ack_wait=10,msgq_rate_limit=100,msgq_rate_burst=1"));
+  constexpr int kRows = 1500;
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, kRows));
+  ASSERT_TRUE(Eventually([&] { return Received(OnA()).size() >= 100; },
+                         absl::Seconds(30)));
+  ASSERT_TRUE(StopAndWait(a_->pid()));
+  const absl::Time frozen = absl::Now();
+  ASSERT_TRUE(Eventually([&] { return Received(OnB()).size() >= 50; },
+                         absl::Seconds(30)));
+  ASSERT_GT(absl::Now() - frozen, kLease);
+  const absl::Time woken = absl::Now();
+  ASSERT_EQ(kill(a_->pid(), SIGCONT), 0);
+  EXPECT_TRUE(Eventually([&] { return State(*a_, "q") == "standby"; },
+                         absl::Seconds(30)));
+  ASSERT_NO_FATAL_FAILURE(ExpectAllReceivedAndAcked(Range(1, kRows)));
+  EXPECT_EQ(FindTable(b_stub_.get(), "q").ownership().owner(), "b");
+
+  std::set<std::string> a_after_wake;
+  for (AckingSubscriber* s : OnA()) {
+    for (const AckingSubscriber::Arrival& x : s->arrivals()) {
+      if (x.at > woken) a_after_wake.insert(x.id);
+    }
+  }
+  std::printf(
+      "SIGSTOP of an owner with a backlog: %zu rows from it after the "
+      "wake, %zu from b\n",
+      a_after_wake.size(), Received(OnB()).size());
+  EXPECT_LE(a_after_wake.size(), 3 * OnA().size());
+}
+
 // The owner loses MySQL (a frozen relay: no reset, its statements hang)
 // but not its subscribers. Its grant runs out a quarter lease before the
 // lease can expire (engine/lease/lease_keeper.h), b takes q and delivers

@@ -319,14 +319,16 @@ TEST_F(MetricsTest, RecentMessagesApiShowsWhatWasEnqueued) {
       HttpGet(Url("/api/messages?keyspace=msgq&table=jobs&limit=3"));
   ASSERT_EQ(code, 200) << body;
   nlohmann::json page = nlohmann::json::parse(body);
-  EXPECT_EQ(page["columns"], nlohmann::json({"id", "priority", "epoch",
-                                             "time_next", "time_acked"}));
+  EXPECT_EQ(page["columns"],
+            nlohmann::json({"id", "priority", "epoch", "time_next",
+                            "time_acked", "msgq_state"}));
   ASSERT_EQ(page["messages"].size(), 3u) << body;
   std::vector<std::string> ids;
   for (const auto& m : page["messages"]) ids.push_back(m["id"]);
   EXPECT_EQ(ids, (std::vector<std::string>{"5", "4", "3"}));
   EXPECT_EQ(page["messages"][0]["priority"], "50");
   EXPECT_EQ(page["messages"][0]["time_acked"], nullptr);
+  EXPECT_EQ(page["messages"][0]["msgq_state"], "ready");
   EXPECT_FALSE(page["messages"][0].contains("message"));
 
   std::tie(code, body) =

@@ -392,6 +392,16 @@ TEST_F(SecurityAuthTest, ConsoleApiNeedsATokenAndAdmin) {
   EXPECT_EQ(Http(base + "/api/redrive?table=a&all=1", "tok-worker", true),
             "403 {\"error\":\"permission denied: 'worker' may not admin "
             "msgq.a\"}");
+  for (const std::string path :
+       {"/api/message?table=a&id=1", "/api/history?table=a"}) {
+    EXPECT_EQ(Http(base + path, "tok-worker"),
+              "403 {\"error\":\"permission denied: 'worker' may not admin "
+              "msgq.a\"}")
+        << path;
+  }
+  EXPECT_EQ(Http(base + "/api/dead/delete?table=a&id=1", "tok-worker", true),
+            "403 {\"error\":\"permission denied: 'worker' may not admin "
+            "msgq.a\"}");
   EXPECT_EQ(Http(base + "/api/dead?keyspace=msgq&table=a", "tok-ops"),
             "200 {\"messages\":[]}");
   EXPECT_EQ(Http(base + "/api/redrive?table=b&all=1", "tok-ops", true),

@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/binlog/binlog_watcher.h"
+#include "engine/sql/consistent_snapshot.h"
 #include "gmock/gmock.h"
 #include "tests/store_fixture.h"
 
@@ -131,6 +133,36 @@ TEST_F(StoreSnapshotTest, NoTransactionStaysOpenAfterARead) {
   ASSERT_TRUE(again.ok()) << again.status();
   ASSERT_EQ(again->size(), 1u);
   EXPECT_EQ((*again)[0].id, "2");
+}
+
+// A consistent snapshot on a session whose level is READ COMMITTED (msgq's
+// pool) still reads one view: a commit made by another session after the
+// snapshot began is neither in its reads nor before its position.
+TEST_F(StoreSnapshotTest, ASnapshotOnAReadCommittedSessionReadsOneView) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q", "vt_poller_interval=30"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 2));
+  auto conn = db_->Connect();
+  ASSERT_TRUE(conn.ok()) << conn.status();
+  ASSERT_EQ((*conn)->isolation_level(), "READ COMMITTED");
+  const BinlogPosition before = End();
+  absl::StatusOr<BinlogPosition> at = BeginConsistentSnapshot(**conn);
+  ASSERT_TRUE(at.ok()) << at.status();
+  EXPECT_EQ(*at, before);
+  ASSERT_NO_FATAL_FAILURE(InsertRange("q", 3, 3));
+  absl::StatusOr<QueryResult> count =
+      (*conn)->Query("SELECT COUNT(*) FROM msgq.q");
+  ASSERT_TRUE(count.ok()) << count.status();
+  EXPECT_EQ(count->rows[0][0].value_or(""), "2");
+  absl::StatusOr<std::string> gtid = GtidPositionAt(**conn, *at);
+  ASSERT_TRUE(gtid.ok()) << gtid.status();
+  EXPECT_EQ(*gtid,
+            db_->Scalar(absl::StrCat("SELECT BINLOG_GTID_POS('", before.file,
+                                     "', ", before.offset, ")")));
+  EXPECT_NE(*gtid, "");
+  ASSERT_TRUE((*conn)->Execute("COMMIT").ok());
+  count = (*conn)->Query("SELECT COUNT(*) FROM msgq.q");
+  ASSERT_TRUE(count.ok()) << count.status();
+  EXPECT_EQ(count->rows[0][0].value_or(""), "3");
 }
 
 }  // namespace

@@ -34,16 +34,21 @@ func Example() {
 		return msgq.Ack()
 	}
 	sub, err := msgq.NewSubscriber([]string{"127.0.0.1:15999"},
-		msgq.Table{Keyspace: "app", Name: "orders"}, handler, msgq.Options{Concurrency: 4})
+		msgq.Table{Keyspace: "app", Name: "orders"}, handler,
+		msgq.Options{Concurrency: 4,
+			// Say each retry (server down, ...).
+			OnStreamError: func(server string, err error, retryIn time.Duration) {
+				log.Printf("msgq: %s: %v; retrying in %.1f s", server, err, retryIn.Seconds())
+			}})
 	if err != nil {
-		log.Fatal(err)
+		log.Fatalf("msgq: %v", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// Until SIGINT or SIGTERM (then it drains and returns nil), or an error
-	// that retrying cannot fix.
+	// that retrying cannot fix (unknown table, refused token): exit 1 with it.
 	if err := sub.Run(ctx); err != nil {
-		log.Fatal(err)
+		log.Fatalf("msgq: %v", err)
 	}
 }
 

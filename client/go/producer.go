@@ -26,6 +26,7 @@ const (
 	KeyColumn     = "message_key"
 	TypeColumn    = "message_type"
 	HeadersColumn = "headers"
+	DedupColumn   = "dedup_key"
 )
 
 // erBadField is MySQL's "Unknown column" error number.
@@ -36,6 +37,7 @@ var columnName = regexp.MustCompile(`^[A-Za-z0-9_$]{1,64}$`)
 // ownColumns are the columns Outgoing's fields set.
 var ownColumns = map[string]bool{
 	"id": true, "message": true, "time_next": true, KeyColumn: true, TypeColumn: true, HeadersColumn: true,
+	DedupColumn: true,
 }
 
 // Outgoing is one message for Enqueue: a row of a message table.
@@ -46,9 +48,9 @@ var ownColumns = map[string]bool{
 // or MySQL's NOW(6) + Delay in Unix nanoseconds; `traceparent` and
 // `tracestate` = the span context of Enqueue's ctx (see
 // TraceParentFromContext) when it has one, each only when the table has
-// the column; `message_key`, `message_type` and `headers` (a JSON object)
-// only when Key, Type or Headers are set; and Columns as given. Columns not
-// written take their defaults.
+// the column; `message_key`, `message_type`, `headers` (a JSON object) and
+// `dedup_key` only when Key, Type, Headers or DedupKey are set; and Columns
+// as given. Columns not written take their defaults.
 type Outgoing struct {
 	// The id column's value: a string, []byte or an integer; nil = a new
 	// UUIDv7.
@@ -63,6 +65,11 @@ type Outgoing struct {
 	Headers map[string]string
 	// Send no earlier than Delay from now (MySQL's clock); 0 = now.
 	Delay time.Duration
+	// The dedup_key column (docs/tables.md#deduplicated-enqueue): on a
+	// table with msgq_dedup_window, MySQL keeps one row per key. Needed by
+	// EnqueueDedup; Enqueue writes it too, and a duplicate then gets MySQL's
+	// error 1062 as plain SQL does.
+	DedupKey string
 	// More columns, by name (e.g. "priority": 10); not those above, but
 	// traceparent and tracestate may be given here instead of ctx's.
 	Columns map[string]interface{}
@@ -89,11 +96,8 @@ func Enqueue(ctx context.Context, tx *sql.Tx, table Table, m Outgoing) (string, 
 // message sets is DEFAULT in the rows of the others. No messages: nothing
 // is inserted.
 func EnqueueBatch(ctx context.Context, tx *sql.Tx, table Table, messages []Outgoing) ([]string, error) {
-	if tx == nil {
-		return nil, invalidArgument("enqueue needs a transaction")
-	}
-	if !columnName.MatchString(table.Name) || (table.Keyspace != "" && !columnName.MatchString(table.Keyspace)) {
-		return nil, invalidArgument("table %q is not a plain name", table.String())
+	if err := checkEnqueue(tx, table); err != nil {
+		return nil, err
 	}
 	if len(messages) == 0 {
 		return nil, nil
@@ -107,25 +111,136 @@ func EnqueueBatch(ctx context.Context, tx *sql.Tx, table Table, messages []Outgo
 		}
 		rows[i], ids[i] = row, id
 	}
+	if err := insertTraced(ctx, tx, table, rows, ""); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// checkEnqueue refuses what no enqueue can run with: no transaction, or a
+// table whose name would need quoting.
+func checkEnqueue(tx *sql.Tx, table Table) error {
+	if tx == nil {
+		return invalidArgument("enqueue needs a transaction")
+	}
+	if !columnName.MatchString(table.Name) || (table.Keyspace != "" && !columnName.MatchString(table.Keyspace)) {
+		return invalidArgument("table %q is not a plain name", table.String())
+	}
+	return nil
+}
+
+// Enqueued is what EnqueueDedup did with one message.
+type Enqueued struct {
+	// The id of the row holding the message's DedupKey: the message's own
+	// when it was inserted.
+	ID string
+	// The row was there before: nothing was inserted for this message.
+	Duplicate bool
+}
+
+// EnqueueDedup inserts m inside tx unless a row already holds m.DedupKey,
+// on a table with msgq_dedup_window (docs/tables.md#deduplicated-enqueue).
+// A row committed by a racing producer counts: the INSERT waits for that
+// transaction and, when it commits, m is a duplicate. The Enqueued says
+// which row holds the key and whether it was there before. The statement is
+// INSERT ... ON DUPLICATE KEY UPDATE id = id, then a locking read of the
+// keys; a duplicate is not an error and leaves tx as it was. Errors: those
+// of Enqueue, and a plain error wrapping ErrInvalidArgument for an empty
+// DedupKey.
+func EnqueueDedup(ctx context.Context, tx *sql.Tx, table Table, m Outgoing) (Enqueued, error) {
+	out, err := EnqueueDedupBatch(ctx, tx, table, []Outgoing{m})
+	if err != nil {
+		return Enqueued{}, err
+	}
+	return out[0], nil
+}
+
+// EnqueueDedupBatch is EnqueueDedup for several messages, with one
+// multi-row INSERT; two messages with one key: the second is a duplicate of
+// the first. A message whose ID a row with another key already has fails
+// the call (nothing else of tx is undone).
+func EnqueueDedupBatch(ctx context.Context, tx *sql.Tx, table Table, messages []Outgoing) ([]Enqueued, error) {
+	if err := checkEnqueue(tx, table); err != nil {
+		return nil, err
+	}
+	if len(messages) == 0 {
+		return nil, nil
+	}
+	rows := make([]map[string]sqlValue, len(messages))
+	ids := make([]string, len(messages))
+	var keys []interface{}
+	seen := map[string]bool{}
+	for i, m := range messages {
+		if m.DedupKey == "" {
+			return nil, invalidArgument("message %d has no DedupKey", i)
+		}
+		row, id, err := outgoingRow(m)
+		if err != nil {
+			return nil, err
+		}
+		rows[i], ids[i] = row, id
+		if !seen[m.DedupKey] {
+			seen[m.DedupKey] = true
+			keys = append(keys, m.DedupKey)
+		}
+	}
+	if err := insertTraced(ctx, tx, table, rows, " ON DUPLICATE KEY UPDATE `id` = `id`"); err != nil {
+		return nil, err
+	}
+	// A locking read sees the latest committed rows, whatever tx's snapshot.
+	q := "SELECT `" + DedupColumn + "`, `id` FROM " + quotedTable(table) + " WHERE `" + DedupColumn +
+		"` IN (?" + strings.Repeat(", ?", len(keys)-1) + ") LOCK IN SHARE MODE"
+	res, err := tx.QueryContext(ctx, q, keys...)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Close()
+	holders := map[string]string{}
+	for res.Next() {
+		var key, id sql.RawBytes
+		if err := res.Scan(&key, &id); err != nil {
+			return nil, err
+		}
+		holders[string(key)] = string(id)
+	}
+	if err := res.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]Enqueued, len(messages))
+	for i, m := range messages {
+		holder, ok := holders[m.DedupKey]
+		if !ok {
+			return nil, fmt.Errorf("msgq: id %q is taken by a row without dedup key %q: nothing was inserted for it", ids[i], m.DedupKey)
+		}
+		out[i] = Enqueued{ID: holder, Duplicate: holder != ids[i]}
+	}
+	return out, nil
+}
+
+// insertTraced runs one INSERT of rows with ctx's trace context, or
+// without it when the table has no trace context columns; suffix follows
+// the VALUES.
+func insertTraced(ctx context.Context, tx *sql.Tx, table Table, rows []map[string]sqlValue, suffix string) error {
 	if tp := TraceParentFromContext(ctx); tp != "" {
 		ts := TraceStateFromContext(ctx)
-		err := insertRows(ctx, tx, table, withTrace(rows, tp, ts))
+		err := insertRows(ctx, tx, table, withTrace(rows, tp, ts), suffix)
 		if ts != "" && isUnknownColumn(err, TraceStateColumn) {
-			err = insertRows(ctx, tx, table, withTrace(rows, tp, ""))
+			err = insertRows(ctx, tx, table, withTrace(rows, tp, ""), suffix)
 		}
 		if !isUnknownColumn(err, TraceParentColumn) {
-			if err != nil {
-				return nil, err
-			}
-			return ids, nil
+			return err
 		}
 		// The table has no trace context columns: enqueue without. A
 		// failed statement leaves the transaction as it was.
 	}
-	if err := insertRows(ctx, tx, table, rows); err != nil {
-		return nil, err
+	return insertRows(ctx, tx, table, rows, suffix)
+}
+
+func quotedTable(table Table) string {
+	if table.Keyspace != "" {
+		return "`" + table.Keyspace + "`.`" + table.Name + "`"
 	}
-	return ids, nil
+	return "`" + table.Name + "`"
 }
 
 // sqlValue is a value for the INSERT: a placeholder's argument, or an SQL
@@ -174,6 +289,9 @@ func outgoingRow(m Outgoing) (map[string]sqlValue, string, error) {
 	}
 	if m.Type != "" {
 		row[TypeColumn] = sqlValue{arg: m.Type}
+	}
+	if m.DedupKey != "" {
+		row[DedupColumn] = sqlValue{arg: m.DedupKey}
 	}
 	if m.Headers != nil {
 		h, err := json.Marshal(m.Headers)
@@ -242,7 +360,7 @@ func isUnknownColumn(err error, column string) bool {
 
 // insertRows runs one INSERT of rows; a column missing from a row is
 // DEFAULT there.
-func insertRows(ctx context.Context, tx *sql.Tx, table Table, rows []map[string]sqlValue) error {
+func insertRows(ctx context.Context, tx *sql.Tx, table Table, rows []map[string]sqlValue, suffix string) error {
 	seen := map[string]bool{}
 	var columns []string
 	for _, row := range rows {
@@ -255,11 +373,7 @@ func insertRows(ctx context.Context, tx *sql.Tx, table Table, rows []map[string]
 	}
 	sort.Strings(columns)
 	var b strings.Builder
-	b.WriteString("INSERT INTO ")
-	if table.Keyspace != "" {
-		b.WriteString("`" + table.Keyspace + "`.")
-	}
-	b.WriteString("`" + table.Name + "` (")
+	b.WriteString("INSERT INTO " + quotedTable(table) + " (")
 	for i, c := range columns {
 		if i > 0 {
 			b.WriteString(", ")
@@ -291,6 +405,7 @@ func insertRows(ctx context.Context, tx *sql.Tx, table Table, rows []map[string]
 		}
 		b.WriteString(")")
 	}
+	b.WriteString(suffix)
 	_, err := tx.ExecContext(ctx, b.String(), args...)
 	return err
 }

@@ -259,3 +259,82 @@ func TestEnqueueWithoutTraceColumnsAndItsErrors(t *testing.T) {
 		t.Errorf("%d rows after the refused enqueues, want 1", n)
 	}
 }
+
+// Two producers enqueue the same keys at once, each key in its own
+// transaction: one row per key, and for each key one of them learns it was
+// a duplicate of the other's row.
+func TestEnqueueDedupRacingProducers(t *testing.T) {
+	db := newDatabase(t)
+	sqlExec(t, "CREATE TABLE "+db+".once (id varchar(36) NOT NULL, priority tinyint NOT NULL DEFAULT 50, "+
+		"epoch bigint NOT NULL DEFAULT 0, time_next bigint DEFAULT 0, time_acked bigint DEFAULT NULL, "+
+		"message json, dedup_key varchar(64) DEFAULT NULL, "+
+		"time_created bigint DEFAULT (UNIX_TIMESTAMP(NOW(6)) * 1000000000), UNIQUE KEY dedup_key (dedup_key), "+
+		"PRIMARY KEY (id), INDEX poller_idx (time_acked, priority, time_next)) COMMENT "+
+		"'vitess_message,vt_ack_wait=30,vt_purge_after=86400,vt_batch_size=10,vt_cache_size=10000,"+
+		"vt_poller_interval=0.5,msgq_dedup_window=60'")
+	h := producerDB(t, db)
+	ctx := context.Background()
+	table := Table{Name: "once"}
+
+	var first Enqueued
+	inTx(t, h, true, func(tx *sql.Tx) {
+		var err error
+		if first, err = EnqueueDedup(ctx, tx, table, Outgoing{Body: "{}", DedupKey: "k0"}); err != nil || first.Duplicate {
+			t.Fatalf("first EnqueueDedup = %+v, %v", first, err)
+		}
+	})
+	inTx(t, h, true, func(tx *sql.Tx) {
+		if again, err := EnqueueDedup(ctx, tx, table, Outgoing{Body: "{}", DedupKey: "k0"}); err != nil ||
+			again != (Enqueued{ID: first.ID, Duplicate: true}) {
+			t.Errorf("second EnqueueDedup = %+v, %v; want the first's id, duplicate", again, err)
+		}
+		// The plain form gets MySQL's duplicate-key error, as plain SQL does.
+		_, err := Enqueue(ctx, tx, table, Outgoing{Body: "{}", DedupKey: "k0"})
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || me.Number != 1062 {
+			t.Errorf("Enqueue of a taken key: %v, want error 1062", err)
+		}
+		if _, err := EnqueueDedup(ctx, tx, table, Outgoing{Body: "{}"}); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("EnqueueDedup without a key: %v", err)
+		}
+	})
+
+	const keys = 100
+	var results [2][keys]Enqueued
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for p := 0; p < 2; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			<-start
+			for k := 0; k < keys; k++ {
+				tx, err := h.BeginTx(ctx, nil)
+				if err == nil {
+					results[p][k], err = EnqueueDedup(ctx, tx, table, Outgoing{Body: "{}", DedupKey: fmt.Sprint("race-", k)})
+					if err == nil {
+						err = tx.Commit()
+					} else {
+						tx.Rollback()
+					}
+				}
+				if err != nil {
+					t.Errorf("producer %d key %d: %v", p, k, err)
+					return
+				}
+			}
+		}(p)
+	}
+	close(start)
+	wg.Wait()
+	for k := 0; k < keys; k++ {
+		held := sqlExec(t, fmt.Sprintf("SELECT id FROM %s.once WHERE dedup_key = 'race-%d'", db, k))
+		a, b := results[0][k], results[1][k]
+		if a.ID != held || b.ID != held || a.Duplicate == b.Duplicate {
+			t.Errorf("key %d: row %q, producers got %+v and %+v; want that id twice, one duplicate", k, held, a, b)
+		}
+	}
+	if n := sqlInt(t, "SELECT COUNT(*) FROM "+db+".once"); n != keys+1 {
+		t.Errorf("%d rows, want %d", n, keys+1)
+	}
+}

@@ -97,11 +97,12 @@ func (ss *serverStream) run() error {
 	b := newBackoff(ss.s.o.Backoff, ss.seed)
 	everStarted := false
 	for !ss.stopped() {
-		// Unless told to fail fast, wait for the connection to (re)connect
-		// rather than fail at once while the server is down: the connection
-		// retries with its own capped, jittered backoff (see DialOptions),
-		// so a restarted server is picked up as soon as it listens.
-		started, err, protocol := ss.runStream(everStarted || !ss.s.o.FailFastInitialConnect)
+		// Each try fails at once while the server cannot be reached (no
+		// wait-for-ready), so that every failed try reaches OnStreamError
+		// and the application can say the server is down; the next try
+		// comes after the backoff, by which time the connection has retried
+		// with its own backoff (see DialOptions).
+		started, err, protocol := ss.runStream()
 		if ss.stopped() {
 			return nil
 		}
@@ -137,12 +138,12 @@ func (ss *serverStream) run() error {
 
 // runStream reads one MessageStream until it ends. started: the fields
 // arrived; protocol: the server broke the protocol (err says how).
-func (ss *serverStream) runStream(waitForReady bool) (started bool, err error, protocol bool) {
+func (ss *serverStream) runStream() (started bool, err error, protocol bool) {
 	ctx, cancel := context.WithCancel(ss.s.streamCtx)
 	defer cancel()
 	req := &msgqv1.MessageStreamRequest{MaxUnacked: int32(ss.s.o.MaxUnacked)}
 	req.Keyspace, req.Name = tableToWire(ss.s.table)
-	stream, err := ss.stub.MessageStream(ctx, req, grpc.WaitForReady(waitForReady))
+	stream, err := ss.stub.MessageStream(ctx, req, grpc.WaitForReady(false))
 	if err != nil {
 		return false, err, false
 	}

@@ -163,8 +163,9 @@ type received struct {
 // down or restarting, table reloaded, connection dropped; also
 // DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, INTERNAL, UNKNOWN,
 // CANCELLED) is reopened after a capped, jittered exponential backoff, reset
-// whenever a stream starts; a reopened stream waits for the connection to
-// come back (gRPC wait-for-ready) instead of failing over and over. Other
+// whenever a stream starts; while the server cannot be reached each try fails
+// at once (no gRPC wait-for-ready) and is reported to Options.OnStreamError,
+// so the application can say so. Other
 // errors (ErrUnknownTable, ErrInvalidArgument, ErrUnauthenticated,
 // ErrPermissionDenied, FAILED_PRECONDITION, ...) and protocol violations
 // from any server end Run with that error (prefixed "server NAME: " when
@@ -294,9 +295,10 @@ func newSubscriber(servers []Server, table Table, handler Handler, opts Options)
 
 // Run receives and handles messages until ctx ends or a server answers with
 // an error that is not retryable (see Subscriber), then drains: it stops
-// reading, drops the messages not yet given to a handler (they are sent
-// again after the table's ack wait), waits for the running handlers and
-// their nacks, flushes their acks and closes the connections it dialled.
+// reading, waits for the running handlers and their nacks, hands back the
+// messages no handler started (one MessageNack with no delay per server, so
+// they are sent again at once), flushes the handlers' acks and closes the
+// connections it dialled.
 // When the drain takes longer than Options.DrainTimeout, Run cancels the
 // handlers' context, stops flushing and returns an error wrapping
 // context.DeadlineExceeded; what was not acked comes back after the ack
@@ -387,8 +389,9 @@ func (s *Subscriber) streamEnded(err error) {
 	s.stop()
 }
 
-// stop cancels the streams and drops the messages not yet handed to a
-// handler. Running handlers finish. Idempotent.
+// stop cancels the streams and ends the workers once their handler
+// returns; the messages no handler started stay queued for handBack.
+// Idempotent.
 func (s *Subscriber) stop() {
 	s.stopOnce.Do(func() {
 		close(s.stopping)
@@ -411,6 +414,7 @@ func (s *Subscriber) drain(streams []*serverStream) error {
 	var err error
 	select {
 	case <-idle:
+		s.handBack(ctx)
 	case <-ctx.Done():
 		s.cancelHandler()
 		err = fmt.Errorf("msgq: handlers still running after the drain timeout of %v: %w", s.o.DrainTimeout, ctx.Err())
@@ -428,6 +432,44 @@ func (s *Subscriber) drain(streams []*serverStream) error {
 	wg.Wait()
 	s.cancelHandler()
 	return err
+}
+
+// handBack nacks, with no delay, the messages received that no handler
+// started, one MessageNack per server, so that they are sent again at once
+// instead of after the table's ack wait. Only once the streams and workers
+// have ended: nothing else touches the queue then. A failed nack goes to
+// OnNackError; those messages come back after the ack wait.
+func (s *Subscriber) handBack(ctx context.Context) {
+	byOrigin := map[*serverStream][]Delivery{}
+	var order []*serverStream
+queued:
+	for {
+		select {
+		case r := <-s.queue:
+			if byOrigin[r.origin] == nil {
+				order = append(order, r.origin)
+			}
+			byOrigin[r.origin] = append(byOrigin[r.origin], r.msg.Delivery())
+		default:
+			break queued
+		}
+	}
+	if s.o.NoSettle {
+		return
+	}
+	result := Retry(0, "consumer stopped before it")
+	for _, origin := range order {
+		res, err := origin.client.Nack(ctx, s.table, byOrigin[origin], result)
+		if err != nil {
+			if s.o.OnNackError != nil {
+				s.o.OnNackError(origin.name, err)
+			}
+			continue
+		}
+		atomic.AddInt64(&origin.nackCalls, 1)
+		atomic.AddInt64(&origin.retried, res.Retried)
+		atomic.AddInt64(&origin.dead, res.Dead)
+	}
 }
 
 // Stats returns the counters since the subscriber started.

@@ -110,11 +110,11 @@ void ServerStream::RunStreamLoop() {
   absl::Status final_status;
   while (true) {
     grpc::ClientContext context;
-    // Unless told to fail fast, wait for the channel to (re)connect rather
-    // than fail at once while it is down: the channel retries connections
-    // with its own capped, jittered backoff (see NewChannel), so a restarted
-    // server is picked up as soon as it listens.
-    context.set_wait_for_ready(ever_started || options_.retry_initial_connect);
+    // No wait-for-ready: each try fails at once while the server cannot be
+    // reached, so that every failed try reaches on_stream_error and the
+    // application can say the server is down; the next try comes after the
+    // backoff, by which time the channel has retried the connection with its
+    // own backoff (see NewChannel).
     {
       absl::MutexLock lock(&mu_);
       if (stop_requested_) break;

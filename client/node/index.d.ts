@@ -334,6 +334,20 @@ export interface Outgoing {
   delay?: number;
   /** More columns by name, e.g. { priority: 10 }; traceparent/tracestate override the context's. */
   columns?: Record<string, unknown>;
+  /**
+   * dedup_key: on a table with msgq_dedup_window MySQL keeps one row per key
+   * (docs/tables.md#deduplicated-enqueue). Needed by enqueueDedup; enqueue
+   * writes it too, and a duplicate then rejects with errno 1062.
+   */
+  dedupKey?: string;
+}
+
+/** What enqueueDedup did with one message. */
+export interface Enqueued {
+  /** The id of the row holding the message's dedupKey (its own when inserted). */
+  readonly id: string;
+  /** That row was there before: nothing was inserted for this message. */
+  readonly duplicate: boolean;
 }
 
 export interface EnqueueOptions {
@@ -352,3 +366,15 @@ export declare function enqueue(conn: SqlConnection, table: TableRef, message: O
 /** Inserts several messages with one multi-row INSERT; resolves to their ids. */
 export declare function enqueueBatch(conn: SqlConnection, table: TableRef, messages: Outgoing[],
                                      options?: EnqueueOptions): Promise<string[]>;
+/**
+ * Inserts the message unless a row already holds its dedupKey (committed,
+ * or committed by a racing producer while this INSERT waited for it), with
+ * INSERT ... ON DUPLICATE KEY UPDATE id = id inside the application's
+ * transaction; a duplicate resolves, it does not reject. Rejects with a
+ * MsgqError (INVALID_ARGUMENT) without a dedupKey.
+ */
+export declare function enqueueDedup(conn: SqlConnection, table: TableRef, message: Outgoing,
+                                     options?: EnqueueOptions): Promise<Enqueued>;
+/** enqueueDedup of several messages with one INSERT; a repeated key is a duplicate of its first. */
+export declare function enqueueDedupBatch(conn: SqlConnection, table: TableRef, messages: Outgoing[],
+                                          options?: EnqueueOptions): Promise<Enqueued[]>;

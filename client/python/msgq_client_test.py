@@ -1,6 +1,6 @@
 """Tests of msgq.Client (the unary calls), msgq.aio (AsyncClient,
 AsyncSubscriber: handler concurrency, heartbeats, iteration, the drain) and
-the producer (msgq.enqueue, enqueue_batch) against one private MariaDB and
+the producer (msgq.enqueue, enqueue_batch, enqueue_dedup) against one private MariaDB and
 a real msgqd ($MSGQD, else build/server/msgqd), shared by all tests (each
 uses its own tables).
 
@@ -134,6 +134,25 @@ class ClientTest(unittest.TestCase):
                          [("1", "1", "1", "0", "-"),
                           ("2", "0", "1", "1", "later"),
                           ("3", "0", "1", "0", "poison")])
+
+    def test_blocking_stop_settles_the_batch_in_hand(self):
+        # stop() from the first handler of a streamed batch that takes 3 s
+        # to handle: run() handles and acks the whole batch, then returns.
+        self.server.create("t_stop", ["1", "2", "3"])
+        seen: List[str] = []
+
+        def handler(message: msgq.Message) -> msgq.HandlerResult:
+            seen.append(message.id)
+            sub.stop()
+            time.sleep(1)
+            return msgq.ack()
+
+        sub = msgq.Subscriber(self.server.address, "t_stop", handler,
+                              keyspace="msgq", tracing=False)
+        self.assertEqual(sub.run(), 3)
+        self.assertEqual(seen, ["1", "2", "3"])
+        self.assertEqual([r[:2] for r in self.server.rows("t_stop")],
+                         [("1", "1"), ("2", "1"), ("3", "1")])
 
     def test_list_dead_and_redrive(self):
         self.server.create("t_dead", ["10", "11", "12"])
@@ -519,6 +538,70 @@ class ProducerTest(unittest.TestCase):
               "k=v"),))
         self.assertEqual(self.server.db.sql(
             "SELECT id FROM msgq.p_notrace"), (("t2",),))
+
+    def test_dedup_two_producers_race_and_one_row_is_kept(self):
+        import threading
+        import MySQLdb
+        dedup = ("dedup_key varchar(64) DEFAULT NULL, time_created bigint "
+                 "DEFAULT (UNIX_TIMESTAMP(NOW(6)) * 1000000000), "
+                 "UNIQUE KEY dedup_key (dedup_key), ")
+        self.server.db.sql(producer_ddl("p_dedup", extra=dedup).replace(
+            "vt_poller_interval=1'",
+            "vt_poller_interval=1,msgq_dedup_window=60'"))
+        self.server.wait_loaded("p_dedup")
+        first = msgq.enqueue_dedup(self.conn, "p_dedup", "a", dedup_key="k0")
+        self.conn.commit()
+        self.assertFalse(first.duplicate)
+        self.assertEqual(
+            msgq.enqueue_dedup(self.conn, "p_dedup", "b", dedup_key="k0"),
+            msgq.Enqueued(first.id, True))
+        self.assertEqual(
+            [r.duplicate for r in msgq.enqueue_dedup_batch(
+                self.conn, "p_dedup", [msgq.Outgoing("c", dedup_key="k1"),
+                                       msgq.Outgoing("d", dedup_key="k1")])],
+            [False, True])
+        with self.assertRaises(MySQLdb.IntegrityError) as e:
+            msgq.enqueue(self.conn, "p_dedup", "e", dedup_key="k0")
+        self.assertEqual(e.exception.args[0], 1062)
+        with self.assertRaises(ValueError):
+            msgq.enqueue_dedup_batch(self.conn, "p_dedup",
+                                     [msgq.Outgoing("f")])
+        self.conn.commit()
+
+        # Two producers, each key in its own transaction, at once.
+        keys = ["race-%d" % i for i in range(100)]
+        results: List[List[msgq.Enqueued]] = [[], []]
+        start = threading.Barrier(2)
+
+        def produce(p: int) -> None:
+            conn = self.server.db.connect("msgq")
+            try:
+                start.wait()
+                for k in keys:
+                    results[p].append(msgq.enqueue_dedup(
+                        conn, "p_dedup", {"p": p}, dedup_key=k))
+                    conn.commit()
+            finally:
+                conn.close()
+
+        threads = [threading.Thread(target=produce, args=(p,))
+                   for p in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual([len(r) for r in results], [100, 100])
+        rows = dict(self.server.db.sql(
+            "SELECT dedup_key, id FROM msgq.p_dedup WHERE dedup_key LIKE "
+            "'race-%%'"))
+        self.assertEqual(sorted(rows), sorted(keys))
+        for i, k in enumerate(keys):
+            a, b = results[0][i], results[1][i]
+            self.assertEqual((a.id, b.id), (rows[k], rows[k]), k)
+            self.assertEqual(sorted([a.duplicate, b.duplicate]),
+                             [False, True], k)
+        self.assertEqual(self.server.db.sql(
+            "SELECT COUNT(*) FROM msgq.p_dedup"), ((102,),))
 
 
 if __name__ == "__main__":

@@ -27,8 +27,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from typing import List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.environ.get("MSGQ_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
@@ -177,6 +178,42 @@ class Consumer:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
+
+
+def run_watching_stderr(argv: List[str],
+                        until: Callable[[str], bool] = lambda _: False,
+                        timeout: float = 30,
+                        env: Optional[Dict[str, str]] = None
+                        ) -> Tuple[Optional[int], str]:
+    """Runs `argv`; (exit code, stderr) when it exits, or (None, stderr)
+    once `until(stderr so far)` holds or `timeout` passed (then it is
+    killed)."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    assert proc.stderr is not None
+    lines: List[str] = []
+    matched, done = threading.Event(), threading.Event()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            if until("".join(lines)):
+                matched.set()
+                break
+        done.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    done.wait(timeout)
+    killed = matched.is_set() or not done.is_set()
+    if killed:
+        proc.kill()
+    code = proc.wait(10)
+    reader.join(5)
+    proc.stderr.close()
+    return (None if killed else code), "".join(lines)
 
 
 def read_events(path: str) -> List[List[str]]:

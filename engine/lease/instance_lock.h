@@ -34,11 +34,11 @@
 // this msgqd started, sends rows from their binlog images at once; a lock
 // taken after another holder was seen, or held again on a new session of
 // ours (the lock was free in between and may have passed through another
-// msgqd), waits RowReconciler::kImageQuiet, as the other msgqd may have
-// sent rows that the binlog, read up to kImageMaxLag behind, has not
-// shown yet. GET_LOCK keeps no history: a holder that let go between this
-// msgqd's start and its first round goes unseen, one more reason the lock
-// is a guard against a mistake.
+// msgqd), uses images only for changes after its first read's binlog
+// position (RowReconciler rule 6), as the other msgqd may have sent rows
+// whose changes the binlog has not shown yet. GET_LOCK keeps no history: a
+// holder that let go between this msgqd's start and its first round goes
+// unseen, one more reason the lock is a guard against a mistake.
 //
 // Rounds every lease / 5 (OwnershipKeeper); a round that cannot reach MySQL
 // changes nothing and the grants run out. Thread-safety: as

@@ -7,7 +7,6 @@
 #include "common/log.h"
 #include "engine/lease/lease_plan.h"
 #include "engine/lease/lease_retry.h"
-#include "engine/queue/row_reconciler.h"
 
 namespace msgq {
 
@@ -178,17 +177,11 @@ void LeaseKeeper::Rebalance(const std::set<std::string>& held, Managers& tables,
     absl::StatusOr<bool> taken = store_->Take(
         name, options_.self, options_.lease, seen.owner, seen.version);
     if (!taken.ok() || !*taken) continue;
-    const bool recent = seen.free_for < RowReconciler::kImageQuiet;
-    tables[name]->Own(t1 + options_.lease * 3 / 4, /*images_wait=*/recent);
+    // Another instance may have sent its rows: images only for changes
+    // after this owner's first read (RowReconciler rule 6).
+    tables[name]->Own(t1 + options_.lease * 3 / 4, /*images_wait=*/true);
     owned.insert(name);
-    LogInfo("leases: took `", name, "`",
-            recent
-                ? absl::StrCat(" (another instance may have sent it "
-                               "within ",
-                               absl::FormatDuration(RowReconciler::kImageQuiet),
-                               "): rows are read by id for the first ",
-                               absl::FormatDuration(RowReconciler::kImageQuiet))
-                : "");
+    LogInfo("leases: took `", name, "`");
   }
   // A standby says once which instance serves each table it does not: its
   // own subscribers of that table receive nothing meanwhile.

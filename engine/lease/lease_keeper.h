@@ -30,27 +30,11 @@
 // Stop() ends the thread and releases every lease and the heartbeat row
 // (call it after the managers stopped and flushed).
 //
-// Row images after a grant (MessageManager::Own's `images_wait`): a
-// manager sends rows from their binlog images at once only when no other
-// instance can have sent the table lately, and otherwise first waits
-// RowReconciler::kImageQuiet (the binlog may be read kImageMaxLag behind,
-// so an image seen just after a takeover may be a row the last owner has
-// sent since). No wait when the lease
-//   - was taken free for at least kImageQuiet by this instance's watch
-//     (TableLease::free_for: a row never held; released and read released
-//     that long; lapsed that long, i.e. read unchanged for a lease plus
-//     kImageQuiet): the last owner, if any, stopped sending before then,
-//     so every image of a row it could have sent is older than
-//     kImageMaxLag and is not used;
-//   - was held under this id at the previous round (a take names the
-//     version, and every renewal changes it, so nobody else took it in
-//     between), or, at this process's first round, by a predecessor with
-//     this id, which is gone (see the instance id below) and whose writes
-//     all precede this process's binlog position.
-// A wait when the lease was taken free for less than that (a hand-over,
-// a lapse just seen, or any release this instance has not watched that
-// long, e.g. at its start), and for a lease found held under this id that
-// this process did not know it took (a Take whose answer was lost).
+// Row images after a grant (MessageManager::Own's `images_wait`): every
+// take asks the manager to use images only for changes after the binlog
+// position of its first read after the grant (RowReconciler rule 6): the
+// last owner, if any, stopped sending before the grant, so its reads are
+// all at or before that position.
 //
 // Check() (before Start) creates the two tables when missing and tries
 // every kind of statement the rounds run on them; a grant that is missing

@@ -31,6 +31,7 @@ FakeMessageStore::Schema FakeMessageStore::SchemaOf(const MessageTable& table) {
 // ---- Rows --------------------------------------------------------------
 
 void FakeMessageStore::Put(Row row) {
+  ++commits_;
   std::string id = row.id;
   rows_[std::move(id)] = std::move(row);
 }

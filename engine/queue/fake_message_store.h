@@ -223,6 +223,11 @@ class FakeMessageStore final : public MessageStore {
       const std::vector<std::string>& ids, int64_t now) override;
   absl::StatusOr<std::optional<int64_t>> NextDueAfter(int64_t now) override;
   absl::StatusOr<WriteResult> Write(const WriteBatch& batch) override;
+  // Every read sees every commit: its position is the binlog's end.
+  BinlogPosition read_position() const override { return position(); }
+  // The binlog's end: one offset per Put and per Write, in one file (a
+  // test gives a change it shows the position after the Put that made it).
+  BinlogPosition position() const { return {"binlog.000001", commits_}; }
   absl::StatusOr<int64_t> Purge(int64_t cutoff, int limit) override;
   absl::StatusOr<int64_t> PurgeDead(int64_t cutoff, int limit) override;
   absl::StatusOr<int64_t> CountDead() override;
@@ -277,6 +282,7 @@ class FakeMessageStore final : public MessageStore {
   std::deque<absl::Status> fail_postpones_;
   absl::Status fail_all_;
   std::set<std::string> locked_;
+  uint64_t commits_ = 0;
   int next_due_calls_ = 0;
   int count_dead_calls_ = 0;
   int statements_ = 0;

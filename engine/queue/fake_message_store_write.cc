@@ -138,6 +138,7 @@ int64_t FakeMessageStore::ApplyRedrive(const RedriveGroup& group, int64_t now) {
 }
 
 absl::StatusOr<WriteResult> FakeMessageStore::Write(const WriteBatch& batch) {
+  ++commits_;
   statements_ += WriteStatements(batch);
   const absl::Status status = Begin(Op::kWrite);
   WriteCall& call = writes_.emplace_back();

@@ -234,7 +234,10 @@ class MessageStore {
   // not be worked around); then nothing at all was applied.
   virtual absl::StatusOr<WriteResult> Write(const WriteBatch& batch) = 0;
 
-  // Deletes at most `limit` rows acked before `cutoff`; returns how many.
+  // Deletes at most `limit` rows acked before `cutoff` (now -
+  // vt_purge_after), keeping, with msgq_dedup_window, those whose dedup_key
+  // is still in its window at that now (docs/design/dedup.md; PurgeDead
+  // too, its now being cutoff + msgq_dead_retention); returns how many.
   virtual absl::StatusOr<int64_t> Purge(int64_t cutoff, int limit) = 0;
 
   // Dead rows are those with time_acked and time_next both NULL.

@@ -10,6 +10,16 @@ namespace msgq {
 void RowReconciler::Sent(const std::string& id, int64_t epoch,
                          absl::Time mono) {
   ledger_.Sent(id, epoch, mono);
+  Touched({id});
+}
+
+void RowReconciler::Touched(const std::vector<std::string>& ids) {
+  if (deferred_.empty()) return;
+  for (const std::string& id : ids) {
+    if (auto it = deferred_.find(id); it != deferred_.end()) {
+      it->second.read = true;
+    }
+  }
 }
 
 bool RowReconciler::HandBack(const Message& m, int64_t now, int64_t ack_wait) {
@@ -31,10 +41,12 @@ bool RowReconciler::HandBack(const Message& m, int64_t now, int64_t ack_wait) {
 }
 
 RowReconciler::Ticket RowReconciler::BeginAck(std::vector<std::string> ids) {
+  Touched(ids);
   return ledger_.BeginAck(std::move(ids));
 }
 
 RowReconciler::Ticket RowReconciler::BeginHold(std::vector<std::string> ids) {
+  Touched(ids);
   return ledger_.BeginHold(std::move(ids));
 }
 
@@ -138,14 +150,26 @@ void RowReconciler::LeftFlight(const std::vector<std::string>& ids) {
   left_while_reading_.insert(ids.begin(), ids.end());
 }
 
-void RowReconciler::ReadStarts() { ++reads_running_; }
+uint64_t RowReconciler::ReadStarts() {
+  ++reads_running_;
+  return next_read_++;
+}
 
-void RowReconciler::ReadEnds(std::vector<Message>* rows, int64_t now) {
+RowReconciler::Deferred RowReconciler::ReadEnds(uint64_t read,
+                                                std::vector<Message>* rows,
+                                                int64_t now,
+                                                const BinlogPosition& at) {
   if (rows != nullptr) {
     if (row_images_) {
+      MoveFence(read, !rows->empty(), at);
       for (const Message& m : *rows) {
-        read_ids_.Erase(m.id);  // the latest read counts
-        read_ids_.Put(m.id, now);
+        auto it = deferred_.find(m.id);
+        if (it == deferred_.end()) continue;
+        if (IncludedIn(it->second.change.position, at) == true) {
+          deferred_.erase(it);  // the read has the change: nothing to add
+        } else {
+          it->second.read = true;  // it may send an older copy: read again
+        }
       }
     }
     std::erase_if(*rows, [&](const Message& m) {
@@ -153,7 +177,50 @@ void RowReconciler::ReadEnds(std::vector<Message>* rows, int64_t now) {
              !expected_.Accept(m.id, m.priority, m.time_next, now);
     });
   }
-  if (--reads_running_ == 0) left_while_reading_.clear();
+  Deferred decided;
+  if (--reads_running_ > 0) return decided;
+  left_while_reading_.clear();
+  for (auto& [id, w] : deferred_) {
+    if (!w.read && !ledger_.InFlight(id) && ImageUsable(w.change)) {
+      decided.images.push_back(std::move(w.change));
+    } else {
+      decided.read.push_back(id);
+    }
+  }
+  deferred_.clear();
+  return decided;
+}
+
+void RowReconciler::MoveFence(uint64_t read, bool returned,
+                              const BinlogPosition& at) {
+  if (fence_ == Fence::kWait) {
+    // R0: the first read that started after the wait began.
+    if (read >= wait_from_ && at.known()) {
+      fence_ = Fence::kAt;
+      read_at_ = at;
+    } else if (returned && !at.known()) {
+      WaitForRead();  // its rows are of an unknown place
+    }
+    return;
+  }
+  if (!returned) return;  // it sent nothing: its place does not matter
+  if (fence_ == Fence::kNone) {
+    if (at.known()) {
+      fence_ = Fence::kAt;
+      read_at_ = at;
+    } else {
+      WaitForRead();
+    }
+    return;
+  }
+  // kAt: the latest read counts; one of no place or of another server's
+  // places stops images until a read after it has one.
+  const std::optional<bool> older = IncludedIn(read_at_, at);
+  if (!older.has_value()) {
+    WaitForRead();
+  } else if (*older) {
+    read_at_ = at;
+  }
 }
 
 int64_t RowReconciler::Queued(absl::string_view id) {
@@ -162,10 +229,11 @@ int64_t RowReconciler::Queued(absl::string_view id) {
 
 RowReconciler::BinlogVerdict RowReconciler::OnBinlogChange(const RowChange& c,
                                                            int64_t now,
-                                                           absl::Time mono,
                                                            bool reading,
                                                            bool subscribed) {
   BinlogVerdict v;
+  // A later change of a row replaces its deferred image (rule 6).
+  deferred_.erase(c.id);
   // The binlog is past every transaction before c's: their echoes passed.
   own_echoes_.Shown(c.gtid);
   if (c.deleted || c.time_acked.has_value() || !c.time_next.has_value()) {
@@ -210,27 +278,33 @@ RowReconciler::BinlogVerdict RowReconciler::OnBinlogChange(const RowChange& c,
     v.action = BinlogAction::kDueIdle;  // the first subscriber polls
   } else {
     seen_.Put(c.id, now);
-    v.action = !older_than_own && ImageUsable(c, now, mono)
-                   ? BinlogAction::kDueImage
-                   : BinlogAction::kDueRead;
+    if (older_than_own || !row_images_ || c.row == nullptr) {
+      v.action = BinlogAction::kDueRead;
+    } else if (reads_running_ > 0 && deferred_.size() < kMaxDeferred) {
+      // The running reads' positions are not known yet (rule 6).
+      deferred_.insert_or_assign(c.id, Waiting{c});
+      v.action = BinlogAction::kDueDeferred;
+    } else {
+      v.action = reads_running_ == 0 && ImageUsable(c) ? BinlogAction::kDueImage
+                                                       : BinlogAction::kDueRead;
+    }
   }
   return v;
 }
 
-bool RowReconciler::ImageUsable(const RowChange& c, int64_t now,
-                                absl::Time mono) const {
+bool RowReconciler::ImageUsable(const RowChange& c) const {
   if (!row_images_ || c.row == nullptr) return false;
-  // A new manager or owner does not know what the one before it read and
-  // sent: images wait until the binlog is read past that time.
-  if (mono < images_from_) return false;
-  // An image is the row as it was committed. It may be sent only if no
-  // read since that commit could have returned the row (and sent it, and
-  // seen it acked): the binlog is read at most kImageMaxLag behind, and no
-  // read within that long named the id (nor was forgotten early).
-  const int64_t lag = absl::ToInt64Nanoseconds(kImageMaxLag);
-  if (c.event_time * 1'000'000'000 < now - lag) return false;
-  if (read_ids_.Contains(c.id)) return false;
-  return read_ids_.evicted_young() < now - lag - 1'000'000'000;
+  switch (fence_) {
+    case Fence::kNone:
+      return true;  // no read yet, no predecessor
+    case Fence::kWait:
+      return false;
+    case Fence::kAt:
+      // After every read that returned rows, and after R0: no read could
+      // have returned the row since this commit.
+      return IncludedIn(c.position, read_at_) == false;
+  }
+  return false;
 }
 
 }  // namespace msgq

@@ -31,7 +31,10 @@
 //   shown in flight the time_next the binlog last showed of each id in
 //                   flight, until it leaves flight (an echo may come
 //                   before the write's result);
-//   reads           with row images: the ids reads returned (60 s);
+//   read fence      with row images: the latest position R of a read
+//                   that returned rows (or R0, see rule 6), and the images
+//                   that came while a read ran, until the reads end
+//                   (bounded by kMaxDeferred);
 //   seen            when the binlog showed a due row's commit, until the
 //                   row is queued (600 s; the commit_to_send latency).
 //
@@ -43,10 +46,13 @@
 //     flight is never queued (MySQL may still show the row from before the
 //     write), and a binlog change of it that leaves it unacked is msgq's
 //     own write and is ignored; only the binlog showing it gone counts.
-//  2. A read is as old as its start. An id that leaves flight while a read
-//     runs (the ack lane settles acks while the table's round reads) is
-//     dropped from that read: it may show the row from before the write
-//     that settled it. A hand-back is not such a write: it wrote nothing.
+//  2. A read at R drops an id whose settling write committed at W > R.
+//     Kept as: an id that leaves flight while a read runs is dropped from
+//     it (bounded by the reads running). That drops the W <= R cases too,
+//     which changes nothing: only the ack lane settles while the table's
+//     round reads, and a row acked at W <= R is not due in the read. W's
+//     position is known only once its echo passed, often after the read.
+//     A hand-back is not such a write: it wrote nothing.
 //  3. The binlog may be ahead of a read. What the binlog last said of a row
 //     msgq did not write (its priority and time_next; or acked, dead,
 //     deleted) is expected; a read that shows anything else is stale and
@@ -67,13 +73,21 @@
 //     result; D4). Where the server names no GTIDs, an id's next ack (or
 //     change with the time_next written) after a committed write is its
 //     echo.
-//  6. A row image is the row as its transaction committed: it is queued
-//     only when no read since that commit could have returned the row (and
-//     sent it, and seen it settled): the binlog is read at most
-//     kImageMaxLag behind (by the event's timestamp), no read returned the
-//     id within that time (nor was such a fact forgotten early), and not
-//     before the images' start (a new manager or owner does not know what
-//     the one before it read and sent).
+//  6. Images, by position. A row image at E (where its rows event ends)
+//     is queued only when E is after the position R of every read that
+//     returned rows (no read could have returned the row, sent it and
+//     seen it settled since that commit: the largest R is kept), and
+//     after R0, the position of the first read that started after this
+//     manager was built or granted the table (a predecessor stopped
+//     sending before the grant: its reads are at or before R0). A read's
+//     R is known when it ends: an image that comes while a read runs is
+//     deferred and decided as the reads end (fetched by id when a read
+//     from before E returned the id, or msgq sent, acked, nacked or
+//     extended it meanwhile; nothing when a read at or after E returned
+//     it). Without a position (a read with rows and none: MySQL, no
+//     binary log; another log's file name) images stop until a read
+//     started after that one ends with one; rows are fetched by id. A
+//     manager with no predecessor uses images until a read returns rows.
 //  7. The binlog shows commits in order: until it echoes a write of
 //     msgq's that committed (an ack, postpone, nack or extend), every
 //     change of that row it shows is older than the write. Such a change
@@ -115,18 +129,16 @@ class RowReconciler {
   using Postpone = SettlementLedger::Postpone;
   using Ticket = SettlementLedger::AckTicket;
 
-  // How far behind the binlog may be read, by the rows event's timestamp
-  // (whole seconds), for a row image to be used.
-  static constexpr absl::Duration kImageMaxLag = absl::Seconds(3);
-  // How long a new owner waits before using row images; exceeds
-  // kImageMaxLag by a second (timestamps are whole seconds).
-  static constexpr absl::Duration kImageQuiet = absl::Seconds(5);
+  // At most this many images wait for the reads running (rule 6); more are
+  // fetched by id.
+  static constexpr size_t kMaxDeferred = 1 << 12;
 
-  // `row_images`: the table may queue rows from binlog row images (reads
-  // are remembered for rule 6). No image is used before `images_from`
-  // (monotonic).
-  RowReconciler(bool row_images, absl::Time images_from)
-      : row_images_(row_images), images_from_(images_from) {}
+  // `row_images`: the table may queue rows from binlog row images.
+  // `images_wait`: another manager may have read and sent the table's rows
+  // (a reload): no image is used before R0 (rule 6).
+  RowReconciler(bool row_images, bool images_wait)
+      : row_images_(row_images),
+        fence_(images_wait ? Fence::kWait : Fence::kNone) {}
 
   // ---- Sends (rules 1 and 4) ----
 
@@ -177,11 +189,20 @@ class RowReconciler {
 
   // ---- Reads (rules 1 to 3, 6) ----
 
-  // A poll or a fetch starts reading.
-  void ReadStarts();
-  // It ended at `now`; `rows` (null when it failed) loses the rows that
-  // are stale by rule 2 or 3. Call before any row is queued.
-  void ReadEnds(std::vector<Message>* rows, int64_t now);
+  // A poll or a fetch starts reading; returns its number for ReadEnds.
+  uint64_t ReadStarts();
+  // What rule 6 decided of the images deferred while reads ran.
+  struct Deferred {
+    std::vector<RowChange> images;  // queue from the image
+    std::vector<std::string> read;  // read again (fetch by id)
+  };
+  // Read `read` ended at `now`; `rows` (null when it failed) loses the
+  // rows that are stale by rule 2 or 3; `at` is the position of its
+  // snapshot (MessageStore::read_position(); unknown when the store did not
+  // say). Call before any row is queued. When no read runs any more, the
+  // deferred images are decided (rule 6): queue them after the rows.
+  Deferred ReadEnds(uint64_t read, std::vector<Message>* rows, int64_t now,
+                    const BinlogPosition& at = {});
   // Whether a due row read from MySQL (or its image) may be queued: not
   // while it is in flight (rule 1).
   bool MayQueue(absl::string_view id) const { return !ledger_.InFlight(id); }
@@ -193,26 +214,28 @@ class RowReconciler {
 
   // What the manager does with a change the binlog showed.
   enum class BinlogAction {
-    kGone,        // acked, dead or deleted: out of the cache
-    kOwn,         // msgq's own write (rules 1 and 5): nothing
-    kNotReading,  // changed, but the manager reads nothing now
-    kScheduled,   // changed, due later: out of the cache, a round then
-    kDueIdle,     // changed and due, but nobody subscribes: out of the cache
-    kDueImage,    // changed and due: queue its row image (rule 6)
-    kDueRead,     // changed and due: read it again
+    kGone,         // acked, dead or deleted: out of the cache
+    kOwn,          // msgq's own write (rules 1 and 5): nothing
+    kNotReading,   // changed, but the manager reads nothing now
+    kScheduled,    // changed, due later: out of the cache, a round then
+    kDueIdle,      // changed and due, but nobody subscribes: out of the cache
+    kDueImage,     // changed and due: queue its row image (rule 6)
+    kDueDeferred,  // changed and due, a read runs: ReadEnds decides (rule 6)
+    kDueRead,      // changed and due: read it again
   };
   struct BinlogVerdict {
     BinlogAction action = BinlogAction::kOwn;
     // kGone: an ack msgq did not write (an application's UPDATE).
     bool acked_by_sql = false;
   };
-  // The binlog showed `c` at `now` (`mono`). `reading`: the manager reads
+  // The binlog showed `c` at `now`. `reading`: the manager reads
   // the table now (it owns it and is not paused); `subscribed`: someone
   // would receive a due row.
-  BinlogVerdict OnBinlogChange(const RowChange& c, int64_t now, absl::Time mono,
-                               bool reading, bool subscribed);
-  // A new owner: no row image is used before `mono` + kImageQuiet.
-  void ImagesWait(absl::Time mono) { images_from_ = mono + kImageQuiet; }
+  BinlogVerdict OnBinlogChange(const RowChange& c, int64_t now, bool reading,
+                               bool subscribed);
+  // A new owner: no row image is used before R0, the position of the first
+  // read that starts after this call (rule 6).
+  void ImagesWait() { WaitForRead(); }
 
   // ---- Views of the ledger ----
 
@@ -224,7 +247,15 @@ class RowReconciler {
 
  private:
   // Rule 6, for a due change `c` of an id not in flight.
-  bool ImageUsable(const RowChange& c, int64_t now, absl::Time mono) const;
+  bool ImageUsable(const RowChange& c) const;
+  // Rule 6: no image until a read that starts after now ends with a
+  // position.
+  void WaitForRead() {
+    fence_ = Fence::kWait;
+    wait_from_ = next_read_;
+  }
+  // Rule 6: read `read` ended with rows or not (`returned`) at `at`.
+  void MoveFence(uint64_t read, bool returned, const BinlogPosition& at);
   // Rule 2: remembers `ids` when a read runs.
   void LeftFlight(const std::vector<std::string>& ids);
   // Rule 7: msgq's latest write of `p.id` committed with `p.time_next`,
@@ -243,7 +274,25 @@ class RowReconciler {
   }
 
   const bool row_images_;
-  absl::Time images_from_;
+  // Rule 6. kNone: nothing read, no predecessor (every image is newer);
+  // kAt: images after read_at_; kWait: none until a read numbered
+  // wait_from_ or later ends with a position.
+  enum class Fence { kNone, kAt, kWait };
+  Fence fence_;
+  BinlogPosition read_at_;
+  uint64_t wait_from_ = 0;
+  uint64_t next_read_ = 0;
+  // Rule 6: images that came while a read ran, and whether their id was
+  // since returned by a read from before the change, sent, or given to a
+  // write of msgq's (bounded by kMaxDeferred).
+  struct Waiting {
+    RowChange change;
+    bool read = false;
+  };
+  // Rule 6: `ids` were sent or given to a write: their deferred images are
+  // read by id instead.
+  void Touched(const std::vector<std::string>& ids);
+  absl::flat_hash_map<std::string, Waiting> deferred_;
   SettlementLedger ledger_;
   int reads_running_ = 0;
   absl::flat_hash_set<std::string> left_while_reading_;
@@ -261,7 +310,6 @@ class RowReconciler {
   // in flight (an own write's echo may come before its result), until the
   // id leaves flight (bounded by the ids in flight).
   absl::flat_hash_map<std::string, int64_t> shown_in_flight_;
-  RecentIds read_ids_{1 << 17, 60'000'000'000};
   RecentIds seen_{1 << 16, 600'000'000'000};
 };
 

@@ -56,7 +56,7 @@ RowChange AckEcho(const std::string& id) {
 }
 
 RowReconciler::BinlogVerdict Show(RowReconciler& r, const RowChange& c) {
-  return r.OnBinlogChange(c, kNow, kMono, /*reading=*/true,
+  return r.OnBinlogChange(c, kNow, /*reading=*/true,
                           /*subscribed=*/true);
 }
 
@@ -68,7 +68,7 @@ RowReconciler::BinlogVerdict Show(RowReconciler& r, const RowChange& c) {
 // the id (still known as written) refuses the hand-back, as an ack running
 // does; so does the binlog's ack once shown.
 TEST(RowReconcilerDeviationTest, D1AHandBackAfterItsAckCommitted) {
-  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler r(false, /*images_wait=*/false);
   r.Sent("a", 0, kMono);
   const RowReconciler::Ticket ack = r.BeginAck({"a"});
   r.AcksWriting({"a"});
@@ -87,7 +87,7 @@ TEST(RowReconcilerDeviationTest, D1AHandBackAfterItsAckCommitted) {
 // msgq's (an ack that failed), a read from before the UPDATE was visible is
 // queued too. Exact: the change is expected of later reads and hand-backs.
 TEST(RowReconcilerDeviationTest, DISABLED_D2AnAppChangeInFlightIsForgotten) {
-  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler r(false, /*images_wait=*/false);
   r.Sent("a", 0, kMono);
   EXPECT_EQ(Show(r, Change("a", /*priority=*/7)).action, Action::kOwn);
   EXPECT_FALSE(r.HandBack(Sent("a", /*priority=*/0), kNow, kAckWait));
@@ -96,8 +96,8 @@ TEST(RowReconcilerDeviationTest, DISABLED_D2AnAppChangeInFlightIsForgotten) {
   EXPECT_EQ(Show(r, Change("b", /*priority=*/7)).action, Action::kOwn);
   r.AckDone(ack, Outcome::kTransient);
   std::vector<Message> read = {Sent("b", /*priority=*/0)};
-  r.ReadStarts();
-  r.ReadEnds(&read, kNow);
+  const uint64_t number = r.ReadStarts();
+  r.ReadEnds(number, &read, kNow);
   EXPECT_THAT(read, IsEmpty());
 }
 
@@ -109,7 +109,7 @@ TEST(RowReconcilerDeviationTest, DISABLED_D2AnAppChangeInFlightIsForgotten) {
 // image older than a write of msgq's is read by id instead (as an image
 // after a read is), until the binlog shows that write.
 TEST(RowReconcilerDeviationTest, D3AnImageOlderThanMsgqsOwnWrite) {
-  RowReconciler r(true, absl::InfinitePast());
+  RowReconciler r(true, /*images_wait=*/false);
   EXPECT_EQ(Show(r, Change("a", 0)).action, Action::kDueImage);
   r.Sent("a", 0, kMono);
   const int64_t postponed = kNow + kAckWait;
@@ -122,7 +122,7 @@ TEST(RowReconcilerDeviationTest, D3AnImageOlderThanMsgqsOwnWrite) {
 // D3 (a failure), after a nack: its retry commits and is reported before the
 // binlog shows an UPDATE committed before it.
 TEST(RowReconcilerDeviationTest, D3AnImageOlderThanMsgqsNack) {
-  RowReconciler r(true, absl::InfinitePast());
+  RowReconciler r(true, /*images_wait=*/false);
   const RowReconciler::Ticket nack = r.BeginHold({"a"});
   r.HoldDone(nack, Outcome::kCommitted, {Postponement{"a", kNow + kSecond}},
              kNow);
@@ -131,7 +131,7 @@ TEST(RowReconcilerDeviationTest, D3AnImageOlderThanMsgqsNack) {
 
 // D3 (a failure), after msgq's own ack of a row it never read.
 TEST(RowReconcilerDeviationTest, D3AnImageOlderThanMsgqsAck) {
-  RowReconciler r(true, absl::InfinitePast());
+  RowReconciler r(true, /*images_wait=*/false);
   const RowReconciler::Ticket ack = r.BeginAck({"a"});
   r.AcksWriting({"a"});
   r.AckDone(ack, Outcome::kCommitted);
@@ -144,7 +144,7 @@ TEST(RowReconcilerDeviationTest, D3AnImageOlderThanMsgqsAck) {
 // GTID the echo is told apart exactly; before that, only by waiting for
 // the result (or by the time_acked msgq's ack wrote).
 TEST(RowReconcilerDeviationTest, DISABLED_D4AnAppAckDuringMsgqsAck) {
-  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler r(false, /*images_wait=*/false);
   const RowReconciler::Ticket ack = r.BeginAck({"a"});
   r.AcksWriting({"a"});
   EXPECT_TRUE(Show(r, AckEcho("a")).acked_by_sql);  // time_acked: kNow
@@ -158,13 +158,13 @@ TEST(RowReconcilerDeviationTest, DISABLED_D4AnAppAckDuringMsgqsAck) {
 // or a change of ownership). Exact: a hand-back checks the expectation
 // without fulfilling it.
 TEST(RowReconcilerDeviationTest, DISABLED_D5AHandBackFulfilsTheExpectation) {
-  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler r(false, /*images_wait=*/false);
   EXPECT_EQ(Show(r, Change("a", /*priority=*/2)).action, Action::kDueRead);
   r.Sent("a", 0, kMono);
   EXPECT_TRUE(r.HandBack(Sent("a", /*priority=*/2), kNow, kAckWait));
   std::vector<Message> read = {Sent("a", /*priority=*/1)};  // older
-  r.ReadStarts();
-  r.ReadEnds(&read, kNow);
+  const uint64_t number = r.ReadStarts();
+  r.ReadEnds(number, &read, kNow);
   EXPECT_THAT(read, IsEmpty());
 }
 
@@ -174,7 +174,7 @@ TEST(RowReconcilerDeviationTest, DISABLED_D5AHandBackFulfilsTheExpectation) {
 // and, worse, a hand-back meanwhile queued again (D1). Exact: a failure
 // forgets the id only when no ack of it committed or is still written.
 TEST(RowReconcilerDeviationTest, D6AFailedRetryForgetsTheFirstAck) {
-  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler r(false, /*images_wait=*/false);
   r.Sent("a", 0, kMono);
   const RowReconciler::Ticket first = r.BeginAck({"a"});
   r.AcksWriting({"a"});

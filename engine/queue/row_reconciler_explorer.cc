@@ -2,6 +2,7 @@
 // asks the RowReconciler, and the check of each answer against the truth
 // (row_reconciler_interleaving_test.cc lists the checks and the known
 // deviations D2, D4 and D5).
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -155,9 +156,9 @@ void Explorer::BinlogEvent(World& n) {
   Row& row = n.rows[id];
   Version& v = row.history[j];
   const bool in_flight = n.rec.InFlight(id);
-  const RowReconciler::BinlogVerdict verdict = n.rec.OnBinlogChange(
-      ChangeOf(id, v, row.history[j - 1]), n.Now(), n.Mono(),
-      /*reading=*/true, /*subscribed=*/true);
+  const RowReconciler::BinlogVerdict verdict =
+      n.rec.OnBinlogChange(ChangeOf(id, v, row.history[j - 1]), n.Now(),
+                           /*reading=*/true, /*subscribed=*/true);
   row.delivered = j;
   if (v.newly_acked) {
     if (verdict.acked_by_sql != !v.own) {
@@ -177,6 +178,7 @@ void Explorer::BinlogEvent(World& n) {
     v.ignored = true;
     if (row.queued.has_value()) ++counts_.deviations[2];
   }
+  n.deferred.erase(id);  // a later change replaces a deferred image
   switch (verdict.action) {
     case Action::kOwn:
     case Action::kNotReading:
@@ -184,6 +186,11 @@ void Explorer::BinlogEvent(World& n) {
     case Action::kDueImage:
       row.queued.reset();
       Image(n, id, j);
+      return;
+    case Action::kDueDeferred:
+      if (!n.read.has_value()) Fail(absl::StrCat(id, " deferred, no read"));
+      row.queued.reset();
+      n.deferred[id] = j;
       return;
     default:
       row.queued.reset();
@@ -218,13 +225,21 @@ void Explorer::Image(World& n, const std::string& id, int j) {
 void Explorer::ReadEvents(const World& w, int depth) {
   if (!w.read.has_value()) {
     Step(w, depth, "read", [](World& n) {
+      // R: every transaction before the first one not visible yet.
+      int64_t at = n.gtids;
+      for (const auto& [id, r] : n.rows) {
+        if (r.pending_visible) at = std::min(at, r.history.back().gtid - 1);
+      }
       std::map<std::string, int> snapshot;
       for (auto& [id, r] : n.rows) {
         r.left_during_read = false;
-        if (Due(r.history[r.Visible()], n.Now())) snapshot[id] = r.Visible();
+        int j = r.Visible();
+        while (j > 0 && r.history[j].gtid > at) --j;
+        if (Due(r.history[j], n.Now())) snapshot[id] = j;
       }
       n.read = snapshot;
-      n.rec.ReadStarts();
+      n.read_at = at;
+      n.read_number = n.rec.ReadStarts();
     });
     return;
   }
@@ -238,7 +253,8 @@ void Explorer::ReadEnd(World& n) {
   for (const auto& [id, j] : snapshot) {
     rows.push_back(MessageOf(id, n.rows[id].history[j]));
   }
-  n.rec.ReadEnds(&rows, n.Now());
+  const RowReconciler::Deferred deferred =
+      n.rec.ReadEnds(n.read_number, &rows, n.Now(), PositionOf(n.read_at));
   std::map<std::string, bool> kept;
   for (const Message& m : rows) kept[m.id] = n.rec.MayQueue(m.id);
   for (const auto& [id, j] : snapshot) {
@@ -273,6 +289,34 @@ void Explorer::ReadEnd(World& n) {
     ++counts_.reads_queued;
     row.read_queued = std::max(row.read_queued, j);
     if (!row.queued.has_value()) row.queued = copy;
+  }
+  // Rule 6: the images that came while the read ran. Each is queued
+  // (checked as any image) or read again.
+  std::map<std::string, int> waiting = std::move(n.deferred);
+  n.deferred.clear();
+  size_t decided = 0;
+  for (const RowChange& c : deferred.images) {
+    if (waiting.count(c.id) == 0) Fail(c.id + " decided, not deferred");
+    const long before = counts_.images_queued;
+    n.rows[c.id].queued.reset();
+    Image(n, c.id, waiting[c.id]);
+    counts_.deferred_queued += counts_.images_queued - before;
+    ++decided;
+  }
+  for (const std::string& id : deferred.read) {
+    if (waiting.count(id) == 0) Fail(id + " read again, not deferred");
+    n.rows[id].queued.reset();
+    ++decided;
+  }
+  // The others the read returned as new as the image.
+  for (const auto& [id, j] : waiting) {
+    if (decided == waiting.size()) break;
+    auto it = snapshot.find(id);
+    const bool in_read = it != snapshot.end() && it->second >= j;
+    bool named = in_read;
+    for (const RowChange& c : deferred.images) named |= c.id == id;
+    for (const std::string& r : deferred.read) named |= r == id;
+    if (!named) Fail(absl::StrCat("deferred image of ", id, " not decided"));
   }
 }
 
@@ -396,6 +440,7 @@ void Explorer::Visit(const World& w, int depth) {
     if (queued) {
       Step(w, depth, "clear", [](World& n) {
         for (auto& [id, r] : n.rows) r.queued.reset();
+        n.rec.ImagesWait();  // as a change of ownership does
       });
     }
   }

@@ -17,20 +17,27 @@
 // the reconciler. Each transaction has a GTID (one per application change,
 // per ack, per round's write; none for a write that changed nothing),
 // which the binlog's changes carry and msgq's writes report with their
-// result, as MariaDB does. A read takes its snapshot of the visible rows
-// when it starts and ends later. One "later" event moves the clock past the ack
-// wait and every postpone: postponed rows are due again.
+// result, as MariaDB does; a transaction's binlog position is its sequence
+// number. A read takes a consistent snapshot when it starts: the position
+// R of the last transaction before the first one not yet visible, and of
+// each row its latest version at or before R (as MariaDB's
+// Binlog_snapshot_position is exact); it ends later and reports R. While
+// a read runs, the reconciler defers images, and decides them as it ends. One
+// "later" event moves the clock past the ack wait and every postpone: postponed
+// rows are due again.
 //
 // The manager is played by the test: a cache (one copy per id, added only
 // when absent, as MessageCache), sends from it, deliveries that a stream may
 // hand back, acks (one running per id), nacks of the latest delivery (one
 // per id), one round at a time that takes the owed postpones and the
 // nacks, commits them, and reports committed, transient or permanent, and
-// emptying the cache (a pause, a change of ownership).
+// emptying the cache (a pause, a change of ownership: the images then
+// wait for the next read's position, RowReconciler::ImagesWait).
 //
 // Left out (each has an example in row_reconciler_test.cc): facts aging
-// out or evicted, a new owner's wait for images, overlapping reads (the
-// manager runs one at a time), an application's UPDATE to a later time.
+// out or evicted, another owner's reads and sends, overlapping reads (the
+// manager runs one at a time), reads without a position, an application's
+// UPDATE to a later time.
 #ifndef MSGQ_ENGINE_QUEUE_ROW_RECONCILER_MODEL_H_
 #define MSGQ_ENGINE_QUEUE_ROW_RECONCILER_MODEL_H_
 
@@ -140,19 +147,23 @@ struct Counts {
   long reads_queued = 0;
   long handbacks_queued = 0;
   long images_queued = 0;
+  long deferred_queued = 0;  // images deferred while a read ran, then queued
   // D2, D4 and D5 at [2], [4], [5] (D1, D3 and D6 are failures).
   long deviations[7] = {};
   long d5_queued = 0;  // D5 cases where the stale copy was queued
 };
 
 struct World {
-  RowReconciler rec{/*row_images=*/true, absl::InfinitePast()};
+  RowReconciler rec{/*row_images=*/true, /*images_wait=*/false};
   std::map<std::string, Row> rows;
   std::deque<std::pair<std::string, int>> binlog;  // (id, version)
   std::vector<OpenAck> acks;
   std::vector<OpenHold> holds;
   std::optional<Round> round;
   std::optional<std::map<std::string, int>> read;  // snapshot: id -> version
+  int64_t read_at = 0;                             // the read's position R
+  uint64_t read_number = 0;             // RowReconciler::ReadStarts's
+  std::map<std::string, int> deferred;  // images deferred: id -> version
   bool later = false;
   int64_t writes = 0;  // distinct time_next for msgq's writes
   int64_t gtids = 0;   // the last transaction's sequence number
@@ -180,11 +191,17 @@ inline std::string GtidText(int64_t seq) {
   return seq == 0 ? "" : "0-1-" + std::to_string(seq);
 }
 
+// Where transaction `seq` ends in the binlog.
+inline BinlogPosition PositionOf(int64_t seq) {
+  return {"binlog.000001", static_cast<uint64_t>(seq)};
+}
+
 inline RowChange ChangeOf(const std::string& id, const Version& v,
                           const Version& before) {
   RowChange c;
   c.id = id;
   c.gtid = GtidText(v.gtid);
+  c.position = PositionOf(v.gtid);
   c.event_time = v.commit_s;
   c.epoch = v.epoch;
   if (!v.exists) {  // a DELETE: its before image

@@ -2,6 +2,7 @@
 // the events is in row_reconciler_interleaving_test.cc.
 #include "engine/queue/row_reconciler.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,15 +31,18 @@ Message Row(const std::string& id, int64_t priority = 0,
   return m;
 }
 
+// Offset `offset` of the binlog's one file.
+BinlogPosition At(uint64_t offset) { return {"binlog.000001", offset}; }
+
 // An unacked row the binlog showed, with a row image.
 RowChange Change(const std::string& id, int64_t priority = 0,
-                 int64_t time_next = kNow - kSecond) {
+                 int64_t time_next = kNow - kSecond, uint64_t offset = 100) {
   RowChange c;
+  c.position = At(offset);
   c.id = id;
   c.priority = priority;
   c.time_next = time_next;
   c.row = std::make_shared<PackedRow>();
-  c.event_time = kNow / kSecond;
   return c;
 }
 
@@ -56,25 +60,26 @@ std::vector<std::string> Ids(const std::vector<Message>& rows) {
   return ids;
 }
 
-// Reads `rows` in one read with nothing happening meanwhile.
-std::vector<std::string> Read(RowReconciler& r, std::vector<Message> rows) {
-  r.ReadStarts();
-  r.ReadEnds(&rows, kNow);
+// Reads `rows` in one read at `at` with nothing happening meanwhile.
+std::vector<std::string> Read(RowReconciler& r, std::vector<Message> rows,
+                              const BinlogPosition& at = {}) {
+  const uint64_t read = r.ReadStarts();
+  r.ReadEnds(read, &rows, kNow, at);
   return Ids(rows);
 }
 
 Action Verdict(RowReconciler& r, const RowChange& c) {
   return r
-      .OnBinlogChange(c, kNow, kMono, /*reading=*/true,
+      .OnBinlogChange(c, kNow, /*reading=*/true,
                       /*subscribed=*/true)
       .action;
 }
 
 // A reconciler whose images may be used at once.
-RowReconciler Images() { return RowReconciler(true, absl::InfinitePast()); }
+RowReconciler Images() { return RowReconciler(true, /*images_wait=*/false); }
 
 TEST(RowReconcilerTest, AnIdInFlightIsNotQueuedUntilItsPostponeCommits) {
-  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler r(false, /*images_wait=*/false);
   EXPECT_TRUE(r.MayQueue("a"));
   r.Sent("a", 0, kMono);
   EXPECT_FALSE(r.MayQueue("a"));
@@ -88,35 +93,36 @@ TEST(RowReconcilerTest, AnIdInFlightIsNotQueuedUntilItsPostponeCommits) {
 }
 
 TEST(RowReconcilerTest, AnIdThatLeftFlightDuringAReadIsDroppedFromIt) {
-  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler r(false, /*images_wait=*/false);
   RowReconciler::Ticket ack = r.BeginAck({"a"});
   r.AcksWriting({"a"});
-  r.ReadStarts();  // reads "a" due, from before the ack commits
+  // Reads "a" due, from before the ack commits.
+  const uint64_t read = r.ReadStarts();
   r.AckDone(ack, Outcome::kCommitted);
   std::vector<Message> rows = {Row("a"), Row("b")};
-  r.ReadEnds(&rows, kNow);
+  r.ReadEnds(read, &rows, kNow);
   EXPECT_THAT(Ids(rows), ElementsAre("b"));
   // A later read starts after the ack committed: what it shows is current.
   EXPECT_THAT(Read(r, {Row("a")}), ElementsAre("a"));
 }
 
 TEST(RowReconcilerTest, OverlappingReadsForgetOnlyWhenTheLastEnds) {
-  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler r(false, /*images_wait=*/false);
   RowReconciler::Ticket ack = r.BeginAck({"a"});
-  r.ReadStarts();
-  r.ReadStarts();
+  const uint64_t one = r.ReadStarts();
+  const uint64_t two = r.ReadStarts();
   r.AckDone(ack, Outcome::kCommitted);
   std::vector<Message> first = {Row("a")};
-  r.ReadEnds(&first, kNow);
+  r.ReadEnds(one, &first, kNow);
   EXPECT_THAT(first, IsEmpty());
   std::vector<Message> second = {Row("a")};
-  r.ReadEnds(&second, kNow);
+  r.ReadEnds(two, &second, kNow);
   EXPECT_THAT(second, IsEmpty());
   EXPECT_THAT(Read(r, {Row("a")}), ElementsAre("a"));
 }
 
 TEST(RowReconcilerTest, AReadOlderThanTheBinlogIsDroppedUntilItCatchesUp) {
-  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler r(false, /*images_wait=*/false);
   EXPECT_EQ(Verdict(r, Change("a", /*priority=*/2)), Action::kDueRead);
   EXPECT_THAT(Read(r, {Row("a", /*priority=*/1)}), IsEmpty());
   EXPECT_THAT(Read(r, {Row("a", /*priority=*/2)}), ElementsAre("a"));
@@ -125,7 +131,7 @@ TEST(RowReconcilerTest, AReadOlderThanTheBinlogIsDroppedUntilItCatchesUp) {
 }
 
 TEST(RowReconcilerTest, ARowTheBinlogShowedGoneIsNeverReadDue) {
-  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler r(false, /*images_wait=*/false);
   RowChange deleted;
   deleted.id = "a";
   deleted.deleted = true;
@@ -142,7 +148,7 @@ TEST(RowReconcilerTest, ARowTheBinlogShowedGoneIsNeverReadDue) {
 }
 
 TEST(RowReconcilerTest, AChangeOfAnIdInFlightIsMsgqsOwn) {
-  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler r(false, /*images_wait=*/false);
   EXPECT_EQ(Verdict(r, Change("a", /*priority=*/5)), Action::kDueRead);
   r.Sent("a", 0, kMono);
   RowChange postpone = Change("a", 5, kNow + 30 * kSecond);
@@ -155,7 +161,7 @@ TEST(RowReconcilerTest, AChangeOfAnIdInFlightIsMsgqsOwn) {
 }
 
 TEST(RowReconcilerTest, AHandBackIsQueuedAgainOnlyWhileItIsTheSends) {
-  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler r(false, /*images_wait=*/false);
   const int64_t ack_wait = 30 * kSecond;
   Message m = Row("a");
   m.sent_at = kNow;
@@ -195,26 +201,24 @@ TEST(RowReconcilerTest, AHandBackIsQueuedAgainOnlyWhileItIsTheSends) {
 }
 
 TEST(RowReconcilerTest, OnlyAnAckMsgqDidNotWriteIsAckedBySql) {
-  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler r(false, /*images_wait=*/false);
   RowReconciler::Ticket mine = r.BeginAck({"a"});
   r.AcksWriting({"a"});
-  const RowReconciler::BinlogVerdict echo = r.OnBinlogChange(
-      Acked("a"), kNow, kMono, /*reading=*/true, /*subscribed=*/true);
+  const RowReconciler::BinlogVerdict echo =
+      r.OnBinlogChange(Acked("a"), kNow, /*reading=*/true, /*subscribed=*/true);
   EXPECT_EQ(echo.action, Action::kGone);
   EXPECT_FALSE(echo.acked_by_sql);
   r.AckDone(mine, Outcome::kCommitted);
-  EXPECT_TRUE(
-      r.OnBinlogChange(Acked("b"), kNow, kMono, true, true).acked_by_sql);
+  EXPECT_TRUE(r.OnBinlogChange(Acked("b"), kNow, true, true).acked_by_sql);
   // A failed ack was not msgq's after all.
   RowReconciler::Ticket failed = r.BeginAck({"c"});
   r.AcksWriting({"c"});
   r.AckDone(failed, Outcome::kTransient);
-  EXPECT_TRUE(
-      r.OnBinlogChange(Acked("c"), kNow, kMono, true, true).acked_by_sql);
+  EXPECT_TRUE(r.OnBinlogChange(Acked("c"), kNow, true, true).acked_by_sql);
 }
 
 TEST(RowReconcilerTest, TheEchoOfItsOwnPostponeLeavesAHandBackQueued) {
-  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler r(false, /*images_wait=*/false);
   const int64_t postponed = kNow + 30 * kSecond;
   r.Sent("a", 0, kMono);
   r.PostponesDone(r.TakePostpones(absl::InfiniteFuture()),
@@ -230,12 +234,12 @@ TEST(RowReconcilerTest, TheEchoOfItsOwnPostponeLeavesAHandBackQueued) {
 }
 
 TEST(RowReconcilerTest, WhatTheManagerDoesWithAChangeDependsOnItsState) {
-  RowReconciler r(false, absl::InfinitePast());
-  EXPECT_EQ(r.OnBinlogChange(Change("a"), kNow, kMono, /*reading=*/false,
+  RowReconciler r(false, /*images_wait=*/false);
+  EXPECT_EQ(r.OnBinlogChange(Change("a"), kNow, /*reading=*/false,
                              /*subscribed=*/true)
                 .action,
             Action::kNotReading);
-  EXPECT_EQ(r.OnBinlogChange(Change("a"), kNow, kMono, /*reading=*/true,
+  EXPECT_EQ(r.OnBinlogChange(Change("a"), kNow, /*reading=*/true,
                              /*subscribed=*/false)
                 .action,
             Action::kDueIdle);
@@ -244,7 +248,7 @@ TEST(RowReconcilerTest, WhatTheManagerDoesWithAChangeDependsOnItsState) {
 }
 
 TEST(RowReconcilerTest, TheCommitToSendClockStartsAtTheBinlogsDueRow) {
-  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler r(false, /*images_wait=*/false);
   EXPECT_EQ(Verdict(r, Change("a")), Action::kDueRead);
   EXPECT_EQ(r.Queued("a"), kNow);
   EXPECT_EQ(r.Queued("a"), 0);  // the first queueing only
@@ -255,17 +259,87 @@ TEST(RowReconcilerTest, TheCommitToSendClockStartsAtTheBinlogsDueRow) {
 
 TEST(RowReconcilerTest, AnImageIsUsedOnlyWhenNoReadCouldHaveSentTheRow) {
   RowReconciler r = Images();
-  EXPECT_EQ(Verdict(r, Change("a")), Action::kDueImage);
-  // A read returned "b": its image may be older than what was sent.
-  EXPECT_THAT(Read(r, {Row("b")}), ElementsAre("b"));
-  EXPECT_EQ(Verdict(r, Change("b")), Action::kDueRead);
-  // The binlog read far behind: a read may have returned it meanwhile.
-  RowChange late = Change("c");
-  late.event_time = (kNow - 4 * kSecond) / kSecond;
-  EXPECT_EQ(Verdict(r, late), Action::kDueRead);
-  RowChange no_image = Change("d");
+  EXPECT_EQ(Verdict(r, Change("a")), Action::kDueImage);  // nothing read yet
+  // A read at 200 returned rows: a change at or before 200 is in it (and
+  // may have been sent from it); one after it is not.
+  EXPECT_THAT(Read(r, {Row("b")}, At(200)), ElementsAre("b"));
+  EXPECT_EQ(Verdict(r, Change("b", 0, kNow - kSecond, 150)), Action::kDueRead);
+  EXPECT_EQ(Verdict(r, Change("c", 0, kNow - kSecond, 200)), Action::kDueRead);
+  EXPECT_EQ(Verdict(r, Change("c", 0, kNow - kSecond, 201)), Action::kDueImage);
+  // A read that returned nothing moves nothing; the latest with rows does.
+  EXPECT_THAT(Read(r, {}, At(300)), IsEmpty());
+  EXPECT_EQ(Verdict(r, Change("d", 0, kNow - kSecond, 250)), Action::kDueImage);
+  EXPECT_THAT(Read(r, {Row("e")}, At(300)), ElementsAre("e"));
+  EXPECT_EQ(Verdict(r, Change("d", 0, kNow - kSecond, 250)), Action::kDueRead);
+  // Another file of the same log is later; another log's is not comparable.
+  RowChange next_file = Change("f");
+  next_file.position = {"binlog.000002", 4};
+  EXPECT_EQ(Verdict(r, next_file), Action::kDueImage);
+  RowChange other = Change("g");
+  other.position = {"other-bin.000009", 900};
+  EXPECT_EQ(Verdict(r, other), Action::kDueRead);
+  RowChange unknown = Change("h");
+  unknown.position = {};
+  EXPECT_EQ(Verdict(r, unknown), Action::kDueRead);
+  RowChange no_image = Change("i", 0, kNow - kSecond, 400);
   no_image.row = nullptr;
   EXPECT_EQ(Verdict(r, no_image), Action::kDueRead);
+}
+
+// A read's position is known only when it ends: an image that comes while
+// it runs waits for it, and is used only if the read is older.
+TEST(RowReconcilerTest, AnImageDuringAReadIsDecidedWhenTheReadEnds) {
+  RowReconciler r = Images();
+  uint64_t read = r.ReadStarts();
+  EXPECT_EQ(Verdict(r, Change("a", 0, kNow - kSecond, 120)),
+            Action::kDueDeferred);
+  EXPECT_EQ(Verdict(r, Change("b", 0, kNow - kSecond, 90)),
+            Action::kDueDeferred);
+  EXPECT_EQ(Verdict(r, Change("c", 0, kNow - kSecond, 130)),
+            Action::kDueDeferred);
+  EXPECT_EQ(Verdict(r, Change("d", 0, kNow - kSecond, 95)),
+            Action::kDueDeferred);
+  std::vector<Message> rows = {Row("c"), Row("d")};
+  RowReconciler::Deferred d = r.ReadEnds(read, &rows, kNow, At(100));
+  ASSERT_EQ(d.images.size(), 1u);
+  EXPECT_EQ(d.images[0].id, "a");  // after the read
+  // "b" is in the read, not returned; "c" the read returned from before
+  // its change (it may send the older copy); "d" the read returned with
+  // the change in it: nothing to add.
+  std::sort(d.read.begin(), d.read.end());
+  EXPECT_THAT(d.read, ElementsAre("b", "c"));
+  EXPECT_THAT(Ids(rows), ElementsAre("c", "d"));
+
+  // A later change replaces a deferred image; a failed read decides too.
+  read = r.ReadStarts();
+  EXPECT_EQ(Verdict(r, Change("e", 0, kNow - kSecond, 140)),
+            Action::kDueDeferred);
+  EXPECT_EQ(Verdict(r, Acked("e")), Action::kGone);
+  EXPECT_EQ(Verdict(r, Change("f", 0, kNow - kSecond, 150)),
+            Action::kDueDeferred);
+  // msgq acks an id meanwhile: its image may be older than the ack.
+  EXPECT_EQ(Verdict(r, Change("g", 0, kNow - kSecond, 160)),
+            Action::kDueDeferred);
+  r.AckDone(r.BeginAck({"g"}), Outcome::kCommitted);
+  d = r.ReadEnds(read, nullptr, kNow);
+  ASSERT_EQ(d.images.size(), 1u);
+  EXPECT_EQ(d.images[0].id, "f");
+  EXPECT_THAT(d.read, ElementsAre("g"));
+}
+
+// Where a read has rows and no position (MySQL, no binary log), images
+// stop until a read started after it ends with one.
+TEST(RowReconcilerTest, AReadWithoutAPositionStopsImagesUntilALaterRead) {
+  RowReconciler r = Images();
+  EXPECT_THAT(Read(r, {Row("a")}, At(100)), ElementsAre("a"));
+  const uint64_t early = r.ReadStarts();
+  EXPECT_THAT(Read(r, {Row("b")}), ElementsAre("b"));  // no position
+  std::vector<Message> rows;
+  r.ReadEnds(early, &rows, kNow, At(400));  // started before: not enough
+  EXPECT_EQ(Verdict(r, Change("c", 0, kNow - kSecond, 500)), Action::kDueRead);
+  EXPECT_THAT(Read(r, {}, At(450)), IsEmpty());
+  EXPECT_EQ(Verdict(r, Change("c", 0, kNow - kSecond, 450)), Action::kDueRead);
+  EXPECT_EQ(Verdict(r, Change("c", 0, kNow - kSecond, 451)), Action::kDueImage);
 }
 
 TEST(RowReconcilerTest, AnImageOlderThanMsgqsCommittedWriteIsReadById) {
@@ -330,22 +404,22 @@ TEST(RowReconcilerTest, AnEchoShownBeforeItsWritesResultEndsTheWait) {
 // by an application at 0-1-4 (msgq's changed nothing of it). The binlog
 // shows both later: a's ack is the application's, b's is msgq's echo.
 TEST(RowReconcilerTest, AnAckIsMsgqsOnlyWhenItsGtidIsTheWrites) {
-  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler r(false, /*images_wait=*/false);
   const RowReconciler::Ticket ack = r.BeginAck({"a", "b"});
   r.AcksWriting({"a", "b"});
   r.AckDone(ack, Outcome::kCommitted, std::string("0-1-5"));
   RowChange app = Acked("a");
   app.gtid = "0-1-4";
-  EXPECT_TRUE(r.OnBinlogChange(app, kNow, kMono, true, true).acked_by_sql);
+  EXPECT_TRUE(r.OnBinlogChange(app, kNow, true, true).acked_by_sql);
   RowChange echo = Acked("b");
   echo.gtid = "0-1-5";
-  EXPECT_FALSE(r.OnBinlogChange(echo, kNow, kMono, true, true).acked_by_sql);
+  EXPECT_FALSE(r.OnBinlogChange(echo, kNow, true, true).acked_by_sql);
 }
 
 // An application's UPDATE that happens to write the time_next of msgq's
 // committed postpone is not its echo: only the postpone's GTID is.
 TEST(RowReconcilerTest, APostponesEchoIsKnownByItsGtid) {
-  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler r(false, /*images_wait=*/false);
   r.Sent("a", 0, kMono);
   const int64_t later = kNow + 30 * kSecond;
   r.PostponesDone(r.TakePostpones(absl::InfiniteFuture()),
@@ -363,28 +437,28 @@ TEST(RowReconcilerTest, APostponesEchoIsKnownByItsGtid) {
   EXPECT_EQ(Verdict(r, after), Action::kScheduled);
 }
 
-TEST(RowReconcilerTest, ANewOwnerWaitsBeforeUsingImages) {
-  RowReconciler r(true, kMono + absl::Seconds(5));  // a reload's wait
-  EXPECT_EQ(Verdict(r, Change("a")), Action::kDueRead);
-  EXPECT_EQ(
-      r.OnBinlogChange(Change("a"), kNow, kMono + absl::Seconds(5), true, true)
-          .action,
-      Action::kDueImage);
-  r.ImagesWait(kMono + absl::Seconds(10));
-  EXPECT_EQ(
-      r.OnBinlogChange(Change("a"), kNow, kMono + absl::Seconds(14), true, true)
-          .action,
-      Action::kDueRead);
-  EXPECT_EQ(
-      r.OnBinlogChange(Change("a"), kNow,
-                       kMono + absl::Seconds(10) + RowReconciler::kImageQuiet,
-                       true, true)
-          .action,
-      Action::kDueImage);
+// R0: a new manager (or owner) uses images only after the position of
+// its first read, even one that returned nothing: the predecessor's reads
+// all started before it.
+TEST(RowReconcilerTest, ANewOwnerUsesImagesOnlyAfterItsFirstRead) {
+  RowReconciler r(true, /*images_wait=*/true);  // a reload
+  EXPECT_EQ(Verdict(r, Change("a", 0, kNow - kSecond, 900)), Action::kDueRead);
+  EXPECT_THAT(Read(r, {}, At(300)), IsEmpty());
+  EXPECT_EQ(Verdict(r, Change("a", 0, kNow - kSecond, 300)), Action::kDueRead);
+  EXPECT_EQ(Verdict(r, Change("a", 0, kNow - kSecond, 301)), Action::kDueImage);
+  // Granted again: a read already running is older than the grant.
+  const uint64_t running = r.ReadStarts();
+  r.ImagesWait();
+  std::vector<Message> none;
+  r.ReadEnds(running, &none, kNow, At(500));
+  EXPECT_EQ(Verdict(r, Change("a", 0, kNow - kSecond, 900)), Action::kDueRead);
+  EXPECT_THAT(Read(r, {}, At(600)), IsEmpty());
+  EXPECT_EQ(Verdict(r, Change("a", 0, kNow - kSecond, 600)), Action::kDueRead);
+  EXPECT_EQ(Verdict(r, Change("a", 0, kNow - kSecond, 601)), Action::kDueImage);
 }
 
 TEST(RowReconcilerTest, WithoutRowImagesReadsAreNotRemembered) {
-  RowReconciler r(false, absl::InfinitePast());
+  RowReconciler r(false, /*images_wait=*/false);
   EXPECT_THAT(Read(r, {Row("a")}), ElementsAre("a"));
   EXPECT_EQ(Verdict(r, Change("a")), Action::kDueRead);
 }

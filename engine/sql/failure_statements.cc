@@ -36,7 +36,10 @@ FailureStatements::FailureStatements(const MessageTable& table,
       max_attempts_(table.settings.max_attempts),
       max_age_ns_(table.has_time_created
                       ? absl::ToInt64Nanoseconds(table.settings.max_age)
-                      : 0) {
+                      : 0),
+      dead_retention_ns_(
+          absl::ToInt64Nanoseconds(table.settings.dead_retention)),
+      dedup_window_ns_(absl::ToInt64Nanoseconds(table.settings.dedup_window)) {
   int next = 2;  // id, epoch
   if (last_error_chars_ > 0) last_error_column_ = next++;
   if (has_time_dead_) time_dead_column_ = next++;
@@ -115,10 +118,19 @@ std::string FailureStatements::RedriveAll(int64_t now) const {
       has_time_dead_ ? ", `time_dead` = NULL" : "", " WHERE", kDead);
 }
 
+std::string KeepDedupKeys(int64_t dedup_window_ns, int64_t now) {
+  if (dedup_window_ns <= 0) return "";
+  return absl::StrCat(
+      " AND (`dedup_key` IS NULL OR `time_created` IS NULL OR "
+      "`time_created` < ",
+      now - dedup_window_ns, ")");
+}
+
 std::string FailureStatements::PurgeDead(int64_t cutoff, int limit) const {
-  return absl::StrCat("DELETE FROM ", quoted_table_, " WHERE", kDead,
-                      " AND `time_dead` < ", cutoff, " LIMIT ",
-                      std::max(limit, 0));
+  return absl::StrCat(
+      "DELETE FROM ", quoted_table_, " WHERE", kDead, " AND `time_dead` < ",
+      cutoff, KeepDedupKeys(dedup_window_ns_, cutoff + dead_retention_ns_),
+      " LIMIT ", std::max(limit, 0));
 }
 
 std::string FailureStatements::CountDead() const {

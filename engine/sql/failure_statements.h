@@ -50,6 +50,12 @@ struct InList {
   bool counts_dead = false;
 };
 
+// The condition the purges' DELETEs add on a table with msgq_dedup_window
+// (docs/design/dedup.md): " AND (`dedup_key` IS NULL OR `time_created` IS
+// NULL OR `time_created` < now - window)", so a row whose key is still in
+// its window stays; "" when `dedup_window_ns` is 0.
+std::string KeepDedupKeys(int64_t dedup_window_ns, int64_t now);
+
 class FailureStatements {
  public:
   // `quoted_table` is `db`.`t` as written into SQL.
@@ -72,7 +78,9 @@ class FailureStatements {
   // Every dead row becomes due at `now` with epoch 0.
   std::string RedriveAll(int64_t now) const;
 
-  // Needs has_time_dead (the caller checks).
+  // Needs has_time_dead (the caller checks). `cutoff` is now -
+  // msgq_dead_retention; with msgq_dedup_window, rows whose key is in its
+  // window at that now stay (KeepDedupKeys).
   std::string PurgeDead(int64_t cutoff, int limit) const;
   std::string CountDead() const;
   // `after_literal` is the validated literal of the last id of the previous
@@ -96,6 +104,9 @@ class FailureStatements {
   const int max_attempts_;
   // msgq_max_age in ns (0 = unlimited); needs time_created.
   const int64_t max_age_ns_;
+  const int64_t dead_retention_ns_;
+  // msgq_dedup_window in ns (0 = none).
+  const int64_t dedup_window_ns_;
   Repertoire repertoire_ = Repertoire::kUnicode;
   int last_error_column_ = -1;
   int time_dead_column_ = -1;

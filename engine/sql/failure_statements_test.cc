@@ -174,5 +174,19 @@ TEST(FailureStatementsTest, RedriveAndDeadReads) {
             "IS NULL AND `time_next` IS NULL");
 }
 
+// With msgq_dedup_window, the dead purge keeps rows whose key is in its
+// window at now = cutoff + msgq_dead_retention (docs/design/dedup.md).
+TEST(FailureStatementsTest, DeadPurgeKeepsKeysInTheirWindow) {
+  MessageTable table = Table();
+  table.settings.dead_retention = absl::Nanoseconds(100);
+  table.settings.dedup_window = absl::Nanoseconds(1000);
+  FailureStatements sql(table, "`t`");
+  EXPECT_EQ(sql.PurgeDead(5000, 10),
+            "DELETE FROM `t` WHERE `time_acked` IS NULL AND `time_next` IS "
+            "NULL AND `time_dead` < 5000 AND (`dedup_key` IS NULL OR "
+            "`time_created` IS NULL OR `time_created` < 4100) LIMIT 10");
+  EXPECT_EQ(KeepDedupKeys(0, 5000), "");
+}
+
 }  // namespace
 }  // namespace msgq

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/log.h"
+#include "engine/sql/consistent_snapshot.h"
 #include "engine/sql/sql_literal.h"
 
 namespace msgq {
@@ -191,42 +192,17 @@ absl::Status MysqlMessageStore::BeginSnapshotRead() {
   absl::StatusOr<MysqlConnection*> conn = Conn();
   if (!conn.ok()) return conn.status();
   if (!(*conn)->log_bin()) return absl::OkStatus();
-  // WITH CONSISTENT SNAPSHOT takes its snapshot only at REPEATABLE READ
-  // (at READ COMMITTED each statement would read a newer one); the level
-  // is for this transaction only.
-  if ((*conn)->isolation_level() != "REPEATABLE READ") {
-    absl::StatusOr<uint64_t> set =
-        (*conn)->Execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
-    if (!set.ok()) return Check(set.status());
-  }
-  absl::StatusOr<uint64_t> begun =
-      (*conn)->Execute("START TRANSACTION WITH CONSISTENT SNAPSHOT");
-  if (!begun.ok()) return Check(begun.status());
+  absl::StatusOr<BinlogPosition> at = BeginConsistentSnapshot(**conn);
+  if (!at.ok()) return Check(at.status());
   snapshot_conn_ = *conn;
   snapshot_generation_ = conn_generation_;
-  absl::StatusOr<QueryResult> status =
-      (*conn)->Query("SHOW SESSION STATUS LIKE 'Binlog_snapshot_%'");
-  if (!status.ok()) {
-    snapshot_conn_ = nullptr;
-    (void)(*conn)->Execute("ROLLBACK");
-    return Check(status.status());
-  }
-  BinlogPosition at;
-  for (const auto& row : status->rows) {
-    if (row.size() != 2 || !row[1].has_value()) continue;
-    if (absl::EqualsIgnoreCase(*row[0], "Binlog_snapshot_file")) {
-      at.file = *row[1];
-    } else if (absl::EqualsIgnoreCase(*row[0], "Binlog_snapshot_position")) {
-      (void)absl::SimpleAtoi(*row[1], &at.offset);
-    }
-  }
-  if (!at.known()) {
+  if (!at->known()) {
     // The server does not say where a snapshot is: read as without a
     // binary log from now on.
     snapshot_reads_ = false;
     return EndSnapshotRead(absl::StatusOr<bool>(true)).status();
   }
-  read_position_ = std::move(at);
+  read_position_ = *std::move(at);
   return absl::OkStatus();
 }
 
@@ -432,9 +408,13 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FetchDue(
 absl::StatusOr<int64_t> MysqlMessageStore::Purge(int64_t cutoff, int limit) {
   absl::StatusOr<MysqlConnection*> conn = Conn();
   if (!conn.ok()) return conn.status();
-  absl::StatusOr<uint64_t> n = (*conn)->Execute(
-      absl::StrCat("DELETE FROM ", quoted_table_, " WHERE `time_acked` < ",
-                   cutoff, " LIMIT ", limit));
+  // cutoff is now - vt_purge_after (message_store.h).
+  const TableSettings& s = table_.settings;
+  absl::StatusOr<uint64_t> n = (*conn)->Execute(absl::StrCat(
+      "DELETE FROM ", quoted_table_, " WHERE `time_acked` < ", cutoff,
+      KeepDedupKeys(absl::ToInt64Nanoseconds(s.dedup_window),
+                    cutoff + absl::ToInt64Nanoseconds(s.purge_after)),
+      " LIMIT ", limit));
   if (!n.ok()) return Check(n.status());
   return static_cast<int64_t>(*n);
 }

@@ -21,7 +21,9 @@
 // lock, so "only rows still unacked and not dead" holds at any level, and
 // READ COMMITTED takes no gap locks for ids that do not exist (REPEATABLE
 // READ did, blocking producers' INSERTs into those gaps). A purge deletes
-// acked (or, PurgeDead, dead) rows only; which of them one statement picks
+// acked (or, PurgeDead, dead) rows only, and on a table with
+// msgq_dedup_window not those whose dedup_key is still in its window
+// (KeepDedupKeys, failure_statements.h); which of them one statement picks
 // does not matter. The first Write that stores a nack's reason reads the
 // last_error column's character set from information_schema (once per
 // store), so that reasons are cut to characters the column can hold.

@@ -40,6 +40,17 @@ absl::StatusOr<std::shared_ptr<MessageManager>> FindForCaller(
     absl::string_view principal, Action action, absl::string_view keyspace,
     absl::string_view name);
 
+// FindForCaller for a caller who only looks (ListTables, the KEDA scaler):
+// allowed where ListTables would list the table to the caller (any grant
+// on it); denied with PERMISSION_DENIED "permission denied: 'P' may not
+// see KEYSPACE.TABLE" (SeeDenied).
+absl::StatusOr<std::shared_ptr<MessageManager>> FindVisibleToCaller(
+    const Engine& engine, const Authorizer* authorizer,
+    absl::string_view principal, absl::string_view keyspace,
+    absl::string_view name);
+absl::Status SeeDenied(absl::string_view principal, absl::string_view keyspace,
+                       absl::string_view name);
+
 }  // namespace msgq::auth
 
 #endif  // MSGQ_SERVER_AUTH_TABLE_ACCESS_H_

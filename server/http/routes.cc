@@ -52,8 +52,13 @@ std::map<std::string, HttpHandler> MsgqdRoutes(
   std::shared_ptr<DueDepthSampler> depth = DueDepthSampler::ForEngine(
       engine, engine->clock(), DueDepthSampler::Options());
   depth->Start();
+  // The console charts' last hour, kept while the routes live.
+  auto history = std::make_shared<ConsoleHistory>(
+      [engine] { return engine->ListTables(); }, engine->clock(),
+      ConsoleHistory::Options());
+  history->Start();
   std::map<std::string, HttpHandler> routes =
-      ConsoleApiRoutes(engine, depth, authorizer);
+      ConsoleApiRoutes(engine, depth, authorizer, history);
   routes["/metrics"] = [engine, grpc, build, depth,
                         authorizer](const HttpRequest& request) {
     return Metrics(*engine, grpc, build, depth.get(), authorizer, request);

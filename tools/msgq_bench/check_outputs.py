@@ -3,7 +3,7 @@
 bench_smoke_outputs. Checks that a msgq-bench --mode=all run wrote all its
 files and that bench.json says what the run did: ok, a relay, one drain and
 a sustained phase, every message received, none lost, counts as JSON
-numbers. Exits 0 if so, 1 naming the first thing wrong."""
+numbers, the machine probe, the tables' sizes and the reads per message. Exits 0 if so, 1 naming the first thing wrong."""
 import json
 import os
 import sys
@@ -38,6 +38,16 @@ check(len(r["drains"]) == 1, "not one drain")
 d = r["drains"][0]
 check(d["received"] == messages and d["lost"] == 0, "drain received/lost")
 check(d["cost"]["mysql_delta"]["Com_commit"] > 0, "drain mysql_delta")
+check(d["table_mib"] > 0 and r["relay"]["table_mib"] > 0, "table_mib")
+for cost in (d["cost"], r["relay"]["cost"]):
+    check(cost["per_message"]["handler_reads"] > 0, "handler_reads")
+    check("Innodb_buffer_pool_reads" in cost["mysql_delta"],
+          "Innodb_buffer_pool_reads")
+m = r["machine"]
+check(m["fsync_samples"] == 200 and m["fsync_p99_ms"] >= m["fsync_p50_ms"] > 0,
+      "machine fsync probe")
+check(m["commits"] > 0 and m["commits_per_s"] > 0, "machine commit probe")
+check(m["buffer_pool_mib"] == 512, "machine buffer_pool_mib")
 s = r["sustained"]
 check(s["received"] == sustained_messages and s["lost"] == 0,
       "sustained received/lost")

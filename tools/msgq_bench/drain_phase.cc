@@ -26,6 +26,8 @@ namespace {
 // The relay baseline's fixed shape: the seeds' relay, 5 workers x 1000 rows.
 constexpr int kRelayWorkers = 5;
 constexpr int kRelayBatch = 1000;
+// --partitioned tables: msgq_partition_interval (s), one day.
+constexpr int64_t kPartitionIntervalS = 86400;
 
 // The relay baseline: the polling outbox relay of the seeds (002, 004).
 // kRelayWorkers workers, each on its own connection at READ COMMITTED, loop:
@@ -105,18 +107,38 @@ absl::Status RunWorker(const MysqlOptions& mysql, const std::string& table,
   }
 }
 
-std::string DrainTable(int batch_size) {
-  return absl::StrCat("drain_b", batch_size);
+// One msgq drain: a --batch_size on a plain or a partitioned table.
+struct Variant {
+  int batch_size = 0;
+  bool partitioned = false;
+};
+
+// Every --batch_size, each on every --partitioned value, in flag order.
+std::vector<Variant> Variants(const pb::Options& o) {
+  std::vector<Variant> out;
+  for (int batch : o.batch_size()) {
+    for (bool partitioned : o.partitioned())
+      out.push_back({batch, partitioned});
+  }
+  return out;
 }
 
-// Preloads the message table of `batch_size`; the seconds it took.
-absl::StatusOr<double> PrepareDrain(BenchContext& ctx, int batch_size) {
+std::string DrainTable(const Variant& v) {
+  return absl::StrCat("drain_b", v.batch_size, v.partitioned ? "_part" : "");
+}
+
+// Preloads the message table of `v`; the seconds it took.
+absl::StatusOr<double> PrepareDrain(BenchContext& ctx, const Variant& v) {
   const pb::Options& o = ctx.options;
-  const std::string table = Qualified(o.database(), DrainTable(batch_size));
-  return Preload(
-      ctx.mysql, table,
-      MessageTableDdl(table, MessageTableComment(o, batch_size), o.keys()),
-      "message", o.messages(), o.payload_bytes());
+  const std::string table = Qualified(o.database(), DrainTable(v));
+  std::string comment = MessageTableComment(o, v.batch_size);
+  if (v.partitioned) {
+    absl::StrAppend(&comment, ",msgq_partition_interval=", kPartitionIntervalS);
+  }
+  return Preload(ctx.mysql, table,
+                 MessageTableDdl(table, comment, o.keys(),
+                                 v.partitioned ? kPartitionIntervalS : 0),
+                 "message", o.messages(), o.payload_bytes());
 }
 
 // The relay baseline over the preloaded outbox `table`.
@@ -190,13 +212,15 @@ absl::Status WaitAtBarrier(const std::string& prefix, absl::Duration timeout) {
   return absl::OkStatus();
 }
 
-// Drains the preloaded message table of `batch_size` through msgqd.
-absl::StatusOr<pb::Drain> DrainPhase(BenchContext& ctx, int batch_size) {
+// Drains the preloaded message table of `v` through msgqd.
+absl::StatusOr<pb::Drain> DrainPhase(BenchContext& ctx, const Variant& v) {
   const pb::Options& o = ctx.options;
   pb::Drain result;
-  result.set_table(DrainTable(batch_size));
-  result.set_phase(absl::StrCat("msgq_b", batch_size));
-  result.set_batch_size(batch_size);
+  result.set_table(DrainTable(v));
+  result.set_phase(
+      absl::StrCat("msgq_b", v.batch_size, v.partitioned ? "_part" : ""));
+  result.set_batch_size(v.batch_size);
+  result.set_partitioned(v.partitioned);
   result.set_cache_size(o.cache_size());
   result.set_messages(o.messages());
   const std::string table = Qualified(o.database(), result.table());
@@ -266,13 +290,23 @@ void RunDrainPhases(BenchContext& ctx,
     }
   }
   LogInfo("msgq-bench: preloading ", o.messages(), " rows for msgq");
-  absl::StatusOr<double> preload_s = PrepareDrain(ctx, o.batch_size(0));
+  const std::vector<Variant> variants = Variants(o);
+  absl::StatusOr<double> preload_s = PrepareDrain(ctx, variants[0]);
   if (!preload_s.ok()) ctx.Fail("msgq preload", preload_s.status());
+  // The backlogs' sizes, next to the buffer pool's: whether they fit.
+  auto table_mib = [&](const std::string& name) {
+    absl::StatusOr<double> mib = TableMib(*ctx.admin, o.database(), name);
+    if (!mib.ok()) ctx.Fail(absl::StrCat("size of ", name), mib.status());
+    return mib.value_or(0);
+  };
+  double drain_mib = preload_s.ok() ? table_mib(DrainTable(variants[0])) : 0;
   if (relay_preload_s.ok()) {
+    const double outbox_mib = table_mib("outbox");
     LogInfo("msgq-bench: relay baseline");
     absl::StatusOr<pb::Relay> relay = RelayPhase(ctx, outbox);
     if (relay.ok()) {
       relay->set_preload_s(*relay_preload_s);
+      relay->set_table_mib(outbox_mib);
       if (!relay->ok()) ctx.results.set_ok(false);
       LogInfo("msgq-bench: relay ", relay->msgs_per_s(), " msgs/s");
       *ctx.results.mutable_relay() = *std::move(relay);
@@ -286,28 +320,31 @@ void RunDrainPhases(BenchContext& ctx,
       preload_s = s;
     }
   }
-  auto drop = [&](int batch_size) {
-    (void)ctx.admin->Execute(
-        absl::StrCat("DROP TABLE IF EXISTS ",
-                     Qualified(o.database(), DrainTable(batch_size))));
+  auto drop = [&](const Variant& v) {
+    (void)ctx.admin->Execute(absl::StrCat(
+        "DROP TABLE IF EXISTS ", Qualified(o.database(), DrainTable(v))));
   };
-  for (int i = 0; i < o.batch_size_size() && preload_s.ok(); ++i) {
-    const int batch = o.batch_size(i);
+  for (size_t i = 0; i < variants.size() && preload_s.ok(); ++i) {
+    const Variant& v = variants[i];
     if (i > 0) {
-      drop(o.batch_size(i - 1));  // so msgqd stops serving it
-      preload_s = PrepareDrain(ctx, batch);
+      drop(variants[i - 1]);  // so msgqd stops serving it
+      preload_s = PrepareDrain(ctx, v);
       if (!preload_s.ok()) {
         ctx.Fail("msgq preload", preload_s.status());
         break;
       }
+      drain_mib = table_mib(DrainTable(v));
     }
-    LogInfo("msgq-bench: msgq drain, batch size ", batch);
-    absl::StatusOr<pb::Drain> drain = DrainPhase(ctx, batch);
+    LogInfo("msgq-bench: msgq drain, batch size ", v.batch_size,
+            v.partitioned ? ", partitioned" : "");
+    absl::StatusOr<pb::Drain> drain = DrainPhase(ctx, v);
     if (!drain.ok()) {
-      ctx.Fail(absl::StrCat("msgq drain (batch ", batch, ")"), drain.status());
+      ctx.Fail(absl::StrCat("msgq drain (", DrainTable(v), ")"),
+               drain.status());
       continue;
     }
     drain->set_preload_s(*preload_s);
+    drain->set_table_mib(drain_mib);
     if (ctx.results.relay().msgs_per_s() > 0) {
       drain->set_ratio_to_relay(drain->msgs_per_s() /
                                 ctx.results.relay().msgs_per_s());
@@ -316,7 +353,7 @@ void RunDrainPhases(BenchContext& ctx,
     LogInfo("msgq-bench: msgq ", drain->msgs_per_s(), " msgs/s");
     *ctx.results.add_drains() = *std::move(drain);
   }
-  drop(o.batch_size(o.batch_size_size() - 1));
+  drop(variants.back());
 }
 
 }  // namespace msgq::bench

@@ -32,6 +32,7 @@
 #include "tools/launch/private_mariadb.h"
 #include "tools/msgq_bench/options.h"
 #include "tools/msgq_bench/phases.h"
+#include "tools/msgq_bench/probe.h"
 #include "tools/msgq_bench/report.h"
 #include "tools/msgq_bench/tables.h"
 
@@ -69,7 +70,14 @@ absl::StatusOr<bool> Run(pb::Options o, int argc, char** argv) {
         .dir = absl::StrCat(work_dir, "/mariadb"),
         .durable = o.durable(),
         .binlog = o.binlog(),
-        .extra_args = {o.mariadb_args().begin(), o.mariadb_args().end()}};
+        .extra_args = {}};
+    if (o.buffer_pool_mb() > 0) {
+      mo.extra_args.push_back(
+          absl::StrCat("--innodb-buffer-pool-size=", o.buffer_pool_mb(), "M"));
+    }
+    // --mariadb_args come last: they win over the bench's own.
+    mo.extra_args.insert(mo.extra_args.end(), o.mariadb_args().begin(),
+                         o.mariadb_args().end());
     LogInfo("msgq-bench: starting a private MariaDB in ", mo.dir);
     ASSIGN_OR_RETURN(mariadb, launch::PrivateMariaDb::Start(mo));
     ctx.mysql.socket = mariadb->socket();
@@ -88,6 +96,18 @@ absl::StatusOr<bool> Run(pb::Options o, int argc, char** argv) {
   *results.mutable_environment() =
       DescribeEnvironment(o, *ctx.admin, argc, argv);
   *results.mutable_options() = o;
+  if (o.commit_probe_s() > 0) {
+    LogInfo("msgq-bench: probing fsync latency and the commit ceiling");
+    absl::StatusOr<pb::Machine> machine =
+        ProbeMachine(*ctx.admin, Qualified(o.database(), "commit_probe"),
+                     absl::Seconds(o.commit_probe_s()));
+    if (machine.ok()) {
+      *results.mutable_machine() = *std::move(machine);
+    } else {
+      results.add_notes(
+          absl::StrCat("no machine probe: ", machine.status().message()));
+    }
+  }
 
   // Our msgqd starts after the relay baseline: the relay should not pay for
   // msgqd's binlog follower (the server's dump thread), and msgqd starts

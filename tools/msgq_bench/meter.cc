@@ -20,7 +20,9 @@ namespace {
 
 // The counters in bench.json's mysql_delta. Rows_* count what the server
 // layer read and sent, Handler_* row operations (MariaDB has no
-// Innodb_rows_*; MySQL has both).
+// Innodb_rows_*; MySQL has both). Innodb_buffer_pool_reads counts the pages
+// InnoDB had to read from disk (not in the pool); Innodb_pages_read all
+// pages read, read-ahead included.
 constexpr absl::string_view kCounters =
     "Questions Com_select Com_insert Com_update Com_update_multi Com_delete "
     "Com_delete_multi Com_begin Com_commit Rows_read Rows_sent "
@@ -28,7 +30,8 @@ constexpr absl::string_view kCounters =
     "Handler_read_rnd_next Handler_write Handler_update Handler_delete "
     "Innodb_rows_read Innodb_rows_inserted Innodb_rows_updated "
     "Innodb_rows_deleted "
-    "Innodb_buffer_pool_read_requests Innodb_data_fsyncs "
+    "Innodb_buffer_pool_read_requests Innodb_buffer_pool_reads "
+    "Innodb_pages_read Innodb_data_fsyncs "
     "Innodb_os_log_written Binlog_bytes_written Bytes_sent";
 
 // kCounters from SHOW GLOBAL STATUS; missing ones read as 0.
@@ -249,6 +252,10 @@ void SetPerMessage(int64_t delivered, pb::Cost* cost) {
                                   get("Com_update") + get("Com_update_multi") +
                                   get("Com_delete") + get("Com_delete_multi"));
   out["questions"] = per_message(get("Questions"));
+  // Every row or index entry the handlers read, by key or by scan.
+  out["handler_reads"] =
+      per_message(get("Handler_read_key") + get("Handler_read_next") +
+                  get("Handler_read_rnd") + get("Handler_read_rnd_next"));
   for (const auto& [name, v] : delta) {
     if (name != "Questions") out[name] = per_message(v);
   }

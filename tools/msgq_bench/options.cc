@@ -27,6 +27,11 @@ ABSL_FLAG(int, subscribers, 4,
 ABSL_FLAG(std::string, batch_size, "100",
           "vt_batch_size of the message table; a comma-separated list runs "
           "one msgq drain per value (a sweep)");
+ABSL_FLAG(std::string, partitioned, "false",
+          "Drain: false (a plain message table), true (RANGE-partitioned on "
+          "time_created, msgq_partition_interval=86400, as "
+          "schema/message_table_partitioned.sql), or false,true: both, one "
+          "after the other in this run, for every --batch_size");
 ABSL_FLAG(int, cache_size, 10000, "vt_cache_size of the message tables");
 ABSL_FLAG(std::string, directives, "",
           "More directives for the message tables' comment, e.g. "
@@ -80,6 +85,15 @@ ABSL_FLAG(std::string, mariadb_args, "",
           "Private MariaDB: extra mariadbd options, space-separated (e.g. "
           "\"--slow-query-log=1 --long-query-time=0\" to see where MySQL's "
           "time goes; summarise with tools/msgq_bench/slowlog_summary.py)");
+ABSL_FLAG(int, buffer_pool_mb, 0,
+          "Private MariaDB: innodb_buffer_pool_size in MiB (e.g. 32, so that "
+          "a backlog of 10 times the pool fits the disk easily); 0 = "
+          "tools/mariadb-private's 512");
+ABSL_FLAG(double, commit_probe_s, 3,
+          "Seconds of the machine probe run first: autocommitted single-row "
+          "INSERTs into a scratch InnoDB table (commits/s) and 200 "
+          "write+fdatasync of 4 KiB in the data directory (p50/p99); 0 = "
+          "no probe");
 ABSL_FLAG(std::string, database, "msgq_bench",
           "Database created (dropped first) for the bench tables");
 ABSL_FLAG(std::string, out_dir, "bench-out",
@@ -129,6 +143,14 @@ absl::StatusOr<pb::Options> OptionsFromFlags() {
     o.add_batch_size(v);
   }
   if (o.batch_size().empty()) return Invalid("batch_size", "empty");
+  for (absl::string_view piece : absl::StrSplit(
+           absl::GetFlag(FLAGS_partitioned), ',', absl::SkipEmpty())) {
+    if (piece != "false" && piece != "true") {
+      return Invalid("partitioned", "false, true or false,true");
+    }
+    o.add_partitioned(piece == "true");
+  }
+  if (o.partitioned().empty()) return Invalid("partitioned", "empty");
   o.set_cache_size(absl::GetFlag(FLAGS_cache_size));
   o.set_directives(absl::GetFlag(FLAGS_directives));
   o.set_keys(absl::GetFlag(FLAGS_keys));
@@ -158,6 +180,8 @@ absl::StatusOr<pb::Options> OptionsFromFlags() {
                                               ' ', absl::SkipEmpty())) {
     o.add_mariadb_args(std::string(arg));
   }
+  o.set_buffer_pool_mb(absl::GetFlag(FLAGS_buffer_pool_mb));
+  o.set_commit_probe_s(absl::GetFlag(FLAGS_commit_probe_s));
   o.set_database(absl::GetFlag(FLAGS_database));
   o.set_out_dir(absl::GetFlag(FLAGS_out_dir));
   o.set_payload_bytes(absl::GetFlag(FLAGS_payload_bytes));
@@ -181,6 +205,13 @@ absl::StatusOr<pb::Options> OptionsFromFlags() {
     return Invalid("tables", "from 1 to 10000");
   }
   if (o.keys() < 0) return Invalid("keys", "0 or more");
+  if (o.buffer_pool_mb() < 0) return Invalid("buffer_pool_mb", "0 or more");
+  if (o.buffer_pool_mb() > 0 && !o.mysql_socket().empty()) {
+    return Invalid("buffer_pool_mb", "only for the private MariaDB");
+  }
+  if (!(o.commit_probe_s() >= 0)) {
+    return Invalid("commit_probe_s", "0 or more");
+  }
   if (!Only(o.directives(), "_=,.")) {
     return Invalid("directives", "name=value pairs separated by commas");
   }

@@ -138,7 +138,8 @@ class PhaseMeter {
 
 // Fills cost->per_message: every mysql_delta counter per delivered message
 // (0 when none were), plus "statements" (Com_select + Com_insert +
-// Com_update + Com_delete) and "questions" (for Questions).
+// Com_update + Com_delete), "questions" (for Questions) and "handler_reads"
+// (Handler_read_key + _next + _rnd + _rnd_next).
 void SetPerMessage(int64_t delivered, pb::Cost* cost);
 
 // Sets what a msgq phase's result (pb::Drain or pb::Sustained) received and

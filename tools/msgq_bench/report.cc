@@ -49,6 +49,8 @@ constexpr CostColumn kCostColumns[] = {
     {"stmts/1k", "statements", 1000, 1},
     {"cmts/1k", "Com_commit", 1000, 1},
     {"rowsread", "Rows_read", 1, 2},
+    {"hreads", "handler_reads", 1, 2},
+    {"pgdisk/k", "Innodb_buffer_pool_reads", 1000, 1},
     {"rows_upd", "Handler_update", 1, 2},
     {"rows_ins", "Handler_write", 1, 2},
     {"fsync/1k", "Innodb_data_fsyncs", 1000, 2},
@@ -71,7 +73,19 @@ void AppendCostRow(const std::string& name, const pb::Cost& c,
 void AppendDrains(const pb::BenchResults& r, std::string* out) {
   absl::StrAppend(out, "Drain of ", r.options().messages(),
                   " preloaded messages (", r.options().payload_bytes(),
-                  "-byte JSON)\n");
+                  "-byte JSON)");
+  if (r.has_relay() && r.relay().table_mib() > 0) {
+    absl::StrAppendFormat(out, "; outbox %.1f MiB", r.relay().table_mib());
+  }
+  if (r.drains_size() > 0 && r.drains(0).table_mib() > 0) {
+    absl::StrAppendFormat(out, "; message table %.1f MiB",
+                          r.drains(0).table_mib());
+  }
+  if (r.has_machine()) {
+    absl::StrAppendFormat(out, " (buffer pool %.0f MiB)",
+                          r.machine().buffer_pool_mib());
+  }
+  absl::StrAppend(out, "\n");
   absl::StrAppendFormat(out, "  %-26s %10s %8s %7s %9s %6s %6s %6s %5s\n", "",
                         "msgs/s", "seconds", "ratio", "received", "lost",
                         "dups", "left", "ok");
@@ -87,7 +101,8 @@ void AppendDrains(const pb::BenchResults& r, std::string* out) {
     const pb::Subscribers& s = d.subscribers();
     absl::StrAppendFormat(
         out, "  %-26s %10.0f %8.2f %7s %9d %6d %6d %6d %5s\n",
-        absl::StrCat("msgq batch ", d.batch_size(), " cache ", d.cache_size()),
+        absl::StrCat("msgq batch ", d.batch_size(), " cache ", d.cache_size(),
+                     d.partitioned() ? " part" : ""),
         d.msgs_per_s(), d.seconds(),
         d.ratio_to_relay() > 0 ? absl::StrFormat("%.2f", d.ratio_to_relay())
                                : "-",
@@ -148,7 +163,25 @@ std::string FormatTable(const pb::BenchResults& r) {
       "\n  table comment: ", r.options().table_comment(),
       "\n  subscribers: ", r.options().subscribers(),
       " streams, <= ", r.options().max_acks_in_flight(),
-      " acks in flight per stream\n\n");
+      " acks in flight per stream\n");
+  if (r.has_machine()) {
+    const pb::Machine& m = r.machine();
+    if (m.fsync_samples() > 0) {
+      absl::StrAppendFormat(
+          &out,
+          "  machine: write+fdatasync 4 KiB p50 %.2f ms, p99 %.2f ms, max "
+          "%.2f ms (%d in %s);",
+          m.fsync_p50_ms(), m.fsync_p99_ms(), m.fsync_max_ms(),
+          m.fsync_samples(), m.fsync_dir());
+    } else {
+      absl::StrAppend(&out, "  machine: fsync not measured (", m.fsync_error(),
+                      ");");
+    }
+    absl::StrAppendFormat(
+        &out, " single-row autocommit INSERTs %.0f commits/s (%d in %.1f s)\n",
+        m.commits_per_s(), m.commits(), m.commit_probe_s());
+  }
+  absl::StrAppend(&out, "\n");
   if (r.has_relay() || r.drains_size() > 0) AppendDrains(r, &out);
   if (r.has_sustained()) AppendSustained(r.sustained(), &out);
   absl::StrAppend(&out,
@@ -170,7 +203,10 @@ std::string FormatTable(const pb::BenchResults& r) {
   absl::StrAppend(
       &out,
       "  (/1k: per 1000 messages; rows and bytes per message: Rows_read, "
-      "Handler_update, Handler_write, redo and binlog bytes;\n   msgqd_s, "
+      "Handler_read_{key,next,rnd,rnd_next},\n   "
+      "Handler_update, Handler_write, redo and binlog bytes; pgdisk/k: "
+      "Innodb_buffer_pool_reads\n   (pages read from disk) per 1000 "
+      "messages; msgqd_s, "
       "mysqld_s, bench_s: CPU seconds over the phase; msgqdMiB: msgqd peak "
       "RSS in the phase)\n");
   for (const std::string& note : r.notes()) {

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/log.h"
 #include "engine/status_macros.h"
 #include "tools/msgq_bench/clock.h"
@@ -20,10 +21,14 @@ absl::Status InsertRange(const MysqlOptions& mysql, const std::string& table,
                          int payload_bytes) {
   ASSIGN_OR_RETURN(std::unique_ptr<MysqlConnection> conn,
                    MysqlConnection::Connect(mysql));
-  for (int64_t id = first; id <= last; id += 1000) {
+  // At most 1000 rows and about 4 MiB per statement: well within the
+  // server's default max_allowed_packet (16 MiB) at any payload size.
+  const int64_t per_statement =
+      std::clamp<int64_t>((4 << 20) / std::max(payload_bytes, 1), 1, 1000);
+  for (int64_t id = first; id <= last; id += per_statement) {
     std::string sql =
         absl::StrCat("INSERT INTO ", table, " (id, ", column, ") VALUES ");
-    for (int64_t i = id; i <= std::min(last, id + 999); ++i) {
+    for (int64_t i = id; i <= std::min(last, id + per_statement - 1); ++i) {
       absl::StrAppend(&sql, i == id ? "" : ",", "(", i, ",'",
                       Payload(i, payload_bytes), "')");
     }
@@ -48,21 +53,40 @@ std::string Qualified(const std::string& db, const std::string& name) {
 }
 
 std::string MessageTableDdl(const std::string& qualified,
-                            const std::string& comment, int keys) {
+                            const std::string& comment, int keys,
+                            int64_t partition_interval_s) {
   const std::string key =
       keys <= 0 ? ""
                 : absl::StrCat("k int AS (id % ", keys,
                                ") PERSISTENT, INDEX key_idx (time_acked, k, "
                                "priority, time_next), ");
-  return absl::StrCat(
+  const std::string columns = absl::StrCat(
       "CREATE TABLE ", qualified,
       " (id bigint NOT NULL, priority tinyint NOT NULL DEFAULT 50, "
       "epoch bigint NOT NULL DEFAULT 0, time_next bigint DEFAULT 0, "
       "time_acked bigint DEFAULT NULL, message json, ",
-      key,
-      "PRIMARY KEY (id), INDEX poller_idx (time_acked, priority, time_next)) "
-      "COMMENT '",
-      comment, "'");
+      key);
+  if (partition_interval_s <= 0) {
+    return absl::StrCat(
+        columns,
+        "PRIMARY KEY (id), INDEX poller_idx (time_acked, priority, "
+        "time_next)) COMMENT '",
+        comment, "'");
+  }
+  const int64_t now_s = absl::ToUnixSeconds(absl::Now());
+  const int64_t bound_s =
+      (now_s / partition_interval_s + 2) * partition_interval_s;
+  return absl::StrCat(
+      columns,
+      "time_created bigint NOT NULL DEFAULT (UNIX_TIMESTAMP(NOW(6)) * "
+      "1000000000), PRIMARY KEY (id, time_created), INDEX poller_idx "
+      "(time_acked, priority, time_next, id)) COMMENT '",
+      comment, "' PARTITION BY RANGE (time_created) (PARTITION p",
+      absl::FormatTime("%Y%m%d%H%M%S", absl::FromUnixSeconds(bound_s),
+                       absl::UTCTimeZone()),
+      " VALUES LESS THAN (", bound_s,
+      "000000000), PARTITION pmax VALUES LESS "
+      "THAN MAXVALUE)");
 }
 
 std::string OutboxTableDdl(const std::string& qualified) {
@@ -116,6 +140,24 @@ absl::StatusOr<int64_t> CountRows(MysqlConnection& conn,
     return absl::InternalError(absl::StrCat("no count from ", sql));
   }
   return n;
+}
+
+absl::StatusOr<double> TableMib(MysqlConnection& conn, const std::string& db,
+                                const std::string& name) {
+  RETURN_IF_ERROR(
+      conn.Query(absl::StrCat("ANALYZE TABLE ", Qualified(db, name))).status());
+  ASSIGN_OR_RETURN(
+      QueryResult r,
+      conn.Query(absl::StrCat(
+          "SELECT (data_length + index_length) / 1048576 FROM "
+          "information_schema.TABLES WHERE table_schema = ",
+          conn.QuoteString(db), " AND table_name = ", conn.QuoteString(name))));
+  double mib = 0;
+  if (r.rows.size() != 1 || !r.rows[0][0] ||
+      !absl::SimpleAtod(*r.rows[0][0], &mib)) {
+    return absl::NotFoundError(absl::StrCat("no size of ", db, ".", name));
+  }
+  return mib;
 }
 
 double WaitForPurge(MysqlConnection& conn) {

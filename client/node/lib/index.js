@@ -31,12 +31,13 @@ const {
 } = require('./trace');
 const { readTokenFile } = require('./channel');
 const { inboxHandler, purgeInbox, InboxError } = require('./inbox');
-const { enqueue, enqueueBatch } = require('./producer');
+const { enqueue, enqueueBatch, enqueueDedup, enqueueDedupBatch } = require('./producer');
 
 module.exports = {
   Subscriber, subscribe, Client, ack, retry, dead, outcome, Message, Schema,
   MsgqError, status, codeName,
   parseTraceparent, formatTraceparent, traceparent, tracestate, traceColumns,
   readTokenFile, inboxHandler, purgeInbox, InboxError, enqueue, enqueueBatch,
+  enqueueDedup, enqueueDedupBatch,
   version: require('../package.json').version,
 };

@@ -12,7 +12,8 @@ export const {
   Subscriber, subscribe, Client, ack, retry, dead, outcome, Message, Schema,
   MsgqError, status, codeName, parseTraceparent, formatTraceparent,
   traceparent, tracestate, traceColumns, readTokenFile, inboxHandler,
-  purgeInbox, InboxError, enqueue, enqueueBatch, version,
+  purgeInbox, InboxError, enqueue, enqueueBatch, enqueueDedup,
+  enqueueDedupBatch, version,
 } = msgq;
 
 export default msgq;

@@ -26,9 +26,22 @@
 // column; `message_key`, `message_type`, `headers` only when key, type or
 // headers are given (the table needs the column then; headers sorted by
 // name); `columns` as given.
+// `dedup_key` = dedupKey when given.
 // Columns not written take their defaults. Without trace columns in the
 // table, a traced context costs a second INSERT: MySQL refuses the first
 // with ER_BAD_FIELD_ERROR, which leaves the transaction as it was.
+//
+// Deduplicated enqueue (docs/tables.md#deduplicated-enqueue), on a table
+// with msgq_dedup_window and a unique dedup_key:
+//   const { id, duplicate } = await enqueueDedup(conn, 'payments',
+//     { body: { order: 42 }, dedupKey: 'order-42-paid' });
+// enqueueDedup/enqueueDedupBatch write INSERT ... ON DUPLICATE KEY UPDATE
+// id = id, then read who holds each key (SELECT ... LOCK IN SHARE MODE): a
+// message whose key a row already holds (committed, or committed by a racing
+// producer while this INSERT waited for it) is not inserted and comes back
+// as { id: that row's id, duplicate: true }. Every message needs a dedupKey.
+// enqueue/enqueueBatch given a dedupKey write it too, and a duplicate gets
+// mysql2's error errno 1062 like plain SQL.
 
 const crypto = require('node:crypto');
 const { invalidArgument } = require('./errors');
@@ -38,9 +51,12 @@ const { traceColumns } = require('./trace');
 const KEY_COLUMN = 'message_key';
 const TYPE_COLUMN = 'message_type';
 const HEADERS_COLUMN = 'headers';
+const DEDUP_COLUMN = 'dedup_key';
+const ER_DUP_ENTRY = 1062;
 const ER_BAD_FIELD_ERROR = 1054;
 const NAME = /^[A-Za-z0-9_$]{1,64}$/;
-const OWN_COLUMNS = new Set(['id', 'message', 'time_next', KEY_COLUMN, TYPE_COLUMN, HEADERS_COLUMN]);
+const OWN_COLUMNS = new Set(['id', 'message', 'time_next', KEY_COLUMN, TYPE_COLUMN, HEADERS_COLUMN,
+  DEDUP_COLUMN]);
 const NOW_NS = 'CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000000 AS SIGNED)';
 
 // A new UUID version 7 (RFC 9562) in its 36-character text form: 48 bits of
@@ -80,7 +96,7 @@ function bodyValue(body) {
 // expression of ours.
 function row(message) {
   if (!message || typeof message !== 'object') throw invalidArgument('a message is an object');
-  const { id = uuidv7(), body, key, type, headers, delay = 0, columns = {} } = message;
+  const { id = uuidv7(), body, key, type, headers, delay = 0, columns = {}, dedupKey } = message;
   const out = new Map();
   for (const [name, value] of Object.entries(columns)) {
     if (!NAME.test(name)) throw invalidArgument(`column ${name} is not a plain name`);
@@ -97,6 +113,7 @@ function row(message) {
   out.set('time_next', ns === 0n ? { value: 0 } : { sql: `${NOW_NS} + ${ns}` });
   if (key !== undefined) out.set(KEY_COLUMN, { value: String(key) });
   if (type !== undefined) out.set(TYPE_COLUMN, { value: String(type) });
+  if (dedupKey !== undefined) out.set(DEDUP_COLUMN, { value: String(dedupKey) });
   if (headers !== undefined) {
     if (!headers || typeof headers !== 'object' || Array.isArray(headers) ||
         !Object.values(headers).every((v) => typeof v === 'string')) {
@@ -125,7 +142,11 @@ function isUnknownColumn(err, column) {
 }
 
 // One INSERT of `rows`; a column missing from a row is DEFAULT there.
-async function insertRows(conn, ref, rows) {
+function quotedTable(ref) {
+  return (ref.keyspace ? `\`${ref.keyspace}\`.` : '') + `\`${ref.name}\``;
+}
+
+async function insertRows(conn, ref, rows, suffix) {
   const columns = [...new Set(rows.flatMap((r) => [...r.keys()]))].sort();
   const values = [];
   const tuples = rows.map((r) => `(${columns.map((c) => {
@@ -135,9 +156,44 @@ async function insertRows(conn, ref, rows) {
     values.push(v.value);
     return '?';
   }).join(', ')})`);
-  const table = (ref.keyspace ? `\`${ref.keyspace}\`.` : '') + `\`${ref.name}\``;
-  await conn.query(`INSERT INTO ${table} (${columns.map((c) => `\`${c}\``).join(', ')}) ` +
-                   `VALUES ${tuples.join(', ')}`, values);
+  await conn.query(`INSERT INTO ${quotedTable(ref)} (${columns.map((c) => `\`${c}\``).join(', ')}) ` +
+                   `VALUES ${tuples.join(', ')}${suffix}`, values);
+}
+
+// One INSERT of `rows` with the context's trace columns, or without them
+// when the table has none; `suffix` follows the VALUES.
+async function insertTraced(conn, ref, rows, context, suffix) {
+  const { traceparent, tracestate } = traceColumns(context);
+  if (traceparent) {
+    try {
+      await insertRows(conn, ref, withTrace(rows, traceparent, tracestate), suffix);
+      return;
+    } catch (err) {
+      if (tracestate && isUnknownColumn(err, 'tracestate')) {
+        try {
+          await insertRows(conn, ref, withTrace(rows, traceparent, null), suffix);
+          return;
+        } catch (again) {
+          if (!isUnknownColumn(again, 'traceparent')) throw again;
+        }
+      } else if (!isUnknownColumn(err, 'traceparent')) {
+        throw err;
+      }
+      // The table has no trace context columns: enqueue without.
+    }
+  }
+  await insertRows(conn, ref, rows, suffix);
+}
+
+function checkedRef(conn, table) {
+  if (!conn || typeof conn.query !== 'function') {
+    throw invalidArgument('enqueue needs a mysql2/promise connection');
+  }
+  const ref = tableRef(table);
+  if (!NAME.test(ref.name) || (ref.keyspace !== '' && !NAME.test(ref.keyspace))) {
+    throw invalidArgument(`table ${tableString(ref)} is not a plain name`);
+  }
+  return ref;
 }
 
 // Inserts `messages` into `table` on `conn` (a mysql2/promise Connection or
@@ -149,39 +205,60 @@ async function insertRows(conn, ref, rows) {
 // mysql2's error (e.g. errno 1062 for a duplicate id, 1054 for `key` on a
 // table without message_key). No messages: nothing is inserted.
 async function enqueueBatch(conn, table, messages, options = {}) {
-  if (!conn || typeof conn.query !== 'function') {
-    throw invalidArgument('enqueue needs a mysql2/promise connection');
-  }
-  const ref = tableRef(table);
-  if (!NAME.test(ref.name) || (ref.keyspace !== '' && !NAME.test(ref.keyspace))) {
-    throw invalidArgument(`table ${tableString(ref)} is not a plain name`);
-  }
+  const ref = checkedRef(conn, table);
   if (!Array.isArray(messages)) throw invalidArgument('enqueueBatch takes an array of messages');
   if (messages.length === 0) return [];
   const built = messages.map(row);
-  const rows = built.map((b) => b.columns);
-  const ids = built.map((b) => b.id);
-  const { traceparent, tracestate } = traceColumns(options.context);
-  if (traceparent) {
-    try {
-      await insertRows(conn, ref, withTrace(rows, traceparent, tracestate));
-      return ids;
-    } catch (err) {
-      if (tracestate && isUnknownColumn(err, 'tracestate')) {
-        try {
-          await insertRows(conn, ref, withTrace(rows, traceparent, null));
-          return ids;
-        } catch (again) {
-          if (!isUnknownColumn(again, 'traceparent')) throw again;
-        }
-      } else if (!isUnknownColumn(err, 'traceparent')) {
-        throw err;
-      }
-      // The table has no trace context columns: enqueue without.
+  await insertTraced(conn, ref, built.map((b) => b.columns), options.context, '');
+  return built.map((b) => b.id);
+}
+
+function text(v) {
+  return Buffer.isBuffer(v) ? v.toString('utf8') : String(v);
+}
+
+// Inserts the messages whose dedupKey no row holds, with one INSERT ... ON
+// DUPLICATE KEY UPDATE id = id inside the caller's transaction; resolves to
+// one { id, duplicate } per message: the id of the row holding its key, and
+// whether that row was there before (nothing inserted). Two messages of the
+// batch with one key: the second is a duplicate of the first. Rejects with
+// a MsgqError (INVALID_ARGUMENT) when a message has no dedupKey; with an
+// Error of errno 1062 when a message's id is taken by a row with another
+// key; else as enqueueBatch.
+async function enqueueDedupBatch(conn, table, messages, options = {}) {
+  const ref = checkedRef(conn, table);
+  if (!Array.isArray(messages)) throw invalidArgument('enqueueDedupBatch takes an array of messages');
+  if (messages.length === 0) return [];
+  const built = messages.map(row);
+  const keys = messages.map((m, i) => {
+    if (m.dedupKey === undefined || m.dedupKey === null || m.dedupKey === '') {
+      throw invalidArgument(`message ${i} has no dedupKey`);
     }
-  }
-  await insertRows(conn, ref, rows);
-  return ids;
+    return String(m.dedupKey);
+  });
+  await insertTraced(conn, ref, built.map((b) => b.columns), options.context,
+                     ' ON DUPLICATE KEY UPDATE `id` = `id`');
+  const wanted = [...new Set(keys)];
+  // A locking read sees the latest committed rows, whatever the snapshot.
+  const [found] = await conn.query(
+    `SELECT \`${DEDUP_COLUMN}\` AS k, \`id\` AS id FROM ${quotedTable(ref)} ` +
+    `WHERE \`${DEDUP_COLUMN}\` IN (${wanted.map(() => '?').join(', ')}) LOCK IN SHARE MODE`, wanted);
+  const holders = new Map(found.map((r) => [text(r.k), text(r.id)]));
+  return keys.map((key, i) => {
+    const holder = holders.get(key);
+    if (holder === undefined) {
+      const err = new Error(`id ${built[i].id} is taken by a row without dedup key ${key}: nothing was inserted for it`);
+      err.errno = ER_DUP_ENTRY;
+      throw err;
+    }
+    return { id: holder, duplicate: holder !== built[i].id };
+  });
+}
+
+// enqueueDedupBatch of one message; resolves to its { id, duplicate }.
+async function enqueueDedup(conn, table, message, options) {
+  const [result] = await enqueueDedupBatch(conn, table, [message], options);
+  return result;
 }
 
 // enqueueBatch of one message; resolves to its id.
@@ -190,4 +267,4 @@ async function enqueue(conn, table, message, options) {
   return id;
 }
 
-module.exports = { enqueue, enqueueBatch, uuidv7 };
+module.exports = { enqueue, enqueueBatch, enqueueDedup, enqueueDedupBatch, uuidv7 };

@@ -11,7 +11,9 @@
 #                                (msgq_node_client_types);
 #   ctest.sh package             npm pack, an offline install of the tarball,
 #                                require(), import and types of the installed
-#                                package (msgq_node_client_package).
+#                                package (msgq_node_client_package);
+#   ctest.sh install             only the npm ci (for the conformance suite's
+#                                driver, client/conformance).
 #
 #   MSGQD=build/server/msgqd client/node/scripts/ctest.sh [node --test args]
 set -euo pipefail
@@ -31,6 +33,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
 fi
 
 case "${1:-}" in
+  install)
+    exit 0 ;;
   types)
     node node_modules/typescript/bin/tsc -p tsconfig.json
     exec node node_modules/typescript/bin/tsc -p test/tsconfig.json ;;

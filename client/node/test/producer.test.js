@@ -3,14 +3,17 @@
 // enqueue / enqueueBatch against a private MariaDB, inside the test's own
 // mysql2 transactions, and what msgqd streams of them: the column set (ids,
 // body, key, type, headers, delay by MySQL's clock, trace context), commit
-// and rollback, tables without the trace columns, and the errors.
+// and rollback, tables without the trace columns, the errors, and
+// enqueueDedup with two producers racing for the same keys.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const api = require('@opentelemetry/api');
 const {
   Env, messageTableDdl, messageComment, eventually, waitForTable,
 } = require('../testing/harness');
-const { Subscriber, Client, MsgqError, status, enqueue, enqueueBatch } = require('..');
+const {
+  Subscriber, Client, MsgqError, status, enqueue, enqueueBatch, enqueueDedup, enqueueDedupBatch,
+} = require('..');
 
 const UUIDV7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const TRACEPARENT = '00-0102030405060708090a0b0c0d0e0f10-0102030405060708-01';
@@ -141,4 +144,53 @@ test('tables without the trace columns, database errors, refused arguments', asy
     assert.deepEqual(await enqueueBatch(conn, 'plain', []), []);
   });
   assert.deepEqual(await env.sql('SELECT COUNT(*) AS n FROM msgq.plain'), [{ n: '1' }]);
+});
+
+test('enqueueDedup: one row per key, two racing producers, duplicates resolve', async () => {
+  await env.sql('CREATE TABLE msgq.once (id varchar(36) NOT NULL, priority tinyint NOT NULL DEFAULT 50, ' +
+    'epoch bigint NOT NULL DEFAULT 0, time_next bigint DEFAULT 0, time_acked bigint DEFAULT NULL, ' +
+    'message json, dedup_key varchar(64) DEFAULT NULL, ' +
+    'time_created bigint DEFAULT (UNIX_TIMESTAMP(NOW(6)) * 1000000000), UNIQUE KEY dedup_key (dedup_key), ' +
+    'PRIMARY KEY (id), INDEX poller_idx (time_acked, priority, time_next)) ' +
+    `COMMENT '${messageComment({ msgq_dedup_window: 60 })}'`);
+  const first = await inTx(true, () => enqueueDedup(conn, 'once', { body: '{}', dedupKey: 'k0' }));
+  assert.equal(first.duplicate, false);
+  assert.match(first.id, UUIDV7);
+  await inTx(true, async () => {
+    assert.deepEqual(await enqueueDedup(conn, 'once', { body: '{}', dedupKey: 'k0' }),
+                     { id: first.id, duplicate: true });
+    assert.deepEqual((await enqueueDedupBatch(conn, 'once', [{ dedupKey: 'k1' }, { dedupKey: 'k1' }]))
+      .map((r) => r.duplicate), [false, true]);
+    // The plain form gets MySQL's duplicate-key error, as plain SQL does.
+    await assert.rejects(enqueue(conn, 'once', { body: '{}', dedupKey: 'k0' }),
+                         (e) => e instanceof Error && 'errno' in e && e.errno === 1062);
+    await assert.rejects(enqueueDedup(conn, 'once', { body: '{}' }),
+                         (e) => e instanceof MsgqError && e.details === 'message 0 has no dedupKey');
+  });
+
+  // Two producers, each key in its own transaction, at once.
+  const keys = Array.from({ length: 100 }, (_, i) => `race-${i}`);
+  const producers = await Promise.all([env.connect('msgq'), env.connect('msgq')]);
+  try {
+    const results = await Promise.all(producers.map(async (c, p) => {
+      const out = [];
+      for (const dedupKey of keys) {
+        await c.beginTransaction();
+        out.push(await enqueueDedup(c, 'once', { body: { p }, dedupKey }));
+        await c.commit();
+      }
+      return out;
+    }));
+    const held = new Map((await env.sql("SELECT dedup_key, id FROM msgq.once WHERE dedup_key LIKE 'race-%'"))
+      .map((r) => [r.dedup_key, r.id]));
+    assert.equal(held.size, keys.length);
+    keys.forEach((k, i) => {
+      const [a, b] = [results[0][i], results[1][i]];
+      assert.deepEqual([a.id, b.id], [held.get(k), held.get(k)], k);
+      assert.deepEqual([a.duplicate, b.duplicate].sort(), [false, true], k);
+    });
+  } finally {
+    await Promise.all(producers.map((c) => c.end()));
+  }
+  assert.deepEqual(await env.sql('SELECT COUNT(*) AS n FROM msgq.once'), [{ n: String(keys.length + 2) }]);
 });

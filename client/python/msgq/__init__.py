@@ -49,7 +49,9 @@ from msgq.errors import MsgqError, ProtocolError  # noqa: E402
 from msgq.message import Message, decode_row  # noqa: E402
 from msgq.results import (Ack, Dead, HandlerResult, Retry, ack,  # noqa: E402
                           dead, outcome, retry)
-from msgq.producer import Outgoing, enqueue, enqueue_batch, uuidv7  # noqa: E402
+from msgq.producer import (Enqueued, Outgoing, enqueue,  # noqa: E402
+                           enqueue_batch, enqueue_dedup,
+                           enqueue_dedup_batch, uuidv7)
 from msgq.subscriber import (TLS, Subscriber, bearer_metadata,  # noqa: E402
                              make_channel)
 from msgq.types import (DeadMessage, Delivery, Nacked, Ownership,  # noqa: E402
@@ -63,6 +65,7 @@ __all__ = [
     "Ack", "Backoff", "CHANNEL_OPTIONS", "Client", "Dead", "DeadMessage",
     "Delivery", "Nacked", "Ownership", "Table", "TableSettings",
     "TableStatus", "HandlerResult", "Outgoing", "enqueue", "enqueue_batch",
+    "Enqueued", "enqueue_dedup", "enqueue_dedup_batch",
     "uuidv7", "Inbox",
     "InboxError", "Message", "MsgqError", "ProtocolError", "RETRYABLE", "Retry",
     "Subscriber", "TLS",

@@ -25,8 +25,8 @@ table's ack wait (learnt with ListTables unless `ack_wait` is given), each
 time by the ack wait, for at most `max_extension` seconds past the first
 deadline (a negative `max_extension` turns heartbeats off). Streams that end
 or drop reconnect with capped jittered backoff; a first connection that
-fails and errors not worth a retry end run() (and the iteration) with a
-msgq.errors.ServerError.
+fails (unless `retry_initial_connect`) and errors not worth a retry end
+run() (and the iteration) with a msgq.errors.ServerError.
 
 Leaving the `async with` block (or close()) stops: no new messages,
 running handlers finish (up to `drain_timeout` seconds), prefetched messages
@@ -196,7 +196,11 @@ class AsyncSubscriber:
     `handler`: None to iterate instead. `max_unacked`: the most messages
     one stream holds unsettled (0 = the server's default). `ack`: False
     peeks (nothing is settled). Counters: `handled`, `extended` (successful
-    heartbeat extends), `lost` (heartbeats that found the delivery gone)."""
+    heartbeat extends), `lost` (heartbeats that found the delivery gone).
+    `on_reconnect(server, code, details, delay)`: called before each
+    reconnect wait. `retry_initial_connect`: a first connection that fails
+    is retried (each attempt failing at once and reported to
+    `on_reconnect`) instead of ending run()."""
 
     def __init__(self, servers: Union[str, Sequence[str]], table: str,
                  handler: Optional[AsyncHandler] = None, *,
@@ -210,6 +214,7 @@ class AsyncSubscriber:
                  ack_wait: Optional[float] = None,
                  drain_timeout: float = 30.0,
                  on_reconnect: Optional[OnServerReconnect] = None,
+                 retry_initial_connect: bool = False,
                  channel_options: Sequence[Tuple[str, object]] =
                  CHANNEL_OPTIONS, tracing: bool = True,
                  tracer_provider: Any = None) -> None:
@@ -232,6 +237,7 @@ class AsyncSubscriber:
         self.heartbeat_fraction = min(max(heartbeat_fraction, 0.05), 1.0)
         self.max_extension, self.ack_wait = max_extension, ack_wait
         self.drain_timeout, self.on_reconnect = drain_timeout, on_reconnect
+        self.retry_initial_connect = retry_initial_connect
         self.channel_options = list(channel_options)
         self._metadata: Metadata = token_metadata(token, token_file)
         self._md = tuple(self._metadata) or None
@@ -384,7 +390,7 @@ class AsyncSubscriber:
         assert self._inbox is not None
         while True:
             call = server.stub.MessageStream(
-                request, metadata=self._md, wait_for_ready=started_once)
+                request, metadata=self._md, wait_for_ready=False)
             fields: Optional[List[messaging_pb2.Field]] = None
             try:
                 async for response in call:
@@ -406,7 +412,8 @@ class AsyncSubscriber:
             except grpc.RpcError as e:
                 code = e.code() if isinstance(e.code(), grpc.StatusCode) \
                     else grpc.StatusCode.UNKNOWN
-                if code not in RETRYABLE or not started_once:
+                if code not in RETRYABLE or not (
+                        started_once or self.retry_initial_connect):
                     self._fail(from_rpc(e))
                     return
                 details = e.details() or ""

@@ -75,7 +75,8 @@ def consume(channel: grpc.Channel, table: str, handler: Handler,
             sleep: Callable[[float], None] = time.sleep, server: str = "",
             stop: Optional[threading.Event] = None,
             metadata: Optional[Metadata] = None, tracing: bool = True,
-            tracer_provider: Any = None) -> int:
+            tracer_provider: Any = None,
+            idle: Optional[threading.Event] = None) -> int:
     """Streams `table` into `handler(message)` until `count` messages (0 = no
     limit). The handler's results are sent once per streamed batch when
     `ack`: one MessageAck, then one MessageNack per distinct (delay, reason,
@@ -89,7 +90,11 @@ def consume(channel: grpc.Channel, table: str, handler: Handler,
     returns after the current batch (and, instead of retrying, when the
     stream is cancelled, e.g. by closing the channel). `metadata` is sent with every call. `tracing`: a CONSUMER
     span per handled message when opentelemetry is importable, from
-    `tracer_provider` (default: the global one); see msgq.trace."""
+    `tracer_provider` (default: the global one); see msgq.trace. `idle`,
+    when given, is set while no streamed batch is in hand (waiting for the
+    stream), so that a caller stopping it knows when closing the channel
+    cuts no batch short; a batch that arrives once `stop` is set is not
+    handled (it comes back after the ack wait)."""
     spans = ConsumerSpans.create(table, keyspace, tracing, tracer_provider)
     call = spans.wrap(handler) if spans is not None else handler
     stub = messaging_pb2_grpc.MessagingStub(channel)
@@ -101,12 +106,19 @@ def consume(channel: grpc.Channel, table: str, handler: Handler,
     started_once = False
     while True:
         # After a first success, wait for the channel to reconnect instead of
-        # failing fast while the server is down.
+        # failing fast while the server is down: the stream starts as soon
+        # as the server listens again (on_reconnect is called once).
         stream = stub.MessageStream(request, wait_for_ready=started_once,
                                     metadata=md)
         fields = None
+        if idle is not None:
+            idle.set()
         try:
             for response in stream:
+                if idle is not None:
+                    idle.clear()
+                    if stop is not None and stop.is_set():
+                        return handled
                 if fields is None:
                     if not response.fields:
                         raise ProtocolError("first response has no fields")
@@ -142,6 +154,8 @@ def consume(channel: grpc.Channel, table: str, handler: Handler,
                     return handled
                 if stop is not None and stop.is_set():
                     return handled
+                if idle is not None:
+                    idle.set()
             # The server is not supposed to end a stream successfully.
             if not started_once:
                 raise ProtocolError("stream ended before sending fields")

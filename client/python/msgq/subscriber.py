@@ -30,6 +30,7 @@ several servers the handler is called under a lock, one message at a time.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -113,7 +114,8 @@ class Subscriber:
     reconnect wait. `tracing`: when opentelemetry is importable, a CONSUMER
     span per handled message (msgq.trace) from `tracer_provider` (default:
     OpenTelemetry's global one); False turns spans off. `drain_timeout`:
-    how long leaving a `with` block waits for a run() in another thread.
+    how long stop() lets run() finish the batch in hand, and how long
+    leaving a `with` block waits for a run() in another thread.
 
     As a context manager, leaving the block calls stop() and waits for a
     run() under way in another thread to settle its batch and return."""
@@ -188,13 +190,14 @@ class Subscriber:
             def on_reconnect(c: grpc.StatusCode, d: str, t: float) -> None:
                 callback(name, c, d, t)
         outcome: Dict[str, Any] = {}
+        idle = threading.Event()
 
         def work() -> None:
             try:
                 outcome["handled"] = consume(
                     channel, self.table, self.handler, count=count,
                     server=name, stop=self._stop, on_reconnect=on_reconnect,
-                    **common)
+                    idle=idle, **common)
             except BaseException as e:  # re-raised by run()
                 outcome["error"] = e
             finally:
@@ -204,9 +207,13 @@ class Subscriber:
         worker.start()
         try:
             self._wake.wait()
-            # Stopped: a batch in hand is settled first; an idle stream
-            # sits until its channel is closed.
-            worker.join(timeout=2)
+            # Stopped: a batch in hand is handled and settled first (for
+            # up to drain_timeout); an idle stream sits until its channel
+            # is closed.
+            deadline = time.monotonic() + self.drain_timeout
+            while (worker.is_alive() and not idle.is_set()
+                   and time.monotonic() < deadline):
+                worker.join(timeout=0.05)
         finally:
             channel.close()
         worker.join()

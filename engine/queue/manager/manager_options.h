@@ -34,11 +34,13 @@ struct ManagerOptions {
   // reproducible text form (RowChange::row) are queued from the image, with
   // no read (--binlog_discovery=image); the others are read as above.
   bool binlog_row_images = false;
-  // No row image is used for this long after the manager is built: a
-  // manager that replaces another of the same table (a reload) does not
-  // know what that one read and sent. Becoming owner waits
-  // RowReconciler::kImageQuiet when the keeper says another instance may
-  // have sent the table lately (MessageManager::Own).
+  // Non-zero: a manager that replaces another of the same table (a
+  // reload) does not know what that one read and sent, so no row image is
+  // used before its own first read has a binlog position (RowReconciler
+  // rule 6); the length does not matter. Zero: the first manager of the
+  // table in its process. Becoming owner waits likewise when the keeper
+  // says another instance may have sent the table lately
+  // (MessageManager::Own).
   absl::Duration image_wait = absl::Seconds(5);
   // Reconnect backoff after MySQL errors: doubles from min to max.
   absl::Duration retry_min = absl::Milliseconds(100);

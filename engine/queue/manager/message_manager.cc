@@ -62,7 +62,7 @@ MessageManager::MessageManager(MessageTable table,
              /*fair=*/!table_.settings.fair_by.empty(),
              options.cache_max_bytes),
       reconciler_(options.binlog_row_images,
-                  clock->MonotonicNow() + options.image_wait),
+                  /*images_wait=*/options.image_wait > absl::ZeroDuration()),
       dispatcher_(options.max_batches_per_subscriber,
                   HoldHorizon(table_.settings)),
       scheduler_(SchedulerOptions(table_, options), clock->MonotonicNow()),
@@ -275,7 +275,7 @@ void MessageManager::Own(absl::Time until, bool images_wait) {
     // another owner since: read the table afresh.
     cache_.Clear();
     scheduler_.RequestPoll();
-    if (images_wait) reconciler_.ImagesWait(clock_->MonotonicNow());
+    if (images_wait) reconciler_.ImagesWait();
     // Another instance may have sent rows: count them before sending (our
     // own slots stay, they may still be out).
     gate_loaded_ = false;

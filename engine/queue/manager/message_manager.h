@@ -202,17 +202,14 @@ class MessageManager : private RoundExecutor::Task {
   // another instance may have sent its rows, and a poll is requested.
   //
   // `images_wait`: another instance may have sent rows of the table
-  // recently (the grant takes it over). Row images are then used only
-  // RowReconciler::kImageQuiet after this call: the binlog is read up to
-  // kImageMaxLag behind, so an image seen now may be a row that the other
-  // instance has sent since (its postpone not read yet); after the wait
-  // only changes committed after the takeover are sent from their image.
-  // False when nobody else can have written the table recently (the lease
-  // was free or expired longer than kImageQuiet ago, or was this
-  // instance's own; the instance lock taken with no other holder ever
-  // seen): the rows are then sent from their images at once, as without
-  // ownership. Ignored while ownership is held, and never shortens a
-  // wait already running.
+  // recently (the grant takes it over). Row images are then used only for
+  // changes after the position of the first read that starts after this
+  // call (RowReconciler rule 6: the other instance's reads all started
+  // before the grant); until that read ends, due changes are fetched by
+  // id. False when nobody else can have written the table recently (the
+  // lease was free or expired, or was this instance's own; the instance
+  // lock taken with no other holder ever seen). Ignored while ownership
+  // is held.
   void Own(absl::Time until, bool images_wait);
   // Revokes ownership now: nothing more is sent and the queued messages are
   // dropped (they stay due in MySQL for the next owner).
@@ -397,6 +394,15 @@ class MessageManager : private RoundExecutor::Task {
   // Whether rows just queued from images are handed out now, or by a round
   // at the next pump slot.
   bool ImagePumpNowLocked(absl::Time mono) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues `c`'s row image (RowReconciler rule 6); false when the table
+  // polls for it instead (msgq_concurrency_by).
+  bool QueueImageLocked(const RowChange& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A due change of `id` that is read again: fetched by id, or polled.
+  void ReadAgainLocked(const std::string& id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Acts on the images deferred while reads ran, decided as they ended.
+  void DeferredDecidedLocked(RowReconciler::Deferred deferred)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.
   const MessageTable table_;

@@ -60,17 +60,12 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
     const absl::Time mono = clock_->MonotonicNow();
     const bool owner = OwnsLocked();
     bool queued_images = false;
-    // msgq_order_by: only a key's head may be read, and a settled head lets
-    // the next one go; rows are found by polls (which check headship), not
-    // fetched by id.
-    // msgq_concurrency_by likewise: a poll reads what a key's room allows.
     const bool ordered = !table_.settings.order_by.empty();
-    const bool keyed = ordered || gate_.has_value();
     bool freed = false;
     for (const RowChange& c : changes) {
-      const RowReconciler::BinlogVerdict verdict = reconciler_.OnBinlogChange(
-          c, now, mono, /*reading=*/owner && !paused_,
-          /*subscribed=*/!dispatcher_.empty());
+      const RowReconciler::BinlogVerdict verdict =
+          reconciler_.OnBinlogChange(c, now, /*reading=*/owner && !paused_,
+                                     /*subscribed=*/!dispatcher_.empty());
       switch (verdict.action) {
         case Action::kGone:
           counters_.acked_by_sql += verdict.acked_by_sql ? 1 : 0;
@@ -94,31 +89,17 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
         case Action::kDueIdle:  // the first subscriber polls
           cache_.RemoveQueued(c.id);
           break;
-        case Action::kDueImage: {
+        case Action::kDueImage:
           // Queued now, so a later change of the same row in this call
           // replaces it (the cache removes it first).
+          queued_images |= QueueImageLocked(c);
+          break;
+        case Action::kDueDeferred:  // the reads' end decides
           cache_.RemoveQueued(c.id);
           scheduler_.ForgetFetch(c.id);
-          if (gate_.has_value()) {  // its image has no key: poll for it
-            scheduler_.RequestPoll();
-            break;
-          }
-          std::vector<Message> image{MessageOf(c)};
-          AddToCacheLocked(image);
-          ++counters_.image_rows;
-          queued_images = true;
           break;
-        }
         case Action::kDueRead:
-          // Priority, schedule or payload may have changed: read it again.
-          cache_.RemoveQueued(c.id);
-          if (!options_.binlog_fetch_by_id || keyed) {
-            scheduler_.RequestPoll();
-          } else if (cache_.full()) {
-            scheduler_.NoteBacklog();  // the poll at drain picks it up
-          } else {
-            scheduler_.NameForFetch(c.id);
-          }
+          ReadAgainLocked(c.id);
           break;
       }
     }
@@ -128,6 +109,44 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
     }
   }
   Deliver(std::move(sends));
+}
+
+bool MessageManager::QueueImageLocked(const RowChange& c) {
+  mu_.AssertHeld();
+  cache_.RemoveQueued(c.id);
+  scheduler_.ForgetFetch(c.id);
+  if (gate_.has_value()) {  // its image has no key: poll for it
+    scheduler_.RequestPoll();
+    return false;
+  }
+  std::vector<Message> image{MessageOf(c)};
+  AddToCacheLocked(image);
+  ++counters_.image_rows;
+  return true;
+}
+
+void MessageManager::ReadAgainLocked(const std::string& id) {
+  mu_.AssertHeld();
+  // Priority, schedule or payload may have changed: read it again.
+  cache_.RemoveQueued(id);
+  // msgq_order_by: only a key's head may be read, and a settled head lets
+  // the next one go; rows are found by polls (which check headship), not
+  // fetched by id. msgq_concurrency_by likewise: a poll reads what a key's
+  // room allows.
+  const bool keyed = !table_.settings.order_by.empty() || gate_.has_value();
+  if (!options_.binlog_fetch_by_id || keyed) {
+    scheduler_.RequestPoll();
+  } else if (cache_.full()) {
+    scheduler_.NoteBacklog();  // the poll at drain picks it up
+  } else {
+    scheduler_.NameForFetch(id);
+  }
+}
+
+void MessageManager::DeferredDecidedLocked(RowReconciler::Deferred deferred) {
+  mu_.AssertHeld();
+  for (const RowChange& c : deferred.images) QueueImageLocked(c);
+  for (const std::string& id : deferred.read) ReadAgainLocked(id);
 }
 
 }  // namespace msgq

@@ -1,8 +1,10 @@
 // MessageManager with Options::binlog_row_images: a due row the binlog
 // shows with its image is queued and sent at once, with no read; and when
 // the image is not used because it may be older than what msgq already did
-// with the row (a read returned the row, the binlog is read far behind, a
-// new manager or owner).
+// with the row (a read at or after its position, a new manager or owner
+// before its first read), or waits for the read running.
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "engine/queue/manager/message_manager_fixture.h"
 
@@ -22,20 +24,28 @@ class ImageTest : public MessageManagerTest {
         Init({.batch_size = 10, .ack_wait_s = 30}, options));
   }
 
-  // A due row's change with its image: id, then `payload`; the binlog
-  // event is `lag` old (whole seconds, as the binlog writes them).
+  // A due row's change with its image: id, then `payload`; at `at`, by
+  // default just after every commit the store has (no read has it yet).
   RowChange Image(const std::string& id, const std::string& payload,
-                  absl::Duration lag = absl::ZeroDuration()) {
+                  std::optional<BinlogPosition> at = std::nullopt) {
     RowChange c;
     c.id = id;
     c.time_next = Now() - kSecond;
-    c.event_time = (Now() - absl::ToInt64Nanoseconds(lag)) / 1'000'000'000;
+    c.event_time = Now() / 1'000'000'000;
+    c.position = at.value_or(Next());
     auto row = std::make_shared<PackedRow>();
     row->lengths = {static_cast<int64_t>(id.size()),
                     static_cast<int64_t>(payload.size())};
     row->values = id + payload;
     c.row = std::move(row);
     return c;
+  }
+
+  // The position of the store's next commit.
+  BinlogPosition Next() const {
+    BinlogPosition at = store_->position();
+    ++at.offset;
+    return at;
   }
 
   static std::string Payload(const Message& m) {
@@ -138,19 +148,20 @@ TEST_F(ImageTest, ARowChangedTwiceInOneCallIsSentAsLeft) {
   EXPECT_EQ(stats().image_rows, 2);
 }
 
-// A new manager does not know what the one before it sent: it reads the
-// row instead for its first seconds.
-TEST_F(ImageTest, ANewManagerReadsTheRowForItsFirstSeconds) {
+// A new manager does not know what the one before it sent: until its
+// first read ends, it reads the row instead.
+TEST_F(ImageTest, ANewManagerReadsTheRowUntilItsFirstRead) {
   auto sub = Subscribe();
-  RunOnce();
-  Advance(absl::Seconds(4));
   PutDue({"5"});
   manager_->OnRowChanges({Image("5", "hello")});
   EXPECT_THAT(sub->ids(), IsEmpty());
-  RunOnce();  // fetched by id
+  RunOnce();  // the subscribe poll reads it
   ASSERT_THAT(sub->ids(), ElementsAre("5"));
-  EXPECT_EQ(stats().fetches, 1);
   EXPECT_EQ(stats().image_rows, 0);
+  // After that read's position, images are used.
+  manager_->OnRowChanges({Image("6", "later")});
+  EXPECT_THAT(sub->ids(), ElementsAre("5", "6"));
+  EXPECT_EQ(stats().image_rows, 1);
 }
 
 // The first manager of a table in its process (Options::image_wait 0) uses
@@ -166,6 +177,7 @@ TEST_F(MessageManagerTest, WithoutAWaitImagesAreUsedAtOnce) {
   c.id = "5";
   c.time_next = Now() - kSecond;
   c.event_time = Now() / 1'000'000'000;
+  c.position = {"binlog.000001", 1};
   c.row = std::make_shared<PackedRow>(PackedRow{{1}, "5"});
   manager_->OnRowChanges({c});
   EXPECT_THAT(sub->ids(), ElementsAre("5"));
@@ -180,6 +192,7 @@ TEST_F(ImageTest, AnImageOfARowAReadReturnedIsNotUsed) {
   auto sub = Subscribe();
   Advance(absl::Seconds(6));
   PutDue({"5"});
+  const BinlogPosition inserted = store_->position();
   manager_->RequestPoll();
   RunOnce();
   ASSERT_THAT(sub->ids(), ElementsAre("5"));
@@ -189,7 +202,7 @@ TEST_F(ImageTest, AnImageOfARowAReadReturnedIsNotUsed) {
   ASSERT_EQ(acked->calls, 1);
   ASSERT_TRUE(acked->result.ok()) << acked->result.status();
   ASSERT_EQ(*acked->result, 1);
-  manager_->OnRowChanges({Image("5", "hello")});
+  manager_->OnRowChanges({Image("5", "hello", inserted)});
   RunOnce();
   EXPECT_THAT(sub->ids(), ElementsAre("5"));
   EXPECT_EQ(stats().image_rows, 0);
@@ -197,20 +210,31 @@ TEST_F(ImageTest, AnImageOfARowAReadReturnedIsNotUsed) {
   EXPECT_EQ(stats().fetch_misses, 1);
 }
 
-// The binlog is read more than 3 s behind: a read since the commit may
-// have sent the row, so it is read instead.
-TEST_F(ImageTest, AnImageReadFarBehindIsNotUsed) {
+// Images that come while a poll runs wait for its position: the one
+// committed after the poll's snapshot is sent from its image; the poll
+// returned the other one's row with that change in it, which is sent.
+TEST_F(ImageTest, AnImageDuringAPollWaitsForThePollsPosition) {
   auto sub = Subscribe();
   RunOnce();
-  Advance(absl::Seconds(10));
-  PutDue({"5", "6"});
-  manager_->OnRowChanges(
-      {Image("5", "x", absl::Seconds(4)), Image("6", "y", absl::Seconds(2))});
-  ASSERT_THAT(sub->ids(), ElementsAre("6"));
+  PutDue({"5"});
+  const BinlogPosition in_poll = store_->position();
+  BinlogPosition after = in_poll;
+  after.offset += 10;
+  bool shown = false;
+  store_->before_call = [&](FakeMessageStore::Op op) {
+    if (op != FakeMessageStore::Op::kPollDue || shown) return;
+    shown = true;
+    manager_->OnRowChanges({Image("5", "x", in_poll), Image("6", "y", after)});
+  };
+  manager_->RequestPoll();
   RunOnce();
-  EXPECT_THAT(sub->ids(), ElementsAre("6", "5"));
+  EXPECT_THAT(sub->ids(), ElementsAre("5", "6"));
   EXPECT_EQ(stats().image_rows, 1);
-  EXPECT_EQ(stats().fetches, 1);
+  ASSERT_EQ(sub->batches.size(), 1u);
+  ASSERT_EQ(sub->batches[0].size(), 2u);
+  EXPECT_EQ(Payload(sub->batches[0][1]), "y");  // the image's
+  RunOnce();
+  EXPECT_EQ(stats().fetches, 0);
 }
 
 // Without the option the image is ignored and the row read.
@@ -237,20 +261,19 @@ class LeasedImageTest : public ImageTest {
   LeasedImageTest() { leased_ = true; }
 };
 
-// A new owner does not know what the last owner sent: images wait again.
-TEST_F(LeasedImageTest, ANewOwnerReadsTheRowForItsFirstSeconds) {
-  Advance(absl::Seconds(6));
+// A new owner does not know what the last owner sent: images wait again,
+// for its first read after the grant.
+TEST_F(LeasedImageTest, ANewOwnerReadsTheRowUntilItsFirstRead) {
   manager_->Own(clock_.MonotonicNow() + absl::Minutes(1), /*images_wait=*/true);
   auto sub = Subscribe();
-  RunOnce();
-  Advance(absl::Seconds(4));
   PutDue({"5"});
   manager_->OnRowChanges({Image("5", "x")});
   EXPECT_THAT(sub->ids(), IsEmpty());
-  Advance(absl::Seconds(2));
+  RunOnce();
+  ASSERT_THAT(sub->ids(), ElementsAre("5"));
   PutDue({"6"});
   manager_->OnRowChanges({Image("6", "y")});
-  EXPECT_THAT(sub->ids(), ElementsAre("6"));
+  EXPECT_THAT(sub->ids(), ElementsAre("5", "6"));
   EXPECT_EQ(stats().image_rows, 1);
 }
 

@@ -92,6 +92,7 @@ bool MessageManager::DoPoll(const Work& work) {
   int64_t limit = 0;
   bool by_ids = false;
   std::optional<KeyRoom> room;  // msgq_concurrency_by
+  uint64_t read_number = 0;
   {
     absl::MutexLock lock(&mu_);
     // Due rows in flight or already queued come back too and are skipped.
@@ -109,12 +110,13 @@ bool MessageManager::DoPoll(const Work& work) {
     by_ids = store_->polls_ids() && held > 0 &&
              held * kIdsFirstWhenHeld >= limit && !gate_.has_value();
     if (gate_.has_value()) room = gate_->Room(work.now, limit);
-    reconciler_.ReadStarts();
+    read_number = reconciler_.ReadStarts();
   }
   const absl::Time start = clock_->MonotonicNow();
   absl::StatusOr<PollRead> read =
       ReadDue(work, limit, by_ids, room.has_value() ? &*room : nullptr);
   const absl::Duration took = clock_->MonotonicNow() - start;
+  const BinlogPosition at = store_->read_position();
   Log log;
   bool backlog = false;
   {
@@ -125,7 +127,8 @@ bool MessageManager::DoPoll(const Work& work) {
     const bool full =
         read.ok() && (static_cast<int64_t>(read->listed) >= limit ||
                       NoteReadBytesLocked(read->rows));
-    reconciler_.ReadEnds(read.ok() ? &read->rows : nullptr, clock_->NowNanos());
+    RowReconciler::Deferred deferred = reconciler_.ReadEnds(
+        read_number, read.ok() ? &read->rows : nullptr, clock_->NowNanos(), at);
     if (!read.ok()) {
       log = StatementFailedLocked("poll", read.status());
     } else {
@@ -140,8 +143,9 @@ bool MessageManager::DoPoll(const Work& work) {
       // As AddToCacheLocked notes when the cache fills up.
       if (read->no_room) scheduler_.NoteBacklog();
       AddToCacheLocked(read->rows);
-      backlog = scheduler_.backlog();
     }
+    DeferredDecidedLocked(std::move(deferred));
+    backlog = read.ok() && scheduler_.backlog();
   }
   Emit(std::move(log));
   if (!read.ok()) return !IsUnavailable(read.status());
@@ -164,14 +168,16 @@ bool MessageManager::DoPoll(const Work& work) {
 }
 
 bool MessageManager::DoFetch(const Work& work) {
+  uint64_t read_number = 0;
   {
     absl::MutexLock lock(&mu_);
-    reconciler_.ReadStarts();
+    read_number = reconciler_.ReadStarts();
   }
   const absl::Time start = clock_->MonotonicNow();
   absl::StatusOr<std::vector<Message>> rows =
       store_->FetchDue(work.round.fetch_ids, work.now);
   const absl::Duration took = clock_->MonotonicNow() - start;
+  const BinlogPosition at = store_->read_position();
   Sends sends;
   Log log;
   {
@@ -179,7 +185,8 @@ bool MessageManager::DoFetch(const Work& work) {
     counters_.fetch_latency.Observe(took);
     // Cut at its bytes: the rows left out wait for a poll.
     if (rows.ok() && NoteReadBytesLocked(*rows)) scheduler_.NoteBacklog();
-    reconciler_.ReadEnds(rows.ok() ? &*rows : nullptr, clock_->NowNanos());
+    RowReconciler::Deferred deferred = reconciler_.ReadEnds(
+        read_number, rows.ok() ? &*rows : nullptr, clock_->NowNanos(), at);
     if (!rows.ok()) {
       log = StatementFailedLocked("fetch", rows.status());
       // Whatever the reason, the poll finds them instead.
@@ -194,8 +201,9 @@ bool MessageManager::DoFetch(const Work& work) {
       }
       scheduler_.FetchDone(work.round.fetch_ids, found, clock_->MonotonicNow());
       AddToCacheLocked(*rows);
-      sends = PumpLocked();
     }
+    DeferredDecidedLocked(std::move(deferred));
+    if (rows.ok()) sends = PumpLocked();
   }
   Emit(std::move(log));
   Deliver(std::move(sends));

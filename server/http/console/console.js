@@ -1,13 +1,19 @@
-// msgq web console: polls /api/tables every 2 s, keeps a few minutes of
-// history per table in memory for rates and sparklines, and shows the
+// msgq web console: polls /api/tables every 2 s, keeps an hour of history
+// per table for rates and sparklines (seeded from msgqd's own,
+// GET /api/history, then kept by the page every 10 s), and shows the
 // selected table's dead messages with redrive buttons (POST /api/redrive)
-// and its recent messages (GET /api/messages, the payload only when asked).
+// and a selection to redrive or delete (POST /api/dead/delete),
+// its recent messages (GET /api/messages, the payload only when asked) and
+// one message found by id (GET /api/message).
 // Data is only ever inserted as text (textContent), never as HTML.
 "use strict";
 
 const REFRESH_MS = 2000;
-const HISTORY = 90;  // samples: 3 minutes at 2 s
+const HISTORY = 360;  // samples: an hour at 10 s
+const SAMPLE_EVERY = 10;  // seconds between kept samples, as msgqd keeps them
 const history = new Map();  // "ks.table" -> [{t, sent, acked}]
+const lastPoll = new Map();  // "ks.table" -> the previous poll's {t, sent, acked}
+const seeded = new Set();  // tables whose served history was asked for
 let selected = null;  // {keyspace, name}
 let lastTables = [];  // the latest /api/tables "tables"
 
@@ -92,9 +98,31 @@ function sparkline(values) {
   return svg;
 }
 
+// The table's rows by state, exact (msgqd's counts kept from the binlog);
+// before the first counting read, ready is the sampled due count and in
+// flight the cache's.
+function stateCounts(t) {
+  if (t.counts) return t.counts;
+  return {ready: t.pending_due === undefined ? null : t.pending_due,
+          scheduled: null, in_flight: t.in_flight, dead: t.dead};
+}
+
+function readyCell(t) {
+  const c = stateCounts(t);
+  return el("td", {class: "num", "data-field": "ready",
+                   title: t.counts
+                       ? "unacked rows due now (time_next <= now), exact"
+                       : "unacked rows due now, counted in the index every " +
+                         "10 s at most (exact counts not loaded yet)"},
+            fmt(c.ready) + (!t.counts && t.pending_capped ? "+" : ""));
+}
+
 // In flight; with msgq_concurrency_by also the keys at their limit.
 function inFlightCell(t) {
-  const td = el("td", {class: "num", "data-field": "in_flight"}, fmt(t.in_flight));
+  const td = el("td", {class: "num", "data-field": "in_flight",
+                       title: "sent, waiting for an ack or a retry " +
+                              "(epoch > 0, time_next > now)"},
+                fmt(stateCounts(t).in_flight));
   if (t.concurrency) {
     td.title = "msgq_concurrency_by=" + t.concurrency_by + ", msgq_concurrency=" +
         t.concurrency + ": keys with " + t.concurrency + " in flight now";
@@ -104,10 +132,29 @@ function inFlightCell(t) {
   return td;
 }
 
-function rateCell(samples, field, key) {
+// Per-second rate of `field` between two polls; null without both.
+function pollRate(prev, cur, field) {
+  if (!prev || cur.t <= prev.t) return null;
+  const dv = cur[field] - prev[field];
+  return dv >= 0 ? dv / (cur.t - prev.t) : 0;
+}
+
+// The table's last hour from msgqd (GET /api/history), put before what the
+// page has kept itself.
+async function seedHistory(key, keyspace, name) {
+  const r = await api("/api/history?" + query({keyspace, table: name}));
+  if (!r.ok) return;
+  const data = await r.json();
+  const kept = history.get(key) || [];
+  const first = kept.length ? kept[0].t : Infinity;
+  const served = data.samples.filter((s) => s.time < first)
+      .map((s) => ({t: s.time, sent: s.sent, acked: s.acked}));
+  history.set(key, served.concat(kept).slice(-HISTORY));
+}
+
+function rateCell(samples, field, last) {
   const r = rates(samples, field);
-  const last = r.length ? r[r.length - 1] : null;
-  return el("td", {"data-field": field + "_rate"},
+  return el("td", {"data-field": field + "_rate", "data-samples": samples.length},
             el("span", {class: "spark"}, sparkline(r),
                el("span", {}, fmtRate(last))));
 }
@@ -135,23 +182,36 @@ function render(data) {
       ? "binlog: streaming" : "binlog: off (polling)";
   $("updated").textContent = "updated " + new Date(data.time * 1000).toLocaleTimeString();
 
-  const sums = {subscribers: 0, queued: 0, in_flight: 0, dead: 0,
+  const sums = {subscribers: 0, ready: 0, scheduled: 0, in_flight: 0, dead: 0,
                 sentRate: 0, ackedRate: 0};
   const body = el("tbody");
   for (const t of data.tables) {
     const key = t.keyspace + "." + t.name;
     let samples = history.get(key) || [];
+    let sentRate = null, ackedRate = null;
     if (t.loaded) {
-      samples.push({t: data.time, sent: t.sent, acked: t.acked});
+      const cur = {t: data.time, sent: t.sent, acked: t.acked};
+      const prev = lastPoll.get(key);
+      lastPoll.set(key, cur);
+      sentRate = pollRate(prev, cur, "sent");
+      ackedRate = pollRate(prev, cur, "acked");
+      if (!samples.length || cur.t - samples[samples.length - 1].t >= SAMPLE_EVERY) {
+        samples.push(cur);
+      }
       if (samples.length > HISTORY) samples = samples.slice(-HISTORY);
       history.set(key, samples);
+      if (!seeded.has(key)) {
+        seeded.add(key);
+        seedHistory(key, t.keyspace, t.name);
+      }
       sums.subscribers += t.subscribers;
-      sums.queued += t.queued;
-      sums.in_flight += t.in_flight;
-      sums.dead += t.dead || 0;
-      const s = rates(samples, "sent"), a = rates(samples, "acked");
-      sums.sentRate += s.length ? s[s.length - 1] : 0;
-      sums.ackedRate += a.length ? a[a.length - 1] : 0;
+      const c = stateCounts(t);
+      sums.ready += c.ready || 0;
+      sums.scheduled += c.scheduled || 0;
+      sums.in_flight += c.in_flight || 0;
+      sums.dead += c.dead || 0;
+      sums.sentRate += sentRate || 0;
+      sums.ackedRate += ackedRate || 0;
     }
     const row = el("tr", {"data-table": key},
         el("td", {"data-field": "name"}, el("strong", {}, t.name),
@@ -161,20 +221,17 @@ function render(data) {
       row.append(
           el("td", {"data-field": "discovery"}, t.discovery),
           el("td", {class: "num", "data-field": "subscribers"}, fmt(t.subscribers)),
-          el("td", {class: "num", "data-field": "due_now",
-                    title: "unacked rows due now, counted in the index " +
-                           "every 10 s at most (msgq_pending_due_messages)"},
-             t.pending_due === null || t.pending_due === undefined
-                 ? "–" : fmt(t.pending_due) + (t.pending_capped ? "+" : "")),
-          el("td", {class: "num", "data-field": "queued",
-                    title: "due rows read into msgqd's cache"}, fmt(t.queued)),
+          readyCell(t),
+          el("td", {class: "num", "data-field": "scheduled",
+                    title: "never sent, due later (epoch 0, time_next > now)"},
+             fmt(stateCounts(t).scheduled)),
           inFlightCell(t),
-          el("td", {class: "num" + (t.dead ? " dead-nonzero" : ""),
-                    "data-field": "dead"}, fmt(t.dead)),
+          el("td", {class: "num" + (stateCounts(t).dead ? " dead-nonzero" : ""),
+                    "data-field": "dead"}, fmt(stateCounts(t).dead)),
           el("td", {class: "num", "data-field": "sent"}, fmt(t.sent)),
           el("td", {class: "num", "data-field": "acked"}, fmt(t.acked)),
           el("td", {class: "num", "data-field": "redelivered"}, fmt(t.redelivered)),
-          rateCell(samples, "sent"), rateCell(samples, "acked"));
+          rateCell(samples, "sent", sentRate), rateCell(samples, "acked", ackedRate));
     } else {
       row.append(el("td", {colSpan: 11, class: "error", "data-field": "error",
                            title: t.error}, t.error));
@@ -195,7 +252,7 @@ function render(data) {
                                           x.name === selected.name));
   }
   $("sum-tables").textContent = fmt(data.tables.length);
-  for (const f of ["subscribers", "queued", "in_flight", "dead"]) {
+  for (const f of ["subscribers", "ready", "scheduled", "in_flight", "dead"]) {
     $("sum-" + f).textContent = fmt(sums[f]);
   }
   $("sum-sent-rate").textContent = fmtRate(sums.sentRate);
@@ -231,7 +288,10 @@ async function loadDead() {
     for (const m of data.messages) {
       const button = el("button", {textContent: "Redrive"});
       button.addEventListener("click", () => redrive({id: m.id}, button));
+      const check = el("input", {type: "checkbox", value: m.id});
+      check.addEventListener("change", selectionChanged);
       body.append(el("tr", {"data-dead-id": m.id},
+          el("td", {}, check),
           el("td", {}, m.id),
           el("td", {class: "num"}, fmt(m.epoch)),
           el("td", {}, m.time_dead ? new Date(m.time_dead * 1000).toLocaleString() : "–"),
@@ -239,11 +299,52 @@ async function loadDead() {
           el("td", {}, button)));
     }
     if (!data.messages.length) {
-      body.append(el("tr", {}, el("td", {colSpan: 5, class: "muted"}, "no dead messages")));
+      body.append(el("tr", {}, el("td", {colSpan: 6, class: "muted"}, "no dead messages")));
     }
     $("redrive-all").disabled = !data.messages.length;
   }
   tbody.replaceWith(body);
+  $("dead-select-all").checked = false;
+  selectionChanged();
+}
+
+// The dead messages ticked in the list (msgqd takes 100 at a time).
+const MAX_SELECTION = 100;
+
+function deadSelection() {
+  return [...document.querySelectorAll("#dead tr[data-dead-id] input:checked")]
+      .map((c) => c.value);
+}
+
+function selectionChanged() {
+  const n = deadSelection().length;
+  for (const id of ["redrive-selected", "delete-selected"]) {
+    $(id).disabled = n === 0 || n > MAX_SELECTION;
+    $(id).title = n > MAX_SELECTION ? `at most ${MAX_SELECTION} at once` : "";
+  }
+}
+
+// Redrives ("redrive") or deletes ("delete") the ticked dead messages.
+async function actOnSelection(action) {
+  const ids = deadSelection();
+  if (!ids.length) return;
+  const form = new URLSearchParams({keyspace: selected.keyspace,
+                                    table: selected.name});
+  for (const id of ids) form.append("id", id);
+  const r = await api(action === "delete" ? "/api/dead/delete" : "/api/redrive", {
+    method: "POST",
+    headers: {"Content-Type": "application/x-www-form-urlencoded",
+              "X-Msgq-Console": "1"},
+    body: form.toString(),
+  });
+  const data = await r.json();
+  $("action-result").textContent = r.ok
+      ? (action === "delete" ? `deleted: ${data.deleted}`
+                             : `redriven: ${data.redriven}`)
+      : `${action} failed: ${data.error}`;
+  await loadDead();
+  await loadRecent();
+  await refresh();
 }
 
 // Unix ns (text) as a local time; "–" for NULL, "at once" for 0.
@@ -259,19 +360,28 @@ async function loadRecent() {
   const params = {keyspace: selected.keyspace, table: selected.name, limit: 50,
                   order: $("recent-order").value};
   if (payload) params.payload = "1";
+  if ($("recent-state").value) params.state = $("recent-state").value;
   const r = await api("/api/messages?" + query(params));
   const data = await r.json();
   const body = el("tbody");
   if (!r.ok) {
-    body.append(el("tr", {}, el("td", {colSpan: 9, class: "error"}, data.error)));
+    body.append(el("tr", {}, el("td", {colSpan: 10, class: "error"}, data.error)));
   } else {
     const fixed = new Set(["id", "priority", "epoch", "time_next", "time_acked",
-                           "time_created", "time_dead", "last_error"]);
+                           "time_created", "time_dead", "last_error",
+                           "msgq_state"]);
     for (const m of data.messages) {
       const extra = Object.entries(m).filter(([k]) => !fixed.has(k))
           .map(([k, v]) => `${k}: ${v === null ? "NULL" : v}`).join("  ");
+      const link = el("a", {href: "#", textContent: m.id});
+      link.addEventListener("click", (event) => {
+        event.preventDefault();
+        $("find-id").value = m.id;
+        findMessage(m.id);
+      });
       body.append(el("tr", {"data-recent-id": m.id},
-          el("td", {}, m.id),
+          el("td", {}, link),
+          el("td", {"data-field": "state"}, m.msgq_state.replace("_", " ")),
           el("td", {class: "num"}, m.priority),
           el("td", {class: "num"}, m.epoch),
           el("td", {}, m.time_acked !== null ? "–" : fmtNs(m.time_next)),
@@ -282,10 +392,50 @@ async function loadRecent() {
           el("td", {class: "muted", title: extra}, payload ? extra : "hidden")));
     }
     if (!data.messages.length) {
-      body.append(el("tr", {}, el("td", {colSpan: 9, class: "muted"}, "no messages")));
+      body.append(el("tr", {}, el("td", {colSpan: 10, class: "muted"}, "no messages")));
     }
   }
   $("recent").tBodies[0].replaceWith(body);
+}
+
+// Names of the columns that carry a message's trace context or headers,
+// labelled as such in the message view.
+const CONTEXT_COLUMNS = new Set(["traceparent", "tracestate", "headers"]);
+
+// One message by id (GET /api/message): its state, attempts, times, last
+// error and every other column (payload, headers, trace context), each
+// value as text.
+async function findMessage(id) {
+  if (!selected || !id) return;
+  const r = await api("/api/message?" + query({keyspace: selected.keyspace,
+                                               table: selected.name, id}));
+  const data = await r.json();
+  $("find-error").textContent = r.ok ? "" : data.error;
+  $("message").hidden = !r.ok;
+  if (!r.ok) return;
+  const m = data.message;
+  const body = el("tbody");
+  const field = (name, label, value, cls) => body.append(
+      el("tr", {"data-field": name}, el("th", {}, label),
+         el("td", {class: cls || ""}, value === null || value === undefined
+             ? "–" : value)));
+  field("id", "Id", m.id);
+  field("state", "State", m.msgq_state.replace("_", " "));
+  field("epoch", "Attempts (epoch)", m.epoch);
+  field("priority", "Priority", m.priority);
+  field("time_next", "Next send", m.time_acked !== null ? null : fmtNs(m.time_next));
+  field("time_acked", "Acked", fmtNs(m.time_acked));
+  if ("time_created" in m) field("time_created", "Created", fmtNs(m.time_created));
+  if ("time_dead" in m) field("time_dead", "Died", fmtNs(m.time_dead));
+  if ("last_error" in m) field("last_error", "Last error", m.last_error, "error");
+  for (const c of m.columns) {
+    const kind = CONTEXT_COLUMNS.has(c.name) ? " (context)" : "";
+    const value = c.value === null ? "NULL" : c.value +
+        (c.truncated ? ` … (cut at ${data.max_value_chars} characters)` : "");
+    body.append(el("tr", {"data-column": c.name},
+        el("th", {}, c.name + kind), el("td", {}, el("pre", {}, value))));
+  }
+  $("message-fields").tBodies[0].replaceWith(body);
 }
 
 async function redrive(what, button) {
@@ -310,6 +460,8 @@ function select(keyspace, name) {
   $("detail").hidden = false;
   $("detail-title").textContent = `${keyspace}.${name}`;
   $("action-result").textContent = "";
+  $("message").hidden = true;
+  $("find-error").textContent = "";
   window.history.replaceState(null, "", "#" + keyspace + "." + name);
   for (const tr of document.querySelectorAll("#tables tr[data-table]")) {
     tr.classList.toggle("selected", tr.dataset.table === keyspace + "." + name);
@@ -351,7 +503,8 @@ function showOwnership(t) {
             ? `  ·  due now ${fmt(t.pending_due)}${t.pending_capped ? "+" : ""}` +
               `  ·  oldest due ${t.oldest_due_age.toFixed(0)} s`
             : "") +
-        (t.loaded ? `  ·  postponed ${fmt(t.postponed)}  ·  nacked ${fmt(t.nacked)}` +
+        (t.loaded ? `  ·  in msgqd's cache ${fmt(t.queued)}` +
+                    `  ·  postponed ${fmt(t.postponed)}  ·  nacked ${fmt(t.nacked)}` +
                     `  ·  died ${fmt(t.died)}  ·  purged ${fmt(t.purged)}` +
                     `  ·  polls ${fmt(t.polls)}  ·  binlog fetches ${fmt(t.fetches)}` : "")
       : "";
@@ -364,9 +517,22 @@ $("token-form").addEventListener("submit", (event) => {
   $("token-form").hidden = true;
   refresh();
 });
+$("find-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  findMessage($("find-id").value.trim());
+});
 $("recent-order").addEventListener("change", loadRecent);
+$("recent-state").addEventListener("change", loadRecent);
 $("recent-payload").addEventListener("change", loadRecent);
 $("redrive-all").addEventListener("click", () => redrive({all: "1"}, $("redrive-all")));
+$("redrive-selected").addEventListener("click", () => actOnSelection("redrive"));
+$("delete-selected").addEventListener("click", () => actOnSelection("delete"));
+$("dead-select-all").addEventListener("change", () => {
+  for (const c of document.querySelectorAll("#dead tr[data-dead-id] input")) {
+    c.checked = $("dead-select-all").checked;
+  }
+  selectionChanged();
+});
 $("pause-toggle").addEventListener("click", togglePause);
 $("detail-close").addEventListener("click", () => {
   selected = null;

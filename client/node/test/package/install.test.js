@@ -18,7 +18,8 @@ const TSC = path.join(PACKAGE_DIR, 'node_modules', 'typescript', 'bin', 'tsc');
 
 const EXPORTS = [
   'Client', 'InboxError', 'Message', 'MsgqError', 'Schema', 'Subscriber', 'ack',
-  'codeName', 'dead', 'enqueue', 'enqueueBatch', 'formatTraceparent', 'inboxHandler', 'outcome',
+  'codeName', 'dead', 'enqueue', 'enqueueBatch', 'enqueueDedup', 'enqueueDedupBatch', 'formatTraceparent',
+  'inboxHandler', 'outcome',
   'parseTraceparent', 'purgeInbox', 'readTokenFile', 'retry', 'status',
   'subscribe', 'traceColumns', 'traceparent', 'tracestate', 'version',
 ];
