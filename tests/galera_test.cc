@@ -356,6 +356,9 @@ TEST_F(GaleraTest, KillingTheServedNodeLosesNoCommittedMessage) {
     const std::set<std::string> ids = p->committed();
     expected.insert(ids.begin(), ids.end());
   }
+  // A write set the killed node certified is in the survivor's apply
+  // queue, maybe not applied yet: the read waits for it.
+  ASSERT_TRUE(cluster_->Exec(survivor, "SET SESSION wsrep_sync_wait = 1").ok());
   absl::StatusOr<QueryResult> rows =
       cluster_->Query(survivor, "SELECT id FROM msgq.q");
   ASSERT_TRUE(rows.ok()) << rows.status();
