@@ -1,7 +1,8 @@
 """Tests of the msgq package's Subscriber against in-process fake Messaging
 servers: the bearer token as per-call metadata, TLS (certificates made with
 openssl), fan-in settling each message on its own server, stop(), the
-`with` block; the handler results and the error types.
+`with` block; the handler results and the error types; the heartbeat
+schedule (a fake clock) and the ack batches.
 
 Run by ctest (msgq_python_package_test), or by hand:
   PYTHONPATH=build/client/python:client/python /usr/bin/python3 \
@@ -14,12 +15,15 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 import unittest
 from concurrent import futures
 
 import grpc
 
 import msgq
+from msgq.acks import AckBatcher
+from msgq.heartbeat import Heartbeat
 from msgq.v1 import messaging_pb2_grpc
 from msgq_consume_test import FakeMessaging, deliveries, fields, rows
 
@@ -204,6 +208,179 @@ class _FakeRpcError(grpc.RpcError):
 
     def details(self):
         return "details"
+
+
+def wait_until(condition, timeout=10.0):
+    """Polls `condition` every 10 ms until it holds; False after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+class HeartbeatTest(unittest.TestCase):
+    """The schedule of msgq.heartbeat.Heartbeat on a fake clock: received at
+    100 s, ack wait 10 s, max_extension 12 s."""
+
+    def setUp(self):
+        self.now = 100.0
+        self.calls = []
+        self.answer = 1  # rows extended, or an exception to raise
+        self.errors = []
+        self.beat = self.make(max_extension=12)
+
+    def make(self, **kwargs):
+        def extend(delivery, seconds):
+            self.calls.append((delivery, seconds, self.now))
+            if isinstance(self.answer, Exception):
+                raise self.answer
+            return self.answer
+        kwargs.setdefault("ack_wait", 10)
+        return Heartbeat(extend, on_error=self.errors.append,
+                         now=lambda: self.now, **kwargs)
+
+    def at(self, t):
+        self.now = t
+        self.beat.tick()
+
+    def test_extends_every_half_ack_wait_up_to_the_cap(self):
+        self.beat.begin("d", 100.0)
+        self.assertEqual(self.beat.next_due(), 105.0)
+        self.at(104.9)
+        self.assertEqual(self.calls, [])
+        for t in (105, 110, 115, 120, 125, 130):
+            self.at(t)
+        # Each asks for min(W, R + W + max_extension - now): never past 122.
+        self.assertEqual(self.calls, [("d", 10, 105), ("d", 10, 110),
+                                      ("d", 7, 115), ("d", 2, 120)])
+        self.assertIsNone(self.beat.next_due())
+        self.assertEqual((self.beat.extended, self.beat.lost,
+                          self.beat.errors), (4, 0, 0))
+
+    def test_a_late_tick_extends_at_once_from_the_receipt(self):
+        # Received at 100, the handler starts at 108 (queued meanwhile).
+        self.now = 108
+        self.beat.begin("d", 100.0)
+        self.assertEqual(self.beat.next_due(), 105.0)
+        self.at(108)
+        self.assertEqual(self.calls, [("d", 10, 108)])
+        self.assertEqual(self.beat.next_due(), 113.0)
+
+    def test_lost_is_never_extended_again(self):
+        self.answer = 0
+        self.beat.begin("d", 100.0)
+        self.at(105)
+        self.at(110)
+        self.assertEqual(self.calls, [("d", 10, 105)])
+        self.assertEqual((self.beat.extended, self.beat.lost), (0, 1))
+        self.assertIsNone(self.beat.next_due())
+
+    def test_a_failed_extend_is_reported_and_tried_next_interval(self):
+        down = RuntimeError("down")
+        self.answer = down
+        self.beat.begin("d", 100.0)
+        self.at(105)
+        self.assertEqual(self.errors, [down])
+        self.assertEqual(self.beat.next_due(), 110.0)
+        self.answer = 1
+        self.at(110)
+        self.assertEqual(self.calls, [("d", 10, 105), ("d", 10, 110)])
+        self.assertEqual((self.beat.extended, self.beat.errors), (1, 1))
+
+    def test_ended_and_unknown_ack_wait_are_not_extended(self):
+        ticket = self.beat.begin("d", 100.0)
+        self.beat.end(ticket)
+        self.at(105)
+        self.assertEqual(self.calls, [])
+        self.beat = self.make(ack_wait=None)
+        self.beat.begin("e", 100.0)
+        self.at(105)
+        self.assertEqual(self.calls, [])
+        self.assertIsNone(self.beat.next_due())
+        self.beat.set_ack_wait(4)
+        self.assertEqual(self.beat.next_due(), 102.0)
+
+    def test_fraction_clamped_and_off(self):
+        self.beat = self.make(fraction=0.001)
+        self.beat.begin("d", 100.0)
+        self.assertEqual(self.beat.next_due(), 100.5)  # 0.05 x 10
+        off = self.make(max_extension=-1)
+        self.assertFalse(off.enabled)
+        self.assertEqual(off.begin("d", 100.0), 0)
+        self.assertIsNone(off.next_due())
+
+    def test_its_thread_extends_when_due_and_closes(self):
+        calls = []
+        beat = Heartbeat(lambda d, s: calls.append((d, s)) or 1,
+                         ack_wait=0.2)
+        beat.start()
+        beat.begin("d", time.monotonic())
+        self.assertTrue(wait_until(lambda: len(calls) >= 2))
+        beat.close()
+        self.assertEqual(calls[:2], [("d", 0.2), ("d", 0.2)])
+
+
+class AckBatcherTest(unittest.TestCase):
+    def setUp(self):
+        self.sent = []
+        self.fail = []  # StatusCodes the next sends fail with, in order
+        self.errors = []
+
+    def send(self, ids):
+        self.sent.append(list(ids))
+        if self.fail:
+            raise _FakeRpcError(self.fail.pop(0))
+
+    def batcher(self, **kwargs):
+        return AckBatcher(self.send, on_error=self.errors.append, **kwargs)
+
+    def test_a_full_batch_goes_at_once_the_rest_on_close(self):
+        acks = self.batcher(max_batch=2, max_delay=3600)
+        acks.start()
+        for i in (b"1", b"2", b"3"):
+            self.assertTrue(acks.add(i))
+        self.assertTrue(wait_until(lambda: self.sent))
+        self.assertEqual(self.sent, [[b"1", b"2"]])
+        acks.close()
+        self.assertEqual(self.sent, [[b"1", b"2"], [b"3"]])
+        self.assertFalse(acks.add(b"4"))
+        self.assertEqual(self.errors, [])
+
+    def test_the_oldest_id_waits_max_delay_at_most(self):
+        acks = self.batcher(max_batch=100, max_delay=0.01)
+        acks.start()
+        acks.add(b"1")
+        self.assertTrue(wait_until(lambda: self.sent))
+        self.assertEqual(self.sent, [[b"1"]])
+        acks.close()
+
+    def test_retryable_failures_are_sent_again_three_attempts_in_all(self):
+        unavailable = grpc.StatusCode.UNAVAILABLE
+        acks = self.batcher()
+        acks.add(b"1")
+        self.fail = [unavailable, grpc.StatusCode.ABORTED]
+        acks.close()  # not started: close() sends
+        self.assertEqual(self.sent, [[b"1"]] * 3)
+        self.assertEqual(self.errors, [])
+
+        self.sent, acks = [], self.batcher()
+        acks.add(b"2")
+        self.fail = [unavailable] * 3
+        acks.close()
+        self.assertEqual(self.sent, [[b"2"]] * 3)
+        self.assertEqual([(type(e), e.code()) for e in self.errors],
+                         [(msgq.errors.Unavailable, unavailable)])
+
+    def test_other_failures_drop_the_batch(self):
+        acks = self.batcher()
+        acks.add(b"1")
+        self.fail = [grpc.StatusCode.INTERNAL]
+        acks.close()
+        self.assertEqual(self.sent, [[b"1"]])
+        self.assertEqual([e.code() for e in self.errors],
+                         [grpc.StatusCode.INTERNAL])
 
 
 class FanInTest(unittest.TestCase):
