@@ -1,5 +1,6 @@
-"""Tests of msgq.Client (the unary calls), msgq.aio (AsyncClient,
-AsyncSubscriber: handler concurrency, heartbeats, iteration, the drain) and
+"""Tests of msgq.Client (the unary calls), the subscribers (msgq.Subscriber
+and msgq.aio.AsyncSubscriber: handler concurrency, heartbeats, the drain;
+AsyncSubscriber's iteration), msgq.aio.AsyncClient and
 the producer (msgq.enqueue, enqueue_batch, enqueue_dedup) against one private MariaDB and
 a real msgqd ($MSGQD, else build/server/msgqd), shared by all tests (each
 uses its own tables).
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import threading
 import time
 import unittest
 from contextlib import redirect_stderr
@@ -135,25 +137,6 @@ class ClientTest(unittest.TestCase):
                           ("2", "0", "1", "1", "later"),
                           ("3", "0", "1", "0", "poison")])
 
-    def test_blocking_stop_settles_the_batch_in_hand(self):
-        # stop() from the first handler of a streamed batch that takes 3 s
-        # to handle: run() handles and acks the whole batch, then returns.
-        self.server.create("t_stop", ["1", "2", "3"])
-        seen: List[str] = []
-
-        def handler(message: msgq.Message) -> msgq.HandlerResult:
-            seen.append(message.id)
-            sub.stop()
-            time.sleep(1)
-            return msgq.ack()
-
-        sub = msgq.Subscriber(self.server.address, "t_stop", handler,
-                              keyspace="msgq", tracing=False)
-        self.assertEqual(sub.run(), 3)
-        self.assertEqual(seen, ["1", "2", "3"])
-        self.assertEqual([r[:2] for r in self.server.rows("t_stop")],
-                         [("1", "1"), ("2", "1"), ("3", "1")])
-
     def test_list_dead_and_redrive(self):
         self.server.create("t_dead", ["10", "11", "12"])
         messages = peek(self.server.address, "t_dead", 3)
@@ -221,6 +204,123 @@ class ClientTest(unittest.TestCase):
         closed.close()
         with self.assertRaises(msgq.errors.ClosedError):
             closed.list_tables()
+
+
+class BlockingTest(unittest.TestCase):
+    """msgq.Subscriber, the blocking one: handler threads, heartbeats and
+    the drain."""
+
+    def setUp(self) -> None:
+        self.server = SERVER
+
+    def test_handlers_run_concurrently_and_settle(self):
+        self.server.create("b_conc", ["1", "2", "3", "4", "5"])
+        lock = threading.Lock()
+        running: List[str] = []
+        most: List[int] = []
+        # 1..4 wait for each other: only 4 handlers at once get past it.
+        four_at_once = threading.Barrier(4, timeout=20)
+
+        def handler(m: msgq.Message) -> msgq.HandlerResult:
+            with lock:
+                running.append(m.id)
+                most.append(len(running))
+            if m.id != "5":
+                four_at_once.wait()
+            with lock:
+                running.remove(m.id)
+            if m.id == "2":
+                return msgq.retry(3600, "later")
+            if m.id == "3":
+                return msgq.dead("poison")
+            if m.id == "4":
+                raise RuntimeError("boom")
+            return None  # an ack
+
+        sub = msgq.Subscriber(self.server.address, "b_conc", handler,
+                              keyspace="msgq", concurrency=4, tracing=False)
+        err = io.StringIO()
+        with redirect_stderr(err):
+            self.assertEqual(sub.run(count=5), 5)
+        self.assertEqual(err.getvalue(),
+                         "msgq_consume: handler failed: RuntimeError('boom')\n")
+        self.assertEqual(max(most), 4)
+        self.assertEqual(sub.handled, 5)
+        # run() returned once the acks were sent.
+        self.assertEqual(self.server.rows("b_conc"),
+                         [("1", "1", "1", "0", "-"),
+                          ("2", "0", "1", "1", "later"),
+                          ("3", "0", "1", "0", "poison"),
+                          ("4", "0", "1", "1", "boom"),
+                          ("5", "1", "1", "0", "-")])
+
+    def heartbeat_run(self, table: str, max_extension: float,
+                      count: int) -> Tuple[List[int], msgq.Subscriber]:
+        """One message whose handler takes 5 s on a table with a 2 s ack
+        wait and concurrency 2, until `count` handlers returned: the epochs
+        the handler saw, and the subscriber."""
+        self.server.create(table, ["1"], ack_wait=2)
+        epochs: List[int] = []
+
+        def handler(m: msgq.Message) -> None:
+            epochs.append(m.epoch)
+            if m.epoch == 0:
+                time.sleep(5)  # the slow handler itself
+
+        sub = msgq.Subscriber(self.server.address, table, handler,
+                              keyspace="msgq", concurrency=2,
+                              max_extension=max_extension, tracing=False)
+        self.assertEqual(sub.run(count=count), count)
+        return epochs, sub
+
+    def test_heartbeats_keep_a_running_message(self):
+        epochs, sub = self.heartbeat_run("b_hb", 600, 1)
+        self.assertEqual(epochs, [0])
+        # Past R + 5 s on a 2 s ack wait needs extends at R + 1, 2 and 3 s.
+        self.assertGreaterEqual(sub.extended, 3)
+        self.assertEqual(sub.lost, 0)
+        self.assertEqual(self.server.rows("b_hb"), [("1", "1", "1", "0", "-")])
+
+    def test_without_heartbeats_the_message_is_sent_again(self):
+        # The same with heartbeats off: the ack wait passes while the
+        # handler runs, and the message is sent again (epoch 1).
+        epochs, sub = self.heartbeat_run("b_nohb", -1, 2)
+        self.assertEqual(epochs, [0, 1])
+        self.assertEqual(sub.extended, 0)
+        self.assertEqual(self.server.rows("b_nohb"),
+                         [("1", "1", "2", "0", "-")])
+
+    def test_stop_drains_and_hands_back_the_unstarted(self):
+        # stop() from the first handler: it finishes and is acked; 2 and 3,
+        # received and not started, are handed back (due at once).
+        self.server.create("b_stop", ["1", "2", "3"])
+        seen: List[str] = []
+
+        def handler(message: msgq.Message) -> msgq.HandlerResult:
+            seen.append(message.id)
+            sub.stop()
+            return msgq.ack()
+
+        sub = msgq.Subscriber(self.server.address, "b_stop", handler,
+                              keyspace="msgq", tracing=False)
+        self.assertEqual(sub.run(), 1)
+        self.assertEqual(seen, ["1"])
+        self.assertEqual(self.server.rows("b_stop"),
+                         [("1", "1", "1", "0", "-"),
+                          ("2", "0", "1", "1", "consumer stopped before it"),
+                          ("3", "0", "1", "1", "consumer stopped before it")])
+        due = self.server.db.sql(
+            "SELECT id FROM msgq.b_stop WHERE time_next <= "
+            "UNIX_TIMESTAMP(NOW(6)) * 1000000000 ORDER BY id")
+        self.assertEqual([int(r[0]) for r in due], [2, 3])
+        self.assertEqual(sub.run(), 0)  # stopped for good
+
+    def test_unknown_table_ends_run_with_the_package_error(self):
+        sub = msgq.Subscriber(self.server.address, "no_such", lambda m: None,
+                              keyspace="msgq")
+        with self.assertRaises(msgq.errors.UnknownTable) as e:
+            sub.run()
+        self.assertEqual(e.exception.code().name, "NOT_FOUND")
 
 
 class AsyncTest(unittest.TestCase):

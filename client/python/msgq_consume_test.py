@@ -50,6 +50,11 @@ class FakeMessaging(messaging_pb2_grpc.MessagingServicer):
         self.nacks = []
         self.nack_error = None  # (StatusCode, details) to answer nacks with
         self.stream_requests = []
+        # ListTables lists "orders" in keyspaces "" and "app" with this ack
+        # wait (the subscribers' heartbeats ask for it).
+        self.ack_wait = 30.0
+        self.extends = []
+        self.extended = None  # MessageExtend's count; None: all deliveries
 
     def MessageStream(self, request, context):
         self.stream_requests.append(request)
@@ -66,6 +71,19 @@ class FakeMessaging(messaging_pb2_grpc.MessagingServicer):
     def MessageAck(self, request, context):
         self.acks.append(request)
         return messaging_pb2.MessageAckResponse(acked=len(request.ids))
+
+    def ListTables(self, request, context):
+        return messaging_pb2.ListTablesResponse(tables=[
+            messaging_pb2.TableStatus(
+                keyspace=keyspace, name="orders", loaded=True,
+                settings=messaging_pb2.TableSettings(ack_wait=self.ack_wait))
+            for keyspace in ("", "app")])
+
+    def MessageExtend(self, request, context):
+        self.extends.append(request)
+        return messaging_pb2.MessageExtendResponse(
+            extended=len(request.deliveries) if self.extended is None
+            else self.extended)
 
     def MessageNack(self, request, context):
         self.nacks.append(request)

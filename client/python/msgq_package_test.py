@@ -1,8 +1,9 @@
 """Tests of the msgq package's Subscriber against in-process fake Messaging
 servers: the bearer token as per-call metadata, TLS (certificates made with
-openssl), fan-in settling each message on its own server, stop(), the
-`with` block; the handler results and the error types; the heartbeat
-schedule (a fake clock) and the ack batches.
+openssl), fan-in settling each message on its own server, handler
+concurrency, heartbeats, stop() and the drain, the `with` block; the
+handler results and the error types; the heartbeat schedule (a fake clock)
+and the ack batches.
 
 Run by ctest (msgq_python_package_test), or by hand:
   PYTHONPATH=build/client/python:client/python /usr/bin/python3 \
@@ -10,6 +11,7 @@ Run by ctest (msgq_python_package_test), or by hand:
 """
 
 import dataclasses
+import io
 import os
 import shutil
 import subprocess
@@ -18,6 +20,7 @@ import threading
 import time
 import unittest
 from concurrent import futures
+from contextlib import redirect_stderr
 
 import grpc
 
@@ -82,11 +85,13 @@ class TokenTest(unittest.TestCase):
         sub = msgq.Subscriber(self.address, "orders", ack_first_retry_second,
                               token="s3cret-token")
         self.assertEqual(sub.run(count=2), 2)
+        # The nack goes out at once, the ack with its batch: in either order.
         self.assertEqual(
-            [(m, md.get("authorization")) for m, md in self.fake.metadata],
-            [("MessageStream", "Bearer s3cret-token"),
-             ("MessageAck", "Bearer s3cret-token"),
-             ("MessageNack", "Bearer s3cret-token")])
+            sorted((m, md.get("authorization"))
+                   for m, md in self.fake.metadata),
+            [("MessageAck", "Bearer s3cret-token"),
+             ("MessageNack", "Bearer s3cret-token"),
+             ("MessageStream", "Bearer s3cret-token")])
         self.assertEqual([list(a.ids) for a in self.fake.acks], [[b"1"]])
         self.assertEqual(deliveries(self.fake.nacks[0]), [(b"2", 0)])
         self.assertEqual(self.fake.nacks[0].delay.value, 2.5)
@@ -218,6 +223,140 @@ def wait_until(condition, timeout=10.0):
             return False
         time.sleep(0.01)
     return True
+
+
+class SubscriberTest(unittest.TestCase):
+    """Handler threads, heartbeats and the drain, on a fake server."""
+
+    def setUp(self):
+        self.fake, self.server, self.address = start_fake()
+        self.addCleanup(self.server.stop, 0)
+
+    def test_handlers_run_on_concurrency_threads(self):
+        self.fake.scripts.put(([fields("id"), rows([b"1"], [b"2"])], None))
+        both = threading.Barrier(2, timeout=10)  # broken with one thread
+
+        def handler(m):
+            both.wait()
+            return msgq.ack()
+
+        sub = msgq.Subscriber(self.address, "orders", handler, concurrency=2)
+        self.assertEqual(sub.run(count=2), 2)
+        self.assertEqual(sorted(i for a in self.fake.acks for i in a.ids),
+                         [b"1", b"2"])
+        self.assertEqual(self.fake.nacks, [])
+
+    def test_count_hands_back_what_no_handler_started(self):
+        self.fake.scripts.put(([fields("id"),
+                                rows([b"1"], [b"2"], [b"3"],
+                                     epochs=[0, 4, 0])], None))
+        sub = msgq.Subscriber(self.address, "orders", lambda m: None)
+        self.assertEqual(sub.run(count=1), 1)
+        self.assertEqual([list(a.ids) for a in self.fake.acks], [[b"1"]])
+        self.assertEqual(
+            [(deliveries(n), n.HasField("delay"), n.delay.value, n.reason,
+              n.dead) for n in self.fake.nacks],
+            [([(b"2", 4), (b"3", 0)], True, 0.0,
+              "consumer stopped before it", False)])
+        self.assertEqual(sub.handled, 1)
+
+    def test_peek_settles_and_hands_back_nothing(self):
+        self.fake.scripts.put(([fields("id"), rows([b"1"], [b"2"])], None))
+        sub = msgq.Subscriber(self.address, "orders", lambda m: None,
+                              ack=False)
+        self.assertEqual(sub.run(count=1), 1)
+        self.assertEqual((self.fake.acks, self.fake.nacks, self.fake.extends),
+                         ([], [], []))
+
+    def test_a_running_handler_is_extended_by_the_ack_wait(self):
+        self.fake.ack_wait = 0.2  # an extend every 0.1 s
+        self.fake.scripts.put(([fields("id"), rows([b"1"], epochs=[3])],
+                               None))
+
+        def handler(m):
+            self.assertTrue(wait_until(lambda: len(self.fake.extends) >= 2))
+            return msgq.ack()
+
+        sub = msgq.Subscriber(self.address, "orders", handler,
+                              keyspace="app")
+        self.assertEqual(sub.run(count=1), 1)
+        for e in self.fake.extends[:2]:
+            self.assertEqual((e.keyspace, e.name, deliveries(e), e.duration),
+                             ("app", "orders", [(b"1", 3)], 0.2))
+        self.assertGreaterEqual(sub.extended, 2)
+        self.assertEqual(sub.lost, 0)
+        self.assertEqual([list(a.ids) for a in self.fake.acks], [[b"1"]])
+
+    def test_an_extend_that_moves_no_row_is_lost(self):
+        self.fake.ack_wait = 0.2
+        self.fake.extended = 0  # sent again or settled meanwhile
+        self.fake.scripts.put(([fields("id"), rows([b"1"])], None))
+
+        def handler(m):
+            self.assertTrue(wait_until(lambda: sub.lost == 1))
+
+        sub = msgq.Subscriber(self.address, "orders", handler)
+        self.assertEqual(sub.run(count=1), 1)
+        self.assertEqual((sub.lost, sub.extended, len(self.fake.extends)),
+                         (1, 0, 1))
+
+    def test_heartbeats_off(self):
+        self.fake.ack_wait = 0.05
+        self.fake.scripts.put(([fields("id"), rows([b"1"])], None))
+        sub = msgq.Subscriber(self.address, "orders",
+                              lambda m: time.sleep(0.3), max_extension=-1)
+        self.assertEqual(sub.run(count=1), 1)
+        self.assertEqual(self.fake.extends, [])
+
+    def test_a_handler_past_the_drain_timeout_is_left_running(self):
+        self.fake.scripts.put(([fields("id"), rows([b"1"])], None))
+        release = threading.Event()
+
+        def handler(m):
+            sub.stop()
+            release.wait(20)
+            return msgq.retry(1, "late")
+
+        sub = msgq.Subscriber(self.address, "orders", handler,
+                              drain_timeout=0.1)
+        err = io.StringIO()
+        with redirect_stderr(err):
+            self.assertEqual(sub.run(), 0)
+        self.assertIn("handlers still running after the drain timeout of "
+                      "0.1s", err.getvalue())
+        workers = [t for t in threading.enumerate()
+                   if t.name.startswith("msgq-worker")]
+        self.assertEqual(len(workers), 1)
+        release.set()
+        workers[0].join(10)
+        self.assertFalse(workers[0].is_alive())
+        # Its outcome is not sent: the message comes back after its ack wait.
+        self.assertEqual((self.fake.acks, self.fake.nacks), ([], []))
+
+    def test_retry_initial_connect(self):
+        self.server.stop(0)
+        told = []
+
+        def on_reconnect(server, code, details, delay):
+            told.append((server, code))
+            if len(told) == 2:
+                sub.close()  # from a stream thread: stops, does not wait
+
+        sub = msgq.Subscriber(self.address, "orders", lambda m: None,
+                              retry_initial_connect=True,
+                              on_reconnect=on_reconnect)
+        self.assertEqual(sub.run(), 0)
+        self.assertEqual(told, [(self.address, grpc.StatusCode.UNAVAILABLE)]
+                         * 2)
+
+    def test_bad_arguments(self):
+        for kwargs in ({"concurrency": 0}, {"ack_batch": 0},
+                       {"ack_delay": -1}, {"max_unacked": -1}):
+            with self.assertRaises(ValueError, msg=kwargs):
+                msgq.Subscriber(self.address, "orders", lambda m: None,
+                                **kwargs)
+        with self.assertRaises(ValueError):
+            msgq.Subscriber(self.address, "", lambda m: None)
 
 
 class HeartbeatTest(unittest.TestCase):

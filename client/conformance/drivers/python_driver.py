@@ -156,8 +156,14 @@ def run_sync(server: str, table: str, record: Record) -> None:
             if record.should_stop():
                 sub.stop()
 
-    sub = msgq.Subscriber(server, table, handler, tracing=False)
-    timer = threading.Timer(spec["timeout"], sub.stop)
+    sub = msgq.Subscriber(server, table, handler,
+                          concurrency=spec["concurrency"], tracing=False)
+
+    def timed_out() -> None:
+        record.spec["timed_out"] = True
+        sub.stop()
+
+    timer = threading.Timer(spec["timeout"], timed_out)
     timer.start()
     try:
         sub.run()

@@ -25,9 +25,12 @@ msgq.Inbox wraps a handler so that its work in the consumer's own database
 happens once per message, whatever msgq redelivers (msgq.inbox,
 docs/effectively-once.md).
 
-Subscriber (msgq.subscriber) takes several servers, TLS and a bearer token;
-consume() and consume_all() are the functions underneath, on channels you
-make yourself. The generated stubs are msgq.v1.messaging_pb2 and
+Subscriber (msgq.subscriber) takes several servers, handler concurrency,
+TLS and a bearer token, extends the messages of running handlers
+(heartbeats) and drains on stop(); msgq.aio.AsyncSubscriber is the same on
+asyncio. consume() and consume_all() are simpler loops on channels you make
+yourself: one handler call at a time, settled once per streamed batch, no
+heartbeats. The generated stubs are msgq.v1.messaging_pb2 and
 msgq.v1.messaging_pb2_grpc. The console script msgq-consume prints a table's
 messages as JSON lines (msgq.cli).
 """

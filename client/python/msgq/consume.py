@@ -13,8 +13,9 @@ server answers NOT_FOUND / FAILED_PRECONDITION / INVALID_ARGUMENT /
 UNAUTHENTICATED / PERMISSION_DENIED, the error is raised.
 
 `metadata` goes with every call (MessageStream, MessageAck, MessageNack):
-Subscriber passes ("authorization", "Bearer <token>") there, so tokens work
-on plaintext channels as well as TLS ones.
+pass bearer_metadata(token), ("authorization", "Bearer <token>"), there, so
+tokens work on plaintext channels as well as TLS ones. msgq.Subscriber is
+the subscriber with handler concurrency, heartbeats and a drain.
 
 Handler outcomes (msgq.results, the same as the C++, Node and Go clients):
 ack() (or None, True), retry(delay, reason) (False: retry()), dead(reason);

@@ -53,8 +53,8 @@ number as args[0] (MySQLdb/mysqlclient, PyMySQL, mysql-connector). The
 connection must not be in autocommit mode (DB-API's default).
 
 Thread-safety: an Inbox holds one connection; its handlers must be called
-from one thread at a time (Subscriber does that, also with several
-servers). Use one Inbox per consuming thread.
+from one thread at a time (Subscriber does that with concurrency=1, its
+default, also with several servers). Use one Inbox per consuming thread.
 """
 
 from __future__ import annotations
