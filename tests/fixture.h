@@ -1,5 +1,6 @@
-// MsgqTest: a gtest fixture with a private MariaDB (database `msgq` created)
-// and helpers to start msgqd against it.
+// MsgqTest: a gtest fixture with a MariaDB of the test's own (borrowed from
+// the test run's pool unless PrivateServer(); database `msgq` created) and
+// helpers to start msgqd against it.
 //
 // The helpers fail with gtest fatal failures, which only leave the helper:
 // call them as ASSERT_NO_FATAL_FAILURE(StartServer()) so a failed one ends
@@ -18,10 +19,21 @@ namespace msgq::testing {
 
 class MsgqTest : public ::testing::Test {
  protected:
+  // The server's options; any extra_args or env make it a private one.
   virtual PrivateMariaDb::Options DbOptions() { return {}; }
+  // The test borrows a MariaDB from the pool of the ctest run
+  // (PrivateMariaDb::Options::shared): it is the test's alone, looks freshly
+  // started and is killed rather than given back when the test changed it.
+  // A fixture returns true here when its tests need a server started for
+  // them: they read what a server's history shows (its uptime, mariadbd.err,
+  // status counters, connection or table ids), or rely on it dying with the
+  // test process.
+  virtual bool PrivateServer() { return false; }
 
   void SetUp() override {
-    auto db = PrivateMariaDb::Start(DbOptions());
+    PrivateMariaDb::Options options = DbOptions();
+    options.shared = !PrivateServer();
+    auto db = PrivateMariaDb::Start(std::move(options));
     ASSERT_TRUE(db.ok()) << db.status();
     db_ = *std::move(db);
     absl::Status s = db_->Exec("CREATE DATABASE msgq");

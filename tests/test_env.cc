@@ -1,16 +1,28 @@
 #include "tests/test_env.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "absl/base/call_once.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "tests/temp_dir.h"
 #include "tools/launch/child_process.h"
@@ -25,12 +37,79 @@
 
 namespace msgq::testing {
 
-absl::StatusOr<std::unique_ptr<launch::OwnedDir>> MakeTempDir(
-    const char* prefix) {
+namespace {
+
+// The first harness start of a test process removes what dead ones left.
+void SweepOnce() {
   static absl::once_flag swept;
   absl::call_once(swept, [] { (void)launch::SweepStaleDirs(kTempPrefix); });
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<launch::OwnedDir>> MakeTempDir(
+    const char* prefix) {
+  SweepOnce();
   return launch::OwnedDir::Create(absl::StrCat(kTempPrefix, prefix));
 }
+
+namespace {
+
+constexpr int kPoolSlots = 16;
+constexpr char kSystemDatabases[][19] = {"information_schema", "mysql",
+                                         "performance_schema", "sys"};
+// What a pooled server's directory holds besides what its borrowers add.
+constexpr char kServerFiles[][17] = {
+    ".owner.lock",  "slot.lock",    "keeper.pid",  "watchdog.pid",
+    "mariadbd.pid", "mariadbd.err", "mysqld.sock", "mysqld.sock.lock",
+    "data",         "tmp",          "ready",       "baseline",
+    "install.log"};
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)),
+                     std::istreambuf_iterator<char>());
+}
+
+// Writes `path` whole or not at all (a borrower never reads half of it).
+bool WriteAll(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".new";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << content;
+    if (!f.flush()) return false;
+  }
+  return rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+// The process the pool belongs to: ctest when it runs this test (the pool
+// then serves all its tests), this process otherwise.
+int PoolOwner() {
+  const pid_t parent = getppid();
+  std::string comm = ReadAll(absl::StrCat("/proc/", parent, "/comm"));
+  return absl::StripAsciiWhitespace(comm) == "ctest" ? parent : getpid();
+}
+
+// Opens `path` and takes flock `op` (LOCK_SH or LOCK_EX) without waiting;
+// -1 when it is missing, locked, or was removed or replaced meanwhile.
+int OpenLocked(const std::string& path, int op, int flags) {
+  const int fd = open(path.c_str(), flags | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return -1;
+  struct stat held, now;
+  if (flock(fd, op | LOCK_NB) != 0 || fstat(fd, &held) != 0 ||
+      stat(path.c_str(), &now) != 0 || held.st_ino != now.st_ino ||
+      held.st_dev != now.st_dev) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::string QuoteIdentifier(const std::string& name) {
+  return absl::StrCat("`", absl::StrReplaceAll(name, {{"`", "``"}}), "`");
+}
+
+}  // namespace
 
 std::string MessageComment(const std::string& overrides) {
   // Defaults suited to tests; overrides replace same-named directives.
@@ -93,13 +172,20 @@ int FreeLoopbackPort() {
 
 absl::StatusOr<std::unique_ptr<PrivateMariaDb>> PrivateMariaDb::Start(
     Options options) {
+  const char* pool = getenv("MSGQ_TEST_SERVER_POOL");
+  if (options.shared && options.extra_args.empty() && options.env.empty() &&
+      (pool == nullptr || std::string(pool) != "off")) {
+    absl::StatusOr<std::unique_ptr<PrivateMariaDb>> db = Borrow(options);
+    if (!db.ok() || *db != nullptr) return db;
+  }
   std::unique_ptr<PrivateMariaDb> db(new PrivateMariaDb());
   launch::PrivateMariaDb::Options& lo = db->launch_options_;
   lo.source_dir = MSGQ_SOURCE_DIR;
   absl::StatusOr<std::unique_ptr<launch::OwnedDir>> dir = MakeTempDir("db");
   if (!dir.ok()) return dir.status();
   db->dir_ = *std::move(dir);
-  lo.dir = db->dir_->path();
+  db->dir_path_ = db->dir_->path();
+  lo.dir = db->dir_path_;
   lo.durable = false;  // tests never lose power; fsyncs only slow them
   lo.binlog = options.binlog;
   lo.extra_args = options.extra_args;
@@ -111,7 +197,246 @@ absl::StatusOr<std::unique_ptr<PrivateMariaDb>> PrivateMariaDb::Start(
   return db;
 }
 
+absl::StatusOr<std::unique_ptr<PrivateMariaDb>> PrivateMariaDb::Borrow(
+    const Options& options) {
+  SweepOnce();
+  const std::string prefix =
+      absl::StrCat("/tmp/", kTempPrefix, "pool-", PoolOwner(), "-",
+                   options.binlog ? "binlog" : "nobinlog", "-");
+  for (int i = 0; i < kPoolSlots; ++i) {
+    const std::string path = absl::StrCat(prefix, i);
+    if (mkdir(path.c_str(), 0700) == 0) return StartIntoPool(path, options);
+    if (errno != EEXIST) {
+      return absl::InternalError(absl::StrCat("mkdir ", path, " failed"));
+    }
+    std::unique_ptr<PrivateMariaDb> db = TryBorrow(path, options);
+    if (db != nullptr) return db;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<std::unique_ptr<PrivateMariaDb>> PrivateMariaDb::StartIntoPool(
+    const std::string& path, const Options& options) {
+  std::unique_ptr<PrivateMariaDb> db(new PrivateMariaDb());
+  db->dir_path_ = path;
+  // slot.lock is held before .owner.lock appears, so no borrower takes the
+  // slot before `ready` and `clean` exist. .owner.lock appears already
+  // locked (as launch::OwnedDir's does), so no sweep takes the directory.
+  const std::string owner_lock = path + "/.owner.lock";
+  const std::string pending = owner_lock + ".new";
+  db->slot_lock_fd_ = open((path + "/slot.lock").c_str(),
+                           O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  db->owner_lock_fd_ =
+      open(pending.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (db->slot_lock_fd_ < 0 || db->owner_lock_fd_ < 0 ||
+      flock(db->slot_lock_fd_, LOCK_EX | LOCK_NB) != 0 ||
+      flock(db->owner_lock_fd_, LOCK_SH | LOCK_NB) != 0 ||
+      rename(pending.c_str(), owner_lock.c_str()) != 0) {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+    return absl::InternalError(absl::StrCat("cannot lock ", path));
+  }
+  launch::PrivateMariaDb::Options& lo = db->launch_options_;
+  lo.source_dir = MSGQ_SOURCE_DIR;
+  lo.dir = path;
+  lo.durable = false;
+  lo.binlog = options.binlog;
+  lo.owner_pid = PoolOwner();
+  absl::StatusOr<std::unique_ptr<launch::PrivateMariaDb>> server =
+      launch::PrivateMariaDb::Start(lo);
+  if (!server.ok()) {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+    return server.status();
+  }
+  db->server_ = *std::move(server);
+  // From here on the server ends with the keeper (or, should the keeper
+  // die, with the sweep of the first test process after the last borrower).
+  absl::StatusOr<std::string> keeper = launch::RunCommand(absl::StrCat(
+      "setsid ", launch::ShellQuote(lo.source_dir + "/tools/mariadb-private"),
+      " keep ", launch::ShellQuote(path),
+      " --idle=", absl::ToInt64Seconds(kPoolIdle),
+      " --owner-pid=", lo.owner_pid, " </dev/null >/dev/null 2>&1 &"));
+  absl::StatusOr<std::string> fingerprint = db->Fingerprint();
+  if (!keeper.ok() || !fingerprint.ok() ||
+      !WriteAll(path + "/baseline", *fingerprint) ||
+      !WriteAll(path + "/ready",
+                absl::StrCat(db->socket(), "\n", db->port(), "\n"))) {
+    db->touched_ = true;  // given back dirty: killed
+    return !keeper.ok() ? keeper.status()
+           : !fingerprint.ok()
+               ? fingerprint.status()
+               : absl::InternalError(absl::StrCat("cannot write to ", path));
+  }
+  return db;
+}
+
+std::unique_ptr<PrivateMariaDb> PrivateMariaDb::TryBorrow(
+    const std::string& path, const Options& options) {
+  const int owner_lock = OpenLocked(path + "/.owner.lock", LOCK_SH, O_RDONLY);
+  if (owner_lock < 0) return nullptr;
+  const int slot_lock = OpenLocked(path + "/slot.lock", LOCK_EX, O_RDWR);
+  if (slot_lock < 0) {
+    close(owner_lock);
+    return nullptr;
+  }
+  // Without `clean` its last borrower died or gave it back dirty: its
+  // keeper is removing it.
+  if (unlink((path + "/clean").c_str()) != 0) {
+    close(slot_lock);
+    close(owner_lock);
+    return nullptr;
+  }
+  std::unique_ptr<PrivateMariaDb> db(new PrivateMariaDb());
+  db->dir_path_ = path;
+  db->owner_lock_fd_ = owner_lock;
+  db->slot_lock_fd_ = slot_lock;
+  launch::PrivateMariaDb::Options& lo = db->launch_options_;
+  lo.source_dir = MSGQ_SOURCE_DIR;
+  lo.dir = path;
+  lo.durable = false;
+  lo.binlog = options.binlog;
+  lo.owner_pid = PoolOwner();
+  std::vector<std::string> ready =
+      absl::StrSplit(ReadAll(path + "/ready"), '\n', absl::SkipWhitespace());
+  int port = 0;
+  if (ready.size() != 2 || !absl::SimpleAtoi(ready[1], &port)) {
+    db->touched_ = true;
+    return nullptr;  // the destructor gives it back dirty
+  }
+  db->server_ = launch::PrivateMariaDb::Adopt(lo, ready[0], port);
+  if (!db->Exec("SELECT 1").ok()) {
+    db->touched_ = true;
+    return nullptr;
+  }
+  return db;
+}
+
+absl::StatusOr<std::string> PrivateMariaDb::Fingerprint() {
+  std::string out;
+  auto add = [&](const std::string& sql) -> absl::Status {
+    absl::StatusOr<QueryResult> r = Query(sql);
+    if (!r.ok()) return r.status();
+    std::vector<std::string> rows;
+    for (const auto& row : r->rows) {
+      std::vector<std::string> cells;
+      for (const auto& cell : row) cells.push_back(cell.value_or("<NULL>"));
+      rows.push_back(absl::StrJoin(cells, "\t"));
+    }
+    std::sort(rows.begin(), rows.end());
+    absl::StrAppend(&out, sql, "\n", absl::StrJoin(rows, "\n"), "\n");
+    return absl::OkStatus();
+  };
+  absl::Status s =
+      add("SELECT VARIABLE_NAME, VARIABLE_VALUE FROM "
+          "information_schema.GLOBAL_VARIABLES WHERE VARIABLE_NAME NOT LIKE "
+          "'GTID\\_%'");
+  for (const char* table :
+       {"global_priv", "db", "tables_priv", "columns_priv", "procs_priv",
+        "proxies_priv", "roles_mapping", "plugin", "func", "servers"}) {
+    if (s.ok()) s = add(absl::StrCat("SELECT * FROM mysql.", table));
+  }
+  for (const char* sql : {"SELECT COUNT(*) FROM mysql.general_log",
+                          "SELECT COUNT(*) FROM mysql.slow_log",
+                          "SELECT COUNT(*) FROM mysql.gtid_slave_pos",
+                          "SHOW ALL SLAVES STATUS"}) {
+    if (s.ok()) s = add(sql);
+  }
+  if (!s.ok()) return s;
+  return out;
+}
+
+bool PrivateMariaDb::Clean() {
+  // A server the test froze (SIGSTOP) and left so would hang the checks.
+  int pid = 0;
+  if (!absl::SimpleAtoi(
+          absl::StripAsciiWhitespace(ReadAll(dir_path_ + "/mariadbd.pid")),
+          &pid) ||
+      pid <= 1) {
+    return false;
+  }
+  const std::string stat = ReadAll(absl::StrCat("/proc/", pid, "/stat"));
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size() ||
+      absl::string_view("TtZX").find(stat[paren + 2]) !=
+          absl::string_view::npos) {
+    return false;
+  }
+  // msgqd and the test's clients are gone; their disconnects may still be
+  // on their way to the server.
+  const bool alone = Eventually(
+      [&] {
+        absl::StatusOr<QueryResult> r = Query(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST "
+            "WHERE ID <> CONNECTION_ID()");
+        return r.ok() && r->rows.size() == 1 && r->rows[0][0] == "0";
+      },
+      absl::Seconds(5));
+  if (!alone) return false;
+  absl::StatusOr<QueryResult> xa = Query("XA RECOVER");
+  if (!xa.ok() || !xa->rows.empty()) return false;  // prepared: they stay
+  absl::StatusOr<std::string> fingerprint = Fingerprint();
+  if (!fingerprint.ok() || *fingerprint != ReadAll(dir_path_ + "/baseline")) {
+    return false;
+  }
+  absl::StatusOr<QueryResult> dbs = Query("SHOW DATABASES");
+  if (!dbs.ok()) return false;
+  for (const auto& row : dbs->rows) {
+    const std::string name = row[0].value_or("");
+    if (std::find(std::begin(kSystemDatabases), std::end(kSystemDatabases),
+                  name) != std::end(kSystemDatabases)) {
+      continue;
+    }
+    if (!Exec(absl::StrCat("DROP DATABASE ", QuoteIdentifier(name))).ok()) {
+      return false;
+    }
+  }
+  // The binlog as a fresh server's: RESET MASTER, then what the launcher
+  // ran after the start (binlogged, GTIDs 0-1-1 and 0-1-2).
+  if (launch_options_.binlog &&
+      (!Exec("RESET MASTER").ok() ||
+       !Exec("CREATE USER IF NOT EXISTS 'root'@'127.0.0.1'").ok() ||
+       !Exec("GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION")
+            .ok())) {
+    return false;
+  }
+  if (!Exec("FLUSH LOCAL STATUS").ok()) return false;
+  // Files the test put into dir() (logs of its clients, password files).
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir_path_, ec)) {
+    const std::string name = e.path().filename().string();
+    if (std::find(std::begin(kServerFiles), std::end(kServerFiles), name) ==
+        std::end(kServerFiles)) {
+      std::error_code rm_ec;
+      std::filesystem::remove_all(e.path(), rm_ec);
+      if (rm_ec) return false;
+    }
+  }
+  return !ec;
+}
+
+void PrivateMariaDb::GiveBack() {
+  conn_.reset();  // the checks run on a connection without the test's state
+  const bool clean = server_ != nullptr && !touched_ && Clean();
+  conn_.reset();
+  if (clean) {
+    server_->Release();
+    // Its mtime tells the keeper when the server was last given back.
+    std::ofstream(dir_path_ + "/clean", std::ios::trunc);
+  } else if (server_ != nullptr) {
+    (void)server_->Stop(launch::PrivateMariaDb::StopMode::kKill);
+  }
+  server_.reset();
+  if (slot_lock_fd_ >= 0) close(slot_lock_fd_);
+  if (owner_lock_fd_ >= 0) close(owner_lock_fd_);
+  slot_lock_fd_ = owner_lock_fd_ = -1;
+}
+
 PrivateMariaDb::~PrivateMariaDb() {
+  if (slot_lock_fd_ >= 0 || owner_lock_fd_ >= 0) {
+    GiveBack();
+    return;
+  }
   conn_.reset();
   // Tests leave no state behind: the data dies with the server, so killing
   // it is safe and quick. server_ goes before the directory (its destructor
@@ -130,15 +455,20 @@ PrivateMariaDb::~PrivateMariaDb() {
 
 absl::Status PrivateMariaDb::Stop() {
   conn_.reset();
+  touched_ = true;
   return server_->Stop();
 }
 
 absl::Status PrivateMariaDb::Kill() {
   conn_.reset();
+  touched_ = true;
   return server_->Stop(launch::PrivateMariaDb::StopMode::kKill);
 }
 
-absl::Status PrivateMariaDb::Restart() { return server_->Restart(); }
+absl::Status PrivateMariaDb::Restart() {
+  touched_ = true;
+  return server_->Restart();
+}
 
 MysqlOptions PrivateMariaDb::mysql_options() const {
   MysqlOptions o;

@@ -54,6 +54,26 @@ int64_t NowNanos();
 // process may take it before the caller binds it.
 int FreeLoopbackPort();
 
+// A MariaDB server for one test: a private one, started for it and killed
+// with it, or one borrowed from the pool of the test processes of one ctest
+// run (Options::shared). A borrowed server is the test's alone while it
+// lives: no other test uses it meanwhile. It looks freshly started: no
+// databases but the system ones, the users, grants and global variables of
+// a fresh server, a reset binlog (binlog.000001, GTID 0-1-2 as after a
+// start) and no other connection. Its destructor gives it back only when it
+// still looks so after dropping the test's databases (and RESET MASTER);
+// otherwise (a variable set, a user made, a Stop(), Kill() or Restart(), a
+// connection left) the server is killed like a private one. What it keeps
+// from earlier borrowers: its process (uptime, status counters, connection
+// and InnoDB ids), its port, socket and dir(), mariadbd.err.
+//
+// The pool: /tmp/msgq-test-pool-OWNER-binlog|nobinlog-N, OWNER the ctest
+// process (or this process when not run by ctest); each server has a keeper
+// (tools/mariadb-private keep) that kills it once OWNER exited or nobody
+// borrowed it for kPoolIdle. Borrow and give back are a few statements
+// (tens of milliseconds) against a server's start (1-2 s on a loaded
+// machine). MSGQ_TEST_SERVER_POOL=off in the environment gives every test a
+// private server. See docs/testing.md#the-private-mariadb-and-repeat-runs.
 class PrivateMariaDb {
  public:
   struct Options {
@@ -62,9 +82,19 @@ class PrivateMariaDb {
     // NAME=VALUE, in mariadbd's environment only (e.g. libfaketime's), at
     // every start and Restart().
     std::vector<std::string> env;
+    // Borrow a server from the pool (above) when one is free, start one
+    // into the pool otherwise. Ignored with extra_args or env (those get a
+    // private server).
+    bool shared = false;
   };
+  // How long an unused pooled server waits for its next borrower.
+  static constexpr absl::Duration kPoolIdle = absl::Seconds(10);
+
   static absl::StatusOr<std::unique_ptr<PrivateMariaDb>> Start(Options options);
   ~PrivateMariaDb();
+
+  // True when the server is borrowed from the pool.
+  bool shared() const { return slot_lock_fd_ >= 0; }
 
   // Stops the server (clean shutdown). Restart() starts it with the same
   // socket and data, on the same port when it is still free and on another
@@ -75,8 +105,9 @@ class PrivateMariaDb {
   absl::Status Restart();
 
   const std::string& socket() const { return server_->socket(); }
-  // Holds the data, the socket and mariadbd.pid; removed with this object.
-  const std::string& dir() const { return dir_->path(); }
+  // Holds the data, the socket and mariadbd.pid; removed with this object
+  // (a borrowed server's: by its keeper, when the server ends).
+  const std::string& dir() const { return dir_path_; }
   int port() const { return server_->port(); }
   MysqlOptions mysql_options() const;
 
@@ -91,10 +122,35 @@ class PrivateMariaDb {
  private:
   PrivateMariaDb() = default;
 
+  // Borrows a free server of the pool or starts one into it; nullptr when
+  // all slots are taken (the caller starts a private server then).
+  static absl::StatusOr<std::unique_ptr<PrivateMariaDb>> Borrow(
+      const Options& options);
+  // Starts a server into the empty slot `path` (made by the caller).
+  static absl::StatusOr<std::unique_ptr<PrivateMariaDb>> StartIntoPool(
+      const std::string& path, const Options& options);
+  // Takes slot `path` when it is free and its server clean; nullptr if not.
+  static std::unique_ptr<PrivateMariaDb> TryBorrow(const std::string& path,
+                                                   const Options& options);
+  // The server's users, grants and global variables (less its GTIDs): what
+  // a borrower may not change.
+  absl::StatusOr<std::string> Fingerprint();
+  // Drops the borrower's databases and resets the binlog when the server is
+  // as borrowed; false when it must be killed instead.
+  bool Clean();
+  // Gives a borrowed server back (clean) or kills it.
+  void GiveBack();
+
   std::unique_ptr<launch::OwnedDir> dir_;
+  std::string dir_path_;
   launch::PrivateMariaDb::Options launch_options_;
   std::unique_ptr<launch::PrivateMariaDb> server_;
   std::unique_ptr<MysqlConnection> conn_;
+  // A borrowed server's: a shared flock on DIR/.owner.lock (no sweep takes
+  // the directory), an exclusive one on DIR/slot.lock (no other borrower).
+  int owner_lock_fd_ = -1;
+  int slot_lock_fd_ = -1;
+  bool touched_ = false;  // Stop(), Kill() or Restart() was called
 };
 
 class Msgqd {

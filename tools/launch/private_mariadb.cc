@@ -24,6 +24,17 @@ absl::StatusOr<std::unique_ptr<PrivateMariaDb>> PrivateMariaDb::Start(
   return db;
 }
 
+std::unique_ptr<PrivateMariaDb> PrivateMariaDb::Adopt(const Options& options,
+                                                      std::string socket,
+                                                      int port) {
+  std::unique_ptr<PrivateMariaDb> db(new PrivateMariaDb(options));
+  db->socket_ = std::move(socket);
+  db->port_ = port;
+  db->last_port_ = port;
+  db->stopped_ = false;
+  return db;
+}
+
 absl::Status PrivateMariaDb::RunStart() {
   std::string cmd =
       absl::StrCat(Launcher(options_), " start ", ShellQuote(options_.dir));
@@ -33,7 +44,8 @@ absl::Status PrivateMariaDb::RunStart() {
     absl::StrAppend(&cmd, " --port=", last_port_, " --port-fallback");
   }
   if (options_.die_with_this_process) {
-    absl::StrAppend(&cmd, " --owner-pid=", getpid());
+    absl::StrAppend(&cmd, " --owner-pid=",
+                    options_.owner_pid != 0 ? options_.owner_pid : getpid());
   }
   if (options_.durable) absl::StrAppend(&cmd, " --durable");
   absl::StrAppend(&cmd, " --binlog=", options_.binlog ? "on" : "off");

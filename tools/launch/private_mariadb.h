@@ -41,11 +41,19 @@ class PrivateMariaDb {
     // however it exits (the launcher's --owner-pid watchdog), so a crash
     // never leaves it running.
     bool die_with_this_process = true;
+    // With die_with_this_process: the process the server dies with, when
+    // not this one (0: this one).
+    int owner_pid = 0;
   };
   // Starts the server and waits until it accepts connections. INTERNAL with
   // the launcher's output when the launcher fails or prints no socket/port.
   static absl::StatusOr<std::unique_ptr<PrivateMariaDb>> Start(
       const Options& options);
+  // The object for a server that Start() with the same `options` started
+  // earlier (possibly in another process) and that still runs on `socket`
+  // and `port`; it is stopped, restarted and destroyed like a started one.
+  static std::unique_ptr<PrivateMariaDb> Adopt(const Options& options,
+                                               std::string socket, int port);
   ~PrivateMariaDb();
   PrivateMariaDb(const PrivateMariaDb&) = delete;
   PrivateMariaDb& operator=(const PrivateMariaDb&) = delete;
@@ -66,6 +74,9 @@ class PrivateMariaDb {
   // was taken meanwhile (unless Options::port fixed it): read port() again
   // afterwards. INTERNAL as Start(); the server stays stopped then.
   absl::Status Restart();
+  // Forgets the running server: the destructor leaves it running (for
+  // another process to Adopt()).
+  void Release() { stopped_ = true; }
 
   // The shell command that stops the server in `options.dir` (for emergency
   // cleanup from a signal handler thread, without the object).
