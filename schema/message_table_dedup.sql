@@ -8,8 +8,8 @@
 --   INSERT INTO demo_dedup (id, message, dedup_key)
 --     VALUES (UUID(), '{"order": 42}', 'order-42-paid');
 -- A second INSERT with 'order-42-paid' fails with error 1062 (ER_DUP_ENTRY);
--- the transaction around it goes on. The clients' dedup helpers (Go
--- EnqueueDedup, Node enqueueDedup, Python enqueue_dedup) report it as a
+-- the transaction around it goes on. The clients' dedup helpers (C++ and
+-- Go EnqueueDedup, Node enqueueDedup, Python enqueue_dedup) report it as a
 -- duplicate instead.
 CREATE TABLE IF NOT EXISTS demo_dedup (
   id varchar(36) NOT NULL COMMENT 'unique message id (UUIDv7 from the clients)',
