@@ -29,6 +29,12 @@ Commands:
   pause TABLE          stop sending TABLE's messages (enqueueing and acks go
                        on; kept in MySQL, for every msgqd)
   resume TABLE         send TABLE's messages again
+  groups list [TABLE] [--json]
+  groups create TABLE GROUP [--from=earliest|latest|gtid:D-S-N]
+                [--filter=EXPR]
+  groups delete TABLE GROUP
+                       consumer groups of a table: named, independent readers
+                       (creating, listing, deleting; delivery is not built)
   stats [TABLE] [--watch] [--json] [--interval=D]
                        rates (sent/s, acked/s, ...) and depths per table
   help [COMMAND]       show this help, or a command's
@@ -60,6 +66,7 @@ Command FindCommand(absl::string_view name) {
   if (name == "stats") return &RunStats;
   if (name == "pause") return &RunPause;
   if (name == "resume") return &RunResume;
+  if (name == "groups") return &RunGroups;
   return nullptr;
 }
 

@@ -153,8 +153,8 @@ std::optional<int> CliCommand::Parse(absl::Span<const std::string> args) {
   return std::nullopt;
 }
 
-TableRef CliCommand::table() const {
-  return TableRef(keyspace_, positional_.at(0));
+TableRef CliCommand::table(size_t index) const {
+  return TableRef(keyspace_, positional_.at(index));
 }
 
 std::unique_ptr<Client> CliCommand::ConnectOne() {

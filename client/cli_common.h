@@ -118,9 +118,11 @@ class CliCommand {
   // not flags.
   const CommonFlags& common() const { return common_; }
   const std::vector<std::string>& positional() const { return positional_; }
-  // The table of a kTable command: --keyspace and positional()[0], which
-  // must exist.
-  TableRef table() const;
+  // The table of a kTable command: --keyspace and positional()[index],
+  // which must exist.
+  TableRef table(size_t index = 0) const;
+  // --keyspace of a kTable command.
+  const std::string& keyspace() const { return keyspace_; }
 
   // ConnectOne(common()); null after reporting why as a usage error (exit
   // with kExitUsage).
@@ -152,6 +154,9 @@ int RunAck(absl::Span<const std::string> args, std::ostream& out,
 int RunPause(absl::Span<const std::string> args, std::ostream& out,
              std::ostream& err, const CliEnvironment& env);
 int RunResume(absl::Span<const std::string> args, std::ostream& out,
+              std::ostream& err, const CliEnvironment& env);
+// cli_groups.cc
+int RunGroups(absl::Span<const std::string> args, std::ostream& out,
               std::ostream& err, const CliEnvironment& env);
 // cli_stats.cc
 int RunStats(absl::Span<const std::string> args, std::ostream& out,

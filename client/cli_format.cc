@@ -285,4 +285,34 @@ std::string FormatDeadJson(const std::vector<v1::DeadMessage>& messages) {
   return out;
 }
 
+std::string FormatGroupsText(const std::vector<v1::Group>& groups) {
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"KEYSPACE", "TABLE", "GROUP", "FLOOR", "CREATED", "FILTER"});
+  for (const v1::Group& g : groups) {
+    rows.push_back({g.keyspace(), g.table(), g.name(),
+                    g.floor_gtid().empty() ? "earliest" : g.floor_gtid(),
+                    absl::FormatTime("%Y-%m-%dT%H:%M:%SZ",
+                                     absl::FromUnixNanos(g.created_at_ns()),
+                                     absl::UTCTimeZone()),
+                    g.filter().empty() ? "-" : g.filter()});
+  }
+  return Align(rows);
+}
+
+std::string FormatGroupsJson(const std::vector<v1::Group>& groups) {
+  std::string out = "{\"groups\":[";
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const v1::Group& g = groups[i];
+    absl::StrAppend(
+        &out, i > 0 ? "," : "", "{\"keyspace\":", JsonQuote(g.keyspace()),
+        ",\"table\":", JsonQuote(g.table()), ",\"name\":", JsonQuote(g.name()),
+        ",\"floor_gtid\":", JsonQuote(g.floor_gtid()),
+        ",\"filter\":", JsonQuote(g.filter()),
+        ",\"created_at_ns\":", g.created_at_ns(),
+        ",\"paused\":", g.paused() ? "true" : "false", "}");
+  }
+  out += "]}";
+  return out;
+}
+
 }  // namespace msgq

@@ -75,6 +75,17 @@ std::string FormatDeadText(const std::vector<v1::DeadMessage>& messages,
 // write bytes), times in Unix nanoseconds (0 = unknown).
 std::string FormatDeadJson(const std::vector<v1::DeadMessage>& messages);
 
+// One line per consumer group under a header, columns aligned:
+//   KEYSPACE TABLE GROUP FLOOR CREATED FILTER
+// FLOOR is the group's GTID floor, or "earliest" when empty; CREATED is
+// UTC to the second ("2026-12-07T16:10:05Z"); FILTER is "-" when none.
+// Ends with a newline.
+std::string FormatGroupsText(const std::vector<v1::Group>& groups);
+
+// {"groups":[{"keyspace":"app","table":"orders","name":"billing",
+// "floor_gtid":"0-1-42","filter":"","created_at_ns":NS,"paused":false},...]}
+std::string FormatGroupsJson(const std::vector<v1::Group>& groups);
+
 }  // namespace msgq
 
 #endif  // MSGQ_CLIENT_CLI_FORMAT_H_

@@ -169,6 +169,41 @@ TEST(FormatTablesTextTest, NoTablesPrintsTheHeader) {
             "IN_FLIGHT  DEAD  DETAILS\n");
 }
 
+v1::Group Group(const std::string& name, const std::string& floor,
+                const std::string& filter) {
+  v1::Group g;
+  g.set_keyspace("msgq");
+  g.set_table("orders");
+  g.set_name(name);
+  g.set_floor_gtid(floor);
+  g.set_filter(filter);
+  g.set_created_at_ns(int64_t{1796659805} * 1000000000 + 999);
+  return g;
+}
+
+TEST(FormatGroupsTest, TextAlignsAndNamesTheEarliestFloor) {
+  EXPECT_EQ(FormatGroupsText(
+                {Group("billing", "", ""),
+                 Group("search", "0-1-4711,1-2-7", "type IN ('a', 'b')")}),
+            "KEYSPACE  TABLE   GROUP    FLOOR           CREATED             "
+            "  FILTER\n"
+            "msgq      orders  billing  earliest        2026-12-07T16:10:05Z "
+            " -\n"
+            "msgq      orders  search   0-1-4711,1-2-7  2026-12-07T16:10:05Z "
+            " type IN ('a', 'b')\n");
+  EXPECT_EQ(FormatGroupsText({}),
+            "KEYSPACE  TABLE  GROUP  FLOOR  CREATED  FILTER\n");
+}
+
+TEST(FormatGroupsTest, Json) {
+  EXPECT_EQ(FormatGroupsJson({Group("search", "0-1-5", "n = 'a\"b'")}),
+            "{\"groups\":[{\"keyspace\":\"msgq\",\"table\":\"orders\","
+            "\"name\":\"search\",\"floor_gtid\":\"0-1-5\",\"filter\":"
+            "\"n = 'a\\\"b'\",\"created_at_ns\":1796659805000000999,"
+            "\"paused\":false}]}");
+  EXPECT_EQ(FormatGroupsJson({}), "{\"groups\":[]}");
+}
+
 TEST(FormatSettingsTest, ShowsBackoffOnlyWhenSet) {
   v1::TableSettings s = Loaded().settings();
   EXPECT_THAT(FormatSettings(s), ::testing::Not(HasSubstr("backoff")));

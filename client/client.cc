@@ -190,6 +190,53 @@ absl::Status Client::SetPaused(const TableRef& table, bool paused) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<v1::Group> Client::CreateGroup(const TableRef& table,
+                                              const std::string& group,
+                                              const std::string& from,
+                                              const std::string& filter) {
+  v1::CreateGroupRequest request;
+  request.set_keyspace(table.keyspace);
+  request.set_name(table.name);
+  request.set_group(group);
+  request.set_start(from);
+  request.set_filter(filter);
+  v1::CreateGroupResponse response;
+  grpc::ClientContext context;
+  SetDeadline(context, options_.timeout);
+  grpc::Status status = stub_->CreateGroup(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response.group();
+}
+
+absl::StatusOr<std::vector<v1::Group>> Client::ListGroups(
+    const TableRef& table) {
+  v1::ListGroupsRequest request;
+  request.set_keyspace(table.keyspace);
+  request.set_name(table.name);
+  v1::ListGroupsResponse response;
+  grpc::ClientContext context;
+  SetDeadline(context, options_.timeout);
+  grpc::Status status = stub_->ListGroups(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return std::vector<v1::Group>(
+      std::make_move_iterator(response.mutable_groups()->begin()),
+      std::make_move_iterator(response.mutable_groups()->end()));
+}
+
+absl::Status Client::DeleteGroup(const TableRef& table,
+                                 const std::string& group) {
+  v1::DeleteGroupRequest request;
+  request.set_keyspace(table.keyspace);
+  request.set_name(table.name);
+  request.set_group(group);
+  v1::DeleteGroupResponse response;
+  grpc::ClientContext context;
+  SetDeadline(context, options_.timeout);
+  grpc::Status status = stub_->DeleteGroup(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<v1::TableStatus>> Client::ListTables() {
   v1::ListTablesResponse response;
   grpc::ClientContext context;

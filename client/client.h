@@ -147,6 +147,23 @@ class Client {
   // Errors: as Ack (no ids), plus UNIMPLEMENTED from an older server.
   absl::Status SetPaused(const TableRef& table, bool paused);
 
+  // Consumer groups (docs/design/consumer-groups.md). CreateGroup makes
+  // group `group` of `table`, starting at `from` ("latest" when empty,
+  // "earliest", "gtid:D-S-N[,...]") with `filter` ("" = every message), and
+  // returns it as stored. Errors: as SetPaused; INVALID_ARGUMENT (the
+  // group name, the filter, `from`), ALREADY_EXISTS, UNIMPLEMENTED
+  // ("time:", or an older server).
+  absl::StatusOr<v1::Group> CreateGroup(const TableRef& table,
+                                        const std::string& group,
+                                        const std::string& from,
+                                        const std::string& filter);
+  // The groups of `table`, or of every table when its name is empty (of
+  // its keyspace when that is set). Errors: as SetPaused for a named table.
+  absl::StatusOr<std::vector<v1::Group>> ListGroups(const TableRef& table);
+  // Deletes group `group` of `table`. NOT_FOUND, naming the table's
+  // groups, when it has none of that name.
+  absl::Status DeleteGroup(const TableRef& table, const std::string& group);
+
   // Every message table of the server's databases, loaded or not, in the
   // server's order. Errors: UNAVAILABLE, DEADLINE_EXCEEDED.
   absl::StatusOr<std::vector<v1::TableStatus>> ListTables();

@@ -34,6 +34,8 @@
 #include "common/monotonic_cond_var.h"
 #include "engine/binlog/binlog_watcher.h"
 #include "engine/db_clock.h"
+#include "engine/groups/group_spec.h"
+#include "engine/groups/mysql_group_store.h"
 #include "engine/lease/lease_keeper.h"
 #include "engine/lease/ownership_keeper.h"
 #include "engine/lease/table_ownership.h"
@@ -228,6 +230,40 @@ class Engine : private BinlogWatcher::Listener {
   void SetPaused(absl::string_view keyspace, absl::string_view name,
                  bool paused, std::function<void(absl::Status)> done);
 
+  // Consumer groups (engine_groups.cc; docs/design/consumer-groups.md):
+  // their rows in msgq_groups of each table's database
+  // (engine/groups/mysql_group_store.h). Each `done` runs once: inline with
+  // the errors found without MySQL, else on a thread of the engine's after
+  // the statements (UNAVAILABLE when MySQL cannot be reached). Never block.
+  //
+  // CreateGroup: a group of a loaded table. Errors: Find()'s; PlanGroup's
+  // (INVALID_ARGUMENT for the name, the filter or --from; UNIMPLEMENTED for
+  // --from=time:); for --from=latest, FAILED_PRECONDITION when the server
+  // has no binlog GTID position; for --from=gtid:, INVALID_ARGUMENT when the
+  // binlog has not reached it; ALREADY_EXISTS for a group of that name.
+  // Gives the row as stored (floor: "" for earliest, the server's
+  // @@gtid_binlog_pos for latest, the list for gtid:).
+  void CreateGroup(absl::string_view keyspace, absl::string_view name,
+                   GroupSpec spec,
+                   std::function<void(absl::StatusOr<GroupRow>)> done);
+  // ListGroups: the groups of one table (`name`; Find()'s errors, so a
+  // table that is not loaded is not listed), or with an empty name, those
+  // in `keyspace` (NOT_FOUND when not served) or, when that is empty too,
+  // in every served database, whatever their tables' state; by keyspace
+  // (in --databases order), table and name.
+  void ListGroups(
+      absl::string_view keyspace, absl::string_view name,
+      std::function<void(absl::StatusOr<std::vector<GroupRow>>)> done);
+  // DeleteGroup: deletes the group and its exceptions. The table is found
+  // as Find() does; a table that is not a loaded message table any more
+  // may still have groups deleted when `keyspace` names a served database.
+  // INVALID_ARGUMENT for a malformed group name; NOT_FOUND "group "G" of
+  // `db`.`t` not found; its groups: ..." (or "it has none") when there is
+  // no such group.
+  void DeleteGroup(absl::string_view keyspace, absl::string_view name,
+                   absl::string_view group,
+                   std::function<void(absl::Status)> done);
+
   // Read-only looks at a table for the console and metrics (engine_peek.cc).
   // Runs the one SELECT that `build` makes from the loaded table's
   // definition (through engine/sql/ helpers, e.g. peek_statement.h) on a
@@ -380,9 +416,10 @@ class Engine : private BinlogWatcher::Listener {
   // for one (except behind a reload).
   const std::shared_ptr<MysqlPool> pool_;
   const std::shared_ptr<RoundExecutor> executor_;
-  // Runs SetPaused's writes; last, so it is joined before anything it uses
-  // is destroyed.
+  // Runs SetPaused's writes, and the consumer groups' statements; last, so
+  // they are joined before anything they use is destroyed.
   SerialWorker pause_worker_;
+  SerialWorker groups_worker_;
 };
 
 }  // namespace msgq

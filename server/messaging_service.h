@@ -8,7 +8,9 @@
 // table (server/auth/authorizer.h): UNAUTHENTICATED, PERMISSION_DENIED
 // naming the action and the table; MessageStream needs `stream`,
 // MessageAck `ack`, MessageNack and MessageExtend `nack`, SetPaused,
-// Redrive and ListDead `admin`. ListTables lists only the tables the
+// Redrive, ListDead and the consumer groups' calls `admin` (ListGroups of
+// every table lists the groups of the tables the caller may administer;
+// messaging_service_groups.cc). ListTables lists only the tables the
 // caller has some action on (binlog and instance for every authenticated
 // caller). The table is looked up before the check, so a caller may learn
 // whether a table exists (NOT_FOUND) without rights on it. ListTables
@@ -57,12 +59,30 @@ class MessagingService final : public v1::Messaging::CallbackService {
   grpc::ServerUnaryReactor* SetPaused(grpc::CallbackServerContext* context,
                                       const v1::SetPausedRequest* request,
                                       v1::SetPausedResponse* response) override;
+  // Consumer groups (messaging_service_groups.cc).
+  grpc::ServerUnaryReactor* CreateGroup(
+      grpc::CallbackServerContext* context,
+      const v1::CreateGroupRequest* request,
+      v1::CreateGroupResponse* response) override;
+  grpc::ServerUnaryReactor* ListGroups(
+      grpc::CallbackServerContext* context,
+      const v1::ListGroupsRequest* request,
+      v1::ListGroupsResponse* response) override;
+  grpc::ServerUnaryReactor* DeleteGroup(
+      grpc::CallbackServerContext* context,
+      const v1::DeleteGroupRequest* request,
+      v1::DeleteGroupResponse* response) override;
   grpc::ServerUnaryReactor* ListTables(
       grpc::CallbackServerContext* context,
       const v1::ListTablesRequest* request,
       v1::ListTablesResponse* response) override;
 
  private:
+  // A NOT_FOUND of a table lookup, with the message tables (or keyspaces)
+  // the caller could have meant appended; other statuses unchanged.
+  absl::Status NameTheTables(absl::Status status, const std::string& principal,
+                             const std::string& keyspace) const;
+
   Engine* const engine_;
   auth::Authorizer* const authorizer_;
   const auth::PeerDirectory* const peers_;

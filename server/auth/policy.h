@@ -15,8 +15,9 @@
 //   stream  MessageStream;
 //   ack     MessageAck;
 //   nack    MessageNack and MessageExtend;
-//   admin   SetPaused, Redrive, ListDead and the console's pages and actions
-//           (dead messages, message peek, redrive);
+//   admin   SetPaused, Redrive, ListDead, CreateGroup, ListGroups,
+//           DeleteGroup and the console's pages and actions (dead
+//           messages, message peek, redrive);
 //   *       all of them.
 // Grants only add: a call is allowed when any line grants its action on its
 // table to its principal; nothing else is.

@@ -73,6 +73,29 @@ type MessagingClient interface {
 	// FAILED_PRECONDITION (the table failed to load), UNAVAILABLE (MySQL
 	// cannot be reached: retry).
 	SetPaused(ctx context.Context, in *SetPausedRequest, opts ...grpc.CallOption) (*SetPausedResponse, error)
+	// Consumer groups: named, independent readers of one table
+	// (docs/design/consumer-groups.md). Groups are kept in MySQL (table
+	// msgq_groups in the table's database). Creating, listing and deleting
+	// them is built; delivery to a group is not yet (MessageStream reads the
+	// default group). All three need the `admin` action on the table.
+	//
+	// CreateGroup: a group of a loaded message table.
+	// Errors: as SetPaused; INVALID_ARGUMENT for a group name that is not 1
+	// to 64 letters, digits, '_' or '-' (starting with a letter or digit),
+	// a filter that does not parse or names an unknown column or a value of
+	// the wrong type (the message says which and where), a malformed `start`
+	// or a GTID the binlog has not reached; UNIMPLEMENTED for start "time:";
+	// FAILED_PRECONDITION for "latest" without a binlog GTID position;
+	// ALREADY_EXISTS when the table has a group of that name.
+	CreateGroup(ctx context.Context, in *CreateGroupRequest, opts ...grpc.CallOption) (*CreateGroupResponse, error)
+	// ListGroups: the groups of one table, or with an empty name, of every
+	// table (of `keyspace` when set) whose groups the caller may administer.
+	// Errors: as SetPaused when a table is named; UNAVAILABLE.
+	ListGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListGroupsResponse, error)
+	// DeleteGroup: deletes a group and its state. Errors: as SetPaused;
+	// INVALID_ARGUMENT for a malformed group name; NOT_FOUND naming the
+	// table's groups when it has no group of that name.
+	DeleteGroup(ctx context.Context, in *DeleteGroupRequest, opts ...grpc.CallOption) (*DeleteGroupResponse, error)
 }
 
 type messagingClient struct {
@@ -178,6 +201,33 @@ func (c *messagingClient) SetPaused(ctx context.Context, in *SetPausedRequest, o
 	return out, nil
 }
 
+func (c *messagingClient) CreateGroup(ctx context.Context, in *CreateGroupRequest, opts ...grpc.CallOption) (*CreateGroupResponse, error) {
+	out := new(CreateGroupResponse)
+	err := c.cc.Invoke(ctx, "/msgq.v1.Messaging/CreateGroup", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *messagingClient) ListGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListGroupsResponse, error) {
+	out := new(ListGroupsResponse)
+	err := c.cc.Invoke(ctx, "/msgq.v1.Messaging/ListGroups", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *messagingClient) DeleteGroup(ctx context.Context, in *DeleteGroupRequest, opts ...grpc.CallOption) (*DeleteGroupResponse, error) {
+	out := new(DeleteGroupResponse)
+	err := c.cc.Invoke(ctx, "/msgq.v1.Messaging/DeleteGroup", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MessagingServer is the server API for Messaging service.
 // All implementations must embed UnimplementedMessagingServer
 // for forward compatibility
@@ -238,6 +288,29 @@ type MessagingServer interface {
 	// FAILED_PRECONDITION (the table failed to load), UNAVAILABLE (MySQL
 	// cannot be reached: retry).
 	SetPaused(context.Context, *SetPausedRequest) (*SetPausedResponse, error)
+	// Consumer groups: named, independent readers of one table
+	// (docs/design/consumer-groups.md). Groups are kept in MySQL (table
+	// msgq_groups in the table's database). Creating, listing and deleting
+	// them is built; delivery to a group is not yet (MessageStream reads the
+	// default group). All three need the `admin` action on the table.
+	//
+	// CreateGroup: a group of a loaded message table.
+	// Errors: as SetPaused; INVALID_ARGUMENT for a group name that is not 1
+	// to 64 letters, digits, '_' or '-' (starting with a letter or digit),
+	// a filter that does not parse or names an unknown column or a value of
+	// the wrong type (the message says which and where), a malformed `start`
+	// or a GTID the binlog has not reached; UNIMPLEMENTED for start "time:";
+	// FAILED_PRECONDITION for "latest" without a binlog GTID position;
+	// ALREADY_EXISTS when the table has a group of that name.
+	CreateGroup(context.Context, *CreateGroupRequest) (*CreateGroupResponse, error)
+	// ListGroups: the groups of one table, or with an empty name, of every
+	// table (of `keyspace` when set) whose groups the caller may administer.
+	// Errors: as SetPaused when a table is named; UNAVAILABLE.
+	ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error)
+	// DeleteGroup: deletes a group and its state. Errors: as SetPaused;
+	// INVALID_ARGUMENT for a malformed group name; NOT_FOUND naming the
+	// table's groups when it has no group of that name.
+	DeleteGroup(context.Context, *DeleteGroupRequest) (*DeleteGroupResponse, error)
 	mustEmbedUnimplementedMessagingServer()
 }
 
@@ -268,6 +341,15 @@ func (UnimplementedMessagingServer) ListTables(context.Context, *ListTablesReque
 }
 func (UnimplementedMessagingServer) SetPaused(context.Context, *SetPausedRequest) (*SetPausedResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method SetPaused not implemented")
+}
+func (UnimplementedMessagingServer) CreateGroup(context.Context, *CreateGroupRequest) (*CreateGroupResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CreateGroup not implemented")
+}
+func (UnimplementedMessagingServer) ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListGroups not implemented")
+}
+func (UnimplementedMessagingServer) DeleteGroup(context.Context, *DeleteGroupRequest) (*DeleteGroupResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method DeleteGroup not implemented")
 }
 func (UnimplementedMessagingServer) mustEmbedUnimplementedMessagingServer() {}
 
@@ -429,6 +511,60 @@ func _Messaging_SetPaused_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Messaging_CreateGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MessagingServer).CreateGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/msgq.v1.Messaging/CreateGroup",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MessagingServer).CreateGroup(ctx, req.(*CreateGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Messaging_ListGroups_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListGroupsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MessagingServer).ListGroups(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/msgq.v1.Messaging/ListGroups",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MessagingServer).ListGroups(ctx, req.(*ListGroupsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Messaging_DeleteGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MessagingServer).DeleteGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/msgq.v1.Messaging/DeleteGroup",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MessagingServer).DeleteGroup(ctx, req.(*DeleteGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var _Messaging_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "msgq.v1.Messaging",
 	HandlerType: (*MessagingServer)(nil),
@@ -460,6 +596,18 @@ var _Messaging_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetPaused",
 			Handler:    _Messaging_SetPaused_Handler,
+		},
+		{
+			MethodName: "CreateGroup",
+			Handler:    _Messaging_CreateGroup_Handler,
+		},
+		{
+			MethodName: "ListGroups",
+			Handler:    _Messaging_ListGroups_Handler,
+		},
+		{
+			MethodName: "DeleteGroup",
+			Handler:    _Messaging_DeleteGroup_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
