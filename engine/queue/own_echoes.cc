@@ -19,10 +19,27 @@ std::optional<OwnEchoes::Gtid> OwnEchoes::Parse(absl::string_view gtid) {
   return g;
 }
 
+namespace {
+
+// Drops from `facts` (of one id, in `map`) the first fact that `is` picks.
+template <typename Map, typename Pick>
+bool EraseFact(Map& map, absl::string_view id, Pick is) {
+  auto it = map.find(id);
+  if (it == map.end()) return false;
+  auto fact = std::find_if(it->second.begin(), it->second.end(), is);
+  if (fact == it->second.end()) return false;
+  it->second.erase(fact);
+  if (it->second.empty()) map.erase(it);
+  return true;
+}
+
+}  // namespace
+
 void OwnEchoes::Committed(const std::optional<std::string>& gtid,
                           const std::vector<std::string>& acked,
-                          const std::vector<Postponement>& postponed) {
-  if (acked.empty() && postponed.empty()) return;
+                          const std::vector<Postponement>& postponed,
+                          const std::vector<Postponement>& written) {
+  if (acked.empty() && postponed.empty() && written.empty()) return;
   Write w;
   if (gtid.has_value()) {
     if (gtid->empty()) return;  // it wrote nothing: no echo comes
@@ -41,15 +58,20 @@ void OwnEchoes::Committed(const std::optional<std::string>& gtid,
     postpones_[p.id].emplace_back(w.gtid, p.time_next);
     ++facts_;
   }
+  for (const Postponement& p : written) {
+    written_[p.id].emplace_back(w.gtid, p.time_next);
+  }
   w.acked = acked;
   w.postponed = postponed;
-  held_ += acked.size() + postponed.size();
+  w.written = written;
+  held_ += w.ids();
   if (w.gtid.known) {
     Write& kept = by_gtid_[{w.gtid.domain, w.gtid.seq}];
     kept.gtid = w.gtid;
     kept.acked.insert(kept.acked.end(), w.acked.begin(), w.acked.end());
     kept.postponed.insert(kept.postponed.end(), w.postponed.begin(),
                           w.postponed.end());
+    kept.written.insert(kept.written.end(), w.written.begin(), w.written.end());
   } else {
     unnamed_.push_back(std::move(w));
   }
@@ -64,7 +86,7 @@ void OwnEchoes::Shown(absl::string_view gtid) {
   auto end = by_gtid_.lower_bound({g->domain, g->seq});
   for (auto it = by_gtid_.lower_bound({g->domain, 0}); it != end;) {
     Forget(it->second);
-    held_ -= it->second.acked.size() + it->second.postponed.size();
+    held_ -= it->second.ids();
     it = by_gtid_.erase(it);
   }
 }
@@ -113,6 +135,29 @@ bool OwnEchoes::TakePostpone(const RowChange& c) {
   return own;
 }
 
+bool OwnEchoes::OlderThanWrite(const RowChange& c) {
+  auto it = written_.find(c.id);
+  if (it == written_.end()) return false;
+  const std::optional<Gtid> g = Parse(c.gtid);
+  const bool gone =
+      c.deleted || c.time_acked.has_value() || !c.time_next.has_value();
+  bool older = false;
+  auto& facts = it->second;
+  for (auto f = facts.begin(); f != facts.end();) {
+    const bool echo = f->first.known ? g.has_value() && f->first == *g
+                                     : gone || (c.time_next.has_value() &&
+                                                f->second == *c.time_next);
+    if (echo) {
+      f = facts.erase(f);
+    } else {
+      older = true;
+      ++f;
+    }
+  }
+  if (facts.empty()) written_.erase(it);
+  return older && !gone;
+}
+
 void OwnEchoes::Forget(const Write& w) {
   for (const std::string& id : w.acked) {
     auto it = acks_.find(id);
@@ -133,6 +178,8 @@ void OwnEchoes::Forget(const Write& w) {
     --facts_;
     if (it->second.empty()) postpones_.erase(it);
   }
+  auto same = [&](const auto& f) { return f.first == w.gtid; };
+  for (const Postponement& p : w.written) EraseFact(written_, p.id, same);
 }
 
 void OwnEchoes::Trim() {
@@ -144,7 +191,7 @@ void OwnEchoes::Trim() {
                                               : nullptr;
     if (oldest == nullptr) break;
     Forget(*oldest);
-    held_ -= oldest->acked.size() + oldest->postponed.size();
+    held_ -= oldest->ids();
     if (!unnamed_.empty()) {
       unnamed_.pop_front();
     } else {

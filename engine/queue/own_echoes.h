@@ -1,6 +1,8 @@
-// OwnEchoes: msgq's own committed acks and postpones of one table whose
-// echo the binlog has not shown yet, so that the echo is known as msgq's
-// own (rule 5 of row_reconciler.h).
+// OwnEchoes: msgq's own committed writes of one table whose echo the
+// binlog has not shown yet: acks and postpones, so that the echo is known
+// as msgq's own (rule 5 of row_reconciler.h), and every row msgq wrote
+// (postpones, nacks, extends), so that a change the binlog shows before
+// that write's echo is known to be older than it (rule 7).
 //
 // On MariaDB with a binary log each write's commit names its GTID
 // ("domain-server-sequence", WriteResult::gtid) and each change carries
@@ -12,7 +14,9 @@
 // was reported. Where the server names no GTIDs (MySQL, or no binary log:
 // then no change is ever shown), a committed write's facts are matched by
 // id: an ack by the next ack of the id, a postpone by the next change of
-// the id (its echo when its time_next is the one written).
+// the id (its echo when its time_next is the one written); for rule 7, a
+// row written waits for the change of the id showing the time_next
+// written, or for the id shown gone.
 //
 // Bounds: the facts of writes whose echo has not passed, so about what is
 // in flight while the binlog is followed; writes naming at most `capacity`
@@ -51,10 +55,13 @@ class OwnEchoes {
 
   // A write of msgq's committed. `gtid`: its GTID; "" when it wrote
   // nothing (no echo will come); nullopt when the server does not name
-  // GTIDs. `acked`: the ids it acked; `postponed`: the postpones it wrote.
+  // GTIDs. `acked`: the ids it acked; `postponed`: the postpones it wrote
+  // (rule 5); `written`: the time_next each row it wrote got (postpones,
+  // nacks, extends; rule 7).
   void Committed(const std::optional<std::string>& gtid,
                  const std::vector<std::string>& acked,
-                 const std::vector<Postponement>& postponed);
+                 const std::vector<Postponement>& postponed,
+                 const std::vector<Postponement>& written = {});
   // The binlog shows a change of the transaction `gtid` (call before the
   // Take* for it): the writes of its domain committed before it have
   // passed, and their facts go.
@@ -68,6 +75,11 @@ class OwnEchoes {
   bool TakePostpone(const RowChange& c);
   // Whether a committed ack of `id` awaits its echo.
   bool AckAwaits(absl::string_view id) const { return acks_.contains(id); }
+  // Rule 7: whether a committed postpone, nack or extend of `c.id` awaits
+  // its echo and `c` (call after Shown) is not that echo: then `c`
+  // committed before the write. The echo uses its fact up; so does a
+  // change showing the id gone, for facts without a GTID.
+  bool OlderThanWrite(const RowChange& c);
 
   size_t size() const { return facts_; }
 
@@ -87,6 +99,10 @@ class OwnEchoes {
     Gtid gtid;
     std::vector<std::string> acked;
     std::vector<Postponement> postponed;
+    std::vector<Postponement> written;
+    size_t ids() const {
+      return acked.size() + postponed.size() + written.size();
+    }
   };
   // Forgets `w`'s facts that are still kept.
   void Forget(const Write& w);
@@ -104,6 +120,10 @@ class OwnEchoes {
   absl::flat_hash_map<std::string, std::vector<Gtid>> acks_;
   absl::flat_hash_map<std::string, std::vector<std::pair<Gtid, int64_t>>>
       postpones_;
+  // Rule 7: per id, the GTIDs of the committed writes of its row awaiting
+  // their echo, with the time_next written.
+  absl::flat_hash_map<std::string, std::vector<std::pair<Gtid, int64_t>>>
+      written_;
   // Per domain, the sequence of the latest transaction shown.
   absl::flat_hash_map<uint32_t, uint64_t> shown_;
 };

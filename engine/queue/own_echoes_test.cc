@@ -94,5 +94,44 @@ TEST(OwnEchoesTest, TheOldestWritesGoPastTheCapacity) {
   EXPECT_EQ(e.size(), 2u);
 }
 
+// Rule 7: a change shown before the echo of msgq's write of the row is
+// older than it; the echo ends the wait, and so does a later transaction.
+TEST(OwnEchoesTest, AChangeBeforeTheWritesEchoIsOlderThanIt) {
+  OwnEchoes e;
+  e.Committed(std::string("0-1-7"), {}, {}, {Postponement{"a", 50}});
+  e.Shown("0-1-6");
+  EXPECT_TRUE(e.OlderThanWrite(Postponed("a", 9, "0-1-6")));
+  EXPECT_TRUE(e.OlderThanWrite(Postponed("a", 50, "2-1-900")));  // no order
+  EXPECT_FALSE(e.OlderThanWrite(Postponed("b", 9, "0-1-6")));
+  e.Shown("0-1-7");
+  EXPECT_FALSE(e.OlderThanWrite(Postponed("a", 50, "0-1-7")));  // the echo
+  EXPECT_FALSE(e.OlderThanWrite(Postponed("a", 9, "0-1-7")));   // used up
+  // A write whose row never echoes (it changed nothing of it) waits until
+  // its domain passes it.
+  e.Committed(std::string("0-1-9"), {}, {}, {Postponement{"c", 60}});
+  EXPECT_TRUE(e.OlderThanWrite(Postponed("c", 9, "0-1-8")));
+  e.Shown("0-1-10");
+  EXPECT_FALSE(e.OlderThanWrite(Postponed("c", 9, "0-1-10")));
+  // Its echo (and a later transaction) shown before its result: nothing is
+  // kept.
+  e.Shown("0-1-11");
+  e.Committed(std::string("0-1-10"), {}, {}, {Postponement{"d", 70}});
+  EXPECT_FALSE(e.OlderThanWrite(Postponed("d", 9, "0-1-11")));
+}
+
+TEST(OwnEchoesTest, WithoutGtidsTheWrittenTimeNextEndsTheWait) {
+  OwnEchoes e;
+  e.Committed(std::nullopt, {}, {}, {Postponement{"a", 50}});
+  e.Committed(std::nullopt, {}, {}, {Postponement{"a", 60}});
+  EXPECT_TRUE(e.OlderThanWrite(Postponed("a", 9, "")));
+  EXPECT_TRUE(e.OlderThanWrite(Postponed("a", 50, "")));   // the first's echo
+  EXPECT_FALSE(e.OlderThanWrite(Postponed("a", 60, "")));  // the latest's
+  EXPECT_FALSE(e.OlderThanWrite(Postponed("a", 9, "")));
+  // The row shown gone: no echo comes.
+  e.Committed(std::nullopt, {}, {}, {Postponement{"b", 50}});
+  EXPECT_FALSE(e.OlderThanWrite(Ack("b", "")));
+  EXPECT_FALSE(e.OlderThanWrite(Postponed("b", 9, "")));
+}
+
 }  // namespace
 }  // namespace msgq

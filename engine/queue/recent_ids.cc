@@ -5,22 +5,19 @@
 namespace msgq {
 
 void RecentIds::Put(absl::string_view id, int64_t value) {
-  // Age first: whatever is older than the newcomer's window goes.
-  while (!order_.empty()) {
-    auto it = values_.find(order_.front().second);
-    if (it != values_.end() && it->second.seq == order_.front().first) {
-      const bool young = it->second.value >= value - max_age_;
-      if (young && values_.size() < capacity_) break;
-      if (young) evicted_young_ = std::max(evicted_young_, it->second.value);
-      values_.erase(it);
-    }
-    order_.pop_front();
-  }
   if (capacity_ == 0) return;
   auto [it, inserted] = values_.try_emplace(id);
   if (!inserted) return;
   it->second = Entry{value, next_seq_};
   order_.emplace_back(next_seq_++, std::string(id));
+  // The oldest live ids go while over capacity.
+  while (values_.size() > capacity_) {
+    auto oldest = values_.find(order_.front().second);
+    if (oldest != values_.end() && oldest->second.seq == order_.front().first) {
+      values_.erase(oldest);
+    }
+    order_.pop_front();
+  }
   Trim();
 }
 

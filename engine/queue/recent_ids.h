@@ -1,13 +1,17 @@
-// RecentIds: a bounded, aging set of message ids, each with one int64 value
-// (a time), for facts that matter only briefly: the ids msgq itself is
-// acking, until the binlog shows those acks (so an ack the binlog shows
-// that msgq did not write is known to be an application's UPDATE), and
-// when the binlog showed a row's commit, until the row is read and sent.
+// RecentIds: a bounded set of message ids, each with one int64 value, the
+// oldest forgotten first: for facts a caller may lose without harm, such
+// as when the binlog showed a row's commit, until the row is queued (a
+// latency metric).
 //
-// Bounds: at most `capacity` ids, none older than `max_age` (by the time
-// given to Put, in the caller's unit); the oldest go first when either
-// bound is passed. Forgetting early is the only failure mode, and callers
-// treat a missing id as "not known", never as an error.
+// Example:
+//   RecentIds seen(1 << 16);
+//   seen.Put("a", now);
+//   seen.Take("a");  // now; nullopt the second time
+//
+// Bounds: at most `capacity` ids; the one put first goes when a new one
+// does not fit. Nothing is kept for a time. Forgetting early is the only
+// failure mode, and callers treat a missing id as "not known", never as
+// an error.
 //
 // Not thread-safe: the owning MessageManager guards it with its mutex.
 #ifndef MSGQ_ENGINE_QUEUE_RECENT_IDS_H_
@@ -16,7 +20,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -28,22 +31,16 @@ namespace msgq {
 
 class RecentIds {
  public:
-  RecentIds(size_t capacity, int64_t max_age)
-      : capacity_(capacity), max_age_(max_age) {}
+  explicit RecentIds(size_t capacity) : capacity_(capacity) {}
 
-  // Remembers `id` with `value` (its time). An id already known keeps its
-  // first value (and its place in the age order). Drops ids older than
-  // `value - max_age`, then the oldest while over capacity.
+  // Remembers `id` with `value`. An id already known keeps its first value
+  // (and its place in the order). Drops the oldest while over capacity.
   void Put(absl::string_view id, int64_t value);
   // The value of `id`, forgotten by the call; nullopt if unknown.
   std::optional<int64_t> Take(absl::string_view id);
   // Forgets `id` (no-op if unknown).
   void Erase(absl::string_view id) { (void)Take(id); }
   bool Contains(absl::string_view id) const { return values_.contains(id); }
-  // The largest value among ids forgotten for capacity while still younger
-  // than max_age (INT64_MIN if none): facts newer than this may have been
-  // forgotten early.
-  int64_t evicted_young() const { return evicted_young_; }
 
   size_t size() const { return values_.size(); }
 
@@ -57,9 +54,7 @@ class RecentIds {
   void Trim();
 
   const size_t capacity_;
-  const int64_t max_age_;
   uint64_t next_seq_ = 0;
-  int64_t evicted_young_ = std::numeric_limits<int64_t>::min();
   absl::flat_hash_map<std::string, Entry> values_;
   std::deque<std::pair<uint64_t, std::string>> order_;  // oldest first
 };

@@ -10,6 +10,7 @@ namespace msgq {
 void RowReconciler::Sent(const std::string& id, int64_t epoch,
                          absl::Time mono) {
   ledger_.Sent(id, epoch, mono);
+  changed_since_sent_.Erase(id);
   Touched({id});
 }
 
@@ -35,9 +36,9 @@ bool RowReconciler::HandBack(const Message& m, int64_t now, int64_t ack_wait) {
   // MySQL has it acked, and nothing else the manager knows says so yet.
   if (OwnAckPending(m.id)) return false;
   // Queued again from memory, not read again: a row the binlog showed
-  // deleted or acked since (or rescheduled once it left flight) is left to
-  // MySQL, where a poll finds it if it is due.
-  return expected_.Accept(m.id, m.priority, m.time_next, now);
+  // deleted or acked since the send (or changed once it left flight) is
+  // left to MySQL, where a poll finds it if it is due.
+  return !changed_since_sent_.Contains(m.id);
 }
 
 RowReconciler::Ticket RowReconciler::BeginAck(std::vector<std::string> ids) {
@@ -62,13 +63,13 @@ void RowReconciler::AcksWriting(const std::vector<std::string>& ids) {
 
 void RowReconciler::PostponesDone(const std::vector<Postpone>& taken,
                                   const std::vector<Postponement>& written,
-                                  Outcome outcome, int64_t now,
+                                  Outcome outcome,
                                   const std::optional<std::string>& gtid) {
   const std::vector<std::string> left = ledger_.PostponesDone(taken, outcome);
   LeftFlight(left);
   if (outcome == Outcome::kCommitted) {
     own_echoes_.Committed(gtid, {}, written);
-    for (const Postponement& p : written) OwnWriteCommitted(p, now);
+    OwnWritesCommitted(written, gtid);
   }
   ForgetShownInFlight(left);
 }
@@ -97,52 +98,34 @@ void RowReconciler::AckDone(const Ticket& ticket, Outcome outcome,
 
 void RowReconciler::HoldDone(const Ticket& ticket, Outcome outcome,
                              const std::vector<Postponement>& written,
-                             int64_t now) {
+                             const std::optional<std::string>& gtid) {
   // Holds are settled by the table's own round, never while it reads, so
   // rule 2 has nothing to remember here; it is kept for uniformity.
   const std::vector<std::string> left = ledger_.AckDone(ticket, outcome);
   LeftFlight(left);
-  if (outcome == Outcome::kCommitted) {
-    for (const Postponement& p : written) OwnWriteCommitted(p, now);
-  }
+  if (outcome == Outcome::kCommitted) OwnWritesCommitted(written, gtid);
   ForgetShownInFlight(left);
 }
 
-void RowReconciler::OwnWriteCommitted(const Postponement& p, int64_t now) {
-  // The latest write counts: its echo is the last of them the binlog shows.
-  own_writes_.Erase(p.id);
-  // Its echo may have been shown already, while the id was in flight.
-  if (auto it = shown_in_flight_.find(p.id);
-      it != shown_in_flight_.end() && it->second == p.time_next) {
+void RowReconciler::OwnWritesCommitted(const std::vector<Postponement>& written,
+                                       const std::optional<std::string>& gtid) {
+  if (gtid.has_value()) {  // OwnEchoes knows whether its echo passed
+    own_echoes_.Committed(gtid, {}, {}, written);
     return;
   }
-  own_writes_.Put(p.id, now);
-  own_write_next_[p.id] = p.time_next;
-  // Drop what own_writes_ aged out or evicted, a few at a time on average.
-  if (own_write_next_.size() > 2 * own_writes_.size() + 16) {
-    for (auto it = own_write_next_.begin(); it != own_write_next_.end();) {
-      if (own_writes_.Contains(it->first)) {
-        ++it;
-      } else {
-        own_write_next_.erase(it++);
-      }
+  // Without a GTID: an echo shown while the id was in flight has passed.
+  std::vector<Postponement> awaited;
+  for (const Postponement& p : written) {
+    auto it = shown_in_flight_.find(p.id);
+    if (it == shown_in_flight_.end() || it->second != p.time_next) {
+      awaited.push_back(p);
     }
   }
+  own_echoes_.Committed(gtid, {}, {}, awaited);
 }
 
 void RowReconciler::ForgetShownInFlight(const std::vector<std::string>& ids) {
   for (const std::string& id : ids) shown_in_flight_.erase(id);
-}
-
-bool RowReconciler::OlderThanOwnWrite(const RowChange& c) {
-  if (OwnAckPending(c.id)) return true;
-  if (!own_writes_.Contains(c.id)) return false;
-  auto it = own_write_next_.find(c.id);
-  if (it == own_write_next_.end()) return false;  // not reached
-  if (!c.time_next.has_value() || it->second != *c.time_next) return true;
-  own_writes_.Erase(c.id);  // its echo
-  own_write_next_.erase(it);
-  return false;
 }
 
 void RowReconciler::LeftFlight(const std::vector<std::string>& ids) {
@@ -152,12 +135,11 @@ void RowReconciler::LeftFlight(const std::vector<std::string>& ids) {
 
 uint64_t RowReconciler::ReadStarts() {
   ++reads_running_;
-  return next_read_++;
+  return events_++;
 }
 
 RowReconciler::Deferred RowReconciler::ReadEnds(uint64_t read,
                                                 std::vector<Message>* rows,
-                                                int64_t now,
                                                 const BinlogPosition& at) {
   if (rows != nullptr) {
     if (row_images_) {
@@ -174,11 +156,13 @@ RowReconciler::Deferred RowReconciler::ReadEnds(uint64_t read,
     }
     std::erase_if(*rows, [&](const Message& m) {
       return left_while_reading_.contains(m.id) ||
-             !expected_.Accept(m.id, m.priority, m.time_next, now);
+             last_changes_.Stale(m.id, read, at);
     });
   }
+  --reads_running_;
+  last_changes_.ReadEnded(at, rows != nullptr, reads_running_ == 0);
   Deferred decided;
-  if (--reads_running_ > 0) return decided;
+  if (reads_running_ > 0) return decided;
   left_while_reading_.clear();
   for (auto& [id, w] : deferred_) {
     if (!w.read && !ledger_.InFlight(id) && ImageUsable(w.change)) {
@@ -236,6 +220,11 @@ RowReconciler::BinlogVerdict RowReconciler::OnBinlogChange(const RowChange& c,
   deferred_.erase(c.id);
   // The binlog is past every transaction before c's: their echoes passed.
   own_echoes_.Shown(c.gtid);
+  // A purge deletes a row acked long before: no read can show it due.
+  if (!(c.deleted && c.time_acked.has_value())) {
+    last_changes_.Shown(c.id, c.position, events_, reads_running_ > 0);
+  }
+  ++events_;
   if (c.deleted || c.time_acked.has_value() || !c.time_next.has_value()) {
     v.action = BinlogAction::kGone;
     if (c.newly_acked) {
@@ -244,10 +233,11 @@ RowReconciler::BinlogVerdict RowReconciler::OnBinlogChange(const RowChange& c,
       if (writing && !committed) acks_echoed_.insert(c.id);
       v.acked_by_sql = !committed && !writing;
     }
-    // A purged row was acked long before: no read can show it due.
+    // A purged row was acked long before: it was never sent since.
     if (!(c.deleted && c.time_acked.has_value())) {
-      expected_.ExpectGone(c.id, now);
+      changed_since_sent_.Put(c.id, 0);
     }
+    (void)own_echoes_.OlderThanWrite(c);  // no echo of a write comes now
     seen_.Erase(c.id);
     return v;
   }
@@ -258,16 +248,12 @@ RowReconciler::BinlogVerdict RowReconciler::OnBinlogChange(const RowChange& c,
   // msgq's own postpones and acks of ids in flight: nothing new.
   if (ledger_.InFlight(c.id)) {
     shown_in_flight_[c.id] = *c.time_next;  // maybe an echo (rule 7)
-    expected_.Forget(c.id);
-    return v;  // kOwn
+    return v;                               // kOwn
   }
   // The echo of msgq's own postpone, read after the id left flight: if the
   // batch was handed back, the message is queued again and stays.
-  if (own_echoes_.TakePostpone(c)) {
-    expected_.Forget(c.id);
-    return v;  // kOwn
-  }
-  expected_.ExpectRow(c.id, c.priority, *c.time_next, now);
+  if (own_echoes_.TakePostpone(c)) return v;  // kOwn
+  changed_since_sent_.Put(c.id, 0);
   // The owner reads it; a new owner (or a resumed table) polls first.
   if (!reading) {
     v.action = BinlogAction::kNotReading;

@@ -1,7 +1,7 @@
 // The Explorer of row_reconciler_model.h: each event of the world, what it
 // asks the RowReconciler, and the check of each answer against the truth
 // (row_reconciler_interleaving_test.cc lists the checks and the known
-// deviations D2, D4 and D5).
+// deviations D2, D4, D7 and D8).
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -28,7 +28,7 @@ void Explorer::Check(const World& w) {
   for (const auto& [id, r] : w.rows) {
     if (!r.queued.has_value()) continue;
     if (Outstanding(r)) Fail(absl::StrCat(id, " queued while held"));
-    if (Stale(r, *r.queued) == 9 && !r.handed_back) {
+    if (Stale(r, *r.queued) == 9 && !r.handed_back && !r.queued->d7) {
       Fail(absl::StrCat(id, " queued and known stale"));
     }
   }
@@ -140,7 +140,9 @@ void Explorer::HandBack(World& n, const std::string& id) {
                       expired ? "past its ack wait" : "a write of it runs"));
   }
   const int why = Stale(row, d.copy);
-  if (why == 9) Fail(absl::StrCat("hand-back of ", id, " queued stale"));
+  if (why == 9 && !d.copy.d7) {
+    Fail(absl::StrCat("hand-back of ", id, " queued stale"));
+  }
   if (why == 1) {
     Fail(absl::StrCat("hand-back of ", id, " queued after its ack committed"));
   }
@@ -156,9 +158,10 @@ void Explorer::BinlogEvent(World& n) {
   Row& row = n.rows[id];
   Version& v = row.history[j];
   const bool in_flight = n.rec.InFlight(id);
-  const RowReconciler::BinlogVerdict verdict =
-      n.rec.OnBinlogChange(ChangeOf(id, v, row.history[j - 1]), n.Now(),
-                           /*reading=*/true, /*subscribed=*/true);
+  RowChange change = ChangeOf(id, v, row.history[j - 1]);
+  if (!o_.gtids) change.gtid.clear();
+  const RowReconciler::BinlogVerdict verdict = n.rec.OnBinlogChange(
+      change, n.Now(), /*reading=*/true, /*subscribed=*/true);
   row.delivered = j;
   if (v.newly_acked) {
     if (verdict.acked_by_sql != !v.own) {
@@ -166,6 +169,10 @@ void Explorer::BinlogEvent(World& n) {
       // committed one is known by its GTID).
       if (!v.own && row.acks > 0) {
         ++counts_.deviations[4];
+      } else if (!v.own && !o_.gtids) {
+        // D8: without GTIDs, an application's ack shown after msgq's ack
+        // of the id committed (changing nothing) is taken for its echo.
+        ++counts_.deviations[8];
       } else {
         Fail(absl::StrCat("binlog ack of ", id, ": acked_by_sql ",
                           verdict.acked_by_sql));
@@ -233,6 +240,7 @@ void Explorer::ReadEvents(const World& w, int depth) {
       std::map<std::string, int> snapshot;
       for (auto& [id, r] : n.rows) {
         r.left_during_read = false;
+        r.shown_at_read = r.delivered;
         int j = r.Visible();
         while (j > 0 && r.history[j].gtid > at) --j;
         if (Due(r.history[j], n.Now())) snapshot[id] = j;
@@ -253,8 +261,9 @@ void Explorer::ReadEnd(World& n) {
   for (const auto& [id, j] : snapshot) {
     rows.push_back(MessageOf(id, n.rows[id].history[j]));
   }
-  const RowReconciler::Deferred deferred =
-      n.rec.ReadEnds(n.read_number, &rows, n.Now(), PositionOf(n.read_at));
+  const RowReconciler::Deferred deferred = n.rec.ReadEnds(
+      n.read_number, &rows,
+      o_.read_positions ? PositionOf(n.read_at) : BinlogPosition{});
   std::map<std::string, bool> kept;
   for (const Message& m : rows) kept[m.id] = n.rec.MayQueue(m.id);
   for (const auto& [id, j] : snapshot) {
@@ -265,30 +274,34 @@ void Explorer::ReadEnd(World& n) {
     for (size_t k = j + 1; k < row.history.size(); ++k) {
       own_after |= row.history[k].own;
     }
-    const int why = Stale(row, copy);
-    // D2: the binlog's change was taken for msgq's own while in flight,
-    // so nothing expects the read to show it.
-    const bool d2 =
-        why == 2 && !Outstanding(row) && !Writing(n, id) && !own_after;
-    // D5: a hand-back fulfilled what the binlog expected of reads.
-    const bool d5 = why == 9 && row.handed_back && !Outstanding(row) &&
-                    !Writing(n, id) && !own_after;
+    // Rule 3 by position: no change the binlog showed after the snapshot,
+    // msgq's own or taken for it (D2) included, lets a read be queued.
     const bool unsafe = Outstanding(row) || Writing(n, id) || own_after ||
-                        (why != 0 && !d2 && !d5);
+                        Stale(row, copy) != 0;
+    // Without a position, a row the binlog changed while the read ran is
+    // dropped (the change's own action reads or queues it).
     const bool quiet =
-        why == 0 && !unsafe && !row.left_during_read &&
+        !unsafe && !row.left_during_read &&
         row.delivered + 1 == static_cast<int>(row.history.size()) &&
-        !row.pending_visible && !n.rec.InFlight(id);
-    if (queued && unsafe) Fail(absl::StrCat("read of ", id, " queued stale"));
+        !row.pending_visible && !n.rec.InFlight(id) &&
+        (o_.read_positions || row.delivered == row.shown_at_read);
+    // D7: without a position, a read that started after the binlog showed
+    // a change not yet visible to it.
+    const bool d7 = !o_.read_positions && j < row.shown_at_read &&
+                    !Outstanding(row) && !Writing(n, id);
+    Copy kept = copy;
+    if (queued && unsafe && d7) {
+      ++counts_.deviations[7];
+      kept.d7 = true;
+    } else if (queued && unsafe) {
+      Fail(absl::StrCat("read of ", id, " queued stale"));
+    }
     if (!queued && quiet) Fail(absl::StrCat("read of ", id, " not queued"));
     if (!queued) continue;
-    if (d2) ++counts_.deviations[2];
-    if (d5) ++counts_.deviations[5];
-    if (d5 && !row.queued.has_value()) ++counts_.d5_queued;
     n.rec.Queued(id);
     ++counts_.reads_queued;
     row.read_queued = std::max(row.read_queued, j);
-    if (!row.queued.has_value()) row.queued = copy;
+    if (!row.queued.has_value()) row.queued = kept;
   }
   // Rule 6: the images that came while the read ran. Each is queued
   // (checked as any image) or read again.
@@ -366,10 +379,11 @@ void Explorer::RoundEvents(const World& w, int depth) {
 void Explorer::EndRound(World& n, Outcome o) {
   Round round = *std::move(n.round);
   n.round.reset();
-  n.rec.PostponesDone(round.taken, round.written, o, n.Now(),
-                      o == Outcome::kCommitted
-                          ? std::optional<std::string>(GtidText(round.gtid))
-                          : std::nullopt);
+  const std::optional<std::string> gtid =
+      o == Outcome::kCommitted && o_.gtids
+          ? std::optional<std::string>(GtidText(round.gtid))
+          : std::nullopt;
+  n.rec.PostponesDone(round.taken, round.written, o, gtid);
   for (const auto& [id, j] : round.made) Report(n, id, j);
   for (const auto& [id, send] : round.sends) {
     Row& row = n.rows[id];
@@ -385,7 +399,7 @@ void Explorer::EndRound(World& n, Outcome o) {
   for (auto it = round.holds.rbegin(); it != round.holds.rend(); ++it) {
     const OpenHold h = n.holds[*it];
     n.holds.erase(n.holds.begin() + static_cast<long>(*it));
-    n.rec.HoldDone(h.ticket, o, {Postponement{h.id, h.time_next}}, n.Now());
+    n.rec.HoldDone(h.ticket, o, {Postponement{h.id, h.time_next}}, gtid);
     --n.rows[h.id].holds;
   }
 }
@@ -412,7 +426,7 @@ void Explorer::AckEvents(const World& w, int depth) {
       const OpenAck ack = n.acks[i];
       n.acks.erase(n.acks.begin() + static_cast<long>(i));
       n.rec.AckDone(ack.ticket, o,
-                    o == Outcome::kCommitted
+                    o == Outcome::kCommitted && o_.gtids
                         ? std::optional<std::string>(GtidText(ack.gtid))
                         : std::nullopt);
       Row& row = n.rows[ack.id];

@@ -34,10 +34,12 @@
 // emptying the cache (a pause, a change of ownership: the images then
 // wait for the next read's position, RowReconciler::ImagesWait).
 //
-// Left out (each has an example in row_reconciler_test.cc): facts aging
-// out or evicted, another owner's reads and sends, overlapping reads (the
-// manager runs one at a time), reads without a position, an application's
-// UPDATE to a later time.
+// Options leave out application changes, nacks or the clock passing the
+// ack wait; others model a server that names no GTIDs, or reads that
+// report no position. Left out (each has an example in
+// row_reconciler_test.cc): facts evicted for room, another owner's reads
+// and sends, overlapping reads (the manager runs one at a time), an
+// application's UPDATE to a later time.
 #ifndef MSGQ_ENGINE_QUEUE_ROW_RECONCILER_MODEL_H_
 #define MSGQ_ENGINE_QUEUE_ROW_RECONCILER_MODEL_H_
 
@@ -89,6 +91,7 @@ struct Copy {
   Message m;
   int version = 0;
   int content = 0;
+  bool d7 = false;  // a stale read let through by D7 (no read position)
 };
 
 struct Delivery {
@@ -108,6 +111,7 @@ struct Row {
   int acks = 0;                      // running
   int holds = 0;                     // running
   bool left_during_read = false;     // a write of it ended during the read
+  int shown_at_read = 0;             // `delivered` when the read started
   // A hand-back was queued again since the binlog's last change of it.
   bool handed_back = false;
   int read_queued = -1;  // the newest version a read queued
@@ -148,9 +152,9 @@ struct Counts {
   long handbacks_queued = 0;
   long images_queued = 0;
   long deferred_queued = 0;  // images deferred while a read ran, then queued
-  // D2, D4 and D5 at [2], [4], [5] (D1, D3 and D6 are failures).
-  long deviations[7] = {};
-  long d5_queued = 0;  // D5 cases where the stale copy was queued
+  // D2, D4, D7 and D8 at [2], [4], [7], [8] (D1, D3, D5 and D6 are
+  // failures).
+  long deviations[9] = {};
 };
 
 struct World {
@@ -326,6 +330,13 @@ class Explorer {
     bool later = true;
     // The manager drops what it queued (pause, resume, ownership).
     bool clear = true;
+    // The server names GTIDs (MariaDB); false: changes carry none and
+    // writes report none (MySQL without GTIDs), the fallbacks of rules 5
+    // and 7.
+    bool gtids = true;
+    // Reads report their snapshot's position; false: they report none
+    // (MySQL), the fallbacks of rules 3 and 6.
+    bool read_positions = true;
   };
 
   explicit Explorer(Options options) : o_(std::move(options)) {}

@@ -64,7 +64,7 @@ std::vector<std::string> Ids(const std::vector<Message>& rows) {
 std::vector<std::string> Read(RowReconciler& r, std::vector<Message> rows,
                               const BinlogPosition& at = {}) {
   const uint64_t read = r.ReadStarts();
-  r.ReadEnds(read, &rows, kNow, at);
+  r.ReadEnds(read, &rows, at);
   return Ids(rows);
 }
 
@@ -87,7 +87,7 @@ TEST(RowReconcilerTest, AnIdInFlightIsNotQueuedUntilItsPostponeCommits) {
       r.TakePostpones(absl::InfiniteFuture());
   EXPECT_FALSE(r.MayQueue("a"));
   r.PostponesDone(taken, {Postponement{"a", kNow + 30 * kSecond}},
-                  Outcome::kCommitted, kNow);
+                  Outcome::kCommitted);
   EXPECT_TRUE(r.MayQueue("a"));
   EXPECT_EQ(r.in_flight(), 0u);
 }
@@ -100,7 +100,7 @@ TEST(RowReconcilerTest, AnIdThatLeftFlightDuringAReadIsDroppedFromIt) {
   const uint64_t read = r.ReadStarts();
   r.AckDone(ack, Outcome::kCommitted);
   std::vector<Message> rows = {Row("a"), Row("b")};
-  r.ReadEnds(read, &rows, kNow);
+  r.ReadEnds(read, &rows);
   EXPECT_THAT(Ids(rows), ElementsAre("b"));
   // A later read starts after the ack committed: what it shows is current.
   EXPECT_THAT(Read(r, {Row("a")}), ElementsAre("a"));
@@ -113,38 +113,58 @@ TEST(RowReconcilerTest, OverlappingReadsForgetOnlyWhenTheLastEnds) {
   const uint64_t two = r.ReadStarts();
   r.AckDone(ack, Outcome::kCommitted);
   std::vector<Message> first = {Row("a")};
-  r.ReadEnds(one, &first, kNow);
+  r.ReadEnds(one, &first);
   EXPECT_THAT(first, IsEmpty());
   std::vector<Message> second = {Row("a")};
-  r.ReadEnds(two, &second, kNow);
+  r.ReadEnds(two, &second);
   EXPECT_THAT(second, IsEmpty());
   EXPECT_THAT(Read(r, {Row("a")}), ElementsAre("a"));
 }
 
-TEST(RowReconcilerTest, AReadOlderThanTheBinlogIsDroppedUntilItCatchesUp) {
+TEST(RowReconcilerTest, AReadOlderThanTheBinlogsLastChangeIsDropped) {
   RowReconciler r(false, /*images_wait=*/false);
-  EXPECT_EQ(Verdict(r, Change("a", /*priority=*/2)), Action::kDueRead);
-  EXPECT_THAT(Read(r, {Row("a", /*priority=*/1)}), IsEmpty());
-  EXPECT_THAT(Read(r, {Row("a", /*priority=*/2)}), ElementsAre("a"));
-  // Fulfilled: what it expected is forgotten.
-  EXPECT_THAT(Read(r, {Row("a", /*priority=*/1)}), ElementsAre("a"));
+  EXPECT_EQ(Verdict(r, Change("a", /*priority=*/2, kNow - kSecond, 100)),
+            Action::kDueRead);
+  // The binlog ran ahead of the snapshot: a read that started after the
+  // change was shown may still be older than it.
+  EXPECT_THAT(Read(r, {Row("a", /*priority=*/1), Row("b")}, At(60)),
+              ElementsAre("b"));
+  EXPECT_THAT(Read(r, {Row("a", /*priority=*/1)}, At(99)), IsEmpty());
+  EXPECT_THAT(Read(r, {Row("a", /*priority=*/2)}, At(100)), ElementsAre("a"));
+  // Every read from now on is at 100 or later: the change is forgotten
+  // (a read at 99 cannot start any more).
+  EXPECT_THAT(Read(r, {Row("a", /*priority=*/2)}, At(99)), ElementsAre("a"));
 }
 
-TEST(RowReconcilerTest, ARowTheBinlogShowedGoneIsNeverReadDue) {
+TEST(RowReconcilerTest, AReadWithoutAPositionDropsRowsChangedWhileItRan) {
+  RowReconciler r(false, /*images_wait=*/false);
+  EXPECT_EQ(Verdict(r, Change("a", 0, kNow - kSecond, 100)), Action::kDueRead);
+  const uint64_t read = r.ReadStarts();
+  EXPECT_EQ(Verdict(r, Change("b", 0, kNow - kSecond, 200)), Action::kDueRead);
+  std::vector<Message> rows = {Row("a"), Row("b"), Row("c")};
+  r.ReadEnds(read, &rows);
+  EXPECT_THAT(Ids(rows), ElementsAre("a", "c"));
+  // Its rows had no position: only changes shown during a read count now.
+  EXPECT_EQ(Verdict(r, Change("c", 0, kNow - kSecond, 300)), Action::kDueRead);
+  EXPECT_THAT(Read(r, {Row("c")}, At(250)), ElementsAre("c"));
+}
+
+TEST(RowReconcilerTest, ARowTheBinlogShowedGoneIsNeverReadDueBeforeIt) {
   RowReconciler r(false, /*images_wait=*/false);
   RowChange deleted;
   deleted.id = "a";
   deleted.deleted = true;
+  deleted.position = At(100);
   EXPECT_EQ(Verdict(r, deleted), Action::kGone);
-  EXPECT_THAT(Read(r, {Row("a")}), IsEmpty());
-  EXPECT_THAT(Read(r, {Row("a")}), IsEmpty());  // it stays gone
-  // A purge deletes an acked row: nothing to expect of reads.
-  RowChange purged;
+  EXPECT_THAT(Read(r, {Row("a")}, At(50)), IsEmpty());
+  EXPECT_THAT(Read(r, {Row("a")}, At(80)), IsEmpty());  // still before it
+  // A purge deletes an acked row: nothing to check of reads.
+  RowChange purged = deleted;
   purged.id = "b";
-  purged.deleted = true;
   purged.time_acked = kNow - 3600 * kSecond;
+  purged.position = At(120);
   EXPECT_EQ(Verdict(r, purged), Action::kGone);
-  EXPECT_THAT(Read(r, {Row("b")}), ElementsAre("b"));
+  EXPECT_THAT(Read(r, {Row("b")}, At(90)), ElementsAre("b"));
 }
 
 TEST(RowReconcilerTest, AChangeOfAnIdInFlightIsMsgqsOwn) {
@@ -154,9 +174,10 @@ TEST(RowReconcilerTest, AChangeOfAnIdInFlightIsMsgqsOwn) {
   RowChange postpone = Change("a", 5, kNow + 30 * kSecond);
   postpone.row = nullptr;  // postpones raise the epoch: no image
   EXPECT_EQ(Verdict(r, postpone), Action::kOwn);
-  // ... and msgq decides the row's state now: the expectation is gone.
+  // Out of flight again: a read that started after both changes (it has
+  // no position: rule 3 drops only rows changed while it ran) is queued.
   r.PostponesDone(r.TakePostpones(absl::InfiniteFuture()), {},
-                  Outcome::kPermanent, kNow);
+                  Outcome::kPermanent);
   EXPECT_THAT(Read(r, {Row("a", /*priority=*/0)}), ElementsAre("a"));
 }
 
@@ -222,7 +243,7 @@ TEST(RowReconcilerTest, TheEchoOfItsOwnPostponeLeavesAHandBackQueued) {
   const int64_t postponed = kNow + 30 * kSecond;
   r.Sent("a", 0, kMono);
   r.PostponesDone(r.TakePostpones(absl::InfiniteFuture()),
-                  {Postponement{"a", postponed}}, Outcome::kCommitted, kNow);
+                  {Postponement{"a", postponed}}, Outcome::kCommitted);
   Message m = Row("a");
   m.sent_at = kNow;
   EXPECT_TRUE(r.HandBack(m, kNow, 30 * kSecond));
@@ -300,15 +321,15 @@ TEST(RowReconcilerTest, AnImageDuringAReadIsDecidedWhenTheReadEnds) {
   EXPECT_EQ(Verdict(r, Change("d", 0, kNow - kSecond, 95)),
             Action::kDueDeferred);
   std::vector<Message> rows = {Row("c"), Row("d")};
-  RowReconciler::Deferred d = r.ReadEnds(read, &rows, kNow, At(100));
+  RowReconciler::Deferred d = r.ReadEnds(read, &rows, At(100));
   ASSERT_EQ(d.images.size(), 1u);
   EXPECT_EQ(d.images[0].id, "a");  // after the read
   // "b" is in the read, not returned; "c" the read returned from before
-  // its change (it may send the older copy); "d" the read returned with
-  // the change in it: nothing to add.
+  // its change (rule 3 drops that row; read by id); "d" the read returned
+  // with the change in it: nothing to add.
   std::sort(d.read.begin(), d.read.end());
   EXPECT_THAT(d.read, ElementsAre("b", "c"));
-  EXPECT_THAT(Ids(rows), ElementsAre("c", "d"));
+  EXPECT_THAT(Ids(rows), ElementsAre("d"));
 
   // A later change replaces a deferred image; a failed read decides too.
   read = r.ReadStarts();
@@ -321,7 +342,7 @@ TEST(RowReconcilerTest, AnImageDuringAReadIsDecidedWhenTheReadEnds) {
   EXPECT_EQ(Verdict(r, Change("g", 0, kNow - kSecond, 160)),
             Action::kDueDeferred);
   r.AckDone(r.BeginAck({"g"}), Outcome::kCommitted);
-  d = r.ReadEnds(read, nullptr, kNow);
+  d = r.ReadEnds(read, nullptr);
   ASSERT_EQ(d.images.size(), 1u);
   EXPECT_EQ(d.images[0].id, "f");
   EXPECT_THAT(d.read, ElementsAre("g"));
@@ -335,7 +356,7 @@ TEST(RowReconcilerTest, AReadWithoutAPositionStopsImagesUntilALaterRead) {
   const uint64_t early = r.ReadStarts();
   EXPECT_THAT(Read(r, {Row("b")}), ElementsAre("b"));  // no position
   std::vector<Message> rows;
-  r.ReadEnds(early, &rows, kNow, At(400));  // started before: not enough
+  r.ReadEnds(early, &rows, At(400));  // started before: not enough
   EXPECT_EQ(Verdict(r, Change("c", 0, kNow - kSecond, 500)), Action::kDueRead);
   EXPECT_THAT(Read(r, {}, At(450)), IsEmpty());
   EXPECT_EQ(Verdict(r, Change("c", 0, kNow - kSecond, 450)), Action::kDueRead);
@@ -347,7 +368,7 @@ TEST(RowReconcilerTest, AnImageOlderThanMsgqsCommittedWriteIsReadById) {
   const int64_t postponed = kNow + 30 * kSecond;
   r.Sent("a", 0, kMono);
   r.PostponesDone(r.TakePostpones(absl::InfiniteFuture()),
-                  {Postponement{"a", postponed}}, Outcome::kCommitted, kNow);
+                  {Postponement{"a", postponed}}, Outcome::kCommitted);
   // Shown before the postpone's echo: committed before the postpone.
   EXPECT_EQ(Verdict(r, Change("a", /*priority=*/1)), Action::kDueRead);
   RowChange echo = Change("a", 0, postponed);
@@ -359,10 +380,9 @@ TEST(RowReconcilerTest, AnImageOlderThanMsgqsCommittedWriteIsReadById) {
   // The latest of msgq's writes counts: a nack after a postpone.
   r.Sent("b", 0, kMono);
   r.PostponesDone(r.TakePostpones(absl::InfiniteFuture()),
-                  {Postponement{"b", postponed}}, Outcome::kCommitted, kNow);
+                  {Postponement{"b", postponed}}, Outcome::kCommitted);
   const RowReconciler::Ticket nack = r.BeginHold({"b"});
-  r.HoldDone(nack, Outcome::kCommitted, {Postponement{"b", kNow + kSecond}},
-             kNow);
+  r.HoldDone(nack, Outcome::kCommitted, {Postponement{"b", kNow + kSecond}});
   RowChange postpone_echo = Change("b", 0, postponed);
   postpone_echo.row = nullptr;
   EXPECT_EQ(Verdict(r, postpone_echo), Action::kOwn);
@@ -372,7 +392,7 @@ TEST(RowReconcilerTest, AnImageOlderThanMsgqsCommittedWriteIsReadById) {
 
   // A failed write is nobody's echo.
   const RowReconciler::Ticket failed = r.BeginHold({"c"});
-  r.HoldDone(failed, Outcome::kTransient, {Postponement{"c", kNow}}, kNow);
+  r.HoldDone(failed, Outcome::kTransient, {Postponement{"c", kNow}});
   EXPECT_EQ(Verdict(r, Change("c")), Action::kDueImage);
 }
 
@@ -385,8 +405,7 @@ TEST(RowReconcilerTest, AnEchoShownBeforeItsWritesResultEndsTheWait) {
   RowChange echo = Change("a", 0, postponed);
   echo.row = nullptr;
   EXPECT_EQ(Verdict(r, echo), Action::kOwn);  // still in flight
-  r.PostponesDone(taken, {Postponement{"a", postponed}}, Outcome::kCommitted,
-                  kNow);
+  r.PostponesDone(taken, {Postponement{"a", postponed}}, Outcome::kCommitted);
   // Every commit the binlog shows from now on is newer than the postpone.
   EXPECT_EQ(Verdict(r, Change("a", /*priority=*/1)), Action::kDueImage);
 
@@ -395,8 +414,7 @@ TEST(RowReconcilerTest, AnEchoShownBeforeItsWritesResultEndsTheWait) {
   const std::vector<RowReconciler::Postpone> taken_b =
       r.TakePostpones(absl::InfiniteFuture());
   EXPECT_EQ(Verdict(r, Change("b", /*priority=*/1)), Action::kOwn);
-  r.PostponesDone(taken_b, {Postponement{"b", postponed}}, Outcome::kCommitted,
-                  kNow);
+  r.PostponesDone(taken_b, {Postponement{"b", postponed}}, Outcome::kCommitted);
   EXPECT_EQ(Verdict(r, Change("b", /*priority=*/2)), Action::kDueRead);
 }
 
@@ -423,7 +441,7 @@ TEST(RowReconcilerTest, APostponesEchoIsKnownByItsGtid) {
   r.Sent("a", 0, kMono);
   const int64_t later = kNow + 30 * kSecond;
   r.PostponesDone(r.TakePostpones(absl::InfiniteFuture()),
-                  {Postponement{"a", later}}, Outcome::kCommitted, kNow,
+                  {Postponement{"a", later}}, Outcome::kCommitted,
                   std::string("0-1-8"));
   RowChange app = Change("a", 0, later);
   app.gtid = "0-1-7";
@@ -450,7 +468,7 @@ TEST(RowReconcilerTest, ANewOwnerUsesImagesOnlyAfterItsFirstRead) {
   const uint64_t running = r.ReadStarts();
   r.ImagesWait();
   std::vector<Message> none;
-  r.ReadEnds(running, &none, kNow, At(500));
+  r.ReadEnds(running, &none, At(500));
   EXPECT_EQ(Verdict(r, Change("a", 0, kNow - kSecond, 900)), Action::kDueRead);
   EXPECT_THAT(Read(r, {}, At(600)), IsEmpty());
   EXPECT_EQ(Verdict(r, Change("a", 0, kNow - kSecond, 600)), Action::kDueRead);

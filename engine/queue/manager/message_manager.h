@@ -264,6 +264,10 @@ class MessageManager : private RoundExecutor::Task {
   // How a write's status settles the ledger: committed, transient
   // (UNAVAILABLE, ABORTED: nothing applied, retry) or permanent.
   static SettlementLedger::Outcome OutcomeOf(const absl::Status& status);
+  // The GTID a write committed as, for the reconciler: "" when it wrote
+  // nothing, nullopt when the server does not name GTIDs (or it failed).
+  static std::optional<std::string> WriteGtid(
+      const absl::StatusOr<WriteResult>& result);
   // The manager's own thread (no executor): rounds until stopped.
   void Run();
   // RoundExecutor::Task: one round if there is work; the next deadline.

@@ -188,7 +188,7 @@ void MessageManager::SettleNacksLocked(
         : i < result->nacks.size() ? result->nacks[i]
                                    : absl::StatusOr<NackCount>(NackCount{});
     reconciler_.HoldDone(p.ticket, OutcomeOf(n.status()), Retries(p.group),
-                         work.now);
+                         WriteGtid(result));
     const bool own = p.done == nullptr;  // msgq's own deaths
     if (!own) {
       pending_ack_ids_ -= std::min(pending_ack_ids_, p.ticket.ids.size());
@@ -250,7 +250,7 @@ void MessageManager::SettleGroupsLocked(
         : i < result->extends.size() ? result->extends[i]
                                      : absl::StatusOr<int64_t>(int64_t{0});
     reconciler_.HoldDone(p.ticket, OutcomeOf(n.status()), Extensions(p.group),
-                         work.now);
+                         WriteGtid(result));
     pending_ack_ids_ -= std::min(pending_ack_ids_, p.ticket.ids.size());
     if (n.ok() && *n > 0) scheduler_.NoteDueAt(p.group.time_next);
     replies.push_back(count_reply("extend", std::move(p.done), n));

@@ -15,6 +15,12 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
+// `n` commits after `at`: a change the store's reads do not see yet.
+BinlogPosition After(BinlogPosition at, uint64_t n) {
+  at.offset += n;
+  return at;
+}
+
 // A stream that is ending: every batch offered to it fails at once, from
 // inside Send, as StreamSink::EnqueueBatch does after a finish request.
 class EndingSubscriber final : public Subscriber {
@@ -217,8 +223,9 @@ TEST_F(MessageManagerTest, StatsCountRedeliveriesPostponesAndStatements) {
 }
 
 // The binlog can run ahead of InnoDB's commit: a read right after an
-// UPDATE's event may still show the row as it was. Such a read must not be
-// queued: it is read again until it shows what the binlog said.
+// UPDATE's event may still show the row as it was (its position is before
+// the UPDATE's). Such a read must not be queued: it is read again until it
+// shows what the binlog said.
 TEST_F(MessageManagerTest, AReadOlderThanTheBinlogIsReadAgain) {
   ASSERT_NO_FATAL_FAILURE(Init({.poller_interval_s = 3600}));
   auto sub = Subscribe();
@@ -228,6 +235,7 @@ TEST_F(MessageManagerTest, AReadOlderThanTheBinlogIsReadAgain) {
   c.id = "101";
   c.priority = 0;  // the UPDATE's after image
   c.time_next = Now() - kSecond;
+  c.position = After(store_->position(), 1);  // not visible to reads yet
   manager_->OnRowChanges({c});
   RunOnce();  // the fetch still sees priority 50
   ASSERT_EQ(store_->fetches().size(), 1u);
@@ -257,6 +265,9 @@ TEST_F(MessageManagerTest, APollOlderThanTheBinlogSendsNothingEarly) {
   acked.time_next = std::nullopt;
   acked.time_acked = Now();
   acked.newly_acked = true;
+  // Committed after what reads see now.
+  later.position = After(store_->position(), 1);
+  acked.position = After(store_->position(), 2);
   manager_->OnRowChanges({later, acked});
   manager_->RequestPoll();
   RunOnce();  // the poll shows both rows as they were: due

@@ -60,7 +60,7 @@ TEST_F(ImageTest, ADueRowIsSentFromItsImageWithNoRead) {
   RunOnce();                  // the subscribe poll: nothing yet
   Advance(absl::Seconds(6));  // past a new manager's wait
   PutDue({"5"});
-  manager_->OnRowChanges({Image("5", "hello")});
+  manager_->OnRowChanges({Image("5", "hello", store_->position())});
   // Sent before any round ran.
   ASSERT_THAT(sub->ids(), ElementsAre("5"));
   EXPECT_EQ(Payload(sub->batches[0][0]), "hello");
@@ -83,7 +83,7 @@ TEST_F(ImageTest, AnAckWithinARoundCancelsThePostpone) {
   RunOnce();
   Advance(absl::Seconds(6));  // past a new manager's wait
   PutDue({"5"});
-  manager_->OnRowChanges({Image("5", "hello")});
+  manager_->OnRowChanges({Image("5", "hello", store_->position())});
   ASSERT_THAT(sub->ids(), ElementsAre("5"));
   Complete(*sub);
   RunOnce();
@@ -153,7 +153,7 @@ TEST_F(ImageTest, ARowChangedTwiceInOneCallIsSentAsLeft) {
 TEST_F(ImageTest, ANewManagerReadsTheRowUntilItsFirstRead) {
   auto sub = Subscribe();
   PutDue({"5"});
-  manager_->OnRowChanges({Image("5", "hello")});
+  manager_->OnRowChanges({Image("5", "hello", store_->position())});
   EXPECT_THAT(sub->ids(), IsEmpty());
   RunOnce();  // the subscribe poll reads it
   ASSERT_THAT(sub->ids(), ElementsAre("5"));
@@ -267,7 +267,7 @@ TEST_F(LeasedImageTest, ANewOwnerReadsTheRowUntilItsFirstRead) {
   manager_->Own(clock_.MonotonicNow() + absl::Minutes(1), /*images_wait=*/true);
   auto sub = Subscribe();
   PutDue({"5"});
-  manager_->OnRowChanges({Image("5", "x")});
+  manager_->OnRowChanges({Image("5", "x", store_->position())});
   EXPECT_THAT(sub->ids(), IsEmpty());
   RunOnce();
   ASSERT_THAT(sub->ids(), ElementsAre("5"));

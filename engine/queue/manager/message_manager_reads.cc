@@ -128,7 +128,7 @@ bool MessageManager::DoPoll(const Work& work) {
         read.ok() && (static_cast<int64_t>(read->listed) >= limit ||
                       NoteReadBytesLocked(read->rows));
     RowReconciler::Deferred deferred = reconciler_.ReadEnds(
-        read_number, read.ok() ? &read->rows : nullptr, clock_->NowNanos(), at);
+        read_number, read.ok() ? &read->rows : nullptr, at);
     if (!read.ok()) {
       log = StatementFailedLocked("poll", read.status());
     } else {
@@ -185,8 +185,8 @@ bool MessageManager::DoFetch(const Work& work) {
     counters_.fetch_latency.Observe(took);
     // Cut at its bytes: the rows left out wait for a poll.
     if (rows.ok() && NoteReadBytesLocked(*rows)) scheduler_.NoteBacklog();
-    RowReconciler::Deferred deferred = reconciler_.ReadEnds(
-        read_number, rows.ok() ? &*rows : nullptr, clock_->NowNanos(), at);
+    RowReconciler::Deferred deferred =
+        reconciler_.ReadEnds(read_number, rows.ok() ? &*rows : nullptr, at);
     if (!rows.ok()) {
       log = StatementFailedLocked("fetch", rows.status());
       // Whatever the reason, the poll finds them instead.

@@ -54,15 +54,13 @@ namespace {
 
 using Outcome = SettlementLedger::Outcome;
 
-// The GTID a write committed as, for the reconciler: "" when it wrote
-// nothing, nullopt when the server does not name GTIDs (or it failed).
-std::optional<std::string> WriteGtid(
+}  // namespace
+
+std::optional<std::string> MessageManager::WriteGtid(
     const absl::StatusOr<WriteResult>& result) {
   if (!result.ok() || !result->gtid_known) return std::nullopt;
   return result->gtid;
 }
-
-}  // namespace
 
 SettlementLedger::Outcome MessageManager::OutcomeOf(
     const absl::Status& status) {
@@ -448,8 +446,7 @@ void MessageManager::SettlePostponesLocked(
       locked_postpones_at_ == absl::InfiniteFuture()) {
     locked_postpones_at_ = clock_->MonotonicNow() + options_.locked_retry;
   }
-  reconciler_.PostponesDone(taken, written, outcome, work.now,
-                            WriteGtid(result));
+  reconciler_.PostponesDone(taken, written, outcome, WriteGtid(result));
   if (postpones.ok()) {
     counters_.postponed += static_cast<int64_t>(written.size());
     std::optional<int64_t> earliest;
