@@ -239,6 +239,7 @@ TEST_F(PartitionTest, StatementsUseTheirIndexes) {
       {*newest, "PRIMARY"},
       {*next, "poller_idx"},
       {store.PollSql(t, 1000), "poller_idx"},
+      {store.PollSql(std::nullopt, 1000), "poller_idx"},  // as msgqd sends it
       {store.CountDeadSql(), "poller_idx"},
       {"SELECT `id` FROM `msgq`.`demo` WHERE `id` IN (2,4) AND `time_acked` "
        "IS NULL AND `time_next` <= 5",
@@ -273,8 +274,9 @@ TEST_F(PartitionTest, StatementsUseTheirIndexes) {
   }
   // The next-due statements are answered from the index by rule, one
   // dive per MIN and partition.
-  for (const std::string& sql : {NextDueFirstSql("`msgq`.`demo`"),
-                                 NextDueStepSql("`msgq`.`demo`", 3, t)}) {
+  for (const std::string& sql :
+       {NextDueFirstSql("`msgq`.`demo`"), NextDueStepSql("`msgq`.`demo`", 3, t),
+        NextDueStepSql("`msgq`.`demo`", 3, std::nullopt)}) {
     auto explain = db_->Query("EXPLAIN " + sql);
     ASSERT_TRUE(explain.ok()) << sql << ": " << explain.status();
     ASSERT_FALSE(explain->rows.empty()) << sql;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
+#include "engine/sql/sql_literal.h"
 #include "gmock/gmock.h"
 #include "tests/store_fixture.h"
 
@@ -21,6 +22,8 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
 constexpr int64_t kNow = 1'800'000'000'000'000'000;
+// What reads compare time_next with: MariaDB's clock (sql_literal.h).
+const std::string kDbNow = kMysqlNowNs;
 
 class StoreStatementsTest : public StoreSqlTest {};
 
@@ -54,11 +57,10 @@ TEST_F(StoreStatementsTest, IntegerIds) {
   EXPECT_THAT(
       StopLog("q"),
       ElementsAre(
-          cols + "`time_acked` IS NULL AND `time_next` <= "
-                 "1800000000000000000 ORDER BY `priority`, `time_next`, `id` "
-                 "LIMIT 10",
-          cols + "`id` IN (2,3) AND `time_acked` IS NULL AND `time_next` <= "
-                 "1800000000000000000",
+          cols + "`time_acked` IS NULL AND `time_next` <= " + kDbNow +
+              " ORDER BY `priority`, `time_next`, `id` LIMIT 10",
+          cols + "`id` IN (2,3) AND `time_acked` IS NULL AND `time_next` <= " +
+              kDbNow,
           "UPDATE `msgq`.`q` FORCE INDEX (PRIMARY) "
           "SET `time_next` = 1800000000000000005, `epoch` = "
           "IFNULL(`epoch`, 0) + 1 WHERE `id` IN (1,2)" +
@@ -123,8 +125,8 @@ TEST_F(StoreStatementsTest, PollOfIdsReadsTheIndexOnly) {
   EXPECT_THAT(*ids, ElementsAre("1", "3", "5"));
   const std::string sql =
       "SELECT `id` FROM `msgq`.`q` WHERE `time_acked` IS NULL AND "
-      "`time_next` <= 1800000000000000000 ORDER BY `priority`, `time_next`, "
-      "`id` LIMIT 3";
+      "`time_next` <= " +
+      kDbNow + " ORDER BY `priority`, `time_next`, `id` LIMIT 3";
   EXPECT_THAT(StopLog("q"), ElementsAre(sql));
   auto plan = db_->Query("EXPLAIN " + sql);
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -151,12 +153,15 @@ TEST_F(StoreStatementsTest, PollOfIdsReadsTheIndexOnly) {
 TEST_F(StoreStatementsTest, NextDueProbesOnePriorityAtATime) {
   ASSERT_NO_FATAL_FAILURE(CreateTable("q"));
   ASSERT_NO_FATAL_FAILURE(InsertRange("q", 1, 2000));
+  // An hour ahead of MariaDB's clock, which the statements compare with.
+  int64_t later = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(db_->Scalar("SELECT " + kDbNow), &later));
+  later += int64_t{3600} * 1'000'000'000;
   ASSERT_NO_FATAL_FAILURE(Exec(absl::StrCat(
-      "UPDATE msgq.q SET priority = id % 3 * 4 + 1, time_next = ", kNow,
+      "UPDATE msgq.q SET priority = id % 3 * 4 + 1, time_next = ", later,
       " + 1000 + id")));
   // Due already (not after now), acked, and dead rows do not count.
-  ASSERT_NO_FATAL_FAILURE(Exec(
-      absl::StrCat("UPDATE msgq.q SET time_next = ", kNow, " WHERE id = 7")));
+  ASSERT_NO_FATAL_FAILURE(Exec("UPDATE msgq.q SET time_next = 0 WHERE id = 7"));
   ASSERT_NO_FATAL_FAILURE(
       Exec("UPDATE msgq.q SET time_acked = 1, time_next = NULL WHERE id = 8"));
   ASSERT_NO_FATAL_FAILURE(
@@ -176,12 +181,12 @@ TEST_F(StoreStatementsTest, NextDueProbesOnePriorityAtATime) {
   auto due = store->NextDueAfter(kNow);
   const int64_t read = reads() - before;
   ASSERT_TRUE(due.ok()) << due.status();
-  // Id 1 (priority 5) at kNow + 1001 is the earliest left.
-  EXPECT_EQ(*due, kNow + 1001);
+  // Id 1 (priority 5) at later + 1001 is the earliest left.
+  EXPECT_EQ(*due, later + 1001);
   const std::string unacked = "FROM `msgq`.`q` WHERE `time_acked` IS NULL";
   auto step = [&](int p) {
     return absl::StrCat("SELECT (SELECT MIN(`time_next`) ", unacked,
-                        " AND `priority` = ", p, " AND `time_next` > ", kNow,
+                        " AND `priority` = ", p, " AND `time_next` > ", kDbNow,
                         "), (SELECT MIN(`priority`) ", unacked,
                         " AND `priority` > ", p, ")");
   };
@@ -220,7 +225,8 @@ TEST_F(StoreStatementsTest, TextIdsAreHexLiterals) {
       ElementsAre(
           "SELECT `priority`, `time_next`, `epoch`, `id`, `message` FROM "
           "`msgq`.`t` WHERE `id` IN (_utf8mb4 X'612762',_utf8mb4 X'635C64') "
-          "AND `time_acked` IS NULL AND `time_next` <= 1800000000000000000",
+          "AND `time_acked` IS NULL AND `time_next` <= " +
+              kDbNow,
           "UPDATE `msgq`.`t` FORCE INDEX (PRIMARY) "
           "SET `time_next` = 1800000000000000005, `epoch` = "
           "IFNULL(`epoch`, 0) + 1 WHERE `id` IN (_utf8mb4 X'612762')" +

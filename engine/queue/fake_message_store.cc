@@ -133,7 +133,7 @@ absl::StatusOr<std::vector<Message>> FakeMessageStore::PollDue(int64_t now,
   PollCall& call = StartPoll(Op::kPollDue, polls_, now, limit);
   if (!call.status.ok()) return call.status;
   std::vector<Message> out;
-  for (const Row* row : Due(now, limit)) {
+  for (const Row* row : Due(DbNow(now), limit)) {
     call.ids.push_back(row->id);
     out.push_back(ToMessage(*row));
   }
@@ -147,7 +147,7 @@ absl::StatusOr<std::vector<Message>> FakeMessageStore::PollDueByKey(
   if (!call.status.ok()) return call.status;
   std::map<std::string, int64_t> taken;  // by FairKeyTag
   std::vector<Message> out;
-  for (const Row* row : Due(now, -1)) {
+  for (const Row* row : Due(DbNow(now), -1)) {
     if (static_cast<int64_t>(out.size()) >= limit) break;
     int64_t& n = taken[FairKeyTag(row->key)];
     if (n >= room.For(row->key)) continue;
@@ -166,7 +166,7 @@ absl::StatusOr<std::vector<InFlightRow>> FakeMessageStore::ReadInFlight(
   std::vector<InFlightRow> out;
   for (const auto& [id, row] : rows_) {
     if (!Pending(row) || !row.key.has_value() || row.epoch <= 0 ||
-        *row.time_next <= now) {
+        *row.time_next <= DbNow(now)) {
       continue;
     }
     out.push_back(InFlightRow{row.key, row.id, row.epoch, *row.time_next});
@@ -179,7 +179,7 @@ absl::StatusOr<std::vector<std::string>> FakeMessageStore::PollDueIds(
   if (!polls_ids_) return absl::UnimplementedError("polling ids");
   PollCall& call = StartPoll(Op::kPollDueIds, id_polls_, now, limit);
   if (!call.status.ok()) return call.status;
-  for (const Row* row : Due(now, limit)) call.ids.push_back(row->id);
+  for (const Row* row : Due(DbNow(now), limit)) call.ids.push_back(row->id);
   return call.ids;
 }
 
@@ -220,7 +220,7 @@ absl::StatusOr<std::vector<Message>> FakeMessageStore::FetchDue(
   for (const std::string& id : ids) {
     auto it = rows_.find(id);
     if (it == rows_.end()) continue;
-    if (Pending(it->second) && *it->second.time_next <= now) {
+    if (Pending(it->second) && *it->second.time_next <= DbNow(now)) {
       out.push_back(ToMessage(it->second));
     }
   }
@@ -234,7 +234,7 @@ absl::StatusOr<std::optional<int64_t>> FakeMessageStore::NextDueAfter(
   if (absl::Status s = Begin(Op::kNextDueAfter); !s.ok()) return s;
   std::optional<int64_t> earliest;
   for (const auto& [id, row] : rows_) {
-    if (!Pending(row) || *row.time_next <= now) continue;
+    if (!Pending(row) || *row.time_next <= DbNow(now)) continue;
     if (!earliest.has_value() || *row.time_next < *earliest) {
       earliest = *row.time_next;
     }

@@ -51,6 +51,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "engine/message_table.h"
 #include "engine/queue/message.h"
 #include "engine/queue/message_store.h"
@@ -197,6 +198,11 @@ class FakeMessageStore final : public MessageStore {
   // set_polls_ids(true), so that tests of the one-statement poll keep it.
   const std::vector<PollCall>& id_polls() const { return id_polls_; }
   void set_polls_ids(bool on) { polls_ids_ = on; }
+  // MySQL's clock, as MysqlMessageStore's reads judge due by it: when set,
+  // the reads (polls, fetches, next-due, in-flight) compare time_next with
+  // its Now() instead of the `now` they are given, which is then only
+  // recorded (PollCall::now). Null: the `now` given (the default).
+  void set_db_clock(const Clock* clock) { db_clock_ = clock; }
   const std::vector<WriteCall>& writes() const { return writes_; }
   const std::vector<PurgeCall>& purges() const { return purges_; }
   const std::vector<PurgeCall>& dead_purges() const { return dead_purges_; }
@@ -292,6 +298,10 @@ class FakeMessageStore final : public MessageStore {
   int in_flight_reads_ = 0;
   std::vector<PollCall> id_polls_;
   bool polls_ids_ = false;
+  const Clock* db_clock_ = nullptr;
+  int64_t DbNow(int64_t now) const {
+    return db_clock_ != nullptr ? db_clock_->NowNanos() : now;
+  }
   std::vector<WriteCall> writes_;
   std::vector<PurgeCall> purges_;
   std::vector<PurgeCall> dead_purges_;

@@ -2,7 +2,18 @@
 // manager's logic is unit-tested against an in-memory fake.
 //
 // Reads are one statement per call unless the id list must be split to stay
-// under max_allowed_packet. Times are Unix epoch nanoseconds. Implementations
+// under max_allowed_packet. Times are Unix epoch nanoseconds.
+//
+// "Due" and "now" in the reads below (PollDue, PollDueIds, PollDueByKey,
+// ReadInFlight, FetchDue, NextDueAfter) are MySQL's clock when the statement
+// runs: MysqlMessageStore compares time_next with the server's NOW(6) in
+// the statement, never with a value msgqd computed, so a row is read due
+// only once MySQL's clock has reached its time_next. Their `now` argument
+// is the caller's estimate of that clock (DbClock), which a store with no
+// clock of its own (the fake) uses instead (docs/design/due-clock.md).
+// Writes take `now` as the value to write (time_acked, a postpone's base).
+//
+// Implementations
 // are used by one thread at a time (the table's manager thread) and need not
 // be thread-safe. Errors: UNAVAILABLE when MySQL is unreachable (retry
 // later), ABORTED for a deadlock or lock wait timeout (retry), others as

@@ -32,8 +32,8 @@ absl::StatusOr<std::string> FairPollSql::KeysSql(
 }
 
 std::vector<std::string> FairPollSql::RowsSql(
-    const std::vector<Slice>& slices, int64_t now, size_t max_bytes,
-    const std::string& force_index) const {
+    const std::vector<Slice>& slices, std::optional<int64_t> now,
+    size_t max_bytes, const std::string& force_index) const {
   // The SELECT up to its WHERE, with the forced index if any.
   const std::string head =
       force_index.empty() ? select_prefix_
@@ -51,7 +51,7 @@ std::vector<std::string> FairPollSql::RowsSql(
       part.append(" = ");
       if (!AppendIdLiteral(key_kind_, *s.key, &part).ok()) continue;
     }
-    absl::StrAppend(&part, " AND `time_next` <= ", now,
+    absl::StrAppend(&part, " AND `time_next` <= ", NowOperand(now),
                     " ORDER BY `priority`, `time_next`, `id` LIMIT ",
                     std::max<int64_t>(0, s.offset), ", ",
                     std::max<int64_t>(0, s.count), ")");

@@ -48,7 +48,8 @@ class FairPollSql {
     int64_t offset = 0;
     int64_t count = 0;
   };
-  // The statements reading `slices` (due at `now`), each at most
+  // The statements reading `slices` (due at `now`: nullopt for MySQL's
+  // clock when the statement runs, NowOperand), each at most
   // `max_bytes` long unless a single slice is longer. `force_index` (a name
   // read from information_schema, or empty) is forced on every SELECT:
   // inside a UNION MariaDB 10.11 otherwise reads a big key's rows with a
@@ -56,7 +57,7 @@ class FairPollSql {
   // not a value of the column's kind is left out (it cannot be named in
   // SQL; the caller's count of it stays short).
   std::vector<std::string> RowsSql(const std::vector<Slice>& slices,
-                                   int64_t now, size_t max_bytes,
+                                   std::optional<int64_t> now, size_t max_bytes,
                                    const std::string& force_index = "") const;
 
  private:

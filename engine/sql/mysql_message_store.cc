@@ -276,18 +276,22 @@ absl::StatusOr<std::vector<std::string>> MysqlMessageStore::InListStatements(
   return out;
 }
 
-std::string MysqlMessageStore::PollSql(int64_t now, int64_t limit) const {
+std::string MysqlMessageStore::PollSql(std::optional<int64_t> now,
+                                       int64_t limit) const {
   return absl::StrCat(
-      select_prefix_, " WHERE `time_acked` IS NULL AND `time_next` <= ", now,
+      select_prefix_,
+      " WHERE `time_acked` IS NULL AND `time_next` <= ", NowOperand(now),
       head_condition_, " ORDER BY `priority`, `time_next`, `id` LIMIT ",
       std::clamp<int64_t>(limit, 0, kMaxPollRows));
 }
 
-std::string MysqlMessageStore::PollIdsSql(int64_t now, int64_t limit) const {
-  return absl::StrCat("SELECT `id` FROM ", quoted_table_,
-                      " WHERE `time_acked` IS NULL AND `time_next` <= ", now,
-                      " ORDER BY `priority`, `time_next`, `id` LIMIT ",
-                      std::clamp<int64_t>(limit, 0, kMaxPollRows));
+std::string MysqlMessageStore::PollIdsSql(std::optional<int64_t> now,
+                                          int64_t limit) const {
+  return absl::StrCat(
+      "SELECT `id` FROM ", quoted_table_,
+      " WHERE `time_acked` IS NULL AND `time_next` <= ", NowOperand(now),
+      " ORDER BY `priority`, `time_next`, `id` LIMIT ",
+      std::clamp<int64_t>(limit, 0, kMaxPollRows));
 }
 
 absl::StatusOr<std::vector<Message>> MysqlMessageStore::ReadMessages(
@@ -342,22 +346,23 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::ReadMessages(
   return out;
 }
 
-absl::StatusOr<std::vector<Message>> MysqlMessageStore::PollDue(int64_t now,
-                                                                int64_t limit) {
+absl::StatusOr<std::vector<Message>> MysqlMessageStore::PollDue(
+    int64_t /*now: MySQL's clock judges*/, int64_t limit) {
   if (table_.settings.concurrency > 0) {
     return absl::FailedPreconditionError(
         absl::StrCat(log_name_, ": msgq_concurrency_by polls by key"));
   }
   if (absl::Status s = BeginSnapshotRead(); !s.ok()) return s;
   if (fair_sql_.has_value()) {
-    return EndSnapshotRead(FairPollDue(now, limit, nullptr));
+    return EndSnapshotRead(FairPollDue(limit, nullptr));
   }
   size_t bytes_left = limits_.max_read_bytes;
-  return EndSnapshotRead(ReadMessages(PollSql(now, limit), limit, &bytes_left));
+  return EndSnapshotRead(
+      ReadMessages(PollSql(std::nullopt, limit), limit, &bytes_left));
 }
 
 absl::StatusOr<std::vector<std::string>> MysqlMessageStore::PollDueIds(
-    int64_t now, int64_t limit) {
+    int64_t /*now: MySQL's clock judges*/, int64_t limit) {
   if (!polls_ids()) return absl::UnimplementedError("polling ids");
   read_position_ = {};  // ids only: the rows are fetched
   absl::StatusOr<MysqlConnection*> conn = Conn();
@@ -365,7 +370,7 @@ absl::StatusOr<std::vector<std::string>> MysqlMessageStore::PollDueIds(
   std::vector<std::string> ids;
   ids.reserve(static_cast<size_t>(std::clamp<int64_t>(limit, 0, 4096)));
   absl::Status status = (*conn)->ForEachRow(
-      PollIdsSql(now, limit),
+      PollIdsSql(std::nullopt, limit),
       [&ids](char** values, unsigned long* lengths, unsigned int n) {
         if (n >= 1 && values[0] != nullptr) {
           ids.emplace_back(values[0], lengths[0]);
@@ -376,15 +381,16 @@ absl::StatusOr<std::vector<std::string>> MysqlMessageStore::PollDueIds(
 }
 
 absl::StatusOr<std::vector<Message>> MysqlMessageStore::FetchDue(
-    const std::vector<std::string>& ids, int64_t now) {
+    const std::vector<std::string>& ids,
+    int64_t /*now: MySQL's clock judges*/) {
   read_position_ = {};
   if (ids.empty()) return std::vector<Message>();
   absl::StatusOr<MysqlConnection*> conn = Conn();
   if (!conn.ok()) return conn.status();
   absl::StatusOr<std::vector<std::string>> statements = InListStatements(
       absl::StrCat(select_prefix_, " WHERE `id` IN ("),
-      absl::StrCat(") AND `time_acked` IS NULL AND `time_next` <= ", now,
-                   head_condition_),
+      absl::StrCat(") AND `time_acked` IS NULL AND `time_next` <= ",
+                   kMysqlNowNs, head_condition_),
       ids,
       /*skip_bad_ids=*/true, StatementLimit((*conn)->max_allowed_packet()));
   if (!statements.ok()) return statements.status();

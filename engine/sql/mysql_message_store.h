@@ -4,6 +4,11 @@
 // survives MySQL restarts: calls return UNAVAILABLE while MySQL is away and
 // work again once it is back. Not thread-safe (one manager thread uses it).
 //
+// Due is MySQL's judgement: every read of due rows (polls, fetches by id,
+// the next-due query, the rows in flight) compares time_next with MySQL's
+// clock in the statement itself (kMysqlNowNs, sql_literal.h); the `now`
+// those calls take is not used (docs/design/due-clock.md).
+//
 // Isolation: the connection runs READ COMMITTED (mysql_connection.h). A
 // row a read misses (committed just after) is named by the binlog or read
 // by the next poll. When the server writes a binary log, a poll or fetch
@@ -143,8 +148,10 @@ class MysqlMessageStore final : public MessageStore {
 
   // The SQL of a poll (of an unfair table) and of CountDead (for EXPLAIN
   // in tests; NextDueAfter's are in next_due_statements.h).
-  std::string PollSql(int64_t now, int64_t limit) const;
-  std::string PollIdsSql(int64_t now, int64_t limit) const;
+  // `now` as NowOperand (sql_literal.h): the store's reads pass nullopt,
+  // MySQL's clock.
+  std::string PollSql(std::optional<int64_t> now, int64_t limit) const;
+  std::string PollIdsSql(std::optional<int64_t> now, int64_t limit) const;
   std::string CountDeadSql() const { return failure_sql_.CountDead(); }
 
   // Row ids refused so far because they are not valid for the id column
@@ -164,7 +171,7 @@ class MysqlMessageStore final : public MessageStore {
   // page at a time, then each key's share of `limit`, interleaved by rank
   // within the key (1st of every key, then 2nd, ...). With a `room`
   // (msgq_concurrency_by), at most room->For(key) rows of each key.
-  absl::StatusOr<std::vector<Message>> FairPollDue(int64_t now, int64_t limit,
+  absl::StatusOr<std::vector<Message>> FairPollDue(int64_t limit,
                                                    const KeyRoom* room);
   // The priorities of unacked rows (a skip scan), or none when there are
   // more than kNextDueMaxPriorities.

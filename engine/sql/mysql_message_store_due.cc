@@ -25,7 +25,7 @@ int64_t ParseInt(const char* value, unsigned long length) {
 }  // namespace
 
 absl::StatusOr<std::optional<int64_t>> MysqlMessageStore::NextDueAfter(
-    int64_t now) {
+    int64_t /*now: MySQL's clock judges*/) {
   absl::StatusOr<MysqlConnection*> conn = Conn();
   if (!conn.ok()) return conn.status();
   std::optional<int64_t> earliest;
@@ -47,13 +47,13 @@ absl::StatusOr<std::optional<int64_t>> MysqlMessageStore::NextDueAfter(
     int64_t priority = 0;
     if (probed == kNextDueMaxPriorities ||
         !absl::SimpleAtoi(*next, &priority)) {
-      r = (*conn)->Query(NextDueGroupedSql(quoted_table_, now));
+      r = (*conn)->Query(NextDueGroupedSql(quoted_table_, std::nullopt));
       if (!r.ok()) return Check(r.status());
       earliest.reset();
       for (const auto& row : r->rows) keep(row[1]);
       return earliest;
     }
-    r = (*conn)->Query(NextDueStepSql(quoted_table_, priority, now));
+    r = (*conn)->Query(NextDueStepSql(quoted_table_, priority, std::nullopt));
     if (!r.ok()) return Check(r.status());
     keep(cell(0));
     next = cell(1);
@@ -86,7 +86,7 @@ absl::StatusOr<std::vector<int64_t>> MysqlMessageStore::UnackedPriorities(
 }
 
 absl::StatusOr<std::vector<InFlightRow>> MysqlMessageStore::ReadInFlight(
-    int64_t now) {
+    int64_t /*now: MySQL's clock judges*/) {
   if (!concurrency_error_.ok()) return concurrency_error_;
   std::vector<InFlightRow> out;
   if (table_.settings.concurrency <= 0) return out;
@@ -96,7 +96,7 @@ absl::StatusOr<std::vector<InFlightRow>> MysqlMessageStore::ReadInFlight(
   if (!priorities.ok()) return priorities.status();
   absl::Status status = (*conn)->ForEachRow(
       InFlightSql(quoted_table_, QuoteIdentifier(key_column_), *priorities,
-                  now),
+                  std::nullopt),
       [&out](char** values, unsigned long* lengths, unsigned int n) {
         if (n < 4 || values[0] == nullptr || values[1] == nullptr) return;
         InFlightRow& row = out.emplace_back();
@@ -110,7 +110,7 @@ absl::StatusOr<std::vector<InFlightRow>> MysqlMessageStore::ReadInFlight(
 }
 
 absl::StatusOr<std::vector<Message>> MysqlMessageStore::PollDueByKey(
-    int64_t now, int64_t limit, const KeyRoom& room) {
+    int64_t /*now: MySQL's clock judges*/, int64_t limit, const KeyRoom& room) {
   if (!concurrency_error_.ok()) return concurrency_error_;
   if (!fair_sql_.has_value() || table_.settings.concurrency <= 0) {
     return absl::FailedPreconditionError(
@@ -130,7 +130,7 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::PollDueByKey(
         ", priority, time_next)"));
   }
   if (absl::Status s = BeginSnapshotRead(); !s.ok()) return s;
-  return EndSnapshotRead(FairPollDue(now, limit, &room));
+  return EndSnapshotRead(FairPollDue(limit, &room));
 }
 
 }  // namespace msgq

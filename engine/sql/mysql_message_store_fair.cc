@@ -81,7 +81,7 @@ absl::Status MysqlMessageStore::LearnFairIndex(MysqlConnection* conn) {
 }
 
 absl::StatusOr<std::vector<Message>> MysqlMessageStore::FairPollDue(
-    int64_t now, int64_t limit, const KeyRoom* room) {
+    int64_t limit, const KeyRoom* room) {
   limit = std::clamp<int64_t>(limit, 0, kMaxPollRows);
   std::vector<Message> out;
   if (limit == 0) return out;
@@ -127,7 +127,7 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FairPollDue(
       if (open.empty()) break;
       absl::flat_hash_map<std::string, int64_t> got;
       for (const std::string& sql :
-           fair_sql_->RowsSql(open, now, max_bytes, fair_index_)) {
+           fair_sql_->RowsSql(open, std::nullopt, max_bytes, fair_index_)) {
         if (bytes_left == 0) break;
         absl::StatusOr<std::vector<Message>> rows =
             ReadMessages(sql, left, &bytes_left);

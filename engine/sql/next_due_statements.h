@@ -1,4 +1,4 @@
-// NextDueStatements: the earliest time_next after `now` among a table's
+// NextDueStatements: the earliest time_next after now among a table's
 // unacked rows, read as a skip scan of poller_idx (time_acked, priority,
 // time_next) that costs a few index dives per distinct priority, whatever
 // the table's size and whatever its index statistics say.
@@ -19,6 +19,7 @@
 #define MSGQ_ENGINE_SQL_NEXT_DUE_STATEMENTS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,15 +35,20 @@ inline constexpr int kNextDueMaxPriorities = 32;
 // there is none). `table` is quoted (`db`.`t`).
 std::string NextDueFirstSql(absl::string_view table);
 
+// `now_ns` below is the value time_next is compared with: nullopt for
+// MySQL's clock when the statement runs (NowOperand, sql_literal.h), what
+// msgqd sends; a fixed value for tests and EXPLAIN.
+//
 // One row: the earliest time_next > now_ns of `priority`'s unacked rows
 // (NULL when none), and the next larger priority of an unacked row (NULL
 // when none).
 std::string NextDueStepSql(absl::string_view table, int64_t priority,
-                           int64_t now_ns);
+                           std::optional<int64_t> now_ns);
 
 // One row per priority: its earliest time_next > now_ns (the one-statement
 // form above, for tables with many priorities).
-std::string NextDueGroupedSql(absl::string_view table, int64_t now_ns);
+std::string NextDueGroupedSql(absl::string_view table,
+                              std::optional<int64_t> now_ns);
 
 // msgq_concurrency_by: the rows of a non-NULL `key` (backtick-quoted) in
 // flight at now_ns (unacked, sent, due again only later): key, id, epoch,
@@ -50,7 +56,8 @@ std::string NextDueGroupedSql(absl::string_view table, int64_t now_ns);
 // kNextDueMaxPriorities) the read is one range of poller_idx per priority
 // over the rows due later only; empty `priorities`: every unacked entry.
 std::string InFlightSql(absl::string_view table, absl::string_view key,
-                        const std::vector<int64_t>& priorities, int64_t now_ns);
+                        const std::vector<int64_t>& priorities,
+                        std::optional<int64_t> now_ns);
 
 }  // namespace msgq
 

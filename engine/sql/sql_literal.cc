@@ -76,4 +76,9 @@ absl::StatusOr<std::string> IdLiteral(IdKind kind, absl::string_view id) {
   return out;
 }
 
+std::string NowOperand(std::optional<int64_t> now_ns) {
+  if (!now_ns.has_value()) return kMysqlNowNs;
+  return absl::StrCat(*now_ns);
+}
+
 }  // namespace msgq

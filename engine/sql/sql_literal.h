@@ -20,10 +20,15 @@
 //   std::string sql = "... WHERE `id` IN (";
 //   RETURN_IF_ERROR(AppendIdLiteral(table.id_kind, id, &sql));
 //
+// NowOperand is the other value reads compare with: MySQL's clock, as the
+// statement reads it.
+//
 // Thread-safe (pure functions).
 #ifndef MSGQ_ENGINE_SQL_SQL_LITERAL_H_
 #define MSGQ_ENGINE_SQL_SQL_LITERAL_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -41,6 +46,17 @@ absl::Status AppendIdLiteral(IdKind kind, absl::string_view id,
 
 // The literal of `id` alone; errors as AppendIdLiteral.
 absl::StatusOr<std::string> IdLiteral(IdKind kind, absl::string_view id);
+
+// MySQL's clock as Unix ns when the statement runs (NOW(6) is fixed for one
+// statement): what a read compares time_next with, so that "due" is
+// MySQL's own judgement, never msgqd's estimate of its clock
+// (docs/design/due-clock.md).
+inline constexpr char kMysqlNowNs[] =
+    "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000000 AS SIGNED)";
+
+// The operand a statement compares time_next with: kMysqlNowNs for nullopt,
+// else the fixed Unix ns value (statement tests, EXPLAIN).
+std::string NowOperand(std::optional<int64_t> now_ns);
 
 }  // namespace msgq
 
