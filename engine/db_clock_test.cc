@@ -1,8 +1,11 @@
 // DbClock: MySQL's time carried on the monotonic clock; steps of the host's
 // wall clock change nothing, a step of MySQL's is taken at once, a
 // measurement consistent with the estimate changes nothing, and the
-// estimate is never ahead of MySQL's clock.
+// estimate is never ahead of MySQL's clock. Readings on request: the
+// latest measurement, and the waiters a measurement answers.
 #include "engine/db_clock.h"
+
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -94,6 +97,78 @@ TEST(DbClockTest, NeverAheadOfMySql) {
   }
   query(absl::ZeroDuration(), 0);
   EXPECT_EQ(clock.Now(), mysql_now());
+}
+
+// Last() is the latest measurement as MySQL answered it, whether or not
+// it moved the estimate, and also when MySQL's clock went back.
+TEST(DbClockTest, LastIsTheLatestMeasurement) {
+  FakeClock base(kStart);
+  DbClock clock(&base);
+  EXPECT_EQ(clock.Last(), std::nullopt);
+  const absl::Time mono = base.MonotonicNow();
+  clock.Observe(kStart + absl::Seconds(1), mono - absl::Milliseconds(2), mono);
+  ASSERT_TRUE(clock.Last().has_value());
+  EXPECT_EQ(clock.Last()->db_ns, absl::ToUnixNanos(kStart) + kSecond);
+  EXPECT_EQ(clock.Last()->sent, mono - absl::Milliseconds(2));
+  // Consistent with the estimate: the estimate stays, the reading is new.
+  base.Advance(absl::Seconds(1));
+  clock.Observe(kStart + absl::Seconds(2) - absl::Milliseconds(1),
+                base.MonotonicNow() - absl::Milliseconds(3),
+                base.MonotonicNow());
+  EXPECT_EQ(clock.Now(), kStart + absl::Seconds(2));
+  EXPECT_EQ(clock.Last()->db_ns,
+            absl::ToUnixNanos(kStart) + 2 * kSecond - 1'000'000);
+  EXPECT_EQ(clock.Last()->sent, base.MonotonicNow() - absl::Milliseconds(3));
+  // MySQL's clock stepped 30 s back: the latest reading, not the largest.
+  clock.Observe(kStart - absl::Seconds(28), base.MonotonicNow(),
+                base.MonotonicNow());
+  EXPECT_EQ(clock.Last()->db_ns, absl::ToUnixNanos(kStart) - 28 * kSecond);
+  EXPECT_EQ(clock.Now(), kStart - absl::Seconds(28));
+}
+
+class CountingWaiter final : public DbReadings::Waiter {
+ public:
+  void ReadingTaken() override { ++taken; }
+  int taken = 0;
+};
+
+// A request wakes the measuring thread at once, and is answered by the
+// first successful measurement that started after it: one wake per
+// request however many were made, none after Cancel, none by a failed
+// measurement (the next one answers it, at the usual pace).
+TEST(DbClockTest, RequestsAreAnsweredByAMeasurementStartedAfterThem) {
+  FakeClock base(kStart);
+  DbClock clock(&base);
+  CountingWaiter a, b, c;
+  // Nothing requested: the wait lasts until its deadline (passed here).
+  EXPECT_TRUE(clock.WaitForMeasure(base.MonotonicNow()));
+  clock.Request(&a);
+  clock.Request(&a);
+  // Requested: no wait, whatever the deadline.
+  EXPECT_TRUE(clock.WaitForMeasure(absl::InfiniteFuture()));
+  clock.MeasureStarts();
+  clock.Request(&b);  // after the query left: not answered by it
+  clock.Observe(kStart, base.MonotonicNow(), base.MonotonicNow());
+  clock.MeasureEnds(true);
+  EXPECT_EQ(a.taken, 1);
+  EXPECT_EQ(b.taken, 0);
+  // b's request wakes the thread again; that measurement fails.
+  EXPECT_TRUE(clock.WaitForMeasure(absl::InfiniteFuture()));
+  clock.MeasureStarts();
+  clock.MeasureEnds(false);
+  EXPECT_EQ(b.taken, 0);
+  // The next measurement, at the usual pace, answers it.
+  EXPECT_TRUE(clock.WaitForMeasure(base.MonotonicNow()));
+  clock.Request(&c);
+  clock.Cancel(&c);
+  clock.MeasureStarts();
+  clock.Observe(kStart, base.MonotonicNow(), base.MonotonicNow());
+  clock.MeasureEnds(true);
+  EXPECT_EQ(a.taken, 1);
+  EXPECT_EQ(b.taken, 1);
+  EXPECT_EQ(c.taken, 0);
+  clock.Close();
+  EXPECT_FALSE(clock.WaitForMeasure(absl::InfiniteFuture()));
 }
 
 }  // namespace

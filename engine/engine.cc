@@ -248,6 +248,7 @@ bool Engine::Stop(absl::Duration timeout) {
     wake_.SignalAll();
     tables.swap(tables_);
   }
+  db_clock_.Close();  // ends the clock thread
   // Every manager flushes at once, each on a thread of its own, so the
   // shutdown takes as long as the slowest table, not the sum; the threads
   // hold the managers alive even if the caller gives up waiting.

@@ -319,10 +319,13 @@ class Engine : private BinlogWatcher::Listener {
   absl::StatusOr<MessageCounts::Snapshot> ReadCounts(
       const Key& key, int64_t max_groups,
       std::optional<MessageCounts::GtidPosition>* position);
-  // Measures MySQL's clock for db_clock_ once a second until stopping
-  // (engine_clock.cc); MeasureDbClock is one measurement.
+  // Measures MySQL's clock for db_clock_ once a second, and when a manager
+  // requests a reading, until stopping (engine_clock.cc); MeasureDbClock
+  // is one measurement (and wakes the requests it answers),
+  // MeasureDbClockOnce its query (false when it failed).
   void ClockLoop();
   void MeasureDbClock();
+  bool MeasureDbClockOnce();
   // Reload()'s steps (engine_reload.cc): read the definitions (and the
   // paused tables) on a pooled connection; decide what changes
   // (UNAVAILABLE once stopping); build the new entries' managers; swap

@@ -1,6 +1,7 @@
 // Engine::ClockLoop and Engine::MeasureDbClock (engine.h): MySQL's clock,
-// measured once a second for the DbClock every table's manager reads, and
-// with it whether the server is read-only (for readiness).
+// measured once a second, and at once when a manager asks for a reading
+// (DbReadings), for the DbClock every table's manager reads; and with it
+// whether the server is read-only (for readiness).
 #include <optional>
 
 #include "absl/strings/numbers.h"
@@ -18,24 +19,22 @@ constexpr absl::Duration kStepLogged = absl::Seconds(1);
 }  // namespace
 
 void Engine::ClockLoop() {
-  absl::MutexLock lock(&mu_);
-  while (!stopping_) {
-    // wake_ also wakes the reload thread: wait out the second regardless.
-    const absl::Time next = clock_->MonotonicNow() + kMeasureEvery;
-    while (!stopping_ && clock_->MonotonicNow() < next) {
-      wake_.WaitFor(&mu_, next - clock_->MonotonicNow());
-    }
-    if (stopping_) break;
-    mu_.Unlock();
+  // Engine::Stop closes db_clock_.
+  while (db_clock_.WaitForMeasure(clock_->MonotonicNow() + kMeasureEvery)) {
     MeasureDbClock();
-    mu_.Lock();
   }
 }
 
 void Engine::MeasureDbClock() {
+  db_clock_.MeasureStarts();
+  const bool ok = MeasureDbClockOnce();
+  db_clock_.MeasureEnds(ok);
+}
+
+bool Engine::MeasureDbClockOnce() {
   absl::StatusOr<MysqlPool::Lease> conn =
       pool_->Borrow(MysqlMessageStore::kBorrowTimeout);
-  if (!conn.ok()) return;  // the estimate carries on
+  if (!conn.ok()) return false;  // the estimate carries on
   const absl::Time sent = clock_->MonotonicNow();
   // The read-only state rides along: readiness needs it (MysqlActivity).
   absl::StatusOr<QueryResult> r = (*conn)->Query(
@@ -46,7 +45,7 @@ void Engine::MeasureDbClock() {
   if (!r.ok() || r->rows.size() != 1 || r->rows[0].size() != 3 ||
       !r->rows[0][0].has_value() ||
       !absl::SimpleAtoi(*r->rows[0][0], &micros)) {
-    return;
+    return false;
   }
   options_.mysql.activity->ObserveReadOnly(r->rows[0][1].value_or("0") != "0",
                                            r->rows[0][2].value_or("0") != "0");
@@ -58,6 +57,7 @@ void Engine::MeasureDbClock() {
                absl::FormatDuration(*after - *before),
                "; due times follow MySQL's clock");
   }
+  return true;
 }
 
 }  // namespace msgq

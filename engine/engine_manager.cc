@@ -39,7 +39,7 @@ std::shared_ptr<MessageManager> Engine::NewManager(MessageTable table,
   if (options_.exact_counts) options.count_dead = false;
   return std::make_shared<MessageManager>(std::move(table), std::move(store),
                                           clock_, jitter_, options, executor_,
-                                          std::move(ack_store));
+                                          std::move(ack_store), &db_clock_);
 }
 
 }  // namespace msgq

@@ -14,10 +14,19 @@ RoundScheduler::RoundScheduler(Options options, absl::Time mono_now)
                                     .jitter = options.retry_jitter},
                      options.seed) {}
 
-void RoundScheduler::NoteDueAt(int64_t time_next_ns) {
+void RoundScheduler::NoteDueAt(int64_t time_next_ns, absl::Time mono) {
   if (!next_due_ns_.has_value() || time_next_ns < *next_due_ns_) {
     next_due_ns_ = time_next_ns;
+    due_known_at_ = mono;
+  } else if (time_next_ns == *next_due_ns_) {
+    // Noted again (a poll found it not due yet): a reading must be newer.
+    due_known_at_ = std::max(due_known_at_, mono);
   }
+}
+
+bool RoundScheduler::NeedsReading(const View& view, int64_t wall_ns) const {
+  return MayPoll(view) && next_due_ns_.has_value() &&
+         wall_ns >= *next_due_ns_ && !DueConfirmed(view);
 }
 
 void RoundScheduler::NoteBacklog() {
@@ -47,9 +56,10 @@ void RoundScheduler::ForgetFetch(const std::string& id) {
 
 bool RoundScheduler::PollDue(const View& view, absl::Time mono,
                              int64_t wall_ns) const {
-  if (!view.owner || !view.subscribers || view.cache_full) return false;
+  if (!MayPoll(view)) return false;
   if (poll_requested_ || mono >= next_poll_at_) return true;
-  return next_due_ns_.has_value() && wall_ns >= *next_due_ns_;
+  return next_due_ns_.has_value() && wall_ns >= *next_due_ns_ &&
+         DueConfirmed(view);
 }
 
 bool RoundScheduler::FetchDue(const View& view, absl::Time mono) const {
@@ -77,7 +87,9 @@ absl::Time RoundScheduler::NextDeadline(const View& view, absl::Time mono,
   deadline = std::min(deadline, next_purge_at_);
   if (view.subscribers && !view.cache_full) {
     deadline = std::min(deadline, next_poll_at_);
-    if (next_due_ns_.has_value()) {
+    // A due time reached but not confirmed: the reading wakes the caller.
+    if (next_due_ns_.has_value() &&
+        (*next_due_ns_ > wall_ns || DueConfirmed(view))) {
       deadline =
           std::min(deadline, mono + absl::Nanoseconds(*next_due_ns_ - wall_ns));
     }

@@ -26,7 +26,18 @@
 //
 // Intervals and deadlines run on a monotonic clock (`mono`, never stepped);
 // message due times (time_next) are Unix nanoseconds compared with the wall
-// clock (`wall_ns`), and converted to a monotonic deadline as a delay.
+// clock (`wall_ns`, the estimate of MySQL's clock), and converted to a
+// monotonic deadline as a delay.
+//
+// A due time the estimate reached polls only once a reading of MySQL's
+// clock confirms it (View::reading_ns, reading_sent): one at or after it,
+// from a query sent at or after the monotonic time the due time was noted
+// (again), so that neither an estimate ahead of MySQL's clock nor a
+// reading from before a step back of it makes a poll that finds nothing
+// and notes the same due time again, round after round. Until then no
+// deadline is taken from it; NeedsReading() says the manager should ask
+// for a reading, whose arrival wakes it (db_readings.h,
+// docs/design/due-clock.md). The poll itself judges due by MySQL's clock.
 //
 // Pure: it never reads a clock; callers pass both times. Not thread-safe:
 // the owning MessageManager guards it with its mutex.
@@ -74,6 +85,11 @@ class RoundScheduler {
     // InfiniteFuture: none.
     absl::Time locked_retry_at = absl::InfiniteFuture();
     bool owner = true;  // this instance may read and send the table
+    // The latest reading of MySQL's clock (DbReadings::Last): it read
+    // reading_ns after the monotonic reading_sent. The defaults confirm
+    // every due time (a caller whose wall clock is MySQL's own).
+    int64_t reading_ns = INT64_MAX;
+    absl::Time reading_sent = absl::InfiniteFuture();
   };
 
   // The reads of one round, taken by Take().
@@ -89,8 +105,10 @@ class RoundScheduler {
 
   // ---- Events ----
   void RequestPoll() { poll_requested_ = true; }
-  // A committed row is due at `time_next_ns` (Unix ns).
-  void NoteDueAt(int64_t time_next_ns);
+  // A committed row is due at `time_next_ns` (Unix ns), as known at the
+  // monotonic `mono` (a reading confirms it only if taken after that; the
+  // default: any reading).
+  void NoteDueAt(int64_t time_next_ns, absl::Time mono = absl::InfinitePast());
   // More due rows exist than the cache holds: poll again once it drained.
   void NoteBacklog();
   // The cache holds `queued` of `capacity`: requests the refill poll when a
@@ -117,6 +135,9 @@ class RoundScheduler {
   Round Take(const View& view, absl::Time mono, int64_t wall_ns);
   // Whether MySQL work is on hold after a failure.
   bool Waiting(absl::Time mono) const { return !mysql_ok_ && mono < retry_at_; }
+  // Whether a due time the estimate reached waits for a reading of MySQL's
+  // clock to confirm it (a poll would read it otherwise).
+  bool NeedsReading(const View& view, int64_t wall_ns) const;
 
   // ---- Outcomes ----
   // A poll finished: `hit_limit` when it returned as many rows as asked;
@@ -144,6 +165,14 @@ class RoundScheduler {
 
  private:
   bool PollDue(const View& view, absl::Time mono, int64_t wall_ns) const;
+  // Whether a reading confirms next_due_ns_ (see above).
+  bool DueConfirmed(const View& view) const {
+    return next_due_ns_.has_value() && view.reading_ns >= *next_due_ns_ &&
+           view.reading_sent >= due_known_at_;
+  }
+  bool MayPoll(const View& view) const {
+    return view.owner && view.subscribers && !view.cache_full;
+  }
   bool FetchDue(const View& view, absl::Time mono) const;
   bool PurgeDue(const View& view, absl::Time mono) const {
     return view.owner && (purge_more_ || mono >= next_purge_at_);
@@ -155,6 +184,8 @@ class RoundScheduler {
   absl::Time next_purge_at_;
   bool purge_more_ = false;
   std::optional<int64_t> next_due_ns_;
+  // When next_due_ns_ was last noted (monotonic).
+  absl::Time due_known_at_ = absl::InfinitePast();
   bool more_due_ = false;
   uint64_t backlog_generation_ = 0;
   absl::flat_hash_set<std::string> fetch_ids_;

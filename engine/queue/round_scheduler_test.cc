@@ -107,6 +107,64 @@ TEST_F(RoundSchedulerTest, DueTimeBecomesAMonotonicDeadline) {
   EXPECT_TRUE(s_.HaveWork(Subscribed(), mono_, wall_ + 2 * kSecondNs));
 }
 
+// With readings of MySQL's clock, a due time the estimate reached polls
+// only once a reading at or after it, from a query sent after it was
+// noted, confirms it; until then it gives no deadline (the reading's
+// arrival wakes the manager) and asks for a reading.
+TEST_F(RoundSchedulerTest, ADueTimeReachedPollsOnlyOnceAReadingConfirmsIt) {
+  Settle();
+  const int64_t due = wall_ + 2 * kSecondNs;
+  const absl::Time noted = mono_ + absl::Milliseconds(10);
+  s_.NoteDueAt(due, noted);
+  RoundScheduler::View v = Subscribed();
+  v.reading_ns = wall_;  // the last reading: before the due time
+  v.reading_sent = mono_;
+  // Not reached by the estimate: a deadline, no reading asked for.
+  EXPECT_FALSE(s_.NeedsReading(v, wall_));
+  EXPECT_EQ(s_.NextDeadline(v, mono_, wall_), mono_ + absl::Seconds(2));
+  // Reached by the estimate: no poll, a reading, and only the purge's and
+  // the poll interval's deadlines.
+  const absl::Time mono = mono_ + absl::Seconds(2);
+  EXPECT_FALSE(s_.HaveWork(v, mono, due));
+  EXPECT_TRUE(s_.NeedsReading(v, due));
+  EXPECT_EQ(s_.NextDeadline(v, mono, due), mono_ + absl::Seconds(30));
+  // A reading at the due time, but from a query sent before it was noted
+  // (it may predate a step back of MySQL's clock): still not confirmed.
+  v.reading_ns = due;
+  v.reading_sent = noted - absl::Nanoseconds(1);
+  EXPECT_FALSE(s_.HaveWork(v, mono, due));
+  EXPECT_TRUE(s_.NeedsReading(v, due));
+  // One sent after, but 1 ns short of the due time: not confirmed.
+  v.reading_ns = due - 1;
+  v.reading_sent = noted;
+  EXPECT_FALSE(s_.HaveWork(v, mono, due));
+  // Confirmed: the poll runs and the due time is taken.
+  v.reading_ns = due;
+  EXPECT_FALSE(s_.NeedsReading(v, due));
+  EXPECT_TRUE(s_.HaveWork(v, mono, due));
+  EXPECT_EQ(s_.NextDeadline(v, mono, due), mono);
+  const RoundScheduler::Round r = s_.Take(v, mono, due);
+  EXPECT_TRUE(r.poll);
+  EXPECT_EQ(s_.next_due_ns(), std::nullopt);
+  s_.PollDone(r, false, {});
+  // The poll found the row not due yet (MySQL's clock is behind the
+  // estimate) and notes it again: the reading before that confirms nothing,
+  // so the rounds do not poll again and again.
+  const absl::Time again = mono + absl::Milliseconds(1);
+  s_.NoteDueAt(due, again);
+  EXPECT_FALSE(s_.HaveWork(v, again, due + kSecondNs));
+  EXPECT_TRUE(s_.NeedsReading(v, due + kSecondNs));
+  v.reading_sent = again;
+  EXPECT_TRUE(s_.HaveWork(v, again, due + kSecondNs));
+  // An earlier due time takes its own noting time; a later one keeps it.
+  s_.NoteDueAt(due + kSecondNs, again + absl::Seconds(1));
+  EXPECT_TRUE(s_.HaveWork(v, again, due + kSecondNs));
+  s_.NoteDueAt(due - kSecondNs, again + absl::Seconds(1));
+  EXPECT_FALSE(s_.HaveWork(v, again, due + kSecondNs));
+  // Without subscribers nothing polls, and no reading is asked for.
+  EXPECT_FALSE(s_.NeedsReading(RoundScheduler::View(), due + kSecondNs));
+}
+
 TEST_F(RoundSchedulerTest, PollKeepsNamedIdsItDidNotReturn) {
   Settle();
   ASSERT_TRUE(s_.NameForFetch("7"));

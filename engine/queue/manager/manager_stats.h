@@ -24,6 +24,14 @@ struct ManagerStats {
   // Due rows queued from their binlog row image, with no read
   // (--binlog_discovery=image).
   int64_t image_rows = 0;
+  // Rows the binlog showed due by msgqd's estimate of MySQL's clock whose
+  // event did not confirm it (time_next after the event's timestamp): read
+  // by a poll once a reading of MySQL's clock confirms them, not sent from
+  // the image or fetched at once (docs/design/due-clock.md).
+  int64_t due_unconfirmed = 0;
+  // Readings of MySQL's clock this manager asked for (DbReadings::Request):
+  // due times its estimate reached, to be confirmed before a poll.
+  int64_t readings_requested = 0;
   int64_t sent = 0;
   int64_t redelivered = 0;  // sent with epoch > 0 (part of sent)
   int64_t postponed = 0;    // sent rows whose time_next was pushed back

@@ -45,7 +45,8 @@ MessageManager::MessageManager(MessageTable table,
                                Clock* clock, JitterSource* jitter,
                                Options options,
                                std::shared_ptr<RoundExecutor> executor,
-                               std::unique_ptr<MessageStore> ack_store)
+                               std::unique_ptr<MessageStore> ack_store,
+                               DbReadings* readings)
     : table_(std::move(table)),
       store_(std::move(store)),
       clock_(clock),
@@ -53,6 +54,7 @@ MessageManager::MessageManager(MessageTable table,
       options_(options),
       executor_(std::move(executor)),
       ack_store_(std::move(ack_store)),
+      readings_(readings),
       postpone_grace_(std::max(
           absl::ZeroDuration(),
           std::min(options.postpone_grace, table_.settings.ack_wait / 10))),
@@ -105,6 +107,8 @@ void MessageManager::Stop(absl::Status reason) {
     subscribers = dispatcher_.TakeAll();
     wake_.SignalAll();
   }
+  // No reading is asked for once stopping: none wakes this manager after.
+  if (readings_ != nullptr) readings_->Cancel(&reading_waiter_);
   // Closing first lets streams hand back what they never wrote, so the
   // final flush does not postpone messages nobody received.
   for (auto& subscriber : subscribers) subscriber->Close(reason);
@@ -247,7 +251,7 @@ void MessageManager::OnSendFailed(const Subscriber* subscriber,
 
 void MessageManager::NoteDueAt(int64_t time_next) {
   absl::MutexLock lock(&mu_);
-  scheduler_.NoteDueAt(time_next);
+  scheduler_.NoteDueAt(time_next, clock_->MonotonicNow());
   WakeLocked();
 }
 

@@ -55,6 +55,7 @@
 #include "engine/message_table.h"
 #include "engine/queue/backoff.h"
 #include "engine/queue/concurrency_gate.h"
+#include "engine/queue/db_readings.h"
 #include "engine/queue/dispatcher.h"
 #include "engine/queue/manager/manager_options.h"
 #include "engine/queue/manager/manager_round.h"
@@ -88,10 +89,22 @@ class MessageManager : private RoundExecutor::Task {
   // `ack_store` (another connection to the same table), when given, takes
   // every ack: the ack lane, whose rounds (RunAckRound) the executor runs in
   // parallel with the table's. Without an executor only a test drives it.
+  //
+  // `clock`'s Now() is an estimate of MySQL's clock (DbClock). With
+  // `readings` (the same clock's measurements; must outlive the manager)
+  // no row is sent on the estimate alone: the reads judge due by MySQL's
+  // clock (message_store.h); a row the binlog shows due by the estimate is
+  // queued from its image or fetched only when its event's timestamp is at
+  // or after its time_next, else a poll reads it; and a due time the
+  // estimate reached (a scheduled row, a postpone's) polls only once a
+  // reading taken after it was noted confirms it, which the manager asks
+  // for then (RoundScheduler, docs/design/due-clock.md). Null: `clock` is
+  // MySQL's own and its Now() confirms everything (unit tests).
   MessageManager(MessageTable table, std::unique_ptr<MessageStore> store,
                  Clock* clock, JitterSource* jitter, Options options,
                  std::shared_ptr<RoundExecutor> executor = nullptr,
-                 std::unique_ptr<MessageStore> ack_store = nullptr);
+                 std::unique_ptr<MessageStore> ack_store = nullptr,
+                 DbReadings* readings = nullptr);
   ~MessageManager();
   MessageManager(const MessageManager&) = delete;
   MessageManager& operator=(const MessageManager&) = delete;
@@ -167,7 +180,7 @@ class MessageManager : private RoundExecutor::Task {
   // Dead rows with id > after_id, by id, at most `limit` (1..10000).
   void ListDead(std::string after_id, int limit, DeadCallback done);
 
-  // Tells the manager a committed row is due at `time_next` (binlog, tests).
+  // Tells the manager a committed row is due at `time_next` (tests).
   void NoteDueAt(int64_t time_next);
 
   // Committed changes from the binlog: new or rescheduled rows that are due
@@ -220,8 +233,10 @@ class MessageManager : private RoundExecutor::Task {
   bool Quiesced() const;
 
   // One round of MySQL work at the clock's current time, synchronously:
-  // pending writes, then a poll and a purge step if due. The thread calls it;
-  // unit tests call it directly (without Start) with a fake clock.
+  // pending writes, then a poll and a purge step if due; then, as at a
+  // round's end, a reading of MySQL's clock is asked for if a due time
+  // waits for one. Unit tests call it directly (without Start) with a fake
+  // clock.
   void RunOnce();
   // One round of the ack lane (only with an ack store): writes the acks
   // waiting, unless MySQL is in its retry backoff. Returns when to run next
@@ -291,6 +306,13 @@ class MessageManager : private RoundExecutor::Task {
     return ack_store_ != nullptr && !stopping_;
   }
   RoundScheduler::View ViewLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The next deadline of the rounds (RoundScheduler::NextDeadline); asks
+  // for a reading of MySQL's clock when a due time waits for one.
+  absl::Time NextDeadlineLocked(const RoundScheduler::View& view,
+                                absl::Time mono, int64_t wall)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A reading asked for was taken: a round looks again.
+  void ReadingTaken();
   Work TakeWorkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Postpones of sends made by this time are written now; later ones wait
   // out postpone_grace_ (InfiniteFuture: all now).
@@ -398,8 +420,13 @@ class MessageManager : private RoundExecutor::Task {
   // Whether rows just queued from images are handed out now, or by a round
   // at the next pump slot.
   bool ImagePumpNowLocked(absl::Time mono) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `c`'s own event says MySQL's clock reached its time_next (or
+  // the manager has no readings: its clock is MySQL's).
+  bool ConfirmedByEventLocked(const RowChange& c) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues `c`'s row image (RowReconciler rule 6); false when the table
-  // polls for it instead (msgq_concurrency_by).
+  // polls for it instead (msgq_concurrency_by; its event does not confirm
+  // that it is due).
   bool QueueImageLocked(const RowChange& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A due change of `id` that is read again: fetched by id, or polled.
   void ReadAgainLocked(const std::string& id)
@@ -419,6 +446,17 @@ class MessageManager : private RoundExecutor::Task {
   const std::unique_ptr<MessageStore> ack_store_;
   // The ack lane's task on the executor.
   CallbackTask ack_lane_{[this] { return RunAckRound(); }};
+  // Readings of MySQL's clock (may be null), and the waiter it wakes.
+  DbReadings* const readings_;
+  class ReadingWaiter final : public DbReadings::Waiter {
+   public:
+    explicit ReadingWaiter(MessageManager* m) : manager_(m) {}
+    void ReadingTaken() override { manager_->ReadingTaken(); }
+
+   private:
+    MessageManager* const manager_;
+  };
+  ReadingWaiter reading_waiter_{this};
   // Options::postpone_grace, at most a tenth of the table's ack wait.
   const absl::Duration postpone_grace_;
   const std::string log_name_;
@@ -473,6 +511,8 @@ class MessageManager : private RoundExecutor::Task {
   absl::Time stop_fence_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
+  // A reading was asked for and has not come yet.
+  bool reading_requested_ ABSL_GUARDED_BY(mu_) = false;
   // msgq_rate_limit's token bucket; nullopt without one.
   std::optional<RateLimiter> limiter_ ABSL_GUARDED_BY(mu_);
   // msgq_concurrency_by's slots; nullopt without it. Nothing is sent until

@@ -56,16 +56,27 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
   Sends sends;
   {
     absl::MutexLock lock(&mu_);
-    const int64_t now = clock_->NowNanos();
+    const int64_t estimate = clock_->NowNanos();
     const absl::Time mono = clock_->MonotonicNow();
     const bool owner = OwnsLocked();
     bool queued_images = false;
     const bool ordered = !table_.settings.order_by.empty();
     bool freed = false;
     for (const RowChange& c : changes) {
-      const RowReconciler::BinlogVerdict verdict =
+      // The event's timestamp is a reading of MySQL's clock too.
+      const int64_t now = std::max(estimate, c.event_time * kSecond);
+      RowReconciler::BinlogVerdict verdict =
           reconciler_.OnBinlogChange(c, now, /*reading=*/owner && !paused_,
                                      /*subscribed=*/!dispatcher_.empty());
+      // Due by the estimate only: a poll reads it once a reading of
+      // MySQL's clock confirms its time_next (QueueImageLocked likewise
+      // for images decided later).
+      if ((verdict.action == Action::kDueImage ||
+           verdict.action == Action::kDueRead) &&
+          !ConfirmedByEventLocked(c)) {
+        verdict.action = Action::kScheduled;
+        ++counters_.due_unconfirmed;
+      }
       switch (verdict.action) {
         case Action::kGone:
           counters_.acked_by_sql += verdict.acked_by_sql ? 1 : 0;
@@ -84,7 +95,7 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
         case Action::kScheduled:
           cache_.RemoveQueued(c.id);
           scheduler_.ForgetFetch(c.id);
-          scheduler_.NoteDueAt(*c.time_next);
+          scheduler_.NoteDueAt(*c.time_next, mono);
           break;
         case Action::kDueIdle:  // the first subscriber polls
           cache_.RemoveQueued(c.id);
@@ -111,10 +122,25 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
   Deliver(std::move(sends));
 }
 
+bool MessageManager::ConfirmedByEventLocked(const RowChange& c) const {
+  mu_.AssertHeld();
+  // Without readings the clock is MySQL's own. The event's timestamp is
+  // MySQL's clock when the statement started, in whole seconds (floor).
+  return readings_ == nullptr ||
+         (c.time_next.has_value() && *c.time_next <= c.event_time * kSecond);
+}
+
 bool MessageManager::QueueImageLocked(const RowChange& c) {
   mu_.AssertHeld();
   cache_.RemoveQueued(c.id);
   scheduler_.ForgetFetch(c.id);
+  if (!ConfirmedByEventLocked(c)) {
+    // Not known to be due by MySQL's clock: the poll at its due time, once
+    // a reading confirms it, reads it.
+    scheduler_.NoteDueAt(*c.time_next, clock_->MonotonicNow());
+    ++counters_.due_unconfirmed;
+    return false;
+  }
   if (gate_.has_value()) {  // its image has no key: poll for it
     scheduler_.RequestPoll();
     return false;

@@ -72,7 +72,7 @@ MessageBatch MessageManager::PopGatedLocked(size_t max, int64_t now,
         }
         return gate_->TryTake(m, now, until);
       });
-  if (!batch.empty()) scheduler_.NoteDueAt(until);
+  if (!batch.empty()) scheduler_.NoteDueAt(until, clock_->MonotonicNow());
   return batch;
 }
 

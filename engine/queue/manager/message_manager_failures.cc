@@ -204,7 +204,7 @@ void MessageManager::SettleNacksLocked(
         }
       }
       if (n->retried > 0 && earliest.has_value()) {
-        scheduler_.NoteDueAt(*earliest);
+        scheduler_.NoteDueAt(*earliest, clock_->MonotonicNow());
       }
       if (n->dead > 0)
         logs.push_back(DeathLogLocked(n->dead, DeathLine(p, n->dead)));
@@ -252,7 +252,9 @@ void MessageManager::SettleGroupsLocked(
     reconciler_.HoldDone(p.ticket, OutcomeOf(n.status()), Extensions(p.group),
                          WriteGtid(result));
     pending_ack_ids_ -= std::min(pending_ack_ids_, p.ticket.ids.size());
-    if (n.ok() && *n > 0) scheduler_.NoteDueAt(p.group.time_next);
+    if (n.ok() && *n > 0) {
+      scheduler_.NoteDueAt(p.group.time_next, clock_->MonotonicNow());
+    }
     replies.push_back(count_reply("extend", std::move(p.done), n));
   }
   for (size_t i = 0; i < work.redrives.size(); ++i) {

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +25,7 @@
 #include "common/clock.h"
 #include "engine/message_table.h"
 #include "engine/queue/backoff.h"
+#include "engine/queue/db_readings.h"
 #include "engine/queue/fake_message_store.h"
 #include "engine/queue/manager/message_manager.h"
 #include "gmock/gmock.h"
@@ -83,6 +86,30 @@ class CountingJitter final : public JitterSource {
 
  private:
   const double factor_;
+};
+
+// Readings of MySQL's clock taken when the test says (Take), as the
+// engine's DbClock takes them for the manager.
+class FakeDbReadings final : public DbReadings {
+ public:
+  std::optional<Reading> Last() const override { return last; }
+  void Request(Waiter* waiter) override {
+    ++requests;
+    waiting.insert(waiter);
+  }
+  void Cancel(Waiter* waiter) override { waiting.erase(waiter); }
+  // A reading: MySQL's clock said `db_ns` to a query sent at `sent`; wakes
+  // every waiter.
+  void Take(int64_t db_ns, absl::Time sent) {
+    last = Reading{db_ns, sent};
+    std::set<Waiter*> wake;
+    wake.swap(waiting);
+    for (Waiter* w : wake) w->ReadingTaken();
+  }
+
+  std::optional<Reading> last;
+  std::set<Waiter*> waiting;
+  int requests = 0;
 };
 
 struct AckOutcome {
@@ -166,7 +193,7 @@ class MessageManagerTest : public ::testing::Test {
     manager_ = std::make_unique<MessageManager>(
         *std::move(table), std::move(store), &clock_,
         jitter != nullptr ? jitter : &jitter_, options, nullptr,
-        std::move(ack_store));
+        std::move(ack_store), readings_);
   }
 
   int64_t Now() const { return clock_.NowNanos(); }
@@ -225,6 +252,9 @@ class MessageManagerTest : public ::testing::Test {
   // Set before Init(): Options::postpone_grace.
   absl::Duration postpone_grace_ = absl::ZeroDuration();
   FakeMessageStore* ack_store_ = nullptr;  // owned by manager_
+  // Set before Init(): the manager's readings of MySQL's clock (null: the
+  // fake clock is MySQL's own).
+  DbReadings* readings_ = nullptr;
   std::unique_ptr<MessageManager> manager_;
 };
 

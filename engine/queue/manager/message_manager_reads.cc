@@ -152,7 +152,10 @@ bool MessageManager::DoPoll(const Work& work) {
   if (!backlog) {
     absl::StatusOr<std::optional<int64_t>> due = store_->NextDueAfter(work.now);
     absl::MutexLock lock(&mu_);
-    if (due.ok() && due->has_value()) scheduler_.NoteDueAt(**due);
+    // Not due at the query by MySQL's clock: a reading after it confirms it.
+    if (due.ok() && due->has_value()) {
+      scheduler_.NoteDueAt(**due, clock_->MonotonicNow());
+    }
     if (!due.ok()) log = StatementFailedLocked("next-due query", due.status());
   }
   Emit(std::move(log));

@@ -108,7 +108,31 @@ RoundScheduler::View MessageManager::ViewLocked() const {
     view.locked_retry_at = std::min(view.locked_retry_at, locked_acks_at_);
   }
   view.owner = OwnsLocked();
+  if (readings_ != nullptr) {
+    const std::optional<DbReadings::Reading> r = readings_->Last();
+    view.reading_ns = r.has_value() ? r->db_ns : INT64_MIN;
+    view.reading_sent = r.has_value() ? r->sent : absl::InfinitePast();
+  }
   return view;
+}
+
+absl::Time MessageManager::NextDeadlineLocked(const RoundScheduler::View& view,
+                                              absl::Time mono, int64_t wall) {
+  mu_.AssertHeld();
+  if (readings_ != nullptr && !stopping_ && !reading_requested_ &&
+      !scheduler_.Waiting(mono) && scheduler_.NeedsReading(view, wall)) {
+    // Batched: every due time waiting now is confirmed by this one.
+    reading_requested_ = true;
+    ++counters_.readings_requested;
+    readings_->Request(&reading_waiter_);
+  }
+  return scheduler_.NextDeadline(view, mono, wall);
+}
+
+void MessageManager::ReadingTaken() {
+  absl::MutexLock lock(&mu_);
+  reading_requested_ = false;
+  WakeLocked();
 }
 
 MessageManager::Work MessageManager::TakeWorkLocked() {
@@ -185,6 +209,9 @@ void MessageManager::RunOnce() {
     work = TakeWorkLocked();
   }
   DoWork(std::move(work));
+  // As a round's end does: ask for a reading if a due time waits for one.
+  absl::MutexLock lock(&mu_);
+  NextDeadlineLocked(ViewLocked(), clock_->MonotonicNow(), clock_->NowNanos());
 }
 
 void MessageManager::Run() {
@@ -197,7 +224,7 @@ void MessageManager::Run() {
         const int64_t wall = clock_->NowNanos();
         const RoundScheduler::View view = ViewLocked();
         if (scheduler_.HaveWork(view, mono, wall)) break;
-        wake_.WaitFor(&mu_, scheduler_.NextDeadline(view, mono, wall) - mono);
+        wake_.WaitFor(&mu_, NextDeadlineLocked(view, mono, wall) - mono);
       }
       if (stopping_) break;
       work = TakeWorkLocked();
@@ -216,7 +243,7 @@ absl::Time MessageManager::RunRound() {
     const int64_t wall = clock_->NowNanos();
     const RoundScheduler::View view = ViewLocked();
     if (!scheduler_.HaveWork(view, mono, wall)) {
-      return scheduler_.NextDeadline(view, mono, wall);
+      return NextDeadlineLocked(view, mono, wall);
     }
     work = TakeWorkLocked();
   }
@@ -228,7 +255,7 @@ absl::Time MessageManager::RunRound() {
   const RoundScheduler::View view = ViewLocked();
   return scheduler_.HaveWork(view, mono, wall)
              ? mono
-             : scheduler_.NextDeadline(view, mono, wall);
+             : NextDeadlineLocked(view, mono, wall);
 }
 
 void MessageManager::TakeAcksLocked(Work& work) {
@@ -453,7 +480,9 @@ void MessageManager::SettlePostponesLocked(
     for (const Postponement& p : written) {
       earliest = std::min(earliest.value_or(p.time_next), p.time_next);
     }
-    if (earliest.has_value()) scheduler_.NoteDueAt(*earliest);
+    if (earliest.has_value()) {
+      scheduler_.NoteDueAt(*earliest, clock_->MonotonicNow());
+    }
   }
 }
 
