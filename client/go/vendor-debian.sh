@@ -80,6 +80,19 @@ source_of() {
 # Every package outside the standard library that the module and its tests
 # import, resolved in GOPATH mode against the same sources (a replaced
 # module's own vendor/ resolves to them too).
+# Several tests of one ctest run call this at once for the same module:
+# one makes vendor/ while the others wait, then find it made from the same
+# inputs (go.mod, the module's Go files, this script) and leave it alone,
+# so that no build reads a vendor/ being rewritten.
+exec 9<"$mod"
+flock 9
+inputs=$( (cat "$0" "$mod/go.mod"
+  find "$mod" -name vendor -prune -o -name '*.go' -print | LC_ALL=C sort |
+    xargs -r cat) | sha256sum)
+stamp="$mod/vendor/.vendor-debian-inputs"
+if [ -f "$mod/vendor/modules.txt" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$inputs" ]; then
+  exit 0
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 module=$(awk '/^module / { print $2; exit }' "$mod/go.mod")
@@ -140,3 +153,4 @@ while read -r path _; do
   ln -s "$src" "$mod/vendor/$path"
   linked+=("$path")
 done <<<"$requires"
+echo "$inputs" >"$stamp"
