@@ -19,6 +19,8 @@ namespace {
 
 // In the past of MariaDB's clock, which the reads judge due by.
 constexpr int64_t kNow = 1'700'000'000'000'000'000;
+// In the future of MariaDB's clock: a row postponed to it is not due.
+constexpr int64_t kFarFuture = 4'000'000'000'000'000'000;
 
 class StoreSnapshotTest : public StoreSqlTest {
  protected:
@@ -124,7 +126,7 @@ TEST_F(StoreSnapshotTest, NoTransactionStaysOpenAfterARead) {
   EXPECT_TRUE(store->read_position().known());
   WriteBatch batch;
   batch.now = kNow;
-  batch.postpones = {{"1", kNow + 5}};
+  batch.postpones = {{"1", kFarFuture}};
   auto written = store->Write(batch);
   ASSERT_TRUE(written.ok()) << written.status();
   EXPECT_NE(written->gtid, "");
