@@ -18,6 +18,10 @@ using ::testing::IsEmpty;
 
 class ManagerDbClockTest : public MessageManagerTest {
  protected:
+  // The manager cancels its reading request as it stops: it must go
+  // before `readings`, which the base class's manager would outlive.
+  ~ManagerDbClockTest() override { manager_.reset(); }
+
   void SetUp() override {
     readings_ = &readings;
     MessageManager::Options options;
