@@ -131,7 +131,8 @@ TEST(RowReconcilerInterleavingTest, EveryOrderOfEventsOnOneRowWithoutGtids) {
   const Counts c =
       Explore({.ids = {"a"}, .depth = kSanitized ? 7 : 9, .gtids = false},
               kSanitized ? 10'000 : 1'000'000);
-  EXPECT_GT(c.deviations[8], 0);
+  // The sanitized builds' shallower search does not reach D8.
+  if (!kSanitized) EXPECT_GT(c.deviations[8], 0);
 }
 
 // One row, to 9 events, with reads that report no position: rule 3 drops
