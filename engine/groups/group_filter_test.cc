@@ -293,10 +293,9 @@ TEST(GroupFilterTest, StringsAreCheckedAgainstTheirType) {
   EXPECT_EQ(Canon("region = '\xc3\xa9\xc3\xa9'"),
             "Region = '\xc3\xa9\xc3\xa9'");
   EXPECT_EQ(Canon("code = 'abcd'"), "code = 'abcd'");
-  EXPECT_EQ(
-      Error("code = '\xc3\xa9\xc3\xa9\xc3\xa9'"),
-      "filter: column \"code\" is varbinary(4): "
-      "'\\xc3\\xa9\\xc3\\xa9\\xc3\\xa9' is 6 bytes; at most 4");
+  EXPECT_EQ(Error("code = '\xc3\xa9\xc3\xa9\xc3\xa9'"),
+            "filter: column \"code\" is varbinary(4): "
+            "'\\xc3\\xa9\\xc3\\xa9\\xc3\\xa9' is 6 bytes; at most 4");
   EXPECT_EQ(Canon("body = 'anything at all'"), "body = 'anything at all'");
 }
 

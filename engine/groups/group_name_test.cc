@@ -43,10 +43,11 @@ TEST(GroupNameTest, OtherCharactersAreNamedWithTheirPosition) {
             "group name \"caf\\xc3\\xa9\" has '\\xc3' at position 4; a group "
             "name is letters, digits, '_' and '-', starting with a letter or "
             "a digit");
-  EXPECT_EQ(ValidateGroupName(std::string("a\0b", 3)).message(),
-            "group name \"a\\x00\\x62\" has '\\x00' at position 2; a group name "
-            "is letters, digits, '_' and '-', starting with a letter or a "
-            "digit");
+  EXPECT_EQ(
+      ValidateGroupName(std::string("a\0b", 3)).message(),
+      "group name \"a\\x00\\x62\" has '\\x00' at position 2; a group name "
+      "is letters, digits, '_' and '-', starting with a letter or a "
+      "digit");
 }
 
 }  // namespace
