@@ -80,10 +80,21 @@ class InboxKillTest(unittest.TestCase):
             self.msgq_db.sql(
                 "INSERT INTO msgq.transfers (id, message) VALUES (%s, %s)",
                 (i, json.dumps({"from": 1, "to": 2, "amount": i})))
+        start = time.monotonic()
+        # The window between a commit and its ack is hit at least once, on
+        # any machine: a first consumer crashes right after its first commit
+        # before the random kills start (which may, on a slow machine, kill
+        # every crashing consumer before it commits anything).
+        opener = self.consumer(1.0)
+        opener_deadline = time.monotonic() + 60
+        while opener.alive():
+            self.assertLess(time.monotonic(), opener_deadline,
+                            "the opening consumer did not crash")
+            time.sleep(0.05)
+        self.assertEqual(opener.proc.returncode, -9)
         live = [self.consumer(CRASH) for _ in range(CONSUMERS)]
         kills = {"msgqd": 0, "consumer": 0, "both": 0}
         killed = set()  # consumers this test killed
-        start = time.monotonic()
         for _ in range(KILLS):
             time.sleep(self.rng.uniform(0.2, 1.0))
             action = self.rng.choice(["msgqd", "consumer", "consumer", "both"])
