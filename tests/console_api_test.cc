@@ -3,6 +3,7 @@
 // (GET /api/messages?state=), and a selection of dead messages redriven
 // (POST /api/redrive) or deleted (POST /api/dead/delete), and the served
 // chart history (GET /api/history), with their errors.
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -273,6 +274,61 @@ TEST_F(ConsoleApiTest, HistoryIsServedFromMsgqd) {
   EXPECT_GE(time, start - 1);
   EXPECT_LE(time, NowNanos() / 1e9 + 1);
   EXPECT_EQ(Get("/api/history?keyspace=msgq&table=nope").first, 404);
+}
+
+// The purge debt line: the oldest open transaction is named by its
+// connection, user, host and database, as the server's PROCESSLIST has them,
+// on /api/tables and as the age gauge on /metrics; once it commits it is
+// no longer named.
+TEST_F(ConsoleApiTest, DatabaseNamesTheOldestOpenTransaction) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("jobs"));
+  // --leases=false: no lease renewal is open when the sampler reads.
+  ASSERT_NO_FATAL_FAILURE(StartHttpServer({"--leases=false"}));
+  absl::StatusOr<std::unique_ptr<MysqlConnection>> open = db_->Connect();
+  ASSERT_TRUE(open.ok()) << open.status();
+  ASSERT_TRUE((*open)->Execute("USE msgq").ok());
+  absl::StatusOr<QueryResult> who = (*open)->Query(
+      "SELECT CONNECTION_ID(), SUBSTRING_INDEX(USER(), '@', 1), "
+      "SUBSTRING_INDEX(USER(), '@', -1)");
+  ASSERT_TRUE(who.ok()) << who.status();
+  const std::string connection = *who->rows[0][0];
+  const std::string user = *who->rows[0][1];
+  const std::string host = *who->rows[0][2];
+  ASSERT_TRUE(
+      (*open)->Execute("START TRANSACTION WITH CONSISTENT SNAPSHOT").ok());
+  json oldest;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto [code, body] = Get("/api/tables");
+        if (code != 200) return false;
+        oldest = body["database"]["oldest_transaction"];
+        EXPECT_EQ(body["database"]["oldest_transaction_error"], "");
+        return oldest.is_object() &&
+               absl::StrCat(oldest["connection"].get<int64_t>()) == connection;
+      },
+      absl::Seconds(25)))
+      << oldest;
+  EXPECT_EQ(oldest["user"], user);
+  EXPECT_EQ(oldest["host"], host);
+  EXPECT_EQ(oldest["db"], "msgq");
+  EXPECT_EQ(oldest["statement"], "");  // idle inside its transaction
+  EXPECT_GE(oldest["seconds"].get<int64_t>(), 0);
+  EXPECT_GE(Sample(ScrapeMetrics(Url("/metrics")),
+                   "msgq_innodb_oldest_transaction_seconds{}"),
+            0);
+
+  ASSERT_TRUE((*open)->Execute("COMMIT").ok());
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto [code, body] = Get("/api/tables");
+        oldest = body["database"]["oldest_transaction"];
+        return code == 200 &&
+               (oldest.is_null() ||
+                absl::StrCat(oldest["connection"].get<int64_t>()) !=
+                    connection);
+      },
+      absl::Seconds(25)))
+      << oldest;
 }
 
 }  // namespace

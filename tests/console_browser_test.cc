@@ -13,6 +13,8 @@
 // <build>/console-screenshots/. Skipped, saying so, only when Chromium or
 // chromedriver is not installed.
 #include <cstdio>
+#include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -86,6 +88,15 @@ TEST_F(ConsoleBrowserTest, ShowsTheWorkloadAndRedrivesDeadMessages) {
   ASSERT_NO_FATAL_FAILURE(
       Exec("CREATE TABLE msgq.broken (id BIGINT PRIMARY KEY) "
            "COMMENT 'vitess_message'"));
+  // A transaction held open for the whole page: the Database line names
+  // its connection as the server's oldest.
+  absl::StatusOr<std::unique_ptr<MysqlConnection>> open = db_->Connect();
+  ASSERT_TRUE(open.ok()) << open.status();
+  ASSERT_TRUE((*open)->Execute("USE msgq").ok());
+  absl::StatusOr<QueryResult> id = (*open)->Query("SELECT CONNECTION_ID()");
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(
+      (*open)->Execute("START TRANSACTION WITH CONSISTENT SNAPSHOT").ok());
   // One msgqd without leases: ownership "off" (it holds the instance lock).
   ASSERT_NO_FATAL_FAILURE(StartHttpServer({"--leases=false"}));
   // Enqueue once the exact counts are loaded (ListTables gives the dead
@@ -171,6 +182,15 @@ TEST_F(ConsoleBrowserTest, ShowsTheWorkloadAndRedrivesDeadMessages) {
   EXPECT_EQ(report["before"]["msgq.broken"]["error"],
             "table `msgq`.`broken`: missing required directive vt_ack_wait");
   EXPECT_EQ(report["ready"], "ready");
+  EXPECT_EQ(report["database_connection"], *id->rows[0][0]);
+  const std::string database = report["database"];
+  EXPECT_TRUE(std::regex_match(
+      database, std::regex(absl::StrCat(
+                    "Database: InnoDB history list [0-9,]+  \xc2\xb7  "
+                    "oldest transaction: connection ",
+                    *id->rows[0][0],
+                    " \\([^@ ]+@[^, ]+, db msgq\\), open [0-9,]+ s, idle"))))
+      << database;
   // The chart starts from msgqd's samples (at least one, taken before the
   // page opened) and adds the page's first poll.
   EXPECT_GE(report["chart_samples"], 2) << report["chart_samples"];

@@ -181,6 +181,14 @@ def main():
         time.sleep(2.5)
         report["before"] = wd.js(ROWS)
         report["ready"] = wd.js("return document.getElementById('ready').textContent;")
+        # The purge debt line, and the connection it names.
+        report["database"] = wd.wait(
+            "the Database line",
+            "const e = document.getElementById('database-text');"
+            "return e ? e.textContent : null;")
+        report["database_connection"] = wd.js(
+            "return document.getElementById('database').dataset.connection"
+            " || null;")
         # The samples behind the table's sparklines: msgqd's served history
         # (GET /api/history) and the page's own.
         report["chart_samples"] = wd.js(

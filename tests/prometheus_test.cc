@@ -197,8 +197,9 @@ TEST_F(PrometheusTest, ScrapesMsgqdAndEvaluatesTheShippedRules) {
       "count(msgq_send_delay_seconds_bucket{job=\"msgq\",table=\"jobs\"})",
       StatementLatency::kBounds.size() + 1);
   ExpectQuery("count(msgq_innodb_history_list_length{job=\"msgq\"})", 1);
+  ExpectQuery("count(msgq_innodb_oldest_transaction_seconds{job=\"msgq\"})", 1);
 
-  // The shipped rules loaded as one group of 10 and all evaluate cleanly
+  // The shipped rules loaded as one group of 11 and all evaluate cleanly
   // against real series.
   nlohmann::json groups;
   EXPECT_TRUE(Eventually(
@@ -206,7 +207,7 @@ TEST_F(PrometheusTest, ScrapesMsgqdAndEvaluatesTheShippedRules) {
         nlohmann::json data = Api("/api/v1/rules");
         if (data.is_null()) return false;
         groups = data["groups"];
-        if (groups.size() != 1 || groups[0]["rules"].size() != 10) return false;
+        if (groups.size() != 1 || groups[0]["rules"].size() != 11) return false;
         for (const nlohmann::json& rule : groups[0]["rules"]) {
           if (rule["health"] != "ok") return false;
         }

@@ -186,7 +186,28 @@ HttpResponse Tables(Engine* engine, const DueDepthSampler* depth,
   }
   const absl::Status health = engine->Health();
   const BinlogWatcher::Status binlog = engine->binlog_status();
+  // The database server's purge debt, and who holds it back.
+  json database = {{"history_list_length", nullptr},
+                   {"oldest_transaction", nullptr},
+                   {"oldest_transaction_error", ""}};
+  if (depth != nullptr) {
+    if (std::optional<int64_t> length = depth->HistoryLength()) {
+      database["history_list_length"] = *length;
+    }
+    const DueDepthSampler::TransactionSample t =
+        depth->OldestTransactionSample();
+    database["oldest_transaction_error"] = t.error;
+    if (t.oldest.has_value()) {
+      database["oldest_transaction"] = {{"connection", t.oldest->connection},
+                                        {"seconds", t.oldest->seconds},
+                                        {"user", t.oldest->user},
+                                        {"host", t.oldest->host},
+                                        {"db", t.oldest->db},
+                                        {"statement", t.oldest->statement}};
+    }
+  }
   return Json(200, json{{"time", absl::ToUnixMillis(absl::Now()) / 1000.0},
+                        {"database", std::move(database)},
                         {"ready", health.ok()},
                         {"ready_reason", std::string(health.message())},
                         {"binlog",

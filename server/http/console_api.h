@@ -2,8 +2,13 @@
 //   GET  /api/tables   every table with its state and counters (with
 //                      `counts`: its rows by state, ready, scheduled,
 //                      in_flight and dead, exact, or null until counted),
-//                      the readiness and the binlog state (the console
-//                      polls it);
+//                      the readiness, the binlog state and `database`:
+//                      the server's InnoDB history list length and its
+//                      oldest open transaction (connection, seconds,
+//                      user, host, db, statement) or null, as last
+//                      sampled (due_depth_sampler.h), with
+//                      oldest_transaction_error when that read is
+//                      refused (the console polls it);
 //   GET  /api/dead     ?keyspace=&table=[&after_id=][&limit=1..1000, 100]
 //                      a page of a table's dead messages;
 //   GET  /api/messages ?keyspace=&table=[&limit=1..100, 50]

@@ -18,13 +18,34 @@ absl::StatusOr<int64_t> ParseInnodbHistory(const QueryResult& result) {
   return length;
 }
 
+absl::StatusOr<std::optional<OldestTransaction>> ParseOldestTransaction(
+    const QueryResult& result) {
+  if (result.rows.empty()) return std::nullopt;
+  const auto& row = result.rows[0];
+  OldestTransaction t;
+  if (result.rows.size() != 1 || row.size() != 6 || !row[0].has_value() ||
+      !absl::SimpleAtoi(*row[0], &t.connection) || !row[1].has_value() ||
+      !absl::SimpleAtoi(*row[1], &t.seconds)) {
+    return absl::InternalError(
+        "oldest transaction: expected one row of a connection id, its "
+        "seconds and four strings");
+  }
+  t.user = row[2].value_or("");
+  t.host = row[3].value_or("");
+  t.db = row[4].value_or("");
+  t.statement = row[5].value_or("");
+  return t;
+}
+
 DueDepthSampler::DueDepthSampler(Lister lister, Reader reader, Clock* clock,
-                                 Options options, HistoryReader history)
+                                 Options options, HistoryReader history,
+                                 TransactionReader transaction)
     : lister_(std::move(lister)),
       reader_(std::move(reader)),
       clock_(clock),
       options_(options),
-      history_(std::move(history)) {}
+      history_(std::move(history)),
+      transaction_(std::move(transaction)) {}
 
 std::unique_ptr<DueDepthSampler> DueDepthSampler::ForEngine(Engine* engine,
                                                             Clock* clock,
@@ -64,8 +85,23 @@ std::unique_ptr<DueDepthSampler> DueDepthSampler::ForEngine(Engine* engine,
     }
     return absl::FailedPreconditionError("no table is loaded");
   };
+  TransactionReader transaction =
+      [engine]() -> absl::StatusOr<std::optional<OldestTransaction>> {
+    for (const Engine::TableInfo& t : engine->ListTables()) {
+      if (!t.loaded) continue;
+      absl::StatusOr<QueryResult> result = engine->ReadTable(
+          t.keyspace, t.name,
+          [](const MessageTable&) -> absl::StatusOr<std::string> {
+            return std::string(kOldestTransactionSql);
+          });
+      if (!result.ok()) return result.status();
+      return ParseOldestTransaction(*result);
+    }
+    return absl::FailedPreconditionError("no table is loaded");
+  };
   return std::make_unique<DueDepthSampler>(std::move(lister), std::move(reader),
-                                           clock, options, std::move(history));
+                                           clock, options, std::move(history),
+                                           std::move(transaction));
 }
 
 DueDepthSampler::~DueDepthSampler() { Stop(); }
@@ -115,7 +151,7 @@ int DueDepthSampler::SampleDue() {
 }
 
 void DueDepthSampler::SampleHistory(absl::Time mono) {
-  if (history_ == nullptr) return;
+  if (history_ == nullptr && transaction_ == nullptr) return;
   {
     absl::MutexLock lock(&mu_);
     if (history_measured_.has_value() &&
@@ -124,6 +160,8 @@ void DueDepthSampler::SampleHistory(absl::Time mono) {
     }
     history_measured_ = mono;
   }
+  SampleTransaction();
+  if (history_ == nullptr) return;
   absl::StatusOr<int64_t> length = history_();
   bool warn = false;
   {
@@ -142,6 +180,37 @@ void DueDepthSampler::SampleHistory(absl::Time mono) {
     LogWarning("cannot read the InnoDB history list length: ",
                length.status().message());
   }
+}
+
+void DueDepthSampler::SampleTransaction() {
+  if (transaction_ == nullptr) return;
+  absl::StatusOr<std::optional<OldestTransaction>> oldest = transaction_();
+  if (absl::IsFailedPrecondition(oldest.status())) return;  // nothing loaded
+  bool warn = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (oldest.ok()) {
+      transaction_sample_ = TransactionSample{true, *oldest, ""};
+      transaction_warned_ = false;
+    } else {
+      transaction_sample_ = TransactionSample{
+          false, std::nullopt, std::string(oldest.status().message())};
+      warn = !transaction_warned_;
+      transaction_warned_ = true;
+    }
+  }
+  if (warn) {
+    LogWarning(
+        "cannot read the oldest open transaction (it needs the PROCESS "
+        "privilege): ",
+        oldest.status().message());
+  }
+}
+
+DueDepthSampler::TransactionSample DueDepthSampler::OldestTransactionSample()
+    const {
+  absl::MutexLock lock(&mu_);
+  return transaction_sample_;
 }
 
 std::optional<int64_t> DueDepthSampler::HistoryLength() const {

@@ -16,7 +16,12 @@
 // (kInnodbHistorySql: MariaDB's information_schema.GLOBAL_STATUS, which
 // needs no privilege) through any loaded table's reader; a failed read
 // keeps the previous value (and logs a warning once until a read
-// succeeds), and there is none before the first success.
+// succeeds), and there is none before the first success. The same pass
+// reads the server's oldest open InnoDB transaction (kOldestTransactionSql:
+// information_schema.INNODB_TRX, which needs the PROCESS privilege, joined
+// with PROCESSLIST for its user, host, database and statement), so that an
+// operator sees which connection holds purge back; a refused read keeps
+// its error for the console and logs it once until a read succeeds.
 //
 // Thread-safety: all methods are thread-safe; no lock is held while the
 // reader runs. The destructor stops the thread.
@@ -50,6 +55,33 @@ inline constexpr char kInnodbHistorySql[] =
 // without that status variable answers no row).
 absl::StatusOr<int64_t> ParseInnodbHistory(const QueryResult& result);
 
+// The server's oldest open InnoDB transaction: the one that holds purge back
+// longest.
+struct OldestTransaction {
+  int64_t connection = 0;  // its connection id (what KILL takes)
+  int64_t seconds = 0;     // open for, by the server's clock
+  std::string user;        // "" when PROCESSLIST does not show it
+  std::string host;
+  std::string db;
+  std::string statement;  // what it runs now, at most 256 characters; ""
+                          // when it is idle inside its transaction
+  friend bool operator==(const OldestTransaction&,
+                         const OldestTransaction&) = default;
+};
+// Zero or one row: connection, seconds, user, host, db, statement.
+inline constexpr char kOldestTransactionSql[] =
+    "SELECT t.trx_mysql_thread_id, "
+    "TIMESTAMPDIFF(SECOND, t.trx_started, NOW()), "
+    "p.USER, p.HOST, p.DB, LEFT(p.INFO, 256) "
+    "FROM information_schema.INNODB_TRX t "
+    "LEFT JOIN information_schema.PROCESSLIST p "
+    "ON p.ID = t.trx_mysql_thread_id "
+    "ORDER BY t.trx_started, t.trx_mysql_thread_id LIMIT 1";
+// Its result: nullopt when no transaction is open; INTERNAL when the row
+// is not shaped as kOldestTransactionSql's.
+absl::StatusOr<std::optional<OldestTransaction>> ParseOldestTransaction(
+    const QueryResult& result);
+
 class DueDepthSampler {
  public:
   struct Options {
@@ -78,9 +110,19 @@ class DueDepthSampler {
 
   // Reads the server's InnoDB history list length; null: never measured.
   using HistoryReader = std::function<absl::StatusOr<int64_t>()>;
+  // Reads the server's oldest open transaction; null: never read.
+  using TransactionReader =
+      std::function<absl::StatusOr<std::optional<OldestTransaction>>()>;
+  // What the last read of the oldest transaction saw.
+  struct TransactionSample {
+    bool read = false;  // a read succeeded (then `error` is "")
+    std::optional<OldestTransaction> oldest;  // none open when read
+    std::string error;  // the last read's error, when it failed
+  };
 
   DueDepthSampler(Lister lister, Reader reader, Clock* clock, Options options,
-                  HistoryReader history = nullptr);
+                  HistoryReader history = nullptr,
+                  TransactionReader transaction = nullptr);
   // msgqd's: the engine's loaded tables, read with Engine::ReadTable.
   static std::unique_ptr<DueDepthSampler> ForEngine(Engine* engine,
                                                     Clock* clock,
@@ -96,14 +138,19 @@ class DueDepthSampler {
   // The latest InnoDB history list length; nullopt before the first read
   // succeeded.
   std::optional<int64_t> HistoryLength() const;
+  // The latest reading of the oldest open transaction (read == false and
+  // error == "" before the first attempt).
+  TransactionSample OldestTransactionSample() const;
 
   void Start();
   void Stop();
 
  private:
-  // Reads the history list length if an interval passed since the last
-  // attempt (`mono`: the pass's monotonic time).
+  // Reads the history list length and the oldest transaction if an
+  // interval passed since the last attempt (`mono`: the pass's monotonic
+  // time).
   void SampleHistory(absl::Time mono) ABSL_LOCKS_EXCLUDED(mu_);
+  void SampleTransaction() ABSL_LOCKS_EXCLUDED(mu_);
 
   struct Entry {
     absl::Time measured;  // monotonic
@@ -114,6 +161,7 @@ class DueDepthSampler {
   Clock* const clock_;
   const Options options_;
   const HistoryReader history_;
+  const TransactionReader transaction_;
 
   mutable absl::Mutex mu_;
   MonotonicCondVar wake_;  // Stop()
@@ -121,6 +169,8 @@ class DueDepthSampler {
   std::optional<absl::Time> history_measured_ ABSL_GUARDED_BY(mu_);
   std::optional<int64_t> history_length_ ABSL_GUARDED_BY(mu_);
   bool history_warned_ ABSL_GUARDED_BY(mu_) = false;
+  TransactionSample transaction_sample_ ABSL_GUARDED_BY(mu_);
+  bool transaction_warned_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

@@ -97,5 +97,84 @@ TEST(DueDepthSamplerTest, ParsesTheHistoryLength) {
             absl::StatusCode::kInternal);
 }
 
+// The oldest transaction is read in the history's pass, once per interval:
+// a refused read keeps its error (and no transaction) until a read succeeds;
+// "no table is loaded" changes nothing.
+TEST(DueDepthSamplerTest, ReadsTheOldestTransactionWithTheHistory) {
+  FakeClock clock(absl::FromUnixSeconds(1000));
+  int reads = 0;
+  absl::StatusOr<std::optional<OldestTransaction>> next =
+      absl::FailedPreconditionError("no table is loaded");
+  DueDepthSampler sampler(
+      [] { return std::vector<DueDepthSampler::TableKey>{}; },
+      [](const DueDepthSampler::TableKey&, int64_t,
+         int64_t) -> absl::StatusOr<DueDepth> { return DueDepth{}; },
+      &clock, {.interval = absl::Seconds(10)}, nullptr,
+      [&]() -> absl::StatusOr<std::optional<OldestTransaction>> {
+        ++reads;
+        return next;
+      });
+  const auto empty = sampler.OldestTransactionSample();
+  EXPECT_FALSE(empty.read);
+  EXPECT_EQ(empty.error, "");
+  sampler.SampleDue();
+  EXPECT_EQ(reads, 1);
+  EXPECT_FALSE(sampler.OldestTransactionSample().read);
+  EXPECT_EQ(sampler.OldestTransactionSample().error, "");
+
+  const OldestTransaction open{42,          310,    "app",
+                               "localhost", "shop", "UPDATE t SET n = 1"};
+  next = std::optional<OldestTransaction>(open);
+  clock.Advance(absl::Seconds(9));
+  sampler.SampleDue();
+  EXPECT_EQ(reads, 1);
+  clock.Advance(absl::Seconds(1));
+  sampler.SampleDue();
+  EXPECT_EQ(reads, 2);
+  auto sample = sampler.OldestTransactionSample();
+  EXPECT_TRUE(sample.read);
+  EXPECT_EQ(sample.oldest, open);
+  EXPECT_EQ(sample.error, "");
+
+  next = absl::PermissionDeniedError(
+      "Access denied; you need the PROCESS "
+      "privilege");
+  clock.Advance(absl::Seconds(10));
+  sampler.SampleDue();
+  sample = sampler.OldestTransactionSample();
+  EXPECT_FALSE(sample.read);
+  EXPECT_EQ(sample.oldest, std::nullopt);
+  EXPECT_EQ(sample.error, "Access denied; you need the PROCESS privilege");
+
+  next = std::optional<OldestTransaction>();  // none open
+  clock.Advance(absl::Seconds(10));
+  sampler.SampleDue();
+  sample = sampler.OldestTransactionSample();
+  EXPECT_TRUE(sample.read);
+  EXPECT_EQ(sample.oldest, std::nullopt);
+  EXPECT_EQ(sample.error, "");
+  EXPECT_EQ(reads, 4);
+}
+
+TEST(DueDepthSamplerTest, ParsesTheOldestTransaction) {
+  const std::vector<std::string> columns = {"id", "s", "u", "h", "d", "i"};
+  QueryResult none{columns, {}};
+  EXPECT_EQ(ParseOldestTransaction(none).value(), std::nullopt);
+  QueryResult idle{
+      columns,
+      {{std::string("7"), std::string("65"), std::string("app"),
+        std::string("10.0.0.5:51334"), std::nullopt, std::nullopt}}};
+  EXPECT_EQ(ParseOldestTransaction(idle).value(),
+            (OldestTransaction{7, 65, "app", "10.0.0.5:51334", "", ""}));
+  QueryResult no_id{columns,
+                    {{std::nullopt, std::string("1"), std::nullopt,
+                      std::nullopt, std::nullopt, std::nullopt}}};
+  EXPECT_EQ(ParseOldestTransaction(no_id).status().code(),
+            absl::StatusCode::kInternal);
+  QueryResult short_row{{"id"}, {{std::string("7")}}};
+  EXPECT_EQ(ParseOldestTransaction(short_row).status().code(),
+            absl::StatusCode::kInternal);
+}
+
 }  // namespace
 }  // namespace msgq

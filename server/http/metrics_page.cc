@@ -340,6 +340,16 @@ void DueFamilies(const std::vector<Table>& tables,
   if (std::optional<int64_t> length = sampler.HistoryLength()) {
     text.Sample({}, static_cast<double>(*length));
   }
+  text.Family("msgq_innodb_oldest_transaction_seconds", MetricType::kGauge,
+              "How long the database server's oldest open InnoDB "
+              "transaction has been open (0 when none is), read with the "
+              "history list length; absent until first read and while "
+              "msgqd's user lacks the PROCESS privilege. The console names "
+              "its connection.");
+  if (DueDepthSampler::TransactionSample t = sampler.OldestTransactionSample();
+      t.read) {
+    text.Sample({}, t.oldest ? static_cast<double>(t.oldest->seconds) : 0.0);
+  }
 }
 
 }  // namespace

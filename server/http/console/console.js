@@ -173,6 +173,39 @@ function stateCell(t) {
   return el("td", {class: "state ok", "data-field": "state"}, "loaded");
 }
 
+// The database server's purge debt and the transaction holding it back.
+const LONG_TRANSACTION = 60;  // seconds: shown as a warning past this
+function renderDatabase(db) {
+  const line = $("database");
+  line.replaceChildren();
+  if (!db) return;
+  const parts = [];
+  if (db.history_list_length !== null) {
+    parts.push(`InnoDB history list ${fmt(db.history_list_length)}`);
+  }
+  const t = db.oldest_transaction;
+  let warn = false;
+  if (t) {
+    const who = [t.user && t.host ? `${t.user}@${t.host}` : t.user,
+                 t.db ? `db ${t.db}` : ""].filter(Boolean).join(", ");
+    parts.push(`oldest transaction: connection ${t.connection}` +
+               (who ? ` (${who})` : "") + `, open ${fmt(t.seconds)} s` +
+               (t.statement ? `, running ${t.statement}` : ", idle"));
+    warn = t.seconds >= LONG_TRANSACTION;
+  } else if (db.oldest_transaction_error) {
+    parts.push("oldest transaction: unknown (msgqd's user needs the " +
+               "PROCESS privilege)");
+  } else if (db.history_list_length !== null) {
+    parts.push("no open transaction");
+  }
+  if (!parts.length) return;
+  line.append(el("span", {id: "database-text",
+                          class: warn ? "warn-text" : ""},
+                 "Database: " + parts.join("  ·  ")));
+  if (t) line.dataset.connection = String(t.connection);
+  else delete line.dataset.connection;
+}
+
 function render(data) {
   lastTables = data.tables;
   $("ready").textContent = data.ready ? "ready" : "not ready";
@@ -181,6 +214,7 @@ function render(data) {
   $("binlog").textContent = data.binlog.streaming
       ? "binlog: streaming" : "binlog: off (polling)";
   $("updated").textContent = "updated " + new Date(data.time * 1000).toLocaleTimeString();
+  renderDatabase(data.database);
 
   const sums = {subscribers: 0, ready: 0, scheduled: 0, in_flight: 0, dead: 0,
                 sentRate: 0, ackedRate: 0};
