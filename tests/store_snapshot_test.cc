@@ -37,7 +37,18 @@ class StoreSnapshotTest : public StoreSqlTest {
       return {};
     }
     at.file = *r->rows[0][0];
+    at.server = Server();
     return at;
+  }
+
+  // The server's identity, as connections and the watcher name it.
+  std::string Server() {
+    absl::StatusOr<QueryResult> r = db_->Query(kServerIdentitySql);
+    if (!r.ok() || r->rows.size() != 1 || !r->rows[0][0].has_value()) {
+      ADD_FAILURE() << kServerIdentitySql;
+      return "";
+    }
+    return *r->rows[0][0];
   }
 };
 
@@ -96,6 +107,10 @@ TEST_F(StoreSnapshotTest, AReadsPositionIncludesTheCommitsBeforeItOnly) {
   EXPECT_EQ(changes[0].id, "1");
   EXPECT_EQ(changes[1].id, "2");
   EXPECT_EQ(changes[0].position.file, after_first.file);
+  // Both name the same server, "server_id@hostname:port".
+  EXPECT_EQ(changes[0].position.server, Server());
+  EXPECT_EQ(poll_at.server, Server());
+  EXPECT_THAT(poll_at.server, ::testing::MatchesRegex("[0-9]+@[^:]+:[0-9]+"));
   EXPECT_EQ(IncludedIn(changes[0].position, poll_at), true);
   EXPECT_EQ(IncludedIn(changes[1].position, poll_at), false);
 

@@ -151,7 +151,7 @@ absl::StatusOr<DecodedEvent> BinlogDecoder::Decode(absl::string_view event) {
       for (RowChange& c : out.changes) {
         c.event_time = static_cast<int64_t>(timestamp);
         c.gtid = pending_gtid_;
-        c.position = BinlogPosition{file_, next};
+        c.position = BinlogPosition{file_, next, server_};
       }
       return out;
     default:

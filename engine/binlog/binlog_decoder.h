@@ -42,6 +42,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -132,6 +133,10 @@ class BinlogDecoder {
   // event).
   absl::StatusOr<DecodedEvent> Decode(absl::string_view event);
 
+  // The server whose binlog this is (MysqlConnection::server_identity()),
+  // named in every change's position; "" leaves it unnamed.
+  void set_server(std::string server) { server_ = std::move(server); }
+
   // Entries in the table-id map (for tests and status).
   size_t mapped_tables() const { return tables_.size(); }
   bool checksum() const { return checksum_; }
@@ -161,6 +166,7 @@ class BinlogDecoder {
   // The binlog file the events are from ("" before the first ROTATE), and
   // the name a ROTATE named, checksum and all, until resolved.
   std::string file_;
+  std::string server_;
   std::string rotated_to_;
   std::string pending_gtid_;
   uint32_t pending_domain_ = 0;

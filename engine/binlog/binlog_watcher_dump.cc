@@ -96,7 +96,9 @@ class BinlogWatcher::Dump {
         control_options_(std::move(control_options)),
         decoder_([watcher](const std::string& db, const std::string& table) {
           return watcher->listener_->Columns(db, table);
-        }) {}
+        }) {
+    decoder_.set_server(conn->server_identity());
+  }
 
   // Reads events until the stream breaks (errors as StreamOnce) or Stop()
   // (OK).

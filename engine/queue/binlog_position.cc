@@ -27,6 +27,10 @@ std::optional<FileNumber> Parse(const std::string& file) {
 std::optional<bool> IncludedIn(const BinlogPosition& change,
                                const BinlogPosition& read) {
   if (!change.known() || !read.known()) return std::nullopt;
+  if (!change.server.empty() && !read.server.empty() &&
+      change.server != read.server) {
+    return std::nullopt;
+  }
   if (change.file == read.file) return change.offset <= read.offset;
   const std::optional<FileNumber> c = Parse(change.file);
   const std::optional<FileNumber> r = Parse(read.file);

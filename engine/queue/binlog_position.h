@@ -12,7 +12,12 @@
 //
 // Files are compared by the number after their last '.' ("binlog.000012");
 // places in files of different base names (another server, a renamed
-// log) are not comparable.
+// log) are not comparable. Nor are places on two different servers, when
+// both name theirs (`server`: "server_id@hostname:port", as
+// ServerIdentitySql reads it): after a failover the new server's binlog
+// may have the same base name and numbers that mean nothing against the
+// old one's, so its places compare with none of the old server's until
+// reads on the new server give new ones (a new owner's start).
 //
 // Example:
 //   BinlogPosition read{"binlog.000003", 1200};
@@ -29,19 +34,26 @@
 
 namespace msgq {
 
+// The statement that names the server a connection reaches, in the form
+// BinlogPosition::server takes: one row, one column.
+inline constexpr char kServerIdentitySql[] =
+    "SELECT CONCAT(@@server_id, '@', @@hostname, ':', @@port)";
+
 struct BinlogPosition {
   std::string file;     // "" when unknown
   uint64_t offset = 0;  // bytes from the file's start
+  std::string server;   // whose binlog: "" when not named
 
   bool known() const { return !file.empty(); }
   bool operator==(const BinlogPosition& o) const {
-    return file == o.file && offset == o.offset;
+    return file == o.file && offset == o.offset && server == o.server;
   }
 };
 
 // Whether the change whose event ends at `change` is in a read whose
-// snapshot is at `read`: nullopt when either is unknown or their files are
-// not comparable.
+// snapshot is at `read`: nullopt when either is unknown, when both name
+// their servers and the servers differ, or when their files are not
+// comparable.
 std::optional<bool> IncludedIn(const BinlogPosition& change,
                                const BinlogPosition& read);
 

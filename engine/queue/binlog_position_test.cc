@@ -28,5 +28,20 @@ TEST(BinlogPositionTest, UnknownOrOtherLogsAreNotComparable) {
   EXPECT_EQ(IncludedIn({"binlog", 4}, {"binlog.000002", 4}), std::nullopt);
 }
 
+// A failover to a server whose binlog has the same base name: its places
+// compare with none of the old server's; unnamed servers compare as one.
+TEST(BinlogPositionTest, PlacesOnAnotherServerAreNotComparable) {
+  const BinlogPosition read{"binlog.000010", 500, "1@db-a:3306"};
+  EXPECT_EQ(IncludedIn({"binlog.000010", 400, "1@db-a:3306"}, read), true);
+  EXPECT_EQ(IncludedIn({"binlog.000010", 600, "1@db-a:3306"}, read), false);
+  EXPECT_EQ(IncludedIn({"binlog.000010", 400, "2@db-b:3306"}, read),
+            std::nullopt);
+  EXPECT_EQ(IncludedIn({"binlog.000001", 4, "1@db-a:3307"}, read),
+            std::nullopt);
+  EXPECT_EQ(IncludedIn({"binlog.000010", 400}, read), true);
+  EXPECT_EQ(IncludedIn(read, {"binlog.000010", 400}), false);
+  EXPECT_NE((BinlogPosition{"binlog.000010", 500, "2@db-b:3306"}), read);
+}
+
 }  // namespace
 }  // namespace msgq

@@ -307,6 +307,36 @@ TEST(RowReconcilerTest, AnImageIsUsedOnlyWhenNoReadCouldHaveSentTheRow) {
   EXPECT_EQ(Verdict(r, no_image), Action::kDueRead);
 }
 
+// After a failover to a server whose binlog has the same base name, its
+// images are not compared with the old server's reads (their numbers mean
+// nothing against each other): read by id until a read on the new server
+// gives a position to compare with, as a new owner starts.
+TEST(RowReconcilerTest, AnImageFromAnotherServerWaitsForARead) {
+  RowReconciler r = Images();
+  const BinlogPosition old_read{"binlog.000003", 500, "1@db-a:3306"};
+  EXPECT_THAT(Read(r, {Row("a")}, old_read), ElementsAre("a"));
+  RowChange same = Change("b");
+  same.position = {"binlog.000003", 600, "1@db-a:3306"};
+  EXPECT_EQ(Verdict(r, same), Action::kDueImage);
+  RowChange moved = Change("c");
+  moved.position = {"binlog.000003", 900, "2@db-b:3306"};
+  EXPECT_EQ(Verdict(r, moved), Action::kDueRead);
+  // The first read on the new server does not compare with the fence
+  // either: images wait for a read that starts after it.
+  EXPECT_THAT(Read(r, {Row("d")}, {"binlog.000003", 700, "2@db-b:3306"}),
+              ElementsAre("d"));
+  RowChange later = Change("e");
+  later.position = {"binlog.000003", 800, "2@db-b:3306"};
+  EXPECT_EQ(Verdict(r, later), Action::kDueRead);
+  EXPECT_THAT(Read(r, {}, {"binlog.000003", 750, "2@db-b:3306"}), IsEmpty());
+  RowChange after = Change("g");
+  after.position = {"binlog.000003", 800, "2@db-b:3306"};
+  EXPECT_EQ(Verdict(r, after), Action::kDueImage);
+  RowChange earlier = Change("f");
+  earlier.position = {"binlog.000003", 740, "2@db-b:3306"};
+  EXPECT_EQ(Verdict(r, earlier), Action::kDueRead);
+}
+
 // A read's position is known only when it ends: an image that comes while
 // it runs waits for it, and is used only if the read is older.
 TEST(RowReconcilerTest, AnImageDuringAReadIsDecidedWhenTheReadEnds) {

@@ -39,6 +39,7 @@ absl::StatusOr<BinlogPosition> BeginConsistentSnapshot(MysqlConnection& conn) {
   }
   if (!offset_known) return BinlogPosition{};
   at.offset = offset;
+  at.server = conn.server_identity();
   return at;  // file "" (no binary log): unknown
 }
 

@@ -8,8 +8,9 @@
 //       REPEATABLE READ; the SET is for the next transaction alone)
 //   START TRANSACTION WITH CONSISTENT SNAPSHOT
 //   SHOW SESSION STATUS LIKE 'Binlog_snapshot_%'
-// and returns the transaction's binlog position: every commit at or before
-// it is in the snapshot's reads and none after it is. The caller's
+// and returns the transaction's binlog position, with the server it is on
+// (the connection's server_identity()): every commit at or before it is in
+// the snapshot's reads and none after it is. The caller's
 // statements that follow read that snapshot; the caller ends the
 // transaction (COMMIT or ROLLBACK) on every path.
 //

@@ -254,9 +254,9 @@ std::string MysqlConnection::TrackedLastGtid() const {
 absl::Status MysqlConnection::SetUpSession() {
   absl::StatusOr<QueryResult> vars = Query(
       "SELECT @@max_allowed_packet, @@log_bin, @@binlog_format, "
-      "@@read_only");
+      "@@read_only, CONCAT(@@server_id, '@', @@hostname, ':', @@port)");
   if (!vars.ok()) return vars.status();
-  if (vars->rows.size() != 1 || vars->rows[0].size() != 4) {
+  if (vars->rows.size() != 1 || vars->rows[0].size() != 5) {
     return absl::InternalError("unexpected reply to the session query");
   }
   const auto& row = vars->rows[0];
@@ -267,6 +267,7 @@ absl::Status MysqlConnection::SetUpSession() {
   }
   max_allowed_packet_ = packet;
   read_only_ = row[3].value_or("0") != "0";
+  server_identity_ = row[4].value_or("");
   log_bin_ = row[1].value_or("0") == "1";
   // READ COMMITTED takes no gap locks, so an ack of a missing id or a purge
   // never blocks a producer's INSERT. InnoDB refuses writes at READ

@@ -161,6 +161,11 @@ class MysqlConnection {
   const std::string& isolation_level() const { return isolation_level_; }
   // Whether the server writes a binary log (@@log_bin at connect).
   bool log_bin() const { return log_bin_; }
+  // Which server this is, read once at connect as
+  // "server_id@hostname:port" (kServerIdentitySql's form, the `server` of
+  // its BinlogPositions): a connection never reconnects silently, so it
+  // holds for the connection's life.
+  const std::string& server_identity() const { return server_identity_; }
 
   // Sets the session's innodb_lock_wait_timeout (whole seconds, at least
   // 1: MySQL's minimum), the longest one of its statements waits for a row
@@ -217,6 +222,7 @@ class MysqlConnection {
   bool log_bin_ = false;    // @@log_bin at connect
   bool tracks_gtid_ = false;
   std::string server_;
+  std::string server_identity_;            // at connect
   std::shared_ptr<MysqlPrimary> primary_;  // with MysqlOptions::primary
   uint64_t generation_ = 0;                // primary_'s, at connect
   int endpoint_ = -1;
