@@ -37,6 +37,25 @@ absl::StatusOr<std::optional<OldestTransaction>> ParseOldestTransaction(
   return t;
 }
 
+namespace {
+
+// Runs `sql`, a statement about the server rather than a table, on the
+// pool connection of the first loaded table; FAILED_PRECONDITION when no
+// table is loaded.
+absl::StatusOr<QueryResult> ReadOnAnyTable(Engine* engine, const char* sql) {
+  for (const Engine::TableInfo& t : engine->ListTables()) {
+    if (!t.loaded) continue;
+    return engine->ReadTable(
+        t.keyspace, t.name,
+        [sql](const MessageTable&) -> absl::StatusOr<std::string> {
+          return std::string(sql);
+        });
+  }
+  return absl::FailedPreconditionError("no table is loaded");
+}
+
+}  // namespace
+
 DueDepthSampler::DueDepthSampler(Lister lister, Reader reader, Clock* clock,
                                  Options options, HistoryReader history,
                                  TransactionReader transaction)
@@ -70,34 +89,18 @@ std::unique_ptr<DueDepthSampler> DueDepthSampler::ForEngine(Engine* engine,
     if (!result.ok()) return result.status();
     return ParseDueDepth(*result, cap);
   };
-  // The history list is the server's, so any loaded table's pool
-  // connection reads it.
   HistoryReader history = [engine]() -> absl::StatusOr<int64_t> {
-    for (const Engine::TableInfo& t : engine->ListTables()) {
-      if (!t.loaded) continue;
-      absl::StatusOr<QueryResult> result = engine->ReadTable(
-          t.keyspace, t.name,
-          [](const MessageTable&) -> absl::StatusOr<std::string> {
-            return std::string(kInnodbHistorySql);
-          });
-      if (!result.ok()) return result.status();
-      return ParseInnodbHistory(*result);
-    }
-    return absl::FailedPreconditionError("no table is loaded");
+    absl::StatusOr<QueryResult> result =
+        ReadOnAnyTable(engine, kInnodbHistorySql);
+    if (!result.ok()) return result.status();
+    return ParseInnodbHistory(*result);
   };
   TransactionReader transaction =
       [engine]() -> absl::StatusOr<std::optional<OldestTransaction>> {
-    for (const Engine::TableInfo& t : engine->ListTables()) {
-      if (!t.loaded) continue;
-      absl::StatusOr<QueryResult> result = engine->ReadTable(
-          t.keyspace, t.name,
-          [](const MessageTable&) -> absl::StatusOr<std::string> {
-            return std::string(kOldestTransactionSql);
-          });
-      if (!result.ok()) return result.status();
-      return ParseOldestTransaction(*result);
-    }
-    return absl::FailedPreconditionError("no table is loaded");
+    absl::StatusOr<QueryResult> result =
+        ReadOnAnyTable(engine, kOldestTransactionSql);
+    if (!result.ok()) return result.status();
+    return ParseOldestTransaction(*result);
   };
   return std::make_unique<DueDepthSampler>(std::move(lister), std::move(reader),
                                            clock, options, std::move(history),
