@@ -116,6 +116,51 @@ TEST_F(MysqlSecurityTest, LeastPrivilegeUserServesEverything) {
   EXPECT_THAT(server_->Log(), Not(HasSubstr("denied")));
 }
 
+// Pausing needs INSERT and DELETE on msgq_paused, and CREATE only while it
+// is missing (docs/operations.md#the-mysql-user-msgqd-needs): with the table
+// made by an administrator, a user without CREATE pauses and resumes; with
+// it missing, the pause is refused naming the CREATE it lacks.
+TEST_F(MysqlSecurityTest, LeastPrivilegeUserPausesWithoutCreate) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("q"));
+  ASSERT_NO_FATAL_FAILURE(Exec("CREATE USER 'msgqd'@'localhost'"));
+  // INSERT on the database: a table-level grant needs the table to exist.
+  ASSERT_NO_FATAL_FAILURE(Exec(
+      "GRANT SELECT, INSERT, UPDATE, DELETE ON msgq.* TO 'msgqd'@'localhost'"));
+  ASSERT_NO_FATAL_FAILURE(
+      StartServer({"--mysql_user=msgqd", "--leases=false"}));
+  ASSERT_TRUE(Eventually([&] { return FindTable(stub_.get(), "q").loaded(); },
+                         absl::Seconds(20)))
+      << server_->Log();
+  auto set_paused = [&](bool paused) {
+    grpc::ClientContext ctx;
+    v1::SetPausedRequest request;
+    request.set_keyspace("msgq");
+    request.set_name("q");
+    request.set_paused(paused);
+    v1::SetPausedResponse response;
+    return stub_->SetPaused(&ctx, request, &response);
+  };
+  const grpc::Status refused = set_paused(true);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+      << refused.error_message();
+  EXPECT_THAT(refused.error_message(), HasSubstr("CREATE command denied"));
+
+  ASSERT_NO_FATAL_FAILURE(Exec(
+      "CREATE TABLE msgq.msgq_paused (keyspace VARCHAR(64) CHARACTER SET "
+      "utf8mb4 COLLATE utf8mb4_bin NOT NULL, name VARCHAR(64) CHARACTER SET "
+      "utf8mb4 COLLATE utf8mb4_bin NOT NULL, since BIGINT NOT NULL DEFAULT 0, "
+      "instance VARCHAR(255) NOT NULL DEFAULT '', PRIMARY KEY (keyspace, "
+      "name)) ENGINE=InnoDB"));
+  const grpc::Status paused = set_paused(true);
+  ASSERT_TRUE(paused.ok()) << paused.error_message();
+  EXPECT_EQ(db_->Scalar("SELECT COUNT(*) FROM msgq.msgq_paused"), "1");
+  EXPECT_TRUE(FindTable(stub_.get(), "q").paused());
+  const grpc::Status resumed = set_paused(false);
+  ASSERT_TRUE(resumed.ok()) << resumed.error_message();
+  EXPECT_EQ(db_->Scalar("SELECT COUNT(*) FROM msgq.msgq_paused"), "0");
+  EXPECT_FALSE(FindTable(stub_.get(), "q").paused());
+}
+
 // With --leases msgqd also creates and writes its lease tables: CREATE and
 // INSERT on the database (docs/operations.md#the-mysql-user-msgqd-needs).
 TEST_F(MysqlSecurityTest, LeastPrivilegeUserWithLeases) {

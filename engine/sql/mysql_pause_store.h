@@ -5,9 +5,10 @@
 //   msgq_paused(keyspace, name, since, instance)   one row per paused table
 //
 // in `database` (the first of --databases, next to msgq_leases). The table
-// is created by the first pause; until then no table means nothing is
-// paused. `since` is Unix ns on the pausing msgqd's clock, `instance` its
-// --instance_id (both for operators only).
+// is created by the first pause that finds it missing (a table an
+// administrator created needs no CREATE grant); until then no table means
+// nothing is paused. `since` is Unix ns on the pausing msgqd's clock,
+// `instance` its --instance_id (both for operators only).
 //
 // Stateless apart from the names: each call runs on the connection given
 // (a pool lease). Errors: the statement's own (mysql_connection.h),
