@@ -55,27 +55,34 @@ MessageManager::MessageManager(MessageTable table,
       executor_(std::move(executor)),
       ack_store_(std::move(ack_store)),
       readings_(readings),
-      postpone_grace_(std::max(
-          absl::ZeroDuration(),
-          std::min(options.postpone_grace, table_.settings.ack_wait / 10))),
       log_name_(
           absl::StrCat("table `", table_.keyspace, "`.`", table_.name, "`")),
       cache_(static_cast<size_t>(table_.settings.cache_size), table_.id_kind,
              /*fair=*/!table_.settings.fair_by.empty(),
              options.cache_max_bytes),
+      read_sizer_(options.cache_max_bytes),
       reconciler_(options.binlog_row_images,
                   /*images_wait=*/options.image_wait > absl::ZeroDuration()),
       dispatcher_(options.max_batches_per_subscriber,
                   HoldHorizon(table_.settings)),
       scheduler_(SchedulerOptions(table_, options), clock->MonotonicNow()),
+      requests_(static_cast<size_t>(options.max_pending_acks),
+                static_cast<size_t>(options.max_pending_ack_ids)),
+      failures_(table_.settings, options.max_message_bytes,
+                options.death_log_lines_per_minute),
+      partition_log_(log_name_),
+      locked_writes_(options.locked_retry, table_.settings.ack_wait),
+      gate_(table_.settings.concurrency),
       owned_until_(options.leased ? absl::InfinitePast()
-                                  : absl::InfiniteFuture()) {
+                                  : absl::InfiniteFuture()),
+      // The grace is at most a tenth of the table's ack wait.
+      postpone_timing_(std::max(absl::ZeroDuration(),
+                                std::min(options.postpone_grace,
+                                         table_.settings.ack_wait / 10)),
+                       options.binlog_row_images) {
   if (table_.settings.rate_limit > 0) {
     limiter_.emplace(table_.settings.rate_limit, table_.settings.rate_burst,
                      clock_->MonotonicNow());
-  }
-  if (table_.settings.concurrency > 0) {
-    gate_.emplace(table_.settings.concurrency);
   }
 }
 
@@ -100,7 +107,7 @@ void MessageManager::Stop(absl::Status reason) {
   {
     absl::MutexLock lock(&mu_);
     if (stopping_ && !thread_.joinable() && dispatcher_.empty() &&
-        !HasRequestsLocked()) {
+        requests_.empty()) {
       return;
     }
     stopping_ = true;
@@ -131,27 +138,12 @@ void MessageManager::Stop(absl::Status reason) {
   size_t held_back = 0;  // writes a row lock still holds back
   {
     absl::MutexLock lock(&mu_);
-    held_back = locked_postpones_.size();
-    for (const PendingAck& p : locked_acks_) held_back += p.ticket.ids.size();
-    locked_postpones_.clear();
-    locked_acks_.clear();
-    locked_ids_.clear();
-    left.acks.swap(acks_);
-    left.nacks.swap(nacks_);
-    left.extends.swap(extends_);
-    left.redrives.swap(redrives_);
-    left.dead_lists.swap(dead_lists_);
-    pending_ack_ids_ = 0;
+    held_back = locked_writes_.GiveUp();
+    left = requests_.TakeAll();
   }
   const absl::Status stopped = absl::UnavailableError(
       absl::StrCat(log_name_, " is being reloaded or shut down: retry"));
-  for (PendingAck& p : left.acks) p.done(stopped);
-  for (PendingNack& p : left.nacks) {
-    if (p.done != nullptr) p.done(stopped);
-  }
-  for (PendingExtend& p : left.extends) p.done(stopped);
-  for (PendingRedrive& p : left.redrives) p.done(stopped);
-  for (PendingDeadList& p : left.dead_lists) p.done(stopped);
+  PendingRequests::Answer(left, stopped);
   if (held_back > 0) {
     LogTableLine("W", table_.keyspace, table_.name,
                  absl::StrCat(log_name_, ": ", held_back,
@@ -167,18 +159,17 @@ void MessageManager::FlushHeldBack() {
     {
       absl::MutexLock lock(&mu_);
       const absl::Time mono = clock_->MonotonicNow();
-      if (!HoldsBackLocked() || mono >= locked_fence_) return;
-      stop_fence_ = locked_fence_;
+      if (locked_writes_.empty() || mono >= locked_writes_.fence()) return;
+      stop_fence_ = locked_writes_.fence();
       // The retry time of what is held back, after MySQL's retry backoff.
-      absl::Time retry_at = absl::InfiniteFuture();
-      if (!locked_postpones_.empty()) retry_at = locked_postpones_at_;
-      if (!locked_acks_.empty()) retry_at = std::min(retry_at, locked_acks_at_);
+      absl::Time retry_at = std::min(locked_writes_.postpones_retry_at(),
+                                     locked_writes_.acks_retry_at());
       if (scheduler_.Waiting(mono)) {
         retry_at = std::max(
             retry_at,
             scheduler_.NextDeadline(ViewLocked(), mono, clock_->NowNanos()));
       }
-      retry_at = std::min(retry_at, locked_fence_);
+      retry_at = std::min(retry_at, locked_writes_.fence());
       // A timed wait: nothing signals the time it waits for.
       if (mono < retry_at) {
         wake_.WaitFor(&mu_, retry_at - mono);
@@ -200,7 +191,7 @@ absl::Status MessageManager::Subscribe(std::shared_ptr<Subscriber> subscriber,
     }
     if (dispatcher_.Add(std::move(subscriber), max_unacked)) {
       scheduler_.RequestPoll();
-      next_dead_count_ = absl::InfinitePast();  // count with that poll
+      failures_.CountSoon(/*dead_list=*/false);  // count with that poll
       WakeLocked();
     }
     sends = PumpLocked();
@@ -237,7 +228,7 @@ void MessageManager::OnSendFailed(const Subscriber* subscriber,
     const int64_t ack_wait = absl::ToInt64Nanoseconds(table_.settings.ack_wait);
     bool gate_freed = false;  // never written: not in flight
     for (Message& m : batch) {
-      gate_freed |= gate_.has_value() && gate_->Release(m.id);
+      gate_freed |= gate_.Release(m.id);
       if (!reconciler_.HandBack(m, now, ack_wait)) continue;
       if (cache_.Add(std::move(m)) == MessageCache::AddResult::kFull) {
         scheduler_.NoteBacklog();
@@ -282,8 +273,7 @@ void MessageManager::Own(absl::Time until, bool images_wait) {
     if (images_wait) reconciler_.ImagesWait();
     // Another instance may have sent rows: count them before sending (our
     // own slots stay, they may still be out).
-    gate_loaded_ = false;
-    ++gate_generation_;
+    gate_.OwnershipGained();
   }
   owned_until_ = until;
   WakeLocked();
@@ -300,9 +290,7 @@ bool MessageManager::Quiesced() const {
   if (reconciler_.PostponesPending()) return false;
   // A held-back ack that cancelled its row's postpone leaves the row due
   // in MySQL until it commits.
-  return std::none_of(
-      locked_acks_.begin(), locked_acks_.end(),
-      [](const PendingAck& p) { return !p.ticket.cancelled.empty(); });
+  return !locked_writes_.AckCancelledPostpone();
 }
 
 absl::Time MessageManager::StopFence() const {
@@ -316,12 +304,12 @@ MessageManager::Stats MessageManager::stats() const {
   s.subscribers = static_cast<int>(dispatcher_.size());
   s.queued = static_cast<int64_t>(cache_.queued());
   s.in_flight = static_cast<int64_t>(reconciler_.in_flight());
-  s.locked_rows_waiting = static_cast<int64_t>(locked_ids_.size());
+  s.locked_rows_waiting = static_cast<int64_t>(locked_writes_.rows());
   s.mysql_ok = scheduler_.mysql_ok();
   s.owner = OwnsLocked();
   s.paused = paused_;
-  if (gate_.has_value()) {
-    s.keys_at_limit = gate_->KeysAtLimit(clock_->NowNanos());
+  if (gate_.on()) {
+    s.keys_at_limit = gate_.KeysAtLimit(clock_->NowNanos());
   }
   return s;
 }
@@ -333,7 +321,7 @@ MessageManager::Sends MessageManager::PumpLocked() {
     cache_.Clear();  // another instance sends these now
     return sends;
   }
-  if (paused_ || (gate_.has_value() && !gate_loaded_)) return sends;
+  if (paused_ || !gate_.ready()) return sends;
   const int64_t now = cache_.empty() ? 0 : clock_->NowNanos();
   const absl::Time mono = clock_->MonotonicNow();
   dispatcher_.Sweep(mono);
@@ -348,7 +336,7 @@ MessageManager::Sends MessageManager::PumpLocked() {
       scheduler_.WakeAt(limiter_->NextToken(mono));
       break;
     }
-    if (gate_.has_value() && !GateOpenLocked(now)) break;  // keys at limit
+    if (gate_.on() && !GateOpenLocked(now)) break;  // keys at limit
     std::optional<Dispatcher::Pick> pick = dispatcher_.Next();
     if (!pick.has_value()) break;  // everyone is busy
     const size_t max = std::min(
@@ -391,7 +379,7 @@ MessageManager::Sends MessageManager::PumpLocked() {
 MessageBatch MessageManager::PopForLocked(const Dispatcher::Pick& pick,
                                           size_t max, int64_t now) {
   mu_.AssertHeld();
-  if (gate_.has_value()) return PopGatedLocked(max, now, &pick);
+  if (gate_.on()) return PopGatedLocked(max, now, &pick);
   if (!pick.redirect) return cache_.PopBatch(max, options_.max_batch_bytes);
   return cache_.PopAdmitted(max, options_.max_batch_bytes,
                             [this, &pick](const Message& m) {

@@ -11,7 +11,19 @@
 //                     queued (row_reconciler.h);
 //   Dispatcher        the subscribers and whose turn it is;
 //   RoundScheduler    when to poll, fetch, purge and retry;
-// and the manager itself: the thread, MySQL health and the statements.
+//   PendingRequests   the acks, nacks, extends, redrives and dead lists
+//                     waiting for a round, and their bounds;
+//   HeldBackWrites    the postpones and acks a row lock held back, and
+//                     when they are retried;
+//   FailurePolicy     which rows die, the death log's budget, when the dead
+//                     are counted;
+//   KeyGate           msgq_concurrency_by's slots per key;
+//   PostponeTiming    when the postpones of sends are written;
+//   ReadSizer, ImagePacer, PartitionLog: a read's rows within the cache's
+//                     bytes, the pace of rows queued from row images, the
+//                     partition purge's log lines;
+// and the manager itself: the lock, the lifecycle, the rounds, MySQL
+// health and the statements.
 // All MySQL work runs in rounds, on a RoundExecutor's workers shared by
 // every table (or, without one, on a thread of the manager's own), through
 // a MessageStore, and is coalesced: whatever postpones and acks piled up while
@@ -22,9 +34,9 @@
 // subscribers and sends, flow control, ownership, stats); _requests.cc,
 // acks, nacks and extends taken in; _rounds.cc, the round runner (what a
 // round takes and writes, the ack lane, MySQL health); _reads.cc, what a
-// round reads (polls, fetches) and purges; _failures.cc, deaths, redrives,
-// dead lists and how nacks and extends settle; _binlog.cc, binlog intake;
-// _concurrency.cc, msgq_concurrency_by's slots per key (concurrency_gate.h).
+// round reads (polls, fetches) and purges; _failures.cc, redrives, dead
+// lists and how nacks and extends settle; _binlog.cc, binlog intake;
+// _concurrency.cc, loading and using the KeyGate.
 //
 // Thread-safety: all public methods are thread-safe and never block on MySQL
 // or on subscribers. One mutex guards the parts; it is never held while
@@ -37,7 +49,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -54,12 +65,19 @@
 #include "common/monotonic_cond_var.h"
 #include "engine/message_table.h"
 #include "engine/queue/backoff.h"
-#include "engine/queue/concurrency_gate.h"
 #include "engine/queue/db_readings.h"
 #include "engine/queue/dispatcher.h"
+#include "engine/queue/manager/failure_policy.h"
+#include "engine/queue/manager/held_back_writes.h"
+#include "engine/queue/manager/image_pacer.h"
+#include "engine/queue/manager/key_gate.h"
 #include "engine/queue/manager/manager_options.h"
 #include "engine/queue/manager/manager_round.h"
 #include "engine/queue/manager/manager_stats.h"
+#include "engine/queue/manager/partition_log.h"
+#include "engine/queue/manager/pending_requests.h"
+#include "engine/queue/manager/postpone_timing.h"
+#include "engine/queue/manager/read_sizer.h"
 #include "engine/queue/message_cache.h"
 #include "engine/queue/message_store.h"
 #include "engine/queue/rate_limiter.h"
@@ -265,15 +283,15 @@ class MessageManager : private RoundExecutor::Task {
   static void Deliver(Sends sends);
   // Whether ownership is held now (see Own).
   bool OwnsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    mu_.AssertHeld();
     return clock_->MonotonicNow() < owned_until_;
   }
 
   // ---- Requests (message_manager_requests.cc) ----
-  // Refuses a request (returns the error) or admits `ids` more of them.
+  // Refuses a request (returns the error: UNAVAILABLE when stopping or
+  // while MySQL is in its retry backoff, else PendingRequests::Admit's) or
+  // admits `ids` more of them.
   absl::Status AdmitLocked(size_t ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool HasRequestsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The requests the table's round takes (not the ack lane's acks).
-  bool RoundHasRequestsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // ---- The round runner (message_manager_rounds.cc) ----
   // How a write's status settles the ledger: committed, transient
@@ -291,18 +309,15 @@ class MessageManager : private RoundExecutor::Task {
   // in its retry backoff, nor (unless `unavailable_too`) after a failure.
   void Flush(bool unavailable_too = false);
   // Stop()'s retries of what a row lock holds back, after the last Flush:
-  // until nothing is held back or locked_fence_ has passed.
+  // until nothing is held back or HeldBackWrites::fence() has passed.
   void FlushHeldBack();
-  // Some postpone or ack waits for another transaction's row lock.
-  bool HoldsBackLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !locked_postpones_.empty() || !locked_acks_.empty();
-  }
   // There may be work: wake the thread or queue a round.
   void WakeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // An ack is waiting: wake the ack lane, or the rounds without one.
   void WakeAcksLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether the ack lane takes the acks (not when stopping: Flush does).
   bool AckLaneLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    mu_.AssertHeld();
     return ack_store_ != nullptr && !stopping_;
   }
   RoundScheduler::View ViewLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -314,21 +329,9 @@ class MessageManager : private RoundExecutor::Task {
   // A reading asked for was taken: a round looks again.
   void ReadingTaken();
   Work TakeWorkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Postpones of sends made by this time are written now; later ones wait
-  // out postpone_grace_ (InfiniteFuture: all now).
-  absl::Time PostponeCutoffLocked(absl::Time mono) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether postpones wait out the grace now (not stopping, owner).
-  bool GraceAppliesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves the waiting acks into `work`'s writes, and those a row lock held
   // back when their retry is due (or stopping).
   void TakeAcksLocked(Work& work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A write of `id` was held back by a row lock (counted when it is the
-  // row's first), or one held back finished.
-  void LockedRowHeldLocked(const std::string& id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void LockedRowFreedLocked(const std::string& id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Settles a round's postpones; a row lock's are held back for a retry.
   void SettlePostponesLocked(const absl::StatusOr<WriteResult>& result,
                              Work& work, std::vector<Log>& logs)
@@ -339,7 +342,7 @@ class MessageManager : private RoundExecutor::Task {
   bool DoWrites(Work& work, MessageStore* store);
   // Settles a round's acks; appends their replies to run once the lock is
   // released. A request is answered with the rows it acked; the ids a row
-  // lock held back are acked later without a reply (locked_acks_).
+  // lock held back are acked later without a reply (locked_writes_).
   void SettleAcksLocked(const absl::StatusOr<WriteResult>& result, Work& work,
                         std::vector<std::function<void()>>& replies,
                         std::vector<Log>& logs)
@@ -360,15 +363,6 @@ class MessageManager : private RoundExecutor::Task {
   absl::StatusOr<PollRead> ReadDue(const Work& work, int64_t limit, bool by_ids,
                                    const KeyRoom* room);
   bool DoFetch(const Work& work);
-  // Rows that fit in `bytes`, judged by the largest row the table's last
-  // read brought (unbounded before any read brought one); at least 1.
-  int64_t RowsForBytesLocked(size_t bytes) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Notes the rows a read brought (for the next read's size); true when
-  // they reached cache_max_bytes: the store cut the read there
-  // (engine_manager.cc gives it that bound).
-  bool NoteReadBytesLocked(const std::vector<Message>& rows)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues rows read from MySQL (or a row image), skipping ids in flight;
   // rows that must die (too many sends, too old, too large) go to a death
   // write instead.
@@ -378,11 +372,6 @@ class MessageManager : private RoundExecutor::Task {
   void DoPartitionPurge(const Work& work);  // purge_by_partition's step
 
   // ---- Failures (message_manager_failures.cc) ----
-  // Why `m`, just read due from MySQL, must die instead of being sent;
-  // nullopt when it may be sent.
-  std::optional<std::string> DeathReasonLocked(const Message& m,
-                                               int64_t now) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Settles a round's nacks, extends and redrives; appends replies to run
   // once the lock is released.
   void SettleGroupsLocked(const absl::StatusOr<WriteResult>& result, Work& work,
@@ -392,9 +381,6 @@ class MessageManager : private RoundExecutor::Task {
   void SettleNacksLocked(const absl::StatusOr<WriteResult>& result, Work& work,
                          std::vector<std::function<void()>>& replies,
                          std::vector<Log>& logs)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A line for messages that died, unless over the per-minute budget.
-  Log DeathLogLocked(int64_t count, const std::string& what)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Answers the round's dead-list requests (UNAVAILABLE without MySQL).
   void DoDeadLists(Work& work, bool mysql_ok);
@@ -417,9 +403,6 @@ class MessageManager : private RoundExecutor::Task {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // ---- Binlog intake (message_manager_binlog.cc) ----
-  // Whether rows just queued from images are handed out now, or by a round
-  // at the next pump slot.
-  bool ImagePumpNowLocked(absl::Time mono) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `c`'s own event says MySQL's clock reached its time_next (or
   // the manager has no readings: its clock is MySQL's).
   bool ConfirmedByEventLocked(const RowChange& c) const
@@ -457,57 +440,29 @@ class MessageManager : private RoundExecutor::Task {
     MessageManager* const manager_;
   };
   ReadingWaiter reading_waiter_{this};
-  // Options::postpone_grace, at most a tenth of the table's ack wait.
-  const absl::Duration postpone_grace_;
   const std::string log_name_;
 
   mutable absl::Mutex mu_;
   MonotonicCondVar wake_;
   MessageCache cache_ ABSL_GUARDED_BY(mu_);
-  // The largest row (Message::WireBytes) the last read that found rows
-  // brought; 0 before any.
-  size_t largest_row_ ABSL_GUARDED_BY(mu_) = 0;
+  // How many rows the next read may bring within the cache's bytes (the
+  // store cuts a read at cache_max_bytes: engine_manager.cc).
+  ReadSizer read_sizer_ ABSL_GUARDED_BY(mu_);
   // The ids in flight and whether a read, a binlog change or a hand-back
   // may be queued: every race rule is its (row_reconciler.h).
   RowReconciler reconciler_ ABSL_GUARDED_BY(mu_);
   Dispatcher dispatcher_ ABSL_GUARDED_BY(mu_);
   RoundScheduler scheduler_ ABSL_GUARDED_BY(mu_);
-  std::vector<PendingAck> acks_ ABSL_GUARDED_BY(mu_);
-  std::vector<PendingNack> nacks_ ABSL_GUARDED_BY(mu_);
-  std::vector<PendingExtend> extends_ ABSL_GUARDED_BY(mu_);
-  std::vector<PendingRedrive> redrives_ ABSL_GUARDED_BY(mu_);
-  std::vector<PendingDeadList> dead_lists_ ABSL_GUARDED_BY(mu_);
-  // Death log budget: lines left in the current minute, and deaths not
-  // logged since the last line.
-  absl::Time death_log_minute_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  int death_log_left_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t deaths_unlogged_ ABSL_GUARDED_BY(mu_) = 0;
-  // When the dead rows may be counted again (see DoDeadCount), and whether
-  // a dead list was asked for since the last count.
-  static constexpr absl::Duration kDeadCountEvery = absl::Minutes(1);
-  absl::Time next_dead_count_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  bool dead_list_seen_ ABSL_GUARDED_BY(mu_) = false;
-  // Partitions held back at the last partition step (logged when they
-  // join), and the last error of creating partitions (logged when new).
-  std::set<std::string> held_back_ ABSL_GUARDED_BY(mu_);
-  std::string partition_create_error_ ABSL_GUARDED_BY(mu_);
-  size_t pending_ack_ids_ ABSL_GUARDED_BY(mu_) = 0;
+  // The acks, nacks, extends, redrives and dead lists waiting for a round.
+  PendingRequests requests_ ABSL_GUARDED_BY(mu_);
+  // Which rows die, the death log's budget, when to count the dead.
+  FailurePolicy failures_ ABSL_GUARDED_BY(mu_);
+  // What the partition purge steps logged (each line once).
+  PartitionLog partition_log_ ABSL_GUARDED_BY(mu_);
   // Writes another transaction's row lock held back (WriteResult::locked),
-  // retried together from *_at_ on (Options::locked_retry after they were
-  // held back): postpones still being written (the ledger counts them as
-  // writing, so the rows stay in flight), and the ids of ack requests
-  // answered already. locked_ids_: per row, its writes held back, waiting
-  // or being retried.
-  std::vector<SettlementLedger::Postpone> locked_postpones_
-      ABSL_GUARDED_BY(mu_);
-  absl::Time locked_postpones_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
-  std::vector<PendingAck> locked_acks_ ABSL_GUARDED_BY(mu_);
-  absl::Time locked_acks_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
-  absl::flat_hash_map<std::string, int> locked_ids_ ABSL_GUARDED_BY(mu_);
-  // When the ack wait of the latest send whose write a row lock held back
-  // has run out, at the latest (monotonic): how long Stop() keeps
-  // retrying. stop_fence_: the same once Stop() did (StopFence()).
-  absl::Time locked_fence_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // until a retry commits them, and how long Stop() keeps retrying them.
+  HeldBackWrites locked_writes_ ABSL_GUARDED_BY(mu_);
+  // locked_writes_'s fence, once Stop() waited for it (StopFence()).
   absl::Time stop_fence_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
@@ -515,21 +470,18 @@ class MessageManager : private RoundExecutor::Task {
   bool reading_requested_ ABSL_GUARDED_BY(mu_) = false;
   // msgq_rate_limit's token bucket; nullopt without one.
   std::optional<RateLimiter> limiter_ ABSL_GUARDED_BY(mu_);
-  // msgq_concurrency_by's slots; nullopt without it. Nothing is sent until
-  // loaded (LoadGate) after ownership is gained; gate_generation_ counts
-  // the gains, so a load that raced one is not taken as complete.
-  std::optional<ConcurrencyGate> gate_ ABSL_GUARDED_BY(mu_);
-  bool gate_loaded_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t gate_generation_ ABSL_GUARDED_BY(mu_) = 0;
+  // msgq_concurrency_by's slots (off without it). Nothing is sent until
+  // loaded (LoadGate) after ownership is gained.
+  KeyGate gate_ ABSL_GUARDED_BY(mu_);
   // SetPaused(true): nothing is read due or sent.
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
   // Ownership ends at this monotonic time (InfiniteFuture: not leased).
   absl::Time owned_until_ ABSL_GUARDED_BY(mu_);
   Stats counters_ ABSL_GUARDED_BY(mu_);
-  // Rows queued from images are handed out from this time (monotonic).
-  absl::Time image_pump_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  // When the last round took its work (monotonic); see PostponeCutoffLocked.
-  absl::Time previous_take_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // When rows queued from images are handed out.
+  ImagePacer image_pacer_ ABSL_GUARDED_BY(mu_);
+  // When the postpones of sends are written.
+  PostponeTiming postpone_timing_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

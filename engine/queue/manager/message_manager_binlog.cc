@@ -1,7 +1,7 @@
 // MessageManager's binlog intake: what the binlog says of the table's rows
 // (OnRowChanges) and the pacing of rows queued straight from their row
-// images. Whether a change is msgq's own, and whether an image may be used,
-// is the RowReconciler's to say (row_reconciler.h).
+// images (ImagePacer). Whether a change is msgq's own, and whether an
+// image may be used, is the RowReconciler's to say (row_reconciler.h).
 #include <algorithm>
 #include <utility>
 
@@ -9,18 +9,6 @@
 
 namespace msgq {
 namespace {
-
-// Rows queued from images are handed out at once while the table hands out
-// at most one batch of them per kImagePumpEvery (with bursts of
-// kImagePumpBurst's worth); above that rate they wait for the next slot,
-// so that under load a batch carries many messages instead of one each
-// (each batch costs the subscriber a response and an ack).
-constexpr absl::Duration kImagePumpEvery = absl::Milliseconds(1);
-constexpr absl::Duration kImagePumpBurst = absl::Milliseconds(20);
-// With this many messages sent and not settled, a batch of images waits
-// kImageBusyEvery to gather more.
-constexpr size_t kImageBusyInFlight = 64;
-constexpr absl::Duration kImageBusyEvery = absl::Milliseconds(5);
 
 Message MessageOf(const RowChange& c) {
   Message m;
@@ -35,21 +23,6 @@ Message MessageOf(const RowChange& c) {
 }
 
 }  // namespace
-
-bool MessageManager::ImagePumpNowLocked(absl::Time mono) {
-  mu_.AssertHeld();
-  // Many messages unsettled: subscribers are busy; gather a larger batch.
-  if (reconciler_.in_flight() >= kImageBusyInFlight) {
-    image_pump_at_ = std::max(image_pump_at_, mono + kImageBusyEvery);
-  }
-  if (mono < image_pump_at_) {
-    scheduler_.WakeAt(image_pump_at_);  // a round hands them out then
-    return false;
-  }
-  image_pump_at_ =
-      std::max(image_pump_at_, mono - kImagePumpBurst) + kImagePumpEvery;
-  return true;
-}
 
 void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
   using Action = RowReconciler::BinlogAction;
@@ -83,7 +56,7 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
           cache_.RemoveQueued(c.id);
           scheduler_.ForgetFetch(c.id);
           freed |= dispatcher_.Release(c.id);  // prefetch slots
-          if (gate_.has_value() && gate_->Release(c.id)) {
+          if (gate_.Release(c.id)) {
             GateFreedLocked(true);
             freed = true;
           }
@@ -115,9 +88,14 @@ void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
       }
     }
     WakeLocked();
-    if (freed || (queued_images && ImagePumpNowLocked(mono))) {
-      sends = PumpLocked();
+    // Rows just queued from images are handed out now, or by a round at
+    // the pacer's next slot.
+    bool pump_images = false;
+    if (queued_images && !freed) {
+      pump_images = image_pacer_.PumpNow(mono, reconciler_.in_flight());
+      if (!pump_images) scheduler_.WakeAt(image_pacer_.next());
     }
+    if (freed || pump_images) sends = PumpLocked();
   }
   Deliver(std::move(sends));
 }
@@ -141,7 +119,7 @@ bool MessageManager::QueueImageLocked(const RowChange& c) {
     ++counters_.due_unconfirmed;
     return false;
   }
-  if (gate_.has_value()) {  // its image has no key: poll for it
+  if (gate_.on()) {  // its image has no key: poll for it
     scheduler_.RequestPoll();
     return false;
   }
@@ -159,7 +137,7 @@ void MessageManager::ReadAgainLocked(const std::string& id) {
   // the next one go; rows are found by polls (which check headship), not
   // fetched by id. msgq_concurrency_by likewise: a poll reads what a key's
   // room allows.
-  const bool keyed = !table_.settings.order_by.empty() || gate_.has_value();
+  const bool keyed = !table_.settings.order_by.empty() || gate_.on();
   if (!options_.binlog_fetch_by_id || keyed) {
     scheduler_.RequestPoll();
   } else if (cache_.full()) {

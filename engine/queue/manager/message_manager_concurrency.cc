@@ -1,11 +1,12 @@
 // MessageManager and msgq_concurrency_by: at most N messages of one key in
-// flight. The ConcurrencyGate (concurrency_gate.h) holds a slot per message
-// sent; a send that would take a key past N leaves the message queued. After
-// ownership is gained (startup, a lease, a lapse) the rows MySQL shows in
-// flight are loaded first, and nothing is sent before (other instances, or
-// this one before a restart, may have sent them). Polls read per key at
-// most what its free slots allow (MessageStore::PollDueByKey), and a freed
-// slot asks for a poll. The class contract is in message_manager.h.
+// flight. The KeyGate (key_gate.h) holds a slot per message sent; a send that
+// would take a key past N leaves the message queued. After ownership is gained
+// (startup, a lease, a lapse) the rows MySQL shows in flight are loaded first,
+// and nothing is sent before (other instances, or this one before a restart,
+// may have sent them). Polls read per key at most what its free slots allow
+// (MessageStore::PollDueByKey), and a freed slot asks for a poll. The class
+// contract is in message_manager.h.
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -14,11 +15,11 @@
 namespace msgq {
 
 bool MessageManager::LoadGate(const Work& work) {
-  int64_t generation = 0;
+  std::optional<int64_t> ticket;
   {
     absl::MutexLock lock(&mu_);
-    if (!gate_.has_value() || gate_loaded_) return true;
-    generation = gate_generation_;
+    ticket = gate_.LoadTicket();
+    if (!ticket.has_value()) return true;
   }
   absl::StatusOr<std::vector<InFlightRow>> rows =
       store_->ReadInFlight(work.now);
@@ -30,10 +31,9 @@ bool MessageManager::LoadGate(const Work& work) {
       log = StatementFailedLocked("in-flight read", rows.status());
     } else {
       log = MysqlOkLocked();
-      gate_->Load(*rows);
       // Ownership gained again while reading: another owner's sends may
       // be missing from the rows; the next poll reads again.
-      gate_loaded_ = generation == gate_generation_;
+      gate_.Load(*rows, *ticket);
       sends = PumpLocked();
     }
   }
@@ -52,7 +52,7 @@ void MessageManager::GateFreedLocked(bool freed) {
 bool MessageManager::GateOpenLocked(int64_t now) {
   mu_.AssertHeld();
   return cache_.Any(
-      [this, now](const Message& m) { return gate_->Admits(m.fair_key, now); });
+      [this, now](const Message& m) { return gate_.Admits(m.fair_key, now); });
 }
 
 MessageBatch MessageManager::PopGatedLocked(size_t max, int64_t now,
@@ -70,7 +70,7 @@ MessageBatch MessageManager::PopGatedLocked(size_t max, int64_t now,
         if (pick != nullptr && dispatcher_.Redirects(*pick, m.id)) {
           return false;
         }
-        return gate_->TryTake(m, now, until);
+        return gate_.TryTake(m, now, until);
       });
   if (!batch.empty()) scheduler_.NoteDueAt(until, clock_->MonotonicNow());
   return batch;

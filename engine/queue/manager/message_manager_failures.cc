@@ -1,10 +1,9 @@
 // MessageManager and work that fails: redrives and the dead list
-// (requests), why a row read from MySQL must die (too many sends, too old,
-// too large), how a round's nacks, extends and redrives settle, the death
-// log, the dead purge and the dead count. The class contract is in
+// (requests), how a round's nacks, extends and redrives settle, the dead
+// purge and the dead count. Which rows die and the death log's budget are
+// the FailurePolicy's (failure_policy.h). The class contract is in
 // message_manager.h.
 #include <algorithm>
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -40,7 +39,7 @@ std::vector<Postponement> Extensions(const ExtendGroup& group) {
 }
 
 // What to log of `n` messages of `p` that died.
-std::string DeathLine(const PendingNack& p, int64_t n) {
+std::string DeathText(const PendingNack& p, int64_t n) {
   if (p.done == nullptr) {  // msgq's own deaths
     // At most kLoggedIds ids per line.
     constexpr size_t kLoggedIds = 10;
@@ -86,7 +85,7 @@ void MessageManager::Redrive(std::vector<std::string> ids, bool all,
     absl::MutexLock lock(&mu_);
     refused = AdmitLocked(ids.size());
     if (refused.ok()) {
-      redrives_.push_back(
+      requests_.Add(
           PendingRedrive{RedriveGroup{std::move(ids), all}, std::move(done)});
       WakeLocked();
       return;
@@ -116,65 +115,15 @@ void MessageManager::ListDead(std::string after_id, int limit,
     absl::MutexLock lock(&mu_);
     refused = AdmitLocked(0);
     if (refused.ok()) {
-      dead_lists_.push_back(
+      requests_.Add(
           PendingDeadList{std::move(after_id), limit, std::move(done)});
       // Someone looks at the dead: count them at the next purge step.
-      dead_list_seen_ = true;
-      next_dead_count_ = absl::InfinitePast();
+      failures_.CountSoon(/*dead_list=*/true);
       WakeLocked();
       return;
     }
   }
   done(refused);
-}
-
-std::optional<std::string> MessageManager::DeathReasonLocked(
-    const Message& m, int64_t now) const {
-  mu_.AssertHeld();
-  const TableSettings& s = table_.settings;
-  if (m.unread_bytes > 0 || m.WireBytes() > options_.max_message_bytes) {
-    return absl::StrCat(
-        "row of ", std::max(m.WireBytes(), m.unread_bytes),
-        " bytes is larger than the stream limit of ",
-        options_.max_message_bytes,
-        " bytes (msgqd --max_message_bytes; raise it together with the "
-        "clients' gRPC max receive message size)");
-  }
-  if (s.max_attempts > 0 && m.epoch >= s.max_attempts) {
-    return absl::StrCat("not acked after ", m.epoch,
-                        " sends (msgq_max_attempts=", s.max_attempts, ")");
-  }
-  if (s.max_age > absl::ZeroDuration() && m.epoch >= 1 && m.time_created > 0 &&
-      now - m.time_created > absl::ToInt64Nanoseconds(s.max_age)) {
-    return absl::StrCat(
-        "not acked and first enqueued ",
-        std::floor(static_cast<double>(now - m.time_created) / 1e9),
-        " s ago (msgq_max_age=", absl::ToDoubleSeconds(s.max_age), ")");
-  }
-  return std::nullopt;
-}
-
-MessageManager::Log MessageManager::DeathLogLocked(int64_t count,
-                                                   const std::string& what) {
-  mu_.AssertHeld();
-  const absl::Time mono = clock_->MonotonicNow();
-  if (mono - death_log_minute_ >= absl::Minutes(1)) {
-    death_log_minute_ = mono;
-    death_log_left_ = options_.death_log_lines_per_minute;
-  }
-  if (death_log_left_ <= 0) {
-    deaths_unlogged_ += count;
-    return std::nullopt;
-  }
-  --death_log_left_;
-  std::string line = absl::StrCat(log_name_, ": ", what);
-  if (deaths_unlogged_ > 0) {
-    absl::StrAppend(&line, " (and ", deaths_unlogged_,
-                    " earlier deaths not logged: over ",
-                    options_.death_log_lines_per_minute, " lines a minute)");
-    deaths_unlogged_ = 0;
-  }
-  return std::make_pair("W", std::move(line));
 }
 
 void MessageManager::SettleNacksLocked(
@@ -190,9 +139,7 @@ void MessageManager::SettleNacksLocked(
     reconciler_.HoldDone(p.ticket, OutcomeOf(n.status()), Retries(p.group),
                          WriteGtid(result));
     const bool own = p.done == nullptr;  // msgq's own deaths
-    if (!own) {
-      pending_ack_ids_ -= std::min(pending_ack_ids_, p.ticket.ids.size());
-    }
+    if (!own) requests_.Settled(p.ticket.ids.size());
     if (n.ok()) {
       counters_.nacked += n->retried;
       counters_.died += n->dead;
@@ -206,8 +153,16 @@ void MessageManager::SettleNacksLocked(
       if (n->retried > 0 && earliest.has_value()) {
         scheduler_.NoteDueAt(*earliest, clock_->MonotonicNow());
       }
-      if (n->dead > 0)
-        logs.push_back(DeathLogLocked(n->dead, DeathLine(p, n->dead)));
+      // A line for the messages that died, unless over the minute's budget.
+      std::optional<std::string> line;
+      if (n->dead > 0) {
+        line = failures_.DeathLine(n->dead, DeathText(p, n->dead),
+                                   clock_->MonotonicNow());
+      }
+      if (line.has_value()) {
+        logs.push_back(
+            std::make_pair("W", absl::StrCat(log_name_, ": ", *line)));
+      }
     } else if (own &&
                OutcomeOf(n.status()) == SettlementLedger::Outcome::kPermanent) {
       logs.push_back(StatementFailedLocked("death write", n.status()));
@@ -251,7 +206,7 @@ void MessageManager::SettleGroupsLocked(
                                      : absl::StatusOr<int64_t>(int64_t{0});
     reconciler_.HoldDone(p.ticket, OutcomeOf(n.status()), Extensions(p.group),
                          WriteGtid(result));
-    pending_ack_ids_ -= std::min(pending_ack_ids_, p.ticket.ids.size());
+    requests_.Settled(p.ticket.ids.size());
     if (n.ok() && *n > 0) {
       scheduler_.NoteDueAt(p.group.time_next, clock_->MonotonicNow());
     }
@@ -263,7 +218,7 @@ void MessageManager::SettleGroupsLocked(
         !result.ok()                  ? absl::StatusOr<int64_t>(result.status())
         : i < result->redrives.size() ? result->redrives[i]
                                       : absl::StatusOr<int64_t>(int64_t{0});
-    pending_ack_ids_ -= std::min(pending_ack_ids_, p.group.ids.size());
+    requests_.Settled(p.group.ids.size());
     if (n.ok() && *n > 0) {
       if (counters_.dead >= 0)
         counters_.dead = std::max<int64_t>(0, counters_.dead - *n);
@@ -310,17 +265,15 @@ void MessageManager::MaybeCountDead() {
   {
     // The count reads poller_idx's unacked entries: only for tables someone
     // is watching (subscribers, or a dead list asked for), at most once a
-    // kDeadCountEvery, and at once when the first subscriber comes or a
-    // dead list is asked for; msgq's own deaths and redrives keep it
+    // FailurePolicy::kCountEvery, and at once when the first subscriber comes
+    // or a dead list is asked for; msgq's own deaths and redrives keep it
     // current in between. An idle table reads nothing.
     absl::MutexLock lock(&mu_);
-    const absl::Time mono = clock_->MonotonicNow();
-    if (!scheduler_.mysql_ok() || mono < next_dead_count_ ||
-        (dispatcher_.empty() && !dead_list_seen_)) {
+    if (!scheduler_.mysql_ok() ||
+        !failures_.CountDue(clock_->MonotonicNow(),
+                            /*watched=*/!dispatcher_.empty())) {
       return;
     }
-    next_dead_count_ = mono + kDeadCountEvery;
-    dead_list_seen_ = false;
   }
   absl::StatusOr<int64_t> dead = store_->CountDead();
   Log log;

@@ -22,7 +22,6 @@
 // guarantee). Like every purge step it runs only while this msgqd owns the
 // table (RoundScheduler::PurgeDue).
 #include <algorithm>
-#include <set>
 #include <string>
 #include <utility>
 
@@ -67,7 +66,7 @@ absl::StatusOr<MessageManager::PollRead> MessageManager::ReadDue(
     const size_t max_bytes = options_.cache_max_bytes;
     const size_t room = std::min(
         cache_.capacity() - std::min(cache_.capacity(), cache_.queued()),
-        static_cast<size_t>(RowsForBytesLocked(
+        static_cast<size_t>(read_sizer_.RowsFor(
             max_bytes - std::min(max_bytes, cache_.bytes()))));
     for (std::string& id : *ids) {
       if (cache_.IsQueued(id) || reconciler_.InFlight(id)) {
@@ -104,12 +103,12 @@ bool MessageManager::DoPoll(const Work& work) {
     const int64_t in_flight = static_cast<int64_t>(reconciler_.in_flight());
     limit =
         std::min({capacity + in_flight, 2 * capacity,
-                  RowsForBytesLocked(options_.cache_max_bytes) + in_flight});
+                  read_sizer_.RowsFor(options_.cache_max_bytes) + in_flight});
     const int64_t held =
         static_cast<int64_t>(cache_.queued() + reconciler_.in_flight());
     by_ids = store_->polls_ids() && held > 0 &&
-             held * kIdsFirstWhenHeld >= limit && !gate_.has_value();
-    if (gate_.has_value()) room = gate_->Room(work.now, limit);
+             held * kIdsFirstWhenHeld >= limit && !gate_.on();
+    room = gate_.Room(work.now, limit);
     read_number = reconciler_.ReadStarts();
   }
   const absl::Time start = clock_->MonotonicNow();
@@ -126,7 +125,7 @@ bool MessageManager::DoPoll(const Work& work) {
     // stale rows go.
     const bool full =
         read.ok() && (static_cast<int64_t>(read->listed) >= limit ||
-                      NoteReadBytesLocked(read->rows));
+                      read_sizer_.Note(read->rows));
     RowReconciler::Deferred deferred = reconciler_.ReadEnds(
         read_number, read.ok() ? &read->rows : nullptr, at);
     if (!read.ok()) {
@@ -187,7 +186,7 @@ bool MessageManager::DoFetch(const Work& work) {
     absl::MutexLock lock(&mu_);
     counters_.fetch_latency.Observe(took);
     // Cut at its bytes: the rows left out wait for a poll.
-    if (rows.ok() && NoteReadBytesLocked(*rows)) scheduler_.NoteBacklog();
+    if (rows.ok() && read_sizer_.Note(*rows)) scheduler_.NoteBacklog();
     RowReconciler::Deferred deferred =
         reconciler_.ReadEnds(read_number, rows.ok() ? &*rows : nullptr, at);
     if (!rows.ok()) {
@@ -213,27 +212,6 @@ bool MessageManager::DoFetch(const Work& work) {
   return rows.ok() || !IsUnavailable(rows.status());
 }
 
-int64_t MessageManager::RowsForBytesLocked(size_t bytes) const {
-  mu_.AssertHeld();
-  // Before any row was read its size is unknown: the store's cut at
-  // cache_max_bytes bounds that read.
-  if (largest_row_ == 0) return INT32_MAX;
-  return static_cast<int64_t>(
-      std::clamp<size_t>(bytes / largest_row_, 1, INT32_MAX));
-}
-
-bool MessageManager::NoteReadBytesLocked(const std::vector<Message>& rows) {
-  mu_.AssertHeld();
-  size_t bytes = 0;
-  size_t largest = 0;
-  for (const Message& m : rows) {
-    bytes += m.WireBytes();
-    largest = std::max(largest, m.WireBytes());
-  }
-  if (!rows.empty()) largest_row_ = largest;
-  return bytes >= options_.cache_max_bytes;
-}
-
 void MessageManager::AddToCacheLocked(std::vector<Message>& rows) {
   mu_.AssertHeld();
   const int64_t now = clock_->NowNanos();
@@ -245,8 +223,8 @@ void MessageManager::AddToCacheLocked(std::vector<Message>& rows) {
     // Due again (its ack wait ran out): no longer held (its subscriber
     // lapses and the resend avoids it), nor in flight (msgq_concurrency_by).
     dispatcher_.DueAgain(m.id);
-    if (gate_.has_value()) gate_->Release(m.id);
-    if (std::optional<std::string> reason = DeathReasonLocked(m, now)) {
+    gate_.Release(m.id);
+    if (std::optional<std::string> reason = failures_.DeathReason(m, now)) {
       dispatcher_.Release(m.id);  // never sent again
       auto it = std::find_if(
           deaths.begin(), deaths.end(),
@@ -268,7 +246,7 @@ void MessageManager::AddToCacheLocked(std::vector<Message>& rows) {
   }
   for (PendingNack& p : deaths) {
     p.ticket = reconciler_.BeginHold(std::move(p.ticket.ids));
-    nacks_.push_back(std::move(p));
+    requests_.Add(std::move(p));
   }
   if (!deaths.empty()) WakeLocked();
 }
@@ -318,25 +296,7 @@ void MessageManager::DoPartitionPurge(const Work& work) {
           static_cast<int64_t>(report->dropped.size());
       counters_.partitions_held_back =
           static_cast<int64_t>(report->held_back.size());
-      // One line when a partition starts being held back, not every step.
-      std::set<std::string> held;
-      for (const auto& [name, id] : report->held_back) {
-        held.insert(name);
-        if (held_back_.count(name) == 0) {
-          lines.push_back(absl::StrCat(
-              log_name_, ": partition `", name,
-              "` is past vt_purge_after but kept: it still holds unacked or "
-              "dead rows (e.g. id ",
-              id, ")"));
-        }
-      }
-      held_back_ = std::move(held);
-      const std::string error(report->create_error.message());
-      if (error != partition_create_error_ && !error.empty()) {
-        lines.push_back(absl::StrCat(
-            log_name_, ": creating partitions ahead failed: ", error));
-      }
-      partition_create_error_ = error;
+      lines = partition_log_.Lines(*report);
     }
   }
   Emit(std::move(log));

@@ -57,9 +57,9 @@ void MessageManager::Ack(std::vector<std::string> ids, AckCallback done) {
       for (const std::string& id : ids) {
         cache_.RemoveQueued(id);
         freed |= dispatcher_.Release(id);  // prefetch slots
-        gate_freed |= gate_.has_value() && gate_->Release(id);
+        gate_freed |= gate_.Release(id);
       }
-      acks_.push_back(
+      requests_.Add(
           PendingAck{reconciler_.BeginAck(std::move(ids)), std::move(done)});
       WakeAcksLocked();
       GateFreedLocked(gate_freed);
@@ -80,27 +80,7 @@ absl::Status MessageManager::AdmitLocked(size_t ids) {
     return absl::UnavailableError(
         absl::StrCat("MySQL is unavailable for ", log_name_, ": retry"));
   }
-  const size_t requests = acks_.size() + nacks_.size() + extends_.size() +
-                          redrives_.size() + dead_lists_.size();
-  if (requests >= static_cast<size_t>(options_.max_pending_acks) ||
-      pending_ack_ids_ + ids >
-          static_cast<size_t>(options_.max_pending_ack_ids)) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("too many requests waiting for ", log_name_));
-  }
-  pending_ack_ids_ += ids;
-  return absl::OkStatus();
-}
-
-bool MessageManager::HasRequestsLocked() const {
-  mu_.AssertHeld();
-  return !acks_.empty() || RoundHasRequestsLocked();
-}
-
-bool MessageManager::RoundHasRequestsLocked() const {
-  mu_.AssertHeld();
-  return (!acks_.empty() && !AckLaneLocked()) || !nacks_.empty() ||
-         !extends_.empty() || !redrives_.empty() || !dead_lists_.empty();
+  return requests_.Admit(ids, log_name_);
 }
 
 void MessageManager::Nack(NackRequest request, NackCallback done) {
@@ -159,14 +139,14 @@ void MessageManager::Nack(NackRequest request, NackCallback done) {
       for (const std::string& id : ids) freed |= dispatcher_.Release(id);
       bool gate_freed = false;  // msgq_concurrency_by slots
       for (const msgq::Nack& n : group.nacks) {
-        gate_freed |= gate_.has_value() && gate_->ReleaseNacked(n.id, n.epoch);
+        gate_freed |= gate_.ReleaseNacked(n.id, n.epoch);
       }
       GateFreedLocked(gate_freed);
       freed |= gate_freed;
       // The nack decides the row's next time; a queued copy is a newer
       // delivery's and stays (the epoch check keeps this nack off it).
-      nacks_.push_back(PendingNack{reconciler_.BeginHold(std::move(ids)),
-                                   std::move(group), std::move(done)});
+      requests_.Add(PendingNack{reconciler_.BeginHold(std::move(ids)),
+                                std::move(group), std::move(done)});
       WakeLocked();
       if (freed) sends = PumpLocked();
     }
@@ -213,10 +193,10 @@ void MessageManager::Extend(std::vector<Delivery> deliveries,
     if (refused.ok()) {
       for (const auto& [id, epoch] : group.deliveries) {
         dispatcher_.Extended(id);  // its subscriber is alive
-        if (gate_.has_value()) gate_->Extend(id, epoch, group.time_next);
+        gate_.Extend(id, epoch, group.time_next);
       }
-      extends_.push_back(PendingExtend{reconciler_.BeginHold(std::move(ids)),
-                                       std::move(group), std::move(done)});
+      requests_.Add(PendingExtend{reconciler_.BeginHold(std::move(ids)),
+                                  std::move(group), std::move(done)});
       WakeLocked();
       return;
     }

@@ -36,13 +36,14 @@
 // Stopping (a reload, a shutdown) keeps retrying them the same way after
 // the last Flush, through MySQL outages too, and Stop() returns only when
 // they committed or when the ack wait of the sends they settle has run out
-// (locked_fence_): a successor (the reload's next manager, or whoever
+// (HeldBackWrites::fence()): a successor (the reload's next manager, or whoever
 // takes the table after this msgqd) reads such a row due in MySQL and
 // would send it again at once, inside the ack wait of a send still being
 // processed. Past the fence a send again is the ordinary redelivery; the
 // writes are given up and logged.
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -95,17 +96,19 @@ RoundScheduler::View MessageManager::ViewLocked() const {
   // A paused table reads nothing due, as if nobody subscribed.
   view.subscribers = !dispatcher_.empty() && !paused_;
   view.cache_full = cache_.full();
-  view.writes_pending = RoundHasRequestsLocked();
+  // The requests the table's round takes (not the ack lane's acks).
+  view.writes_pending = requests_.others_waiting() ||
+                        (requests_.acks_waiting() && !AckLaneLocked());
   if (reconciler_.HasOwed()) {
-    view.postpones_due_at = GraceAppliesLocked()
-                                ? reconciler_.OldestOwedAt() + postpone_grace_
-                                : absl::InfinitePast();
+    // Stopping or not owning: every postpone now (Flush; a handover waits
+    // for Quiesced()).
+    view.postpones_due_at = postpone_timing_.DueAt(
+        reconciler_.OldestOwedAt(), /*all=*/stopping_ || !OwnsLocked());
   }
-  if (!locked_postpones_.empty()) {
-    view.locked_retry_at = locked_postpones_at_;
-  }
-  if (!locked_acks_.empty() && !AckLaneLocked()) {
-    view.locked_retry_at = std::min(view.locked_retry_at, locked_acks_at_);
+  view.locked_retry_at = locked_writes_.postpones_retry_at();
+  if (!AckLaneLocked()) {
+    view.locked_retry_at =
+        std::min(view.locked_retry_at, locked_writes_.acks_retry_at());
   }
   view.owner = OwnsLocked();
   if (readings_ != nullptr) {
@@ -142,18 +145,19 @@ MessageManager::Work MessageManager::TakeWorkLocked() {
   work.mono = clock_->MonotonicNow();
   work.writes.now = work.now;
   if (scheduler_.Waiting(work.mono)) return work;
-  work.postponed = reconciler_.TakePostpones(PostponeCutoffLocked(work.mono));
+  work.postponed = reconciler_.TakePostpones(
+      postpone_timing_.Cutoff(work.mono, /*all=*/stopping_ || !OwnsLocked()));
   work.first_retried = work.postponed.size();
-  if (!locked_postpones_.empty() &&
-      (stopping_ || work.mono >= locked_postpones_at_)) {
+  std::vector<SettlementLedger::Postpone> retried =
+      locked_writes_.TakePostpones(work.mono, /*all=*/stopping_);
+  if (!retried.empty()) {
     // Still being written: the ledger took them before.
-    work.postponed.insert(work.postponed.end(), locked_postpones_.begin(),
-                          locked_postpones_.end());
-    locked_postpones_.clear();
-    locked_postpones_at_ = absl::InfiniteFuture();
+    work.postponed.insert(work.postponed.end(),
+                          std::make_move_iterator(retried.begin()),
+                          std::make_move_iterator(retried.end()));
     work.writes.expect_locked = true;
   }
-  previous_take_ = work.mono;
+  postpone_timing_.Took(work.mono);
   // One jitter per epoch per round, as one statement covers the round.
   absl::flat_hash_map<int64_t, int64_t> time_by_epoch;
   for (const auto& [id, epoch] : work.postponed) {
@@ -165,41 +169,9 @@ MessageManager::Work MessageManager::TakeWorkLocked() {
     work.writes.postpones.push_back(Postponement{id, it->second});
   }
   if (!AckLaneLocked()) TakeAcksLocked(work);
-  work.nacks.swap(nacks_);
-  for (const PendingNack& p : work.nacks) {
-    work.writes.nack_groups.push_back(p.group);
-  }
-  work.extends.swap(extends_);
-  for (const PendingExtend& p : work.extends) {
-    work.writes.extend_groups.push_back(p.group);
-  }
-  work.redrives.swap(redrives_);
-  for (const PendingRedrive& p : work.redrives) {
-    work.writes.redrive_groups.push_back(p.group);
-  }
-  work.dead_lists.swap(dead_lists_);
+  requests_.TakeOthers(work);
   work.round = scheduler_.Take(ViewLocked(), work.mono, work.now);
   return work;
-}
-
-bool MessageManager::GraceAppliesLocked() const {
-  mu_.AssertHeld();
-  // Stopping or not owning: every postpone now (Flush; a handover waits
-  // for Quiesced()).
-  return postpone_grace_ > absl::ZeroDuration() && !stopping_ && OwnsLocked();
-}
-
-absl::Time MessageManager::PostponeCutoffLocked(absl::Time mono) const {
-  mu_.AssertHeld();
-  if (GraceAppliesLocked()) return mono - postpone_grace_;
-  // With row images most sends happen between rounds; like a send during a
-  // round's read, each waits for the round after the next one to start,
-  // which gives its ack a round's time to cancel the postpone (one row
-  // update instead of two).
-  if (options_.binlog_row_images && !stopping_ && OwnsLocked()) {
-    return previous_take_;
-  }
-  return absl::InfiniteFuture();
 }
 
 void MessageManager::RunOnce() {
@@ -260,35 +232,18 @@ absl::Time MessageManager::RunRound() {
 
 void MessageManager::TakeAcksLocked(Work& work) {
   mu_.AssertHeld();
-  work.acks.swap(acks_);
+  requests_.TakeAcks(work);
   for (const PendingAck& ack : work.acks) {
-    work.writes.ack_groups.push_back(ack.ticket.ids);
     reconciler_.AcksWriting(ack.ticket.ids);
   }
-  if (locked_acks_.empty() || (!stopping_ && work.mono < locked_acks_at_)) {
-    return;
-  }
-  for (PendingAck& ack : locked_acks_) {
+  std::vector<PendingAck> retried =
+      locked_writes_.TakeAcks(work.mono, /*all=*/stopping_);
+  if (retried.empty()) return;
+  for (PendingAck& ack : retried) {
     work.writes.ack_groups.push_back(ack.ticket.ids);
     work.acks.push_back(std::move(ack));
   }
-  locked_acks_.clear();
-  locked_acks_at_ = absl::InfiniteFuture();
   work.writes.expect_locked = true;
-}
-
-void MessageManager::LockedRowHeldLocked(const std::string& id) {
-  mu_.AssertHeld();
-  // The row was sent before this round: its ack wait ends by then.
-  locked_fence_ = std::max(locked_fence_,
-                           clock_->MonotonicNow() + table_.settings.ack_wait);
-  if (locked_ids_[id]++ == 0) ++counters_.locked_rows;
-}
-
-void MessageManager::LockedRowFreedLocked(const std::string& id) {
-  mu_.AssertHeld();
-  auto it = locked_ids_.find(id);
-  if (it != locked_ids_.end() && --it->second == 0) locked_ids_.erase(it);
 }
 
 absl::Time MessageManager::RunAckRound() {
@@ -297,9 +252,9 @@ absl::Time MessageManager::RunAckRound() {
     absl::MutexLock lock(&mu_);
     if (!AckLaneLocked()) return absl::InfiniteFuture();
     work.mono = clock_->MonotonicNow();
-    if (acks_.empty() &&
-        (locked_acks_.empty() || work.mono < locked_acks_at_)) {
-      return locked_acks_.empty() ? absl::InfiniteFuture() : locked_acks_at_;
+    if (!requests_.acks_waiting() &&
+        work.mono < locked_writes_.acks_retry_at()) {
+      return locked_writes_.acks_retry_at();
     }
     if (scheduler_.Waiting(work.mono)) {
       return scheduler_.NextDeadline(ViewLocked(), work.mono,
@@ -315,10 +270,10 @@ absl::Time MessageManager::RunAckRound() {
   // msgq_order_by: a settled head lets the table's round read the next;
   // msgq_concurrency_by: an acked row leaves the key's next rows to read.
   if (!table_.settings.order_by.empty()) WakeLocked();
-  if (gate_.has_value()) GateFreedLocked(true);
+  if (gate_.on()) GateFreedLocked(true);
   if (!AckLaneLocked()) return absl::InfiniteFuture();
-  if (!acks_.empty()) return clock_->MonotonicNow();
-  return locked_acks_.empty() ? absl::InfiniteFuture() : locked_acks_at_;
+  if (requests_.acks_waiting()) return clock_->MonotonicNow();
+  return locked_writes_.acks_retry_at();
 }
 
 void MessageManager::Flush(bool unavailable_too) {
@@ -422,12 +377,11 @@ bool MessageManager::DoWrites(Work& work, MessageStore* store) {
       // Locked rows only a nack, extend or redrive named: those failed
       // (ABORTED), nothing of them is held back.
       for (const std::string& id : result->locked) {
-        counters_.locked_rows += locked_ids_.contains(id) ? 0 : 1;
+        counters_.locked_rows += locked_writes_.RowWaiting(id) ? 0 : 1;
       }
     }
     // msgq_order_by: a settled message lets the next of its key be read.
-    if ((!table_.settings.order_by.empty() || gate_.has_value()) &&
-        result.ok() &&
+    if ((!table_.settings.order_by.empty() || gate_.on()) && result.ok() &&
         (!work.acks.empty() || !work.writes.nack_groups.empty() ||
          !work.writes.redrive_groups.empty())) {
       scheduler_.RequestPoll();
@@ -461,18 +415,17 @@ void MessageManager::SettlePostponesLocked(
     const std::string& id = work.postponed[i].first;
     const bool retried = i >= work.first_retried;
     if (locked.contains(id) || (retried && outcome == Outcome::kTransient)) {
-      if (!retried) LockedRowHeldLocked(id);
-      locked_postpones_.push_back(std::move(work.postponed[i]));
+      if (!retried && locked_writes_.RowHeld(id, clock_->MonotonicNow())) {
+        ++counters_.locked_rows;  // the row's first write held back
+      }
+      locked_writes_.HoldPostpone(std::move(work.postponed[i]));
       continue;
     }
-    if (retried) LockedRowFreedLocked(id);
+    if (retried) locked_writes_.RowFreed(id);
     taken.push_back(std::move(work.postponed[i]));
     written.push_back(work.writes.postpones[i]);
   }
-  if (!locked_postpones_.empty() &&
-      locked_postpones_at_ == absl::InfiniteFuture()) {
-    locked_postpones_at_ = clock_->MonotonicNow() + options_.locked_retry;
-  }
+  locked_writes_.ArmRetries(clock_->MonotonicNow());
   reconciler_.PostponesDone(taken, written, outcome, WriteGtid(result));
   if (postpones.ok()) {
     counters_.postponed += static_cast<int64_t>(written.size());
@@ -496,16 +449,14 @@ void MessageManager::SettleAcksLocked(
     PendingAck& ack = work.acks[i];
     // Held back by a row lock before, and answered then.
     const bool held = ack.done == nullptr;
-    if (!held) {
-      pending_ack_ids_ -= std::min(pending_ack_ids_, ack.ticket.ids.size());
-    }
+    if (!held) requests_.Settled(ack.ticket.ids.size());
     absl::StatusOr<int64_t> n =
         !result.ok()              ? absl::StatusOr<int64_t>(result.status())
         : i < result->acks.size() ? result->acks[i]
                                   : absl::StatusOr<int64_t>(int64_t{0});
     const Outcome outcome = OutcomeOf(n.status());
     if (held && outcome == Outcome::kTransient) {
-      locked_acks_.push_back(std::move(ack));  // nobody else retries it
+      locked_writes_.HoldAck(std::move(ack));  // nobody else retries it
       continue;
     }
     if (n.ok()) {
@@ -516,8 +467,11 @@ void MessageManager::SettleAcksLocked(
       SettlementLedger::AckTicket waiting;
       for (std::string& id : ack.ticket.ids) {
         const bool wait = locked.contains(id);
-        if (wait != held) {
-          wait ? LockedRowHeldLocked(id) : LockedRowFreedLocked(id);
+        if (wait && !held &&
+            locked_writes_.RowHeld(id, clock_->MonotonicNow())) {
+          ++counters_.locked_rows;  // the row's first write held back
+        } else if (!wait && held) {
+          locked_writes_.RowFreed(id);
         }
         (wait ? waiting : done).ids.push_back(std::move(id));
       }
@@ -527,12 +481,14 @@ void MessageManager::SettleAcksLocked(
       }
       reconciler_.AckDone(done, outcome, WriteGtid(result));
       if (!waiting.ids.empty()) {
-        locked_acks_.push_back(PendingAck{std::move(waiting), nullptr});
+        locked_writes_.HoldAck(PendingAck{std::move(waiting), nullptr});
       }
     } else {
       reconciler_.AckDone(ack.ticket, outcome);
       if (held) {
-        for (const std::string& id : ack.ticket.ids) LockedRowFreedLocked(id);
+        for (const std::string& id : ack.ticket.ids) {
+          locked_writes_.RowFreed(id);
+        }
         logs.push_back(StatementFailedLocked("held-back ack", n.status()));
       }
       n = absl::Status(n.status().code(),
@@ -544,9 +500,7 @@ void MessageManager::SettleAcksLocked(
       done(std::move(n));
     });
   }
-  if (!locked_acks_.empty() && locked_acks_at_ == absl::InfiniteFuture()) {
-    locked_acks_at_ = clock_->MonotonicNow() + options_.locked_retry;
-  }
+  locked_writes_.ArmRetries(clock_->MonotonicNow());
 }
 
 }  // namespace msgq
