@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_join.h"
 #include "client/cli_common.h"
-#include "client/client.h"
+#include "msgq/client.h"
 
 namespace msgq {
 namespace {

@@ -28,16 +28,16 @@
 #include "absl/types/span.h"
 #include "client/cli.h"
 #include "client/cli_flags.h"
-#include "client/client.h"
-#include "client/credentials.h"
-#include "client/table_ref.h"
+#include "msgq/client.h"
+#include "msgq/credentials.h"
+#include "msgq/table_ref.h"
 
 namespace msgq {
 
 struct CommonFlags {
   std::string server = "127.0.0.1:15999";
   absl::Duration timeout = absl::Seconds(10);
-  // TLS and credentials (client/credentials.h).
+  // TLS and credentials (msgq/credentials.h).
   std::string tls_ca;
   std::string tls_cert;
   std::string tls_key;

@@ -11,7 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "client/cli_common.h"
 #include "client/cli_format.h"
-#include "client/client.h"
+#include "client/internal/messaging_calls.h"
+#include "msgq/client.h"
 
 namespace msgq {
 namespace {
@@ -174,8 +175,8 @@ int RunDead(absl::Span<const std::string> args, std::ostream& out,
 
   std::unique_ptr<Client> client = cmd.ConnectOne();
   if (client == nullptr) return kExitUsage;
-  absl::StatusOr<std::vector<v1::DeadMessage>> dead =
-      client->ListDead(cmd.table(), static_cast<int32_t>(limit), after);
+  absl::StatusOr<std::vector<v1::DeadMessage>> dead = internal::ListDeadCall(
+      *client, cmd.table(), static_cast<int32_t>(limit), after);
   if (!dead.ok()) return cmd.Error(dead.status());
   out << (json ? FormatDeadJson(*dead) + "\n"
                : FormatDeadText(*dead, absl::Now()));

@@ -21,7 +21,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "client/message.h"
+#include "msgq/message.h"
 #include "msgq/v1/messaging.pb.h"
 
 namespace msgq {

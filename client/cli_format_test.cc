@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "client/internal/decode_row.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -8,7 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "client/cli_common.h"
 #include "client/cli_format.h"
-#include "client/client.h"
+#include "client/internal/messaging_calls.h"
+#include "msgq/client.h"
 
 namespace msgq {
 namespace {
@@ -81,13 +82,14 @@ int RunGroups(absl::Span<const std::string> args, std::ostream& out,
   const TableRef table =
       pos.size() > 1 ? cmd.table(1) : TableRef(cmd.keyspace(), "");
   if (sub == "list") {
-    absl::StatusOr<std::vector<v1::Group>> groups = client->ListGroups(table);
+    absl::StatusOr<std::vector<v1::Group>> groups =
+        internal::ListGroupsCall(*client, table);
     if (!groups.ok()) return cmd.Error(groups.status());
     out << (json ? FormatGroupsJson(*groups) + "\n"
                  : FormatGroupsText(*groups));
   } else if (sub == "create") {
     absl::StatusOr<v1::Group> group =
-        client->CreateGroup(table, pos[2], from, filter);
+        internal::CreateGroupCall(*client, table, pos[2], from, filter);
     if (!group.ok()) return cmd.Error(group.status());
     out << "created group " << group->name() << " of " << group->keyspace()
         << "." << group->table() << " from "

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/cli_common.h"
-#include "client/client.h"
+#include "msgq/client.h"
 
 namespace msgq {
 namespace {

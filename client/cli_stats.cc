@@ -8,7 +8,8 @@
 #include "absl/time/clock.h"
 #include "client/cli_common.h"
 #include "client/cli_stats_format.h"
-#include "client/client.h"
+#include "client/internal/messaging_calls.h"
+#include "msgq/client.h"
 
 namespace msgq {
 namespace {
@@ -36,7 +37,7 @@ absl::StatusOr<std::vector<StatsSample>> Sample(
   std::vector<StatsSample> samples;
   for (size_t i = 0; i < clients.size(); ++i) {
     absl::StatusOr<std::vector<v1::TableStatus>> tables =
-        clients[i]->ListTables();
+        internal::ListTablesCall(*clients[i]);
     if (!tables.ok()) {
       CommonFlags one = common;
       one.server = servers[i];

@@ -9,7 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "client/cli_common.h"
 #include "client/cli_format.h"
-#include "client/client.h"
+#include "client/internal/messaging_calls.h"
+#include "msgq/client.h"
 
 namespace msgq {
 namespace {
@@ -140,7 +141,7 @@ int RunTablesOnServers(const std::vector<std::string>& servers,
     absl::StatusOr<std::unique_ptr<Client>> client = ConnectOne(one);
     absl::StatusOr<std::vector<v1::TableStatus>> tables =
         client.ok()
-            ? (*client)->ListTables()
+            ? internal::ListTablesCall(**client)
             : absl::StatusOr<std::vector<v1::TableStatus>>(client.status());
     if (!tables.ok()) {
       const int failed = ReportError(err, "tables", one, tables.status());
@@ -173,7 +174,8 @@ int RunTables(absl::Span<const std::string> args, std::ostream& out,
   }
   std::unique_ptr<Client> client = cmd.ConnectOne();
   if (client == nullptr) return kExitUsage;
-  absl::StatusOr<std::vector<v1::TableStatus>> tables = client->ListTables();
+  absl::StatusOr<std::vector<v1::TableStatus>> tables =
+      internal::ListTablesCall(*client);
   if (!tables.ok()) return cmd.Error(tables.status());
   out << (json ? FormatTablesJson(*tables) + "\n"
                : FormatServerTablesText({{cmd.common().server, *tables}},

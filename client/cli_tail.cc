@@ -16,8 +16,8 @@
 #include "absl/synchronization/mutex.h"
 #include "client/cli_common.h"
 #include "client/cli_format.h"
-#include "client/client.h"
-#include "client/subscriber.h"
+#include "msgq/client.h"
+#include "msgq/subscriber.h"
 
 namespace msgq {
 namespace {

@@ -25,7 +25,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "client/credentials.h"
+#include "msgq/credentials.h"
 
 namespace msgq {
 

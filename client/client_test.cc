@@ -1,4 +1,4 @@
-#include "client/client.h"
+#include "msgq/client.h"
 
 #include <memory>
 #include <string>
@@ -137,24 +137,36 @@ TEST_F(ClientTest, BadArgumentsAndEmptyListsMakeNoCall) {
   EXPECT_TRUE(fake_.list_dead_requests().empty());
 }
 
-v1::DeadMessage Dead(std::string id, int64_t epoch, std::string error) {
+v1::DeadMessage Dead(std::string id, int64_t epoch, std::string error,
+                     int64_t time_dead = 0, int64_t time_created = 0) {
   v1::DeadMessage m;
   m.set_id(std::move(id));
   m.set_epoch(epoch);
   m.set_last_error(std::move(error));
+  m.set_time_dead(time_dead);
+  m.set_time_created(time_created);
   return m;
 }
 
 TEST_F(ClientTest, ListDeadPagesAndRedriveTakesIdsOrAll) {
-  fake_.SetDeadMessages(
-      {Dead("1", 5, "timeout"), Dead("2", 1, "bad"), Dead("3", 2, "")});
-  absl::StatusOr<std::vector<v1::DeadMessage>> page =
+  fake_.SetDeadMessages({Dead("1", 5, "timeout"),
+                         Dead("2", 1, "bad", 1'700'000'002'000'000'001,
+                              1'700'000'000'500'000'000),
+                         Dead("3", 2, "")});
+  absl::StatusOr<std::vector<DeadMessage>> page =
       client_->ListDead({"shop", "orders"}, 2, "1");
   ASSERT_TRUE(page.ok()) << page.status();
-  ASSERT_EQ(page->size(), 2u);
-  EXPECT_EQ((*page)[0].id(), "2");
-  EXPECT_EQ((*page)[0].last_error(), "bad");
-  EXPECT_EQ((*page)[1].id(), "3");
+  // Unix ns become absl::Time; 0 (a table without the column) nullopt.
+  EXPECT_THAT(
+      *page,
+      ElementsAre(
+          DeadMessage{
+              .id = "2",
+              .epoch = 1,
+              .last_error = "bad",
+              .time_dead = absl::FromUnixNanos(1'700'000'002'000'000'001),
+              .time_created = absl::FromUnixMillis(1'700'000'000'500)},
+          DeadMessage{.id = "3", .epoch = 2}));
   ASSERT_EQ(fake_.list_dead_requests().size(), 1u);
   EXPECT_EQ(fake_.list_dead_requests()[0].keyspace(), "shop");
   EXPECT_EQ(fake_.list_dead_requests()[0].limit(), 2);
@@ -195,17 +207,102 @@ TEST_F(ClientTest, ListTablesReturnsEveryTable) {
   loaded->set_keyspace("msgq");
   loaded->set_name("orders");
   loaded->set_loaded(true);
+  loaded->set_subscribers(2);
+  loaded->set_discovery("binlog");
+  v1::TableSettings* settings = loaded->mutable_settings();
+  settings->set_ack_wait(30);
+  settings->set_purge_after(3600);
+  settings->set_batch_size(100);
+  settings->set_cache_size(5000);
+  settings->set_poller_interval(0.5);
+  settings->set_min_backoff(0.25);
+  settings->set_max_backoff(60);
+  settings->add_message_cols("id");
+  settings->add_message_cols("message");
+  settings->set_max_attempts(5);
+  settings->set_max_age(86400);
+  settings->set_dead_retention(604800);
+  settings->set_rate_limit(50);
+  settings->set_rate_burst(10);
+  settings->set_order_by("customer");
+  settings->set_fair_by("tenant");
+  settings->set_concurrency_by("account");
+  settings->set_concurrency(3);
+  loaded->set_cached(7);
+  loaded->set_in_flight(3);
+  loaded->set_dead(1);
+  loaded->set_sent(20);
+  loaded->set_redelivered(4);
+  loaded->set_postponed(2);
+  loaded->set_acked(15);
+  loaded->set_nacked(6);
+  loaded->set_died(1);
+  loaded->set_purged(9);
+  loaded->set_polls(11);
+  v1::Ownership* ownership = loaded->mutable_ownership();
+  ownership->set_state("owner");
+  ownership->set_owner("msgqd-a");
+  ownership->set_since(1'700'000'000'000'000'000);
+  ownership->set_expires(1'700'000'010'000'000'000);
+  loaded->set_paused(true);
+  loaded->set_keys_at_limit(2);
   v1::TableStatus* broken = tables.add_tables();
   broken->set_name("broken");
   broken->set_error("vt_ack_wait missing");
+  broken->set_dead(-1);
+  broken->mutable_ownership()->set_state("unknown");
+  broken->mutable_ownership()->set_error("no lease table");
   fake_.SetTables(tables);
 
-  absl::StatusOr<std::vector<v1::TableStatus>> listed = client_->ListTables();
+  absl::StatusOr<std::vector<TableStatus>> listed = client_->ListTables();
   ASSERT_TRUE(listed.ok()) << listed.status();
-  ASSERT_EQ(listed->size(), 2u);
-  EXPECT_EQ((*listed)[0].name(), "orders");
-  EXPECT_TRUE((*listed)[0].loaded());
-  EXPECT_EQ((*listed)[1].error(), "vt_ack_wait missing");
+  // Seconds become absl::Duration, Unix ns absl::Time (0: nullopt).
+  const TableStatus want_loaded = {
+      .keyspace = "msgq",
+      .name = "orders",
+      .loaded = true,
+      .subscribers = 2,
+      .discovery = "binlog",
+      .settings = {.ack_wait = absl::Seconds(30),
+                   .purge_after = absl::Hours(1),
+                   .batch_size = 100,
+                   .cache_size = 5000,
+                   .poller_interval = absl::Milliseconds(500),
+                   .min_backoff = absl::Milliseconds(250),
+                   .max_backoff = absl::Minutes(1),
+                   .message_cols = {"id", "message"},
+                   .max_attempts = 5,
+                   .max_age = absl::Hours(24),
+                   .dead_retention = absl::Hours(7 * 24),
+                   .rate_limit = 50,
+                   .rate_burst = 10,
+                   .order_by = "customer",
+                   .fair_by = "tenant",
+                   .concurrency_by = "account",
+                   .concurrency = 3},
+      .cached = 7,
+      .in_flight = 3,
+      .dead = 1,
+      .sent = 20,
+      .redelivered = 4,
+      .postponed = 2,
+      .acked = 15,
+      .nacked = 6,
+      .died = 1,
+      .purged = 9,
+      .polls = 11,
+      .ownership = {.state = "owner",
+                    .owner = "msgqd-a",
+                    .since = absl::FromUnixSeconds(1'700'000'000),
+                    .expires = absl::FromUnixSeconds(1'700'000'010)},
+      .paused = true,
+      .keys_at_limit = 2};
+  const TableStatus want_broken = {
+      .name = "broken",
+      .error = "vt_ack_wait missing",
+      .dead = -1,
+      .ownership = {.state = "unknown", .error = "no lease table"}};
+  EXPECT_THAT(*listed, ElementsAre(want_loaded, want_broken));
 }
 
 TEST_F(ClientTest, CallsHaveADeadline) {

@@ -1,4 +1,4 @@
-#include "client/credentials.h"
+#include "msgq/credentials.h"
 
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
@@ -10,7 +10,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "client/client.h"
+#include "msgq/client.h"
 
 namespace msgq {
 namespace {

@@ -1,9 +1,9 @@
-#include "client/handler_result.h"
+#include "msgq/handler_result.h"
 
 #include <functional>
 
-#include "client/message.h"
 #include "gtest/gtest.h"
+#include "msgq/message.h"
 
 namespace msgq {
 namespace {

@@ -1,4 +1,4 @@
-#include "client/inbox.h"
+#include "msgq/inbox.h"
 
 #include <mysql.h>
 

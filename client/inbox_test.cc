@@ -5,7 +5,7 @@
 // consumers on one redelivered message, and the kill campaign.
 //
 // MSGQD overrides the msgqd binary; MSGQ_INBOX_SEED=N replays a campaign.
-#include "client/inbox.h"
+#include "msgq/inbox.h"
 
 #include <mysql.h>
 #include <netinet/in.h>
@@ -31,9 +31,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "client/message.h"
+#include "client/internal/decode_row.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "msgq/message.h"
 #include "tools/launch/child_process.h"
 #include "tools/launch/msgqd_process.h"
 #include "tools/launch/owned_dir.h"

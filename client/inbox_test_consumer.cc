@@ -31,9 +31,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
-#include "client/client.h"
-#include "client/inbox.h"
-#include "client/subscriber.h"
+#include "msgq/client.h"
+#include "msgq/inbox.h"
+#include "msgq/subscriber.h"
 
 namespace {
 

@@ -1,16 +1,32 @@
-#include "client/message.h"
+#include "msgq/message.h"
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "client/internal/decode_row.h"
 
 namespace msgq {
 
-absl::StatusOr<std::shared_ptr<const Schema>> Schema::FromFields(
+namespace internal {
+
+// The row decoder's access to Message's private constructor.
+struct MessageAccess {
+  static Message Make(std::shared_ptr<const Schema> schema, std::string values,
+                      std::vector<Message::Span> offsets, int64_t epoch,
+                      std::string server) {
+    return Message(std::move(schema), std::move(values), std::move(offsets),
+                   epoch, std::move(server));
+  }
+  using Span = Message::Span;
+};
+
+}  // namespace internal
+
+absl::StatusOr<std::shared_ptr<const Schema>> SchemaFromFields(
     const google::protobuf::RepeatedPtrField<v1::Field>& fields) {
-  std::vector<Column> columns;
+  std::vector<Schema::Column> columns;
   columns.reserve(fields.size());
   for (const v1::Field& f : fields) columns.push_back({f.name(), f.type()});
-  return FromColumns(std::move(columns));
+  return Schema::FromColumns(std::move(columns));
 }
 
 absl::StatusOr<std::shared_ptr<const Schema>> Schema::FromColumns(
@@ -75,7 +91,7 @@ absl::StatusOr<Message> DecodeRow(std::shared_ptr<const Schema> schema,
         absl::StrCat("malformed row: ", row.lengths_size(), " lengths for ",
                      schema->size(), " columns"));
   }
-  std::vector<Message::Span> offsets;
+  std::vector<internal::MessageAccess::Span> offsets;
   offsets.reserve(schema->size());
   size_t offset = 0;
   for (int i = 0; i < row.lengths_size(); ++i) {
@@ -105,8 +121,9 @@ absl::StatusOr<Message> DecodeRow(std::shared_ptr<const Schema> schema,
     return absl::InternalError(
         absl::StrCat("malformed row: negative epoch ", row.epoch()));
   }
-  return Message(std::move(schema), row.values(), std::move(offsets),
-                 row.epoch(), std::move(server));
+  return internal::MessageAccess::Make(std::move(schema), row.values(),
+                                       std::move(offsets), row.epoch(),
+                                       std::move(server));
 }
 
 }  // namespace msgq

@@ -1,9 +1,10 @@
-#include "client/message.h"
+#include "msgq/message.h"
 
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "client/internal/decode_row.h"
 #include "gtest/gtest.h"
 
 namespace msgq {
@@ -29,7 +30,7 @@ TEST(SchemaTest, FromFieldsKeepsOrderAndIndexesByName) {
   response.add_fields()->set_name("message");
   response.mutable_fields(1)->set_type("json");
   absl::StatusOr<std::shared_ptr<const Schema>> schema =
-      Schema::FromFields(response.fields());
+      SchemaFromFields(response.fields());
   ASSERT_TRUE(schema.ok()) << schema.status();
   ASSERT_EQ((*schema)->size(), 2u);
   EXPECT_EQ((*schema)->column(1).type, "json");

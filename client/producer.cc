@@ -1,4 +1,4 @@
-#include "client/producer.h"
+#include "msgq/producer.h"
 
 #include <mysql.h>
 

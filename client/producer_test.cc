@@ -1,8 +1,8 @@
-// Tests of the C++ producer helper (client/producer.h) against a private
+// Tests of the C++ producer helper (msgq/producer.h) against a private
 // MariaDB: the exact rows written, transactions that commit or roll back,
 // the trace context columns, the errors, deduplicated enqueue and two
 // producers racing on one dedup key.
-#include "client/producer.h"
+#include "msgq/producer.h"
 
 #include <mysql.h>
 

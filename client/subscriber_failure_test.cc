@@ -5,10 +5,10 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "client/subscriber.h"
 #include "client/testing/fake_messaging.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "msgq/subscriber.h"
 
 namespace msgq {
 namespace {

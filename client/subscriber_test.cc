@@ -1,4 +1,4 @@
-#include "client/subscriber.h"
+#include "msgq/subscriber.h"
 
 #include <stdlib.h>
 

@@ -1,10 +1,10 @@
-# `cmake --install`: msgqd and msgq into bin/, the C++ client library
-# (msgq::client and the static libraries it needs: msgq::proto,
-# msgq::common, msgq::common_grpc) into lib/, its headers under
-# include/msgq/ (so `#include "client/subscriber.h"` works as in the tree),
+# `cmake --install`: msgqd and msgq into bin/, the C++ client libraries
+# (msgq::client, msgq::inbox and msgq::producer, and the static libraries
+# they need: msgq::proto, msgq::common, msgq::common_grpc, msgq::utf8) into
+# lib/, their public headers as include/msgq/ (`#include <msgq/client.h>`),
 # and a CMake package config so a downstream project can
 #   find_package(msgq CONFIG REQUIRED)
-#   target_link_libraries(app PRIVATE msgq::client)
+#   target_link_libraries(app PRIVATE msgq::client)  # or msgq::inbox, msgq::producer
 # Included from the top-level CMakeLists.txt after every target exists.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -15,34 +15,31 @@ set(MSGQ_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/msgq)
 install(TARGETS msgqd msgq
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT server)
 
-# The library: static archives, exported as msgq::<EXPORT_NAME>.
+# The libraries: static archives, exported as msgq::<EXPORT_NAME>.
 set_target_properties(msgq_client PROPERTIES EXPORT_NAME client)
+set_target_properties(msgq_inbox PROPERTIES EXPORT_NAME inbox)
+set_target_properties(msgq_producer PROPERTIES EXPORT_NAME producer)
 set_target_properties(msgq_proto PROPERTIES EXPORT_NAME proto)
 set_target_properties(msgq_common PROPERTIES EXPORT_NAME common)
 set_target_properties(msgq_common_grpc PROPERTIES EXPORT_NAME common_grpc)
-install(TARGETS msgq_client msgq_proto msgq_common msgq_common_grpc
+set_target_properties(msgq_utf8 PROPERTIES EXPORT_NAME utf8)
+install(TARGETS msgq_client msgq_inbox msgq_producer msgq_proto msgq_common
+    msgq_common_grpc msgq_utf8
   EXPORT msgqTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
-  INCLUDES DESTINATION ${MSGQ_INSTALL_INCLUDEDIR})
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
 
-# Headers: the client's public API (named here; not the CLI's, nor the
-# library's internals under client/internal/, which no public header
-# includes), what they include from common/, and the generated
-# protobuf/gRPC headers.
-set(_msgq_client_headers
-  backoff.h client.h credentials.h handler_result.h message.h subscriber.h
-  subscriber_options.h table_ref.h)
-list(TRANSFORM _msgq_client_headers PREPEND ${PROJECT_SOURCE_DIR}/client/)
-install(FILES ${_msgq_client_headers}
-  DESTINATION ${MSGQ_INSTALL_INCLUDEDIR}/client COMPONENT dev)
+# Headers: client/include/msgq/ as it is (the public API of the three
+# libraries; the CLI's headers and the internals under client/internal/
+# stay in the tree, and no public header includes them, nor a generated
+# protobuf header: msgq::proto is installed only as the archive the client
+# links). Its backoff.h forwards to common/backoff.h in the tree; the
+# installed one is common/backoff.h itself.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/client/include/msgq
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev
+  FILES_MATCHING PATTERN "*.h" PATTERN "backoff.h" EXCLUDE)
 install(FILES ${PROJECT_SOURCE_DIR}/common/backoff.h
-  ${PROJECT_SOURCE_DIR}/common/grpc_status.h
-  DESTINATION ${MSGQ_INSTALL_INCLUDEDIR}/common COMPONENT dev)
-install(FILES ${PROJECT_BINARY_DIR}/proto/msgq/v1/messaging.pb.h
-  ${PROJECT_BINARY_DIR}/proto/msgq/v1/messaging.grpc.pb.h
-  ${PROJECT_SOURCE_DIR}/proto/msgq/v1/messaging.proto
-  DESTINATION ${MSGQ_INSTALL_INCLUDEDIR}/msgq/v1 COMPONENT dev)
+  DESTINATION ${MSGQ_INSTALL_INCLUDEDIR} COMPONENT dev)
 
 install(EXPORT msgqTargets NAMESPACE msgq::
   DESTINATION ${MSGQ_INSTALL_CMAKEDIR} COMPONENT dev)

@@ -1,4 +1,4 @@
-// Fuzzes the client's packed-row decoder (client/message.h).
+// Fuzzes the client's packed-row decoder (msgq/message.h).
 //
 // Properties:
 //  1. DecodeRow never crashes, and on arbitrary lengths and values it succeeds
@@ -17,7 +17,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "client/message.h"
+#include "client/internal/decode_row.h"
+#include "msgq/message.h"
 #include "msgq/v1/messaging.pb.h"
 
 namespace {

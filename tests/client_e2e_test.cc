@@ -16,9 +16,9 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
-#include "client/client.h"
-#include "client/subscriber.h"
 #include "gmock/gmock.h"
+#include "msgq/client.h"
+#include "msgq/subscriber.h"
 #include "tests/fixture.h"
 
 #ifndef MSGQ_CLI_PATH

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "client/credentials.h"
 #include "common/clock.h"
+#include "msgq/credentials.h"
 #include "nlohmann/json.hpp"
 #include "tests/http_fixture.h"
 

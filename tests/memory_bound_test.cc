@@ -17,8 +17,8 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "client/subscriber.h"
 #include "gtest/gtest.h"
+#include "msgq/subscriber.h"
 #include "tests/fixture.h"
 
 namespace msgq::testing {

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `cmake --install` into a temporary prefix, then a tiny downstream project
-# (tests/packaging_consumer) finds it with find_package(msgq), links
-# msgq::client, and runs: ListTables against a closed port must come back
-# UNAVAILABLE from the installed library. Also checks the installed layout.
+# (tests/packaging_consumer) finds it with find_package(msgq), links a
+# program to each installed library and runs it: msgq::client's ListTables
+# and msgq::inbox's EnsureTable against a closed port must come back
+# UNAVAILABLE, msgq::producer's Enqueue on no connection INVALID_ARGUMENT.
+# Also checks the installed layout.
 # Needs a built tree (it installs, never builds, BUILD_DIR). ctest sets
 # MSGQ_CONSUMER_CXX (the tree's compiler) and MSGQ_CONSUMER_FLAGS (its
 # -fsanitize=, if any) for the consumer.
@@ -22,19 +24,31 @@ for p in msgqd msgq; do
     fail "bin/$p keeps its debug symbols after --strip"
   fi
 done
-for f in bin/msgqd bin/msgq lib/libmsgq_client.a lib/libmsgq_proto.a \
-    lib/libmsgq_common.a lib/libmsgq_common_grpc.a \
-    include/msgq/client/client.h include/msgq/client/subscriber.h \
-    include/msgq/common/backoff.h include/msgq/msgq/v1/messaging.grpc.pb.h \
+for f in bin/msgqd bin/msgq lib/libmsgq_client.a lib/libmsgq_inbox.a \
+    lib/libmsgq_producer.a lib/libmsgq_proto.a lib/libmsgq_common.a \
+    lib/libmsgq_common_grpc.a lib/libmsgq_utf8.a \
+    include/msgq/client.h include/msgq/subscriber.h \
+    include/msgq/subscriber_options.h include/msgq/message.h \
+    include/msgq/handler_result.h include/msgq/table_ref.h \
+    include/msgq/credentials.h include/msgq/backoff.h include/msgq/inbox.h \
+    include/msgq/producer.h \
     lib/cmake/msgq/msgqConfig.cmake lib/cmake/msgq/msgqConfigVersion.cmake \
     lib/cmake/msgq/msgqTargets.cmake lib/systemd/system/msgqd.service \
     etc/msgq/msgqd.flags; do
   [ -e "$tmp/prefix/$f" ] || fail "not installed: $f"
 done
-# The CLI's headers and the library's internals are not part of its API.
-[ ! -e "$tmp/prefix/include/msgq/client/cli.h" ] || fail "cli.h installed"
-[ ! -e "$tmp/prefix/include/msgq/client/internal" ] ||
-  fail "client/internal/ installed"
+# The CLI's headers, the library's internals and the generated protobuf
+# code are not part of its API, and no installed header includes a header
+# of the tree's (client/, common/) or a generated one: each stands on what
+# is installed.
+[ ! -e "$tmp/prefix/include/msgq/cli.h" ] || fail "cli.h installed"
+[ ! -e "$tmp/prefix/include/msgq/internal" ] || fail "client/internal/ installed"
+[ ! -e "$tmp/prefix/include/msgq/client" ] || fail "include/msgq/client/ installed"
+[ ! -e "$tmp/prefix/include/msgq/v1" ] || fail "generated msgq/v1/ installed"
+if grep -rn -e '#include "client/' -e '#include "common/' -e '\.pb\.h' \
+    -e 'google/protobuf' "$tmp/prefix/include/msgq"; then
+  fail "an installed header includes the source tree's or generated code"
+fi
 # No path of the source or build tree leaks into the exported targets.
 if grep -q -e "$src" -e "$build" "$tmp/prefix"/lib/cmake/msgq/*.cmake; then
   fail "exported targets name the source or build tree"
@@ -61,4 +75,9 @@ cmake --build "$tmp/consumer" >"$tmp/build.log" 2>&1 ||
   { cat "$tmp/build.log" >&2; fail "the consumer did not build"; }
 out=$("$tmp/consumer/consumer" --server=127.0.0.1:1)
 [ "$out" = "ListTables: UNAVAILABLE" ] || fail "consumer printed: $out"
-echo "PASS: installed msgq::client works downstream"
+out=$("$tmp/consumer/producer")
+[ "$out" = "Enqueue: INVALID_ARGUMENT enqueue needs a connection (MYSQL*)" ] ||
+  fail "producer printed: $out"
+out=$("$tmp/consumer/inbox")
+[ "$out" = "EnsureTable: UNAVAILABLE" ] || fail "inbox printed: $out"
+echo "PASS: installed msgq::client, msgq::producer and msgq::inbox work downstream"

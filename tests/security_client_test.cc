@@ -11,11 +11,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "client/client.h"
-#include "client/credentials.h"
-#include "client/subscriber.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "msgq/client.h"
+#include "msgq/credentials.h"
+#include "msgq/subscriber.h"
 #include "tests/security_fixture.h"
 
 #ifndef MSGQ_CLI_PATH
@@ -347,7 +347,7 @@ TEST_F(SecurityClientTest, CppClientWithMutualTlsAndToken) {
   ASSERT_TRUE(channel.ok()) << channel.status();
   Client as_reader(*channel);
   // reader (the certificate) administers; the token makes it worker.
-  absl::StatusOr<std::vector<v1::DeadMessage>> dead =
+  absl::StatusOr<std::vector<DeadMessage>> dead =
       as_reader.ListDead(TableRef("msgq", "b"));
   EXPECT_TRUE(dead.ok()) << dead.status();
   ChannelSecurity worker = reader;
@@ -357,7 +357,7 @@ TEST_F(SecurityClientTest, CppClientWithMutualTlsAndToken) {
   Client as_worker(*worker_channel);
   absl::StatusOr<int64_t> acked = as_worker.Ack(TableRef("msgq", "a"), {"1"});
   EXPECT_TRUE(acked.ok()) << acked.status();
-  absl::StatusOr<std::vector<v1::DeadMessage>> denied =
+  absl::StatusOr<std::vector<DeadMessage>> denied =
       as_worker.ListDead(TableRef("msgq", "b"));
   EXPECT_EQ(denied.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(denied.status().message(),

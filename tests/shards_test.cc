@@ -19,10 +19,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
-#include "client/client.h"
-#include "client/subscriber.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "msgq/client.h"
+#include "msgq/subscriber.h"
 #include "tests/test_env.h"
 
 namespace msgq::testing {

@@ -38,7 +38,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "client/subscriber_options.h"
+#include "msgq/subscriber_options.h"
 
 namespace msgq {
 

@@ -55,9 +55,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "client/message.h"
-#include "client/subscriber_options.h"
-#include "client/table_ref.h"
+#include "msgq/message.h"
+#include "msgq/subscriber_options.h"
+#include "msgq/table_ref.h"
 #include "msgq/v1/messaging.pb.h"
 
 namespace msgq {

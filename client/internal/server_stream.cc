@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "client/internal/decode_row.h"
+#include "client/internal/messaging_calls.h"
 #include "common/grpc_status.h"
 
 namespace msgq {
@@ -174,7 +176,7 @@ ServerStream::StreamEnd ServerStream::RunStream(grpc::ClientContext& context) {
   while (!abandoned && reader->Read(&response)) {
     if (schema == nullptr) {
       absl::StatusOr<std::shared_ptr<const Schema>> parsed =
-          Schema::FromFields(response.fields());
+          SchemaFromFields(response.fields());
       if (!parsed.ok()) {
         end.status = absl::InternalError(absl::StrCat(
             "bad first response from server: ", parsed.status().message()));
@@ -236,7 +238,8 @@ void ServerStream::LearnAckWait() {
       options_.heartbeat.ack_wait > absl::ZeroDuration()) {
     return;
   }
-  absl::StatusOr<std::vector<v1::TableStatus>> tables = client_.ListTables();
+  absl::StatusOr<std::vector<v1::TableStatus>> tables =
+      internal::ListTablesCall(client_);
   std::optional<absl::Duration> ack_wait;
   absl::Status error;
   if (!tables.ok()) {

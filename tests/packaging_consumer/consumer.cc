@@ -2,6 +2,9 @@
 // --server (absl flags), connects a msgq::Client and a msgq::Subscriber's
 // options, and calls ListTables. Against a closed port that is UNAVAILABLE;
 // it prints "ListTables: <code>" and exits 0 when the library worked.
+#include <msgq/client.h>
+#include <msgq/subscriber.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -9,8 +12,6 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/status/statusor.h"
-#include "client/client.h"
-#include "client/subscriber.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:1", "msgqd address");
 
@@ -22,7 +23,7 @@ int main(int argc, char** argv) {
     std::printf("Connect: %s\n", client.status().ToString().c_str());
     return 1;
   }
-  absl::StatusOr<std::vector<msgq::v1::TableStatus>> tables =
+  absl::StatusOr<std::vector<msgq::TableStatus>> tables =
       (*client)->ListTables();
   std::printf("ListTables: %s\n",
               tables.ok()

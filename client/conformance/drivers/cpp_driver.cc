@@ -6,7 +6,7 @@
 // runs the driver part of one scenario of client/conformance/scenarios.json
 // with msgq::Subscriber and prints one JSON line: the deliveries (id, epoch,
 // seconds since the first), the handlers finished when Stop() returned.
-// A "produce" scenario first enqueues with msgq::Enqueue (client/producer.h)
+// A "produce" scenario first enqueues with msgq::Enqueue (msgq/producer.h)
 // in a committed and in a rolled-back transaction, and prints their ids.
 #include <mysql.h>
 
@@ -24,11 +24,11 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "client/client.h"
-#include "client/handler_result.h"
-#include "client/message.h"
-#include "client/producer.h"
-#include "client/subscriber.h"
+#include "msgq/client.h"
+#include "msgq/handler_result.h"
+#include "msgq/message.h"
+#include "msgq/producer.h"
+#include "msgq/subscriber.h"
 #include "nlohmann/json.hpp"
 
 namespace {

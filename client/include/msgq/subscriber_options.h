@@ -1,7 +1,7 @@
 // The settings and counters of a Subscriber (see subscriber.h), and the
 // servers it subscribes to. Plain values; thread-compatible.
-#ifndef MSGQ_CLIENT_SUBSCRIBER_OPTIONS_H_
-#define MSGQ_CLIENT_SUBSCRIBER_OPTIONS_H_
+#ifndef MSGQ_SUBSCRIBER_OPTIONS_H_
+#define MSGQ_SUBSCRIBER_OPTIONS_H_
 
 #include <grpcpp/channel.h>
 
@@ -16,8 +16,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "client/backoff.h"
-#include "client/message.h"
+#include "msgq/backoff.h"
+#include "msgq/message.h"
 
 namespace msgq {
 
@@ -142,4 +142,4 @@ struct SubscriberStats {
 
 }  // namespace msgq
 
-#endif  // MSGQ_CLIENT_SUBSCRIBER_OPTIONS_H_
+#endif  // MSGQ_SUBSCRIBER_OPTIONS_H_

@@ -66,8 +66,8 @@
 // Stop() and the destructor must not be called from a handler or callback
 // (they join those threads); use RequestStop() there. The handler and the
 // callbacks run on internal threads and must not throw.
-#ifndef MSGQ_CLIENT_SUBSCRIBER_H_
-#define MSGQ_CLIENT_SUBSCRIBER_H_
+#ifndef MSGQ_SUBSCRIBER_H_
+#define MSGQ_SUBSCRIBER_H_
 
 #include <grpcpp/channel.h>
 #include <grpcpp/client_context.h>
@@ -85,11 +85,11 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "client/client.h"
-#include "client/handler_result.h"
-#include "client/message.h"
-#include "client/subscriber_options.h"
-#include "client/table_ref.h"
+#include "msgq/client.h"
+#include "msgq/handler_result.h"
+#include "msgq/message.h"
+#include "msgq/subscriber_options.h"
+#include "msgq/table_ref.h"
 
 namespace msgq {
 
@@ -186,4 +186,4 @@ class Subscriber {
 
 }  // namespace msgq
 
-#endif  // MSGQ_CLIENT_SUBSCRIBER_H_
+#endif  // MSGQ_SUBSCRIBER_H_

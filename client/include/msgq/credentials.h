@@ -15,8 +15,8 @@
 //
 // Thread-safety: plain data and free functions; the channels are
 // thread-safe.
-#ifndef MSGQ_CLIENT_CREDENTIALS_H_
-#define MSGQ_CLIENT_CREDENTIALS_H_
+#ifndef MSGQ_CREDENTIALS_H_
+#define MSGQ_CREDENTIALS_H_
 
 #include <grpcpp/channel.h>
 
@@ -26,7 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "client/subscriber_options.h"
+#include "msgq/subscriber_options.h"
 
 namespace msgq {
 
@@ -69,4 +69,4 @@ absl::StatusOr<std::vector<ServerChannel>> SecureChannelsTo(
 
 }  // namespace msgq
 
-#endif  // MSGQ_CLIENT_CREDENTIALS_H_
+#endif  // MSGQ_CREDENTIALS_H_

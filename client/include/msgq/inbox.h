@@ -52,8 +52,8 @@
 //
 // This is the library msgq_inbox (client/CMakeLists.txt), separate from
 // msgq_client so that only its users link Connector/C.
-#ifndef MSGQ_CLIENT_INBOX_H_
-#define MSGQ_CLIENT_INBOX_H_
+#ifndef MSGQ_INBOX_H_
+#define MSGQ_INBOX_H_
 
 #include <atomic>
 #include <cstdint>
@@ -69,9 +69,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "client/handler_result.h"
-#include "client/message.h"
-#include "client/table_ref.h"
+#include "msgq/handler_result.h"
+#include "msgq/message.h"
+#include "msgq/table_ref.h"
 
 struct st_mysql;  // MYSQL of <mysql.h>
 
@@ -229,4 +229,4 @@ class Inbox {
 
 }  // namespace msgq
 
-#endif  // MSGQ_CLIENT_INBOX_H_
+#endif  // MSGQ_INBOX_H_

@@ -2,17 +2,14 @@
 //
 // MessageStream first sends the table's columns (`Schema`), then rows packed as
 // the concatenation of each column's text-protocol bytes with one length per
-// column (-1 for NULL). `DecodeRow` turns such a row into a `Message` whose
-// columns are reachable by name or position; NULL stays distinguishable from
-// the empty string.
+// column (-1 for NULL). The library decodes such a row into a `Message`
+// whose columns are reachable by name or position; NULL stays
+// distinguishable from the empty string.
 //
-// Example:
-//   absl::StatusOr<std::shared_ptr<const Schema>> schema =
-//       Schema::FromFields(first_response.fields());
-//   absl::StatusOr<Message> msg = DecodeRow(*schema, response.rows(0));
-//   std::optional<absl::string_view> body = msg->Get("message");
+// Example (in a Subscriber's handler):
+//   std::optional<absl::string_view> body = msg.Get("message");
 //   if (!body.has_value()) { /* NULL, or no column "message" */ }
-//   Ack(table, {msg->id()});
+//   Ack(table, {msg.id()});
 //
 // A Message also knows which delivery it is: its epoch (the sends of the
 // message before this one, Row.epoch) names the delivery together with the
@@ -27,8 +24,8 @@
 // Schema, Message and Delivery are immutable after construction (Delivery is
 // a plain value) and safe to read from many threads. A Message shares its
 // Schema and owns a copy of its bytes.
-#ifndef MSGQ_CLIENT_MESSAGE_H_
-#define MSGQ_CLIENT_MESSAGE_H_
+#ifndef MSGQ_MESSAGE_H_
+#define MSGQ_MESSAGE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -41,10 +38,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "google/protobuf/repeated_field.h"
-#include "msgq/v1/messaging.pb.h"
 
 namespace msgq {
+namespace internal {
+struct MessageAccess;  // for DecodeRow (client/internal/decode_row.h)
+}  // namespace internal
 
 // The columns of a message table, as announced by the first
 // MessageStreamResponse. Column 0 is the message id.
@@ -56,10 +54,8 @@ class Schema {
     std::string type;
   };
 
-  // Builds a schema from the stream's `fields`.
-  // Returns INVALID_ARGUMENT when `fields` is empty or a name is empty.
-  static absl::StatusOr<std::shared_ptr<const Schema>> FromFields(
-      const google::protobuf::RepeatedPtrField<v1::Field>& fields);
+  // Builds a schema of `columns`, in order.
+  // Returns INVALID_ARGUMENT when `columns` is empty or a name is empty.
   static absl::StatusOr<std::shared_ptr<const Schema>> FromColumns(
       std::vector<Column> columns);
 
@@ -121,8 +117,7 @@ class Message {
   bool IsNull(absl::string_view name) const;
 
  private:
-  friend absl::StatusOr<Message> DecodeRow(std::shared_ptr<const Schema>,
-                                           const v1::Row&, std::string);
+  friend struct internal::MessageAccess;
   struct Span {
     size_t offset;
     int64_t length;  // -1 = NULL
@@ -138,14 +133,6 @@ class Message {
   std::string server_;
 };
 
-// Decodes one packed row of a table with `schema`.
-// Returns INTERNAL (the server broke the protocol) when the number of lengths
-// differs from the number of columns, a length is below -1, the lengths do not
-// add up to the size of `values`, the id (column 0) is NULL or the epoch is
-// negative. `server` becomes the message's server().
-absl::StatusOr<Message> DecodeRow(std::shared_ptr<const Schema> schema,
-                                  const v1::Row& row, std::string server = {});
-
 }  // namespace msgq
 
-#endif  // MSGQ_CLIENT_MESSAGE_H_
+#endif  // MSGQ_MESSAGE_H_

@@ -16,12 +16,16 @@
 //   absl::StatusOr<NackResult> nacked = (*client)->Nack(
 //       "orders", {msg.delivery()},
 //       {.delay = absl::Seconds(30), .reason = "backend down"});
-//   absl::StatusOr<std::vector<v1::TableStatus>> tables =
-//       (*client)->ListTables();
+//   absl::StatusOr<std::vector<TableStatus>> tables = (*client)->ListTables();
+//
+// The answers are plain structs of this header (DeadMessage, Group,
+// TableStatus), not the generated protobuf messages, so that a change of
+// the wire format does not change this API; times are absl::Time and
+// absl::Duration.
 //
 // Thread-safe: calls may be made concurrently from any thread.
-#ifndef MSGQ_CLIENT_CLIENT_H_
-#define MSGQ_CLIENT_CLIENT_H_
+#ifndef MSGQ_CLIENT_H_
+#define MSGQ_CLIENT_H_
 
 #include <grpcpp/channel.h>
 #include <grpcpp/support/channel_arguments.h>
@@ -36,9 +40,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "client/message.h"
-#include "client/table_ref.h"
-#include "msgq/v1/messaging.grpc.pb.h"
+#include "msgq/message.h"
+#include "msgq/table_ref.h"
 
 namespace msgq {
 
@@ -64,6 +67,113 @@ struct NackResult {
   int64_t dead = 0;     // rows that died
 };
 
+// A dead message of a table (ListDead).
+struct DeadMessage {
+  std::string id;     // column 0, text form
+  int64_t epoch = 0;  // sends before it died
+  // The last failure's reason; empty when the table has no last_error
+  // column.
+  std::string last_error;
+  // When it died / was first enqueued; nullopt when the table has no
+  // time_dead / time_created column.
+  std::optional<absl::Time> time_dead;
+  std::optional<absl::Time> time_created;
+
+  bool operator==(const DeadMessage&) const = default;
+};
+
+// A consumer group of a message table (CreateGroup, ListGroups).
+struct Group {
+  std::string keyspace;
+  std::string table;
+  std::string name;
+  // The binlog GTID position below which every message is settled for the
+  // group ("0-1-4711,1-2-7"); "" = before every transaction (earliest).
+  std::string floor_gtid;
+  // The group's filter, in canonical form; "" = every message.
+  std::string filter;
+  absl::Time created_at;  // on MySQL's clock
+  bool paused = false;
+
+  bool operator==(const Group&) const = default;
+};
+
+// The settings a loaded table runs with (its comment's directives and
+// msgqd's defaults; docs/tables.md).
+struct TableSettings {
+  absl::Duration ack_wait;
+  absl::Duration purge_after;
+  int32_t batch_size = 0;
+  int32_t cache_size = 0;
+  absl::Duration poller_interval;
+  absl::Duration min_backoff;
+  absl::Duration max_backoff;  // zero = unbounded
+  std::vector<std::string> message_cols;
+  int32_t max_attempts = 0;       // 0 = unlimited
+  absl::Duration max_age;         // zero = unlimited
+  absl::Duration dead_retention;  // zero = kept until redriven or deleted
+  double rate_limit = 0;          // sends per second; 0 = unlimited
+  double rate_burst = 0;
+  // msgq_order_by and msgq_fair_by: the key column as the table spells it;
+  // empty when not set.
+  std::string order_by;
+  std::string fair_by;
+  // msgq_concurrency_by and msgq_concurrency: at most `concurrency`
+  // messages of one value of that column in flight; "" and 0 when not set.
+  std::string concurrency_by;
+  int32_t concurrency = 0;
+
+  bool operator==(const TableSettings&) const = default;
+};
+
+// Which msgqd sends a table, in the view of the msgqd that answered
+// (docs/several-instances.md).
+struct Ownership {
+  // "owner" (it holds the lease and sends), "standby" (another instance,
+  // or none yet, holds it), "off" (leases disabled: it sends without
+  // asking), "unknown" (the lease table cannot be read; see error).
+  std::string state;
+  std::string owner;  // the instance holding the lease; empty when none
+  // When that owner took it and when its lease ends, on MySQL's clock;
+  // nullopt when unknown.
+  std::optional<absl::Time> since;
+  std::optional<absl::Time> expires;
+  std::string error;  // why the lease could not be read or taken
+
+  bool operator==(const Ownership&) const = default;
+};
+
+// A message table of the server (ListTables).
+struct TableStatus {
+  std::string keyspace;
+  std::string name;
+  bool loaded = false;
+  std::string error;  // why it failed to load; empty when loaded
+  int32_t subscribers = 0;
+  std::string discovery;  // how new messages are found: "binlog" or "poll"
+  TableSettings settings;
+  int64_t cached = 0;     // queued in msgqd's cache
+  int64_t in_flight = 0;  // sent and not yet settled
+  int64_t dead = 0;       // -1 until known
+  // Counters since this msgqd started serving the table (rates come from
+  // two samples; see TableStatus in proto/msgq/v1/messaging.proto).
+  int64_t sent = 0;
+  int64_t redelivered = 0;
+  int64_t postponed = 0;
+  int64_t acked = 0;
+  int64_t nacked = 0;
+  int64_t died = 0;
+  int64_t purged = 0;
+  int64_t polls = 0;
+  Ownership ownership;
+  bool paused = false;  // paused with SetPaused: nothing is sent
+  // msgq_concurrency_by: keys with msgq_concurrency messages in flight now;
+  // 0 without the directive.
+  int64_t keys_at_limit = 0;
+
+  bool operator==(const TableStatus&) const = default;
+};
+
 // A channel to `target` ("host:port", or any gRPC target URI) without TLS.
 // Connects lazily; never fails here. Unlike gRPC's defaults (1s growing to
 // 120s), the channel retries a lost connection after 100ms growing to 5s, so
@@ -72,7 +182,7 @@ struct NackResult {
 // the 5-minute minimum gRPC servers accept by default) so that a silently
 // dropped connection is noticed.
 // For TLS, client certificates and bearer tokens see NewSecureChannel in
-// client/credentials.h.
+// msgq/credentials.h.
 std::shared_ptr<grpc::Channel> NewChannel(absl::string_view target);
 
 // The channel arguments of NewChannel (reconnect backoff, keepalive).
@@ -90,6 +200,7 @@ class Client {
   // Subscriber). Requires a non-null channel.
   explicit Client(std::shared_ptr<grpc::ChannelInterface> channel,
                   const ClientOptions& options = {});
+  ~Client();
 
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -138,7 +249,7 @@ class Client {
   // server's default of 100, capped at 10000) with ids after `after_id`
   // (empty = from the first). Also INVALID_ARGUMENT for a negative limit
   // (checked here).
-  absl::StatusOr<std::vector<v1::DeadMessage>> ListDead(
+  absl::StatusOr<std::vector<DeadMessage>> ListDead(
       const TableRef& table, int32_t limit = 0,
       absl::string_view after_id = "");
 
@@ -153,34 +264,36 @@ class Client {
   // returns it as stored. Errors: as SetPaused; INVALID_ARGUMENT (the
   // group name, the filter, `from`), ALREADY_EXISTS, UNIMPLEMENTED
   // ("time:", or an older server).
-  absl::StatusOr<v1::Group> CreateGroup(const TableRef& table,
-                                        const std::string& group,
-                                        const std::string& from,
-                                        const std::string& filter);
+  absl::StatusOr<Group> CreateGroup(const TableRef& table,
+                                    const std::string& group,
+                                    const std::string& from,
+                                    const std::string& filter);
   // The groups of `table`, or of every table when its name is empty (of
   // its keyspace when that is set). Errors: as SetPaused for a named table.
-  absl::StatusOr<std::vector<v1::Group>> ListGroups(const TableRef& table);
+  absl::StatusOr<std::vector<Group>> ListGroups(const TableRef& table);
   // Deletes group `group` of `table`. NOT_FOUND, naming the table's
   // groups, when it has none of that name.
   absl::Status DeleteGroup(const TableRef& table, const std::string& group);
 
   // Every message table of the server's databases, loaded or not, in the
   // server's order. Errors: UNAVAILABLE, DEADLINE_EXCEEDED.
-  absl::StatusOr<std::vector<v1::TableStatus>> ListTables();
+  absl::StatusOr<std::vector<TableStatus>> ListTables();
 
+  // The channel and options given at construction.
   const std::shared_ptr<grpc::ChannelInterface>& channel() const {
     return channel_;
   }
+  const ClientOptions& options() const { return options_; }
 
  private:
-  absl::StatusOr<int64_t> SendRedrive(const v1::RedriveRequest& request);
+  class Stub;  // the generated gRPC stub, in client.cc
 
   // Constant after construction.
   const std::shared_ptr<grpc::ChannelInterface> channel_;
   const ClientOptions options_;
-  const std::unique_ptr<v1::Messaging::Stub> stub_;
+  const std::unique_ptr<Stub> stub_;
 };
 
 }  // namespace msgq
 
-#endif  // MSGQ_CLIENT_CLIENT_H_
+#endif  // MSGQ_CLIENT_H_

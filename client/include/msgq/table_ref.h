@@ -9,8 +9,8 @@
 //   client->Ack({"shop", "orders"}, ids);    // keyspace "shop"
 //
 // A plain value type; thread-compatible.
-#ifndef MSGQ_CLIENT_TABLE_REF_H_
-#define MSGQ_CLIENT_TABLE_REF_H_
+#ifndef MSGQ_TABLE_REF_H_
+#define MSGQ_TABLE_REF_H_
 
 #include <string>
 #include <utility>
@@ -34,4 +34,4 @@ struct TableRef {
 
 }  // namespace msgq
 
-#endif  // MSGQ_CLIENT_TABLE_REF_H_
+#endif  // MSGQ_TABLE_REF_H_

@@ -71,8 +71,8 @@
 //
 // This is the library msgq_producer (client/CMakeLists.txt), separate from
 // msgq_client so that only its users link Connector/C.
-#ifndef MSGQ_CLIENT_PRODUCER_H_
-#define MSGQ_CLIENT_PRODUCER_H_
+#ifndef MSGQ_PRODUCER_H_
+#define MSGQ_PRODUCER_H_
 
 #include <cstdint>
 #include <map>
@@ -84,7 +84,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "client/table_ref.h"
+#include "msgq/table_ref.h"
 
 struct st_mysql;  // MYSQL of <mysql.h>
 
@@ -194,4 +194,4 @@ std::string UuidV7(absl::Time now, absl::Span<const uint8_t> random);
 
 }  // namespace msgq
 
-#endif  // MSGQ_CLIENT_PRODUCER_H_
+#endif  // MSGQ_PRODUCER_H_

@@ -15,8 +15,8 @@
 //   }
 //
 // A plain value type; thread-compatible.
-#ifndef MSGQ_CLIENT_HANDLER_RESULT_H_
-#define MSGQ_CLIENT_HANDLER_RESULT_H_
+#ifndef MSGQ_HANDLER_RESULT_H_
+#define MSGQ_HANDLER_RESULT_H_
 
 #include <algorithm>
 #include <optional>
@@ -77,4 +77,4 @@ class HandlerResult {
 
 }  // namespace msgq
 
-#endif  // MSGQ_CLIENT_HANDLER_RESULT_H_
+#endif  // MSGQ_HANDLER_RESULT_H_
