@@ -114,6 +114,7 @@ absl::Status Engine::Start() {
   }
   MeasureDbClock();
   absl::Status status = Reload();
+  const std::string binlog_start = StartGroups();
   if (keeper_ != nullptr) keeper_->Start();
   thread_ = std::thread([this] { ReloadLoop(); });
   clock_thread_ = std::thread([this] { ClockLoop(); });
@@ -124,6 +125,7 @@ absl::Status Engine::Start() {
     BinlogWatcher::Options binlog;
     binlog.mysql = options_.mysql;
     binlog.server_id = options_.binlog_server_id;
+    binlog.start_gtid = binlog_start;
     binlog_ = std::make_unique<BinlogWatcher>(
         binlog, static_cast<BinlogWatcher::Listener*>(this));
     binlog_->Start();
@@ -163,6 +165,9 @@ std::optional<BookkeepingColumns> Engine::Columns(const std::string& db,
 
 void Engine::OnRowChanges(const std::string& db, const std::string& table,
                           std::vector<RowChange> changes) {
+  const bool replayed = Replayed(changes);
+  FeedGroups(db, table, changes);
+  if (replayed) return;  // read again for the groups alone
   std::shared_ptr<MessageCounts> counts;
   std::shared_ptr<MessageManager> manager;
   {
@@ -241,6 +246,7 @@ void Engine::OnStreaming(bool streaming, const std::string& /*reason*/) {
 bool Engine::Stop(absl::Duration timeout) {
   const absl::Time deadline = clock_->MonotonicNow() + timeout;
   if (binlog_ != nullptr) binlog_->Stop();
+  CloseGroups(absl::UnavailableError("server shutting down"));
   std::map<Key, Entry> tables;
   {
     absl::MutexLock lock(&mu_);

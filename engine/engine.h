@@ -34,6 +34,7 @@
 #include "common/monotonic_cond_var.h"
 #include "engine/binlog/binlog_watcher.h"
 #include "engine/db_clock.h"
+#include "engine/engine_group_feed.h"
 #include "engine/groups/group_spec.h"
 #include "engine/groups/mysql_group_store.h"
 #include "engine/lease/lease_keeper.h"
@@ -264,6 +265,34 @@ class Engine : private BinlogWatcher::Listener {
                    absl::string_view group,
                    std::function<void(absl::Status)> done);
 
+  // Live delivery to consumer groups (engine_groups.cc): each loaded group
+  // has a GroupFeed, fed from the binlog; its floor is written to
+  // msgq_groups by the acks that move it. Groups are read from MySQL at
+  // Start() (retried at each reload until it succeeds) and follow this
+  // msgqd's CreateGroup and DeleteGroup.
+  //
+  // FindGroup: the feed of a group of a loaded table. Errors: Find()'s;
+  // INVALID_ARGUMENT for a malformed group name; NOT_FOUND "group "G" of
+  // `db`.`t` not found; its groups: ..." (or "it has none").
+  absl::StatusOr<std::shared_ptr<GroupFeed>> FindGroup(
+      absl::string_view keyspace, absl::string_view name,
+      absl::string_view group) const;
+  // GroupDeliverable: OK when the binlog's row images give `table`'s rows
+  // to its groups; FAILED_PRECONDITION saying why not (the binlog or row
+  // images are off: --binlog, --binlog_discovery=image; or the table's
+  // streamed columns cannot be rendered from an image, or it has
+  // msgq_order_by or msgq_concurrency_by: reading rows by id for a group
+  // is not built yet).
+  absl::Status GroupDeliverable(const MessageTable& table) const;
+  // AckGroup: settles `ids` for the group and, when that moved its floor,
+  // writes the floor (one UPDATE of msgq_groups) before `done` runs with
+  // the count settled (0 for ids not pending). Errors: FindGroup's, inline;
+  // the write's (UNAVAILABLE when MySQL cannot be reached: the acks are
+  // kept in memory, a retry counts 0 and writes the floor again).
+  void AckGroup(absl::string_view keyspace, absl::string_view name,
+                absl::string_view group, std::vector<std::string> ids,
+                std::function<void(absl::StatusOr<int64_t>)> done);
+
   // Read-only looks at a table for the console and metrics (engine_peek.cc).
   // Runs the one SELECT that `build` makes from the loaded table's
   // definition (through engine/sql/ helpers, e.g. peek_statement.h) on a
@@ -349,6 +378,37 @@ class Engine : private BinlogWatcher::Listener {
   std::shared_ptr<MessageManager> FindLoaded(const std::string& db,
                                              const std::string& table) const;
 
+  // Reads every served database's groups and makes a feed for each one
+  // not loaded yet (engine_groups.cc). Clears groups_pending_ on success.
+  absl::Status LoadGroups() ABSL_LOCKS_EXCLUDED(groups_mu_);
+  // At Start(): loads the groups and, when one's floor is behind the
+  // binlog's position, sets up reading the binlog again from there
+  // (replaying_). Returns where the binlog watcher starts ("" = the
+  // server's position). Logs what fails; the groups are then loaded at a
+  // later reload, and follow the binlog from where it is then.
+  std::string StartGroups();
+  // The feed of `row`'s group, made if missing.
+  std::shared_ptr<GroupFeed> AddFeed(const GroupRow& row)
+      ABSL_LOCKS_EXCLUDED(groups_mu_);
+  // Whether Start() could not read the groups (MySQL unreachable): each
+  // reload tries again until it can.
+  bool groups_pending() const ABSL_LOCKS_EXCLUDED(groups_mu_);
+  // Where the binlog must be read from for every loaded group to resume
+  // from its floor: `server` (the binlog's position now) with each domain
+  // lowered to the lowest floor of the groups in it. Equal to `server`
+  // when no group is behind it.
+  std::string GroupsResumePosition(const std::string& server) const
+      ABSL_LOCKS_EXCLUDED(groups_mu_);
+  // Hands one rows event's changes to the table's groups.
+  void FeedGroups(const std::string& db, const std::string& table,
+                  const std::vector<RowChange>& changes)
+      ABSL_LOCKS_EXCLUDED(groups_mu_);
+  // Whether `changes` come from the binlog read again for the groups, at
+  // or below replay_until_ (engine_groups.cc); clears replaying_ at the
+  // first change above it.
+  bool Replayed(const std::vector<RowChange>& changes);
+  void CloseGroups(absl::Status status) ABSL_LOCKS_EXCLUDED(groups_mu_);
+
   // BinlogWatcher::Listener:
   std::optional<BookkeepingColumns> Columns(const std::string& db,
                                             const std::string& table) override;
@@ -421,6 +481,16 @@ class Engine : private BinlogWatcher::Listener {
   const std::shared_ptr<RoundExecutor> executor_;
   // Runs SetPaused's writes, and the consumer groups' statements; last, so
   // they are joined before anything they use is destroyed.
+  // Consumer groups' feeds by table and group name.
+  mutable absl::Mutex groups_mu_;
+  std::map<Key, std::map<std::string, std::shared_ptr<GroupFeed>>> feeds_
+      ABSL_GUARDED_BY(groups_mu_);
+  bool groups_pending_ ABSL_GUARDED_BY(groups_mu_) = false;
+  // Binlog watcher thread only: while the binlog is read again from the
+  // groups' floors (Start), changes up to replay_until_ (the binlog's
+  // position at Start) go to the groups alone.
+  bool replaying_ = false;
+  GtidList replay_until_;
   SerialWorker pause_worker_;
   SerialWorker groups_worker_;
 };

@@ -4,18 +4,33 @@
 // the table's database (engine/groups/mysql_group_store.h).
 #include <algorithm>
 #include <iterator>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/log.h"
+#include "engine/binlog/bookkeeping_columns.h"
 #include "engine/engine.h"
 #include "engine/groups/group_name.h"
 #include "engine/groups/group_start.h"
 #include "engine/sql/mysql_message_store.h"
 
 namespace msgq {
+namespace {
+
+std::string GroupsNotFound(const std::string& db, const std::string& table,
+                           absl::string_view group,
+                           const std::vector<std::string>& names) {
+  return absl::StrCat(
+      "group \"", group, "\" of `", db, "`.`", table, "` not found; ",
+      names.empty() ? "it has none"
+                    : absl::StrCat("its groups: ", absl::StrJoin(names, ", ")));
+}
+
+}  // namespace
 
 void Engine::CreateGroup(absl::string_view keyspace, absl::string_view name,
                          GroupSpec spec,
@@ -67,6 +82,7 @@ void Engine::CreateGroup(absl::string_view keyspace, absl::string_view name,
       return MysqlGroupStore(row.keyspace).Insert(**conn, row);
     }();
     if (stored.ok()) {
+      AddFeed(*stored);
       LogTableInfo(row.keyspace, row.table, "group \"", row.name, "\" of `",
                    row.keyspace, "`.`", row.table, "` created at \"",
                    stored->floor_gtid, "\"",
@@ -166,11 +182,241 @@ void Engine::DeleteGroup(absl::string_view keyspace, absl::string_view name,
               : absl::StrCat("its groups: ", absl::StrJoin(names, ", "))));
     }();
     if (status.ok()) {
+      std::shared_ptr<GroupFeed> feed;
+      {
+        absl::MutexLock lock(&groups_mu_);
+        auto t = feeds_.find(Key{db, table});
+        if (t != feeds_.end()) {
+          auto g = t->second.find(group);
+          if (g != t->second.end()) {
+            feed = std::move(g->second);
+            t->second.erase(g);
+          }
+          if (t->second.empty()) feeds_.erase(t);
+        }
+      }
+      if (feed != nullptr) {
+        feed->Close(absl::NotFoundError(absl::StrCat(
+            "group \"", group, "\" of `", db, "`.`", table, "` was deleted")));
+      }
       LogTableInfo(db, table, "group \"", group, "\" of `", db, "`.`", table,
                    "` deleted");
     }
     done(status);
   });
+}
+
+std::shared_ptr<GroupFeed> Engine::AddFeed(const GroupRow& row) {
+  int batch_size = 1;
+  if (std::shared_ptr<MessageManager> manager =
+          FindLoaded(row.keyspace, row.table);
+      manager != nullptr) {
+    batch_size = manager->table().settings.batch_size;
+  }
+  auto feed = std::make_shared<GroupFeed>(
+      row, batch_size, options_.manager.max_batches_per_subscriber);
+  absl::MutexLock lock(&groups_mu_);
+  auto [it, added] =
+      feeds_[Key{row.keyspace, row.table}].emplace(row.name, feed);
+  return it->second;
+}
+
+absl::StatusOr<std::shared_ptr<GroupFeed>> Engine::FindGroup(
+    absl::string_view keyspace, absl::string_view name,
+    absl::string_view group) const {
+  absl::StatusOr<std::shared_ptr<MessageManager>> manager =
+      Find(keyspace, name);
+  if (!manager.ok()) return manager.status();
+  if (absl::Status s = ValidateGroupName(group); !s.ok()) return s;
+  const MessageTable& table = (*manager)->table();
+  absl::MutexLock lock(&groups_mu_);
+  std::vector<std::string> names;
+  if (auto t = feeds_.find(Key{table.keyspace, table.name});
+      t != feeds_.end()) {
+    if (auto g = t->second.find(std::string(group)); g != t->second.end()) {
+      return g->second;
+    }
+    for (const auto& [n, feed] : t->second) names.push_back(n);
+  }
+  return absl::NotFoundError(
+      GroupsNotFound(table.keyspace, table.name, group, names));
+}
+
+absl::Status Engine::GroupDeliverable(const MessageTable& table) const {
+  if (!options_.binlog || !options_.manager.binlog_row_images) {
+    return absl::FailedPreconditionError(
+        "consumer groups are delivered from the binlog's row images: run "
+        "msgqd with --binlog and --binlog_discovery=image");
+  }
+  if (BookkeepingOf(table, /*row_images=*/true).streamed.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "`", table.keyspace, "`.`", table.name,
+        "` cannot be delivered to a consumer group yet: its rows are not "
+        "rendered from the binlog's row images (msgq_order_by, "
+        "msgq_concurrency_by, or a streamed column without a reproducible "
+        "text form), and reading them by id for a group is not built"));
+  }
+  return absl::OkStatus();
+}
+
+void Engine::AckGroup(absl::string_view keyspace, absl::string_view name,
+                      absl::string_view group, std::vector<std::string> ids,
+                      std::function<void(absl::StatusOr<int64_t>)> done) {
+  absl::StatusOr<std::shared_ptr<GroupFeed>> feed =
+      FindGroup(keyspace, name, group);
+  if (!feed.ok()) {
+    done(feed.status());
+    return;
+  }
+  const int64_t settled = (*feed)->Ack(ids);
+  if (!(*feed)->FloorToWrite().has_value()) {
+    done(settled);  // nothing to write: the floor did not move
+    return;
+  }
+  groups_worker_.Post(
+      [this, feed = *std::move(feed), settled, done = std::move(done)] {
+        // The floor now: a later ack's may have moved it further.
+        std::optional<std::string> floor = feed->FloorToWrite();
+        if (!floor.has_value()) {
+          done(settled);
+          return;
+        }
+        absl::Status status = [&]() -> absl::Status {
+          absl::StatusOr<MysqlPool::Lease> conn =
+              pool_->Borrow(MysqlMessageStore::kBorrowTimeout);
+          if (!conn.ok()) return conn.status();
+          const GroupRow& row = feed->row();
+          absl::StatusOr<bool> written =
+              MysqlGroupStore(row.keyspace)
+                  .WriteFloor(**conn, row.table, row.name, *floor);
+          if (!written.ok()) return written.status();
+          return absl::OkStatus();  // a deleted group has no floor to keep
+        }();
+        if (!status.ok()) {
+          done(status);
+          return;
+        }
+        feed->FloorWritten(*floor);
+        done(settled);
+      });
+}
+
+absl::Status Engine::LoadGroups() {
+  absl::StatusOr<MysqlPool::Lease> conn =
+      pool_->Borrow(MysqlMessageStore::kBorrowTimeout);
+  if (!conn.ok()) return conn.status();
+  std::vector<GroupRow> rows;
+  for (const std::string& db : options_.databases) {
+    absl::StatusOr<std::vector<GroupRow>> read =
+        MysqlGroupStore(db).Read(**conn, "");
+    if (!read.ok()) return read.status();
+    std::move(read->begin(), read->end(), std::back_inserter(rows));
+  }
+  for (const GroupRow& row : rows) {
+    AddFeed(row);
+    LogTableInfo(row.keyspace, row.table, "group \"", row.name, "\" of `",
+                 row.keyspace, "`.`", row.table, "` resumes from \"",
+                 row.floor_gtid, "\"");
+  }
+  absl::MutexLock lock(&groups_mu_);
+  groups_pending_ = false;
+  return absl::OkStatus();
+}
+
+std::string Engine::StartGroups() {
+  if (absl::Status s = LoadGroups(); !s.ok()) {
+    const bool retry = s.code() == absl::StatusCode::kUnavailable;
+    LogWarning("consumer groups: cannot read them (", s.message(), ")",
+               retry ? "; retrying at each schema reload" : "");
+    absl::MutexLock lock(&groups_mu_);
+    groups_pending_ = retry;
+    return "";
+  }
+  {
+    absl::MutexLock lock(&groups_mu_);
+    if (feeds_.empty()) return "";
+  }
+  if (!options_.binlog) return "";
+  absl::StatusOr<std::string> server = [&]() -> absl::StatusOr<std::string> {
+    absl::StatusOr<MysqlPool::Lease> conn =
+        pool_->Borrow(MysqlMessageStore::kBorrowTimeout);
+    if (!conn.ok()) return conn.status();
+    return MysqlGroupStore::BinlogGtidPosition(**conn);
+  }();
+  if (!server.ok()) return "";  // the watcher says why it cannot follow
+  const std::string start = GroupsResumePosition(*server);
+  if (start == *server) return "";
+  replaying_ = true;
+  replay_until_ = *ParseGtidList(*server);
+  LogInfo("binlog: reading again from \"", start, "\" up to \"", *server,
+          "\" for the consumer groups' floors");
+  return start;
+}
+
+bool Engine::groups_pending() const {
+  absl::MutexLock lock(&groups_mu_);
+  return groups_pending_;
+}
+
+std::string Engine::GroupsResumePosition(const std::string& server) const {
+  absl::StatusOr<GtidList> start = ParseGtidList(server);
+  if (!start.ok()) return server;
+  absl::MutexLock lock(&groups_mu_);
+  for (const auto& [key, groups] : feeds_) {
+    for (const auto& [name, feed] : groups) {
+      absl::StatusOr<GtidList> floor = ParseGtidList(feed->row().floor_gtid);
+      if (!floor.ok()) continue;
+      for (const auto& [domain, entry] : *floor) {
+        auto it = start->find(domain);
+        // A domain the server does not have yet has nothing to read again.
+        if (it != start->end() && entry.sequence < it->second.sequence) {
+          it->second = entry;
+        }
+      }
+    }
+  }
+  return FormatGtidList(*start);
+}
+
+void Engine::FeedGroups(const std::string& db, const std::string& table,
+                        const std::vector<RowChange>& changes) {
+  std::vector<std::shared_ptr<GroupFeed>> feeds;
+  {
+    absl::MutexLock lock(&groups_mu_);
+    auto t = feeds_.find(Key{db, table});
+    if (t == feeds_.end()) return;
+    for (const auto& [name, feed] : t->second) feeds.push_back(feed);
+  }
+  for (const std::shared_ptr<GroupFeed>& feed : feeds) {
+    feed->OnRowChanges(changes);
+  }
+}
+
+bool Engine::Replayed(const std::vector<RowChange>& changes) {
+  if (!replaying_ || changes.empty()) return false;
+  // One rows event is one transaction's: its first change decides.
+  absl::StatusOr<Gtid> gtid = ParseGtid(changes.front().gtid);
+  if (!gtid.ok()) return true;
+  auto it = replay_until_.find(gtid->domain);
+  if (it != replay_until_.end() && gtid->sequence <= it->second.sequence) {
+    return true;
+  }
+  // Logged after every transaction of replay_until_: the rest is live.
+  replaying_ = false;
+  LogInfo("binlog: read again up to \"", FormatGtidList(replay_until_),
+          "\" for the consumer groups; following live");
+  return false;
+}
+
+void Engine::CloseGroups(absl::Status status) {
+  std::map<Key, std::map<std::string, std::shared_ptr<GroupFeed>>> feeds;
+  {
+    absl::MutexLock lock(&groups_mu_);
+    feeds.swap(feeds_);
+  }
+  for (auto& [key, groups] : feeds) {
+    for (auto& [name, feed] : groups) feed->Close(status);
+  }
 }
 
 }  // namespace msgq

@@ -76,7 +76,11 @@ absl::Status Engine::Reload() {
     LogTableInfo(key.first, key.second, "table `", key.first, "`.`", key.second,
                  "` was truncated, dropped or altered: starting over");
   }
-  return SwapIn(BuildEntries(plan->changed, plan->successors), plan->removed);
+  absl::Status swapped =
+      SwapIn(BuildEntries(plan->changed, plan->successors), plan->removed);
+  // Groups that could not be read at Start() (engine_groups.cc).
+  if (swapped.ok() && groups_pending()) (void)LoadGroups();
+  return swapped;
 }
 
 absl::StatusOr<SchemaSnapshot> Engine::ReadSchema() {

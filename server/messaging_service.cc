@@ -91,15 +91,20 @@ grpc::ServerUnaryReactor* MessagingService::MessageAck(
                       auth::Action::kAck, reactor);
   if (manager == nullptr) return reactor;
   std::vector<std::string> ids(request->ids().begin(), request->ids().end());
-  manager->Ack(std::move(ids),
-               [reactor, response](absl::StatusOr<int64_t> acked) {
-                 if (acked.ok()) {
-                   response->set_acked(*acked);
-                   reactor->Finish(grpc::Status::OK);
-                 } else {
-                   reactor->Finish(ToGrpcStatus(acked.status()));
-                 }
-               });
+  auto finish = [reactor, response](absl::StatusOr<int64_t> acked) {
+    if (acked.ok()) {
+      response->set_acked(*acked);
+      reactor->Finish(grpc::Status::OK);
+    } else {
+      reactor->Finish(ToGrpcStatus(acked.status()));
+    }
+  };
+  if (!request->group().empty()) {
+    engine_->AckGroup(request->keyspace(), request->name(), request->group(),
+                      std::move(ids), std::move(finish));
+    return reactor;
+  }
+  manager->Ack(std::move(ids), std::move(finish));
   return reactor;
 }
 
@@ -111,6 +116,13 @@ grpc::ServerUnaryReactor* MessagingService::MessageNack(
       ManagerOrFinish(*engine_, *authorizer_, peers_, *context, *request,
                       auth::Action::kNack, reactor);
   if (manager == nullptr) return reactor;
+  if (!request->group().empty()) {
+    reactor->Finish(grpc::Status(
+        grpc::StatusCode::UNIMPLEMENTED,
+        "MessageNack of a consumer group is not built yet: a group's "
+        "message stays with its stream until acked"));
+    return reactor;
+  }
   MessageManager::NackRequest nack;
   nack.deliveries = Deliveries(*request);
   if (request->has_delay()) {

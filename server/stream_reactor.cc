@@ -15,8 +15,8 @@
 namespace msgq {
 
 StreamSink::StreamSink(StreamReactor* reactor,
-                       std::shared_ptr<MessageManager> manager)
-    : reactor_(reactor), manager_(std::move(manager)) {}
+                       std::shared_ptr<StreamSource> source)
+    : reactor_(reactor), source_(std::move(source)) {}
 
 void StreamSink::SendFields(v1::MessageStreamResponse fields) {
   absl::ReleasableMutexLock lock(&mu_);
@@ -49,7 +49,7 @@ void StreamSink::EnqueueBatch(uint64_t sequence, Item item) {
   if (finish_requested_) {
     // The stream is ending: give the messages back at once.
     lock.Release();
-    manager_->OnSendFailed(this, std::move(item.batch));
+    source_->OnSendFailed(this, std::move(item.batch));
     return;
   }
   batches_.Add(sequence, std::move(item));
@@ -66,7 +66,7 @@ void StreamSink::BeginFinishLocked(grpc::Status status) {
   finish_status_ = std::move(status);
 }
 
-void StreamSink::Unsubscribe() { manager_->Unsubscribe(this); }
+void StreamSink::Unsubscribe() { source_->Unsubscribe(this); }
 
 void StreamSink::RequestFinish(grpc::Status status) {
   {
@@ -98,9 +98,9 @@ void StreamSink::OnWriteDone(bool ok) {
   if (unsubscribe) Unsubscribe();
   if (done.is_batch) {
     if (ok) {
-      manager_->OnSendDone(this);
+      source_->OnSendDone(this);
     } else {
-      manager_->OnSendFailed(this, std::move(done.batch));
+      source_->OnSendFailed(this, std::move(done.batch));
     }
   }
   absl::ReleasableMutexLock lock(&mu_);
@@ -119,7 +119,7 @@ void StreamSink::Advance(absl::ReleasableMutexLock& lock) {
     grpc::Status status = finish_status_;
     lock.Release();
     for (Item& item : unsent) {
-      if (item.is_batch) manager_->OnSendFailed(this, std::move(item.batch));
+      if (item.is_batch) source_->OnSendFailed(this, std::move(item.batch));
     }
     reactor_->Finish(status);
     return;
@@ -174,7 +174,9 @@ void StreamReactor::Begin(Engine* engine, grpc::CallbackServerContext& context,
     f->set_type(c.data_type);
   }
   sink_->SendFields(std::move(fields));
-  absl::Status subscribed = manager_->Subscribe(sink_, request.max_unacked());
+  absl::Status subscribed =
+      feed_ != nullptr ? feed_->Subscribe(sink_, request.max_unacked())
+                       : manager_->Subscribe(sink_, request.max_unacked());
   if (!subscribed.ok()) {
     sink_->RequestFinish(ToGrpcStatus(subscribed));
     return;
@@ -206,6 +208,21 @@ bool StreamReactor::Admit(Engine* engine,
     Finish(ToGrpcStatus(manager.status()));
     return false;
   }
+  std::shared_ptr<GroupFeed> feed;
+  if (!request.group().empty()) {
+    absl::StatusOr<std::shared_ptr<GroupFeed>> found =
+        engine->FindGroup(request.keyspace(), request.name(), request.group());
+    if (!found.ok()) {
+      Finish(ToGrpcStatus(found.status()));
+      return false;
+    }
+    if (absl::Status s = engine->GroupDeliverable((*manager)->table());
+        !s.ok()) {
+      Finish(ToGrpcStatus(s));
+      return false;
+    }
+    feed = *std::move(found);
+  }
   absl::Status allowed = authorizer_->AcquireStream(*principal);
   if (!allowed.ok()) {
     Finish(ToGrpcStatus(allowed));
@@ -213,7 +230,13 @@ bool StreamReactor::Admit(Engine* engine,
   }
   slot_ = *principal;
   manager_ = *std::move(manager);
-  sink_ = std::make_shared<StreamSink>(this, manager_);
+  feed_ = std::move(feed);
+  if (feed_ != nullptr) {
+    source_ = std::make_shared<SourceOf<GroupFeed>>(feed_);
+  } else {
+    source_ = std::make_shared<SourceOf<MessageManager>>(manager_);
+  }
+  sink_ = std::make_shared<StreamSink>(this, source_);
   credential_ = *std::move(credential);
   return true;
 }
@@ -242,7 +265,7 @@ void StreamReactor::OnDone() {
   MSGQ_TSAN_ACQUIRE(this);
   // The one place a reactor is deleted: gRPC guarantees no reaction follows.
   revocation_.reset();
-  if (manager_ != nullptr) manager_->Unsubscribe(sink_.get());
+  if (source_ != nullptr) source_->Unsubscribe(sink_.get());
   if (slot_.has_value()) authorizer_->ReleaseStream(*slot_);
   delete this;
 }

@@ -1,10 +1,12 @@
 // StreamReactor: one MessageStream call, as a gRPC callback-API write
-// reactor, and StreamSink, the engine-facing Subscriber it owns.
+// reactor, and StreamSink, the engine-facing Subscriber it owns. A stream
+// reads the table's default group (its MessageManager) or, with
+// MessageStreamRequest.group, a consumer group's GroupFeed.
 //
-// The sink is shared (the table's manager holds it); the reactor is owned by
-// gRPC and deletes itself in OnDone, after unsubscribing. The sink's mutex
-// guards its outbox and the write/finish token: exactly one write is in
-// flight at a time, the outgoing response lives in the sink until
+// The sink is shared (the table's manager or the group's feed holds it); the
+// reactor is owned by gRPC and deletes itself in OnDone, after unsubscribing.
+// The sink's mutex guards its outbox and the write/finish token: exactly one
+// write is in flight at a time, the outgoing response lives in the sink until
 // OnWriteDone, and Finish is called once, only when no write is in flight,
 // so the reactor cannot be deleted under a StartWrite. After Finish the sink
 // unsubscribes and hands back to the manager every batch it could not write,
@@ -21,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -37,9 +40,40 @@ namespace msgq {
 
 class StreamReactor;
 
+// Where a sink's batches come from, and where it reports them: the
+// table's manager (the default group) or a consumer group's feed
+// (engine/engine_group_feed.h).
+class StreamSource {
+ public:
+  virtual ~StreamSource() = default;
+  virtual void OnSendDone(const Subscriber* subscriber) = 0;
+  virtual void OnSendFailed(const Subscriber* subscriber,
+                            MessageBatch batch) = 0;
+  virtual void Unsubscribe(const Subscriber* subscriber) = 0;
+};
+
+// A StreamSource over anything with those three methods.
+template <typename T>
+class SourceOf final : public StreamSource {
+ public:
+  explicit SourceOf(std::shared_ptr<T> source) : source_(std::move(source)) {}
+  void OnSendDone(const Subscriber* subscriber) override {
+    source_->OnSendDone(subscriber);
+  }
+  void OnSendFailed(const Subscriber* subscriber, MessageBatch batch) override {
+    source_->OnSendFailed(subscriber, std::move(batch));
+  }
+  void Unsubscribe(const Subscriber* subscriber) override {
+    source_->Unsubscribe(subscriber);
+  }
+
+ private:
+  const std::shared_ptr<T> source_;
+};
+
 class StreamSink final : public Subscriber {
  public:
-  StreamSink(StreamReactor* reactor, std::shared_ptr<MessageManager> manager);
+  StreamSink(StreamReactor* reactor, std::shared_ptr<StreamSource> source);
 
   // Subscriber:
   void Send(uint64_t sequence, MessageBatch batch) override;
@@ -67,7 +101,7 @@ class StreamSink final : public Subscriber {
   void Unsubscribe();
 
   StreamReactor* const reactor_;
-  const std::shared_ptr<MessageManager> manager_;
+  const std::shared_ptr<StreamSource> source_;
 
   absl::Mutex mu_;
   // The fields response until its write starts: always the first write,
@@ -118,6 +152,10 @@ class StreamReactor final
   // Set once the principal holds a stream slot (released in OnDone).
   std::optional<std::string> slot_;
   std::shared_ptr<MessageManager> manager_;
+  // A consumer group's feed (MessageStreamRequest.group), else null.
+  std::shared_ptr<GroupFeed> feed_;
+  // manager_ or feed_, as the sink sees it.
+  std::shared_ptr<StreamSource> source_;
   std::shared_ptr<StreamSink> sink_;
   // How the caller authenticated; the watch that ends the stream when that
   // or its grant is revoked (server/auth/stream_revocation.h).

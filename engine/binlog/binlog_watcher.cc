@@ -43,6 +43,7 @@ void BinlogWatcher::SetStreaming(bool streaming) {
 }
 
 void BinlogWatcher::Start() {
+  if (!options_.start_gtid.empty()) ResumeFrom(options_.start_gtid);
   thread_ = std::thread([this] { Run(); });
 }
 

@@ -3,7 +3,8 @@
 // instead of at the next poll.
 //
 // It connects as a replica (COM_BINLOG_DUMP opened through Connector/C's
-// replication API), starting at the server's current GTID position, reads
+// replication API), starting at the server's current GTID position (or at
+// Options::start_gtid), reads
 // each event's packet itself (one copy of an event in memory, however large
 // its row), and hands the event's bytes to a BinlogDecoder
 // (binlog_decoder.h), which
@@ -106,6 +107,9 @@ class BinlogWatcher {
     // The replica server id announced to MySQL; must differ from every
     // real replica's and from other msgqd's on the same server.
     uint32_t server_id = 0;
+    // Where to start ("d-s-n,..."): after these transactions. Empty: at
+    // the server's current position.
+    std::string start_gtid;
     // Reconnect delays: common/backoff.h from retry_min doubling to
     // retry_max, +-20% jitter seeded by jitter_seed (0: random); reset once
     // a stream has started.

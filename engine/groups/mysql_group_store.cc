@@ -169,6 +169,27 @@ absl::StatusOr<bool> MysqlGroupStore::Delete(MysqlConnection& conn,
   return *groups > 0;
 }
 
+absl::StatusOr<bool> MysqlGroupStore::WriteFloor(
+    MysqlConnection& conn, const std::string& table, const std::string& group,
+    const std::string& floor_gtid) const {
+  absl::StatusOr<uint64_t> r = conn.Execute(absl::StrCat(
+      "UPDATE ", groups_, " SET floor_gtid = ", conn.QuoteString(floor_gtid),
+      " WHERE table_name = ", conn.QuoteString(table),
+      " AND group_name = ", conn.QuoteString(group)));
+  if (!r.ok()) {
+    if (IsNoSuchTable(r.status())) return false;
+    return Explain(conn, r.status());
+  }
+  // An unchanged row counts 0 (the floor was written already): ask.
+  if (*r > 0) return true;
+  absl::StatusOr<QueryResult> read =
+      conn.Query(absl::StrCat("SELECT 1 FROM ", groups_,
+                              " WHERE table_name = ", conn.QuoteString(table),
+                              " AND group_name = ", conn.QuoteString(group)));
+  if (!read.ok()) return Explain(conn, read.status());
+  return !read->rows.empty();
+}
+
 absl::StatusOr<std::string> MysqlGroupStore::BinlogGtidPosition(
     MysqlConnection& conn) {
   absl::StatusOr<QueryResult> r =

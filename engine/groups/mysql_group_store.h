@@ -61,6 +61,13 @@ class MysqlGroupStore {
   absl::StatusOr<bool> Delete(MysqlConnection& conn, const std::string& table,
                               const std::string& group) const;
 
+  // Sets the group's floor (one UPDATE). False when there is no such
+  // group (deleted meanwhile).
+  absl::StatusOr<bool> WriteFloor(MysqlConnection& conn,
+                                  const std::string& table,
+                                  const std::string& group,
+                                  const std::string& floor_gtid) const;
+
   // The server's binlog position now (@@gtid_binlog_pos, canonical).
   // FAILED_PRECONDITION when the server writes no binary log or has no
   // MariaDB GTID position.

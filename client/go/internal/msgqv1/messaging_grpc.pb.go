@@ -20,6 +20,7 @@ type MessagingClient interface {
 	// Streams messages of one table. The first response carries only `fields`
 	// (`id` first); every later one carries 1..vt_batch_size rows. Messages are
 	// delivered round-robin across the subscribers of a table, never broadcast.
+	// With `group`, the stream reads a consumer group (see CreateGroup).
 	// Errors: NOT_FOUND (unknown keyspace/table, or not a message table),
 	// INVALID_ARGUMENT (empty name), FAILED_PRECONDITION (the table failed to
 	// load; the message says why), UNAVAILABLE (server shutting down, the
@@ -75,9 +76,14 @@ type MessagingClient interface {
 	SetPaused(ctx context.Context, in *SetPausedRequest, opts ...grpc.CallOption) (*SetPausedResponse, error)
 	// Consumer groups: named, independent readers of one table
 	// (docs/design/consumer-groups.md). Groups are kept in MySQL (table
-	// msgq_groups in the table's database). Creating, listing and deleting
-	// them is built; delivery to a group is not yet (MessageStream reads the
-	// default group). All three need the `admin` action on the table.
+	// msgq_groups in the table's database). MessageStream and MessageAck
+	// take a `group`: each committed insert of the table goes to every group
+	// (in commit order, read from the binlog), and a group's acks are its
+	// own. A group has no ack wait, retries or dead letters yet: a message
+	// stays with its stream until acked, and goes to the group's other
+	// streams when that stream ends; MessageNack with a group answers
+	// UNIMPLEMENTED. The three calls below need the `admin` action on the
+	// table.
 	//
 	// CreateGroup: a group of a loaded message table.
 	// Errors: as SetPaused; INVALID_ARGUMENT for a group name that is not 1
@@ -235,6 +241,7 @@ type MessagingServer interface {
 	// Streams messages of one table. The first response carries only `fields`
 	// (`id` first); every later one carries 1..vt_batch_size rows. Messages are
 	// delivered round-robin across the subscribers of a table, never broadcast.
+	// With `group`, the stream reads a consumer group (see CreateGroup).
 	// Errors: NOT_FOUND (unknown keyspace/table, or not a message table),
 	// INVALID_ARGUMENT (empty name), FAILED_PRECONDITION (the table failed to
 	// load; the message says why), UNAVAILABLE (server shutting down, the
@@ -290,9 +297,14 @@ type MessagingServer interface {
 	SetPaused(context.Context, *SetPausedRequest) (*SetPausedResponse, error)
 	// Consumer groups: named, independent readers of one table
 	// (docs/design/consumer-groups.md). Groups are kept in MySQL (table
-	// msgq_groups in the table's database). Creating, listing and deleting
-	// them is built; delivery to a group is not yet (MessageStream reads the
-	// default group). All three need the `admin` action on the table.
+	// msgq_groups in the table's database). MessageStream and MessageAck
+	// take a `group`: each committed insert of the table goes to every group
+	// (in commit order, read from the binlog), and a group's acks are its
+	// own. A group has no ack wait, retries or dead letters yet: a message
+	// stays with its stream until acked, and goes to the group's other
+	// streams when that stream ends; MessageNack with a group answers
+	// UNIMPLEMENTED. The three calls below need the `admin` action on the
+	// table.
 	//
 	// CreateGroup: a group of a loaded message table.
 	// Errors: as SetPaused; INVALID_ARGUMENT for a group name that is not 1
