@@ -383,7 +383,7 @@ class Engine : private BinlogWatcher::Listener {
   absl::Status LoadGroups() ABSL_LOCKS_EXCLUDED(groups_mu_);
   // At Start(): loads the groups and, when one's floor is behind the
   // binlog's position, sets up reading the binlog again from there
-  // (replaying_). Returns where the binlog watcher starts ("" = the
+  // (replay_). Returns where the binlog watcher starts ("" = the
   // server's position). Logs what fails; the groups are then loaded at a
   // later reload, and follow the binlog from where it is then.
   std::string StartGroups();
@@ -403,9 +403,9 @@ class Engine : private BinlogWatcher::Listener {
   void FeedGroups(const std::string& db, const std::string& table,
                   const std::vector<RowChange>& changes)
       ABSL_LOCKS_EXCLUDED(groups_mu_);
-  // Whether `changes` come from the binlog read again for the groups, at
-  // or below replay_until_ (engine_groups.cc); clears replaying_ at the
-  // first change above it.
+  // Whether `changes` come from the binlog read again for the groups
+  // (replay_ covers them; engine_groups.cc); ends replay_ once every
+  // domain has passed it.
   bool Replayed(const std::vector<RowChange>& changes);
   void CloseGroups(absl::Status status) ABSL_LOCKS_EXCLUDED(groups_mu_);
 
@@ -486,11 +486,11 @@ class Engine : private BinlogWatcher::Listener {
   std::map<Key, std::map<std::string, std::shared_ptr<GroupFeed>>> feeds_
       ABSL_GUARDED_BY(groups_mu_);
   bool groups_pending_ ABSL_GUARDED_BY(groups_mu_) = false;
-  // Binlog watcher thread only: while the binlog is read again from the
-  // groups' floors (Start), changes up to replay_until_ (the binlog's
-  // position at Start) go to the groups alone.
-  bool replaying_ = false;
-  GtidList replay_until_;
+  // Binlog watcher thread only (set before it starts): while the binlog
+  // is read again from the groups' floors (Start), the changes the window
+  // covers (up to the binlog's position at Start, per domain) go to the
+  // groups alone.
+  std::optional<ReplayWindow> replay_;
   SerialWorker pause_worker_;
   SerialWorker groups_worker_;
 };

@@ -346,8 +346,7 @@ std::string Engine::StartGroups() {
   if (!server.ok()) return "";  // the watcher says why it cannot follow
   const std::string start = GroupsResumePosition(*server);
   if (start == *server) return "";
-  replaying_ = true;
-  replay_until_ = *ParseGtidList(*server);
+  replay_.emplace(*ParseGtidList(*server));
   LogInfo("binlog: reading again from \"", start, "\" up to \"", *server,
           "\" for the consumer groups' floors");
   return start;
@@ -393,18 +392,17 @@ void Engine::FeedGroups(const std::string& db, const std::string& table,
 }
 
 bool Engine::Replayed(const std::vector<RowChange>& changes) {
-  if (!replaying_ || changes.empty()) return false;
+  if (!replay_.has_value() || changes.empty()) return false;
   // One rows event is one transaction's: its first change decides.
   absl::StatusOr<Gtid> gtid = ParseGtid(changes.front().gtid);
   if (!gtid.ok()) return true;
-  auto it = replay_until_.find(gtid->domain);
-  if (it != replay_until_.end() && gtid->sequence <= it->second.sequence) {
-    return true;
+  if (replay_->Covers(gtid->domain, gtid->sequence)) return true;
+  if (replay_->done()) {
+    replay_.reset();
+    LogInfo(
+        "binlog: read again up to the start's position in every domain "
+        "for the consumer groups; following live");
   }
-  // Logged after every transaction of replay_until_: the rest is live.
-  replaying_ = false;
-  LogInfo("binlog: read again up to \"", FormatGtidList(replay_until_),
-          "\" for the consumer groups; following live");
   return false;
 }
 

@@ -115,4 +115,12 @@ absl::StatusOr<GroupStart> ParseGroupStart(absl::string_view from) {
       absl::StrCat("--from=\"", EchoForError(from), "\": ", kForms));
 }
 
+bool ReplayWindow::Covers(uint32_t domain, uint64_t sequence) {
+  auto it = ahead_.find(domain);
+  if (it == ahead_.end()) return false;
+  if (sequence <= it->second.sequence) return true;
+  ahead_.erase(it);
+  return false;
+}
+
 }  // namespace msgq

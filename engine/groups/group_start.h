@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -53,6 +54,26 @@ std::string FormatGtidList(const GtidList& list);
 // has not seen, or a sequence past the server's in that domain; the
 // message names both lists.
 absl::Status CheckGtidReached(const GtidList& floor, const GtidList& server);
+
+// The binlog read a second time at start, for groups whose floors are
+// behind the server's position `until` (@@gtid_binlog_pos when the read
+// began): which transactions are read again, each domain on its own.
+// Sequences grow within a domain, so a transaction is read again exactly
+// when its domain is in `until` at a sequence at or above it; a domain
+// `until` lacks began after the start, so all of it is new. Not
+// thread-safe: one reader, the binlog watcher's thread.
+class ReplayWindow {
+ public:
+  explicit ReplayWindow(GtidList until) : ahead_(std::move(until)) {}
+  // Whether the transaction (domain, sequence) was read before. Forgets a
+  // domain at its first transaction past `until`.
+  bool Covers(uint32_t domain, uint64_t sequence);
+  // Every domain of `until` has passed it: nothing more is read again.
+  bool done() const { return ahead_.empty(); }
+
+ private:
+  GtidList ahead_;  // the domains of `until` not yet passed
+};
 
 struct GroupStart {
   enum class Kind { kLatest, kEarliest, kGtid };

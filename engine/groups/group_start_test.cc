@@ -99,5 +99,26 @@ TEST(GtidListTest, ReachedWhenEveryDomainIsAtOrPastTheFloor) {
             "\"0-1-100,1-2-7\" (domain 5 has no transaction there)");
 }
 
+TEST(ReplayWindowTest, EachDomainEndsAtItsOwnPosition) {
+  ReplayWindow replay(*ParseGtidList("0-1-100,1-2-7"));
+  EXPECT_TRUE(replay.Covers(0, 99));
+  EXPECT_TRUE(replay.Covers(1, 7));
+  // Domain 0 passes its position; domain 1 is still being read again.
+  EXPECT_FALSE(replay.Covers(0, 101));
+  EXPECT_FALSE(replay.done());
+  EXPECT_TRUE(replay.Covers(1, 6));
+  // A domain that began after the start is new throughout.
+  EXPECT_FALSE(replay.Covers(5, 1));
+  EXPECT_FALSE(replay.Covers(1, 8));
+  EXPECT_TRUE(replay.done());
+  EXPECT_FALSE(replay.Covers(0, 50));
+}
+
+TEST(ReplayWindowTest, NothingToReadAgainIsDoneAtOnce) {
+  ReplayWindow replay{GtidList()};
+  EXPECT_TRUE(replay.done());
+  EXPECT_FALSE(replay.Covers(0, 1));
+}
+
 }  // namespace
 }  // namespace msgq
