@@ -236,7 +236,7 @@ TEST_F(CliFailureTest, TailPrintsEachRowsEpoch) {
   EXPECT_EQ(r.code, kExitOk) << r.err;
   // A first delivery (epoch 0) prints as before epochs were shown.
   EXPECT_EQ(r.out, "id=1 message=a\nid=2 message=\"b c\" epoch=3\n");
-  // --json prints the row's columns only (as msgq_consume.py does).
+  // --json prints the row's columns only (as `python3 -m msgq` does).
   fake_.AddStream(
       {.responses = {Fields({"id", "message"}), rows}, .hold_open = true});
   Result json = Run({"tail", "orders", "--count=1", "--json"});

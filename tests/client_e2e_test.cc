@@ -102,7 +102,7 @@ std::vector<std::string> Lines(const std::string& text) {
   return absl::StrSplit(text, '\n', absl::SkipEmpty());
 }
 
-// What `msgq tail --json` and msgq_consume.py print for a row of InsertRange.
+// What `msgq tail --json` and `python3 -m msgq` print for a row of InsertRange.
 std::string JsonLine(int id) {
   return absl::StrCat("{\"id\":", id, ",\"message\":\"{\\\"n\\\": ", id,
                       "}\"}");
@@ -123,15 +123,19 @@ class ClientE2eTest : public MsgqTest {
     return RunChild(args);
   }
 
-  // msgq_consume.py against this test's msgqd; `args` follow --server.
-  Result Python(std::vector<std::string> args) {
-    std::vector<std::string> argv = {
-        "/usr/bin/python3",
-        std::string(MSGQ_SOURCE_DIR) + "/client/python/msgq_consume.py",
-        "--server", server_->address()};
+  // The Python package's command (`python3 -m msgq`, msgq-consume once
+  // installed) with its environment; `args` follow the program.
+  static Result RunPython(std::vector<std::string> args) {
+    std::vector<std::string> argv = {"/usr/bin/python3", "-m", "msgq"};
     argv.insert(argv.end(), args.begin(), args.end());
-    return RunChild(argv, {std::string("PYTHONPATH=") + MSGQ_PYTHON_STUBS,
+    return RunChild(argv, {std::string("PYTHONPATH=") + MSGQ_PYTHON_STUBS +
+                               ":" + MSGQ_SOURCE_DIR + "/client/python",
                            "PYTHONDONTWRITEBYTECODE=1"});
+  }
+  // The same against this test's msgqd; `args` follow --server.
+  Result Python(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--server", server_->address()});
+    return RunPython(std::move(args));
   }
 
   int64_t Int(const std::string& sql) {
@@ -474,10 +478,7 @@ TEST_F(ClientE2eTest, PythonConsumerErrorExitCodes) {
                             FindTable(stub_.get(), "broken").error() + "\n");
 
   Result unreachable =
-      RunChild({"/usr/bin/python3",
-                std::string(MSGQ_SOURCE_DIR) + "/client/python/msgq_consume.py",
-                "--server", "127.0.0.1:1", "--count", "1", "demo"},
-               {std::string("PYTHONPATH=") + MSGQ_PYTHON_STUBS});
+      RunPython({"--server", "127.0.0.1:1", "--count", "1", "demo"});
   EXPECT_EQ(unreachable.exit_code, 3) << unreachable;
   EXPECT_THAT(unreachable.err, StartsWith("msgq_consume: UNAVAILABLE: "));
 
@@ -740,7 +741,7 @@ TEST_F(ClientE2eTest, PythonHandlerResultsNackTheirMessages) {
   ASSERT_NO_FATAL_FAILURE(InsertRange("demo", 1, 3));
   ASSERT_NO_FATAL_FAILURE(StartServer());
   const std::string script = R"(
-import sys, grpc, msgq_consume as m
+import sys, grpc, msgq as m
 def handler(msg):
     if msg.id == "2": return m.dead("bad row")
     if msg.id == "3": raise ValueError("flaky")

@@ -132,7 +132,7 @@ class Child {
   int code_ = -1;
 };
 
-// What `msgq tail --json` and msgq_consume.py print for a row of InsertRange.
+// What `msgq tail --json` and `python3 -m msgq` print for a row of InsertRange.
 std::string JsonLine(int id) {
   return absl::StrCat("{\"id\":", id, ",\"message\":\"{\\\"n\\\": ", id,
                       "}\"}");
@@ -249,9 +249,9 @@ TEST_F(ClientPromisesTest, TailAckFlushesItsAcksOnSigint) {
 }
 
 // docs/api.md#python-package: the Python consumer "reconnects with capped
-// exponential backoff" (client/python/msgq_consume.py), and README.md#msgq:
+// exponential backoff" (client/python/msgq/consume.py), and README.md#msgq:
 // "`kill -9` of msgqd ... delays messages, never drops them".
-// msgq_consume.py --count 6 consumes 1-3; msgqd
+// `python3 -m msgq --count 6` consumes 1-3; msgqd
 // is killed (SIGKILL); 4-6 are inserted while it is down; msgqd starts again
 // on the same address. The same consumer process prints 1-6, each once, in
 // order, acks them all and exits 0.
@@ -264,10 +264,10 @@ TEST_F(ClientPromisesTest, PythonConsumerKeepsConsumingAcrossMsgqdRestart) {
   char out_path[] = "/tmp/msgq-test-py-out-XXXXXX";
   const int out_fd = mkstemp(out_path);
   ASSERT_GE(out_fd, 0);
-  Child python({"/usr/bin/python3",
-                std::string(MSGQ_SOURCE_DIR) + "/client/python/msgq_consume.py",
-                "--server", address, "--count", "6", "q"},
-               {std::string("PYTHONPATH=") + MSGQ_PYTHON_STUBS,
+  Child python({"/usr/bin/python3", "-m", "msgq", "--server", address,
+                "--count", "6", "q"},
+               {std::string("PYTHONPATH=") + MSGQ_PYTHON_STUBS + ":" +
+                    MSGQ_SOURCE_DIR + "/client/python",
                 "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"},
                out_fd);
   close(out_fd);

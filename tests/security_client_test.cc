@@ -251,7 +251,7 @@ TEST_F(SecurityClientTest, CliTailAndStatsWithTlsAndToken) {
   EXPECT_THAT(denied.output, HasSubstr("may not stream msgq.b"));
 }
 
-// The Python package (client/python/msgq, run as msgq_consume.py) against
+// The Python package (client/python/msgq, run as `python3 -m msgq`) against
 // the same msgqd: TLS plus the worker's token streams and acks a; a wrong
 // token is UNAUTHENTICATED and b is PERMISSION_DENIED, both exit 1 at once
 // (no reconnect loop).
@@ -261,9 +261,9 @@ TEST_F(SecurityClientTest, PythonConsumerWithTlsAndToken) {
   ASSERT_NO_FATAL_FAILURE(InsertRange("b", 1, 1));
   ReplaceFile(Path("wrong.token"), "tok-nobody\n");
   const std::string python =
-      absl::StrCat("PYTHONPATH=", MSGQ_PYTHON_STUBS,
-                   " PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 ",
-                   MSGQ_SOURCE_DIR, "/client/python/msgq_consume.py");
+      absl::StrCat("PYTHONPATH=", MSGQ_PYTHON_STUBS, ":", MSGQ_SOURCE_DIR,
+                   "/client/python PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "
+                   "-m msgq");
   auto consume = [&](const std::string& table, const std::string& token,
                      int count) {
     return RunCommand(absl::StrCat(

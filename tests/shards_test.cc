@@ -366,7 +366,7 @@ TEST_F(ShardsTest, CliTablesAndTailAcrossServers) {
   }
 }
 
-// msgq_consume.py --server=A,B --count 4 prints the 4 messages of both
+// `python3 -m msgq` --server=A,B --count 4 prints the 4 messages of both
 // shards (ids 1 and 2 on each) and acks each on its own shard.
 TEST_F(ShardsTest, PythonConsumerAcrossServers) {
   const std::string a = a_.server->address();
@@ -374,14 +374,14 @@ TEST_F(ShardsTest, PythonConsumerAcrossServers) {
   ASSERT_NO_FATAL_FAILURE(Insert(a_, "a", 1, 2));
   ASSERT_NO_FATAL_FAILURE(Insert(b_, "b", 1, 2));
   std::string out, err;
-  ASSERT_EQ(RunProgram("/usr/bin/python3",
-                       {std::string(MSGQ_SOURCE_DIR) +
-                            "/client/python/msgq_consume.py",
-                        "--server", a + "," + b, "--count", "4", "q"},
-                       &out, &err,
-                       absl::StrCat("PYTHONPATH=", MSGQ_PYTHON_STUBS,
-                                    " PYTHONDONTWRITEBYTECODE=1")),
-            0)
+  ASSERT_EQ(
+      RunProgram(
+          "/usr/bin/python3",
+          {"-m", "msgq", "--server", a + "," + b, "--count", "4", "q"}, &out,
+          &err,
+          absl::StrCat("PYTHONPATH=", MSGQ_PYTHON_STUBS, ":", MSGQ_SOURCE_DIR,
+                       "/client/python", " PYTHONDONTWRITEBYTECODE=1")),
+      0)
       << err;
   std::vector<std::string> lines = absl::StrSplit(out, '\n', absl::SkipEmpty());
   std::sort(lines.begin(), lines.end());

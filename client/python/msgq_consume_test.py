@@ -1,4 +1,5 @@
-"""Tests of msgq_consume against an in-process fake Messaging server.
+"""Tests of msgq.consume and the msgq-consume command (msgq.cli) against an
+in-process fake Messaging server.
 
 Run by ctest (msgq_consume_py_test), or by hand:
   PYTHONPATH=build/client/python:client/python /usr/bin/python3 \
@@ -8,6 +9,8 @@ Run by ctest (msgq_consume_py_test), or by hand:
 import io
 import queue
 import random
+import subprocess
+import sys
 import threading
 import unittest
 from concurrent import futures
@@ -16,7 +19,7 @@ from contextlib import redirect_stderr, redirect_stdout
 import grpc
 
 import msgq
-import msgq_consume
+import msgq.cli
 from msgq.v1 import messaging_pb2
 from msgq.v1 import messaging_pb2_grpc
 
@@ -102,12 +105,12 @@ class DecodeTest(unittest.TestCase):
     def test_decodes_values_and_nulls(self):
         f = list(fields("id", "message", "note").fields)
         row = rows([b"42", b"hello", None]).rows[0]
-        self.assertEqual(msgq_consume.decode_row(f, row),
+        self.assertEqual(msgq.decode_row(f, row),
                          [b"42", b"hello", None])
 
     def test_empty_is_not_null(self):
         f = list(fields("id", "message").fields)
-        self.assertEqual(msgq_consume.decode_row(f, rows([b"1", b""]).rows[0]),
+        self.assertEqual(msgq.decode_row(f, rows([b"1", b""]).rows[0]),
                          [b"1", b""])
 
     def test_rejects_malformed_rows(self):
@@ -120,8 +123,8 @@ class DecodeTest(unittest.TestCase):
             messaging_pb2.Row(lengths=[-1, 1], values=b"a"),
         ]
         for row in bad:
-            with self.assertRaises(msgq_consume.ProtocolError, msg=str(row)):
-                msgq_consume.decode_row(f, row)
+            with self.assertRaises(msgq.ProtocolError, msg=str(row)):
+                msgq.decode_row(f, row)
 
     def test_json_matches_msgq_tail(self):
         f = [messaging_pb2.Field(name="id", type="bigint"),
@@ -129,7 +132,7 @@ class DecodeTest(unittest.TestCase):
              messaging_pb2.Field(name="message", type="text"),
              messaging_pb2.Field(name="note", type="text"),
              messaging_pb2.Field(name="raw", type="blob")]
-        msg = msgq_consume.Message(
+        msg = msgq.Message(
             f, [b"7", b"1.50", "h\u00e9 \"x\"\n".encode(), None, b"\xff"])
         self.assertEqual(
             msg.to_json(),
@@ -150,28 +153,28 @@ class DecodeTest(unittest.TestCase):
 
 class ResultTest(unittest.TestCase):
     def test_outcomes(self):
-        o = msgq_consume.outcome
-        self.assertEqual(o(None), msgq_consume.ack())
-        self.assertEqual(o(True), msgq_consume.ack())
-        self.assertEqual(o(False), msgq_consume.retry())
-        self.assertEqual(o(msgq_consume.retry(1.5, "x")).key(),
+        o = msgq.outcome
+        self.assertEqual(o(None), msgq.ack())
+        self.assertEqual(o(True), msgq.ack())
+        self.assertEqual(o(False), msgq.retry())
+        self.assertEqual(o(msgq.retry(1.5, "x")).key(),
                          (1.5, "x", False))
-        self.assertEqual(o(msgq_consume.dead("y")).key(), (None, "y", True))
+        self.assertEqual(o(msgq.dead("y")).key(), (None, "y", True))
         # A negative delay means "now", as in the C++, Node and Go clients.
-        self.assertEqual(msgq_consume.retry(-1).key(), (0.0, "", False))
+        self.assertEqual(msgq.retry(-1).key(), (0.0, "", False))
         with self.assertRaises(ValueError):
-            msgq_consume.retry(float("nan"))
+            msgq.retry(float("nan"))
         with self.assertRaises(ValueError):
-            msgq_consume.retry(float("inf"))
+            msgq.retry(float("inf"))
         with self.assertRaises(TypeError):
-            msgq_consume.retry("soon")
+            msgq.retry("soon")
         with self.assertRaises(TypeError):
             o("ok")
 
 
 class BackoffTest(unittest.TestCase):
     def test_capped_exponential_with_jitter(self):
-        b = msgq_consume.Backoff(rng=random.Random(1))
+        b = msgq.Backoff(rng=random.Random(1))
         nominal = 0.1
         for _ in range(20):
             d = b.next()
@@ -204,7 +207,7 @@ class ConsumeTest(unittest.TestCase):
         self.fake.scripts.put(([fields("id", "message"), rows([b"3", b"c"])],
                                None))
         seen, reconnects = [], []
-        handled = msgq_consume.consume(
+        handled = msgq.consume(
             self.channel, "orders", lambda m: seen.append(m.get("message")),
             keyspace="ks", count=3,
             on_reconnect=lambda code, details, delay: reconnects.append(
@@ -222,7 +225,7 @@ class ConsumeTest(unittest.TestCase):
     def test_failed_handler_is_not_acked(self):
         self.fake.scripts.put(([fields("id", "message"),
                                 rows([b"1", b"a"], [b"2", b"b"])], None))
-        msgq_consume.consume(self.channel, "orders",
+        msgq.consume(self.channel, "orders",
                              lambda m: m.id != "1", count=2)
         self.assertEqual([list(a.ids) for a in self.fake.acks], [[b"2"]])
         # False is a retry with the table's backoff.
@@ -241,20 +244,20 @@ class ConsumeTest(unittest.TestCase):
         def handler(m):
             body = m.get("message")
             if body == "later":
-                return msgq_consume.retry(delay=2.5, reason="busy")
+                return msgq.retry(delay=2.5, reason="busy")
             if body == "soon":
-                return msgq_consume.retry(0)
+                return msgq.retry(0)
             if body == "poison":
-                return msgq_consume.dead("bad json")
+                return msgq.dead("bad json")
             if body == "boom":
                 raise RuntimeError("db down")
             if body == "false":
                 return False
-            return msgq_consume.ack()
+            return msgq.ack()
 
         err = io.StringIO()
         with redirect_stderr(err):
-            handled = msgq_consume.consume(self.channel, "orders", handler,
+            handled = msgq.consume(self.channel, "orders", handler,
                                            keyspace="ks", count=7)
         self.assertEqual(handled, 7)
         self.assertEqual([list(a.ids) for a in self.fake.acks], [[b"1"]])
@@ -296,9 +299,9 @@ class ConsumeTest(unittest.TestCase):
                                 rows([b"3", b"c"])], None))
         err = io.StringIO()
         with redirect_stderr(err):
-            handled = msgq_consume.consume(
+            handled = msgq.consume(
                 self.channel, "orders",
-                lambda m: m.id != "1" or msgq_consume.dead("x"), count=3)
+                lambda m: m.id != "1" or msgq.dead("x"), count=3)
         self.assertEqual(handled, 3)
         self.assertEqual(len(self.fake.nacks), 1)
         self.assertEqual([list(a.ids) for a in self.fake.acks],
@@ -314,7 +317,7 @@ class ConsumeTest(unittest.TestCase):
                                None))
         err = io.StringIO()
         with redirect_stderr(err):
-            handled = msgq_consume.consume(self.channel, "orders",
+            handled = msgq.consume(self.channel, "orders",
                                            lambda m: "yes", count=1)
         self.assertEqual(handled, 1)
         self.assertEqual(self.fake.acks, [])
@@ -328,7 +331,7 @@ class ConsumeTest(unittest.TestCase):
     def test_no_ack(self):
         self.fake.scripts.put(([fields("id", "message"), rows([b"1", b"a"])],
                                None))
-        msgq_consume.consume(self.channel, "orders", lambda m: False,
+        msgq.consume(self.channel, "orders", lambda m: False,
                              ack=False, count=1)
         self.assertEqual(self.fake.acks, [])
         self.assertEqual(self.fake.nacks, [])
@@ -336,7 +339,7 @@ class ConsumeTest(unittest.TestCase):
     def test_not_found_is_raised(self):
         self.fake.scripts.put(([], (grpc.StatusCode.NOT_FOUND, "no table")))
         with self.assertRaises(msgq.errors.UnknownTable) as ctx:
-            msgq_consume.consume(self.channel, "nope", lambda m: True)
+            msgq.consume(self.channel, "nope", lambda m: True)
         self.assertEqual(ctx.exception.code(), grpc.StatusCode.NOT_FOUND)
         self.assertEqual(ctx.exception.details(), "no table")
         self.assertIsInstance(ctx.exception, msgq.MsgqError)
@@ -347,9 +350,9 @@ class ConsumeTest(unittest.TestCase):
                                 rows([b"1", b"hi"], [b"2", None])], None))
         out, err = io.StringIO(), io.StringIO()
         with redirect_stdout(out), redirect_stderr(err):
-            code = msgq_consume.main(["--server", self.address, "--count",
-                                      "2", "orders"])
-        self.assertEqual(code, msgq_consume.EXIT_OK, err.getvalue())
+            code = msgq.cli.main(["--server", self.address, "--count",
+                                  "2", "orders"])
+        self.assertEqual(code, msgq.cli.EXIT_OK, err.getvalue())
         self.assertEqual(out.getvalue(),
                          '{"id":1,"message":"hi"}\n{"id":2,"message":null}\n')
 
@@ -357,14 +360,24 @@ class ConsumeTest(unittest.TestCase):
         self.fake.scripts.put(([], (grpc.StatusCode.NOT_FOUND, "no table")))
         err = io.StringIO()
         with redirect_stderr(err):
-            code = msgq_consume.main(["--server", self.address, "nope"])
-        self.assertEqual(code, msgq_consume.EXIT_NOT_FOUND)
+            code = msgq.cli.main(["--server", self.address, "nope"])
+        self.assertEqual(code, msgq.cli.EXIT_NOT_FOUND)
         self.assertIn("NOT_FOUND: no table", err.getvalue())
 
         self.server.stop(0)
         with redirect_stderr(err):
-            code = msgq_consume.main(["--server", self.address, "orders"])
-        self.assertEqual(code, msgq_consume.EXIT_UNAVAILABLE)
+            code = msgq.cli.main(["--server", self.address, "orders"])
+        self.assertEqual(code, msgq.cli.EXIT_UNAVAILABLE)
+
+    def test_python_m_msgq_is_the_command(self):
+        self.fake.scripts.put(([fields("id", "message"),
+                                rows([b"7", b"hi"])], None))
+        run = subprocess.run(
+            [sys.executable, "-m", "msgq", "--server", self.address,
+             "--count", "1", "orders"],
+            capture_output=True, text=True, timeout=60, check=False)
+        self.assertEqual(run.returncode, msgq.cli.EXIT_OK, run.stderr)
+        self.assertEqual(run.stdout, '{"id":7,"message":"hi"}\n')
 
 
 if __name__ == "__main__":

@@ -59,8 +59,7 @@ CHANNEL_OPTIONS = [
     ("grpc.max_reconnect_backoff_ms", 5000),
 ]
 
-# The prefix of what the library reports on stderr (kept from the script
-# msgq_consume.py, which tests and log scrapers match).
+# The prefix of what the library reports on stderr (log scrapers match it).
 LOG_PREFIX = "msgq_consume"
 
 Handler = Callable[[Message], HandlerResult]
