@@ -36,6 +36,12 @@ ABSL_FLAG(std::string, mysql_ssl_mode, "disabled",
           "certificate checked against --mysql_ssl_ca and the host name)");
 ABSL_FLAG(std::string, mysql_ssl_ca, "",
           "CA certificate file (PEM) for --mysql_ssl_mode=verify_identity");
+ABSL_FLAG(bool, mysql_noblob_writes, false,
+          "msgqd's own writes (acks, postpones, purges) put a BLOB or TEXT "
+          "column, such as the payload, into the binlog only where they "
+          "change it (session binlog_row_image=NOBLOB): less binlog and "
+          "fewer page reads per message for large payloads; other binlog "
+          "readers then see those writes without the payload");
 
 namespace msgq {
 namespace {
@@ -102,6 +108,7 @@ absl::StatusOr<MysqlOptions> MysqlOptionsFromFlags() {
                      "': use disabled, required or verify_identity"));
   }
   mysql.tls_ca = absl::GetFlag(FLAGS_mysql_ssl_ca);
+  mysql.binlog_noblob = absl::GetFlag(FLAGS_mysql_noblob_writes);
   if (mysql.tls == MysqlTls::kVerifyIdentity && mysql.tls_ca.empty()) {
     return absl::InvalidArgumentError(
         "--mysql_ssl_mode=verify_identity needs --mysql_ssl_ca");

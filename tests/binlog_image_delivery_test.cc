@@ -1,11 +1,13 @@
 // --binlog_discovery=image end to end (real MariaDB, msgqd, gRPC): due rows
 // are streamed from the binlog's row image with no read, as their
 // transaction left them; a table with a column whose text cannot be rebuilt
-// from the image has its rows read instead.
+// from the image has its rows read instead; with --mysql_noblob_writes,
+// msgqd's own writes leave the payloads out of the binlog.
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "tests/http_fixture.h"
@@ -19,8 +21,10 @@ class BinlogImageDeliveryTest : public HttpTest {
  protected:
   // Starts msgqd with row images, subscribes, and waits for the binlog
   // stream (a table's first manager in a process uses images at once).
-  void StartAndSubscribe(const std::string& table) {
-    ASSERT_NO_FATAL_FAILURE(StartHttpServer({"--binlog_discovery=image"}));
+  void StartAndSubscribe(const std::string& table,
+                         std::vector<std::string> args = {}) {
+    args.push_back("--binlog_discovery=image");
+    ASSERT_NO_FATAL_FAILURE(StartHttpServer(std::move(args)));
     stream_ = std::make_unique<StreamCollector>(stub_.get(), table);
     ASSERT_TRUE(stream_->WaitForFields(absl::Seconds(10)));
     ASSERT_TRUE(Eventually(
@@ -37,8 +41,73 @@ class BinlogImageDeliveryTest : public HttpTest {
         absl::StrCat(name, "{keyspace=\"msgq\",table=\"", table, "\"}"));
   }
 
+  int64_t BinlogBytes() {
+    int64_t bytes = -1;
+    const std::string sql =
+        "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE "
+        "VARIABLE_NAME = 'BINLOG_BYTES_WRITTEN'";
+    EXPECT_TRUE(absl::SimpleAtoi(db_->Scalar(sql), &bytes)) << sql;
+    return bytes;
+  }
+
+  // 10 messages of 16 KB are inserted, streamed (their postpones written)
+  // and acked, `args` given to msgqd. Returns the binlog bytes this wrote
+  // per inserted payload byte.
+  double BinlogPerPayloadByte(std::vector<std::string> args) {
+    constexpr int kRows = 10;
+    constexpr int kPayload = 16 * 1024;
+    EXPECT_NO_FATAL_FAILURE(CreateTable("big", "vt_ack_wait=30"));
+    EXPECT_NO_FATAL_FAILURE(StartAndSubscribe("big", std::move(args)));
+    const int64_t before = BinlogBytes();
+    std::string insert = "INSERT INTO msgq.big (id, message) VALUES ";
+    std::vector<std::string> ids;
+    for (int i = 1; i <= kRows; ++i) {
+      absl::StrAppend(&insert, i > 1 ? "," : "", "(", i,
+                      ", CONCAT('{\"p\":\"', REPEAT('x', ", kPayload - 8,
+                      "), '\"}'))");
+      ids.push_back(absl::StrCat(i));
+    }
+    EXPECT_NO_FATAL_FAILURE(Exec(insert));
+    EXPECT_TRUE(stream_->WaitForRows(kRows, absl::Seconds(10)));
+    for (const std::string& payload : stream_->column(1)) {
+      EXPECT_EQ(payload.size(), static_cast<size_t>(kPayload));
+    }
+    // The sends' postpones are written (epoch 1) before the acks.
+    EXPECT_TRUE(Eventually(
+        [&] {
+          return db_->Scalar("SELECT COUNT(*) FROM msgq.big WHERE epoch = 1") ==
+                 absl::StrCat(kRows);
+        },
+        absl::Seconds(10)));
+    int64_t acked = 0;
+    EXPECT_TRUE(AckIds(stub_.get(), "big", ids, &acked).ok());
+    EXPECT_EQ(acked, kRows);
+    EXPECT_EQ(db_->Scalar("SELECT COUNT(*) FROM msgq.big WHERE time_acked IS "
+                          "NOT NULL AND LENGTH(message) = " +
+                          absl::StrCat(kPayload)),
+              absl::StrCat(kRows));
+    return static_cast<double>(BinlogBytes() - before) / (kRows * kPayload);
+  }
+
   std::unique_ptr<StreamCollector> stream_;
 };
+
+// The default (the server's binlog_row_image, FULL here): the insert, then
+// the postpone's and the ack's before and after images each carry the
+// payload: at least five copies.
+TEST_F(BinlogImageDeliveryTest, OwnWritesCopyThePayloadIntoTheBinlog) {
+  EXPECT_GE(BinlogPerPayloadByte({}), 5.0);
+}
+
+// --mysql_noblob_writes: only the insert carries the payload; the postpones
+// and acks log the state columns alone. Every message is still streamed
+// once with its payload, and acked.
+TEST_F(BinlogImageDeliveryTest, NoblobWritesLeaveThePayloadOutOfTheBinlog) {
+  const double per_byte = BinlogPerPayloadByte({"--mysql_noblob_writes"});
+  EXPECT_GE(per_byte, 1.0);
+  EXPECT_LT(per_byte, 1.1);
+  EXPECT_EQ(stream_->ids().size(), 10u);
+}
 
 // 20 rows inserted and one of them updated in the same transaction: each
 // row arrives once, with the payload the transaction committed, and none

@@ -222,7 +222,7 @@ absl::StatusOr<std::unique_ptr<MysqlConnection>> MysqlConnection::ConnectOne(
       return s;
     }
   }
-  if (absl::Status s = conn->SetUpSession(); !s.ok()) {
+  if (absl::Status s = conn->SetUpSession(options); !s.ok()) {
     // The server answered, so the cause is permanent unless the connection
     // broke meanwhile.
     return absl::Status(
@@ -251,7 +251,7 @@ std::string MysqlConnection::TrackedLastGtid() const {
   return "";
 }
 
-absl::Status MysqlConnection::SetUpSession() {
+absl::Status MysqlConnection::SetUpSession(const MysqlOptions& options) {
   absl::StatusOr<QueryResult> vars = Query(
       "SELECT @@max_allowed_packet, @@log_bin, @@binlog_format, "
       "@@read_only, CONCAT(@@server_id, '@', @@hostname, ':', @@port)");
@@ -284,6 +284,16 @@ absl::Status MysqlConnection::SetUpSession() {
   // off; every msgq statement outside BEGIN..COMMIT must commit at once.
   set = Execute("SET SESSION autocommit = 1");
   if (!set.ok()) return set.status();
+  if (options.binlog_noblob && row[1].value_or("0") == "1") {
+    set = Execute("SET SESSION binlog_row_image = 'NOBLOB'");
+    if (!set.ok()) {
+      return absl::Status(
+          set.status().code(),
+          absl::StrCat("binlog_row_image = NOBLOB for --mysql_noblob_writes "
+                       "(needs the BINLOG ADMIN privilege): ",
+                       set.status().message()));
+    }
+  }
   // Each commit's OK packet names its GTID (TrackedLastGtid), at no round
   // trip of its own. A server without last_gtid (MySQL) refuses it: then
   // no GTID is known, and nothing else changes.

@@ -93,6 +93,15 @@ struct MysqlOptions {
   // SAVEPOINT, RELEASE, ROLLBACK) is reported to it, for readiness
   // (mysql_activity.h). Shared by every copy of these options.
   std::shared_ptr<MysqlActivity> activity;
+  // The session's binlog_row_image = NOBLOB: the binlog events of this
+  // connection's writes carry a BLOB or TEXT column (a message's payload)
+  // only where the statement changes it, so an ack, postpone or purge of
+  // a large message does not copy its payload into the binlog twice.
+  // Binlog readers then see msgq's own writes without the payload
+  // (docs/operations.md#large-payloads). MariaDB allows it to a user with
+  // BINLOG ADMIN (or SUPER) only; Connect() fails naming that otherwise.
+  // False: the server's setting.
+  bool binlog_noblob = false;
 };
 
 // The TCP settings a connection gets for MysqlOptions::link_timeout `t`
@@ -201,7 +210,7 @@ class MysqlConnection {
       const MysqlOptions& options);
   static absl::StatusOr<std::unique_ptr<MysqlConnection>> ConnectToPrimary(
       const MysqlOptions& options);
-  absl::Status SetUpSession();
+  absl::Status SetUpSession(const MysqlOptions& options);
   // SO_KEEPALIVE and TCP_USER_TIMEOUT per TcpKeepaliveFor; INTERNAL with
   // errno's text when the socket refuses them.
   absl::Status SetLinkTimeout(absl::Duration link_timeout);
