@@ -172,14 +172,20 @@ TEST_F(ConsoleApiTest, MessagesFilteredByState) {
   EXPECT_EQ(ids("state=in_flight"), (Ids{"5:in_flight"}));
   EXPECT_EQ(ids("state=dead"), (Ids{"7:dead", "3:dead"}));
   EXPECT_EQ(ids("state=dead&limit=1"), (Ids{"7:dead"}));
+  EXPECT_EQ(ids("state=acked"), (Ids{"4:acked"}));
   EXPECT_EQ(ids("state=ready&order=next"), (Ids{"1:ready", "6:ready"}));
   EXPECT_EQ(ids(""), (Ids{"7:dead", "6:ready", "5:in_flight", "4:acked",
                           "3:dead", "2:scheduled", "1:ready"}));
   EXPECT_EQ(Get("/api/messages?keyspace=msgq&table=jobs&state=done"),
             std::make_pair(
                 400, json({{"error",
-                            "state must be 'ready', 'scheduled', 'in_flight' "
-                            "or 'dead', not 'done'"}})));
+                            "state must be 'ready', 'scheduled', 'in_flight', "
+                            "'dead' or 'acked', not 'done'"}})));
+  EXPECT_EQ(
+      Get("/api/messages?keyspace=msgq&table=jobs&state=acked&order=next"),
+      std::make_pair(400, json({{"error",
+                                 "order 'next' lists unacked messages: state "
+                                 "'acked' needs order 'newest'"}})));
   EXPECT_EQ(Get("/api/messages?keyspace=msgq&table=jobs&state=dead&limit=101"),
             std::make_pair(400, json({{"error", "limit must be 1..100"}})));
 }

@@ -24,9 +24,10 @@ absl::StatusOr<PeekState> ParsePeekState(absl::string_view state) {
   if (state == "scheduled") return PeekState::kScheduled;
   if (state == "in_flight") return PeekState::kInFlight;
   if (state == "dead") return PeekState::kDead;
+  if (state == "acked") return PeekState::kAcked;
   return absl::InvalidArgumentError(
-      absl::StrCat("state must be 'ready', 'scheduled', 'in_flight' or "
-                   "'dead', not '",
+      absl::StrCat("state must be 'ready', 'scheduled', 'in_flight', "
+                   "'dead' or 'acked', not '",
                    absl::CEscape(state.substr(0, 64)), "'"));
 }
 
@@ -65,6 +66,8 @@ std::string StateCondition(PeekState state, int64_t now_ns) {
                           " AND `epoch` > 0");
     case PeekState::kDead:
       return "`time_acked` IS NULL AND `time_next` IS NULL";
+    case PeekState::kAcked:
+      return "`time_acked` IS NOT NULL";
   }
   return "";
 }
@@ -79,6 +82,12 @@ absl::StatusOr<std::string> PeekSql(const MessageTable& table,
   }
   if (request.state != PeekState::kAny && request.now_ns <= 0) {
     return absl::InvalidArgumentError("a state needs now_ns");
+  }
+  if (request.state == PeekState::kAcked &&
+      request.order == PeekOrder::kNextDue) {
+    return absl::InvalidArgumentError(
+        "order 'next' lists unacked messages: state 'acked' needs order "
+        "'newest'");
   }
   const std::vector<std::string> names = BookkeepingNames(table);
   std::vector<std::string> select;

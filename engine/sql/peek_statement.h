@@ -11,12 +11,12 @@
 //             which the schema's poller_idx covers.
 // The payload (the other streamed columns) is read only when asked, each
 // column cut to kPeekPayloadBytes with LEFT(). With a state (ready,
-// scheduled, in flight, dead: engine/queue/message_counts.h) only rows in
-// that state at `now_ns` are read; with `now_ns` set each row also gets its
-// state as `msgq_state` ('acked', 'dead', 'ready', 'scheduled' or
-// 'in_flight'). Identifiers are quoted with QuoteIdentifier (names from
-// information_schema); the statement holds no literal but the limit and
-// `now_ns`.
+// scheduled, in flight, dead: engine/queue/message_counts.h; or acked, kept
+// until purged) only rows in that state at `now_ns` are read; with `now_ns` set
+// each row also gets its state as `msgq_state` ('acked', 'dead', 'ready',
+// 'scheduled' or 'in_flight'). Identifiers are quoted with QuoteIdentifier
+// (names from information_schema); the statement holds no literal but the limit
+// and `now_ns`.
 //
 // MessageSql reads one row by its id (a literal from sql_literal.h) with
 // its state at `now_ns` and every other column of the table (payload,
@@ -43,7 +43,7 @@ inline constexpr int kPeekPayloadBytes = 256;
 inline constexpr int kMessageValueChars = 4096;
 
 enum class PeekOrder { kNewest, kNextDue };
-enum class PeekState { kAny, kReady, kScheduled, kInFlight, kDead };
+enum class PeekState { kAny, kReady, kScheduled, kInFlight, kDead, kAcked };
 
 struct PeekRequest {
   PeekOrder order = PeekOrder::kNewest;
@@ -56,12 +56,13 @@ struct PeekRequest {
 
 // "newest" or "next" (the API's spelling); INVALID_ARGUMENT otherwise.
 absl::StatusOr<PeekOrder> ParsePeekOrder(absl::string_view order);
-// "" (any), "ready", "scheduled", "in_flight" or "dead"; INVALID_ARGUMENT
-// otherwise.
+// "" (any), "ready", "scheduled", "in_flight", "dead" or "acked";
+// INVALID_ARGUMENT otherwise.
 absl::StatusOr<PeekState> ParsePeekState(absl::string_view state);
 
 // The SELECT for `request` on `table`. INVALID_ARGUMENT when the limit is
-// outside 1..kMaxPeekLimit, or a state is asked without now_ns.
+// outside 1..kMaxPeekLimit, a state is asked without now_ns, or acked rows
+// in the order of the unacked (kNextDue).
 absl::StatusOr<std::string> PeekSql(const MessageTable& table,
                                     const PeekRequest& request);
 

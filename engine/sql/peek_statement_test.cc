@@ -72,6 +72,7 @@ TEST(PeekStatementTest, FiltersByStateAtNow) {
       {PeekState::kInFlight,
        " WHERE `time_acked` IS NULL AND `time_next` > 1000 AND `epoch` > 0"},
       {PeekState::kDead, " WHERE `time_acked` IS NULL AND `time_next` IS NULL"},
+      {PeekState::kAcked, " WHERE `time_acked` IS NOT NULL"},
   };
   for (const auto& [s, where] : cases) {
     request.state = s;
@@ -85,14 +86,20 @@ TEST(PeekStatementTest, FiltersByStateAtNow) {
             head +
                 " WHERE `time_acked` IS NULL AND `time_next` IS NULL ORDER BY "
                 "`priority`, `time_next`, `id` LIMIT 20");
+  request.state = PeekState::kAcked;
+  EXPECT_EQ(PeekSql(Jobs(false), request).status().message(),
+            "order 'next' lists unacked messages: state 'acked' needs order "
+            "'newest'");
+  request.state = PeekState::kDead;
   request.now_ns = 0;
   EXPECT_EQ(PeekSql(Jobs(false), request).status().message(),
             "a state needs now_ns");
   EXPECT_EQ(ParsePeekState("in_flight").value(), PeekState::kInFlight);
+  EXPECT_EQ(ParsePeekState("acked").value(), PeekState::kAcked);
   EXPECT_EQ(ParsePeekState("").value(), PeekState::kAny);
   EXPECT_EQ(ParsePeekState("done").status().message(),
-            "state must be 'ready', 'scheduled', 'in_flight' or 'dead', not "
-            "'done'");
+            "state must be 'ready', 'scheduled', 'in_flight', 'dead' or "
+            "'acked', not 'done'");
 }
 
 TEST(PeekStatementTest, ReadsOneMessageByItsIdLiteral) {

@@ -13,8 +13,9 @@
 //                      a page of a table's dead messages;
 //   GET  /api/messages ?keyspace=&table=[&limit=1..100, 50]
 //                      [&order=newest|next][&payload=1]
-//                      [&state=ready|scheduled|in_flight|dead]
-//                      a table's recent messages (only those in `state`):
+//                      [&state=ready|scheduled|in_flight|dead|acked]
+//                      a table's recent messages (only those in `state`;
+//                      acked ones in order newest only):
 //                      id, priority, epoch, time_next, time_acked (and
 //                      time_created, time_dead, last_error when the table
 //                      has them) as text or null, and msgq_state, highest
