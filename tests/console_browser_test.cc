@@ -1,18 +1,21 @@
 // The web console in a real browser (real MariaDB, msgqd, headless
 // Chromium driven by tests/console_driver.py through chromedriver): the
 // numbers shown match the workload (the rows by state, exact, among them),
-// the charts start from msgqd's served history, the
+// the charts start from msgqd's served history and the table's "Last hour"
+// chart by state draws exactly msgqd's samples, the
 // dead list shows the dead messages, the recent-messages view lists the ids
-// enqueued (and filtered by state), the message view found by searching an id
-// shows its state, attempts, last error and columns as text, "Redrive
-// selected" redrives a ticked dead message (it is streamed again) and "Delete
-// selected" deletes one, the Pause button pauses the table
-// and Resume resumes it, all of it under msgqd's Content Security Policy (the
-// browser logs no violation, runs no inline script added to the page and
+// enqueued (and filtered by state, acked among them), the message view found
+// by searching an id shows its state, attempts, last error and columns as
+// text, "Redrive selected" redrives a ticked dead message once confirmed (it
+// is streamed again), "Delete selected" cancelled deletes nothing and a dead
+// message's own Delete, confirmed, deletes it, the Pause button pauses the
+// table and Resume resumes it, all of it under msgqd's Content Security Policy
+// (the browser logs no violation, runs no inline script added to the page and
 // refuses to frame the console), and screenshots are saved under
 // <build>/console-screenshots/. Skipped, saying so, only when Chromium or
 // chromedriver is not installed.
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <regex>
 #include <string>
@@ -42,6 +45,80 @@ void ExpectThePauseButtonWorked(const nlohmann::json& report) {
   EXPECT_EQ(report["paused_state"], "paused");
   EXPECT_EQ(report["resume_button"], "Resume");
   EXPECT_EQ(report["resumed_state"], "loaded");
+}
+
+// The states the "Last hour" chart draws: field, label.
+const std::pair<std::string, std::string> kChartStates[] = {
+    {"ready", "ready"},
+    {"scheduled", "scheduled"},
+    {"in_flight", "in flight"},
+    {"dead", "dead"}};
+
+// The chart has a line and a legend entry for each state.
+void ExpectTheChartHasEveryState(const nlohmann::json& chart) {
+  ASSERT_EQ(chart["legend"].size(), 4u) << chart;
+  for (size_t i = 0; i < 4; ++i) {
+    const std::string entry = chart["legend"][i];
+    EXPECT_EQ(entry.rfind(kChartStates[i].second + " ", 0), 0u) << entry;
+    ASSERT_EQ(chart["series"][kChartStates[i].first].size(),
+              chart["times"].size());
+  }
+}
+
+// The "Last hour" chart drew msgqd's served history (`served`, GET
+// /api/history read after the page): each sample the page shows is one
+// msgqd serves, with the same counts by state, and the legend gives the
+// newest one's.
+void ExpectTheChartIsMsgqdsHistory(const nlohmann::json& chart,
+                                   const nlohmann::json& served) {
+  ASSERT_NO_FATAL_FAILURE(ExpectTheChartHasEveryState(chart));
+  const nlohmann::json& times = chart["times"];
+  ASSERT_EQ(chart["samples"], times.size());
+  std::map<double, nlohmann::json> by_time;
+  for (const nlohmann::json& s : served["samples"]) {
+    by_time[s["time"].get<double>()] = s;
+  }
+  for (size_t i = 0; i < times.size(); ++i) {
+    auto it = by_time.find(times[i].get<double>());
+    ASSERT_NE(it, by_time.end()) << "not served: " << times[i];
+    for (const auto& [field, label] : kChartStates) {
+      EXPECT_EQ(chart["series"][field][i], it->second[field])
+          << field << " at " << times[i];
+    }
+  }
+  if (times.empty()) return;
+  const nlohmann::json& last = by_time[times.back().get<double>()];
+  nlohmann::json legend = nlohmann::json::array();
+  for (const auto& [field, label] : kChartStates) {
+    legend.push_back(label + " " +
+                     (last[field].is_null()
+                          ? std::string("\u2013")
+                          : std::to_string(last[field].get<int64_t>())));
+  }
+  EXPECT_EQ(chart["legend"], legend);
+}
+
+// The dead-letter actions asked first: Redrive selected (4) was confirmed,
+// Delete selected (5) cancelled changed nothing, and 5's own Delete,
+// confirmed, deleted it and closed its view.
+void ExpectTheActionsWereConfirmed(const nlohmann::json& report) {
+  EXPECT_EQ(report["message_actions"], true);
+  EXPECT_EQ(report["redrive_confirm"],
+            "Redrive 1 dead message of msgq.jobs (4)? They become due now "
+            "with epoch 0. [Redrive]");
+  EXPECT_EQ(report["redrive"], "redriven: 1");
+  const std::string delete_confirm =
+      "Delete 1 dead message of msgq.jobs (5)? This cannot be undone. "
+      "[Delete]";
+  EXPECT_EQ(report["delete_confirm"], delete_confirm);
+  EXPECT_EQ(report["delete_cancelled"],
+            nlohmann::json({{"confirm_hidden", true},
+                            {"result", "redriven: 1"},
+                            {"dead_ids", {"5"}}}));
+  EXPECT_EQ(report["message_delete_confirm"], delete_confirm);
+  EXPECT_EQ(report["delete"], "deleted: 1");
+  EXPECT_EQ(report["find_error_after_delete"],
+            "no message with id '5' in msgq.jobs");
 }
 
 class ConsoleBrowserTest : public HttpTest {
@@ -137,12 +214,15 @@ TEST_F(ConsoleBrowserTest, ShowsTheWorkloadAndRedrivesDeadMessages) {
       "traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' "
       "WHERE id = 4"));
 
-  // msgqd has a chart sample of jobs (one every 10 s) before the page opens.
+  // msgqd has a chart sample of jobs (one every 10 s) with its two dead
+  // messages before the page opens.
   ASSERT_TRUE(Eventually(
       [&] {
         auto [code, body] =
             HttpGet(Url("/api/history?keyspace=msgq&table=jobs"));
-        return code == 200 && !nlohmann::json::parse(body)["samples"].empty();
+        if (code != 200) return false;
+        const nlohmann::json samples = nlohmann::json::parse(body)["samples"];
+        return !samples.empty() && samples.back()["dead"] == 2;
       },
       absl::Seconds(15)));
 
@@ -202,6 +282,20 @@ TEST_F(ConsoleBrowserTest, ShowsTheWorkloadAndRedrivesDeadMessages) {
             nlohmann::json({"8", "7", "6", "5", "4", "3", "2", "1"}));
   // Filtered by state.
   EXPECT_EQ(report["recent_dead"], nlohmann::json({"5", "4"}));
+  EXPECT_EQ(report["recent_acked"], nlohmann::json({"3", "2", "1"}));
+  EXPECT_EQ(report["recent_acked_order"], "newest");
+  // The table's last hour by state is msgqd's history, its newest sample
+  // (taken before the page opened) with the two dead messages.
+  {
+    auto [code, body] = HttpGet(Url("/api/history?keyspace=msgq&table=jobs"));
+    ASSERT_EQ(code, 200) << body;
+    const nlohmann::json& chart = report["state_chart"];
+    ASSERT_NO_FATAL_FAILURE(
+        ExpectTheChartIsMsgqdsHistory(chart, nlohmann::json::parse(body)));
+    ASSERT_GE(chart["samples"], 1) << chart;
+    EXPECT_EQ(chart["series"]["dead"].back(), 2) << chart;
+    EXPECT_EQ(chart["legend"][3], "dead 2") << chart;
+  }
   // The message view of id 4, found by the search; the payload's markup is
   // shown as text.
   nlohmann::json message = report["message"];
@@ -233,10 +327,9 @@ TEST_F(ConsoleBrowserTest, ShowsTheWorkloadAndRedrivesDeadMessages) {
                      "\u00b7  polls "),
       std::string::npos)
       << ownership;
-  // 4 redriven and 5 deleted, each by a selection.
-  EXPECT_EQ(report["redrive"], "redriven: 1");
+  // 4 redriven by a selection, 5 deleted from its message view.
+  ExpectTheActionsWereConfirmed(report);
   EXPECT_EQ(report["dead_ids_after_redrive"], nlohmann::json({"5"}));
-  EXPECT_EQ(report["delete"], "deleted: 1");
   EXPECT_EQ(report["after"]["msgq.jobs"]["dead"], "0");
   EXPECT_EQ(report["dead_ids_after"], nlohmann::json::array());
   ExpectThePauseButtonWorked(report);
@@ -310,13 +403,14 @@ TEST_F(ConsoleBrowserTest, AsksForATokenAndWorksWithIt) {
   EXPECT_EQ(report["recent_ids"],
             nlohmann::json({"8", "7", "6", "5", "4", "3", "2", "1"}));
   EXPECT_EQ(report["recent_dead"], nlohmann::json({"5", "4"}));
+  EXPECT_EQ(report["recent_acked"], nlohmann::json({"3", "2", "1"}));
+  ExpectTheChartHasEveryState(report["state_chart"]);
   EXPECT_EQ(report["message"]["state"], "dead");
   EXPECT_EQ(report["message"]["epoch"], "0");
   EXPECT_EQ(report["message"]["last_error"], "payment declined");
   EXPECT_EQ(report["message"]["column:message"], "message = {\"n\": 4}");
   EXPECT_EQ(report["find_error"], "no message with id '999' in msgq.jobs");
-  EXPECT_EQ(report["redrive"], "redriven: 1");
-  EXPECT_EQ(report["delete"], "deleted: 1");
+  ExpectTheActionsWereConfirmed(report);
   EXPECT_EQ(report["after"]["msgq.jobs"]["dead"], "0");
   ExpectThePauseButtonWorked(report);
   ExpectTheCspHeld(report);

@@ -6,12 +6,15 @@
 
 Opens URL, waits until TABLE's row ("keyspace.name") shows EXPECT_SENT sent
 messages, reads every row as shown, saves OUT_DIR/console.png, clicks the
-row, reads the summary cards and the chart's sample count, the dead list, the recent messages (all,
-then the dead ones), the
-message view of MESSAGE_ID found by the search (saving
+row, reads the summary cards and the chart's sample count, the "Last hour"
+chart by state (its sample times, each line's values and the legend), the
+dead list, the recent messages (all, then the dead ones, then the acked
+ones), the message view of MESSAGE_ID found by the search (saving
 OUT_DIR/console-message.png) and the error for an id no row has, and the
 ownership line, saves OUT_DIR/console-dead.png, ticks the first dead message and
-clicks "Redrive selected", ticks the last and clicks "Delete selected",
+clicks "Redrive selected" and confirms (reading the confirmation), ticks the
+last, clicks "Delete selected" and cancels, then opens that message's view
+and deletes it there, confirmed,
 waits for the results and for the row's dead count to show 0,
 collects what the browser logged as a security violation (a Content
 Security Policy that blocked some of the console), then checks that the
@@ -219,13 +222,37 @@ def main():
         # The recent list filtered by state: the dead ones.
         wd.js("const s = document.getElementById('recent-state');"
               "s.value = 'dead'; s.dispatchEvent(new Event('change'));")
-        report["recent_dead"] = wd.wait(
-            "the recent list of dead messages",
+        recent_in = (
             "const rows = [...document.querySelectorAll("
             "'#recent tr[data-recent-id]')];"
             "return rows.length && rows.every(tr => tr.querySelector("
-            "'td[data-field=state]').textContent === 'dead') ? "
+            "'td[data-field=state]').textContent === arguments[0]) ? "
             "rows.map(tr => tr.dataset.recentId) : null;")
+        report["recent_dead"] = wd.wait(
+            "the recent list of dead messages", recent_in, "dead")
+        # The acked ones: the order turns to highest id first.
+        wd.js("const o = document.getElementById('recent-order');"
+              "o.value = 'next';"
+              "const s = document.getElementById('recent-state');"
+              "s.value = 'acked'; s.dispatchEvent(new Event('change'));")
+        report["recent_acked"] = wd.wait(
+            "the recent list of acked messages", recent_in, "acked")
+        report["recent_acked_order"] = wd.js(
+            "return document.getElementById('recent-order').value;")
+        # The last hour by state, drawn from msgqd's served history.
+        report["state_chart"] = wd.wait(
+            "the state chart",
+            "const svg = document.querySelector('#state-chart svg');"
+            "if (!svg) return null;"
+            "const series = {};"
+            "for (const l of svg.querySelectorAll('polyline[data-state]'))"
+            "  series[l.dataset.state] = JSON.parse(l.dataset.values);"
+            "return {samples: Number(svg.dataset.samples),"
+            "        times: JSON.parse(svg.dataset.times),"
+            "        series,"
+            "        legend: [...document.querySelectorAll("
+            "            '#state-legend > span[data-state]')]"
+            "            .map(e => e.textContent)};")
         # The message view: search an id, read what is shown; then an id
         # that no row has.
         find = ("document.getElementById('find-id').value = arguments[0];"
@@ -252,6 +279,9 @@ def main():
         report["message_elements"] = wd.js(
             "return document.querySelectorAll('#message-fields td *:not(pre)')"
             ".length;")
+        # A dead message's view offers its own Redrive and Delete.
+        report["message_actions"] = wd.js(
+            "return !document.getElementById('message-actions').hidden;")
         wd.screenshot(os.path.join(out_dir, "console-message.png"))
         wd.js(find, "999")
         report["find_error"] = wd.wait(
@@ -261,13 +291,22 @@ def main():
         report["ownership"] = wd.js(
             "return document.getElementById('detail-ownership').textContent;")
         wd.screenshot(os.path.join(out_dir, "console-dead.png"))
-        # Redrive a selection (the first dead message), then delete one
-        # (the other).
+        # Redrive a selection (the first dead message), confirmed; then
+        # delete the other: from the selection, cancelled, then from its
+        # message view, confirmed.
         dead_ids = report["dead_ids"]
         tick = ("document.querySelector('#dead tr[data-dead-id=\"' + "
                 "arguments[0] + '\"] input').click();")
+        confirm_text = (
+            "const c = document.getElementById('confirm');"
+            "return c.hidden ? null : "
+            "document.getElementById('confirm-text').textContent + ' [' + "
+            "document.getElementById('confirm-yes').textContent + ']';")
         wd.js(tick, dead_ids[0])
         wd.click("#redrive-selected")
+        report["redrive_confirm"] = wd.wait("the redrive's confirmation",
+                                            confirm_text)
+        wd.click("#confirm-yes")
         report["redrive"] = wd.wait(
             "the redrive result",
             "const t = document.getElementById('action-result').textContent;"
@@ -280,10 +319,31 @@ def main():
             len(dead_ids) - 1)
         wd.js(tick, dead_ids[-1])
         wd.click("#delete-selected")
+        report["delete_confirm"] = wd.wait("the delete's confirmation",
+                                           confirm_text)
+        wd.click("#confirm-no")
+        report["delete_cancelled"] = wd.js(
+            "return {confirm_hidden: document.getElementById('confirm').hidden,"
+            " result: document.getElementById('action-result').textContent,"
+            " dead_ids: [...document.querySelectorAll("
+            "'#dead tr[data-dead-id]')].map(tr => tr.dataset.deadId)};")
+        wd.js(find, dead_ids[-1])
+        wd.wait("the message view's Delete",
+                "return !document.getElementById('message-actions').hidden &&"
+                " document.querySelector('#message-fields tr[data-field=id] td')"
+                ".textContent === arguments[0];", dead_ids[-1])
+        wd.click("#message-delete")
+        report["message_delete_confirm"] = wd.wait(
+            "the message delete's confirmation", confirm_text)
+        wd.click("#confirm-yes")
         report["delete"] = wd.wait(
             "the delete result",
             "const t = document.getElementById('action-result').textContent;"
             "return t.startsWith('delete') ? t : null;")
+        report["find_error_after_delete"] = wd.wait(
+            "the deleted message's view to close",
+            "const e = document.getElementById('find-error').textContent;"
+            "return e && document.getElementById('message').hidden ? e : null;")
         wd.wait("the dead count to drop",
                 "const r = document.querySelector("
                 "'#tables tr[data-table=\"' + arguments[0] + '\"] td[data-field=dead]');"

@@ -1,10 +1,12 @@
 // msgq web console: polls /api/tables every 2 s, keeps an hour of history
 // per table for rates and sparklines (seeded from msgqd's own,
 // GET /api/history, then kept by the page every 10 s), and shows the
-// selected table's dead messages with redrive buttons (POST /api/redrive)
-// and a selection to redrive or delete (POST /api/dead/delete),
-// its recent messages (GET /api/messages, the payload only when asked) and
-// one message found by id (GET /api/message).
+// selected table's last hour by state (a chart of msgqd's history), its
+// dead messages with redrive buttons (POST /api/redrive) and a selection
+// to redrive or delete (POST /api/dead/delete), each action confirmed
+// first, its recent messages (GET /api/messages, the payload only when
+// asked) and one message found by id (GET /api/message), a dead one with
+// its own Redrive and Delete.
 // Data is only ever inserted as text (textContent), never as HTML.
 "use strict";
 
@@ -321,12 +323,12 @@ async function loadDead() {
   } else {
     for (const m of data.messages) {
       const button = el("button", {textContent: "Redrive"});
-      button.addEventListener("click", () => redrive({id: m.id}, button));
+      button.addEventListener("click", () => deadAction("redrive", [m.id]));
       const check = el("input", {type: "checkbox", value: m.id});
       check.addEventListener("change", selectionChanged);
       body.append(el("tr", {"data-dead-id": m.id},
           el("td", {}, check),
-          el("td", {}, m.id),
+          el("td", {}, messageLink(m.id)),
           el("td", {class: "num"}, fmt(m.epoch)),
           el("td", {}, m.time_dead ? new Date(m.time_dead * 1000).toLocaleString() : "–"),
           el("td", {class: "error", title: m.last_error}, m.last_error || "–"),
@@ -358,26 +360,87 @@ function selectionChanged() {
   }
 }
 
-// Redrives ("redrive") or deletes ("delete") the ticked dead messages.
-async function actOnSelection(action) {
-  const ids = deadSelection();
-  if (!ids.length) return;
-  const form = new URLSearchParams({keyspace: selected.keyspace,
-                                    table: selected.name});
-  for (const id of ids) form.append("id", id);
-  const r = await api(action === "delete" ? "/api/dead/delete" : "/api/redrive", {
+// Asks to confirm `text` in the detail's confirmation bar; `run` is called
+// only when its button (labelled `label`) is clicked, never on Cancel.
+let pendingConfirm = null;
+function confirmThen(text, label, run) {
+  pendingConfirm = run;
+  $("confirm-text").textContent = text;
+  $("confirm-yes").textContent = label;
+  $("confirm").hidden = false;
+}
+
+function closeConfirm() {
+  pendingConfirm = null;
+  $("confirm").hidden = true;
+}
+
+// POSTs a console action's form fields (repeated ones as arrays); the
+// answer's status and JSON body.
+async function postAction(path, fields) {
+  const form = new URLSearchParams();
+  for (const [k, v] of Object.entries(fields)) {
+    for (const one of Array.isArray(v) ? v : [v]) form.append(k, one);
+  }
+  const r = await api(path, {
     method: "POST",
     headers: {"Content-Type": "application/x-www-form-urlencoded",
               "X-Msgq-Console": "1"},
     body: form.toString(),
   });
-  const data = await r.json();
-  $("action-result").textContent = r.ok
-      ? (action === "delete" ? `deleted: ${data.deleted}`
-                             : `redriven: ${data.redriven}`)
-      : `${action} failed: ${data.error}`;
+  return {ok: r.ok, data: await r.json()};
+}
+
+// Ids as the confirmation names them: the first five, then how many more.
+function idList(ids) {
+  const shown = ids.slice(0, 5).join(", ");
+  return ids.length > 5 ? `${shown} and ${ids.length - 5} more` : shown;
+}
+
+// Redrives ("redrive") or deletes ("delete") the dead messages `ids` of the
+// selected table, once confirmed; then reloads the views.
+function deadAction(action, ids) {
+  if (!ids.length) return;
+  const table = `${selected.keyspace}.${selected.name}`;
+  const n = ids.length === 1 ? "1 dead message" : `${ids.length} dead messages`;
+  const text = action === "delete"
+      ? `Delete ${n} of ${table} (${idList(ids)})? This cannot be undone.`
+      : `Redrive ${n} of ${table} (${idList(ids)})? ` +
+        "They become due now with epoch 0.";
+  confirmThen(text, action === "delete" ? "Delete" : "Redrive", async () => {
+    const {ok, data} = await postAction(
+        action === "delete" ? "/api/dead/delete" : "/api/redrive",
+        {keyspace: selected.keyspace, table: selected.name, id: ids});
+    $("action-result").textContent = ok
+        ? (action === "delete" ? `deleted: ${data.deleted}`
+                               : `redriven: ${data.redriven}`)
+        : `${action} failed: ${data.error}`;
+    await afterAction();
+  });
+}
+
+// Every dead message of the selected table, once confirmed.
+function redriveAll() {
+  const t = lastTables.find((x) => x.keyspace === selected.keyspace &&
+                                   x.name === selected.name);
+  const dead = t ? stateCounts(t).dead : null;
+  confirmThen(`Redrive all ${dead === null || dead === undefined ? "" : fmt(dead) + " "}` +
+              `dead messages of ${selected.keyspace}.${selected.name}? ` +
+              "They become due now with epoch 0.", "Redrive all", async () => {
+    const {ok, data} = await postAction("/api/redrive",
+        {keyspace: selected.keyspace, table: selected.name, all: "1"});
+    $("action-result").textContent = ok
+        ? `redriven: ${data.redriven}` : `redrive failed: ${data.error}`;
+    await afterAction();
+  });
+}
+
+// Reloads what an action may have changed: the lists, the message shown
+// and the counts.
+async function afterAction() {
   await loadDead();
   await loadRecent();
+  if (!$("message").hidden && shownMessage) await findMessage(shownMessage);
   await refresh();
 }
 
@@ -407,14 +470,8 @@ async function loadRecent() {
     for (const m of data.messages) {
       const extra = Object.entries(m).filter(([k]) => !fixed.has(k))
           .map(([k, v]) => `${k}: ${v === null ? "NULL" : v}`).join("  ");
-      const link = el("a", {href: "#", textContent: m.id});
-      link.addEventListener("click", (event) => {
-        event.preventDefault();
-        $("find-id").value = m.id;
-        findMessage(m.id);
-      });
       body.append(el("tr", {"data-recent-id": m.id},
-          el("td", {}, link),
+          el("td", {}, messageLink(m.id)),
           el("td", {"data-field": "state"}, m.msgq_state.replace("_", " ")),
           el("td", {class: "num"}, m.priority),
           el("td", {class: "num"}, m.epoch),
@@ -432,6 +489,17 @@ async function loadRecent() {
   $("recent").tBodies[0].replaceWith(body);
 }
 
+// An id that opens the message view when clicked.
+function messageLink(id) {
+  const link = el("a", {href: "#", textContent: id});
+  link.addEventListener("click", (event) => {
+    event.preventDefault();
+    $("find-id").value = id;
+    findMessage(id);
+  });
+  return link;
+}
+
 // Names of the columns that carry a message's trace context or headers,
 // labelled as such in the message view.
 const CONTEXT_COLUMNS = new Set(["traceparent", "tracestate", "headers"]);
@@ -439,6 +507,7 @@ const CONTEXT_COLUMNS = new Set(["traceparent", "tracestate", "headers"]);
 // One message by id (GET /api/message): its state, attempts, times, last
 // error and every other column (payload, headers, trace context), each
 // value as text.
+let shownMessage = null;  // the id in the message view
 async function findMessage(id) {
   if (!selected || !id) return;
   const r = await api("/api/message?" + query({keyspace: selected.keyspace,
@@ -446,8 +515,10 @@ async function findMessage(id) {
   const data = await r.json();
   $("find-error").textContent = r.ok ? "" : data.error;
   $("message").hidden = !r.ok;
+  shownMessage = r.ok ? data.message.id : null;
   if (!r.ok) return;
   const m = data.message;
+  $("message-actions").hidden = m.msgq_state !== "dead";
   const body = el("tbody");
   const field = (name, label, value, cls) => body.append(
       el("tr", {"data-field": name}, el("th", {}, label),
@@ -472,21 +543,80 @@ async function findMessage(id) {
   $("message-fields").tBodies[0].replaceWith(body);
 }
 
-async function redrive(what, button) {
-  if (button) button.disabled = true;
-  const form = Object.assign({keyspace: selected.keyspace, table: selected.name}, what);
-  const r = await api("/api/redrive", {
-    method: "POST",
-    headers: {"Content-Type": "application/x-www-form-urlencoded",
-              "X-Msgq-Console": "1"},
-    body: query(form),
-  });
+// The selected table's last hour by state, as msgqd sampled it
+// (GET /api/history): one line each for ready, scheduled, in flight and
+// dead over the hour before the newest sample, the newest values in the
+// legend. A sample taken before the table's first counting read has no
+// counts and is left out of the lines.
+const CHART_STATES = [["ready", "ready"], ["scheduled", "scheduled"],
+                      ["in_flight", "in flight"], ["dead", "dead"]];
+const CHART_W = 720, CHART_H = 120;
+let stateChartData = null;  // the last /api/history answer shown
+
+async function loadStateChart() {
+  if (!selected) return;
+  const asked = selected;
+  const r = await api("/api/history?" + query({keyspace: asked.keyspace,
+                                               table: asked.name}));
   const data = await r.json();
-  $("action-result").textContent = r.ok
-      ? `redriven: ${data.redriven}` : `redrive failed: ${data.error}`;
-  await loadDead();
-  await loadRecent();
-  await refresh();
+  if (selected !== asked) return;
+  if (!r.ok) {
+    $("state-chart-note").textContent = data.error;
+    return;
+  }
+  stateChartData = data;
+  renderStateChart(data);
+}
+
+function renderStateChart(data) {
+  const ns = "http://www.w3.org/2000/svg";
+  const samples = data.samples;
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", `0 0 ${CHART_W} ${CHART_H}`);
+  svg.setAttribute("preserveAspectRatio", "none");
+  svg.dataset.samples = String(samples.length);
+  svg.dataset.times = JSON.stringify(samples.map((x) => x.time));
+  const base = document.createElementNS(ns, "rect");
+  base.setAttribute("width", String(CHART_W));
+  base.setAttribute("height", String(CHART_H));
+  base.setAttribute("class", "chart-bg");
+  svg.append(base);
+  const last = samples.length ? samples[samples.length - 1] : null;
+  let max = 1;
+  for (const x of samples) {
+    for (const [f] of CHART_STATES) if (x[f] !== null) max = Math.max(max, x[f]);
+  }
+  const legend = $("state-legend");
+  legend.replaceChildren();
+  for (const [f, label] of CHART_STATES) {
+    const pts = [];
+    for (const x of samples) {
+      if (x[f] === null) continue;
+      const px = (1 - (last.time - x.time) / 3600) * CHART_W;
+      const py = CHART_H - 3 - (x[f] / max) * (CHART_H - 6);
+      pts.push(`${px.toFixed(1)},${py.toFixed(1)}`);
+    }
+    // A lone sample is drawn as a short tick ending at its time.
+    if (pts.length === 1) {
+      const [px, py] = pts[0].split(",");
+      pts.unshift(`${Math.max(0, Number(px) - 6).toFixed(1)},${py}`);
+    }
+    const line = document.createElementNS(ns, "polyline");
+    line.setAttribute("points", pts.join(" "));
+    line.setAttribute("class", "line-" + f);
+    line.setAttribute("vector-effect", "non-scaling-stroke");
+    line.dataset.state = f;
+    line.dataset.values = JSON.stringify(samples.map((x) => x[f]));
+    svg.append(line);
+    legend.append(el("span", {"data-state": f},
+        el("span", {class: "swatch line-" + f}),
+        `${label} ${last ? fmt(last[f]) : "–"}`));
+  }
+  $("state-chart").replaceChildren(svg);
+  $("state-chart-note").textContent = samples.length
+      ? `scale 0 to ${fmt(max)}; ${samples.length} ` +
+        `sample${samples.length === 1 ? "" : "s"}, one every ${data.interval} s`
+      : `no samples yet (one every ${data.interval} s)`;
 }
 
 function select(keyspace, name) {
@@ -495,7 +625,13 @@ function select(keyspace, name) {
   $("detail-title").textContent = `${keyspace}.${name}`;
   $("action-result").textContent = "";
   $("message").hidden = true;
+  shownMessage = null;
   $("find-error").textContent = "";
+  closeConfirm();
+  stateChartData = null;
+  $("state-chart").replaceChildren();
+  $("state-legend").replaceChildren();
+  $("state-chart-note").textContent = "loading…";
   window.history.replaceState(null, "", "#" + keyspace + "." + name);
   for (const tr of document.querySelectorAll("#tables tr[data-table]")) {
     tr.classList.toggle("selected", tr.dataset.table === keyspace + "." + name);
@@ -503,6 +639,7 @@ function select(keyspace, name) {
   showOwnership(lastTables.find((x) => x.keyspace === keyspace && x.name === name));
   loadDead();
   loadRecent();
+  loadStateChart();
 }
 
 async function togglePause() {
@@ -556,11 +693,27 @@ $("find-form").addEventListener("submit", (event) => {
   findMessage($("find-id").value.trim());
 });
 $("recent-order").addEventListener("change", loadRecent);
-$("recent-state").addEventListener("change", loadRecent);
+$("recent-state").addEventListener("change", () => {
+  // Acked rows are listed highest id first only.
+  if ($("recent-state").value === "acked") $("recent-order").value = "newest";
+  loadRecent();
+});
 $("recent-payload").addEventListener("change", loadRecent);
-$("redrive-all").addEventListener("click", () => redrive({all: "1"}, $("redrive-all")));
-$("redrive-selected").addEventListener("click", () => actOnSelection("redrive"));
-$("delete-selected").addEventListener("click", () => actOnSelection("delete"));
+$("redrive-all").addEventListener("click", redriveAll);
+$("redrive-selected").addEventListener("click",
+                                       () => deadAction("redrive", deadSelection()));
+$("delete-selected").addEventListener("click",
+                                      () => deadAction("delete", deadSelection()));
+$("message-redrive").addEventListener("click",
+                                      () => deadAction("redrive", [shownMessage]));
+$("message-delete").addEventListener("click",
+                                     () => deadAction("delete", [shownMessage]));
+$("confirm-yes").addEventListener("click", () => {
+  const run = pendingConfirm;
+  closeConfirm();
+  if (run) run();
+});
+$("confirm-no").addEventListener("click", closeConfirm);
 $("dead-select-all").addEventListener("change", () => {
   for (const c of document.querySelectorAll("#dead tr[data-dead-id] input")) {
     c.checked = $("dead-select-all").checked;
@@ -570,6 +723,7 @@ $("dead-select-all").addEventListener("change", () => {
 $("pause-toggle").addEventListener("click", togglePause);
 $("detail-close").addEventListener("click", () => {
   selected = null;
+  closeConfirm();
   $("detail").hidden = true;
   window.history.replaceState(null, "", "#");
 });
@@ -580,3 +734,4 @@ if (location.hash.length > 1) {
 }
 refresh();
 setInterval(refresh, REFRESH_MS);
+setInterval(loadStateChart, SAMPLE_EVERY * 1000);
