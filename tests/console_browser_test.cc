@@ -8,12 +8,12 @@
 // by searching an id shows its state, attempts, last error and columns as
 // text, "Redrive selected" redrives a ticked dead message once confirmed (it
 // is streamed again), "Delete selected" cancelled deletes nothing and a dead
-// message's own Delete, confirmed, deletes it, the Pause button pauses the
-// table and Resume resumes it, all of it under msgqd's Content Security Policy
-// (the browser logs no violation, runs no inline script added to the page and
-// refuses to frame the console), and screenshots are saved under
-// <build>/console-screenshots/. Skipped, saying so, only when Chromium or
-// chromedriver is not installed.
+// message's own Delete, confirmed, deletes it, a dead list longer than 100
+// is paged, the Pause button pauses the table and Resume resumes it, all of it
+// under msgqd's Content Security Policy (the browser logs no violation, runs no
+// inline script added to the page and refuses to frame the console), and
+// screenshots are saved under <build>/console-screenshots/. Skipped, saying so,
+// only when Chromium or chromedriver is not installed.
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -127,10 +127,13 @@ class ConsoleBrowserTest : public HttpTest {
   // message view of id 4) with screenshots in `out_dir`; `token` non-empty
   // signs in with it.
   void Drive(const std::string& out_dir, const std::string& sent,
-             const std::string& token, nlohmann::json* report, bool* skipped) {
+             const std::string& token, nlohmann::json* report, bool* skipped,
+             const std::string& paged_table = "") {
     ASSERT_EQ(std::system(("mkdir -p '" + out_dir + "'").c_str()), 0);
     const std::string cmd = absl::StrCat(
         token.empty() ? "" : "MSGQ_CONSOLE_TOKEN=" + token + " ",
+        paged_table.empty() ? ""
+                            : "MSGQ_CONSOLE_PAGED_TABLE=" + paged_table + " ",
         "/usr/bin/python3 ", MSGQ_TESTS_DIR, "/console_driver.py '", Url("/"),
         "' msgq.jobs ", sent, " '", out_dir, "' 4");
     FILE* pipe = popen(cmd.c_str(), "r");
@@ -346,7 +349,8 @@ TEST_F(ConsoleBrowserTest, ShowsTheWorkloadAndRedrivesDeadMessages) {
 
 // With authentication on, the console asks for a bearer token at the first
 // 401 and works with it: the same views and the redrive (the workload is
-// made with SQL, as the test's own gRPC calls would need the token too).
+// made with SQL, as the test's own gRPC calls would need the token too),
+// and a dead list longer than a page is paged.
 TEST_F(ConsoleBrowserTest, AsksForATokenAndWorksWithIt) {
   ASSERT_NO_FATAL_FAILURE(CreateTable(
       "jobs", "vt_poller_interval=1",
@@ -359,6 +363,11 @@ TEST_F(ConsoleBrowserTest, AsksForATokenAndWorksWithIt) {
   ASSERT_NO_FATAL_FAILURE(
       Exec("UPDATE msgq.jobs SET time_next = NULL, time_dead = 1, "
            "last_error = 'payment declined' WHERE id IN (4, 5)"));
+  // 101 dead messages: the dead list shows them 100 at a time.
+  ASSERT_NO_FATAL_FAILURE(CreateTable("many"));
+  ASSERT_NO_FATAL_FAILURE(
+      Exec("INSERT INTO msgq.many (id, message, time_next) "
+           "SELECT seq, '{}', NULL FROM seq_1_to_101"));
   const std::string token = "console-test-token";
   const std::string tokens = db_->dir() + "/tokens";
   // Mode 0600: msgqd refuses a token file that group or others may write.
@@ -386,7 +395,7 @@ TEST_F(ConsoleBrowserTest, AsksForATokenAndWorksWithIt) {
   bool skipped = false;
   nlohmann::json report;
   ASSERT_NO_FATAL_FAILURE(Drive(std::string(MSGQ_SCREENSHOT_DIR) + "/auth", "3",
-                                token, &report, &skipped));
+                                token, &report, &skipped, "msgq.many"));
   if (skipped) {
     GTEST_SKIP()
         << "Chromium or chromedriver is not installed: run tools/setup";
@@ -413,6 +422,20 @@ TEST_F(ConsoleBrowserTest, AsksForATokenAndWorksWithIt) {
   ExpectTheActionsWereConfirmed(report);
   EXPECT_EQ(report["after"]["msgq.jobs"]["dead"], "0");
   ExpectThePauseButtonWorked(report);
+  // msgq.many's dead list, 100 at a time by id.
+  const nlohmann::json first_page = {
+      {"first", "1"},  {"last", "100"},
+      {"count", 100},  {"label", "dead 1\u2013100 by id, more after"},
+      {"prev", false}, {"next", true}};
+  EXPECT_EQ(report["dead_page_1"], first_page);
+  EXPECT_EQ(report["dead_page_2"],
+            nlohmann::json({{"first", "101"},
+                            {"last", "101"},
+                            {"count", 1},
+                            {"label", "dead 101\u2013101 by id"},
+                            {"prev", true},
+                            {"next", false}}));
+  EXPECT_EQ(report["dead_page_back"], first_page);
   ExpectTheCspHeld(report);
 }
 

@@ -18,7 +18,9 @@ and deletes it there, confirmed,
 waits for the results and for the row's dead count to show 0,
 collects what the browser logged as a security violation (a Content
 Security Policy that blocked some of the console), then checks that the
-policy is in force: an inline script added to the page does not run and the
+policy is in force (with MSGQ_CONSOLE_PAGED_TABLE set, first opens that
+table and reads its dead list's first page, the next and the first again):
+an inline script added to the page does not run and the
 console framed by itself does not load; and prints a JSON report on stdout. With MSGQ_CONSOLE_TOKEN set, first waits
 for the console to ask for a token (report "token_prompt") and signs in
 with it. Exit 77 when Chromium or chromedriver is
@@ -371,6 +373,25 @@ def main():
         wd.click("#pause-toggle")
         report["resumed_state"] = wd.wait("the table to show loaded", state,
                                           table, "loaded")
+        paged = os.environ.get("MSGQ_CONSOLE_PAGED_TABLE")
+        if paged:
+            # The dead list a page at a time: first, next, back.
+            page = ("const ids = [...document.querySelectorAll("
+                    "'#dead tr[data-dead-id]')].map(tr => tr.dataset.deadId);"
+                    "return ids.length && ids[0] === arguments[0] ? "
+                    "{first: ids[0], last: ids[ids.length - 1], "
+                    " count: ids.length,"
+                    " label: document.getElementById('dead-page').textContent,"
+                    " prev: !document.getElementById('dead-prev').disabled,"
+                    " next: !document.getElementById('dead-next').disabled}"
+                    " : null;")
+            wd.click('#tables tr[data-table="%s"] td[data-field=name]' % paged)
+            report["dead_page_1"] = wd.wait("the first dead page", page, "1")
+            wd.click("#dead-next")
+            report["dead_page_2"] = wd.wait("the next dead page", page, "101")
+            wd.click("#dead-prev")
+            report["dead_page_back"] = wd.wait("the first dead page again",
+                                               page, "1")
         # CSP violations are logged with source "security"; the console's
         # own run must have none (collected before the probes below, which
         # cause two).

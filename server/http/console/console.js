@@ -2,7 +2,7 @@
 // per table for rates and sparklines (seeded from msgqd's own,
 // GET /api/history, then kept by the page every 10 s), and shows the
 // selected table's last hour by state (a chart of msgqd's history), its
-// dead messages with redrive buttons (POST /api/redrive) and a selection
+// dead messages 100 at a time (GET /api/dead) with redrive buttons (POST /api/redrive) and a selection
 // to redrive or delete (POST /api/dead/delete), each action confirmed
 // first, its recent messages (GET /api/messages, the payload only when
 // asked) and one message found by id (GET /api/message), a dead one with
@@ -310,18 +310,39 @@ function query(params) {
   return new URLSearchParams(params).toString();
 }
 
+// The dead list in pages of DEAD_PAGE by id: the after_id of each page
+// from the first to the one shown.
+const DEAD_PAGE = 100;
+let deadPages = [""];
+
 async function loadDead() {
   if (!selected) return;
   const tbody = $("dead").tBodies[0];
-  const r = await api("/api/dead?" + query({keyspace: selected.keyspace,
-                                               table: selected.name, limit: 100}));
+  const r = await api("/api/dead?" + query({
+      keyspace: selected.keyspace, table: selected.name,
+      after_id: deadPages[deadPages.length - 1], limit: DEAD_PAGE + 1}));
   const data = await r.json();
   const body = el("tbody");
   $("detail-error").hidden = r.ok;
   if (!r.ok) {
     $("detail-error").textContent = data.error;
   } else {
-    for (const m of data.messages) {
+    // A later page emptied by an action: back to the one before.
+    if (!data.messages.length && deadPages.length > 1) {
+      deadPages.pop();
+      return loadDead();
+    }
+    const more = data.messages.length > DEAD_PAGE;
+    const shown = data.messages.slice(0, DEAD_PAGE);
+    const first = (deadPages.length - 1) * DEAD_PAGE + 1;
+    $("dead-page").textContent = shown.length
+        ? `dead ${fmt(first)}–${fmt(first + shown.length - 1)} by id` +
+          (more ? ", more after" : "")
+        : "";
+    $("dead-prev").disabled = deadPages.length === 1;
+    $("dead-next").disabled = !more;
+    $("dead-next").dataset.after = more ? shown[shown.length - 1].id : "";
+    for (const m of shown) {
       const button = el("button", {textContent: "Redrive"});
       button.addEventListener("click", () => deadAction("redrive", [m.id]));
       const check = el("input", {type: "checkbox", value: m.id});
@@ -337,7 +358,7 @@ async function loadDead() {
     if (!data.messages.length) {
       body.append(el("tr", {}, el("td", {colSpan: 6, class: "muted"}, "no dead messages")));
     }
-    $("redrive-all").disabled = !data.messages.length;
+    $("redrive-all").disabled = !data.messages.length && deadPages.length === 1;
   }
   tbody.replaceWith(body);
   $("dead-select-all").checked = false;
@@ -628,6 +649,7 @@ function select(keyspace, name) {
   shownMessage = null;
   $("find-error").textContent = "";
   closeConfirm();
+  deadPages = [""];
   stateChartData = null;
   $("state-chart").replaceChildren();
   $("state-legend").replaceChildren();
@@ -714,6 +736,14 @@ $("confirm-yes").addEventListener("click", () => {
   if (run) run();
 });
 $("confirm-no").addEventListener("click", closeConfirm);
+$("dead-next").addEventListener("click", () => {
+  deadPages.push($("dead-next").dataset.after);
+  loadDead();
+});
+$("dead-prev").addEventListener("click", () => {
+  if (deadPages.length > 1) deadPages.pop();
+  loadDead();
+});
 $("dead-select-all").addEventListener("change", () => {
   for (const c of document.querySelectorAll("#dead tr[data-dead-id] input")) {
     c.checked = $("dead-select-all").checked;
