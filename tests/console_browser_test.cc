@@ -436,6 +436,12 @@ TEST_F(ConsoleBrowserTest, AsksForATokenAndWorksWithIt) {
                             {"prev", true},
                             {"next", false}}));
   EXPECT_EQ(report["dead_page_back"], first_page);
+  // The last row's Redrive asks in view (the bar is far above the row).
+  EXPECT_EQ(report["row_confirm"],
+            nlohmann::json({{"text",
+                             "Redrive 1 dead message of msgq.many (100)? They "
+                             "become due now with epoch 0."},
+                            {"in_view", true}}));
   ExpectTheCspHeld(report);
 }
 

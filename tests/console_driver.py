@@ -19,7 +19,8 @@ waits for the results and for the row's dead count to show 0,
 collects what the browser logged as a security violation (a Content
 Security Policy that blocked some of the console), then checks that the
 policy is in force (with MSGQ_CONSOLE_PAGED_TABLE set, first opens that
-table and reads its dead list's first page, the next and the first again):
+table and reads its dead list's first page, the next and the first again,
+then clicks the last row's Redrive and reads its confirmation, cancelled):
 an inline script added to the page does not run and the
 console framed by itself does not load; and prints a JSON report on stdout. With MSGQ_CONSOLE_TOKEN set, first waits
 for the console to ask for a token (report "token_prompt") and signs in
@@ -392,6 +393,19 @@ def main():
             wd.click("#dead-prev")
             report["dead_page_back"] = wd.wait("the first dead page again",
                                                page, "1")
+            # A row's Redrive far down the page: its confirmation is
+            # scrolled into view; cancelled.
+            wd.click('#dead tr[data-dead-id="100"] button')
+            report["row_confirm"] = wd.wait(
+                "the row's confirmation",
+                "const c = document.getElementById('confirm');"
+                "if (c.hidden) return null;"
+                "const r = c.getBoundingClientRect();"
+                "return {text: document.getElementById('confirm-text')"
+                ".textContent,"
+                " in_view: Math.round(r.top) >= 0 &&"
+                "     Math.round(r.bottom) <= window.innerHeight};")
+            wd.click("#confirm-no")
         # CSP violations are logged with source "security"; the console's
         # own run must have none (collected before the probes below, which
         # cause two).

@@ -381,14 +381,18 @@ function selectionChanged() {
   }
 }
 
-// Asks to confirm `text` in the detail's confirmation bar; `run` is called
-// only when its button (labelled `label`) is clicked, never on Cancel.
+// Asks to confirm `text` in the detail's confirmation bar, scrolled into
+// view with Cancel focused (a row's button may be far below it); `run` is
+// called only when its button (labelled `label`) is clicked, never on
+// Cancel.
 let pendingConfirm = null;
 function confirmThen(text, label, run) {
   pendingConfirm = run;
   $("confirm-text").textContent = text;
   $("confirm-yes").textContent = label;
   $("confirm").hidden = false;
+  $("confirm").scrollIntoView({block: "nearest"});
+  $("confirm-no").focus({preventScroll: true});
 }
 
 function closeConfirm() {
