@@ -58,6 +58,11 @@ struct RowChange {
   BinlogPosition position;
 };
 
+// The message a change's after image makes: id, priority, time_next (0
+// when NULL), epoch, time_created, fair_key and the packed row (null when
+// the change carries no image).
+Message MessageOf(const RowChange& change);
+
 }  // namespace msgq
 
 #endif  // MSGQ_ENGINE_QUEUE_ROW_CHANGE_H_

@@ -8,21 +8,6 @@
 #include "engine/queue/manager/message_manager.h"
 
 namespace msgq {
-namespace {
-
-Message MessageOf(const RowChange& c) {
-  Message m;
-  m.id = c.id;
-  m.priority = c.priority;
-  m.time_next = c.time_next.value_or(0);
-  m.epoch = c.epoch;
-  m.time_created = c.time_created;
-  m.fair_key = c.fair_key;
-  m.row = c.row;
-  return m;
-}
-
-}  // namespace
 
 void MessageManager::OnRowChanges(const std::vector<RowChange>& changes) {
   using Action = RowReconciler::BinlogAction;
