@@ -115,6 +115,7 @@ absl::Status Engine::Start() {
   MeasureDbClock();
   absl::Status status = Reload();
   const std::string binlog_start = StartGroups();
+  groups_timer_ = std::thread([this] { GroupsTimerLoop(); });
   if (keeper_ != nullptr) keeper_->Start();
   thread_ = std::thread([this] { ReloadLoop(); });
   clock_thread_ = std::thread([this] { ClockLoop(); });

@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -292,6 +293,38 @@ class Engine : private BinlogWatcher::Listener {
   void AckGroup(absl::string_view keyspace, absl::string_view name,
                 absl::string_view group, std::vector<std::string> ids,
                 std::function<void(absl::StatusOr<int64_t>)> done);
+  // A group's exceptions (docs/design/consumer-groups.md#slice-3-exceptions).
+  // Each answers through `done` exactly once, with FindGroup's errors
+  // inline, and, once its rows of msgq_group_messages are written, the
+  // write's (UNAVAILABLE when MySQL cannot be reached: the change is kept
+  // in memory and written by a later flush).
+  //
+  // NackGroup: as MessageManager::Nack, on the group's state: only
+  // deliveries whose sends are still epoch + 1 count; retried after
+  // `delay` (nullopt: the table's backoff for the epoch) or dead (`dead`,
+  // msgq_max_attempts, msgq_max_age). INVALID_ARGUMENT for a delay out of
+  // range or too many deliveries.
+  void NackGroup(absl::string_view keyspace, absl::string_view name,
+                 absl::string_view group,
+                 std::vector<MessageManager::Delivery> deliveries,
+                 std::optional<absl::Duration> delay, std::string reason,
+                 bool dead,
+                 std::function<void(absl::StatusOr<NackCount>)> done);
+  // RedriveGroup: the group's dead messages `ids` (or all) are due now
+  // with their sends reset to 0; `done` gets how many. INVALID_ARGUMENT
+  // when both or neither of ids and all are given.
+  void RedriveGroup(absl::string_view keyspace, absl::string_view name,
+                    absl::string_view group, std::vector<std::string> ids,
+                    bool all,
+                    std::function<void(absl::StatusOr<int64_t>)> done);
+  // ListDeadGroup: the group's dead messages with id > after_id (byte
+  // order of the text form), at most `limit` (1..10000, else
+  // INVALID_ARGUMENT), read from msgq_group_messages; epoch is the sends
+  // before it died, time_created 0.
+  void ListDeadGroup(
+      absl::string_view keyspace, absl::string_view name,
+      absl::string_view group, std::string after_id, int limit,
+      std::function<void(absl::StatusOr<std::vector<DeadRow>>)> done);
 
   // Read-only looks at a table for the console and metrics (engine_peek.cc).
   // Runs the one SELECT that `build` makes from the loaded table's
@@ -408,6 +441,16 @@ class Engine : private BinlogWatcher::Listener {
   // domain has passed it.
   bool Replayed(const std::vector<RowChange>& changes);
   void CloseGroups(absl::Status status) ABSL_LOCKS_EXCLUDED(groups_mu_);
+  // Adds `waiter` (may be null) to the feed's next flush, posting one to
+  // the groups worker unless one is queued already.
+  void FlushGroupThen(std::shared_ptr<GroupFeed> feed,
+                      std::function<void(absl::Status)> waiter);
+  // On the groups worker: writes the feed's exception rows and its floor,
+  // reads the payloads it asks for, answers its waiters.
+  void FlushGroup(GroupFeed& feed) ABSL_LOCKS_EXCLUDED(groups_mu_);
+  // groups_timer_: the feeds' ack waits and retries (GroupFeed::Tick), and
+  // flushes of what they left to write, until CloseGroups.
+  void GroupsTimerLoop() ABSL_LOCKS_EXCLUDED(groups_mu_);
 
   // BinlogWatcher::Listener:
   std::optional<BookkeepingColumns> Columns(const std::string& db,
@@ -486,6 +529,9 @@ class Engine : private BinlogWatcher::Listener {
   std::map<Key, std::map<std::string, std::shared_ptr<GroupFeed>>> feeds_
       ABSL_GUARDED_BY(groups_mu_);
   bool groups_pending_ ABSL_GUARDED_BY(groups_mu_) = false;
+  bool groups_stopping_ ABSL_GUARDED_BY(groups_mu_) = false;
+  MonotonicCondVar groups_wake_;
+  std::thread groups_timer_;
   // Binlog watcher thread only (set before it starts): while the binlog
   // is read again from the groups' floors (Start), the changes the window
   // covers (up to the binlog's position at Start, per domain) go to the

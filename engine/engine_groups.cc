@@ -21,6 +21,13 @@
 namespace msgq {
 namespace {
 
+// How often the groups' ack waits and retries are checked.
+constexpr absl::Duration kGroupsTick = absl::Milliseconds(100);
+// The ack wait of a group whose table is not loaded.
+constexpr absl::Duration kUnloadedAckWait = absl::Seconds(30);
+// The largest dead list page (as the default group's).
+constexpr int kMaxDeadPage = 10000;
+
 std::string GroupsNotFound(const std::string& db, const std::string& table,
                            absl::string_view group,
                            const std::vector<std::string>& names) {
@@ -207,17 +214,26 @@ void Engine::DeleteGroup(absl::string_view keyspace, absl::string_view name,
 }
 
 std::shared_ptr<GroupFeed> Engine::AddFeed(const GroupRow& row) {
-  int batch_size = 1;
+  GroupFeed::Options options;
+  options.max_batches_per_subscriber =
+      options_.manager.max_batches_per_subscriber;
   if (std::shared_ptr<MessageManager> manager =
           FindLoaded(row.keyspace, row.table);
       manager != nullptr) {
-    batch_size = manager->table().settings.batch_size;
+    options.settings = manager->table().settings;
+  } else {
+    // Not subscribable until its table loads (FindGroup); these only keep
+    // a feed without settings from timing out at once.
+    options.settings.batch_size = 1;
+    options.settings.ack_wait = kUnloadedAckWait;
+    options.settings.min_backoff = kUnloadedAckWait;
   }
-  auto feed = std::make_shared<GroupFeed>(
-      row, batch_size, options_.manager.max_batches_per_subscriber);
+  auto feed =
+      std::make_shared<GroupFeed>(row, std::move(options), clock_, jitter_);
   absl::MutexLock lock(&groups_mu_);
   auto [it, added] =
       feeds_[Key{row.keyspace, row.table}].emplace(row.name, feed);
+  groups_wake_.SignalAll();  // the timer may sleep while there is none
   return it->second;
 }
 
@@ -268,37 +284,201 @@ void Engine::AckGroup(absl::string_view keyspace, absl::string_view name,
     done(feed.status());
     return;
   }
-  const int64_t settled = (*feed)->Ack(ids);
-  if (!(*feed)->FloorToWrite().has_value()) {
-    done(settled);  // nothing to write: the floor did not move
+  const GroupFeed::AckResult acked = (*feed)->Ack(ids);
+  if (!acked.write) {
+    done(acked.settled);  // no row to delete, the floor did not move
     return;
   }
-  groups_worker_.Post(
-      [this, feed = *std::move(feed), settled, done = std::move(done)] {
-        // The floor now: a later ack's may have moved it further.
-        std::optional<std::string> floor = feed->FloorToWrite();
-        if (!floor.has_value()) {
+  FlushGroupThen(
+      *std::move(feed),
+      [settled = acked.settled, done = std::move(done)](absl::Status status) {
+        if (status.ok()) {
           done(settled);
-          return;
-        }
-        absl::Status status = [&]() -> absl::Status {
-          absl::StatusOr<MysqlPool::Lease> conn =
-              pool_->Borrow(MysqlMessageStore::kBorrowTimeout);
-          if (!conn.ok()) return conn.status();
-          const GroupRow& row = feed->row();
-          absl::StatusOr<bool> written =
-              MysqlGroupStore(row.keyspace)
-                  .WriteFloor(**conn, row.table, row.name, *floor);
-          if (!written.ok()) return written.status();
-          return absl::OkStatus();  // a deleted group has no floor to keep
-        }();
-        if (!status.ok()) {
+        } else {
           done(status);
-          return;
         }
-        feed->FloorWritten(*floor);
-        done(settled);
       });
+}
+
+void Engine::NackGroup(absl::string_view keyspace, absl::string_view name,
+                       absl::string_view group,
+                       std::vector<MessageManager::Delivery> deliveries,
+                       std::optional<absl::Duration> delay, std::string reason,
+                       bool dead,
+                       std::function<void(absl::StatusOr<NackCount>)> done) {
+  absl::StatusOr<std::shared_ptr<GroupFeed>> feed =
+      FindGroup(keyspace, name, group);
+  if (!feed.ok()) {
+    done(feed.status());
+    return;
+  }
+  if (deliveries.size() >
+      static_cast<size_t>(options_.manager.max_ids_per_ack)) {
+    done(absl::InvalidArgumentError(
+        absl::StrCat("too many deliveries in one nack: ", deliveries.size(),
+                     " > ", options_.manager.max_ids_per_ack)));
+    return;
+  }
+  absl::StatusOr<NackCount> count =
+      (*feed)->Nack(std::move(deliveries), delay, reason, dead);
+  if (!count.ok() || count->retried + count->dead == 0) {
+    done(count);
+    return;
+  }
+  // Answered once the exception rows are written.
+  FlushGroupThen(*std::move(feed),
+                 [count = *count, done = std::move(done)](absl::Status status) {
+                   if (status.ok()) {
+                     done(count);
+                   } else {
+                     done(status);
+                   }
+                 });
+}
+
+void Engine::RedriveGroup(absl::string_view keyspace, absl::string_view name,
+                          absl::string_view group, std::vector<std::string> ids,
+                          bool all,
+                          std::function<void(absl::StatusOr<int64_t>)> done) {
+  if (ids.empty() == !all) {
+    done(absl::InvalidArgumentError(
+        "redrive takes either ids or all, not both and not neither"));
+    return;
+  }
+  absl::StatusOr<std::shared_ptr<GroupFeed>> feed =
+      FindGroup(keyspace, name, group);
+  if (!feed.ok()) {
+    done(feed.status());
+    return;
+  }
+  const int64_t redriven = (*feed)->Redrive(ids, all);
+  if (redriven == 0) {
+    done(int64_t{0});
+    return;
+  }
+  FlushGroupThen(*std::move(feed),
+                 [redriven, done = std::move(done)](absl::Status status) {
+                   if (status.ok()) {
+                     done(redriven);
+                   } else {
+                     done(status);
+                   }
+                 });
+}
+
+void Engine::ListDeadGroup(
+    absl::string_view keyspace, absl::string_view name, absl::string_view group,
+    std::string after_id, int limit,
+    std::function<void(absl::StatusOr<std::vector<DeadRow>>)> done) {
+  if (limit < 1 || limit > kMaxDeadPage) {
+    done(absl::InvalidArgumentError(absl::StrCat(
+        "dead list limit must be 1..", kMaxDeadPage, ", got ", limit)));
+    return;
+  }
+  absl::StatusOr<std::shared_ptr<GroupFeed>> feed =
+      FindGroup(keyspace, name, group);
+  if (!feed.ok()) {
+    done(feed.status());
+    return;
+  }
+  groups_worker_.Post([this, feed = *std::move(feed),
+                       after_id = std::move(after_id), limit,
+                       done = std::move(done)] {
+    absl::StatusOr<std::vector<DeadRow>> out =
+        [&]() -> absl::StatusOr<std::vector<DeadRow>> {
+      absl::StatusOr<MysqlPool::Lease> conn =
+          pool_->Borrow(MysqlMessageStore::kBorrowTimeout);
+      if (!conn.ok()) return conn.status();
+      const GroupRow& row = feed->row();
+      absl::StatusOr<std::vector<GroupExceptionRow>> dead =
+          MysqlGroupStore(row.keyspace)
+              .ListDead(**conn, row.table, row.name, after_id, limit);
+      if (!dead.ok()) return dead.status();
+      std::vector<DeadRow> rows;
+      rows.reserve(dead->size());
+      for (GroupExceptionRow& d : *dead) {
+        DeadRow r;
+        r.id = std::move(d.id);
+        r.epoch = d.attempts;
+        r.last_error = std::move(d.last_error);
+        r.time_dead = d.time_dead.value_or(0);
+        rows.push_back(std::move(r));
+      }
+      return rows;
+    }();
+    done(std::move(out));
+  });
+}
+
+void Engine::FlushGroupThen(std::shared_ptr<GroupFeed> feed,
+                            std::function<void(absl::Status)> waiter) {
+  if (!feed->RequestFlush(std::move(waiter))) return;  // one is queued
+  groups_worker_.Post([this, feed = std::move(feed)] { FlushGroup(*feed); });
+}
+
+void Engine::FlushGroup(GroupFeed& feed) {
+  GroupFeed::Flush flush = feed.TakeFlush();
+  const GroupRow& row = feed.row();
+  const MysqlGroupStore store(row.keyspace);
+  const absl::Status status = [&]() -> absl::Status {
+    absl::StatusOr<MysqlPool::Lease> conn =
+        pool_->Borrow(MysqlMessageStore::kBorrowTimeout);
+    absl::Status written = conn.status();
+    if (written.ok() && (!flush.upserts.empty() || !flush.deletes.empty())) {
+      written = store.WriteExceptions(**conn, row.table, row.name,
+                                      flush.upserts, flush.deletes);
+    }
+    feed.ExceptionsWritten(flush, written);
+    if (!written.ok()) return written;
+    // The floor now, past the exceptions just written and any acks that
+    // came meanwhile.
+    std::optional<std::string> floor = feed.FloorToWrite();
+    if (!floor.has_value()) return absl::OkStatus();
+    // A deleted group has no floor to keep: not an error.
+    absl::StatusOr<bool> moved =
+        store.WriteFloor(**conn, row.table, row.name, *floor);
+    if (!moved.ok()) return moved.status();
+    feed.FloorWritten(*floor);
+    return absl::OkStatus();
+  }();
+  if (!flush.fetch.empty()) {
+    absl::StatusOr<std::vector<Message>> rows =
+        absl::UnavailableError("the table is not loaded");
+    if (!status.ok()) {
+      rows = status;
+    } else {
+      std::shared_ptr<MessageManager> manager =
+          FindLoaded(row.keyspace, row.table);
+      if (manager != nullptr) {
+        MysqlMessageStore reader(manager->table(), options_.mysql, pool_.get());
+        rows = reader.ReadByIds(flush.fetch);
+        reader.EndRound();
+      }
+    }
+    feed.Fetched(flush.fetch, std::move(rows));
+  }
+  for (auto& waiter : flush.waiters) waiter(status);
+}
+
+void Engine::GroupsTimerLoop() {
+  groups_mu_.Lock();
+  while (!groups_stopping_) {
+    // A msgqd without groups sleeps until AddFeed makes one.
+    groups_wake_.WaitFor(
+        &groups_mu_, feeds_.empty() ? absl::InfiniteDuration() : kGroupsTick);
+    if (groups_stopping_) break;
+    std::vector<std::shared_ptr<GroupFeed>> feeds;
+    for (const auto& [key, groups] : feeds_) {
+      for (const auto& [name, feed] : groups) feeds.push_back(feed);
+    }
+    groups_mu_.Unlock();
+    for (std::shared_ptr<GroupFeed>& feed : feeds) {
+      feed->Tick();
+      if (feed->HasWork()) FlushGroupThen(std::move(feed), nullptr);
+    }
+    groups_mu_.Lock();
+  }
+  groups_mu_.Unlock();
 }
 
 absl::Status Engine::LoadGroups() {
@@ -313,10 +493,15 @@ absl::Status Engine::LoadGroups() {
     std::move(read->begin(), read->end(), std::back_inserter(rows));
   }
   for (const GroupRow& row : rows) {
-    AddFeed(row);
+    absl::StatusOr<std::vector<GroupExceptionRow>> exceptions =
+        MysqlGroupStore(row.keyspace)
+            .ReadExceptions(**conn, row.table, row.name);
+    if (!exceptions.ok()) return exceptions.status();
+    AddFeed(row)->LoadExceptions(*exceptions);
     LogTableInfo(row.keyspace, row.table, "group \"", row.name, "\" of `",
                  row.keyspace, "`.`", row.table, "` resumes from \"",
-                 row.floor_gtid, "\"");
+                 row.floor_gtid, "\" with ", exceptions->size(),
+                 " exception(s)");
   }
   absl::MutexLock lock(&groups_mu_);
   groups_pending_ = false;
@@ -408,6 +593,12 @@ bool Engine::Replayed(const std::vector<RowChange>& changes) {
 
 void Engine::CloseGroups(absl::Status status) {
   std::map<Key, std::map<std::string, std::shared_ptr<GroupFeed>>> feeds;
+  {
+    absl::MutexLock lock(&groups_mu_);
+    groups_stopping_ = true;
+    groups_wake_.SignalAll();
+  }
+  if (groups_timer_.joinable()) groups_timer_.join();
   {
     absl::MutexLock lock(&groups_mu_);
     feeds.swap(feeds_);

@@ -116,13 +116,6 @@ grpc::ServerUnaryReactor* MessagingService::MessageNack(
       ManagerOrFinish(*engine_, *authorizer_, peers_, *context, *request,
                       auth::Action::kNack, reactor);
   if (manager == nullptr) return reactor;
-  if (!request->group().empty()) {
-    reactor->Finish(grpc::Status(
-        grpc::StatusCode::UNIMPLEMENTED,
-        "MessageNack of a consumer group is not built yet: a group's "
-        "message stays with its stream until acked"));
-    return reactor;
-  }
   MessageManager::NackRequest nack;
   nack.deliveries = Deliveries(*request);
   if (request->has_delay()) {
@@ -136,6 +129,17 @@ grpc::ServerUnaryReactor* MessagingService::MessageNack(
   }
   nack.reason = request->reason();
   nack.dead = request->dead();
+  auto fill = [response](NackCount n) {
+    response->set_retried(n.retried);
+    response->set_dead(n.dead);
+  };
+  if (!request->group().empty()) {
+    engine_->NackGroup(request->keyspace(), request->name(), request->group(),
+                       std::move(nack.deliveries), nack.delay,
+                       std::move(nack.reason), nack.dead,
+                       Finisher<NackCount>(reactor, fill));
+    return reactor;
+  }
   manager->Nack(std::move(nack),
                 Finisher<NackCount>(reactor, [response](NackCount n) {
                   response->set_retried(n.retried);
@@ -175,10 +179,15 @@ grpc::ServerUnaryReactor* MessagingService::Redrive(
                       auth::Action::kAdmin, reactor);
   if (manager == nullptr) return reactor;
   std::vector<std::string> ids(request->ids().begin(), request->ids().end());
-  manager->Redrive(std::move(ids), request->all(),
-                   Finisher<int64_t>(reactor, [response](int64_t n) {
-                     response->set_redriven(n);
-                   }));
+  auto finish = Finisher<int64_t>(
+      reactor, [response](int64_t n) { response->set_redriven(n); });
+  if (!request->group().empty()) {
+    engine_->RedriveGroup(request->keyspace(), request->name(),
+                          request->group(), std::move(ids), request->all(),
+                          std::move(finish));
+    return reactor;
+  }
+  manager->Redrive(std::move(ids), request->all(), std::move(finish));
   return reactor;
 }
 
@@ -191,18 +200,24 @@ grpc::ServerUnaryReactor* MessagingService::ListDead(
                       auth::Action::kAdmin, reactor);
   if (manager == nullptr) return reactor;
   const int limit = request->limit() == 0 ? kDefaultDeadPage : request->limit();
-  manager->ListDead(request->after_id(), limit,
-                    Finisher<std::vector<DeadRow>>(
-                        reactor, [response](const std::vector<DeadRow>& rows) {
-                          for (const DeadRow& row : rows) {
-                            v1::DeadMessage* m = response->add_messages();
-                            m->set_id(row.id);
-                            m->set_epoch(row.epoch);
-                            m->set_last_error(row.last_error);
-                            m->set_time_dead(row.time_dead);
-                            m->set_time_created(row.time_created);
-                          }
-                        }));
+  auto finish = Finisher<std::vector<DeadRow>>(
+      reactor, [response](const std::vector<DeadRow>& rows) {
+        for (const DeadRow& row : rows) {
+          v1::DeadMessage* m = response->add_messages();
+          m->set_id(row.id);
+          m->set_epoch(row.epoch);
+          m->set_last_error(row.last_error);
+          m->set_time_dead(row.time_dead);
+          m->set_time_created(row.time_created);
+        }
+      });
+  if (!request->group().empty()) {
+    engine_->ListDeadGroup(request->keyspace(), request->name(),
+                           request->group(), request->after_id(), limit,
+                           std::move(finish));
+    return reactor;
+  }
+  manager->ListDead(request->after_id(), limit, std::move(finish));
   return reactor;
 }
 

@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
-#include "tests/fixture.h"
+#include "tests/group_fixture.h"
 
 namespace msgq::testing {
 namespace {
@@ -22,129 +22,8 @@ using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::UnorderedElementsAreArray;
 
-constexpr absl::Duration kWait = absl::Seconds(20);
-
-// Reads one group's MessageStream on a thread of its own (StreamCollector
-// with MessageStreamRequest.group).
-class GroupStream {
- public:
-  GroupStream(v1::Messaging::Stub* stub, const std::string& table,
-              const std::string& group) {
-    request_.set_keyspace("msgq");
-    request_.set_name(table);
-    request_.set_group(group);
-    thread_ = std::thread([this, stub] {
-      std::unique_ptr<grpc::ClientReader<v1::MessageStreamResponse>> reader =
-          stub->MessageStream(&context_, request_);
-      v1::MessageStreamResponse response;
-      while (reader->Read(&response)) {
-        absl::MutexLock lock(&mu_);
-        for (const v1::Row& row : response.rows()) {
-          ids_.push_back(RowValue(row, 0));
-          epochs_.push_back(row.epoch());
-        }
-        response.Clear();
-      }
-      grpc::Status status = reader->Finish();
-      absl::MutexLock lock(&mu_);
-      status_ = status;
-      ended_ = true;
-    });
-  }
-  ~GroupStream() {
-    context_.TryCancel();
-    thread_.join();
-  }
-
-  bool WaitForRows(size_t n) {
-    absl::MutexLock lock(&mu_);
-    auto done = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return ids_.size() >= n || ended_;
-    };
-    mu_.AwaitWithTimeout(absl::Condition(&done), kWait);
-    return ids_.size() >= n;
-  }
-  bool WaitForEnd() {
-    absl::MutexLock lock(&mu_);
-    return mu_.AwaitWithTimeout(absl::Condition(&ended_), kWait);
-  }
-  std::vector<std::string> ids() const {
-    absl::MutexLock lock(&mu_);
-    return ids_;
-  }
-  std::vector<int64_t> epochs() const {
-    absl::MutexLock lock(&mu_);
-    return epochs_;
-  }
-  grpc::Status status() const {
-    absl::MutexLock lock(&mu_);
-    return status_;
-  }
-
- private:
-  grpc::ClientContext context_;
-  v1::MessageStreamRequest request_;
-  mutable absl::Mutex mu_;
-  std::vector<std::string> ids_ ABSL_GUARDED_BY(mu_);
-  std::vector<int64_t> epochs_ ABSL_GUARDED_BY(mu_);
-  bool ended_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::Status status_ ABSL_GUARDED_BY(mu_);
-  std::thread thread_;
-};
-
-class GroupDeliveryTest : public MsgqTest {
+class GroupDeliveryTest : public GroupTest {
  protected:
-  // msgqd without lease rows, so that only the test writes to the binlog.
-  void StartWithOrders() {
-    ASSERT_NO_FATAL_FAILURE(CreateTable("orders"));
-    ASSERT_NO_FATAL_FAILURE(StartServer({"--leases=false"}));
-    ASSERT_NO_FATAL_FAILURE(WaitForBinlog("orders"));
-  }
-
-  void CreateGroup(const std::string& group) {
-    grpc::ClientContext ctx;
-    v1::CreateGroupRequest request;
-    request.set_keyspace("msgq");
-    request.set_name("orders");
-    request.set_group(group);
-    v1::CreateGroupResponse response;
-    grpc::Status s = stub_->CreateGroup(&ctx, request, &response);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-  }
-
-  grpc::Status AckGroup(const std::string& group,
-                        const std::vector<std::string>& ids, int64_t* acked) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::seconds(20));
-    v1::MessageAckRequest request;
-    request.set_keyspace("msgq");
-    request.set_name("orders");
-    request.set_group(group);
-    for (const std::string& id : ids) request.add_ids(id);
-    v1::MessageAckResponse response;
-    grpc::Status s = stub_->MessageAck(&ctx, request, &response);
-    *acked = response.acked();
-    return s;
-  }
-
-  std::string BinlogPosition() {
-    absl::StatusOr<QueryResult> r = db_->Query("SELECT @@gtid_binlog_pos");
-    EXPECT_TRUE(r.ok()) << r.status();
-    if (!r.ok() || r->rows.empty()) return "";
-    return r->rows[0][0].value_or("");
-  }
-
-  std::string Floor(const std::string& group) {
-    absl::StatusOr<QueryResult> r = db_->Query(absl::StrCat(
-        "SELECT floor_gtid FROM msgq.msgq_groups WHERE table_name = 'orders'"
-        " AND group_name = '",
-        group, "'"));
-    EXPECT_TRUE(r.ok()) << r.status();
-    if (!r.ok() || r->rows.size() != 1) return "<none>";
-    return r->rows[0][0].value_or("<NULL>");
-  }
-
   // Rows of orders still unacked and never sent (the default group's
   // state: time_acked NULL, epoch 0).
   int64_t UntouchedRows() {
@@ -296,9 +175,16 @@ TEST_F(GroupDeliveryTest, ErrorsNameTheGroups) {
   nack.set_keyspace("msgq");
   nack.set_name("orders");
   nack.set_group("billing");
+  nack.add_deliveries()->set_id("1");
   v1::MessageNackResponse nacked;
   grpc::Status s = stub_->MessageNack(&ctx, nack, &nacked);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_TRUE(s.ok()) << s.error_message();  // nothing pending: 0
+  EXPECT_EQ(nacked.retried(), 0);
+  EXPECT_EQ(nacked.dead(), 0);
+  grpc::ClientContext ctx2;
+  nack.set_group("nope");
+  s = stub_->MessageNack(&ctx2, nack, &nacked);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 TEST_F(GroupDeliveryTest, KilledMsgqdResumesTheGroupFromItsFloor) {

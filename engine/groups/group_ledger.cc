@@ -60,69 +60,208 @@ bool GroupLedger::Offer(const Gtid& gtid, const std::string& id) {
 }
 
 std::vector<GroupLedger::Taken> GroupLedger::Take(SubscriberId subscriber,
-                                                  size_t max) {
+                                                  size_t max,
+                                                  int64_t deadline) {
   std::vector<Taken> out;
   while (out.size() < max && !queue_.empty()) {
     auto first = queue_.begin();
-    Pending& p = messages_.at(first->second);
+    const std::string& id = first->second;
+    Pending& p = messages_.at(id);
     p.holder = subscriber;
-    out.push_back(Taken{first->second, p.sends});
+    p.state = State::kHeld;
+    p.time = deadline;
+    out.push_back(Taken{id, p.sends});
     ++p.sends;
-    held_[subscriber].insert(first->second);
+    held_[subscriber].insert(id);
+    deadlines_.emplace(deadline, id);
     queue_.erase(first);
   }
   return out;
 }
 
 void GroupLedger::Requeue(const std::string& id, Pending& p) {
-  p.holder = 0;
+  Detach(id, p);
+  p.state = State::kQueued;
+  p.time = kNever;
   queue_.emplace(p.arrival, id);
+}
+
+void GroupLedger::Detach(const std::string& id, Pending& p) {
+  switch (p.state) {
+    case State::kQueued:
+      queue_.erase(p.arrival);
+      break;
+    case State::kHeld: {
+      auto held = held_.find(p.holder);
+      if (held != held_.end()) {
+        held->second.erase(id);
+        if (held->second.empty()) held_.erase(held);
+      }
+      deadlines_.erase({p.time, id});
+      p.holder = 0;
+      break;
+    }
+    case State::kWaiting:
+      waiting_.erase({p.time, id});
+      break;
+    case State::kDead:
+      assert(dead_ > 0);
+      --dead_;
+      break;
+  }
 }
 
 size_t GroupLedger::Return(SubscriberId subscriber,
                            const std::vector<std::string>& ids) {
   auto held = held_.find(subscriber);
   if (held == held_.end()) return 0;
-  size_t n = 0;
+  std::vector<std::string> back;
   for (const std::string& id : ids) {
-    if (held->second.erase(id) == 0) continue;
-    Requeue(id, messages_.at(id));
-    ++n;
+    if (held->second.contains(id)) back.push_back(id);
   }
-  if (held->second.empty()) held_.erase(held);
-  return n;
+  for (const std::string& id : back) Requeue(id, messages_.at(id));
+  return back.size();
 }
 
 size_t GroupLedger::ReturnAll(SubscriberId subscriber) {
   auto held = held_.find(subscriber);
   if (held == held_.end()) return 0;
-  const size_t n = held->second.size();
-  for (const std::string& id : held->second) Requeue(id, messages_.at(id));
-  held_.erase(held);
-  return n;
+  const std::vector<std::string> back(held->second.begin(), held->second.end());
+  for (const std::string& id : back) Requeue(id, messages_.at(id));
+  return back.size();
 }
 
-int64_t GroupLedger::Ack(const std::vector<std::string>& ids) {
+bool GroupLedger::Uncount(Pending& p) {
+  if (!p.counted) return false;
+  p.counted = false;
+  auto txn = transactions_.find(p.txn);
+  assert(txn != transactions_.end() && txn->second.unsettled > 0);
+  --txn->second.unsettled;
+  return true;
+}
+
+int64_t GroupLedger::Ack(const std::vector<std::string>& ids,
+                         std::vector<std::string>* exceptions) {
   int64_t settled = 0;
+  bool uncounted = false;
   for (const std::string& id : ids) {
     auto it = messages_.find(id);
-    if (it == messages_.end()) continue;
+    if (it == messages_.end() || it->second.state == State::kDead) continue;
     Pending& p = it->second;
-    if (p.holder != 0) {
-      auto held = held_.find(p.holder);
-      held->second.erase(id);
-      if (held->second.empty()) held_.erase(held);
-    } else {
-      queue_.erase(p.arrival);
-    }
-    auto txn = transactions_.find(p.txn);
-    assert(txn != transactions_.end() && txn->second.unsettled > 0);
-    --txn->second.unsettled;
+    Detach(id, p);
+    uncounted |= Uncount(p);
+    if (p.exception && exceptions != nullptr) exceptions->push_back(id);
     messages_.erase(it);
     ++settled;
   }
-  if (settled > 0) Advance();
+  if (uncounted) Advance();
   return settled;
+}
+
+std::vector<GroupLedger::Expired> GroupLedger::ExpiredAt(int64_t now) const {
+  std::vector<Expired> out;
+  for (const auto& [deadline, id] : deadlines_) {
+    if (deadline > now) break;
+    out.push_back(Expired{id, messages_.at(id).sends, deadline});
+  }
+  return out;
+}
+
+std::optional<int64_t> GroupLedger::Sends(const std::string& id) const {
+  auto it = messages_.find(id);
+  if (it == messages_.end() || it->second.state == State::kDead) {
+    return std::nullopt;
+  }
+  return it->second.sends;
+}
+
+bool GroupLedger::Fail(const std::string& id,
+                       std::optional<int64_t> time_next) {
+  auto it = messages_.find(id);
+  if (it == messages_.end() || it->second.state == State::kDead) return false;
+  Pending& p = it->second;
+  Detach(id, p);
+  p.exception = true;
+  if (time_next.has_value()) {
+    p.state = State::kWaiting;
+    p.time = *time_next;
+    waiting_.emplace(*time_next, id);
+  } else {
+    p.state = State::kDead;
+    p.time = kNever;
+    ++dead_;
+  }
+  return true;
+}
+
+std::vector<std::string> GroupLedger::Due(int64_t now) const {
+  std::vector<std::string> out;
+  for (const auto& [time_next, id] : waiting_) {
+    if (time_next > now) break;
+    out.push_back(id);
+  }
+  return out;
+}
+
+bool GroupLedger::Resend(const std::string& id) {
+  auto it = messages_.find(id);
+  if (it == messages_.end() || it->second.state != State::kWaiting) {
+    return false;
+  }
+  Requeue(id, it->second);
+  return true;
+}
+
+void GroupLedger::Recorded(const std::string& id) {
+  auto it = messages_.find(id);
+  if (it == messages_.end() || !it->second.exception) return;
+  if (Uncount(it->second)) Advance();
+}
+
+bool GroupLedger::Load(const std::string& id, int64_t attempts,
+                       std::optional<int64_t> time_next) {
+  if (messages_.contains(id)) return false;
+  Pending p;
+  p.arrival = next_arrival_++;
+  p.sends = attempts;
+  p.counted = false;
+  p.exception = true;
+  if (time_next.has_value()) {
+    p.state = State::kWaiting;
+    p.time = *time_next;
+    waiting_.emplace(*time_next, id);
+  } else {
+    p.state = State::kDead;
+    ++dead_;
+  }
+  messages_.emplace(id, p);
+  return true;
+}
+
+std::vector<std::string> GroupLedger::Redrive(
+    const std::vector<std::string>& ids, bool all, int64_t now) {
+  std::vector<std::string> picked;
+  if (all) {
+    for (const auto& [id, p] : messages_) {
+      if (p.state == State::kDead) picked.push_back(id);
+    }
+  } else {
+    for (const std::string& id : ids) {
+      auto it = messages_.find(id);
+      if (it != messages_.end() && it->second.state == State::kDead) {
+        picked.push_back(id);
+      }
+    }
+  }
+  for (const std::string& id : picked) {
+    Pending& p = messages_.at(id);
+    Detach(id, p);
+    p.sends = 0;
+    p.state = State::kWaiting;
+    p.time = now;
+    waiting_.emplace(now, id);
+  }
+  return picked;
 }
 
 void GroupLedger::Advance() {

@@ -160,5 +160,86 @@ TEST(GroupLedgerTest, RowsOfTheOpenTransactionAfterItsAcks) {
   EXPECT_EQ(Floor(l), "0-1-6");
 }
 
+TEST(GroupLedgerExceptionsTest, ExpiredHeldMessagesFailAndComeBackWhenDue) {
+  GroupLedger l = At("0-1-10");
+  l.Offer(G("0-1-11"), "a");
+  l.Offer(G("0-1-11"), "b");
+  l.Offer(G("0-1-12"), "c");
+  EXPECT_EQ(l.Take(1, 2, /*deadline=*/100),
+            (std::vector<Taken>{{"a", 0}, {"b", 0}}));
+  EXPECT_EQ(l.Take(2, 1, /*deadline=*/90), (std::vector<Taken>{{"c", 0}}));
+  EXPECT_TRUE(l.ExpiredAt(89).empty());
+  EXPECT_EQ(l.ExpiredAt(100), (std::vector<GroupLedger::Expired>{
+                                  {"c", 1, 90}, {"a", 1, 100}, {"b", 1, 100}}));
+  EXPECT_TRUE(l.Fail("a", 150));
+  EXPECT_TRUE(l.Fail("c", 120));
+  EXPECT_EQ(l.held(1), 1u);
+  EXPECT_EQ(l.held(2), 0u);
+  EXPECT_EQ(l.waiting(), 2u);
+  EXPECT_EQ(l.ExpiredAt(100),
+            (std::vector<GroupLedger::Expired>{{"b", 1, 100}}));
+  EXPECT_TRUE(l.Due(119).empty());
+  EXPECT_EQ(l.Due(150), (std::vector<std::string>{"c", "a"}));
+  EXPECT_TRUE(l.Resend("c"));
+  EXPECT_TRUE(l.Resend("a"));
+  EXPECT_FALSE(l.Resend("a"));
+  // Back in commit order, their sends counted.
+  EXPECT_EQ(l.Take(3, 5, 300), (std::vector<Taken>{{"a", 1}, {"c", 1}}));
+  EXPECT_EQ(l.Sends("a"), 2);
+}
+
+TEST(GroupLedgerExceptionsTest, TheFloorPassesAFailedMessageOnceRecorded) {
+  GroupLedger l = At("0-1-10");
+  l.Offer(G("0-1-11"), "a");
+  l.Offer(G("0-1-12"), "b");
+  l.See(G("0-1-13"));
+  l.Take(1, 2);
+  EXPECT_EQ(l.Ack({"b"}), 1);
+  EXPECT_TRUE(l.Fail("a", 500));
+  EXPECT_EQ(Floor(l), "0-1-10");  // not written yet
+  l.Recorded("a");
+  EXPECT_EQ(Floor(l), "0-1-12");
+  EXPECT_EQ(l.pending(), 1u);  // still the group's, as an exception
+  // Its ack names it as an exception (a row to delete); the floor stays.
+  std::vector<std::string> exceptions;
+  EXPECT_EQ(l.Ack({"a"}, &exceptions), 1);
+  EXPECT_EQ(exceptions, (std::vector<std::string>{"a"}));
+  EXPECT_EQ(Floor(l), "0-1-12");
+  EXPECT_EQ(l.pending(), 0u);
+}
+
+TEST(GroupLedgerExceptionsTest, DeadMessagesAreNotAckedUntilRedriven) {
+  GroupLedger l = At("0-1-10");
+  l.Offer(G("0-1-11"), "a");
+  l.Take(1, 1);
+  EXPECT_TRUE(l.Fail("a", std::nullopt));
+  EXPECT_FALSE(l.Fail("a", 5));
+  EXPECT_EQ(l.dead(), 1u);
+  EXPECT_EQ(l.Sends("a"), std::nullopt);
+  EXPECT_EQ(l.Ack({"a"}), 0);
+  EXPECT_EQ(l.Redrive({"a", "zz"}, false, 70), (std::vector<std::string>{"a"}));
+  EXPECT_EQ(l.dead(), 0u);
+  EXPECT_EQ(l.Due(70), (std::vector<std::string>{"a"}));
+  EXPECT_EQ(l.Sends("a"), 0);
+  EXPECT_TRUE(l.Resend("a"));
+  EXPECT_EQ(l.Take(1, 1), (std::vector<Taken>{{"a", 0}}));
+}
+
+TEST(GroupLedgerExceptionsTest, LoadedExceptionsHoldNoTransactionBack) {
+  GroupLedger l = At("0-1-10");
+  EXPECT_TRUE(l.Load("x", 2, 40));
+  EXPECT_TRUE(l.Load("y", 3, std::nullopt));
+  EXPECT_FALSE(l.Load("x", 1, 1));
+  EXPECT_EQ(l.waiting(), 1u);
+  EXPECT_EQ(l.dead(), 1u);
+  // Its insert read again is not queued a second time, and the floor
+  // passes that transaction.
+  EXPECT_FALSE(l.Offer(G("0-1-11"), "x"));
+  l.See(G("0-1-12"));
+  EXPECT_EQ(Floor(l), "0-1-11");
+  EXPECT_EQ(l.Redrive({}, /*all=*/true, 50), (std::vector<std::string>{"y"}));
+  EXPECT_EQ(l.Due(50), (std::vector<std::string>{"x", "y"}));
+}
+
 }  // namespace
 }  // namespace msgq

@@ -1,10 +1,14 @@
 #include "engine/groups/mysql_group_store.h"
 
+#include <algorithm>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/groups/group_start.h"
+#include "engine/last_error_text.h"
 
 namespace msgq {
 namespace {
@@ -188,6 +192,117 @@ absl::StatusOr<bool> MysqlGroupStore::WriteFloor(
                               " AND group_name = ", conn.QuoteString(group)));
   if (!read.ok()) return Explain(conn, read.status());
   return !read->rows.empty();
+}
+
+namespace {
+
+std::string NullableLiteral(const std::optional<int64_t>& v) {
+  return v.has_value() ? absl::StrCat(*v) : "NULL";
+}
+
+std::optional<int64_t> NullableValue(const std::optional<std::string>& v) {
+  int64_t out = 0;
+  if (!v.has_value() || !absl::SimpleAtoi(*v, &out)) return std::nullopt;
+  return out;
+}
+
+constexpr char kExceptionColumns[] =
+    "SELECT id, attempts, time_next, time_dead, last_error FROM ";
+
+GroupExceptionRow ExceptionOf(
+    const std::vector<std::optional<std::string>>& r) {
+  GroupExceptionRow row;
+  row.id = r[0].value_or("");
+  row.attempts = NullableValue(r[1]).value_or(0);
+  row.time_next = NullableValue(r[2]);
+  row.time_dead = NullableValue(r[3]);
+  row.last_error = r[4].value_or("");
+  return row;
+}
+
+}  // namespace
+
+absl::Status MysqlGroupStore::WriteExceptions(
+    MysqlConnection& conn, const std::string& table, const std::string& group,
+    const std::vector<GroupExceptionRow>& upserts,
+    const std::vector<std::string>& deletes) const {
+  const std::string names = absl::StrCat(conn.QuoteString(table), ", ",
+                                         conn.QuoteString(group), ", ");
+  for (size_t i = 0; i < upserts.size(); i += kExceptionsPerStatement) {
+    std::string sql = absl::StrCat(
+        "INSERT INTO ", messages_,
+        " (table_name, group_name, id, attempts, time_next, time_dead,"
+        " last_error) VALUES ");
+    const size_t end = std::min(upserts.size(), i + kExceptionsPerStatement);
+    for (size_t j = i; j < end; ++j) {
+      const GroupExceptionRow& row = upserts[j];
+      absl::StrAppend(
+          &sql, j > i ? ", " : "", "(", names, conn.QuoteString(row.id), ", ",
+          row.attempts, ", ", NullableLiteral(row.time_next), ", ",
+          NullableLiteral(row.time_dead), ", ",
+          conn.QuoteString(LastErrorText(row.last_error, 1024)), ")");
+    }
+    absl::StrAppend(&sql,
+                    " ON DUPLICATE KEY UPDATE attempts = VALUES(attempts),"
+                    " time_next = VALUES(time_next), time_dead ="
+                    " VALUES(time_dead), last_error = IF(VALUES(last_error) ="
+                    " '', last_error, VALUES(last_error))");
+    absl::StatusOr<uint64_t> r = conn.Execute(sql);
+    if (!r.ok()) return Explain(conn, r.status());
+  }
+  for (size_t i = 0; i < deletes.size(); i += kExceptionsPerStatement) {
+    std::string sql = absl::StrCat(
+        "DELETE FROM ", messages_,
+        " WHERE table_name = ", conn.QuoteString(table),
+        " AND group_name = ", conn.QuoteString(group), " AND id IN (");
+    const size_t end = std::min(deletes.size(), i + kExceptionsPerStatement);
+    for (size_t j = i; j < end; ++j) {
+      absl::StrAppend(&sql, j > i ? ", " : "", conn.QuoteString(deletes[j]));
+    }
+    sql += ")";
+    absl::StatusOr<uint64_t> r = conn.Execute(sql);
+    if (!r.ok()) return Explain(conn, r.status());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<GroupExceptionRow>> MysqlGroupStore::ReadExceptions(
+    MysqlConnection& conn, const std::string& table,
+    const std::string& group) const {
+  absl::StatusOr<QueryResult> rows = conn.Query(absl::StrCat(
+      kExceptionColumns, messages_,
+      " WHERE table_name = ", conn.QuoteString(table),
+      " AND group_name = ", conn.QuoteString(group), " ORDER BY id"));
+  if (!rows.ok()) {
+    if (IsNoSuchTable(rows.status())) return std::vector<GroupExceptionRow>();
+    return Explain(conn, rows.status());
+  }
+  std::vector<GroupExceptionRow> out;
+  out.reserve(rows->rows.size());
+  for (const auto& r : rows->rows) out.push_back(ExceptionOf(r));
+  return out;
+}
+
+absl::StatusOr<std::vector<GroupExceptionRow>> MysqlGroupStore::ListDead(
+    MysqlConnection& conn, const std::string& table, const std::string& group,
+    const std::string& after_id, int limit) const {
+  std::string sql =
+      absl::StrCat(kExceptionColumns, messages_,
+                   " WHERE table_name = ", conn.QuoteString(table),
+                   " AND group_name = ", conn.QuoteString(group),
+                   " AND time_dead IS NOT NULL");
+  if (!after_id.empty()) {
+    absl::StrAppend(&sql, " AND id > ", conn.QuoteString(after_id));
+  }
+  absl::StrAppend(&sql, " ORDER BY id LIMIT ", std::max(limit, 0));
+  absl::StatusOr<QueryResult> rows = conn.Query(sql);
+  if (!rows.ok()) {
+    if (IsNoSuchTable(rows.status())) return std::vector<GroupExceptionRow>();
+    return Explain(conn, rows.status());
+  }
+  std::vector<GroupExceptionRow> out;
+  for (const auto& r : rows->rows) out.push_back(ExceptionOf(r));
+  return out;
 }
 
 absl::StatusOr<std::string> MysqlGroupStore::BinlogGtidPosition(

@@ -22,6 +22,7 @@
 #define MSGQ_ENGINE_GROUPS_MYSQL_GROUP_STORE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,17 @@ struct GroupRow {
   int64_t created_at_ns = 0;
   bool paused = false;
   friend bool operator==(const GroupRow&, const GroupRow&) = default;
+};
+
+// One row of msgq_group_messages: a message a group retries or holds dead.
+struct GroupExceptionRow {
+  std::string id;  // text form, as streamed
+  int64_t attempts = 0;
+  std::optional<int64_t> time_next;  // Unix ns; nullopt when dead
+  std::optional<int64_t> time_dead;  // Unix ns; set when dead
+  std::string last_error;            // "" leaves the stored one (upsert)
+  friend bool operator==(const GroupExceptionRow&,
+                         const GroupExceptionRow&) = default;
 };
 
 class MysqlGroupStore {
@@ -67,6 +79,26 @@ class MysqlGroupStore {
                                   const std::string& table,
                                   const std::string& group,
                                   const std::string& floor_gtid) const;
+
+  // Writes a group's exceptions: each of `upserts` inserted or replacing
+  // the stored row (its last_error kept when the new one is empty), then
+  // the rows of `deletes` deleted, in statements of at most
+  // kExceptionsPerStatement rows. Each statement is idempotent; on an error
+  // some may have run, and the caller writes the same again.
+  static constexpr size_t kExceptionsPerStatement = 500;
+  absl::Status WriteExceptions(MysqlConnection& conn, const std::string& table,
+                               const std::string& group,
+                               const std::vector<GroupExceptionRow>& upserts,
+                               const std::vector<std::string>& deletes) const;
+  // Every exception of the group (none when the table does not exist).
+  absl::StatusOr<std::vector<GroupExceptionRow>> ReadExceptions(
+      MysqlConnection& conn, const std::string& table,
+      const std::string& group) const;
+  // The group's dead messages with id > after_id (byte order of the text
+  // form; all when empty), by id, at most `limit`.
+  absl::StatusOr<std::vector<GroupExceptionRow>> ListDead(
+      MysqlConnection& conn, const std::string& table, const std::string& group,
+      const std::string& after_id, int limit) const;
 
   // The server's binlog position now (@@gtid_binlog_pos, canonical).
   // FAILED_PRECONDITION when the server writes no binary log or has no

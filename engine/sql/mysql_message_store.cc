@@ -411,6 +411,28 @@ absl::StatusOr<std::vector<Message>> MysqlMessageStore::FetchDue(
   return EndSnapshotRead(absl::StatusOr<std::vector<Message>>(std::move(out)));
 }
 
+absl::StatusOr<std::vector<Message>> MysqlMessageStore::ReadByIds(
+    const std::vector<std::string>& ids) {
+  read_position_ = {};
+  if (ids.empty()) return std::vector<Message>();
+  absl::StatusOr<MysqlConnection*> conn = Conn();
+  if (!conn.ok()) return conn.status();
+  absl::StatusOr<std::vector<std::string>> statements = InListStatements(
+      absl::StrCat(select_prefix_, " WHERE `id` IN ("), ")", ids,
+      /*skip_bad_ids=*/true, StatementLimit((*conn)->max_allowed_packet()));
+  if (!statements.ok()) return statements.status();
+  std::vector<Message> out;
+  size_t bytes_left = limits_.max_read_bytes;
+  for (const std::string& sql : *statements) {
+    if (bytes_left == 0) break;
+    absl::StatusOr<std::vector<Message>> part =
+        ReadMessages(sql, static_cast<int64_t>(ids.size()), &bytes_left);
+    if (!part.ok()) return part.status();
+    for (Message& m : *part) out.push_back(std::move(m));
+  }
+  return out;
+}
+
 absl::StatusOr<int64_t> MysqlMessageStore::Purge(int64_t cutoff, int limit) {
   absl::StatusOr<MysqlConnection*> conn = Conn();
   if (!conn.ok()) return conn.status();

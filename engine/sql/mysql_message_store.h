@@ -119,6 +119,13 @@ class MysqlMessageStore final : public MessageStore {
   absl::StatusOr<std::vector<Message>> FetchDue(
       const std::vector<std::string>& ids, int64_t now) override;
   absl::StatusOr<std::optional<int64_t>> NextDueAfter(int64_t now) override;
+  // The rows among `ids` whatever their state (acked, dead, due or not),
+  // packed as a poll packs them: the payloads a consumer group sends again
+  // (docs/design/consumer-groups.md#slice-3-exceptions). Ids the column
+  // cannot hold are skipped; rows that are gone are missing from the
+  // answer. Not in a snapshot (read_position() is unknown after it).
+  absl::StatusOr<std::vector<Message>> ReadByIds(
+      const std::vector<std::string>& ids);
   BinlogPosition read_position() const override { return read_position_; }
   // msgq_concurrency_by (mysql_message_store_due.cc). Both return
   // FAILED_PRECONDITION when ResolveConcurrencyKey refused the column, and

@@ -79,10 +79,9 @@ type MessagingClient interface {
 	// msgq_groups in the table's database). MessageStream and MessageAck
 	// take a `group`: each committed insert of the table goes to every group
 	// (in commit order, read from the binlog), and a group's acks are its
-	// own. A group has no ack wait, retries or dead letters yet: a message
-	// stays with its stream until acked, and goes to the group's other
-	// streams when that stream ends; MessageNack with a group answers
-	// UNIMPLEMENTED. The three calls below need the `admin` action on the
+	// own. MessageNack, ListDead and Redrive take a `group` too: a group has
+	// its own ack wait, backoff, attempts and dead letters (the table's
+	// directives). The three calls below need the `admin` action on the
 	// table.
 	//
 	// CreateGroup: a group of a loaded message table.
@@ -300,10 +299,9 @@ type MessagingServer interface {
 	// msgq_groups in the table's database). MessageStream and MessageAck
 	// take a `group`: each committed insert of the table goes to every group
 	// (in commit order, read from the binlog), and a group's acks are its
-	// own. A group has no ack wait, retries or dead letters yet: a message
-	// stays with its stream until acked, and goes to the group's other
-	// streams when that stream ends; MessageNack with a group answers
-	// UNIMPLEMENTED. The three calls below need the `admin` action on the
+	// own. MessageNack, ListDead and Redrive take a `group` too: a group has
+	// its own ack wait, backoff, attempts and dead letters (the table's
+	// directives). The three calls below need the `admin` action on the
 	// table.
 	//
 	// CreateGroup: a group of a loaded message table.
