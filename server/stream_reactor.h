@@ -35,41 +35,11 @@
 #include "server/auth/peer_directory.h"
 #include "server/auth/stream_revocation.h"
 #include "server/ordered_batches.h"
+#include "server/stream_source.h"
 
 namespace msgq {
 
 class StreamReactor;
-
-// Where a sink's batches come from, and where it reports them: the
-// table's manager (the default group) or a consumer group's feed
-// (engine/engine_group_feed.h).
-class StreamSource {
- public:
-  virtual ~StreamSource() = default;
-  virtual void OnSendDone(const Subscriber* subscriber) = 0;
-  virtual void OnSendFailed(const Subscriber* subscriber,
-                            MessageBatch batch) = 0;
-  virtual void Unsubscribe(const Subscriber* subscriber) = 0;
-};
-
-// A StreamSource over anything with those three methods.
-template <typename T>
-class SourceOf final : public StreamSource {
- public:
-  explicit SourceOf(std::shared_ptr<T> source) : source_(std::move(source)) {}
-  void OnSendDone(const Subscriber* subscriber) override {
-    source_->OnSendDone(subscriber);
-  }
-  void OnSendFailed(const Subscriber* subscriber, MessageBatch batch) override {
-    source_->OnSendFailed(subscriber, std::move(batch));
-  }
-  void Unsubscribe(const Subscriber* subscriber) override {
-    source_->Unsubscribe(subscriber);
-  }
-
- private:
-  const std::shared_ptr<T> source_;
-};
 
 class StreamSink final : public Subscriber {
  public:

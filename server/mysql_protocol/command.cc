@@ -54,6 +54,7 @@ CommandResult Query(Session& session, absl::string_view sql) {
       r.action = CommandResult::Action::kStream;
       r.keyspace = st.keyspace.empty() ? session.database : st.keyspace;
       r.table = st.table;
+      r.group = st.group;
       return r;
     }
     case Kind::kUse:
@@ -90,9 +91,15 @@ CommandResult Query(Session& session, absl::string_view sql) {
     case Kind::kUnsupported:
       break;
   }
+  if (!st.expected.empty()) {
+    return Err(kErParse, "42000",
+               absl::StrCat("msgq's syntax is 'stream * from "
+                            "[keyspace.]table [group NAME]': expected ",
+                            st.expected, "; got: ", Quote(sql)));
+  }
   return Err(kErParse, "42000",
-             absl::StrCat("msgq serves only 'stream * from [keyspace.]table' "
-                          "over the MySQL protocol; got: ",
+             absl::StrCat("msgq serves only 'stream * from [keyspace.]table "
+                          "[group NAME]' over the MySQL protocol; got: ",
                           Quote(sql)));
 }
 

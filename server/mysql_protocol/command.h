@@ -5,7 +5,8 @@
 //
 // Served: COM_QUIT, COM_INIT_DB, COM_PING, COM_QUERY with the statements of
 // statement.h. Everything else: ERR 1047 / 08S01 (unknown command, the
-// connection stays); a statement msgq does not serve: ERR 1064 / 42000; an
+// connection stays); a statement msgq does not serve: ERR 1064 / 42000
+// (for a malformed `stream` statement, naming what was expected); an
 // empty one: ERR 1065 / 42000; a command packet whose sequence id is not 0:
 // ERR 1156 / 08S01 and close (client and server disagree on the stream).
 //
@@ -42,13 +43,14 @@ struct CommandResult {
   enum class Action {
     kReply,   // write `reply`, read the next command
     kClose,   // write `reply` (may be empty), then close
-    kStream,  // stream keyspace.table; the result set starts at seq 1
+    kStream,  // stream keyspace.table [group]; the result set starts at seq 1
     kKill,    // KILL [QUERY|CONNECTION] kill_id: the connection answers
   };
   Action action = Action::kReply;
   std::string reply;     // framed packets
   std::string keyspace;  // kStream: as written, or the session's database
   std::string table;     // kStream
+  std::string group;     // kStream: "" = the default group
   uint32_t kill_id = 0;  // kKill
   bool kill_connection = false;
 };

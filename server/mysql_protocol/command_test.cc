@@ -53,6 +53,31 @@ TEST(CommandTest, UnservedStatementIsErr1064) {
   EXPECT_EQ(r.reply.substr(3, 10), "\x01\xff\x29\x04#42000"s);
 }
 
+TEST(CommandTest, StreamOfAGroup) {
+  Session s{.database = "app"};
+  CommandResult r =
+      DispatchCommand(s, Command(kComQuery, "stream * from q group billing"));
+  EXPECT_EQ(r.action, Action::kStream);
+  EXPECT_EQ(r.keyspace, "app");
+  EXPECT_EQ(r.table, "q");
+  EXPECT_EQ(r.group, "billing");
+  r = DispatchCommand(s, Command(kComQuery, "stream * from q"));
+  EXPECT_EQ(r.group, "");
+}
+
+// A malformed `stream` statement: ERR 1064 / 42000 saying what was expected.
+TEST(CommandTest, AMalformedStreamNamesWhatWasExpected) {
+  Session s;
+  const std::string sql = "stream * from q group";
+  CommandResult r = DispatchCommand(s, Command(kComQuery, sql));
+  EXPECT_EQ(r.action, Action::kReply);
+  const std::string message =
+      "msgq's syntax is 'stream * from [keyspace.]table [group NAME]': "
+      "expected a group name after 'group'; got: " +
+      sql;
+  EXPECT_EQ(r.reply.substr(3), "\x01\xff\x28\x04#42000"s + message);
+}
+
 TEST(CommandTest, UseAndInitDbSetTheStreamKeyspace) {
   Session s;
   CommandResult r = DispatchCommand(s, Command(kComQuery, "stream * from q"));

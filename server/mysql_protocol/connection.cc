@@ -127,7 +127,7 @@ void Connection::Run() {
         break;
       }
       case CommandResult::Action::kStream:
-        if (!Stream(result.keyspace, result.table)) return;
+        if (!Stream(result.keyspace, result.table, result.group)) return;
         break;
     }
   }

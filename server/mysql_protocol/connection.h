@@ -24,7 +24,8 @@
 // one: ConnectionOptions::user/password, or anyone on loopback. For
 // `stream * from T` it subscribes a RowSink to the table's manager exactly
 // like a gRPC MessageStream (same round-robin and backoff, counted among
-// the table's subscribers), sends the column definitions of the streamed
+// the table's subscribers; with `group G`, to group G's feed, as a gRPC
+// MessageStream with `group`), sends the column definitions of the streamed
 // columns, then one text row per message as they come. The stream ends
 // when the client disconnects or sends anything (unsubscribe: messages not
 // written go to the other subscribers at once, written unacked ones come
@@ -191,19 +192,22 @@ class Connection {
   bool token_login() const {
     return options_.authorizer != nullptr && options_.authorizer->required();
   }
-  // Streams until the client leaves (false) or the engine ends the stream
-  // (true: read the next command). Refusals before the stream starts
-  // (ERR 1142, 1226, 1146, 1105) leave the connection usable (true unless
-  // the write failed).
-  bool Stream(const std::string& keyspace, const std::string& table);
+  // Streams `table`'s default group, or consumer group `group`, until the
+  // client leaves (false) or the engine ends the stream (true: read the
+  // next command). Refusals before the stream starts (ERR 1142, 1226,
+  // 1146, 1105: an unknown group is 1105 "NOT_FOUND: " and gRPC's text)
+  // leave the connection usable (true unless the write failed).
+  bool Stream(const std::string& keyspace, const std::string& table,
+              const std::string& group);
   // The subscribed stream's loop (after its column definitions; `seq`:
   // of the next packet): rows as they come until the client leaves or
   // sends anything (false), a KILL QUERY (ERR 1317) or the engine's close
-  // (its ERR). Ends `sink`.
+  // (its ERR; `of_group`: a consumer group's stream, whose NOT_FOUND is
+  // the group's deletion, 1105). Ends `sink`.
   bool StreamRows(RowSink& sink, uint8_t seq, const std::string& keyspace,
-                  const std::string& table);
+                  const std::string& table, bool of_group);
   // Writes `batches` as rows (from packet `seq` on, advanced past them) and
-  // reports each to the manager; after a failed write the rest are handed
+  // reports each to the sink's source; after a failed write the rest are handed
   // back and the sink ended (false).
   bool WriteBatches(RowSink& sink, uint8_t& seq,
                     std::deque<MessageBatch>& batches);

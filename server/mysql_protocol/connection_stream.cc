@@ -1,6 +1,7 @@
-// Connection's `stream * from T` (connection.h): the table's manager
-// found for the caller, a stream slot, a RowSink subscribed, then rows as
-// they come until the client leaves, a KILL QUERY or the engine ends it.
+// Connection's `stream * from T [group G]` (connection.h): the table's
+// manager found for the caller (and group G's feed), a stream slot, a
+// RowSink subscribed, then rows as they come until the client leaves, a
+// KILL QUERY or the engine ends it.
 #include <poll.h>
 #include <unistd.h>
 
@@ -22,9 +23,13 @@
 namespace msgq::mysql_protocol {
 namespace {
 
-// The ERR packet for an engine error on `keyspace`.`table`.
+// The ERR packet for an engine error on `keyspace`.`table`. NOT_FOUND is
+// 1146 (no such table) unless `table_found`: then it is about a consumer
+// group (unknown, or deleted while streamed) and, like every other engine
+// error, 1105 with gRPC's code and text.
 std::string EngineErr(uint8_t seq, const absl::Status& status,
-                      const std::string& keyspace, const std::string& table) {
+                      const std::string& keyspace, const std::string& table,
+                      bool table_found = false) {
   // A revoked token or grant (stream_revocation.h).
   if (status.code() == absl::StatusCode::kUnauthenticated) {
     return ErrPacket(seq, kErAccessDenied, "28000", status.message());
@@ -32,7 +37,7 @@ std::string EngineErr(uint8_t seq, const absl::Status& status,
   if (status.code() == absl::StatusCode::kPermissionDenied) {
     return ErrPacket(seq, kErTableAccessDenied, "42000", status.message());
   }
-  if (status.code() == absl::StatusCode::kNotFound) {
+  if (status.code() == absl::StatusCode::kNotFound && !table_found) {
     return ErrPacket(
         seq, kErNoSuchTable, "42S02",
         absl::StrCat("Table '", keyspace.empty() ? "" : keyspace + ".", table,
@@ -62,7 +67,8 @@ class StreamSlot {
 
 }  // namespace
 
-bool Connection::Stream(const std::string& keyspace, const std::string& table) {
+bool Connection::Stream(const std::string& keyspace, const std::string& table,
+                        const std::string& group) {
   uint8_t seq = 1;
   // Authorized before the table is looked up: a caller without the grant
   // gets this same answer whether the table exists, failed to load or
@@ -85,6 +91,17 @@ bool Connection::Stream(const std::string& keyspace, const std::string& table) {
     return Write(EngineErr(seq, manager.status(), keyspace, table)).ok();
   }
   const MessageTable& t = (*manager)->table();
+  // A consumer group's feed, looked up and checked as a gRPC
+  // MessageStream with `group` does (server/stream_reactor.cc).
+  std::shared_ptr<GroupFeed> feed;
+  if (!group.empty()) {
+    absl::StatusOr<std::shared_ptr<GroupFeed>> found =
+        engine_->FindGroup(keyspace, table, group);
+    absl::Status s = found.status();
+    if (s.ok()) s = engine_->GroupDeliverable(t);
+    if (!s.ok()) return Write(EngineErr(seq, s, keyspace, table, true)).ok();
+    feed = *std::move(found);
+  }
   std::optional<StreamSlot> slot;
   if (auth::Authorizer* a = options_.authorizer; a != nullptr) {
     if (absl::Status s = a->AcquireStream(principal_); !s.ok()) {
@@ -93,7 +110,14 @@ bool Connection::Stream(const std::string& keyspace, const std::string& table) {
     }
     slot.emplace(a, principal_);
   }
-  absl::StatusOr<std::shared_ptr<RowSink>> created = RowSink::Create(*manager);
+  std::shared_ptr<StreamSource> source;
+  if (feed != nullptr) {
+    source = std::make_shared<SourceOf<GroupFeed>>(feed);
+  } else {
+    source = std::make_shared<SourceOf<MessageManager>>(*manager);
+  }
+  absl::StatusOr<std::shared_ptr<RowSink>> created =
+      RowSink::Create(std::move(source));
   if (!created.ok()) {
     return Write(EngineErr(seq, created.status(), keyspace, table)).ok();
   }
@@ -103,18 +127,22 @@ bool Connection::Stream(const std::string& keyspace, const std::string& table) {
     columns.push_back(DefinitionOf(t.keyspace, t.name, c));
   }
   if (!Write(StreamHeader(seq, columns)).ok()) return false;
-  if (absl::Status s = (*manager)->Subscribe(*created); !s.ok()) {
+  absl::Status subscribed = feed != nullptr
+                                ? feed->Subscribe(*created, /*max_unacked=*/0)
+                                : (*manager)->Subscribe(*created);
+  if (!subscribed.ok()) {
     sink.Finish();
-    return Write(EngineErr(seq, s, keyspace, table)).ok();
+    return Write(EngineErr(seq, subscribed, keyspace, table, feed != nullptr))
+        .ok();
   }
   auth::StreamRevocation revocation(options_.authorizer, credential_,
                                     t.keyspace, t.name, *created);
-  return StreamRows(sink, seq, keyspace, table);
+  return StreamRows(sink, seq, keyspace, table, feed != nullptr);
 }
 
 bool Connection::StreamRows(RowSink& sink, uint8_t seq,
                             const std::string& keyspace,
-                            const std::string& table) {
+                            const std::string& table, bool of_group) {
   uint64_t stale = 0;  // a KILL QUERY from before this stream
   if (interrupt_fd_ >= 0) (void)!read(interrupt_fd_, &stale, sizeof(stale));
   while (true) {
@@ -142,14 +170,15 @@ bool Connection::StreamRows(RowSink& sink, uint8_t seq,
     if (!WriteBatches(sink, seq, taken.batches)) return false;
     if (taken.closed.has_value()) {
       sink.Finish();
-      return Write(EngineErr(seq, *taken.closed, keyspace, table)).ok();
+      return Write(EngineErr(seq, *taken.closed, keyspace, table, of_group))
+          .ok();
     }
   }
 }
 
 bool Connection::WriteBatches(RowSink& sink, uint8_t& seq,
                               std::deque<MessageBatch>& batches) {
-  MessageManager& m = sink.manager();
+  StreamSource& m = sink.source();
   bool failed = false;
   for (MessageBatch& batch : batches) {
     if (failed) {

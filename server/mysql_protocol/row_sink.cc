@@ -11,16 +11,16 @@
 namespace msgq::mysql_protocol {
 
 absl::StatusOr<std::shared_ptr<RowSink>> RowSink::Create(
-    std::shared_ptr<MessageManager> manager) {
+    std::shared_ptr<StreamSource> source) {
   const int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (fd < 0) {
     return absl::InternalError(absl::StrCat("eventfd: ", strerror(errno)));
   }
-  return std::shared_ptr<RowSink>(new RowSink(std::move(manager), fd));
+  return std::shared_ptr<RowSink>(new RowSink(std::move(source), fd));
 }
 
-RowSink::RowSink(std::shared_ptr<MessageManager> manager, int wake_fd)
-    : manager_(std::move(manager)), wake_fd_(wake_fd) {}
+RowSink::RowSink(std::shared_ptr<StreamSource> source, int wake_fd)
+    : source_(std::move(source)), wake_fd_(wake_fd) {}
 
 RowSink::~RowSink() { close(wake_fd_); }
 
@@ -40,7 +40,7 @@ void RowSink::Send(uint64_t sequence, MessageBatch batch) {
     }
   }
   // The stream ended: give the messages back at once.
-  manager_->OnSendFailed(this, std::move(batch));
+  source_->OnSendFailed(this, std::move(batch));
 }
 
 void RowSink::Close(absl::Status status) {
@@ -67,14 +67,14 @@ void RowSink::Finish() {
     finished_ = true;
   }
   // Stop being offered batches before handing back the queued ones.
-  manager_->Unsubscribe(this);
+  source_->Unsubscribe(this);
   std::deque<MessageBatch> unsent;
   {
     absl::MutexLock lock(&mu_);
     unsent = batches_.TakeAll();
   }
   for (MessageBatch& batch : unsent) {
-    manager_->OnSendFailed(this, std::move(batch));
+    source_->OnSendFailed(this, std::move(batch));
   }
 }
 

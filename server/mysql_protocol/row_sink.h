@@ -1,16 +1,17 @@
-// RowSink: the engine-facing Subscriber of one `stream * from T` on a MySQL
-// protocol connection. The table's manager hands it batches (Send) from
-// engine threads; the connection's own thread takes them in sequence order
+// RowSink: the engine-facing Subscriber of one `stream * from T [group G]`
+// on a MySQL protocol connection. Its source (server/stream_source.h: the
+// table's manager, or group G's feed) hands it batches (Send) from engine
+// threads; the connection's own thread takes them in sequence order
 // (TakeReady), writes them as rows and reports each one back
-// (OnSendDone/OnSendFailed on the manager).
+// (OnSendDone/OnSendFailed on the source).
 //
 // Like the gRPC StreamSink, it never blocks the engine: Send only queues
 // (in an OrderedBatches, server/ordered_batches.h) and wakes the connection
 // through an eventfd (wake_fd(), owned by the sink so a late Send never writes
-// to a closed descriptor). What is queued is bounded by the manager's
+// to a closed descriptor). What is queued is bounded by the source's
 // max_batches_per_subscriber, since a batch's slot frees only once the
 // connection wrote it. Finish() unsubscribes and hands every batch not yet
-// taken back to the manager (they go to the other subscribers at once); a Send
+// taken back to the source (they go to the other subscribers at once); a Send
 // arriving afterwards is handed back too.
 //
 // Thread-safe.
@@ -24,9 +25,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "engine/queue/manager/message_manager.h"
 #include "engine/queue/subscriber.h"
 #include "server/ordered_batches.h"
+#include "server/stream_source.h"
 
 namespace msgq::mysql_protocol {
 
@@ -34,7 +35,7 @@ class RowSink final : public Subscriber {
  public:
   // INTERNAL when no eventfd can be made (out of descriptors).
   static absl::StatusOr<std::shared_ptr<RowSink>> Create(
-      std::shared_ptr<MessageManager> manager);
+      std::shared_ptr<StreamSource> source);
   ~RowSink() override;
 
   // Subscriber:
@@ -55,13 +56,13 @@ class RowSink final : public Subscriber {
   // taken. Idempotent.
   void Finish();
 
-  MessageManager& manager() const { return *manager_; }
+  StreamSource& source() const { return *source_; }
 
  private:
-  RowSink(std::shared_ptr<MessageManager> manager, int wake_fd);
+  RowSink(std::shared_ptr<StreamSource> source, int wake_fd);
   void Wake();
 
-  const std::shared_ptr<MessageManager> manager_;
+  const std::shared_ptr<StreamSource> source_;
   const int wake_fd_;
 
   absl::Mutex mu_;

@@ -4,6 +4,7 @@
 
 #include <poll.h>
 
+#include "engine/queue/manager/message_manager.h"
 #include "engine/queue/manager/message_manager_fixture.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -60,6 +61,10 @@ class RowSinkTest : public ::testing::Test {
     }
   }
 
+  std::shared_ptr<StreamSource> Source() {
+    return std::make_shared<SourceOf<MessageManager>>(manager_);
+  }
+
   FakeClock clock_{absl::FromUnixSeconds(1'700'000'000)};
   FixedJitter jitter_{1.0};
   FakeMessageStore* store_ = nullptr;
@@ -67,7 +72,7 @@ class RowSinkTest : public ::testing::Test {
 };
 
 TEST_F(RowSinkTest, DeliversInSequenceOrderAndWakes) {
-  auto sink = RowSink::Create(manager_);
+  auto sink = RowSink::Create(Source());
   ASSERT_TRUE(sink.ok());
   EXPECT_FALSE(Readable((*sink)->wake_fd()));
   (*sink)->Send(1, Batch("b"));
@@ -83,7 +88,7 @@ TEST_F(RowSinkTest, DeliversInSequenceOrderAndWakes) {
 }
 
 TEST_F(RowSinkTest, CloseIsReportedOnce) {
-  auto sink = RowSink::Create(manager_);
+  auto sink = RowSink::Create(Source());
   ASSERT_TRUE(sink.ok());
   (*sink)->Close(absl::UnavailableError("gone"));
   (*sink)->Close(absl::InternalError("second"));
@@ -97,7 +102,7 @@ TEST_F(RowSinkTest, CloseIsReportedOnce) {
 // subscriber gets those messages at once, not after the ack wait.
 TEST_F(RowSinkTest, FinishHandsUntakenBatchesToTheOthers) {
   PutDue(1, 2);
-  auto sink = RowSink::Create(manager_);
+  auto sink = RowSink::Create(Source());
   ASSERT_TRUE(sink.ok());
   ASSERT_TRUE(manager_->Subscribe(*sink).ok());
   manager_->RunOnce();

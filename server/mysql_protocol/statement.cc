@@ -40,6 +40,52 @@ bool LimitTail(const std::vector<Token>& t, size_t i) {
   return i + 2 == t.size() && Is(t, i, "limit") && IsInteger(t[i + 1]);
 }
 
+// `stream * from [keyspace.]table [group NAME]`, tokens without the
+// trailing ';'s.
+Statement RecognizeStream(const std::vector<Token>& t) {
+  Statement out;
+  auto expect = [&out](absl::string_view what) {
+    out.expected = std::string(what);
+    return out;
+  };
+  if (!Is(t, 1, "*")) return expect("'*' after 'stream'");
+  if (!Is(t, 2, "from")) return expect("'from' after 'stream *'");
+  if (t.size() < 4 || !IsIdentifier(t[3])) {
+    return expect("a table name after 'from'");
+  }
+  size_t i = 4;
+  std::string keyspace;
+  std::string table = t[3].text;
+  if (Is(t, 4, ".")) {
+    if (t.size() < 6 || !IsIdentifier(t[5])) {
+      return expect("a table name after 'keyspace.'");
+    }
+    keyspace = t[3].text;
+    table = t[5].text;
+    i = 6;
+  }
+  std::string group;
+  if (i < t.size()) {
+    if (!Is(t, i, "group")) {
+      return expect("'group NAME' or the end of the statement after the table");
+    }
+    if (i + 1 >= t.size() || !IsIdentifier(t[i + 1])) {
+      return expect("a group name after 'group'");
+    }
+    if (i + 2 != t.size()) {
+      return expect(
+          "the end of the statement after the group name (a name with '-' "
+          "goes in backticks)");
+    }
+    group = t[i + 1].text;
+  }
+  out.kind = Statement::Kind::kStream;
+  out.keyspace = std::move(keyspace);
+  out.table = std::move(table);
+  out.group = std::move(group);
+  return out;
+}
+
 }  // namespace
 
 StatementTokens TokenizeStatement(absl::string_view sql) {
@@ -106,18 +152,7 @@ Statement RecognizeStatement(absl::string_view sql) {
     out.kind = Kind::kEmpty;
     return out;
   }
-  if (Is(t, 0, "stream") && Is(t, 1, "*") && Is(t, 2, "from") &&
-      t.size() >= 4 && IsIdentifier(t[3])) {
-    if (t.size() == 4) {
-      out.kind = Kind::kStream;
-      out.table = t[3].text;
-    } else if (t.size() == 6 && Is(t, 4, ".") && IsIdentifier(t[5])) {
-      out.kind = Kind::kStream;
-      out.keyspace = t[3].text;
-      out.table = t[5].text;
-    }
-    return out;
-  }
+  if (Is(t, 0, "stream")) return RecognizeStream(t);
   if (Is(t, 0, "use") && t.size() == 2 && IsIdentifier(t[1])) {
     out.kind = Kind::kUse;
     out.keyspace = t[1].text;

@@ -1,7 +1,9 @@
 // Recognizes the few statements msgq's MySQL-protocol port answers:
 //
-//   stream * from [keyspace.]table   (case-insensitive keywords, optional
-//                                     backticks, optional trailing ';')
+//   stream * from [keyspace.]table [group NAME]
+//                                    (case-insensitive keywords, optional
+//                                     backticks, optional trailing ';';
+//                                     a group name with '-' in backticks)
 //   use db
 //   set ...                          (any SET: answered OK, ignored)
 //   select @@version_comment [limit N] / select @@version / select version()
@@ -9,7 +11,9 @@
 //   select <integer>                 (e.g. "select 1", a liveness check)
 //   kill [query|connection] <id>     (the mariadb client's Ctrl-C)
 //
-// Everything else is kUnsupported (answered ERR 1064).
+// Everything else is kUnsupported (answered ERR 1064); a statement that
+// starts with `stream` but is not of that form also says in `expected`
+// what was expected where it went wrong.
 //
 // Cost: the statement is split into at most kMaxStatementTokens tokens and
 // the split stops there, so a statement of any length costs a bounded
@@ -47,8 +51,12 @@ struct Statement {
     kUnsupported,
   };
   Kind kind = Kind::kUnsupported;
-  std::string keyspace;          // kStream (may be empty), kUse
-  std::string table;             // kStream
+  std::string keyspace;  // kStream (may be empty), kUse
+  std::string table;     // kStream
+  std::string group;     // kStream: "" = the default group
+  // kUnsupported of a `stream` statement: what was expected, e.g. "a group
+  // name after 'group'"; empty otherwise.
+  std::string expected;
   std::string literal;           // kSelectInteger: the integer as written
   uint32_t kill_id = 0;          // kKill
   bool kill_connection = false;  // kKill: CONNECTION (the default)

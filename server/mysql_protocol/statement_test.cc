@@ -1,6 +1,7 @@
 #include "server/mysql_protocol/statement.h"
 
 #include <string>
+#include <utility>
 
 #include "gtest/gtest.h"
 
@@ -24,6 +25,49 @@ TEST(StatementTest, StreamForms) {
   s = RecognizeStatement("stream * from msgq.Demo");
   EXPECT_EQ(s.keyspace, "msgq");
   EXPECT_EQ(s.table, "Demo");  // names keep their case
+}
+
+TEST(StatementTest, StreamOfAGroup) {
+  for (const char* sql :
+       {"stream * from demo group billing", "STREAM * FROM demo GROUP billing;",
+        "stream * from `demo` group `billing`"}) {
+    Statement s = RecognizeStatement(sql);
+    EXPECT_EQ(s.kind, Kind::kStream) << sql;
+    EXPECT_EQ(s.keyspace, "") << sql;
+    EXPECT_EQ(s.table, "demo") << sql;
+    EXPECT_EQ(s.group, "billing") << sql;
+    EXPECT_EQ(s.expected, "") << sql;
+  }
+  Statement s = RecognizeStatement("stream * from msgq.demo group `in-eu`");
+  EXPECT_EQ(s.kind, Kind::kStream);
+  EXPECT_EQ(s.keyspace, "msgq");
+  EXPECT_EQ(s.table, "demo");
+  EXPECT_EQ(s.group, "in-eu");
+  EXPECT_EQ(RecognizeStatement("stream * from demo").group, "");
+}
+
+TEST(StatementTest, AMalformedStreamSaysWhatWasExpected) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"stream id from demo", "'*' after 'stream'"},
+      {"stream * demo", "'from' after 'stream *'"},
+      {"stream * from", "a table name after 'from'"},
+      {"stream * from msgq.", "a table name after 'keyspace.'"},
+      {"stream * from demo where 1",
+       "'group NAME' or the end of the statement after the table"},
+      {"stream * from a.b.c",
+       "'group NAME' or the end of the statement after the table"},
+      {"stream * from demo group", "a group name after 'group'"},
+      {"stream * from demo group ``", "a group name after 'group'"},
+      {"stream * from demo group in-eu",
+       "the end of the statement after the group name (a name with '-' goes "
+       "in backticks)"},
+  };
+  for (const auto& [sql, expected] : cases) {
+    Statement s = RecognizeStatement(sql);
+    EXPECT_EQ(s.kind, Kind::kUnsupported) << sql;
+    EXPECT_EQ(s.expected, expected) << sql;
+  }
+  EXPECT_EQ(RecognizeStatement("show databases").expected, "");
 }
 
 TEST(StatementTest, RejectsOtherShapes) {
