@@ -19,7 +19,9 @@ that went from unacked to acked. Ids that were already acked or are not in
 the table are not errors (exit 0); the server counts them together, so the
 line says so: "already acked or not in TABLE: ID..." when none went from
 unacked to acked, else "acked N of M; the other K were already acked or
-are not in TABLE". Use '--' before ids that start with '-'.
+are not in TABLE". Use '--' before ids that start with '-'. With --group
+NAME the acks are consumer group NAME's alone, and N counts the ids pending
+for that group.
 
 Flags:
 )";
@@ -28,7 +30,11 @@ Flags:
 
 int RunAck(absl::Span<const std::string> args, std::ostream& out,
            std::ostream& err, const CliEnvironment& env) {
+  std::string group;
   CliCommand cmd("ack", kAckUsage, CliCommand::Target::kTable, env, out, err);
+  cmd.flags().AddString("group", &group, "NAME",
+                        "ack for consumer group NAME; empty = the default "
+                        "group");
   if (std::optional<int> done = cmd.Parse(args)) return *done;
   const std::vector<std::string>& positional = cmd.positional();
   if (positional.empty()) return cmd.UsageError("missing TABLE");
@@ -37,7 +43,7 @@ int RunAck(absl::Span<const std::string> args, std::ostream& out,
   std::unique_ptr<Client> client = cmd.ConnectOne();
   if (client == nullptr) return kExitUsage;
   const std::vector<std::string> ids(positional.begin() + 1, positional.end());
-  absl::StatusOr<int64_t> acked = client->Ack(cmd.table(), ids);
+  absl::StatusOr<int64_t> acked = client->Ack(cmd.table(), ids, group);
   if (!acked.ok()) return cmd.Error(acked.status());
   const int64_t asked = static_cast<int64_t>(ids.size());
   const std::string table = cmd.table().ToString();

@@ -21,7 +21,7 @@ constexpr char kGroupsUsage[] = R"(Usage: msgq groups list [TABLE] [flags]
 Consumer groups are named, independent readers of one table, each with its
 own position (docs/design/consumer-groups.md). They are kept in MySQL
 (msgq_groups in the table's database). msgqd creates, lists and deletes
-them; delivering to a group is not built yet.
+them; 'msgq tail TABLE --group GROUP' reads one.
 
 list    the groups of TABLE, or of every table: KEYSPACE, TABLE, GROUP,
         FLOOR (the binlog GTID position the group has settled up to;

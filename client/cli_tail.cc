@@ -36,6 +36,9 @@ messages unacked at a time (unless --max_unacked is given), and with --ack
 messages received but not printed when tail stops (--count reached,
 Ctrl-C) are handed back at once (nack, no delay), not left for their
 ack_wait.
+With --group NAME, reads the table's consumer group NAME (made with 'msgq
+groups create') instead of its default group: the group's messages, acked
+for the group alone (docs/design/consumer-groups.md).
 With several servers (--server=A,B,...), subscribes to all of them, adds
 " server=A" to each text line (the server to ack, nack or extend it on: ids
 are unique only within a shard) and acks each message on its own server.
@@ -161,10 +164,13 @@ int RunTail(absl::Span<const std::string> args, std::ostream& out,
   bool json = false;
   int64_t count = 0;
   int64_t max_unacked = 0;
+  std::string group;
   CliCommand cmd("tail", kTailUsage, CliCommand::Target::kTable, env, out, err);
   cmd.flags().AddBool("ack", &ack, "acknowledge each message once printed");
   cmd.flags().AddCount("count", &count, "N",
                        "exit after N messages; 0 = run until interrupted");
+  cmd.flags().AddString("group", &group, "NAME",
+                        "read consumer group NAME; empty = the default group");
   cmd.flags().AddBool("json", &json, "print one JSON object per message");
   cmd.flags().AddCount("max_unacked", &max_unacked, "N",
                        "each server sends at most N messages unacked at a "
@@ -183,6 +189,7 @@ int RunTail(absl::Span<const std::string> args, std::ostream& out,
   if (env.handle_signals) signals.emplace(state);
 
   SubscriberOptions options;
+  options.group = group;
   options.concurrency = 1;  // print in arrival order
   options.auto_ack = ack;
   // --count N needs at most N at a time: no more are held from others.

@@ -187,11 +187,13 @@ Client::Client(std::shared_ptr<grpc::ChannelInterface> channel,
 Client::~Client() = default;
 
 absl::StatusOr<int64_t> Client::Ack(const TableRef& table,
-                                    absl::Span<const std::string> ids) {
+                                    absl::Span<const std::string> ids,
+                                    absl::string_view group) {
   if (ids.empty()) return 0;
   v1::MessageAckRequest request;
   request.set_keyspace(table.keyspace);
   request.set_name(table.name);
+  request.set_group(std::string(group));
   request.mutable_ids()->Reserve(static_cast<int>(ids.size()));
   for (const std::string& id : ids) request.add_ids(id);
   v1::MessageAckResponse response;
@@ -218,6 +220,7 @@ absl::StatusOr<NackResult> Client::Nack(const TableRef& table,
   }
   request.set_reason(params.reason);
   request.set_dead(params.dead);
+  request.set_group(params.group);
   v1::MessageNackResponse response;
   grpc::ClientContext context;
   SetDeadline(context, options_.timeout);

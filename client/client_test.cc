@@ -46,6 +46,19 @@ TEST_F(ClientTest, AckWithoutIdsMakesNoCall) {
   EXPECT_TRUE(fake_.ack_requests().empty());
 }
 
+TEST_F(ClientTest, AckAndNackNameTheGroup) {
+  ASSERT_TRUE(client_->Ack("orders", {"1"}, "billing").ok());
+  ASSERT_TRUE(client_->Ack("orders", {"2"}).ok());
+  ASSERT_TRUE(client_->Nack("orders", {{"3", 0}}, {.group = "billing"}).ok());
+  std::vector<v1::MessageAckRequest> acks = fake_.ack_requests();
+  ASSERT_EQ(acks.size(), 2u);
+  EXPECT_EQ(acks[0].group(), "billing");
+  EXPECT_EQ(acks[1].group(), "");
+  std::vector<v1::MessageNackRequest> nacks = fake_.nack_requests();
+  ASSERT_EQ(nacks.size(), 1u);
+  EXPECT_EQ(nacks[0].group(), "billing");
+}
+
 TEST_F(ClientTest, AckKeepsTheServersCodeAndMessage) {
   fake_.SetAckStatus(
       grpc::Status(grpc::StatusCode::NOT_FOUND, "no message table msgq.nope"));

@@ -176,6 +176,37 @@ TEST_F(SubscriberTest, AFailedHandlerNacksWithTheTableBackoff) {
   EXPECT_EQ(stats.nack_calls, 1);
 }
 
+// SubscriberOptions::group names the consumer group on the stream and on
+// every ack and nack; its deliveries are never extended (MessageExtend
+// names no group).
+TEST_F(SubscriberTest, AGroupIsSentOnTheStreamAcksAndNacks) {
+  fake_.AddStream({.responses = {Fields({"id", "message"}),
+                                 Rows({{"1", "a"}, {"2", "b"}, {"3", "c"}})},
+                   .hold_open = true});
+  recorder_.Fail("2");
+  SubscriberOptions options = Options();
+  options.group = "billing";
+  options.heartbeat.ack_wait = absl::Milliseconds(10);
+  std::unique_ptr<Subscriber> subscriber = Start(options);
+  ASSERT_TRUE(recorder_.WaitFor(3));
+  subscriber->Stop();  // flushes
+
+  std::vector<v1::MessageStreamRequest> streams = fake_.stream_requests();
+  ASSERT_EQ(streams.size(), 1u);
+  EXPECT_EQ(streams[0].group(), "billing");
+  std::vector<v1::MessageAckRequest> acks = fake_.ack_requests();
+  ASSERT_EQ(acks.size(), 1u);
+  EXPECT_EQ(acks[0].group(), "billing");
+  EXPECT_THAT(acks[0].ids(), ElementsAre("1", "3"));
+  std::vector<v1::MessageNackRequest> nacks = fake_.nack_requests();
+  ASSERT_EQ(nacks.size(), 1u);
+  EXPECT_EQ(nacks[0].group(), "billing");
+  ASSERT_EQ(nacks[0].deliveries_size(), 1);
+  EXPECT_EQ(nacks[0].deliveries(0).id(), "2");
+  EXPECT_TRUE(fake_.extend_requests().empty());
+  EXPECT_EQ(subscriber->stats().acked, 2);
+}
+
 TEST_F(SubscriberTest, AcksOnTheIntervalWithoutAFullBatch) {
   fake_.AddStream({.responses = {Fields({"id", "message"}), Rows({{"5", "x"}})},
                    .hold_open = true});

@@ -44,7 +44,7 @@ ServerStream::ServerStream(ServerChannel server, size_t index, TableRef table,
             if (options_.on_ack_error) options_.on_ack_error(Label(status));
           }),
       heartbeat_(
-          options.auto_ack
+          options.auto_ack && options.group.empty()
               ? options.heartbeat
               : HeartbeatOptions{.max_extension = absl::ZeroDuration()},
           [this](const Delivery& delivery, absl::Duration duration) {
@@ -163,6 +163,7 @@ ServerStream::StreamEnd ServerStream::RunStream(grpc::ClientContext& context) {
   request.set_keyspace(table_.keyspace);
   request.set_name(table_.name);
   request.set_max_unacked(options_.max_unacked);
+  request.set_group(options_.group);
   std::unique_ptr<grpc::ClientReader<v1::MessageStreamResponse>> reader =
       stub_->MessageStream(&context, request);
 
@@ -260,8 +261,10 @@ void ServerStream::LearnAckWait() {
 }
 
 void ServerStream::Nack(const Message& message, const NackParams& params) {
+  NackParams grouped = params;
+  grouped.group = options_.group;
   absl::StatusOr<NackResult> nacked =
-      client_.Nack(table_, {message.delivery()}, params);
+      client_.Nack(table_, {message.delivery()}, grouped);
   if (!nacked.ok()) {
     if (options_.on_nack_error) options_.on_nack_error(Label(nacked.status()));
     return;
@@ -273,7 +276,8 @@ void ServerStream::Nack(const Message& message, const NackParams& params) {
 
 void ServerStream::Release(std::vector<Delivery> deliveries) {
   absl::StatusOr<NackResult> nacked = client_.Nack(
-      table_, deliveries, NackParams{.delay = absl::ZeroDuration()});
+      table_, deliveries,
+      NackParams{.delay = absl::ZeroDuration(), .group = options_.group});
   if (!nacked.ok()) {
     if (options_.on_nack_error) options_.on_nack_error(Label(nacked.status()));
     return;
@@ -284,7 +288,7 @@ void ServerStream::Release(std::vector<Delivery> deliveries) {
 }
 
 absl::Status ServerStream::SendAcks(std::vector<std::string> ids) {
-  absl::StatusOr<int64_t> acked = client_.Ack(table_, ids);
+  absl::StatusOr<int64_t> acked = client_.Ack(table_, ids, options_.group);
   if (!acked.ok()) return acked.status();
   ++ack_calls_;
   acked_ += *acked;

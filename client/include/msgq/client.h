@@ -60,6 +60,8 @@ struct NackParams {
   std::string reason;
   // Dead at once, whatever the attempts left.
   bool dead = false;
+  // The consumer group the deliveries are of; "" = the default group.
+  std::string group;
 };
 
 struct NackResult {
@@ -210,9 +212,13 @@ class Client {
   // already-acked ids are not errors. An empty `ids` returns 0 without a call.
   // Errors: NOT_FOUND (unknown table), INVALID_ARGUMENT (malformed id or empty
   // name), FAILED_PRECONDITION (table failed to load), UNAVAILABLE (server or
-  // its MySQL unreachable: retry), DEADLINE_EXCEEDED.
+  // its MySQL unreachable: retry), DEADLINE_EXCEEDED. With `group`, the
+  // acks are that consumer group's alone (docs/design/consumer-groups.md):
+  // the count is of the ids pending for the group; also NOT_FOUND naming
+  // the table's groups, INVALID_ARGUMENT for a malformed group name.
   absl::StatusOr<int64_t> Ack(const TableRef& table,
-                              absl::Span<const std::string> ids);
+                              absl::Span<const std::string> ids,
+                              absl::string_view group = "");
 
   // The calls below take the same table errors as Ack: NOT_FOUND,
   // INVALID_ARGUMENT (malformed id, empty name), FAILED_PRECONDITION,
