@@ -123,6 +123,24 @@ class Engine : private BinlogWatcher::Listener {
     std::optional<MessageCounts::Counts> counts;
   };
 
+  // A consumer group's delivery state at the time of GroupLags(), for
+  // /metrics and the console.
+  struct GroupLag {
+    std::string keyspace;
+    std::string table;
+    std::string group;
+    // Committed inserts above the group's floor not acked by the group
+    // (queued or held by a stream).
+    int64_t messages = 0;
+    // Of those, held by the group's streams (sent, not acked).
+    int64_t in_flight = 0;
+    // The rows event timestamp (Unix ns, the binlog's 1 s resolution) of
+    // the oldest of those messages; 0 when there is none.
+    int64_t oldest_event_ns = 0;
+    // MySQL's clock at the time of the call (Unix ns), to age it with.
+    int64_t now_ns = 0;
+  };
+
   // The connections of the pool for `options` (max_connections less the
   // binlog follower's, the lease keeper's and the primary monitor's), at
   // least 1.
@@ -179,6 +197,10 @@ class Engine : private BinlogWatcher::Listener {
 
   // Every message table, loaded or not, ordered by keyspace then name.
   std::vector<TableInfo> ListTables() const;
+  // Every loaded consumer group's GroupLag, by keyspace, table and group
+  // (engine_group_lags.cc). Reads each feed's state under its lock (a walk
+  // over its unsettled messages); no MySQL. Thread-safe.
+  std::vector<GroupLag> GroupLags() const ABSL_LOCKS_EXCLUDED(groups_mu_);
   // Readiness: OK once the schema has been loaded and the latest schema
   // read succeeded; UNAVAILABLE, saying why, before the first load, while
   // MySQL does not answer the schema reads (noticed within reload_interval),

@@ -5,10 +5,22 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "engine/directives.h"
 
 namespace msgq {
+namespace {
+
+// The message of an insert's image, seen when its rows event was written
+// (the group's lag in seconds counts from it).
+Message Seen(const RowChange& c) {
+  Message m = MessageOf(c);
+  m.seen_at = c.event_time * kSecond;
+  return m;
+}
+
+}  // namespace
 
 GroupFeed::GroupFeed(GroupRow row, Options options, Clock* clock,
                      JitterSource* jitter)
@@ -47,13 +59,13 @@ void GroupFeed::OnRowChanges(const std::vector<RowChange>& changes) {
       if (!ledger_.Offer(*gtid, c.id)) {
         // A loaded exception read again: its payload needs no read by id.
         if (ledger_.Sends(c.id).has_value() && !payloads_.contains(c.id)) {
-          payloads_.emplace(c.id, MessageOf(c));
+          payloads_.emplace(c.id, Seen(c));
           fetch_.erase(c.id);
           offered = true;
         }
         continue;
       }
-      payloads_.insert_or_assign(c.id, MessageOf(c));
+      payloads_.insert_or_assign(c.id, Seen(c));
       ++stats_.offered;
       offered = true;
     }
@@ -463,6 +475,13 @@ GroupFeed::Stats GroupFeed::stats() const {
   s.waiting = ledger_.waiting();
   s.dead = ledger_.dead();
   s.floor = FormatGtidList(ledger_.floor());
+  s.queued = ledger_.queued();
+  for (const auto& [id, m] : payloads_) {
+    if (m.seen_at > 0 &&
+        (s.oldest_event_ns == 0 || m.seen_at < s.oldest_event_ns)) {
+      s.oldest_event_ns = m.seen_at;
+    }
+  }
   return s;
 }
 

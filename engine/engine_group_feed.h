@@ -93,6 +93,11 @@ class GroupFeed {
     size_t waiting = 0;     // for a retry
     size_t dead = 0;        // dead now
     std::string floor;      // in memory, FormatGtidList
+    size_t queued = 0;      // unsettled and held by no subscriber
+    // The oldest rows event timestamp (Unix ns, 1 s resolution) of the
+    // unsettled messages whose payload is held; 0 when none. Found by a
+    // walk over them.
+    int64_t oldest_event_ns = 0;
   };
 
   // What one flush on the groups worker does: the exception rows to write

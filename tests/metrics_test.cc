@@ -4,6 +4,8 @@
 // cheap with 100 tables.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -543,6 +545,96 @@ TEST_F(MetricsTest, LeasedServersShowTheOwnerAndSinceWhen) {
   EXPECT_EQ(Sample(m, absl::StrCat("msgq_table_owned", kJobs)), 0);
   EXPECT_EQ(Sample(m, since_sample), since);
   EXPECT_GT(Sample(m, expires_sample), since);
+}
+
+// A consumer group's lag (docs/operations.md#metrics): 5 inserts in one
+// transaction, a stream of the group holding at most 2, then acks of 3
+// and of the other 2. The lag in seconds is aged from the insert's binlog
+// timestamp (1 s resolution), bounded by MariaDB's clock around it.
+TEST_F(MetricsTest, GroupLagCountsWhatTheGroupHasNotAcked) {
+  ASSERT_NO_FATAL_FAILURE(CreateTable("jobs"));
+  ASSERT_NO_FATAL_FAILURE(StartHttpServer({"--leases=false"}));
+  ASSERT_NO_FATAL_FAILURE(WaitForBinlog("jobs"));
+  {
+    grpc::ClientContext ctx;
+    v1::CreateGroupRequest request;
+    request.set_keyspace("msgq");
+    request.set_name("jobs");
+    request.set_group("billing");
+    v1::CreateGroupResponse response;
+    grpc::Status s = stub_->CreateGroup(&ctx, request, &response);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  const std::string kBilling =
+      "{group=\"billing\",keyspace=\"msgq\",table=\"jobs\"}";
+  auto lag = [&](const std::map<std::string, double>& m) {
+    return std::make_pair(
+        Sample(m, absl::StrCat("msgq_group_lag_messages", kBilling)),
+        Sample(m, absl::StrCat("msgq_group_in_flight_messages", kBilling)));
+  };
+  auto db_seconds = [&]() -> double {
+    absl::StatusOr<QueryResult> r = db_->Query("SELECT UNIX_TIMESTAMP(NOW(6))");
+    EXPECT_TRUE(r.ok()) << r.status();
+    double v = -1;
+    if (r.ok()) (void)absl::SimpleAtod(r->rows[0][0].value_or(""), &v);
+    return v;
+  };
+  std::map<std::string, double> m = ScrapeMetrics(Url("/metrics"));
+  EXPECT_EQ(lag(m), std::make_pair(0.0, 0.0));
+  EXPECT_EQ(Sample(m, absl::StrCat("msgq_group_lag_seconds", kBilling)), 0);
+
+  const double before = std::floor(db_seconds());
+  ASSERT_NO_FATAL_FAILURE(InsertRange("jobs", 1, 5));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        m = ScrapeMetrics(Url("/metrics"));
+        return lag(m).first == 5;
+      },
+      absl::Seconds(10)))
+      << server_->Log();
+  const double after = db_seconds();
+  EXPECT_EQ(lag(m), std::make_pair(5.0, 0.0));  // no stream: all queued
+  const double seconds =
+      Sample(m, absl::StrCat("msgq_group_lag_seconds", kBilling));
+  EXPECT_GE(seconds, 0);
+  EXPECT_LE(seconds, after - before + 1);
+
+  v1::MessageStreamRequest request;
+  request.set_keyspace("msgq");
+  request.set_name("jobs");
+  request.set_group("billing");
+  request.set_max_unacked(2);
+  StreamCollector stream(stub_.get(), request);
+  ASSERT_TRUE(stream.WaitForRows(2, absl::Seconds(10))) << server_->Log();
+  ASSERT_TRUE(Eventually(
+      [&] { return lag(ScrapeMetrics(Url("/metrics"))).second == 2; },
+      absl::Seconds(10)));
+  m = ScrapeMetrics(Url("/metrics"));
+  EXPECT_EQ(lag(m), std::make_pair(5.0, 2.0));
+
+  auto ack = [&](const std::vector<std::string>& ids) {
+    grpc::ClientContext ctx;
+    v1::MessageAckRequest r;
+    r.set_keyspace("msgq");
+    r.set_name("jobs");
+    r.set_group("billing");
+    for (const std::string& id : ids) r.add_ids(id);
+    v1::MessageAckResponse response;
+    grpc::Status s = stub_->MessageAck(&ctx, r, &response);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return response.acked();
+  };
+  // 1 and 2 were held, 3 queued: the stream gets 4 and 5.
+  EXPECT_EQ(ack({"1", "2", "3"}), 3);
+  ASSERT_TRUE(stream.WaitForRows(4, absl::Seconds(10))) << server_->Log();
+  m = ScrapeMetrics(Url("/metrics"));
+  EXPECT_EQ(lag(m), std::make_pair(2.0, 2.0));
+  EXPECT_GE(Sample(m, absl::StrCat("msgq_group_lag_seconds", kBilling)), 0);
+
+  EXPECT_EQ(ack({"4", "5"}), 2);
+  m = ScrapeMetrics(Url("/metrics"));
+  EXPECT_EQ(lag(m), std::make_pair(0.0, 0.0));
+  EXPECT_EQ(Sample(m, absl::StrCat("msgq_group_lag_seconds", kBilling)), 0);
 }
 
 }  // namespace

@@ -596,6 +596,12 @@ StreamCollector::StreamCollector(v1::Messaging::Stub* stub,
   thread_ = std::thread([this] { Run(); });
 }
 
+StreamCollector::StreamCollector(v1::Messaging::Stub* stub,
+                                 v1::MessageStreamRequest request)
+    : stub_(stub), request_(std::move(request)) {
+  thread_ = std::thread([this] { Run(); });
+}
+
 StreamCollector::~StreamCollector() {
   Cancel();
   thread_.join();

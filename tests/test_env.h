@@ -196,6 +196,8 @@ class StreamCollector {
  public:
   StreamCollector(v1::Messaging::Stub* stub, const std::string& name,
                   const std::string& keyspace = "");
+  // A stream of `request` as given (e.g. with a group or max_unacked).
+  StreamCollector(v1::Messaging::Stub* stub, v1::MessageStreamRequest request);
   ~StreamCollector();  // cancels and joins
 
   // Waits until at least `n` rows in total arrived; false on timeout.

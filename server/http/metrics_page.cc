@@ -352,6 +352,45 @@ void DueFamilies(const std::vector<Table>& tables,
   }
 }
 
+// Each loaded consumer group's lag (docs/design/consumer-groups.md), of
+// the tables shown.
+void GroupFamilies(const std::vector<Engine::GroupLag>& lags,
+                   const std::vector<Table>& tables, MetricsText& text) {
+  std::vector<const Engine::GroupLag*> shown;
+  for (const Engine::GroupLag& g : lags) {
+    if (std::any_of(tables.begin(), tables.end(), [&](const Table& t) {
+          return t.keyspace == g.keyspace && t.name == g.table;
+        })) {
+      shown.push_back(&g);
+    }
+  }
+  auto labels = [](const Engine::GroupLag& g) -> MetricLabels {
+    return {{"group", g.group}, {"keyspace", g.keyspace}, {"table", g.table}};
+  };
+  text.Family("msgq_group_lag_messages", MetricType::kGauge,
+              "Committed inserts the consumer group has not acked: queued "
+              "for its streams or held by them (above its floor).");
+  for (const Engine::GroupLag* g : shown) {
+    text.Sample(labels(*g), static_cast<double>(g->messages));
+  }
+  text.Family("msgq_group_lag_seconds", MetricType::kGauge,
+              "Now (MySQL's clock) minus the binlog timestamp (1 s "
+              "resolution, the server's clock when the statement ran) of the "
+              "oldest insert the consumer group has not acked; 0 when none.");
+  for (const Engine::GroupLag* g : shown) {
+    text.Sample(labels(*g), g->oldest_event_ns > 0
+                                ? std::max<double>(
+                                      0, (g->now_ns - g->oldest_event_ns) / 1e9)
+                                : 0);
+  }
+  text.Family("msgq_group_in_flight_messages", MetricType::kGauge,
+              "Messages of the consumer group held by its streams: sent and "
+              "not acked.");
+  for (const Engine::GroupLag* g : shown) {
+    text.Sample(labels(*g), static_cast<double>(g->in_flight));
+  }
+}
+
 }  // namespace
 
 std::string RenderMetrics(const Engine& engine, const GrpcMetrics* grpc,
@@ -398,6 +437,7 @@ std::string RenderMetrics(const Engine& engine, const GrpcMetrics* grpc,
   TableFamilies(tables, text);
   LatencyFamilies(tables, text);
   OwnershipFamilies(tables, text);
+  GroupFamilies(engine.GroupLags(), tables, text);
   if (depth != nullptr) DueFamilies(tables, *depth, text);
   if (grpc != nullptr) grpc->Collect(text);
   return text.Take();
