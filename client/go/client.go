@@ -232,6 +232,15 @@ func (c *Client) ctx(ctx context.Context) (context.Context, context.CancelFunc, 
 // status.Code), ErrUnavailable (server or its MySQL unreachable: retry),
 // context.DeadlineExceeded; the other calls have the same table errors.
 func (c *Client) Ack(ctx context.Context, table Table, ids ...string) (int64, error) {
+	return c.AckGroup(ctx, table, "", ids...)
+}
+
+// AckGroup acknowledges ids for consumer group group of table
+// (docs/design/consumer-groups.md): the acks are that group's alone, and
+// the count is of the ids pending for it. "" is the default group (Ack).
+// Errors: Ack's, and ErrUnknownTable's NOT_FOUND naming the table's groups
+// for an unknown group, ErrInvalidArgument for a malformed group name.
+func (c *Client) AckGroup(ctx context.Context, table Table, group string, ids ...string) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
@@ -240,7 +249,7 @@ func (c *Client) Ack(ctx context.Context, table Table, ids ...string) (int64, er
 		return 0, err
 	}
 	defer cancel()
-	req := &msgqv1.MessageAckRequest{Ids: idsToWire(ids)}
+	req := &msgqv1.MessageAckRequest{Ids: idsToWire(ids), Group: group}
 	req.Keyspace, req.Name = tableToWire(table)
 	resp, err := c.stub.MessageAck(ctx, req)
 	if err != nil {
@@ -262,6 +271,11 @@ type NackResult struct {
 // deliveries this caller still holds count (see Delivery). No deliveries:
 // zero without a call; an Ack() result is ErrInvalidArgument.
 func (c *Client) Nack(ctx context.Context, table Table, deliveries []Delivery, result Result) (NackResult, error) {
+	return c.nack(ctx, table, "", deliveries, result)
+}
+
+// nack is Nack for consumer group group ("" = the default group).
+func (c *Client) nack(ctx context.Context, table Table, group string, deliveries []Delivery, result Result) (NackResult, error) {
 	if result.kind == KindAck {
 		return NackResult{}, invalidArgument("nack with an ack result: use Ack")
 	}
@@ -277,6 +291,7 @@ func (c *Client) Nack(ctx context.Context, table Table, deliveries []Delivery, r
 		Deliveries: deliveriesToWire(deliveries),
 		Reason:     result.reason,
 		Dead:       result.kind == KindDead,
+		Group:      group,
 	}
 	req.Keyspace, req.Name = tableToWire(table)
 	if result.kind == KindRetry && result.hasDelay {

@@ -57,7 +57,7 @@ func newServerStream(s *Subscriber, sv Server, seed int64, label bool) *serverSt
 		}
 	})
 	hb := s.o.Heartbeat
-	if s.o.NoSettle {
+	if s.o.NoSettle || s.o.Group != "" {
 		hb.MaxExtension = -1
 	}
 	ss.heartbeat = newHeartbeat(hb, func(ctx context.Context, d Delivery, dur time.Duration) (int64, error) {
@@ -141,7 +141,7 @@ func (ss *serverStream) run() error {
 func (ss *serverStream) runStream() (started bool, err error, protocol bool) {
 	ctx, cancel := context.WithCancel(ss.s.streamCtx)
 	defer cancel()
-	req := &msgqv1.MessageStreamRequest{MaxUnacked: int32(ss.s.o.MaxUnacked)}
+	req := &msgqv1.MessageStreamRequest{MaxUnacked: int32(ss.s.o.MaxUnacked), Group: ss.s.o.Group}
 	req.Keyspace, req.Name = tableToWire(ss.s.table)
 	stream, err := ss.stub.MessageStream(ctx, req, grpc.WaitForReady(false))
 	if err != nil {
@@ -204,7 +204,7 @@ func (ss *serverStream) learnAckWait(ctx context.Context) {
 }
 
 func (ss *serverStream) sendAcks(ctx context.Context, ids []string) error {
-	n, err := ss.client.Ack(ctx, ss.s.table, ids...)
+	n, err := ss.client.AckGroup(ctx, ss.s.table, ss.s.o.Group, ids...)
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func (ss *serverStream) sendAcks(ctx context.Context, ids []string) error {
 }
 
 func (ss *serverStream) nack(m *Message, r Result) {
-	res, err := ss.client.Nack(context.Background(), ss.s.table, []Delivery{m.Delivery()}, r)
+	res, err := ss.client.nack(context.Background(), ss.s.table, ss.s.o.Group, []Delivery{m.Delivery()}, r)
 	if err != nil {
 		if ss.s.o.OnNackError != nil {
 			ss.s.o.OnNackError(ss.name, err)

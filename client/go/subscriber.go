@@ -15,6 +15,13 @@ import (
 // Options configure a Subscriber. The zero value is usable: every zero field
 // takes the default given.
 type Options struct {
+	// A consumer group of the table to read
+	// (docs/design/consumer-groups.md), sent on the stream and on the acks
+	// and nacks of its messages; "" = the table's default group. A group's
+	// deliveries are not extended (MessageExtend names no group): its
+	// heartbeats are off. An unknown group ends Run with ErrUnknownTable's
+	// code, NOT_FOUND, naming the table's groups.
+	Group string
 	// Handler calls that may run at once (worker goroutines); default 1.
 	// With 1, messages are handled in the order received (per server;
 	// across servers in the order they arrive).
@@ -459,7 +466,7 @@ queued:
 	}
 	result := Retry(0, "consumer stopped before it")
 	for _, origin := range order {
-		res, err := origin.client.Nack(ctx, s.table, byOrigin[origin], result)
+		res, err := origin.client.nack(ctx, s.table, s.o.Group, byOrigin[origin], result)
 		if err != nil {
 			if s.o.OnNackError != nil {
 				s.o.OnNackError(origin.name, err)

@@ -15,6 +15,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"msgq.dev/client/go/internal/msgqv1"
 )
 
 // seen is a delivery a handler saw.
@@ -623,5 +625,74 @@ func TestPrefetchLimitsUnackedMessages(t *testing.T) {
 	close(release)
 	if !eventually(20*time.Second, func() bool { return acked(t, db, "pf") == 20 }) {
 		t.Errorf("acked %d of 20", acked(t, db, "pf"))
+	}
+}
+
+// A consumer group (docs/design/consumer-groups.md): Options.Group is sent
+// on the stream and on the acks. The group gets the inserts committed
+// after its creation, in commit order; its acks move its floor in
+// msgq_groups and are its own: the default group's rows stay unsent and
+// unacked.
+func TestGroupSubscriberReadsAndAcksItsGroup(t *testing.T) {
+	db := newDatabase(t)
+	createTable(t, db, "grp", "", "")
+	srv := serve(t, db)
+	table := Table{Keyspace: db, Name: "grp"}
+	waitLoaded(t, srv.addr, table)
+	c, err := NewClient(srv.addr, Security{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if _, err := c.stub.CreateGroup(ctx, &msgqv1.CreateGroupRequest{
+		Keyspace: db, Name: "grp", Group: "billing"}); err != nil {
+		t.Fatal(err)
+	}
+	floor := func() string {
+		return sqlExec(t, fmt.Sprintf("SELECT floor_gtid FROM %s.msgq_groups "+
+			"WHERE table_name = 'grp' AND group_name = 'billing'", db))
+	}
+	created := floor()
+	for i := 1; i <= 3; i++ { // three transactions
+		insertRange(t, db, "grp", i, i)
+	}
+	var mu sync.Mutex
+	var ids []string
+	sub, err := subscribe([]string{srv.addr}, table,
+		func(ctx context.Context, m *Message) Result {
+			mu.Lock()
+			defer mu.Unlock()
+			ids = append(ids, m.ID())
+			return Ack()
+		}, Options{Group: "billing", AckBatch: AckBatchOptions{MaxBatch: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeSub(t, sub)
+	if !eventually(20*time.Second, func() bool { return sub.Stats().Acked == 3 }) {
+		t.Fatalf("acked %d of 3 for the group", sub.Stats().Acked)
+	}
+	mu.Lock()
+	if fmt.Sprint(ids) != "[1 2 3]" {
+		t.Errorf("the group got %v, want [1 2 3] in commit order", ids)
+	}
+	mu.Unlock()
+	// The first two transactions are settled; the third is the last one
+	// read (more of its rows could come), so the floor is below it.
+	if f := floor(); f == created {
+		t.Errorf("floor still %q after the group's acks", f)
+	}
+	if n, err := c.AckGroup(ctx, table, "billing", "1", "2", "3"); err != nil || n != 0 {
+		t.Errorf("acking again for the group: %d, %v; want 0", n, err)
+	}
+	if n := sqlInt(t, fmt.Sprintf("SELECT COUNT(*) FROM %s.grp WHERE "+
+		"time_acked IS NULL AND epoch = 0", db)); n != 3 {
+		t.Errorf("%d rows untouched by the default group, want 3", n)
+	}
+	_, err = c.AckGroup(ctx, table, "nope", "1")
+	want := fmt.Sprintf("group \"nope\" of `%s`.`grp` not found; its groups: billing", db)
+	if status.Code(err) != codes.NotFound || status.Convert(err).Message() != want {
+		t.Errorf("unknown group: %v; want NOT_FOUND %q", err, want)
 	}
 }

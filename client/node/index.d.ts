@@ -173,9 +173,10 @@ export declare class Client {
   readonly target: string;
   readonly timeout: number;
   constructor(target: string, options?: ClientOptions);
-  ack(table: TableRef, ids: Iterable<Id>): Promise<number>;
+  /** group: a consumer group's acks ('' = the default group). */
+  ack(table: TableRef, ids: Iterable<Id>, options?: { group?: string }): Promise<number>;
   nack(table: TableRef, deliveries: Iterable<Delivery>,
-       options?: { delay?: number; reason?: string; dead?: boolean }): Promise<{ retried: number; dead: number }>;
+       options?: { delay?: number; reason?: string; dead?: boolean; group?: string }): Promise<{ retried: number; dead: number }>;
   extend(table: TableRef, deliveries: Iterable<Delivery>, duration: number): Promise<number>;
   redrive(table: TableRef, ids: Iterable<Id>): Promise<number>;
   redriveAll(table: TableRef): Promise<number>;
@@ -199,6 +200,8 @@ export interface SubscriberOptions extends ConnectionOptions {
   server?: string;
   table: TableRef;
   keyspace?: string;
+  /** A consumer group of the table, sent on the stream, acks and nacks ('' = the default group). */
+  group?: string;
   /** Absent: iterate the subscriber with `for await`. */
   handler?: Handler;
   /** Aborting it closes the subscriber (wait() then resolves). */

@@ -20,9 +20,12 @@ import unittest
 from contextlib import redirect_stderr
 from typing import Any, List, Tuple
 
+import grpc
+
 import msgq
 import msgq.aio
 import msgq_inbox_testing as testing
+from msgq.v1 import messaging_pb2, messaging_pb2_grpc
 
 
 def table_ddl(name: str, ack_wait: float = 30, text_id: bool = False) -> str:
@@ -314,6 +317,56 @@ class BlockingTest(unittest.TestCase):
             "UNIX_TIMESTAMP(NOW(6)) * 1000000000 ORDER BY id")
         self.assertEqual([int(r[0]) for r in due], [2, 3])
         self.assertEqual(sub.run(), 0)  # stopped for good
+
+    def test_a_group_gets_every_insert_and_its_acks_move_its_floor(self):
+        # docs/design/consumer-groups.md: a group reads the table's inserts
+        # after its creation; its acks are its own (the default group's
+        # rows stay unsent and unacked) and move its floor in msgq_groups.
+        self.server.create("b_group", [])
+        channel = grpc.insecure_channel(self.server.address)
+        self.addCleanup(channel.close)
+        messaging_pb2_grpc.MessagingStub(channel).CreateGroup(
+            messaging_pb2.CreateGroupRequest(
+                keyspace="msgq", name="b_group", group="billing"),
+            timeout=20)
+
+        def floor() -> str:
+            rows = self.server.db.sql(
+                "SELECT floor_gtid FROM msgq.msgq_groups WHERE "
+                "table_name = 'b_group' AND group_name = 'billing'")
+            return str(rows[0][0], "utf-8") if isinstance(rows[0][0], bytes) \
+                else str(rows[0][0])
+
+        created = floor()
+        for i in ("1", "2", "3"):  # three transactions
+            self.server.db.sql("INSERT INTO msgq.b_group (id, message) "
+                               "VALUES (%s, '{}')", (i,))
+        seen: List[str] = []
+        sub = msgq.Subscriber(self.server.address, "b_group",
+                              lambda m: seen.append(m.id), keyspace="msgq",
+                              group="billing", tracing=False)
+        self.assertEqual(sub.run(count=3), 3)
+        self.assertEqual(seen, ["1", "2", "3"])  # commit order
+        # Acked by the group: its floor passed the first two transactions
+        # (the third is the last one read: more of its rows could come).
+        self.assertNotEqual(floor(), created)
+        with msgq.Client(self.server.address, keyspace="msgq") as client:
+            self.assertEqual(client.ack("b_group", ["1", "2", "3"],
+                                        group="billing"), 0)  # already
+            with self.assertRaises(msgq.errors.ServerError) as e:
+                client.ack("b_group", ["1"], group="nope")
+            self.assertEqual(e.exception.code().name, "NOT_FOUND")
+        self.assertEqual(self.server.rows("b_group"),
+                         [("1", "0", "0", "1", "-"),
+                          ("2", "0", "0", "1", "-"),
+                          ("3", "0", "0", "1", "-")])
+        with self.assertRaises(msgq.errors.ServerError) as e:
+            msgq.Subscriber(self.server.address, "b_group", lambda m: None,
+                            keyspace="msgq", group="nope",
+                            tracing=False).run()
+        self.assertEqual(e.exception.code().name, "NOT_FOUND")
+        self.assertIn('group "nope" of `msgq`.`b_group` not found; '
+                      'its groups: billing', e.exception.details())
 
     def test_unknown_table_ends_run_with_the_package_error(self):
         sub = msgq.Subscriber(self.server.address, "no_such", lambda m: None,

@@ -10,6 +10,7 @@ Run by ctest (msgq_python_package_test), or by hand:
       -m unittest -v msgq_package_test
 """
 
+import asyncio
 import dataclasses
 import io
 import os
@@ -25,6 +26,7 @@ from contextlib import redirect_stderr
 import grpc
 
 import msgq
+import msgq.aio
 from msgq.acks import AckBatcher
 from msgq.heartbeat import Heartbeat
 from msgq.v1 import messaging_pb2_grpc
@@ -299,6 +301,54 @@ class SubscriberTest(unittest.TestCase):
         self.assertEqual(sub.run(count=1), 1)
         self.assertEqual((sub.lost, sub.extended, len(self.fake.extends)),
                          (1, 0, 1))
+
+    def test_a_group_is_sent_on_the_stream_acks_and_nacks(self):
+        # A group's deliveries are never extended: MessageExtend names no
+        # group (the handler outlives several would-be heartbeats).
+        self.fake.ack_wait = 0.05
+        self.fake.scripts.put(([fields("id"), rows([b"1"], [b"2"])], None))
+
+        def handler(m):
+            time.sleep(0.2)
+            return ack_first_retry_second(m)
+
+        sub = msgq.Subscriber(self.address, "orders", handler,
+                              group="billing")
+        self.assertEqual(sub.run(count=2), 2)
+        self.assertEqual([r.group for r in self.fake.stream_requests],
+                         ["billing"])
+        self.assertEqual([(a.group, list(a.ids)) for a in self.fake.acks],
+                         [("billing", [b"1"])])
+        self.assertEqual([(n.group, deliveries(n)) for n in self.fake.nacks],
+                         [("billing", [(b"2", 0)])])
+        self.assertEqual(self.fake.extends, [])
+
+    def test_async_subscriber_sends_the_group(self):
+        self.fake.ack_wait = 0.05
+        self.fake.scripts.put(([fields("id"), rows([b"1"], [b"2"])], None))
+
+        async def main():
+            async def handler(m):
+                await asyncio.sleep(0.2)
+                return ack_first_retry_second(m)
+
+            # Leaving the block flushes the acks; the nack goes at once.
+            async with msgq.aio.AsyncSubscriber(
+                    self.address, "orders", handler, group="billing",
+                    tracing=False):
+                for _ in range(1000):
+                    if self.fake.nacks:
+                        break
+                    await asyncio.sleep(0.01)
+
+        asyncio.run(asyncio.wait_for(main(), 20))
+        self.assertEqual([r.group for r in self.fake.stream_requests],
+                         ["billing"])
+        self.assertEqual([(a.group, list(a.ids)) for a in self.fake.acks],
+                         [("billing", [b"1"])])
+        self.assertEqual([(n.group, deliveries(n)) for n in self.fake.nacks],
+                         [("billing", [(b"2", 0)])])
+        self.assertEqual(self.fake.extends, [])
 
     def test_heartbeats_off(self):
         self.fake.ack_wait = 0.05

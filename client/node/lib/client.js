@@ -102,11 +102,12 @@ class Client {
   // Acknowledges ids (strings, Buffers or numbers: the text form of column
   // 0). Resolves to the rows that went from unacked to acked; unknown and
   // already-acked ids count 0. No call for an empty list.
-  async ack(table, ids) {
+  async ack(table, ids, { group = '' } = {}) {
     const ref = tableRef(table);
     const list = Array.from(ids || [], bytes);
     if (list.length === 0) return 0;
-    const r = await this._call('MessageAck', { ...tableFields(ref), ids: list });
+    const r = await this._call('MessageAck',
+                               { ...tableFields(ref), ids: list, group: String(group) });
     return int64Number(r.acked);
   }
 
@@ -114,14 +115,14 @@ class Client {
   // `delay` seconds (0 = as soon as possible; undefined = the table's backoff
   // for the message's epoch), or with `dead: true` dead at once. `reason`
   // goes to the row's last_error. Resolves to { retried, dead }.
-  async nack(table, deliveries, { delay, reason = '', dead = false } = {}) {
+  async nack(table, deliveries, { delay, reason = '', dead = false, group = '' } = {}) {
     const ref = tableRef(table);
     const list = Array.from(deliveries || [], deliveryField);
     if (delay !== undefined && delay !== null) checkSeconds(delay, 'delay');
     if (list.length === 0) return { retried: 0, dead: 0 };
     const request = {
       ...tableFields(ref), deliveries: list, reason: String(reason),
-      dead: Boolean(dead),
+      dead: Boolean(dead), group: String(group),
     };
     if (delay !== undefined && delay !== null) request.delay = { value: delay };
     const r = await this._call('MessageNack', request);

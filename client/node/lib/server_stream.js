@@ -44,7 +44,7 @@ class ServerStream {
     this.batcher = new AckBatcher(o.ack, (ids) => this._sendAcks(ids),
                                   (err) => call(o.onAckError, err));
     this.heartbeat = new Heartbeat(
-      o.autoAck ? o.heartbeat : { maxExtension: 0 },
+      o.autoAck && !o.group ? o.heartbeat : { maxExtension: 0 },
       (delivery, seconds) => this.client.extend(this.table, [delivery], seconds),
       (err) => call(o.onHeartbeatError, err));
     this.backoff = new Backoff(o.backoff);
@@ -113,7 +113,7 @@ class ServerStream {
       let schema = null;
       let finished = false;
       const c = this.client.stub.MessageStream(
-        { ...tableFields(this.table), maxUnacked: o.prefetch },
+        { ...tableFields(this.table), maxUnacked: o.prefetch, group: o.group },
         this.client.metadata());
       this.call = c;
       this.paused = false;
@@ -202,7 +202,8 @@ class ServerStream {
   }
 
   async _sendAcks(ids) {
-    const acked = await this.client.ack(this.table, ids);
+    const acked = await this.client.ack(this.table, ids,
+                                        { group: this.sub.options.group });
     this.stats.ackCalls++;
     this.stats.acked += acked;
   }
@@ -215,7 +216,8 @@ class ServerStream {
   // the deliveries time out after the ack wait and are sent again anyway).
   async nack(deliveries, params) {
     try {
-      const r = await this.client.nack(this.table, deliveries, params);
+      const r = await this.client.nack(this.table, deliveries,
+                                       { ...params, group: this.sub.options.group });
       this.stats.nackCalls++;
       this.stats.retried += r.retried;
       this.stats.dead += r.dead;

@@ -32,6 +32,10 @@
 //     per ack.maxBatch ids or ack.maxDelay seconds). retry()/dead()/a throw:
 //     one MessageNack at once (delay absent for a throw: the table's
 //     backoff), awaited before that handler slot takes the next message.
+//   - group: a consumer group of the table (docs/design/consumer-groups.md),
+//     sent on each stream and on the acks and nacks of its messages ('' =
+//     the default group). A group's deliveries get no heartbeat
+//     (MessageExtend names no group); an unknown group is NOT_FOUND, fatal.
 //   - concurrency: handlers running at once. prefetch: max_unacked of each
 //     stream (0 = unlimited). queueCapacity: messages received and not yet
 //     handled, all servers together; when full, reading pauses and gRPC flow
@@ -148,6 +152,7 @@ function normalize(options) {
   return Object.freeze({
     servers: parseServers(options.servers ?? options.server),
     table: tableRef(options.table, options.keyspace),
+    group: String(options.group ?? ''),
     handler: options.handler ?? null,
     signal,
     concurrency: positiveInt(options.concurrency ?? 1, 'concurrency', 1),
@@ -178,7 +183,8 @@ function normalize(options) {
 
 class Subscriber {
   // See the file comment; options: { servers (or server), table, keyspace,
-  // handler (absent: iterate the subscriber), signal, concurrency, prefetch,
+  // group, handler (absent: iterate the subscriber), signal, concurrency,
+  // prefetch,
   // queueCapacity, autoAck, releaseOnClose, ack: { maxBatch, maxDelay,
   // maxAttempts }, ackTimeout, heartbeat: { fraction, maxExtension,
   // ackWait }, backoff: { initial, multiplier, max, jitter },

@@ -32,6 +32,7 @@ const TABLES = {
   fetched: messageTableDdl('fetched'),
   calls: messageTableDdl('calls'),
   paused: messageTableDdl('paused'),
+  grouped: messageTableDdl('grouped'),
 };
 
 test.before(async () => {
@@ -281,6 +282,40 @@ test('Client: setPaused stops and resumes sending', async () => {
   assert.ok((await client.listTables()).find((x) => x.name === 'paused').paused);
   await client.setPaused(ref, false);
   await eventually(() => seen.length === 1, { what: 'sent after resume' });
+  await sub.close();
+});
+
+// A consumer group (docs/design/consumer-groups.md): options.group goes on
+// the stream and the acks. The group gets the inserts committed after its
+// creation, in commit order; its acks move its floor in msgq_groups and
+// are its own: the default group's rows stay unsent and unacked.
+test('group: its messages, its acks, its floor', async () => {
+  // CreateGroup has no Client method yet: the generic call.
+  await /** @type {any} */ (client)._call(
+    'CreateGroup', { keyspace: 'msgq', name: 'grouped', group: 'billing' });
+  const floor = async () => String((await env.sql(
+    "SELECT floor_gtid FROM msgq.msgq_groups WHERE table_name = 'grouped' " +
+    "AND group_name = 'billing'"))[0].floor_gtid);
+  const created = await floor();
+  await insert('grouped', [1, 2, 3]); // three transactions
+  const seen = [];
+  const sub = subscriber('grouped', async (msg) => {
+    seen.push(msg.id);
+    return ack();
+  }, { group: 'billing', ack: { maxBatch: 1 } });
+  await eventually(() => sub.stats().acked === 3, { what: '3 acked for the group' });
+  assert.deepEqual(seen, ['1', '2', '3']);
+  // The first two transactions are settled; the third is the last read.
+  assert.notEqual(await floor(), created);
+  assert.equal(await client.ack('grouped', ['1', '2', '3'], { group: 'billing' }), 0);
+  assert.deepEqual(await ackedIds('grouped'), []);
+  const untouched = await env.sql(
+    'SELECT COUNT(*) AS n FROM msgq.grouped WHERE time_acked IS NULL AND epoch = 0');
+  assert.equal(Number(untouched[0].n), 3);
+  await assert.rejects(client.ack('grouped', ['1'], { group: 'nope' }),
+                       (e) => e instanceof MsgqError && e.code === status.NOT_FOUND &&
+                         e.details === 'group "nope" of `msgq`.`grouped` not found; ' +
+                           'its groups: billing');
   await sub.close();
 });
 

@@ -112,8 +112,10 @@ class AsyncClient:
         except grpc.RpcError as e:
             raise from_rpc(e) from e
 
-    async def ack(self, table: TableArg, ids: Iterable[Id]) -> int:
-        r = await self._call("MessageAck", self._requests.ack(table, ids))
+    async def ack(self, table: TableArg, ids: Iterable[Id], *,
+                  group: str = "") -> int:
+        r = await self._call("MessageAck",
+                             self._requests.ack(table, ids, group))
         return int(r.acked)
 
     async def nack(self, table: TableArg, deliveries: Iterable[DeliveryArg],
@@ -193,7 +195,10 @@ class _Server:
 class AsyncSubscriber:
     """Consumes one table from one or several servers on asyncio (see the
     module docstring). `servers`: "host:port", "a:1,b:2" or a list.
-    `handler`: None to iterate instead. `max_unacked`: the most messages
+    `handler`: None to iterate instead. `group`: a consumer group of the
+    table (docs/design/consumer-groups.md), sent on the stream, the acks
+    and the nacks ("" = the default group; a group's deliveries get no
+    heartbeats: MessageExtend names no group). `max_unacked`: the most messages
     one stream holds unsettled (0 = the server's default). `ack`: False
     peeks (nothing is settled). Counters: `handled`, `extended` (successful
     heartbeat extends), `lost` (heartbeats that found the delivery gone).
@@ -204,7 +209,8 @@ class AsyncSubscriber:
 
     def __init__(self, servers: Union[str, Sequence[str]], table: str,
                  handler: Optional[AsyncHandler] = None, *,
-                 keyspace: str = "", concurrency: int = 1,
+                 keyspace: str = "", group: str = "",
+                 concurrency: int = 1,
                  max_unacked: int = 0, ack: bool = True,
                  tls: Optional[TLS] = None, token: Optional[str] = None,
                  token_file: Optional[str] = None, ack_timeout: float = 10.0,
@@ -231,6 +237,7 @@ class AsyncSubscriber:
             raise ValueError("ack_batch >= 1, ack_delay >= 0, "
                              "max_unacked >= 0")
         self.table, self.keyspace, self.handler = table, keyspace, handler
+        self.group = group
         self.concurrency, self.max_unacked = concurrency, max_unacked
         self.ack, self.tls, self.ack_timeout = ack, tls, ack_timeout
         self.ack_batch, self.ack_delay = ack_batch, ack_delay
@@ -283,7 +290,7 @@ class AsyncSubscriber:
             if self.ack:
                 self._flushers.append(
                     asyncio.create_task(self._flush_acks(server)))
-                if self.max_extension >= 0:
+                if self.max_extension >= 0 and not self.group:
                     self._heartbeats.append(
                         asyncio.create_task(self._heartbeat(server)))
         if self.handler is not None:
@@ -384,7 +391,7 @@ class AsyncSubscriber:
     async def _stream(self, server: _Server) -> None:
         request = messaging_pb2.MessageStreamRequest(
             keyspace=self.keyspace, name=self.table,
-            max_unacked=self.max_unacked)
+            max_unacked=self.max_unacked, group=self.group)
         backoff = Backoff()
         started_once = False
         assert self._inbox is not None
@@ -434,7 +441,7 @@ class AsyncSubscriber:
 
     async def _learn_ack_wait(self, server: _Server) -> None:
         if self.ack_wait is not None or not self.ack or \
-                self.max_extension < 0:
+                self.max_extension < 0 or self.group:
             return
         try:
             tables = await server.stub.ListTables(
@@ -525,7 +532,7 @@ class AsyncSubscriber:
             keyspace=self.keyspace, name=self.table,
             deliveries=[messaging_pb2.Delivery(id=message.raw_id,
                                                epoch=message.epoch)],
-            reason=reason, dead=is_dead)
+            reason=reason, dead=is_dead, group=self.group)
         if delay is not None:
             request.delay.value = float(delay)
         try:
@@ -551,7 +558,8 @@ class AsyncSubscriber:
             ids = server.pending_acks[:self.ack_batch]
             del server.pending_acks[:self.ack_batch]
             request = messaging_pb2.MessageAckRequest(
-                keyspace=self.keyspace, name=self.table, ids=ids)
+                keyspace=self.keyspace, name=self.table, ids=ids,
+                group=self.group)
             for attempt in range(3):
                 try:
                     await server.stub.MessageAck(

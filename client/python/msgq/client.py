@@ -75,11 +75,11 @@ class Requests:
             raise ValueError("empty table name")
         return keyspace, name
 
-    def ack(self, table: TableArg, ids: Iterable[Id]
+    def ack(self, table: TableArg, ids: Iterable[Id], group: str = ""
             ) -> messaging_pb2.MessageAckRequest:
         keyspace, name = self.table(table)
         return messaging_pb2.MessageAckRequest(
-            keyspace=keyspace, name=name, ids=ids_of(ids))
+            keyspace=keyspace, name=name, ids=ids_of(ids), group=group)
 
     def nack(self, table: TableArg, deliveries: Iterable[DeliveryArg],
              delay: Optional[float], reason: str, dead: bool
@@ -186,11 +186,13 @@ class Client:
         except grpc.RpcError as e:
             raise from_rpc(e) from e
 
-    def ack(self, table: TableArg, ids: Iterable[Id]) -> int:
+    def ack(self, table: TableArg, ids: Iterable[Id], *,
+            group: str = "") -> int:
         """Acknowledges `ids`; returns how many went from unacked to acked
-        (unknown, dead and already acked ids count 0)."""
+        (unknown, dead and already acked ids count 0). `group`: a consumer
+        group's acks, that group's alone ("" = the default group)."""
         response = self._call(
-            "MessageAck", self._requests.ack(table, ids))
+            "MessageAck", self._requests.ack(table, ids, group))
         return int(response.acked)
 
     def nack(self, table: TableArg, deliveries: Iterable[DeliveryArg], *,

@@ -150,7 +150,11 @@ class Subscriber:
     the module docstring).
 
     `servers`: "host:port", "a:1,b:2", or a list of addresses. `keyspace`:
-    the database ("" = the server's default). `concurrency`: handler
+    the database ("" = the server's default). `group`: a consumer group of
+    the table to read (docs/design/consumer-groups.md), sent on the stream,
+    the acks and the nacks ("" = the default group); a group's deliveries
+    are not extended (MessageExtend names no group), so its heartbeats are
+    off. `concurrency`: handler
     threads. `max_unacked`: the most messages one stream holds unsettled
     (0 = the server's default). `ack`: False peeks (nothing is settled).
     `tls`: TLS settings (None = plaintext). `token` or `token_file`: a
@@ -173,6 +177,7 @@ class Subscriber:
 
     def __init__(self, servers: Union[str, Sequence[str]], table: str,
                  handler: Handler, *, keyspace: str = "",
+                 group: str = "",
                  concurrency: int = 1, max_unacked: int = 0,
                  ack: bool = True, tls: Optional[TLS] = None,
                  token: Optional[str] = None,
@@ -204,6 +209,7 @@ class Subscriber:
         if token_file is not None:
             token = read_token_file(token_file)
         self.table, self.handler, self.keyspace = table, handler, keyspace
+        self.group = group
         self.concurrency, self.max_unacked = concurrency, max_unacked
         self.ack, self.tls, self.ack_timeout = ack, tls, ack_timeout
         self.ack_batch, self.ack_delay = ack_batch, ack_delay
@@ -445,12 +451,14 @@ class _Session:
 
         def send_acks(ids: List[bytes]) -> None:
             stub.MessageAck(messaging_pb2.MessageAckRequest(
-                keyspace=sub.keyspace, name=sub.table, ids=ids),
+                keyspace=sub.keyspace, name=sub.table, ids=ids,
+                group=sub.group),
                 timeout=sub.ack_timeout, metadata=self.md)
 
         heartbeat = Heartbeat(
             extend, fraction=sub.heartbeat_fraction,
-            max_extension=sub.max_extension if sub.ack else -1.0,
+            max_extension=(sub.max_extension if sub.ack and not sub.group
+                           else -1.0),
             ack_wait=sub.ack_wait,
             on_error=lambda e: _report("%s: extend failed: %s"
                                        % (name, _text(e))))
@@ -515,7 +523,8 @@ class _Session:
         for name, deliveries in by_server.items():
             request = messaging_pb2.MessageNackRequest(
                 keyspace=self.sub.keyspace, name=self.sub.table,
-                deliveries=deliveries, reason=HANDED_BACK)
+                deliveries=deliveries, reason=HANDED_BACK,
+                group=self.sub.group)
             request.delay.value = 0.0
             self._nack(self.servers[name], request)
 
@@ -531,7 +540,7 @@ class _Session:
         sub = self.sub
         request = messaging_pb2.MessageStreamRequest(
             keyspace=sub.keyspace, name=sub.table,
-            max_unacked=sub.max_unacked)
+            max_unacked=sub.max_unacked, group=sub.group)
         backoff = Backoff()
         started_once = False
         while not self.stopping.is_set():
@@ -653,7 +662,7 @@ class _Session:
             keyspace=self.sub.keyspace, name=self.sub.table,
             deliveries=[messaging_pb2.Delivery(id=message.raw_id,
                                                epoch=message.epoch)],
-            reason=reason, dead=is_dead)
+            reason=reason, dead=is_dead, group=self.sub.group)
         if delay is not None:
             request.delay.value = float(delay)
         self._nack(server, request)
