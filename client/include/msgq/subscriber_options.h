@@ -58,10 +58,10 @@ std::vector<ServerChannel> ChannelsTo(absl::Span<const std::string> targets);
 struct SubscriberOptions {
   // The consumer group to read (docs/design/consumer-groups.md), sent on
   // each MessageStream and on the acks and nacks of its messages; "" = the
-  // table's default group. A group's deliveries are not extended (a group
-  // has no ack wait yet, and MessageExtend names no group): the heartbeat
-  // is off. An unknown group ends the subscription with NOT_FOUND naming
-  // the table's groups.
+  // table's default group. A group's deliveries are not extended
+  // (MessageExtend names no group yet): the heartbeat is off, and a
+  // handler must finish within the table's ack wait. An unknown group ends the
+  // subscription with NOT_FOUND naming the table's groups.
   std::string group;
   // Handler invocations that may run at once (worker threads). At least 1;
   // with 1, messages are handled in the order received (per server; across
