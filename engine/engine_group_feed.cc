@@ -258,9 +258,9 @@ absl::StatusOr<NackCount> GroupFeed::Nack(
         continue;
       }
       const int64_t time_next =
-          now + (delay.has_value()
-                     ? absl::ToInt64Nanoseconds(*delay)
-                     : BackoffNanos(options_.settings, d.epoch, jitter));
+          now + (delay.has_value() ? absl::ToInt64Nanoseconds(*delay)
+                                   : RedeliveryBackoffNanos(options_.settings,
+                                                            d.epoch, jitter));
       FailLocked(d.id, time_next, now, reason);
       ++count.retried;
     }
@@ -320,10 +320,11 @@ void GroupFeed::Tick() {
         continue;
       }
       // As the default group: resent ack_wait + backoff after the send.
-      FailLocked(e.id,
-                 e.deadline + BackoffNanos(options_.settings, e.sends - 1,
-                                           jitter_->Next()),
-                 now, "");
+      FailLocked(
+          e.id,
+          e.deadline + RedeliveryBackoffNanos(options_.settings, e.sends - 1,
+                                              jitter_->Next()),
+          now, "");
     }
     ReleaseDueLocked(now);
     sends = PumpLocked();

@@ -46,7 +46,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/engine.h"
-#include "engine/queue/backoff.h"
+#include "engine/queue/redelivery_backoff.h"
 #include "grpcpp/grpcpp.h"
 #include "server/auth/peer_directory.h"
 #include "server/grpc_front/grpc_front.h"

@@ -13,7 +13,7 @@
 #include "absl/time/clock.h"
 #include "common/clock.h"
 #include "engine/engine.h"
-#include "engine/queue/backoff.h"
+#include "engine/queue/redelivery_backoff.h"
 #include "engine/queue/subscriber.h"
 #include "engine/sql/mysql_connection.h"
 #include "gmock/gmock.h"

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "engine/engine.h"
-#include "engine/queue/backoff.h"
+#include "engine/queue/redelivery_backoff.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "server/auth/authorizer.h"

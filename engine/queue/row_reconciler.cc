@@ -74,9 +74,9 @@ void RowReconciler::PostponesDone(const std::vector<Postpone>& taken,
   ForgetShownInFlight(left);
 }
 
-void RowReconciler::AckDone(const Ticket& ticket, Outcome outcome,
-                            const std::optional<std::string>& gtid) {
-  const std::vector<std::string> left = ledger_.AckDone(ticket, outcome);
+void RowReconciler::SettleDone(const Ticket& ticket, Outcome outcome,
+                               const std::optional<std::string>& gtid) {
+  const std::vector<std::string> left = ledger_.SettleDone(ticket, outcome);
   LeftFlight(left);
   ForgetShownInFlight(left);
   // Committed acks are known until their echo passes, so that a failed
@@ -101,7 +101,7 @@ void RowReconciler::HoldDone(const Ticket& ticket, Outcome outcome,
                              const std::optional<std::string>& gtid) {
   // Holds are settled by the table's own round, never while it reads, so
   // rule 2 has nothing to remember here; it is kept for uniformity.
-  const std::vector<std::string> left = ledger_.AckDone(ticket, outcome);
+  const std::vector<std::string> left = ledger_.SettleDone(ticket, outcome);
   LeftFlight(left);
   if (outcome == Outcome::kCommitted) OwnWritesCommitted(written, gtid);
   ForgetShownInFlight(left);

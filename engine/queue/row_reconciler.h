@@ -114,7 +114,7 @@ class RowReconciler {
  public:
   using Outcome = SettlementLedger::Outcome;
   using Postpone = SettlementLedger::Postpone;
-  using Ticket = SettlementLedger::AckTicket;
+  using Ticket = SettlementLedger::SettleTicket;
 
   // At most this many images wait for the reads running (rule 6); more are
   // fetched by id.
@@ -147,7 +147,7 @@ class RowReconciler {
 
   // ---- msgq's own writes (rules 1, 2, 5 and 7) ----
 
-  // An ack of `ids` was accepted: they are in flight until AckDone, and an
+  // An ack of `ids` was accepted: they are in flight until SettleDone, and an
   // owed postpone is cancelled (restored if the ack fails).
   Ticket BeginAck(std::vector<std::string> ids);
   // A nack, an extend or msgq's own death of `ids`: in flight until
@@ -157,7 +157,7 @@ class RowReconciler {
   // a hold waits for), to write them.
   std::vector<Postpone> TakePostpones(absl::Time sent_by);
   // A round (or the ack lane) takes the acks of `ids` for writing: until
-  // AckDone (of every ack of the id taken, retries of held-back ones
+  // SettleDone (of every ack of the id taken, retries of held-back ones
   // included) the binlog's ack of them is msgq's own.
   void AcksWriting(const std::vector<std::string>& ids);
   // The postpones `taken` finished with `outcome`; `written` are the same
@@ -170,8 +170,8 @@ class RowReconciler {
   // An ack finished, committed as `gtid` (WriteGtid); a failed one was not
   // msgq's ack after all (unless another ack of the id is being written
   // or committed before it).
-  void AckDone(const Ticket& ticket, Outcome outcome,
-               const std::optional<std::string>& gtid = {});
+  void SettleDone(const Ticket& ticket, Outcome outcome,
+                  const std::optional<std::string>& gtid = {});
   // A nack, extend or death finished, committed as `gtid` (WriteGtid).
   // `written`: the time_next each row the hold may have rescheduled got
   // (nack retries, extends; not deaths); committed ones are remembered

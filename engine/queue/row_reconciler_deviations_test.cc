@@ -76,7 +76,7 @@ TEST(RowReconcilerDeviationTest, D1AHandBackAfterItsAckCommitted) {
   r.Sent("a", 0, kMono);
   const RowReconciler::Ticket ack = r.BeginAck({"a"});
   r.AcksWriting({"a"});
-  r.AckDone(ack, Outcome::kCommitted);
+  r.SettleDone(ack, Outcome::kCommitted);
   EXPECT_FALSE(r.HandBack(Sent("a"), kNow, kAckWait));
   EXPECT_FALSE(r.InFlight("a"));
   const RowReconciler::BinlogVerdict echo = Show(r, AckEcho("a"));
@@ -103,7 +103,7 @@ TEST(RowReconcilerDeviationTest, D2AReadOlderThanAnAppChangeInFlight) {
   const RowReconciler::Ticket ack = r.BeginAck({"b"});
   EXPECT_EQ(Show(r, Change("b", /*priority=*/7, kNow - kSecond, 100)).action,
             Action::kOwn);
-  r.AckDone(ack, Outcome::kTransient);
+  r.SettleDone(ack, Outcome::kTransient);
   std::vector<Message> read = {Sent("b", /*priority=*/0)};
   const uint64_t number = r.ReadStarts();
   r.ReadEnds(number, &read, At(90));
@@ -142,7 +142,7 @@ TEST(RowReconcilerDeviationTest, D3AnImageOlderThanMsgqsAck) {
   RowReconciler r(true, /*images_wait=*/false);
   const RowReconciler::Ticket ack = r.BeginAck({"a"});
   r.AcksWriting({"a"});
-  r.AckDone(ack, Outcome::kCommitted);
+  r.SettleDone(ack, Outcome::kCommitted);
   EXPECT_EQ(Show(r, Change("a", /*priority=*/1)).action, Action::kDueRead);
 }
 
@@ -156,7 +156,7 @@ TEST(RowReconcilerDeviationTest, DISABLED_D4AnAppAckDuringMsgqsAck) {
   const RowReconciler::Ticket ack = r.BeginAck({"a"});
   r.AcksWriting({"a"});
   EXPECT_TRUE(Show(r, AckEcho("a")).acked_by_sql);  // time_acked: kNow
-  r.AckDone(ack, Outcome::kCommitted);
+  r.SettleDone(ack, Outcome::kCommitted);
 }
 
 // D5 (a failure). A hand-back of a row the binlog showed changed is queued
@@ -186,10 +186,10 @@ TEST(RowReconcilerDeviationTest, D6AFailedRetryForgetsTheFirstAck) {
   r.Sent("a", 0, kMono);
   const RowReconciler::Ticket first = r.BeginAck({"a"});
   r.AcksWriting({"a"});
-  r.AckDone(first, Outcome::kCommitted);
+  r.SettleDone(first, Outcome::kCommitted);
   const RowReconciler::Ticket retry = r.BeginAck({"a"});
   r.AcksWriting({"a"});
-  r.AckDone(retry, Outcome::kTransient);
+  r.SettleDone(retry, Outcome::kTransient);
   EXPECT_FALSE(r.HandBack(Sent("a"), kNow, kAckWait));
   EXPECT_FALSE(Show(r, AckEcho("a")).acked_by_sql);
 }
@@ -218,7 +218,7 @@ TEST(RowReconcilerDeviationTest, DISABLED_D8AnAppAckBeforeMsgqsWithoutGtids) {
   RowReconciler r(false, /*images_wait=*/false);
   const RowReconciler::Ticket ack = r.BeginAck({"a"});
   r.AcksWriting({"a"});
-  r.AckDone(ack, Outcome::kCommitted);  // no GTID named
+  r.SettleDone(ack, Outcome::kCommitted);  // no GTID named
   EXPECT_TRUE(Show(r, AckEcho("a")).acked_by_sql);
 }
 

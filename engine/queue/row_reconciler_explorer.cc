@@ -425,10 +425,10 @@ void Explorer::AckEvents(const World& w, int depth) {
     Step(w, depth, "ackdone(" + a.id + ")", [this, i, o](World& n) {
       const OpenAck ack = n.acks[i];
       n.acks.erase(n.acks.begin() + static_cast<long>(i));
-      n.rec.AckDone(ack.ticket, o,
-                    o == Outcome::kCommitted && o_.gtids
-                        ? std::optional<std::string>(GtidText(ack.gtid))
-                        : std::nullopt);
+      n.rec.SettleDone(ack.ticket, o,
+                       o == Outcome::kCommitted && o_.gtids
+                           ? std::optional<std::string>(GtidText(ack.gtid))
+                           : std::nullopt);
       Row& row = n.rows[ack.id];
       --row.acks;
       Report(n, ack.id, ack.made);

@@ -98,7 +98,7 @@ TEST(RowReconcilerTest, AnIdThatLeftFlightDuringAReadIsDroppedFromIt) {
   r.AcksWriting({"a"});
   // Reads "a" due, from before the ack commits.
   const uint64_t read = r.ReadStarts();
-  r.AckDone(ack, Outcome::kCommitted);
+  r.SettleDone(ack, Outcome::kCommitted);
   std::vector<Message> rows = {Row("a"), Row("b")};
   r.ReadEnds(read, &rows);
   EXPECT_THAT(Ids(rows), ElementsAre("b"));
@@ -111,7 +111,7 @@ TEST(RowReconcilerTest, OverlappingReadsForgetOnlyWhenTheLastEnds) {
   RowReconciler::Ticket ack = r.BeginAck({"a"});
   const uint64_t one = r.ReadStarts();
   const uint64_t two = r.ReadStarts();
-  r.AckDone(ack, Outcome::kCommitted);
+  r.SettleDone(ack, Outcome::kCommitted);
   std::vector<Message> first = {Row("a")};
   r.ReadEnds(one, &first);
   EXPECT_THAT(first, IsEmpty());
@@ -195,13 +195,13 @@ TEST(RowReconcilerTest, AHandBackIsQueuedAgainOnlyWhileItIsTheSends) {
   r.Sent("a", 0, kMono);
   RowReconciler::Ticket ack = r.BeginAck({"a"});
   EXPECT_FALSE(r.HandBack(m, kNow + kSecond, ack_wait));
-  r.AckDone(ack, Outcome::kCommitted);
+  r.SettleDone(ack, Outcome::kCommitted);
   // Sent, acked with `outcome`, then handed back.
   auto hand_back_after_ack = [&](const std::string& id, Outcome outcome) {
     r.Sent(id, 0, kMono);
     const RowReconciler::Ticket ticket = r.BeginAck({id});
     r.AcksWriting({id});
-    r.AckDone(ticket, outcome);
+    r.SettleDone(ticket, outcome);
     Message sent = Row(id);
     sent.sent_at = kNow;
     return r.HandBack(sent, kNow + kSecond, ack_wait);
@@ -229,12 +229,12 @@ TEST(RowReconcilerTest, OnlyAnAckMsgqDidNotWriteIsAckedBySql) {
       r.OnBinlogChange(Acked("a"), kNow, /*reading=*/true, /*subscribed=*/true);
   EXPECT_EQ(echo.action, Action::kGone);
   EXPECT_FALSE(echo.acked_by_sql);
-  r.AckDone(mine, Outcome::kCommitted);
+  r.SettleDone(mine, Outcome::kCommitted);
   EXPECT_TRUE(r.OnBinlogChange(Acked("b"), kNow, true, true).acked_by_sql);
   // A failed ack was not msgq's after all.
   RowReconciler::Ticket failed = r.BeginAck({"c"});
   r.AcksWriting({"c"});
-  r.AckDone(failed, Outcome::kTransient);
+  r.SettleDone(failed, Outcome::kTransient);
   EXPECT_TRUE(r.OnBinlogChange(Acked("c"), kNow, true, true).acked_by_sql);
 }
 
@@ -371,7 +371,7 @@ TEST(RowReconcilerTest, AnImageDuringAReadIsDecidedWhenTheReadEnds) {
   // msgq acks an id meanwhile: its image may be older than the ack.
   EXPECT_EQ(Verdict(r, Change("g", 0, kNow - kSecond, 160)),
             Action::kDueDeferred);
-  r.AckDone(r.BeginAck({"g"}), Outcome::kCommitted);
+  r.SettleDone(r.BeginAck({"g"}), Outcome::kCommitted);
   d = r.ReadEnds(read, nullptr);
   ASSERT_EQ(d.images.size(), 1u);
   EXPECT_EQ(d.images[0].id, "f");
@@ -455,7 +455,7 @@ TEST(RowReconcilerTest, AnAckIsMsgqsOnlyWhenItsGtidIsTheWrites) {
   RowReconciler r(false, /*images_wait=*/false);
   const RowReconciler::Ticket ack = r.BeginAck({"a", "b"});
   r.AcksWriting({"a", "b"});
-  r.AckDone(ack, Outcome::kCommitted, std::string("0-1-5"));
+  r.SettleDone(ack, Outcome::kCommitted, std::string("0-1-5"));
   RowChange app = Acked("a");
   app.gtid = "0-1-4";
   EXPECT_TRUE(r.OnBinlogChange(app, kNow, true, true).acked_by_sql);

@@ -75,9 +75,9 @@ std::vector<std::string> SettlementLedger::PostponesDone(
   return left;
 }
 
-SettlementLedger::AckTicket SettlementLedger::BeginAck(
+SettlementLedger::SettleTicket SettlementLedger::BeginAck(
     std::vector<std::string> ids) {
-  AckTicket ticket;
+  SettleTicket ticket;
   for (const std::string& id : ids) {
     Entry& e = entries_[id];
     ++e.acks;
@@ -90,16 +90,16 @@ SettlementLedger::AckTicket SettlementLedger::BeginAck(
   return ticket;
 }
 
-SettlementLedger::AckTicket SettlementLedger::BeginHold(
+SettlementLedger::SettleTicket SettlementLedger::BeginHold(
     std::vector<std::string> ids) {
-  AckTicket ticket;
+  SettleTicket ticket;
   for (const std::string& id : ids) ++entries_[id].acks;
   ticket.ids = std::move(ids);
   return ticket;
 }
 
-std::vector<std::string> SettlementLedger::AckDone(const AckTicket& ticket,
-                                                   Outcome outcome) {
+std::vector<std::string> SettlementLedger::SettleDone(
+    const SettleTicket& ticket, Outcome outcome) {
   std::vector<std::string> left;
   if (outcome != Outcome::kCommitted) {
     for (const auto& [id, epoch] : ticket.cancelled) {

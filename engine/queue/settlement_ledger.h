@@ -28,7 +28,7 @@
 //                  it again.
 //   BeginAck       acks +1; an owed postpone is cancelled (the ack makes it
 //                  pointless) and remembered in the ticket.
-//   AckDone        acks -1. On failure the cancelled postpones are owed
+//   SettleDone     acks -1. On failure the cancelled postpones are owed
 //                  again (the message was delivered: it must not stay due).
 //   BeginHold      a nack, an extend, or msgq's own death of a row it read
 //                  was accepted: acks +1 like an ack (the id stays in
@@ -38,7 +38,7 @@
 //                  names must commit first (it makes the row's epoch the
 //                  one the nack checks), and the round that takes the nack
 //                  takes the owed postpone too and writes it first.
-//                  Finished with AckDone (nothing to restore).
+//                  Finished with SettleDone (nothing to restore).
 //   HandBack       a send that never reached its subscriber: its owed
 //                  postpone is dropped. Returns whether the message may be
 //                  queued again at once (not while an ack of it runs).
@@ -72,8 +72,9 @@ class SettlementLedger {
     kPermanent,  // nothing applied; do not retry
   };
 
-  // What an accepted ack changed, to settle it later.
-  struct AckTicket {
+  // What an accepted ack or hold (BeginAck, BeginHold) changed, to settle
+  // it later.
+  struct SettleTicket {
     std::vector<std::string> ids;
     std::vector<Postpone> cancelled;  // owed postpones the ack cancelled
   };
@@ -108,11 +109,12 @@ class SettlementLedger {
   std::vector<std::string> PostponesDone(const std::vector<Postpone>& taken,
                                          Outcome outcome);
 
-  AckTicket BeginAck(std::vector<std::string> ids);
+  SettleTicket BeginAck(std::vector<std::string> ids);
   // See BeginHold in the class comment.
-  AckTicket BeginHold(std::vector<std::string> ids);
+  SettleTicket BeginHold(std::vector<std::string> ids);
   // kTransient and kPermanent are handled alike: the ack did not apply.
-  std::vector<std::string> AckDone(const AckTicket& ticket, Outcome outcome);
+  std::vector<std::string> SettleDone(const SettleTicket& ticket,
+                                      Outcome outcome);
 
   // A send of `id` never reached its subscriber. Returns true when the
   // message may be queued again at once; `left` gets `id` if it left flight.

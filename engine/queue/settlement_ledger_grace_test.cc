@@ -34,10 +34,10 @@ TEST(SettlementLedgerGraceTest, OnlySendsMadeByTheCutoffAreTaken) {
 TEST(SettlementLedgerGraceTest, AnAckWithinTheGraceCancelsThePostpone) {
   SettlementLedger ledger;
   ledger.Sent("a", 0, kT0);
-  SettlementLedger::AckTicket ticket = ledger.BeginAck({"a"});
+  SettlementLedger::SettleTicket ticket = ledger.BeginAck({"a"});
   EXPECT_THAT(ticket.cancelled, ElementsAre(Pair("a", 0)));
   EXPECT_THAT(ledger.TakePostpones(), IsEmpty());
-  EXPECT_THAT(ledger.AckDone(ticket, SettlementLedger::Outcome::kCommitted),
+  EXPECT_THAT(ledger.SettleDone(ticket, SettlementLedger::Outcome::kCommitted),
               ElementsAre("a"));
   EXPECT_FALSE(ledger.InFlight("a"));
 }
@@ -45,9 +45,9 @@ TEST(SettlementLedgerGraceTest, AnAckWithinTheGraceCancelsThePostpone) {
 TEST(SettlementLedgerGraceTest, AFailedAckOwesThePostponeFromItsSendTime) {
   SettlementLedger ledger;
   ledger.Sent("a", 0, kT0);
-  SettlementLedger::AckTicket ticket = ledger.BeginAck({"a"});
+  SettlementLedger::SettleTicket ticket = ledger.BeginAck({"a"});
   EXPECT_THAT(ledger.TakePostpones(kT0 + absl::Seconds(1)), IsEmpty());
-  EXPECT_THAT(ledger.AckDone(ticket, SettlementLedger::Outcome::kTransient),
+  EXPECT_THAT(ledger.SettleDone(ticket, SettlementLedger::Outcome::kTransient),
               IsEmpty());
   EXPECT_EQ(ledger.OldestOwedAt(), kT0);
   EXPECT_THAT(ledger.TakePostpones(kT0), ElementsAre(Pair("a", 0)));
@@ -57,7 +57,7 @@ TEST(SettlementLedgerGraceTest, AHoldTakesItsPostponeWhateverTheTime) {
   SettlementLedger ledger;
   ledger.Sent("a", 0, kT0 + absl::Seconds(1));
   ledger.Sent("b", 0, kT0 + absl::Seconds(1));
-  SettlementLedger::AckTicket hold = ledger.BeginHold({"a"});
+  SettlementLedger::SettleTicket hold = ledger.BeginHold({"a"});
   EXPECT_THAT(hold.cancelled, IsEmpty());
   EXPECT_THAT(ledger.TakePostpones(kT0), ElementsAre(Pair("a", 0)));
   EXPECT_EQ(ledger.OldestOwedAt(), kT0 + absl::Seconds(1));  // b's

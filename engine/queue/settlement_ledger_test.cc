@@ -48,9 +48,9 @@ TEST(SettlementLedgerTest, PostponesPendingWhileOwedOrBeingWritten) {
   l.PostponesDone(taken, Outcome::kCommitted);
   EXPECT_FALSE(l.PostponesPending());
   // An ack in flight is not a pending postpone.
-  const SettlementLedger::AckTicket ticket = l.BeginAck({"b"});
+  const SettlementLedger::SettleTicket ticket = l.BeginAck({"b"});
   EXPECT_FALSE(l.PostponesPending());
-  l.AckDone(ticket, Outcome::kCommitted);
+  l.SettleDone(ticket, Outcome::kCommitted);
 }
 
 TEST(SettlementLedgerTest, TransientFailureOwesAgainPermanentDoesNot) {
@@ -71,11 +71,11 @@ TEST(SettlementLedgerTest, TransientFailureOwesAgainPermanentDoesNot) {
 TEST(SettlementLedgerTest, AckCancelsTheOwedPostponeAndRestoresItOnFailure) {
   SettlementLedger l;
   l.Sent("a", 2);
-  SettlementLedger::AckTicket ticket = l.BeginAck({"a"});
+  SettlementLedger::SettleTicket ticket = l.BeginAck({"a"});
   EXPECT_THAT(ticket.cancelled, ElementsAre(Postpone{"a", 2}));
   EXPECT_EQ(l.owed(), 0u);
   EXPECT_TRUE(l.Acking("a"));
-  EXPECT_THAT(l.AckDone(ticket, Outcome::kTransient), IsEmpty());
+  EXPECT_THAT(l.SettleDone(ticket, Outcome::kTransient), IsEmpty());
   EXPECT_FALSE(l.Acking("a"));
   EXPECT_THAT(l.TakePostpones(), ElementsAre(Postpone{"a", 2}));
 }
@@ -83,7 +83,7 @@ TEST(SettlementLedgerTest, AckCancelsTheOwedPostponeAndRestoresItOnFailure) {
 TEST(SettlementLedgerTest, HoldKeepsTheOwedPostponeAndTheIdInFlight) {
   SettlementLedger l;
   l.Sent("a", 4);
-  SettlementLedger::AckTicket hold = l.BeginHold({"a"});
+  SettlementLedger::SettleTicket hold = l.BeginHold({"a"});
   EXPECT_THAT(hold.cancelled, IsEmpty());
   EXPECT_EQ(l.owed(), 1u);  // the send's postpone is written first
   EXPECT_TRUE(l.Acking("a"));
@@ -93,16 +93,16 @@ TEST(SettlementLedgerTest, HoldKeepsTheOwedPostponeAndTheIdInFlight) {
   EXPECT_TRUE(l.InFlight("a"));  // the nack still runs
   std::vector<std::string> left;
   EXPECT_FALSE(l.HandBack("a", &left));  // not requeued while it runs
-  EXPECT_THAT(l.AckDone(hold, Outcome::kCommitted), ElementsAre("a"));
+  EXPECT_THAT(l.SettleDone(hold, Outcome::kCommitted), ElementsAre("a"));
   EXPECT_EQ(l.in_flight(), 0u);
 }
 
 TEST(SettlementLedgerTest, FailedHoldRestoresNothing) {
   SettlementLedger l;
-  SettlementLedger::AckTicket hold = l.BeginHold({"x"});  // a read row dies
+  SettlementLedger::SettleTicket hold = l.BeginHold({"x"});  // a read row dies
   EXPECT_TRUE(l.InFlight("x"));
   EXPECT_EQ(l.owed(), 0u);
-  EXPECT_THAT(l.AckDone(hold, Outcome::kTransient), ElementsAre("x"));
+  EXPECT_THAT(l.SettleDone(hold, Outcome::kTransient), ElementsAre("x"));
   EXPECT_EQ(l.owed(), 0u);
   EXPECT_EQ(l.in_flight(), 0u);
 }
@@ -110,9 +110,9 @@ TEST(SettlementLedgerTest, FailedHoldRestoresNothing) {
 TEST(SettlementLedgerTest, AckCommittedSettles) {
   SettlementLedger l;
   l.Sent("a", 0);
-  SettlementLedger::AckTicket ticket = l.BeginAck({"a", "unknown"});
+  SettlementLedger::SettleTicket ticket = l.BeginAck({"a", "unknown"});
   EXPECT_TRUE(l.InFlight("unknown"));  // never queued while its ack runs
-  EXPECT_THAT(l.AckDone(ticket, Outcome::kCommitted),
+  EXPECT_THAT(l.SettleDone(ticket, Outcome::kCommitted),
               UnorderedElementsAre("a", "unknown"));
   EXPECT_EQ(l.in_flight(), 0u);
 }
@@ -133,9 +133,9 @@ TEST(SettlementLedgerTest, NewerSendWhilePostponeRunsKeepsTheIdInFlight) {
 TEST(SettlementLedgerTest, HandBackDuringAnAckWaitsForTheAck) {
   SettlementLedger l;
   l.Sent("a", 0);
-  SettlementLedger::AckTicket ticket = l.BeginAck({"a"});
+  SettlementLedger::SettleTicket ticket = l.BeginAck({"a"});
   EXPECT_FALSE(l.HandBack("a", nullptr));
-  EXPECT_THAT(l.AckDone(ticket, Outcome::kCommitted), ElementsAre("a"));
+  EXPECT_THAT(l.SettleDone(ticket, Outcome::kCommitted), ElementsAre("a"));
 }
 
 TEST(SettlementLedgerTest, HandBackOfASettledIdMayBeQueued) {
@@ -174,12 +174,12 @@ struct State {
   SettlementLedger ledger;
   std::map<std::string, int> latest;  // id -> number of its latest send
   std::map<std::string, bool> unsettled;
-  std::map<std::string, bool> handed_back;        // the latest send was
-  std::map<std::string, bool> requeued;           // ... and HandBack allowed it
-  std::map<std::string, bool> acked;              // an ack committed
-  std::vector<Round> rounds;                      // open
-  std::vector<SettlementLedger::AckTicket> acks;  // open
-  std::vector<SettlementLedger::AckTicket> holds;  // open nacks/extends
+  std::map<std::string, bool> handed_back;  // the latest send was
+  std::map<std::string, bool> requeued;     // ... and HandBack allowed it
+  std::map<std::string, bool> acked;        // an ack committed
+  std::vector<Round> rounds;                // open
+  std::vector<SettlementLedger::SettleTicket> acks;   // open
+  std::vector<SettlementLedger::SettleTicket> holds;  // open nacks/extends
 };
 
 class Explorer {
@@ -230,8 +230,8 @@ class Explorer {
     probe.PostponesDone(taken, Outcome::kCommitted);
     for (const Round& r : s.rounds)
       probe.PostponesDone(r.taken, Outcome::kCommitted);
-    for (const auto& t : s.acks) probe.AckDone(t, Outcome::kCommitted);
-    for (const auto& t : s.holds) probe.AckDone(t, Outcome::kCommitted);
+    for (const auto& t : s.acks) probe.SettleDone(t, Outcome::kCommitted);
+    for (const auto& t : s.holds) probe.SettleDone(t, Outcome::kCommitted);
     probe.PostponesDone(probe.TakePostpones(), Outcome::kCommitted);
     if (probe.in_flight() != 0 || probe.owed() != 0) {
       ADD_FAILURE() << "drain left " << probe.in_flight()
@@ -322,9 +322,9 @@ class Explorer {
       for (Outcome o : {Outcome::kCommitted, Outcome::kTransient}) {
         // Either way the send's own postpone is still what covers it.
         State n = s;
-        SettlementLedger::AckTicket t = n.holds[i];
+        SettlementLedger::SettleTicket t = n.holds[i];
         n.holds.erase(n.holds.begin() + static_cast<long>(i));
-        n.ledger.AckDone(t, o);
+        n.ledger.SettleDone(t, o);
         Visit(n, depth + 1,
               path + " holddone" + std::to_string(i) + "=" +
                   std::to_string(static_cast<int>(o)));
@@ -333,9 +333,9 @@ class Explorer {
     for (size_t i = 0; i < s.acks.size(); ++i) {
       for (Outcome o : {Outcome::kCommitted, Outcome::kTransient}) {
         State n = s;
-        SettlementLedger::AckTicket t = n.acks[i];
+        SettlementLedger::SettleTicket t = n.acks[i];
         n.acks.erase(n.acks.begin() + static_cast<long>(i));
-        n.ledger.AckDone(t, o);
+        n.ledger.SettleDone(t, o);
         if (o == Outcome::kCommitted) {
           for (const std::string& id : t.ids) {
             n.unsettled[id] = false;

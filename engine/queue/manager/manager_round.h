@@ -34,7 +34,7 @@ struct ManagerNackRequest {
   bool dead = false;  // dead now
 };
 
-using ManagerAckCallback = std::function<void(absl::StatusOr<int64_t>)>;
+using ManagerCountCallback = std::function<void(absl::StatusOr<int64_t>)>;
 using ManagerNackCallback = std::function<void(absl::StatusOr<NackCount>)>;
 using ManagerDeadCallback =
     std::function<void(absl::StatusOr<std::vector<DeadRow>>)>;
@@ -42,23 +42,23 @@ using ManagerDeadCallback =
 // An ack request, or (done is null) the part of one a row lock held back
 // after the request was answered (WriteResult::locked).
 struct PendingAck {
-  SettlementLedger::AckTicket ticket;
-  ManagerAckCallback done;
+  SettlementLedger::SettleTicket ticket;
+  ManagerCountCallback done;
 };
 // A nack, or msgq's own deaths (done is null).
 struct PendingNack {
-  SettlementLedger::AckTicket ticket;
+  SettlementLedger::SettleTicket ticket;
   NackGroup group;
   ManagerNackCallback done;
 };
 struct PendingExtend {
-  SettlementLedger::AckTicket ticket;
+  SettlementLedger::SettleTicket ticket;
   ExtendGroup group;
-  ManagerAckCallback done;
+  ManagerCountCallback done;
 };
 struct PendingRedrive {
   RedriveGroup group;
-  ManagerAckCallback done;
+  ManagerCountCallback done;
 };
 struct PendingDeadList {
   std::string after_id;

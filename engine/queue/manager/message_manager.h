@@ -64,7 +64,6 @@
 #include "common/clock.h"
 #include "common/monotonic_cond_var.h"
 #include "engine/message_table.h"
-#include "engine/queue/backoff.h"
 #include "engine/queue/db_readings.h"
 #include "engine/queue/dispatcher.h"
 #include "engine/queue/manager/failure_policy.h"
@@ -81,6 +80,7 @@
 #include "engine/queue/message_cache.h"
 #include "engine/queue/message_store.h"
 #include "engine/queue/rate_limiter.h"
+#include "engine/queue/redelivery_backoff.h"
 #include "engine/queue/round_executor.h"
 #include "engine/queue/round_scheduler.h"
 #include "engine/queue/row_change.h"
@@ -99,7 +99,7 @@ class MessageManager : private RoundExecutor::Task {
   using Delivery = ManagerDelivery;
   using NackRequest = ManagerNackRequest;
 
-  using AckCallback = ManagerAckCallback;
+  using CountCallback = ManagerCountCallback;
   using NackCallback = ManagerNackCallback;
   using DeadCallback = ManagerDeadCallback;
 
@@ -176,7 +176,7 @@ class MessageManager : private RoundExecutor::Task {
   // unacked to acked, or: INVALID_ARGUMENT (malformed id, too many ids),
   // UNAVAILABLE (MySQL unreachable or manager stopping), RESOURCE_EXHAUSTED
   // (too many acks or acked ids waiting).
-  void Ack(std::vector<std::string> ids, AckCallback done);
+  void Ack(std::vector<std::string> ids, CountCallback done);
 
   // The calls below answer through `done` exactly once, on the manager's
   // thread or inline, with the errors of Ack (INVALID_ARGUMENT,
@@ -191,10 +191,10 @@ class MessageManager : private RoundExecutor::Task {
   // Moves each delivery's time_next to now + duration (same epoch check).
   // INVALID_ARGUMENT for a duration <= 0 or above Options::max_extend.
   void Extend(std::vector<Delivery> deliveries, absl::Duration duration,
-              AckCallback done);
+              CountCallback done);
   // Dead rows `ids` (or all) become due now with epoch 0.
   // INVALID_ARGUMENT when both or neither of ids and all are given.
-  void Redrive(std::vector<std::string> ids, bool all, AckCallback done);
+  void Redrive(std::vector<std::string> ids, bool all, CountCallback done);
   // Dead rows with id > after_id, by id, at most `limit` (1..10000).
   void ListDead(std::string after_id, int limit, DeadCallback done);
 

@@ -64,7 +64,7 @@ std::string DeathText(const PendingNack& p, int64_t n) {
 }  // namespace
 
 void MessageManager::Redrive(std::vector<std::string> ids, bool all,
-                             AckCallback done) {
+                             CountCallback done) {
   if (all == !ids.empty()) {
     done(absl::InvalidArgumentError(
         "redrive takes either ids or all, not both and not neither"));
@@ -186,7 +186,7 @@ void MessageManager::SettleGroupsLocked(
     std::vector<std::function<void()>>& replies, std::vector<Log>& logs) {
   mu_.AssertHeld();
   SettleNacksLocked(result, work, replies, logs);
-  auto count_reply = [this](const char* what, AckCallback done,
+  auto count_reply = [this](const char* what, CountCallback done,
                             absl::StatusOr<int64_t> n) {
     return [done = std::move(done), n, what, this]() {
       if (n.ok()) {

@@ -24,10 +24,10 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "engine/message_table.h"
-#include "engine/queue/backoff.h"
 #include "engine/queue/db_readings.h"
 #include "engine/queue/fake_message_store.h"
 #include "engine/queue/manager/message_manager.h"
+#include "engine/queue/redelivery_backoff.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

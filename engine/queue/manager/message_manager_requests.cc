@@ -30,7 +30,7 @@ absl::Status CanonicalDeliveries(
 
 }  // namespace
 
-void MessageManager::Ack(std::vector<std::string> ids, AckCallback done) {
+void MessageManager::Ack(std::vector<std::string> ids, CountCallback done) {
   if (ids.size() > static_cast<size_t>(options_.max_ids_per_ack)) {
     done(absl::InvalidArgumentError(
         absl::StrCat("too many ids in one ack: ", ids.size(), " > ",
@@ -120,10 +120,10 @@ void MessageManager::Nack(NackRequest request, NackCallback done) {
     msgq::Nack n;
     n.epoch = d.epoch;
     if (!request.dead) {
-      n.time_next =
-          now + (request.delay.has_value()
-                     ? absl::ToInt64Nanoseconds(*request.delay)
-                     : BackoffNanos(table_.settings, d.epoch, jitter));
+      n.time_next = now + (request.delay.has_value()
+                               ? absl::ToInt64Nanoseconds(*request.delay)
+                               : RedeliveryBackoffNanos(table_.settings,
+                                                        d.epoch, jitter));
     }
     ids.push_back(d.id);
     n.id = std::move(d.id);
@@ -156,7 +156,7 @@ void MessageManager::Nack(NackRequest request, NackCallback done) {
 }
 
 void MessageManager::Extend(std::vector<Delivery> deliveries,
-                            absl::Duration duration, AckCallback done) {
+                            absl::Duration duration, CountCallback done) {
   if (deliveries.size() > static_cast<size_t>(options_.max_ids_per_ack)) {
     done(absl::InvalidArgumentError(
         absl::StrCat("too many deliveries in one extend: ", deliveries.size(),

@@ -463,8 +463,8 @@ void MessageManager::SettleAcksLocked(
       counters_.acked += *n;
       // The ids a row lock held back are acked later; the request is
       // answered with the rows it acked now.
-      SettlementLedger::AckTicket done;
-      SettlementLedger::AckTicket waiting;
+      SettlementLedger::SettleTicket done;
+      SettlementLedger::SettleTicket waiting;
       for (std::string& id : ack.ticket.ids) {
         const bool wait = locked.contains(id);
         if (wait && !held &&
@@ -479,12 +479,12 @@ void MessageManager::SettleAcksLocked(
         (locked.contains(p.first) ? waiting : done)
             .cancelled.push_back(std::move(p));
       }
-      reconciler_.AckDone(done, outcome, WriteGtid(result));
+      reconciler_.SettleDone(done, outcome, WriteGtid(result));
       if (!waiting.ids.empty()) {
         locked_writes_.HoldAck(PendingAck{std::move(waiting), nullptr});
       }
     } else {
-      reconciler_.AckDone(ack.ticket, outcome);
+      reconciler_.SettleDone(ack.ticket, outcome);
       if (held) {
         for (const std::string& id : ack.ticket.ids) {
           locked_writes_.RowFreed(id);

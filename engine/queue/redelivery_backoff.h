@@ -5,8 +5,8 @@
 //                                      min_backoff, max_backoff)
 // with jitter uniform in [0.666, 1.333), as Vitess does. JitterSource is the
 // injected randomness; SeededJitter is deterministic for a given seed.
-#ifndef MSGQ_ENGINE_QUEUE_BACKOFF_H_
-#define MSGQ_ENGINE_QUEUE_BACKOFF_H_
+#ifndef MSGQ_ENGINE_QUEUE_REDELIVERY_BACKOFF_H_
+#define MSGQ_ENGINE_QUEUE_REDELIVERY_BACKOFF_H_
 
 #include <cstdint>
 #include <random>
@@ -57,9 +57,9 @@ int64_t PostponeDelayNanos(const TableSettings& settings, int64_t epoch,
 // The backoff part alone: clamp(floor(min_backoff * 2^epoch * jitter),
 // min_backoff, max_backoff) in nanoseconds. A nack without a delay retries
 // the message after this (no ack wait: its consumer already answered).
-int64_t BackoffNanos(const TableSettings& settings, int64_t epoch,
-                     double jitter);
+int64_t RedeliveryBackoffNanos(const TableSettings& settings, int64_t epoch,
+                               double jitter);
 
 }  // namespace msgq
 
-#endif  // MSGQ_ENGINE_QUEUE_BACKOFF_H_
+#endif  // MSGQ_ENGINE_QUEUE_REDELIVERY_BACKOFF_H_

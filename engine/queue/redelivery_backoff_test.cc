@@ -1,4 +1,4 @@
-#include "engine/queue/backoff.h"
+#include "engine/queue/redelivery_backoff.h"
 
 #include <algorithm>
 #include <cmath>
@@ -55,9 +55,9 @@ TEST(BackoffNanosTest, IsThePostponeDelayWithoutTheAckWait) {
   // A nack without a delay: min_backoff 10s doubling, capped at 60s.
   TableSettings s = Settings(absl::Seconds(30), absl::Seconds(10));
   s.max_backoff = absl::Seconds(60);
-  EXPECT_EQ(BackoffNanos(s, 0, 1.0), 10 * kSecond);
-  EXPECT_EQ(BackoffNanos(s, 2, 1.0), 40 * kSecond);
-  EXPECT_EQ(BackoffNanos(s, 3, 1.0), 60 * kSecond);
+  EXPECT_EQ(RedeliveryBackoffNanos(s, 0, 1.0), 10 * kSecond);
+  EXPECT_EQ(RedeliveryBackoffNanos(s, 2, 1.0), 40 * kSecond);
+  EXPECT_EQ(RedeliveryBackoffNanos(s, 3, 1.0), 60 * kSecond);
   EXPECT_EQ(PostponeDelayNanos(s, 2, 1.0), 70 * kSecond);
 }
 

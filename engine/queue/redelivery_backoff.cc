@@ -1,4 +1,4 @@
-#include "engine/queue/backoff.h"
+#include "engine/queue/redelivery_backoff.h"
 
 #include <algorithm>
 #include <cmath>
@@ -24,8 +24,8 @@ double SeededJitter::Next() {
   return dist(rng_);
 }
 
-int64_t BackoffNanos(const TableSettings& settings, int64_t epoch,
-                     double jitter) {
+int64_t RedeliveryBackoffNanos(const TableSettings& settings, int64_t epoch,
+                               double jitter) {
   const double min_backoff = ToNanos(settings.min_backoff);
   const double max_backoff = ToNanos(settings.max_backoff);
   const double e = static_cast<double>(std::clamp<int64_t>(epoch, 0, 1000));
@@ -39,7 +39,7 @@ int64_t BackoffNanos(const TableSettings& settings, int64_t epoch,
 int64_t PostponeDelayNanos(const TableSettings& settings, int64_t epoch,
                            double jitter) {
   return static_cast<int64_t>(ToNanos(settings.ack_wait)) +
-         BackoffNanos(settings, epoch, jitter);
+         RedeliveryBackoffNanos(settings, epoch, jitter);
 }
 
 }  // namespace msgq
