@@ -56,6 +56,12 @@ void GroupFeed::OnRowChanges(const std::vector<RowChange>& changes) {
         first_without_image |= stats_.no_image++ == 0;
         continue;
       }
+      if (options_.filter.has_value() &&
+          !options_.filter->Matches(c.row->lengths, c.row->values)) {
+        ledger_.See(*gtid);
+        ++stats_.filtered;
+        continue;
+      }
       if (!ledger_.Offer(*gtid, c.id)) {
         // A loaded exception read again: its payload needs no read by id.
         if (ledger_.Sends(c.id).has_value() && !payloads_.contains(c.id)) {

@@ -55,6 +55,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "engine/groups/group_filter.h"
 #include "engine/groups/group_ledger.h"
 #include "engine/groups/mysql_group_store.h"
 #include "engine/queue/manager/failure_policy.h"
@@ -77,12 +78,17 @@ class GroupFeed {
     int max_batches_per_subscriber = 1;
     // A flush that failed is not asked for again by HasWork before this.
     absl::Duration flush_retry = absl::Seconds(1);
+    // The group's filter, bound to the table's streamed columns: an insert
+    // whose row image it rejects is not the group's (the floor passes it).
+    // nullopt: every insert.
+    std::optional<RowFilter> filter;
   };
 
   // What a feed has done, for logs and tests.
   struct Stats {
     int64_t offered = 0;    // inserts taken into the group
     int64_t no_image = 0;   // inserts left out: their row image is missing
+    int64_t filtered = 0;   // inserts the group's filter left out
     int64_t sent = 0;       // messages handed to subscribers
     int64_t acked = 0;      // messages settled by acks
     int64_t timed_out = 0;  // not acked within the ack wait

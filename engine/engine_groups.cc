@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "engine/binlog/bookkeeping_columns.h"
 #include "engine/engine.h"
+#include "engine/groups/group_filter.h"
 #include "engine/groups/group_name.h"
 #include "engine/groups/group_start.h"
 #include "engine/sql/mysql_message_store.h"
@@ -221,6 +222,25 @@ std::shared_ptr<GroupFeed> Engine::AddFeed(const GroupRow& row) {
           FindLoaded(row.keyspace, row.table);
       manager != nullptr) {
     options.settings = manager->table().settings;
+    if (!row.filter.empty()) {
+      absl::StatusOr<RowFilter> filter = [&]() -> absl::StatusOr<RowFilter> {
+        absl::StatusOr<GroupFilter> parsed =
+            ParseGroupFilter(row.filter, manager->table().columns);
+        if (!parsed.ok()) return parsed.status();
+        return RowFilter::Bind(*parsed, manager->table().streamed);
+      }();
+      if (filter.ok()) {
+        options.filter = *std::move(filter);
+      } else {
+        // Delivering more than the filter lets through is safer than
+        // settling for the group what it never received.
+        LogTableError(row.keyspace, row.table, "group \"", row.name,
+                      "\": its filter no longer fits the table (",
+                      filter.status().message(),
+                      "); the group receives every insert until the "
+                      "table or the group is fixed and msgqd restarts");
+      }
+    }
   } else {
     // Not subscribable until its table loads (FindGroup); these only keep
     // a feed without settings from timing out at once.

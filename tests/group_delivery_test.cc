@@ -232,5 +232,41 @@ TEST_F(GroupDeliveryTest, KilledMsgqdResumesTheGroupFromItsFloor) {
               UnorderedElementsAreArray({"1", "2", "3", "4", "5", "6", "7"}));
 }
 
+// A group with a filter receives exactly the inserts that match it, and
+// the ones it leaves out do not hold its floor back; a group without one
+// receives them all.
+TEST_F(GroupDeliveryTest, AFilterDeliversExactlyTheMatchingInserts) {
+  ASSERT_NO_FATAL_FAILURE(StartWithOrders());
+  {
+    grpc::ClientContext ctx;
+    v1::CreateGroupRequest request;
+    request.set_keyspace("msgq");
+    request.set_name("orders");
+    request.set_group("evens");
+    request.set_filter("id IN (2, 4, 6)");
+    v1::CreateGroupResponse response;
+    grpc::Status s = stub_->CreateGroup(&ctx, request, &response);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(response.group().filter(), "id IN (2, 4, 6)");
+  }
+  ASSERT_NO_FATAL_FAILURE(CreateGroup("all"));
+  GroupStream evens(stub_.get(), "orders", "evens");
+  GroupStream all(stub_.get(), "orders", "all");
+  ASSERT_NO_FATAL_FAILURE(InsertRange("orders", 1, 6));
+  const std::string inserted = BinlogPosition();
+  ASSERT_TRUE(all.WaitForRows(6)) << server_->Log();
+  ASSERT_TRUE(evens.WaitForRows(3)) << server_->Log();
+  EXPECT_THAT(evens.ids(), ElementsAre("2", "4", "6"));
+  ASSERT_NO_FATAL_FAILURE(InsertRange("orders", 7, 7));
+  ASSERT_TRUE(all.WaitForRows(7)) << server_->Log();
+  EXPECT_THAT(evens.ids(), ElementsAre("2", "4", "6"));
+
+  int64_t acked = -1;
+  ASSERT_TRUE(AckGroup("evens", {"2", "4", "6"}, &acked).ok());
+  EXPECT_EQ(acked, 3);
+  // Past the six inserts: 7 is the last transaction read.
+  EXPECT_EQ(Floor("evens"), inserted);
+}
+
 }  // namespace
 }  // namespace msgq::testing

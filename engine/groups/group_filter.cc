@@ -761,4 +761,40 @@ absl::StatusOr<GroupFilter> ParseGroupFilter(
   return filter;
 }
 
+absl::StatusOr<RowFilter> RowFilter::Bind(const GroupFilter& filter,
+                                          const std::vector<Column>& streamed) {
+  RowFilter bound;
+  for (const FilterCondition& c : filter.conditions) {
+    auto it = std::find_if(
+        streamed.begin(), streamed.end(), [&](const Column& column) {
+          return absl::EqualsIgnoreCase(column.name, c.column);
+        });
+    if (it == streamed.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "filter: column \"", c.column, "\" is not streamed by the table"));
+    }
+    bound.conditions_.push_back(
+        Bound{static_cast<size_t>(it - streamed.begin()), c.values});
+  }
+  return bound;
+}
+
+bool RowFilter::Matches(const std::vector<int64_t>& lengths,
+                        absl::string_view values) const {
+  for (const Bound& c : conditions_) {
+    if (c.index >= lengths.size() || lengths[c.index] < 0) return false;
+    size_t offset = 0;
+    for (size_t i = 0; i < c.index; ++i) {
+      if (lengths[i] > 0) offset += static_cast<size_t>(lengths[i]);
+    }
+    const size_t length = static_cast<size_t>(lengths[c.index]);
+    if (offset + length > values.size()) return false;
+    const absl::string_view text = values.substr(offset, length);
+    if (std::find(c.values.begin(), c.values.end(), text) == c.values.end()) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace msgq

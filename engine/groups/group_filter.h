@@ -45,6 +45,7 @@
 #define MSGQ_ENGINE_GROUPS_GROUP_FILTER_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,32 @@ struct GroupFilter {
 
 absl::StatusOr<GroupFilter> ParseGroupFilter(
     absl::string_view text, const std::vector<Column>& columns);
+
+// A filter bound to the columns a table streams (MessageTable::streamed),
+// to test rows packed in that order: each column's text form as MySQL
+// sends it, one length per column (-1 for NULL) and the values end to end
+// (engine/queue/message.h's PackedRow). A row passes when every condition
+// holds: its column is not NULL and its text equals one of the condition's
+// values byte for byte (so 'EU' does not match 'eu' whatever the column's
+// collation, and BINARY(N) values must be given padded to N bytes).
+// Thread-safe (a value).
+class RowFilter {
+ public:
+  // INVALID_ARGUMENT naming the column when a condition's column is not
+  // among `streamed`.
+  static absl::StatusOr<RowFilter> Bind(const GroupFilter& filter,
+                                        const std::vector<Column>& streamed);
+  // Whether the row passes; false for a row with fewer columns than bound.
+  bool Matches(const std::vector<int64_t>& lengths,
+               absl::string_view values) const;
+
+ private:
+  struct Bound {
+    size_t index = 0;  // in the streamed columns
+    std::vector<std::string> values;
+  };
+  std::vector<Bound> conditions_;
+};
 
 }  // namespace msgq
 

@@ -1,7 +1,9 @@
 #include "engine/groups/group_filter.h"
 
+#include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -406,6 +408,55 @@ TEST(GroupFilterTest, StructuredRandomFiltersRoundTrip) {
     ASSERT_TRUE(again.ok()) << f->ToString() << ": " << again.status();
     EXPECT_EQ(*again, *f);
   }
+}
+
+// Rows packed as a table streams them: id, message, type, amount.
+TEST(RowFilterTest, MatchesTheStreamedColumnsTextByteForByte) {
+  const std::vector<Column> streamed = {
+      Col("id", "bigint", "bigint(20)"),
+      Col("message", "json", "longtext", "utf8mb4"),
+      Col("type", "varchar", "varchar(32)", "utf8mb4"),
+      Col("amount", "decimal", "decimal(10,2)")};
+  absl::StatusOr<GroupFilter> parsed = ParseGroupFilter(
+      "type IN ('order.created', 'order.paid') AND amount = 3.5", Columns());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<RowFilter> filter = RowFilter::Bind(*parsed, streamed);
+  ASSERT_TRUE(filter.ok()) << filter.status();
+  auto row = [](std::vector<std::optional<std::string>> values) {
+    std::pair<std::vector<int64_t>, std::string> packed;
+    for (const auto& v : values) {
+      packed.first.push_back(v.has_value() ? static_cast<int64_t>(v->size())
+                                           : -1);
+      if (v.has_value()) packed.second += *v;
+    }
+    return packed;
+  };
+  auto matches = [&](std::vector<std::optional<std::string>> values) {
+    const auto [lengths, text] = row(std::move(values));
+    return filter->Matches(lengths, text);
+  };
+  EXPECT_TRUE(matches({"1", "{}", "order.paid", "3.50"}));
+  EXPECT_TRUE(matches({"2", std::nullopt, "order.created", "3.50"}));
+  EXPECT_FALSE(matches({"3", "{}", "order.shipped", "3.50"}));
+  EXPECT_FALSE(matches({"4", "{}", "order.paid", "3.51"}));
+  EXPECT_FALSE(matches({"5", "{}", "ORDER.PAID", "3.50"}));
+  EXPECT_FALSE(matches({"6", "{}", std::nullopt, "3.50"}));
+  EXPECT_FALSE(matches({"7", "{}", "order.paid"}));  // a column short
+
+  // No conditions: every row.
+  absl::StatusOr<RowFilter> all = RowFilter::Bind(GroupFilter{}, streamed);
+  ASSERT_TRUE(all.ok());
+  EXPECT_TRUE(all->Matches({1}, "9"));
+}
+
+TEST(RowFilterTest, AColumnTheTableDoesNotStreamIsRefused) {
+  absl::StatusOr<GroupFilter> parsed = ParseGroupFilter("n = 7", Columns());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<RowFilter> filter =
+      RowFilter::Bind(*parsed, {Col("id", "bigint", "bigint(20)")});
+  EXPECT_EQ(filter.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(filter.status().message(),
+            "filter: column \"n\" is not streamed by the table");
 }
 
 }  // namespace

@@ -13,6 +13,12 @@ absl::StatusOr<GroupPlan> PlanGroup(const MessageTable& table,
   absl::StatusOr<GroupFilter> filter =
       ParseGroupFilter(spec.filter, table.columns);
   if (!filter.ok()) return filter.status();
+  // msgqd tests a row's streamed columns (its binlog image, as sent).
+  if (absl::StatusOr<RowFilter> bound =
+          RowFilter::Bind(*filter, table.streamed);
+      !bound.ok()) {
+    return bound.status();
+  }
   absl::StatusOr<GroupStart> start = ParseGroupStart(spec.from);
   if (!start.ok()) return start.status();
   return GroupPlan{spec.name, *std::move(start), filter->ToString()};

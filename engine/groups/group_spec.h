@@ -7,7 +7,8 @@
 //                          .filter = "type IN ('a','b')"});
 //
 // Checks, in this order, the name (group_name.h), the filter
-// (group_filter.h, against the table's columns) and where it starts
+// (group_filter.h, against the table's columns; each of its columns one the
+// table streams, which msgqd tests in a row's image) and where it starts
 // (group_start.h), and returns the first error: INVALID_ARGUMENT, or
 // UNIMPLEMENTED for --from=time:.
 //

@@ -10,7 +10,9 @@ MessageTable Table() {
   t.keyspace = "app";
   t.name = "orders";
   t.columns = {Column{"id", "bigint", "bigint(20)"},
-               Column{"type", "varchar", "varchar(32)", "utf8mb4"}};
+               Column{"type", "varchar", "varchar(32)", "utf8mb4"},
+               Column{"priority", "tinyint", "tinyint(4)"}};
+  t.streamed = {t.columns[0], t.columns[1]};
   return t;
 }
 
@@ -32,7 +34,12 @@ TEST(GroupSpecTest, NameThenFilterThenFromAreChecked) {
   EXPECT_EQ(PlanGroup(Table(), {.name = "g", .from = "x", .filter = "typ=1"})
                 .status()
                 .message(),
-            "filter: unknown column \"typ\"; columns: id, type");
+            "filter: unknown column \"typ\"; columns: id, type, priority");
+  EXPECT_EQ(
+      PlanGroup(Table(), {.name = "g", .from = "", .filter = "priority=1"})
+          .status()
+          .message(),
+      "filter: column \"priority\" is not streamed by the table");
   EXPECT_EQ(PlanGroup(Table(), {.name = "g", .from = "x", .filter = ""})
                 .status()
                 .message(),
