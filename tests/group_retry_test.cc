@@ -121,7 +121,9 @@ TEST_F(GroupRetryTest, AnUnackedMessageIsResentToItsGroupOnly) {
   // Nobody else saw it again: search and the default group each once.
   EXPECT_THAT(search.ids(), ElementsAre("1"));
   EXPECT_THAT(fallback.ids(), ElementsAre("1"));
-  EXPECT_EQ(DefaultState(1), "1:1");
+  // Acked once by the default group; its postpone (epoch 1) is written
+  // unless the ack came first and made it pointless.
+  EXPECT_THAT(DefaultState(1), ::testing::MatchesRegex("[01]:1"));
 
   // The ack deletes the row before it is answered.
   ASSERT_TRUE(AckGroup("billing", {"1"}, &acked).ok());
