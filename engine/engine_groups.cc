@@ -3,6 +3,7 @@
 // their statements run on the groups worker with a pooled connection, in
 // the table's database (engine/groups/mysql_group_store.h).
 #include <algorithm>
+#include <functional>
 #include <iterator>
 #include <optional>
 #include <string>
@@ -28,6 +29,21 @@ constexpr absl::Duration kGroupsTick = absl::Milliseconds(100);
 constexpr absl::Duration kUnloadedAckWait = absl::Seconds(30);
 // The largest dead list page (as the default group's).
 constexpr int kMaxDeadPage = 10000;
+
+// A flush's waiter that answers `done` with `value` once the flush wrote
+// what the call changed, or with the flush's error.
+template <typename T>
+std::function<void(absl::Status)> AnswerAfterFlush(
+    T value, std::function<void(absl::StatusOr<T>)> done) {
+  return
+      [value = std::move(value), done = std::move(done)](absl::Status status) {
+        if (status.ok()) {
+          done(std::move(value));
+        } else {
+          done(std::move(status));
+        }
+      };
+}
 
 std::string GroupsNotFound(const std::string& db, const std::string& table,
                            absl::string_view group,
@@ -309,15 +325,8 @@ void Engine::AckGroup(absl::string_view keyspace, absl::string_view name,
     done(acked.settled);  // no row to delete, the floor did not move
     return;
   }
-  FlushGroupThen(
-      *std::move(feed),
-      [settled = acked.settled, done = std::move(done)](absl::Status status) {
-        if (status.ok()) {
-          done(settled);
-        } else {
-          done(status);
-        }
-      });
+  FlushGroupThen(*std::move(feed),
+                 AnswerAfterFlush(acked.settled, std::move(done)));
 }
 
 void Engine::NackGroup(absl::string_view keyspace, absl::string_view name,
@@ -347,13 +356,7 @@ void Engine::NackGroup(absl::string_view keyspace, absl::string_view name,
   }
   // Answered once the exception rows are written.
   FlushGroupThen(*std::move(feed),
-                 [count = *count, done = std::move(done)](absl::Status status) {
-                   if (status.ok()) {
-                     done(count);
-                   } else {
-                     done(status);
-                   }
-                 });
+                 AnswerAfterFlush(*std::move(count), std::move(done)));
 }
 
 void Engine::RedriveGroup(absl::string_view keyspace, absl::string_view name,
@@ -376,14 +379,7 @@ void Engine::RedriveGroup(absl::string_view keyspace, absl::string_view name,
     done(int64_t{0});
     return;
   }
-  FlushGroupThen(*std::move(feed),
-                 [redriven, done = std::move(done)](absl::Status status) {
-                   if (status.ok()) {
-                     done(redriven);
-                   } else {
-                     done(status);
-                   }
-                 });
+  FlushGroupThen(*std::move(feed), AnswerAfterFlush(redriven, std::move(done)));
 }
 
 void Engine::ListDeadGroup(
