@@ -19,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "msgq/client.h"
 #include "msgq/subscriber.h"
+#include "tests/cli_run.h"
 #include "tests/fixture.h"
 
 #ifndef MSGQ_CLI_PATH
@@ -50,18 +51,6 @@ std::ostream& operator<<(std::ostream& os, const Result& r) {
   return os << "exit " << r.exit_code << "\n--- stdout:\n"
             << r.out << "--- stderr:\n"
             << r.err;
-}
-
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
 }
 
 std::string ReadFile(const std::string& path) {

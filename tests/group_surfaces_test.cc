@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "tests/cli_run.h"
 #include "tests/mysql_protocol_fixture.h"
 
 #ifndef MSGQ_CLI_PATH
@@ -31,24 +32,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 constexpr absl::Duration kWait = absl::Seconds(20);
-
-struct CliResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
 
 // The error message of an ERR packet's payload (after code and state).
 std::string ErrMessage(const mysql_protocol::Packet& p) {
@@ -101,32 +84,7 @@ class GroupSurfacesTest : public MysqlProtocolTest {
 
   // The msgq CLI against this test's msgqd.
   CliResult Cli(const std::vector<std::string>& args) {
-    char err_path[] = "/tmp/msgq-test-group-surfaces-XXXXXX";
-    const int fd = mkstemp(err_path);
-    EXPECT_GE(fd, 0);
-    if (fd >= 0) close(fd);
-    std::string command = absl::StrCat(
-        "env -u MSGQ_SERVER -u MSGQ_TOKEN timeout --kill-after=5 60 ",
-        ShellQuote(MSGQ_CLI_PATH), " --server=", server_->address());
-    for (const std::string& a : args) {
-      absl::StrAppend(&command, " ", ShellQuote(a));
-    }
-    absl::StrAppend(&command, " </dev/null 2>", err_path);
-    CliResult r;
-    FILE* pipe = popen(command.c_str(), "r");
-    EXPECT_NE(pipe, nullptr) << command;
-    if (pipe == nullptr) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) r.out.append(buf, n);
-    const int status = pclose(pipe);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream in(err_path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    r.err = ss.str();
-    unlink(err_path);
-    return r;
+    return RunCli(MSGQ_CLI_PATH, server_->address(), args);
   }
 
   // The ids (first column) the `mariadb` client printed, its header aside.

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
+#include "tests/cli_run.h"
 #include "tests/fixture.h"
 #include "tests/security_fixture.h"
 
@@ -88,24 +89,6 @@ std::vector<std::string> Names(const std::vector<v1::Group>& groups) {
   return out;
 }
 
-struct CliResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::ostream& operator<<(std::ostream& os, const CliResult& r) {
-  return os << "exit " << r.exit_code << "\n--- stdout:\n"
-            << r.out << "--- stderr:\n"
-            << r.err;
-}
-
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 class GroupsTest : public MsgqTest {
  protected:
   // msgqd without lease rows, so that nothing but the test writes to the
@@ -147,31 +130,7 @@ class GroupsTest : public MsgqTest {
 
   // The msgq CLI against this test's msgqd.
   CliResult Cli(const std::vector<std::string>& args) {
-    char err_path[] = "/tmp/msgq-test-groups-stderr-XXXXXX";
-    const int fd = mkstemp(err_path);
-    EXPECT_GE(fd, 0);
-    if (fd >= 0) close(fd);
-    std::string command = absl::StrCat(
-        "env -u MSGQ_SERVER -u MSGQ_TOKEN timeout --kill-after=5 60 ",
-        ShellQuote(MSGQ_CLI_PATH), " --server=", server_->address());
-    for (const std::string& a : args)
-      absl::StrAppend(&command, " ", ShellQuote(a));
-    absl::StrAppend(&command, " </dev/null 2>", err_path);
-    CliResult r;
-    FILE* pipe = popen(command.c_str(), "r");
-    EXPECT_NE(pipe, nullptr) << command;
-    if (pipe == nullptr) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) r.out.append(buf, n);
-    const int status = pclose(pipe);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream in(err_path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    r.err = ss.str();
-    unlink(err_path);
-    return r;
+    return RunCli(MSGQ_CLI_PATH, server_->address(), args);
   }
 };
 
