@@ -181,16 +181,7 @@ bool GroupLedger::Fail(const std::string& id,
   if (it == messages_.end() || it->second.state == State::kDead) return false;
   Pending& p = it->second;
   Detach(id, p);
-  p.exception = true;
-  if (time_next.has_value()) {
-    p.state = State::kWaiting;
-    p.time = *time_next;
-    waiting_.emplace(*time_next, id);
-  } else {
-    p.state = State::kDead;
-    p.time = kNever;
-    ++dead_;
-  }
+  Park(id, p, time_next);
   return true;
 }
 
@@ -225,6 +216,13 @@ bool GroupLedger::Load(const std::string& id, int64_t attempts,
   p.arrival = next_arrival_++;
   p.sends = attempts;
   p.counted = false;
+  Park(id, p, time_next);
+  messages_.emplace(id, p);
+  return true;
+}
+
+void GroupLedger::Park(const std::string& id, Pending& p,
+                       std::optional<int64_t> time_next) {
   p.exception = true;
   if (time_next.has_value()) {
     p.state = State::kWaiting;
@@ -232,10 +230,9 @@ bool GroupLedger::Load(const std::string& id, int64_t attempts,
     waiting_.emplace(*time_next, id);
   } else {
     p.state = State::kDead;
+    p.time = kNever;
     ++dead_;
   }
-  messages_.emplace(id, p);
-  return true;
 }
 
 std::vector<std::string> GroupLedger::Redrive(

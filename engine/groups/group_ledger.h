@@ -186,6 +186,9 @@ class GroupLedger {
   void Requeue(const std::string& id, Pending& p);
   // Takes `id` out of where its state keeps it (queue, holder, waiting).
   void Detach(const std::string& id, Pending& p);
+  // Makes `p` an exception: waiting until `time_next`, or dead without one.
+  void Park(const std::string& id, Pending& p,
+            std::optional<int64_t> time_next);
   // No longer counted in its transaction; true when that may move the
   // floor.
   bool Uncount(Pending& p);
