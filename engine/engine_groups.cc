@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -29,6 +30,10 @@ constexpr absl::Duration kGroupsTick = absl::Milliseconds(100);
 constexpr absl::Duration kUnloadedAckWait = absl::Seconds(30);
 // The largest dead list page (as the default group's).
 constexpr int kMaxDeadPage = 10000;
+// A group's dead list waits for the groups worker only behind fewer than
+// this many closures (flushes, other dead lists); past it, it is refused
+// (RESOURCE_EXHAUSTED) rather than queued without bound.
+constexpr size_t kMaxQueuedDeadLists = 64;
 
 // A flush's waiter that answers `done` with `value` once the flush wrote
 // what the call changed, or with the flush's error.
@@ -397,33 +402,41 @@ void Engine::ListDeadGroup(
     done(feed.status());
     return;
   }
-  groups_worker_.Post([this, feed = *std::move(feed),
-                       after_id = std::move(after_id), limit,
-                       done = std::move(done)] {
-    absl::StatusOr<std::vector<DeadRow>> out =
-        [&]() -> absl::StatusOr<std::vector<DeadRow>> {
-      absl::StatusOr<MysqlPool::Lease> conn =
-          pool_->Borrow(MysqlMessageStore::kBorrowTimeout);
-      if (!conn.ok()) return conn.status();
-      const GroupRow& row = feed->row();
-      absl::StatusOr<std::vector<GroupExceptionRow>> dead =
-          MysqlGroupStore(row.keyspace)
-              .ListDead(**conn, row.table, row.name, after_id, limit);
-      if (!dead.ok()) return dead.status();
-      std::vector<DeadRow> rows;
-      rows.reserve(dead->size());
-      for (GroupExceptionRow& d : *dead) {
-        DeadRow r;
-        r.id = std::move(d.id);
-        r.epoch = d.attempts;
-        r.last_error = std::move(d.last_error);
-        r.time_dead = d.time_dead.value_or(0);
-        rows.push_back(std::move(r));
-      }
-      return rows;
-    }();
-    done(std::move(out));
-  });
+  // Shared with the closure: a refused closure is dropped unrun.
+  auto done_shared = std::make_shared<decltype(done)>(std::move(done));
+  const bool queued = groups_worker_.TryPost(
+      [this, feed = *std::move(feed), after_id = std::move(after_id), limit,
+       done = done_shared] {
+        absl::StatusOr<std::vector<DeadRow>> out =
+            [&]() -> absl::StatusOr<std::vector<DeadRow>> {
+          absl::StatusOr<MysqlPool::Lease> conn =
+              pool_->Borrow(MysqlMessageStore::kBorrowTimeout);
+          if (!conn.ok()) return conn.status();
+          const GroupRow& row = feed->row();
+          absl::StatusOr<std::vector<GroupExceptionRow>> dead =
+              MysqlGroupStore(row.keyspace)
+                  .ListDead(**conn, row.table, row.name, after_id, limit);
+          if (!dead.ok()) return dead.status();
+          std::vector<DeadRow> rows;
+          rows.reserve(dead->size());
+          for (GroupExceptionRow& d : *dead) {
+            DeadRow r;
+            r.id = std::move(d.id);
+            r.epoch = d.attempts;
+            r.last_error = std::move(d.last_error);
+            r.time_dead = d.time_dead.value_or(0);
+            rows.push_back(std::move(r));
+          }
+          return rows;
+        }();
+        (*done)(std::move(out));
+      },
+      kMaxQueuedDeadLists);
+  if (!queued) {
+    (*done_shared)(absl::ResourceExhaustedError(
+        absl::StrCat("too many requests wait for the consumer groups' worker (",
+                     kMaxQueuedDeadLists, "); try the dead list again later")));
+  }
 }
 
 void Engine::FlushGroupThen(std::shared_ptr<GroupFeed> feed,

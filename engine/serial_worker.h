@@ -1,11 +1,14 @@
 // SerialWorker: runs closures one at a time, in order, on a thread of its
 // own, started by the first Post(). For rare work that blocks on MySQL and
 // must not run on a gRPC reaction (e.g. Engine::SetPaused's write).
+// Post() queues without bound, for work whose count its callers bound;
+// TryPost() refuses past a given queue length, for work a client asks for.
 //
 // Thread-safe. The destructor runs what is still queued, then joins.
 #ifndef MSGQ_ENGINE_SERIAL_WORKER_H_
 #define MSGQ_ENGINE_SERIAL_WORKER_H_
 
+#include <cstddef>
 #include <deque>
 #include <functional>
 #include <thread>
@@ -31,11 +34,24 @@ class SerialWorker {
 
   void Post(std::function<void()> fn) {
     absl::MutexLock lock(&mu_);
+    PushLocked(std::move(fn));
+  }
+  // Queues `fn` unless `max_queued` closures already wait (the one running
+  // not counted); false then, and `fn` is dropped unrun.
+  bool TryPost(std::function<void()> fn, size_t max_queued) {
+    absl::MutexLock lock(&mu_);
+    if (queue_.size() >= max_queued) return false;
+    PushLocked(std::move(fn));
+    return true;
+  }
+
+ private:
+  void PushLocked(std::function<void()> fn) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    mu_.AssertHeld();
     queue_.push_back(std::move(fn));
     if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
   }
 
- private:
   void Run() {
     while (true) {
       std::function<void()> fn;
